@@ -1,0 +1,1 @@
+"""Composition of the stages into Prefect flows, the approval steps, and the ``sdgov`` command line."""

@@ -1,0 +1,225 @@
+"""``sdgov`` — the command line.
+
+Every command prints one line of error (what, where, fix) and exits 2 on bad input; ``--json`` prints a
+machine-readable result on stdout (logs go to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "examples" / "demo"
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None:
+    print(json.dumps(payload, indent=2) if args.json else human)
+
+
+# ----------------------------------------------------------------------------------------- commands
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from sdgov.approvals import agreement_signoffs
+    from sdgov.inputs import check_inputs
+    from sdgov.registry import Registry
+
+    checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
+    agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
+    from flows.release import release_flow
+
+    root = Registry(args.root).root.resolve()
+    result = release_flow(spec_path=str(Path(args.spec).resolve()), registry_root=str(root),
+                          approvals_path=str(Path(args.approvals).resolve()) if args.approvals else None,
+                          data_path=str(Path(args.data).resolve()) if args.data else None)
+    payload = {"release_id": result.release_id, "path": result.path, "card_html": result.card_html,
+               "card_md": result.card_md, "card_json": result.card_json, "manifest_sha256": result.manifest_sha256,
+               "agreement_sha256": result.agreement_sha256, "registry": str(root)}
+    _emit(args, payload, f"released {result.release_id}\n  card: {result.card_html}\n  path: {result.path}\n"
+                         f"  verify: sdgov registry verify --root {root}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sdgov.demo_data import write_demo_data
+    from sdgov.schema import load_schema
+
+    data = REPO / "build" / "demo" / "data.csv"
+    if not data.exists():
+        write_demo_data(load_schema(DEMO / "schema.yaml"), data)
+    args.spec, args.approvals, args.data = str(DEMO / "spec.yaml"), None, None
+    return cmd_release(args)
+
+
+def cmd_demo_data(args: argparse.Namespace) -> int:
+    from sdgov.demo_data import write_demo_data
+    from sdgov.schema import load_schema
+
+    path = write_demo_data(load_schema(DEMO / "schema.yaml"), Path(args.out), rows=args.rows)
+    _emit(args, {"path": str(path), "rows": args.rows}, f"wrote {args.rows} demo records to {path}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from sdgov.privacy import plan_privacy
+    from sdgov.schema import load_encoded
+    from sdgov.spec import load_spec
+
+    loaded = load_spec(args.spec)
+    data = Path(args.data) if args.data else loaded.data_path
+    codes = load_encoded(data, loaded.schema_)
+    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+    payload = {"ok": True, "agreement_sha256": loaded.agreement.sha256(), "rows": len(codes),
+               "marginals": [list(c) for c in loaded.agreement.cliques], "rho": plan.rho, "epsilon": plan.epsilon,
+               "delta": plan.delta, "sigma": [m.sigma for m in plan.marginals]}
+    _emit(args, payload, f"ok: agreement {payload['agreement_sha256']}, {len(codes)} rows, "
+                         f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}")
+    return 0
+
+
+def cmd_registry(args: argparse.Namespace) -> int:
+    from sdgov.registry import Registry
+
+    reg = Registry(args.root)
+    if args.action == "list":
+        rels = reg.releases()
+        _emit(args, {"releases": rels}, "\n".join(f"{r['release_id']}  {r['time']}  agreement {r['agreement_sha256'][:12]}"
+                                                  for r in rels) or "no releases")
+        return 0
+    if args.action == "show":
+        if not args.release_id:
+            raise SystemExit("sdgov registry show: give a RELEASE_ID (see 'sdgov registry list')")
+        m = reg.manifest(args.release_id)
+        _emit(args, m, json.dumps(m, indent=2))
+        return 0
+    problems = reg.verify()
+    n_events = len(reg.events()) if not problems else None
+    human = (f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash matches" if not problems
+             else "FAILED:\n" + "\n".join(f"  {p}" for p in problems))
+    _emit(args, {"ok": not problems, "problems": problems, "root": str(reg.root)}, human)
+    return 0 if not problems else 1
+
+
+def cmd_stage(args: argparse.Namespace) -> int:
+    """The stages as plain commands, for ``dvc repro``: they call the very task functions the flow runs."""
+    from sdgov.contracts import ArtifactRef, GenerateInput
+    from sdgov.spec import load_spec
+
+    loaded = load_spec(args.spec)
+    schema_ref = ArtifactRef.of("schema", loaded.schema_file)
+    if args.which == "measure":
+        return _stage_measure(args, loaded)
+    if args.which == "generate":
+        from tasks.generate import generate
+
+        out = generate.fn(GenerateInput(
+            measurements=ArtifactRef.of("measurements", args.measurements), schema_file=schema_ref,
+            generator=loaded.agreement.generator, rows=loaded.agreement.rows, seed=loaded.agreement.seed,
+            out_dir=str(Path(args.out).resolve())))
+        _emit(args, {"synthetic": out.synthetic.path, "sha256": out.synthetic.sha256},
+              f"wrote {out.rows} rows to {out.synthetic.path}")
+        return 0
+    from tasks.utility_report import compute_utility
+    from sdgov.hashing import sha256_file, write_json
+
+    tmp_agreement = Path(args.out).with_name("agreement.json")
+    write_json(tmp_agreement, {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": loaded.agreement.sha256()})
+    ref = compute_utility(ArtifactRef.of("agreement", tmp_agreement), schema_ref, str(loaded.data_path),
+                          sha256_file(loaded.data_path), ArtifactRef.of("synthetic", args.synthetic), Path(args.out))
+    _emit(args, {"utility": ref.path, "sha256": ref.sha256}, f"wrote {ref.path}")
+    return 0
+
+
+def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
+    from sdgov.errors import RegistryError
+    from sdgov.hashing import sha256_file
+    from sdgov.measure import MeasurementSet, measure
+    from sdgov.privacy import plan_privacy
+    from sdgov.atomic import atomic_write_bytes
+    from sdgov.schema import load_encoded
+
+    out = Path(args.out)
+    data_sha = sha256_file(loaded.data_path)
+    if out.exists():  # never draw noise twice for the same statistics
+        existing = MeasurementSet.model_validate_json(out.read_bytes())
+        if existing.agreement_sha256 == loaded.agreement.sha256() and existing.dataset_sha256 == data_sha:
+            _emit(args, {"measurements": str(out), "reused": True}, f"reusing {out}: noise is drawn only once")
+            return 0
+        raise RegistryError("a measurement for a different agreement or dataset is already there", str(out),
+                            "move it away deliberately; noise for one agreement is drawn once")
+    codes = load_encoded(loaded.data_path, loaded.schema_)
+    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+    mset = measure(codes, loaded.schema_, loaded.agreement, plan, data_sha)
+    atomic_write_bytes(out, (mset.model_dump_json() + "\n").encode())
+    _emit(args, {"measurements": str(out), "reused": False}, f"measured {len(mset.measurements)} marginals → {out}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- parser
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sdgov", description="Governed, auditable synthetic-data releases.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn)
+        sp.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        return sp
+
+    d = add("demo", cmd_demo, "run a whole release on the built-in demo data and print where the card is")
+    d.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+
+    r = add("release", cmd_release, "run the release flow for a spec")
+    r.add_argument("--spec", required=True)
+    r.add_argument("--approvals", help="standing-approval file (default: the spec's 'approvals')")
+    r.add_argument("--data", help="override the spec's dataset path")
+    r.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+
+    v = add("validate", cmd_validate, "check a spec, its schema and its data; print the agreement hash and budget")
+    v.add_argument("--spec", required=True)
+    v.add_argument("--data", help="override the spec's dataset path")
+
+    g = add("registry", cmd_registry, "list, show or verify releases and the event log")
+    g.add_argument("action", choices=["list", "show", "verify"])
+    g.add_argument("release_id", nargs="?")
+    g.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+
+    s = add("stage", cmd_stage, "run one stage outside the flow (used by dvc.yaml)")
+    s.add_argument("which", choices=["measure", "generate", "utility"])
+    s.add_argument("--spec", required=True)
+    s.add_argument("--measurements", help="generate: the noisy-marginal file")
+    s.add_argument("--synthetic", help="utility: the synthetic Parquet file")
+    s.add_argument("--out", required=True, help="measure: file; generate: directory; utility: file")
+
+    dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
+    dd.add_argument("--out", required=True)
+    dd.add_argument("--rows", type=int, default=20000)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from sdgov.errors import SdgovError
+
+    try:
+        return args.fn(args)
+    except SdgovError as exc:
+        print(f"sdgov: error: {exc.one_line()}", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, "error": exc.one_line(), "type": type(exc).__name__}))
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""The contracts between stages: what each stage receives and hands on, as pydantic models.
+
+Every artifact travels as an :class:`ArtifactRef` (path + sha256); a stage re-hashes its inputs before use, so
+a file changed between stages is refused rather than silently consumed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sdgov.errors import RegistryError
+from sdgov.hashing import md5_file, sha256_file
+from sdgov.spec import GeneratorSpec
+
+Role = Literal["analyst", "controller", "compliance"]
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArtifactRef(_Frozen):
+    name: str
+    path: str
+    sha256: str
+    bytes: int
+
+    @classmethod
+    def of(cls, name: str, path: str | Path) -> "ArtifactRef":
+        p = Path(path)
+        return cls(name=name, path=str(p.resolve()), sha256=sha256_file(p), bytes=p.stat().st_size)
+
+    def verified(self) -> Path:
+        """The path, after checking the file still has the hash it was handed over with."""
+        p = Path(self.path)
+        if not p.is_file():
+            raise RegistryError(f"input artifact {self.name!r} is missing", self.path, "re-run the stage that makes it")
+        actual = sha256_file(p)
+        if actual != self.sha256:
+            raise RegistryError(f"input artifact {self.name!r} changed since it was produced (sha256 {actual[:12]}… ≠ "
+                                f"{self.sha256[:12]}…)", self.path, "re-run the pipeline from the stage that made it")
+        return p
+
+
+class DataRef(_Frozen):
+    """The confidential input. Only agree, measure, audit and utility stages ever hold one."""
+
+    name: str
+    path: str
+    sha256: str
+    dvc_md5: str
+    rows: int
+
+    @classmethod
+    def of(cls, name: str, path: Path, rows: int) -> "DataRef":
+        return cls(name=name, path=str(path), sha256=sha256_file(path), dvc_md5=md5_file(path), rows=rows)
+
+    def as_artifact(self) -> ArtifactRef:
+        return ArtifactRef(name="data", path=self.path, sha256=self.sha256, bytes=Path(self.path).stat().st_size)
+
+
+class SignOff(_Frozen):
+    name: str = Field(min_length=1)
+    role: Role
+    subject: Literal["agreement", "release"]
+    decision: Literal["approve", "reject"] = "approve"
+    subject_sha256: str = ""
+    time: str = ""
+    comment: str = ""
+    via: str = "standing approval"
+
+
+class StageRecord(_Frozen):
+    """Provenance of one stage run: what went in, what came out, which code did it, when."""
+
+    stage: str
+    task_version: str
+    started: str
+    finished: str
+    seconds: float
+    inputs: list[ArtifactRef]
+    outputs: list[ArtifactRef]
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Agreed(_Frozen):
+    run_dir: str
+    spec: ArtifactRef
+    schema_file: ArtifactRef
+    agreement: ArtifactRef
+    agreement_sha256: str
+    approvals: ArtifactRef
+    data: DataRef
+    signoffs: list[SignOff]
+    record: StageRecord
+
+
+class Measured(_Frozen):
+    measurements: ArtifactRef
+    privacy_plan: ArtifactRef
+    reused: bool
+    record: StageRecord
+
+
+class GenerateInput(_Frozen):
+    """Everything the generate stage may see. There is no field for the confidential data: by construction."""
+
+    measurements: ArtifactRef
+    schema_file: ArtifactRef
+    generator: GeneratorSpec
+    rows: int | None
+    seed: int
+    out_dir: str
+
+
+class Generated(_Frozen):
+    synthetic: ArtifactRef
+    model_info: ArtifactRef
+    rows: int
+    seed: int
+    chunk_rows: int
+    record: StageRecord
+
+
+class Audited(_Frozen):
+    report: ArtifactRef
+    verdict: Literal["pass", "fail"]
+    record: StageRecord
+
+
+class UtilityReported(_Frozen):
+    report: ArtifactRef
+    record: StageRecord
+
+
+class ReleaseResult(_Frozen):
+    release_id: str
+    path: str
+    card_html: str
+    card_md: str
+    card_json: str
+    manifest_sha256: str
+    agreement_sha256: str

@@ -1,0 +1,39 @@
+"""Pre-flight: every user-supplied input of a release checked in one place, before anything is written.
+
+Used by the agree stage and by the CLI (which calls it before starting the orchestrator, so a bad file costs a
+second, not a server start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from sdgov.approvals import StandingApproval, load_approvals
+from sdgov.errors import SpecError
+from sdgov.spec import LoadedSpec, load_spec
+from sdgov.schema import load_encoded
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    loaded: LoadedSpec
+    data_path: Path
+    codes: pd.DataFrame
+    approvals_path: Path
+    approvals: StandingApproval
+
+
+def check_inputs(spec_path: str | Path, approvals_path: str | Path | None = None,
+                 data_path: str | Path | None = None) -> CheckedInputs:
+    loaded = load_spec(spec_path)
+    data = Path(data_path).resolve() if data_path else loaded.data_path
+    codes = load_encoded(data, loaded.schema_)
+    approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
+    if approvals_file is None:
+        raise SpecError("no sign-off: the spec names no standing approval and none was given", str(loaded.spec_path),
+                        "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE")
+    return CheckedInputs(loaded=loaded, data_path=data, codes=codes, approvals_path=approvals_file,
+                         approvals=load_approvals(approvals_file))

@@ -1,0 +1,69 @@
+"""Noisy measurement of the agreed marginals: the only place the confidential data meets the noise.
+
+The result, a :class:`MeasurementSet`, is the *only* input the generate stage receives. It holds no record,
+no exact count and no record total — just each agreed marginal with its noise scale.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from sdgov.privacy import PrivacyPlan, add_noise
+from sdgov.schema import Schema
+from sdgov.spec import Agreement, Clique
+
+
+class Measurement(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    clique: Clique
+    shape: tuple[int, ...]
+    sigma: float
+    noisy_counts: list[int]
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.noisy_counts, dtype=np.int64).reshape(self.shape)
+
+
+class MeasurementSet(BaseModel):
+    """The noisy-marginal artifact (persisted as JSON, tracked by DVC, hashed into every later artifact)."""
+
+    model_config = ConfigDict(frozen=True)
+    agreement_sha256: str
+    dataset_sha256: str
+    schema_sha256: str
+    attributes: list[str]
+    domain: dict[str, int]
+    noise: str
+    measurements: list[Measurement]
+
+    def noisy_total(self) -> float:
+        """Inverse-variance weighted mean of the marginals' noisy totals: a DP estimate of N."""
+        if self.noise == "none":
+            return float(sum(self.measurements[0].noisy_counts))
+        w = np.array([1.0 / (m.sigma**2 * len(m.noisy_counts)) for m in self.measurements])
+        t = np.array([float(sum(m.noisy_counts)) for m in self.measurements])
+        return float((w * t).sum() / w.sum())
+
+
+def marginal_counts(codes: pd.DataFrame, schema: Schema, clique: Clique) -> np.ndarray:
+    """Exact contingency table of ``clique`` (axes in clique order) from encoded data."""
+    shape = schema.shape(clique)
+    flat = np.ravel_multi_index(tuple(codes[a].to_numpy() for a in clique), shape)
+    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.int64)
+
+
+def measure(codes: pd.DataFrame, schema: Schema, agreement: Agreement, plan: PrivacyPlan,
+            dataset_sha256: str) -> MeasurementSet:
+    sigmas = plan.sigmas
+    out = []
+    for clique in agreement.cliques:
+        exact = marginal_counts(codes, schema, clique)
+        noisy = add_noise(exact, sigmas[clique])
+        out.append(Measurement(clique=clique, shape=exact.shape, sigma=sigmas[clique], noisy_counts=noisy.ravel().tolist()))
+    return MeasurementSet(
+        agreement_sha256=agreement.sha256(), dataset_sha256=dataset_sha256, schema_sha256=agreement.schema_sha256,
+        attributes=agreement.attributes, domain={a: schema.by_name[a].size for a in agreement.attributes},
+        noise=plan.noise, measurements=out,
+    )

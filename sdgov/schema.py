@@ -1,0 +1,247 @@
+"""The declared domain: every column, every category, every bin — written down before any data is seen.
+
+Learning categories or ranges from the confidential data leaks it (a rare category shows up in the output only
+when the record holding it is in the input). So the domain comes from a schema file written from public
+documentation, and data that does not fit is refused, never widened to fit.
+
+Encoding maps each value to its index in the declared category list (or bin), which is what the marginal
+counts, the model and the sampler work with; decoding maps indices back to the schema's codes.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sdgov.errors import DataError, SchemaError
+from sdgov.hashing import sha256_json
+from sdgov.loading import load_model_file
+
+Code = int | str
+
+
+class Category(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    code: Code
+    label: str
+
+
+class Column(BaseModel):
+    """A categorical column lists its categories; a numeric one declares bin edges (left-closed intervals)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    kind: Literal["categorical", "numeric"] = "categorical"
+    description: str = ""
+    categories: list[Category] | None = None
+    bins: list[float] | None = None
+    bin_labels: list[str] | None = None
+    nullable: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> "Column":
+        if self.kind == "categorical":
+            if not self.categories:
+                raise ValueError(f"categorical column {self.name!r} needs a non-empty 'categories' list")
+            if self.bins is not None:
+                raise ValueError(f"categorical column {self.name!r} must not declare 'bins'")
+            keys = [str(c.code) for c in self.categories]
+            dupes = sorted({k for k in keys if keys.count(k) > 1})
+            if dupes:
+                raise ValueError(f"column {self.name!r} declares category code(s) {dupes} more than once")
+            if len({type(c.code) for c in self.categories}) > 1:
+                raise ValueError(f"column {self.name!r} mixes integer and text codes; use one type")
+        else:
+            if not self.bins or len(self.bins) < 2:
+                raise ValueError(f"numeric column {self.name!r} needs 'bins': at least two increasing edges")
+            if any(b <= a for a, b in zip(self.bins, self.bins[1:])):
+                raise ValueError(f"numeric column {self.name!r}: bin edges must be strictly increasing")
+            if self.categories is not None:
+                raise ValueError(f"numeric column {self.name!r} must not declare 'categories'")
+            if self.bin_labels is not None and len(self.bin_labels) != len(self.bins) - 1:
+                raise ValueError(f"numeric column {self.name!r}: need one bin label per bin ({len(self.bins) - 1})")
+        return self
+
+    @property
+    def size(self) -> int:
+        """Number of cells this column contributes (plus one for 'missing' when nullable)."""
+        base = len(self.categories) if self.kind == "categorical" else len(self.bins) - 1  # type: ignore[arg-type]
+        return base + int(self.nullable)
+
+    @property
+    def integer_codes(self) -> bool:
+        return self.kind == "categorical" and isinstance(self.categories[0].code, int)  # type: ignore[index]
+
+    def labels(self) -> list[str]:
+        """Human-readable label of every cell index, in order."""
+        if self.kind == "categorical":
+            out = [c.label for c in self.categories]  # type: ignore[union-attr]
+        else:
+            edges = self.bins  # type: ignore[assignment]
+            out = self.bin_labels or [f"[{lo:g}, {hi:g})" for lo, hi in zip(edges, edges[1:])]
+        return out + (["(missing)"] if self.nullable else [])
+
+    def codes(self) -> list[Code | None]:
+        """The value written back for every cell index when decoding synthetic data."""
+        if self.kind == "categorical":
+            out: list[Code | None] = [c.code for c in self.categories]  # type: ignore[union-attr]
+        else:
+            out = list(self.labels()[: len(self.bins) - 1])  # type: ignore[arg-type]
+        return out + ([None] if self.nullable else [])
+
+
+class Schema(BaseModel):
+    """A dataset's declared domain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1)
+    description: str = ""
+    source: str = ""
+    identifiers: list[str] = Field(default_factory=list, description="ID columns: required in the data, never used")
+    columns: list[Column] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> "Schema":
+        names = [c.name for c in self.columns] + list(self.identifiers)
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"column name(s) {dupes} declared more than once")
+        return self
+
+    @cached_property
+    def by_name(self) -> dict[str, Column]:
+        return {c.name: c for c in self.columns}
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def shape(self, attrs: tuple[str, ...] | list[str]) -> tuple[int, ...]:
+        return tuple(self.by_name[a].size for a in attrs)
+
+    def cells(self, attrs: tuple[str, ...] | list[str]) -> int:
+        return int(np.prod(self.shape(attrs), dtype=np.float64))
+
+    def sha256(self) -> str:
+        return sha256_json(self.model_dump(mode="json"))
+
+
+def load_schema(path: str | Path) -> Schema:
+    return load_model_file(Schema, path, SchemaError, "schema")
+
+
+# --------------------------------------------------------------------------------------------- encoding
+
+
+def read_csv_strict(path: str | Path) -> pd.DataFrame:
+    """Read every value as text: types are the schema's business, never pandas' guesses."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("data file not found", str(path), "check the 'dataset.path' in the spec")
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
+    except pd.errors.EmptyDataError:
+        raise DataError("the file is empty (no header, no rows)", str(path), "export the data with a header row")
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise DataError(f"not a readable CSV ({first})", str(path), "export as UTF-8 CSV with one header row")
+    dup = [c for c in df.columns if "." in c and c.rsplit(".", 1)[0] in df.columns and c.rsplit(".", 1)[1].isdigit()]
+    if dup:
+        raise DataError(f"duplicate column header(s) {dup}", str(path), "give every column a unique name")
+    return df
+
+
+def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[str] | None = None) -> pd.DataFrame:
+    """Validate ``df`` against ``schema`` and return cell indices (int32), columns in schema order.
+
+    ``columns`` restricts the check to those schema columns (synthetic data holds only the modelled ones);
+    by default every schema column and identifier must be present, and nothing else.
+    Raises one :class:`DataError` naming the first offending column, its bad values and how many rows are hit.
+    """
+    wanted = [c for c in schema.columns if columns is None or c.name in columns]
+    required = [c.name for c in wanted] + (schema.identifiers if columns is None else [])
+    expected = set(required)
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise DataError(f"missing column(s) {missing}", where, "add them, or fix the names in the schema")
+    extra = [c for c in df.columns if c not in expected]
+    if extra:
+        raise DataError(
+            f"column(s) {extra} are not in schema {schema.name!r}", where,
+            "declare them in the schema (or under 'identifiers' if they are IDs), or drop them from the data",
+        )
+    if len(df) == 0:
+        raise DataError("no data rows", where, "the file has a header but no records")
+    problems: list[str] = []
+    out = {}
+    for col in wanted:
+        values = df[col.name]
+        codes, problem = _encode_column(values, col)
+        if problem:
+            problems.append(problem)
+        out[col.name] = codes
+    if problems:
+        more = f" (and {len(problems) - 1} more problem(s) in other columns)" if len(problems) > 1 else ""
+        raise DataError(problems[0] + more, where, "fix the data, or the schema if the public documentation allows it")
+    return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
+
+
+def _encode_column(values: pd.Series, col: Column) -> tuple[np.ndarray, str]:
+    null = values.isna()
+    if null.any() and not col.nullable:
+        return np.empty(0), f"column {col.name!r}: {int(null.sum())} empty/NaN value(s) where none are allowed"
+    text = values.fillna("").astype(str).str.strip()
+    if col.kind == "categorical":
+        keys = [str(c.code) for c in col.categories]  # type: ignore[union-attr]
+        if col.integer_codes:
+            bad_type = ~null & ~text.str.fullmatch(r"[+-]?\d+")
+            if bad_type.any():
+                return np.empty(0), _bad(col, text[bad_type], "non-integer value(s) for integer codes (wrong type)")
+            text = text.where(null, text.str.lstrip("+").str.replace(r"^(-?)0+(\d)", r"\1\2", regex=True))
+        codes = pd.Categorical(text.where(~null, None), categories=keys).codes.astype(np.int32)
+        unknown = (codes < 0) & ~null.to_numpy()
+        if unknown.any():
+            return np.empty(0), _bad(col, text[unknown], "value(s) not among the declared categories")
+    else:
+        nums = pd.to_numeric(text.where(~null, None), errors="coerce")
+        bad_type = nums.isna() & ~null
+        if bad_type.any():
+            return np.empty(0), _bad(col, text[bad_type], "non-numeric value(s) (wrong type)")
+        edges = np.asarray(col.bins, dtype=float)
+        arr = nums.to_numpy(dtype=float, na_value=np.nan)
+        out_of_range = ~null.to_numpy() & ((arr < edges[0]) | (arr > edges[-1]))
+        if out_of_range.any():
+            return np.empty(0), _bad(col, text[out_of_range], f"value(s) outside the declared range [{edges[0]:g}, {edges[-1]:g}]")
+        codes = np.clip(np.searchsorted(edges, arr, side="right") - 1, 0, len(edges) - 2).astype(np.int32)
+    if col.nullable:
+        codes = np.where(null.to_numpy(), col.size - 1, codes).astype(np.int32)
+    return codes, ""
+
+
+def _bad(col: Column, bad: pd.Series, what: str) -> str:
+    counts = bad.value_counts()
+    shown = ", ".join(repr(v) for v in counts.index[:5]) + (", …" if len(counts) > 5 else "")
+    return f"column {col.name!r}: {what}: {shown} in {int(counts.sum())} row(s)"
+
+
+def decode(codes: dict[str, np.ndarray] | pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Map cell indices back to the schema's codes (integer codes stay integers)."""
+    out = {}
+    for col in schema.columns:
+        idx = np.asarray(codes[col.name])
+        lookup = col.codes()
+        if col.integer_codes and not col.nullable:
+            out[col.name] = np.asarray(lookup, dtype=np.int64)[idx]
+        else:
+            out[col.name] = pd.array(np.asarray(lookup, dtype=object)[idx], dtype="string" if not col.integer_codes else "Int64")
+    return pd.DataFrame(out)
+
+
+def load_encoded(path: str | Path, schema: Schema) -> pd.DataFrame:
+    """Read and validate a CSV in one step."""
+    return encode(read_csv_strict(path), schema, where=str(path))

@@ -1,0 +1,240 @@
+"""The release spec: the agreement Φ between analyst and data controller, as a validated, hashable object.
+
+A spec names the dataset and its schema, the agreed marginals Φ (explicit attribute sets and "all k-way"
+shorthands), the privacy budget, the generator, the row count and the public sampling seed. ``resolve_spec``
+checks it against the schema and canonicalises it into an :class:`Agreement` whose sha256 identifies the
+agreement in every artifact, log entry and card.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+
+from sdgov.errors import SpecError
+from sdgov.hashing import sha256_json
+from sdgov.loading import load_model_file
+from sdgov.schema import Schema, load_schema
+
+DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
+DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
+
+Clique = tuple[str, ...]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetRef(_Strict):
+    name: str = Field(min_length=1, description="Declared name of the confidential dataset (the budget ledger key)")
+    path: str = Field(min_length=1, description="CSV path, relative to the spec file")
+
+
+class KWay(_Strict):
+    k: PositiveInt
+    attributes: list[str] = Field(min_length=1)
+
+
+class PhiSpec(_Strict):
+    marginals: list[list[str]] = Field(default_factory=list)
+    all_kway: list[KWay] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _nonempty(self) -> "PhiSpec":
+        if not self.marginals and not self.all_kway:
+            raise ValueError("Φ is empty: give 'marginals' and/or 'all_kway'")
+        return self
+
+
+class PrivacySpec(_Strict):
+    """Exactly one of ``rho``, ``epsilon`` or ``sigma`` with ``noise: gaussian``; none with ``noise: none``."""
+
+    noise: Literal["gaussian", "none"] = "gaussian"
+    rho: PositiveFloat | None = None
+    epsilon: PositiveFloat | None = None
+    delta: float | None = Field(default=None, gt=0, lt=1)
+    sigma: PositiveFloat | None = Field(default=None, description="fixed noise scale for every marginal")
+    sigma_floor: PositiveFloat | None = Field(default=None, description="ONS small-count rule: σ ≥ floor")
+    weights: dict[str, PositiveFloat] = Field(default_factory=dict, description="'A,B' → share of the budget")
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> "PrivacySpec":
+        given = [k for k in ("rho", "epsilon", "sigma") if getattr(self, k) is not None]
+        if self.noise == "none":
+            if given or self.sigma_floor is not None:
+                raise ValueError(f"noise 'none' takes no budget, but {given or ['sigma_floor']} given")
+        elif len(given) != 1:
+            raise ValueError(f"give exactly one of rho, epsilon, sigma (got {given or 'none'})")
+        if self.sigma is not None and self.weights:
+            raise ValueError("'weights' split a budget; with a fixed 'sigma' there is none to split")
+        return self
+
+
+class GeneratorSpec(_Strict):
+    name: Literal["pgm", "ipf"] = "pgm"
+    iterations: PositiveInt = 2000
+
+
+class LimitsSpec(_Strict):
+    max_marginal_cells: PositiveInt = DEFAULT_CELL_LIMIT
+    max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
+
+
+class ReleaseSpec(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    description: str = ""
+    dataset: DatasetRef
+    schema_path: str = Field(alias="schema", min_length=1)
+    attributes: list[str] | None = Field(default=None, description="modelled columns; default all in Φ")
+    phi: PhiSpec
+    privacy: PrivacySpec
+    generator: GeneratorSpec = GeneratorSpec()
+    rows: PositiveInt | None = Field(default=None, description="synthetic rows; default: the noisy total")
+    seed: int = Field(ge=0, description="public sampling seed (recorded; unlike the noise, which has none)")
+    limits: LimitsSpec = LimitsSpec()
+    approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Agreement(_Strict):
+    """The canonical, resolved Φ agreement. Its hash is what everybody signs."""
+
+    spec_name: str
+    description: str
+    dataset_name: str
+    schema_name: str
+    schema_sha256: str
+    attributes: list[str]
+    cliques: list[Clique]
+    privacy: PrivacySpec
+    generator: GeneratorSpec
+    rows: int | None
+    seed: int
+    limits: LimitsSpec
+
+    def sha256(self) -> str:
+        return sha256_json(self.model_dump(mode="json"))
+
+
+class LoadedSpec(BaseModel):
+    """A spec with its files resolved: what the agree stage works from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    spec: ReleaseSpec
+    spec_path: Path
+    schema_: Schema = Field(alias="schema")
+    schema_file: Path
+    data_path: Path
+    approvals_path: Path | None
+    agreement: Agreement
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    path = Path(path).resolve()
+    spec = load_model_file(ReleaseSpec, path, SpecError, "release spec")
+    base = path.parent
+    schema_file = (base / spec.schema_path).resolve()
+    schema = load_schema(schema_file)
+    agreement = resolve(spec, schema, where=str(path))
+    approvals = (base / spec.approvals).resolve() if spec.approvals else None
+    return LoadedSpec(
+        spec=spec, spec_path=path, schema=schema, schema_file=schema_file,
+        data_path=(base / spec.dataset.path).resolve(), approvals_path=approvals, agreement=agreement,
+    )
+
+
+def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement:
+    """Check Φ against the schema and canonicalise it (schema column order, sorted cliques)."""
+    order = {name: i for i, name in enumerate(schema.names)}
+
+    def check_attrs(attrs: list[str], ctx: str) -> None:
+        unknown = [a for a in attrs if a not in order]
+        if unknown:
+            raise SpecError(f"{ctx} names unknown attribute(s) {unknown}", where,
+                            f"use column names from schema {schema.name!r}: {schema.names}")
+        dup = sorted({a for a in attrs if attrs.count(a) > 1})
+        if dup:
+            raise SpecError(f"{ctx} repeats attribute(s) {dup}", where, "name each attribute once")
+
+    def canon(attrs: list[str] | tuple[str, ...]) -> Clique:
+        return tuple(sorted(attrs, key=order.__getitem__))
+
+    cliques: list[Clique] = []
+    for i, m in enumerate(spec.phi.marginals):
+        check_attrs(m, f"phi.marginals[{i}]")
+        if not m:
+            raise SpecError(f"phi.marginals[{i}] is empty", where, "list at least one attribute")
+        cliques.append(canon(m))
+    for i, kw in enumerate(spec.phi.all_kway):
+        check_attrs(kw.attributes, f"phi.all_kway[{i}]")
+        if kw.k > len(kw.attributes):
+            raise SpecError(f"phi.all_kway[{i}]: k={kw.k} exceeds its {len(kw.attributes)} attributes", where,
+                            "lower k or list more attributes")
+        cliques.extend(canon(c) for c in itertools.combinations(kw.attributes, kw.k))
+
+    seen: dict[Clique, int] = {}
+    for c in cliques:
+        if c in seen:
+            raise SpecError(f"marginal {_fmt(c)} is listed twice in Φ", where,
+                            "remove the duplicate (check shorthands that already generate it)")
+        seen[c] = 1
+    for a, b in itertools.permutations(cliques, 2):
+        if set(a) < set(b):
+            raise SpecError(f"marginal {_fmt(a)} is nested in {_fmt(b)} (it is implied by it)", where,
+                            f"remove {_fmt(a)}: measuring it again only spends budget")
+    for c in cliques:
+        cells = schema.cells(c)
+        if cells > spec.limits.max_marginal_cells:
+            raise SpecError(f"marginal {_fmt(c)} has {cells:,} cells, over the limit of {spec.limits.max_marginal_cells:,}",
+                            where, "coarsen the attributes or split the marginal")
+
+    in_phi = {a for c in cliques for a in c}
+    if spec.attributes is not None:
+        check_attrs(spec.attributes, "attributes")
+        outside = sorted(in_phi - set(spec.attributes), key=order.__getitem__)
+        if outside:
+            raise SpecError(f"Φ uses attribute(s) {outside} not listed in 'attributes'", where,
+                            "add them to 'attributes' or drop them from Φ")
+        attributes = sorted(spec.attributes, key=order.__getitem__)
+    else:
+        attributes = sorted(in_phi, key=order.__getitem__)
+
+    for key in spec.privacy.weights:
+        if canon([s.strip() for s in key.split(",")]) not in seen:
+            raise SpecError(f"privacy.weights names {key!r}, which is not a marginal in Φ", where,
+                            "write weights as 'A,B' for an agreed marginal (A, B)")
+
+    model_cells = _model_cells(spec.generator.name, attributes, cliques, schema)
+    if model_cells > spec.limits.max_model_cells:
+        raise SpecError(f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
+                        f"of {spec.limits.max_model_cells:,}", where,
+                        "use generator 'pgm' (IPF holds the full joint), fewer attributes, or coarser categories")
+
+    return Agreement(
+        spec_name=spec.name, description=spec.description, dataset_name=spec.dataset.name, schema_name=schema.name,
+        schema_sha256=schema.sha256(), attributes=attributes, cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
+        privacy=spec.privacy, generator=spec.generator, rows=spec.rows, seed=spec.seed, limits=spec.limits,
+    )
+
+
+def _model_cells(generator: str, attributes: list[str], cliques: list[Clique], schema: Schema) -> int:
+    """Cells of the largest table the generator must hold: the full joint for IPF, the largest junction-tree
+    clique for PGM (from mbi's own junction tree, so the check matches what the fit will allocate)."""
+    if generator == "ipf":
+        return schema.cells(attributes)
+    from sdgov.generators.pgm import largest_clique_cells
+
+    return largest_clique_cells(attributes, cliques, schema)
+
+
+def _fmt(c: Clique) -> str:
+    return "(" + ", ".join(c) + ")"
+
+
+def describe_clique(c: Clique) -> str:
+    return " × ".join(c)

@@ -1,0 +1,45 @@
+"""Shared by the stage modules: timing + provenance record, and a logger that works inside and outside Prefect."""
+
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from sdgov.contracts import ArtifactRef, StageRecord, utcnow
+
+
+def logger() -> logging.Logger | logging.LoggerAdapter:
+    try:
+        from prefect import get_run_logger
+
+        return get_run_logger()
+    except Exception:  # outside a flow/task run (DVC stage commands)
+        return logging.getLogger("sdgov")
+
+
+class Recorder:
+    """Collects a stage's inputs/outputs while it runs, then produces its StageRecord."""
+
+    def __init__(self, stage: str, version: str) -> None:
+        self.stage, self.version = stage, version
+        self.inputs: list[ArtifactRef] = []
+        self.outputs: list[ArtifactRef] = []
+        self.params: dict[str, Any] = {}
+        self.started = utcnow()
+        self._t0 = time.perf_counter()
+
+    def record(self) -> StageRecord:
+        return StageRecord(stage=self.stage, task_version=self.version, started=self.started, finished=utcnow(),
+                           seconds=round(time.perf_counter() - self._t0, 3), inputs=self.inputs,
+                           outputs=self.outputs, params=self.params)
+
+
+@contextmanager
+def stage(name: str, version: str) -> Iterator[Recorder]:
+    log = logger()
+    log.info("stage %s (v%s) started", name, version)
+    rec = Recorder(name, version)
+    yield rec
+    log.info("stage %s finished in %.1fs", name, time.perf_counter() - rec._t0)

@@ -1,0 +1,49 @@
+"""Stage 3 — generate: fit the generator to the noisy marginals, stream synthetic records to Parquet.
+
+Its only input is a :class:`~sdgov.contracts.GenerateInput`: the noisy-marginal artifact, the public schema,
+the generator settings, the row count and the public seed. It has no way to name the confidential data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from sdgov.contracts import ArtifactRef, GenerateInput, Generated
+from sdgov.generators import generator_version, get_generator
+from sdgov.hashing import write_json
+from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
+from sdgov.schema import load_schema
+from tasks.common import logger, stage
+from tasks.measure import read_measurements
+
+VERSION = "1.0.0"
+
+
+@task(name="generate", version=VERSION, cache_policy=NO_CACHE)
+def generate(inp: GenerateInput) -> Generated:
+    log = logger()
+    with stage("generate", VERSION) as rec:
+        mset = read_measurements(inp.measurements)
+        schema = load_schema(inp.schema_file.verified())
+        rec.inputs = [inp.measurements, inp.schema_file]
+        model = get_generator(inp.generator.name)(mset, inp.generator)
+        rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))
+        out = Path(inp.out_dir)
+        step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
+
+        def progress(done: int, total: int) -> None:
+            if done % step == 0 or done == total:
+                log.info("sampled %d / %d rows (%.0f%%)", done, total, 100 * done / total)
+
+        sample_to_parquet(model, schema, rows, inp.seed, out / "synthetic.parquet", progress=progress)
+        write_json(out / "model_info.json", {
+            "generator": inp.generator.name, "implementation": generator_version(inp.generator.name),
+            "parameters": inp.generator.model_dump(), **model.fit_info,
+        })
+        rec.outputs = [ArtifactRef.of("synthetic", out / "synthetic.parquet"), ArtifactRef.of("model_info", out / "model_info.json")]
+        rec.params = {"rows": rows, "seed": inp.seed, "chunk_rows": CHUNK_ROWS}
+    return Generated(synthetic=rec.outputs[0], model_info=rec.outputs[1], rows=rows, seed=inp.seed,
+                     chunk_rows=CHUNK_ROWS, record=rec.record())
