@@ -129,12 +129,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
               f"wrote {out.rows} rows to {out.synthetic.path}")
         return 0
     from tasks.utility_report import compute_utility
-    from sdgov.hashing import sha256_file, write_json
+    from sdgov.hashing import sha256_file
 
-    tmp_agreement = Path(args.out).with_name("agreement.json")
-    write_json(tmp_agreement, {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": loaded.agreement.sha256()})
-    ref = compute_utility(ArtifactRef.of("agreement", tmp_agreement), schema_ref, str(loaded.data_path),
-                          sha256_file(loaded.data_path), ArtifactRef.of("synthetic", args.synthetic), Path(args.out))
+    ref = compute_utility(loaded.agreement, loaded.schema_, str(loaded.data_path), sha256_file(loaded.data_path),
+                          ArtifactRef.of("synthetic", args.synthetic), Path(args.out))
     _emit(args, {"utility": ref.path, "sha256": ref.sha256}, f"wrote {ref.path}")
     return 0
 
@@ -201,6 +199,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--measurements", help="generate: the noisy-marginal file")
     s.add_argument("--synthetic", help="utility: the synthetic Parquet file")
     s.add_argument("--out", required=True, help="measure: file; generate: directory; utility: file")
+
+    from flows.cli_report import add_parser as add_report
+
+    add_report(add)  # sdgov report utility --spec FILE --synthetic FILE [--out DIR] --json
 
     dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
     dd.add_argument("--out", required=True)

@@ -34,6 +34,11 @@ class StandingApproval(BaseModel):
     agreement_sha256: str | None = None
 
 
+def same_person(a: str, b: str) -> bool:
+    """Names compared case- and spacing-insensitively, so ' ada  ANALYST' cannot approve Ada Analyst's work."""
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
 def load_approvals(path: str | Path) -> StandingApproval:
     a = load_model_file(StandingApproval, path, SpecError, "standing approval")
     where = str(path)
@@ -43,7 +48,7 @@ def load_approvals(path: str | Path) -> StandingApproval:
         p: Person = getattr(a, key)
         if p.role != "controller":
             raise SpecError(f"{key} must have role 'controller', not {p.role!r}", where, f"fix '{key}.role'")
-        if p.name == a.proposer.name:
+        if same_person(p.name, a.proposer.name):
             raise SpecError(f"{p.name!r} cannot approve what they proposed (separation of duties)", where,
                             f"name a different data controller as {key}")
     return a

@@ -59,6 +59,7 @@ class Card(BaseModel):
     synthetic: dict[str, Any]
     utility: UtilitySummary
     utility_note: str
+    utility_report: dict[str, Any] | None = None  # fitness statement, radar data and link to the full report
     audit: AuditReport
     signoffs: list[SignOff]
     provenance: dict[str, Any]
@@ -132,7 +133,8 @@ def privacy_statement(plan: PrivacyPlan) -> str:
 def build_card(*, release_id: str, created: str, agreement: Agreement, agreement_sha256: str, schema: Schema,
                mset: MeasurementSet, psi_sha256: str, plan: PrivacyPlan, model_info: dict[str, Any],
                synthetic: dict[str, Any], utility: UtilitySummary, audit: AuditReport, signoffs: list[SignOff],
-               records: list[StageRecord], data_info: dict[str, Any]) -> Card:
+               records: list[StageRecord], data_info: dict[str, Any],
+               utility_report: dict[str, Any] | None = None) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
     phi = [PhiEntry(attributes=list(c), plain=_plain(c, schema), cells=schema.cells(c), sigma=sig[c].sigma,
@@ -148,9 +150,18 @@ def build_card(*, release_id: str, created: str, agreement: Agreement, agreement
         privacy_statement=privacy_statement(plan), generator=model_info, synthetic=synthetic, utility=utility,
         utility_note=("Utility figures compare the synthetic data with the confidential data. They are computed by "
                       "the data controller and are not covered by the differential-privacy guarantee."),
-        audit=audit, signoffs=signoffs,
+        audit=audit, signoffs=signoffs, utility_report=utility_report_summary(utility_report),
         provenance={"stages": [r.model_dump() for r in records], "environment": environment()},
     )
+
+
+def utility_report_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the card shows of the full utility report (sdgov.utility): the fitness statement, the radar, links."""
+    if report is None:
+        return None
+    return {"html": "utility_report.html", "json": "artifacts/utility_report.json",
+            "tasks_sha256": report.get("tasks_sha256"), "fitness": report["fitness"], "verdicts": report["verdicts"],
+            "radar": report["radar"]}
 
 
 # ------------------------------------------------------------------------------------------------ render
@@ -196,6 +207,10 @@ def render(card: Card) -> dict[str, str]:
     """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``."""
     env = _env()
     ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility)}
+    if card.utility_report:
+        from sdgov.utility.plots import radar
+
+        ctx["radar_svg"] = radar(card.utility_report["radar"])
     return {
         "card.html": env.get_template("card.html.j2").render(**ctx),
         "card.md": env.get_template("card.md.j2").render(**ctx),

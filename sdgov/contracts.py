@@ -138,6 +138,8 @@ class Audited(_Frozen):
 
 class UtilityReported(_Frozen):
     report: ArtifactRef
+    full_report: ArtifactRef | None = None  # utility_report.json: every generic and task measure (issue 5)
+    full_report_html: ArtifactRef | None = None  # utility_report.html: the same, with plots, self-contained
     record: StageRecord
 
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from sdgov.approvals import StandingApproval, load_approvals
 from sdgov.errors import SpecError
+from sdgov.privacy import plan_privacy
 from sdgov.spec import LoadedSpec, load_spec
 from sdgov.schema import load_encoded
 
@@ -35,5 +36,9 @@ def check_inputs(spec_path: str | Path, approvals_path: str | Path | None = None
     if approvals_file is None:
         raise SpecError("no sign-off: the spec names no standing approval and none was given", str(loaded.spec_path),
                         "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE")
+    try:  # an unaccountable budget fails here, not inside the flow
+        plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+    except SpecError as exc:
+        raise SpecError(exc.what, f"{loaded.spec_path}: {exc.where}", exc.fix) from None
     return CheckedInputs(loaded=loaded, data_path=data, codes=codes, approvals_path=approvals_file,
                          approvals=load_approvals(approvals_file))

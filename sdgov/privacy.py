@@ -51,9 +51,15 @@ def epsilon_of_rho(rho: float, delta: float) -> float:
     return float(profile.epsilon(delta))
 
 
+RHO_SEARCH = (1e-12, 1e4)
+
+
 def rho_of_epsilon(epsilon: float, delta: float) -> float:
     """Largest ρ whose tight conversion stays within (ε, δ)."""
-    return float(dp.binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=(1e-12, 1e4)))
+    if not epsilon_of_rho(RHO_SEARCH[0], delta) <= epsilon < epsilon_of_rho(RHO_SEARCH[1], delta):
+        raise SpecError(f"ε = {epsilon:g} at δ = {delta:g} is outside what can be accounted (ρ in {RHO_SEARCH})",
+                        "privacy.epsilon", "choose a meaningful budget (ε between about 0.01 and 100)")
+    return float(dp.binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=RHO_SEARCH))
 
 
 class MarginalBudget(BaseModel):

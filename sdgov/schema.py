@@ -10,6 +10,7 @@ counts, the model and the sampler work with; decoding maps indices back to the s
 
 from __future__ import annotations
 
+import csv
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -147,13 +148,28 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty (no header, no rows)", str(path), "export the data with a header row")
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise DataError(f"not UTF-8 text (first bad byte on line {_first_non_utf8_line(path)})", str(path),
+                        "export the file as UTF-8 CSV")
+    except pd.errors.ParserError as exc:
         first = str(exc).strip().splitlines()[0]
         raise DataError(f"not a readable CSV ({first})", str(path), "export as UTF-8 CSV with one header row")
-    dup = [c for c in df.columns if "." in c and c.rsplit(".", 1)[0] in df.columns and c.rsplit(".", 1)[1].isdigit()]
+    with open(path, newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f))
+    dup = sorted({c for c in header if header.count(c) > 1})
     if dup:
         raise DataError(f"duplicate column header(s) {dup}", str(path), "give every column a unique name")
     return df
+
+
+def _first_non_utf8_line(path: Path) -> int:
+    with open(path, "rb") as f:
+        for i, line in enumerate(f, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return i
+    return 0
 
 
 def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[str] | None = None) -> pd.DataFrame:
@@ -203,7 +219,7 @@ def _encode_column(values: pd.Series, col: Column) -> tuple[np.ndarray, str]:
             if bad_type.any():
                 return np.empty(0), _bad(col, text[bad_type], "non-integer value(s) for integer codes (wrong type)")
             text = text.where(null, text.str.lstrip("+").str.replace(r"^(-?)0+(\d)", r"\1\2", regex=True))
-        codes = pd.Categorical(text.where(~null, None), categories=keys).codes.astype(np.int32)
+        codes = pd.Index(keys).get_indexer(text.where(~null, None)).astype(np.int32)
         unknown = (codes < 0) & ~null.to_numpy()
         if unknown.any():
             return np.empty(0), _bad(col, text[unknown], "value(s) not among the declared categories")

@@ -18,6 +18,7 @@ from sdgov.errors import SpecError
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.schema import Schema, load_schema
+from sdgov.utility.taskspec import TaskSpec, check_tasks
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
@@ -97,6 +98,14 @@ class ReleaseSpec(_Strict):
     seed: int = Field(ge=0, description="public sampling seed (recorded; unlike the noise, which has none)")
     limits: LimitsSpec = LimitsSpec()
     approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
+    tasks: list[TaskSpec] = Field(
+        default_factory=list,
+        description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)")
+    """``tasks`` are deliberately NOT part of the :class:`Agreement` (nor its hash): they say how the release will be
+    *judged*, not what is measured or released. Φ, the noise and the synthetic data do not depend on them, and the
+    noise for one agreement is drawn only once — so adding or refining a task must not turn into a new agreement
+    that re-spends budget. They are bound instead to the utility report, which records them with their own
+    ``tasks_sha256`` beside the agreement hash (and the spec file's hash is in the provenance)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -141,6 +150,7 @@ def load_spec(path: str | Path) -> LoadedSpec:
     schema_file = (base / spec.schema_path).resolve()
     schema = load_schema(schema_file)
     agreement = resolve(spec, schema, where=str(path))
+    check_tasks(spec.tasks, schema, agreement.attributes, where=str(path))
     approvals = (base / spec.approvals).resolve() if spec.approvals else None
     return LoadedSpec(
         spec=spec, spec_path=path, schema=schema, schema_file=schema_file,
@@ -205,7 +215,8 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         attributes = sorted(in_phi, key=order.__getitem__)
 
     for key in spec.privacy.weights:
-        if canon([s.strip() for s in key.split(",")]) not in seen:
+        names = [s.strip() for s in key.split(",")]
+        if any(n not in order for n in names) or canon(names) not in seen:
             raise SpecError(f"privacy.weights names {key!r}, which is not a marginal in Φ", where,
                             "write weights as 'A,B' for an agreed marginal (A, B)")
 
@@ -213,7 +224,8 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
                         f"of {spec.limits.max_model_cells:,}", where,
-                        "use generator 'pgm' (IPF holds the full joint), fewer attributes, or coarser categories")
+                        ("use generator 'pgm' (IPF holds the full joint), " if spec.generator.name == "ipf" else "use ")
+                        + "fewer attributes, smaller marginals, or coarser categories")
 
     return Agreement(
         spec_name=spec.name, description=spec.description, dataset_name=spec.dataset.name, schema_name=schema.name,

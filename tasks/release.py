@@ -34,7 +34,8 @@ def candidate_sha256(measured: Measured, generated: Generated, audited: Audited,
     """What a release approver signs: the noisy statistics, the synthetic data and the evidence about them."""
     return sha256_json({"measurements": measured.measurements.sha256, "synthetic": generated.synthetic.sha256,
                         "model_info": generated.model_info.sha256, "audit": audited.report.sha256,
-                        "utility": utility.report.sha256})
+                        "utility": utility.report.sha256,
+                        **({"utility_report": utility.full_report.sha256} if utility.full_report else {})})
 
 
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
@@ -64,6 +65,7 @@ def release(agreed: Agreed, measured: Measured, generated: Generated, audited: A
             synthetic={"rows": generated.rows, "seed": generated.seed, "chunk_rows": generated.chunk_rows,
                        "file": "synthetic.parquet", "sha256": generated.synthetic.sha256},
             utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+            utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
             audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()), signoffs=signoffs,
             records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
             data_info={"sha256": agreed.data.sha256, "dvc_md5": agreed.data.dvc_md5, "rows": agreed.data.rows,
@@ -82,6 +84,9 @@ def release(agreed: Agreed, measured: Measured, generated: Generated, audited: A
             "artifacts/model_info.json": generated.model_info.verified(),
             "artifacts/audit.json": audited.report.verified(),
             "artifacts/utility.json": utility.report.verified(),
+            **({"utility_report.html": utility.full_report_html.verified(),
+                "artifacts/utility_report.json": utility.full_report.verified()}
+               if utility.full_report and utility.full_report_html else {}),
             "artifacts/provenance.json": run_dir / "provenance.json",
         }
         approver = next(s for s in signoffs if s.subject == "release")

@@ -1,0 +1,212 @@
+"""Generators shipped for audits and tests, all speaking :mod:`sdgov.audit_protocol`.
+
+Import paths (pass them to ``sdgov audit decomposability --generator``):
+
+``sdgov.audit_generators:honest_pgm``        the pipeline's Private-PGM (:func:`sdgov.generators.pgm.fit_pgm`) on Φ
+``sdgov.audit_generators:honest_ipf``        the pipeline's IPF (:func:`sdgov.generators.ipf.fit_ipf`) on Φ
+``sdgov.audit_generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
+``sdgov.audit_generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
+``sdgov.audit_generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
+
+Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
+them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
+the pipeline's seeded sampler (:func:`sdgov.sampler.iter_chunks`).
+
+Noise. By default the marginals are **exact** (``sigma=0``). Decomposability is a property of *which*
+statistics the generator reads: DP noise is independent of the data, so it cannot make a generator that reads a
+non-Φ statistic honest nor an honest one dishonest — it only adds fit-to-fit variance (less power per fit) and
+slows convergence. With exact marginals the honest fits are a deterministic function of φ(D), the cleanest null
+hypothesis. ``sigma > 0`` adds rounded Gaussian noise drawn from the fit seed (a simulation of the release
+mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.privacy`, which has no seed).
+
+The leaked marginal of the dishonest variants (``leak``): given explicitly, or by default Marital Status ×
+Occupation × Hours worked per week when those three are audited and not inside one Φ marginal (Application 3);
+otherwise the full joint of all audited attributes when it has at most ``max_leak_cells`` cells (Application 1:
+the full 3-way; Application 2: the full 4-way); otherwise the first 3-way set not inside Φ.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sdgov.audit_protocol import AuditError, Clique, weighted_marginal
+from sdgov.generators.model import CliqueModel
+from sdgov.measure import Measurement, MeasurementSet
+from sdgov.sampler import iter_chunks
+from sdgov.spec import GeneratorSpec
+
+APP3_LEAK = ("Marital Status", "Occupation", "Hours worked per week")
+MAX_LEAK_CELLS = 100_000
+
+
+class _MarginalGenerator:
+    """Fit = measure some marginals of the weighted records, build a :class:`CliqueModel`; sample = the sampler."""
+
+    kind = "base"
+
+    def __init__(self, cliques: list[Clique], domain: dict[str, int], *, sigma: float = 0.0,
+                 iterations: int | None = None, leak: list[str] | tuple[str, ...] | None = None,
+                 max_leak_cells: int = MAX_LEAK_CELLS) -> None:
+        if not domain:
+            raise AuditError("empty domain", self.kind)
+        unknown = sorted({a for c in cliques for a in c} - set(domain))
+        if unknown:
+            raise AuditError(f"Φ names attribute(s) {unknown} outside the domain", self.kind)
+        self.domain = dict(domain)
+        self.attributes = list(domain)
+        self.phi = [tuple(c) for c in cliques]
+        self.sigma = float(sigma)
+        self.iterations = iterations
+        self.fitted: list[Clique] = self._fitted_cliques(leak, max_leak_cells)
+        self.model: CliqueModel | None = None
+
+    # --- which marginals this generator reads
+    def _fitted_cliques(self, leak: Any, max_leak_cells: int) -> list[Clique]:
+        return self._order(self.phi)
+
+    def _order(self, cliques: list[Clique]) -> list[Clique]:
+        pos = {a: i for i, a in enumerate(self.attributes)}
+        return [tuple(sorted(c, key=pos.__getitem__)) for c in cliques]
+
+    # --- protocol
+    def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
+        rng = np.random.default_rng(seed)
+        ms = []
+        for c in self.fitted:
+            counts = weighted_marginal(records, weights, c, self.domain)
+            if self.sigma > 0:
+                counts = counts + rng.normal(0.0, self.sigma, counts.shape)
+            ms.append(Measurement(clique=c, shape=counts.shape, sigma=self.sigma,
+                                  noisy_counts=np.rint(counts).astype(np.int64).ravel().tolist()))
+        mset = MeasurementSet(agreement_sha256="audit", dataset_sha256="audit", schema_sha256="audit",
+                              attributes=self.attributes, domain=self.domain,
+                              noise="gaussian" if self.sigma > 0 else "none", measurements=ms)
+        self.model = self._fit_model(mset)
+
+    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
+        raise NotImplementedError
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        if self.model is None:
+            raise AuditError("sample() called before fit()", self.kind)
+        chunks = list(iter_chunks(self.model, int(n), int(seed)))
+        return pd.DataFrame({a: np.concatenate([ch[a] for ch in chunks]) for a in self.attributes})
+
+
+class _Leaky:
+    """Mixin: fit Φ plus one marginal outside span(Φ) — a generator whose card would be false."""
+
+    def _fitted_cliques(self, leak: Any, max_leak_cells: int) -> list[Clique]:  # type: ignore[override]
+        chosen = tuple(leak) if leak else default_leak(self.phi, self.domain, max_leak_cells)  # type: ignore[attr-defined]
+        bad = [a for a in chosen if a not in self.domain]  # type: ignore[attr-defined]
+        if bad:
+            raise AuditError(f"leak names attribute(s) {bad} outside the domain", "dishonest generator")
+        if any(set(chosen) <= set(c) for c in self.phi):  # type: ignore[attr-defined]
+            raise AuditError(f"leak {chosen} is inside a Φ marginal, so it leaks nothing", "dishonest generator",
+                             "choose attributes not all inside one agreed marginal")
+        self.leak = chosen
+        return self._order(list(self.phi) + [chosen])  # type: ignore[attr-defined]
+
+
+def default_leak(phi: list[Clique], domain: dict[str, int], max_cells: int = MAX_LEAK_CELLS) -> Clique:
+    """The non-Φ marginal a dishonest variant reads (see the module docstring)."""
+
+    def inside(s: tuple[str, ...]) -> bool:
+        return any(set(s) <= set(c) for c in phi)
+
+    if set(APP3_LEAK) <= set(domain) and not inside(APP3_LEAK):
+        return APP3_LEAK
+    attrs = tuple(domain)
+    if not inside(attrs) and int(np.prod([domain[a] for a in attrs], dtype=np.float64)) <= max_cells:
+        return attrs
+    for k in range(2, len(attrs) + 1):
+        for s in itertools.combinations(attrs, k):
+            if not inside(s):
+                return s
+    raise AuditError("Φ already contains the full joint: nothing is left to leak", "dishonest generator")
+
+
+class HonestPGM(_MarginalGenerator):
+    kind = "honest PGM"
+
+    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
+        from sdgov.generators.pgm import fit_pgm
+
+        return fit_pgm(mset, GeneratorSpec(name="pgm", iterations=self.iterations or 1000))
+
+
+class HonestIPF(_MarginalGenerator):
+    kind = "honest IPF"
+
+    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
+        from sdgov.generators.ipf import fit_ipf
+
+        return fit_ipf(mset, GeneratorSpec(name="ipf", iterations=self.iterations or 2000))
+
+
+class DishonestPGM(_Leaky, HonestPGM):
+    kind = "dishonest PGM"
+
+
+class DishonestIPF(_Leaky, HonestIPF):
+    kind = "dishonest IPF"
+
+
+class Independent(_MarginalGenerator):
+    """Independent 1-way marginals: uses only the 1-way margins, which every Φ over these attributes implies."""
+
+    kind = "independent marginals"
+
+    def _fitted_cliques(self, leak: Any, max_leak_cells: int) -> list[Clique]:
+        covered = {a for c in self.phi for a in c}
+        return [(a,) for a in self.attributes if a in covered]
+
+    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
+        tables = {m.clique[0]: np.clip(m.array().astype(np.float64), 0, None) for m in mset.measurements}
+        marginals = []
+        for a in self.attributes:  # an attribute outside Φ is drawn uniformly: nothing about it may be read
+            t = tables.get(a, np.ones(self.domain[a]))
+            marginals.append(t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size))
+        return CliqueModel(attributes=tuple(self.attributes), domain=dict(self.domain),
+                           cliques=[(a,) for a in self.attributes], marginals=marginals, order=list(self.attributes),
+                           total=max(mset.noisy_total(), 1.0), fit_info={"estimator": "independent 1-way"})
+
+
+def honest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestPGM:
+    return HonestPGM(cliques, domain, **params)
+
+
+def honest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestIPF:
+    return HonestIPF(cliques, domain, **params)
+
+
+def independent(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Independent:
+    return Independent(cliques, domain, **params)
+
+
+def dishonest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> DishonestPGM:
+    return DishonestPGM(cliques, domain, **params)
+
+
+def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> DishonestIPF:
+    return DishonestIPF(cliques, domain, **params)
+
+
+SHIPPED = {
+    "sdgov.audit_generators:honest_pgm": "honest Private-PGM on Φ (the pipeline's generator)",
+    "sdgov.audit_generators:honest_ipf": "honest IPF on Φ (the pipeline's generator)",
+    "sdgov.audit_generators:independent": "independent 1-way marginals (honest: a subset of Φ)",
+    "sdgov.audit_generators:dishonest_pgm": "PGM on Φ plus one non-Φ marginal (positive control)",
+    "sdgov.audit_generators:dishonest_ipf": "IPF on Φ plus one non-Φ marginal (positive control)",
+}
+
+#: the positive control paired with each shipped generator (a dishonest variant of the same family)
+CONTROL_FOR = {
+    "sdgov.audit_generators:honest_pgm": "sdgov.audit_generators:dishonest_pgm",
+    "sdgov.audit_generators:honest_ipf": "sdgov.audit_generators:dishonest_ipf",
+    "sdgov.audit_generators:independent": "sdgov.audit_generators:dishonest_ipf",
+}

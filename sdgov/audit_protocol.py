@@ -1,0 +1,143 @@
+"""The generator protocol for audits: how the decomposability test talks to *any* generator, ours or not.
+
+A generator is named by an import path ``"module:callable"``. The callable is a **factory**::
+
+    factory(cliques: list[tuple[str, ...]], domain: dict[str, int], **params) -> AuditGenerator
+
+``cliques`` is the agreed Φ (attribute tuples), ``domain`` maps every audited attribute to its number of cells
+(category indices ``0..k-1``), in the column order of the data. ``params`` are the generator's own settings.
+
+The returned object has two methods::
+
+    fit(records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None
+    sample(n: int, seed: int) -> pd.DataFrame
+
+``fit`` receives **weighted unique records**: one row per distinct record (int cell indices, one column per
+attribute of ``domain``) and a non-negative integer weight per row (its count; ``None`` means 1 each). This is
+the count vector Θ(D) restricted to its non-empty cells, so the audit never materialises the 50k–N rows of
+each extremal dataset; a generator that needs rows can expand them with :func:`expand_rows`. ``seed`` (optional
+keyword; omitted when the signature does not take it) seeds any randomness of the fit itself (e.g. noise).
+``sample`` returns ``n`` synthetic records as a DataFrame of cell indices with (at least) the ``domain``
+columns, drawn with ``seed`` — the same (fit, n, seed) must give the same rows.
+
+The audit calls the factory once per fit, so fits never share state. Nothing here imports the orchestrator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from sdgov.errors import SdgovError
+
+Clique = tuple[str, ...]
+_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+class AuditError(SdgovError):
+    """An audit cannot run as asked (bad generator path, unusable generator, data, settings)."""
+
+
+@runtime_checkable
+class AuditGenerator(Protocol):
+    def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None) -> None: ...
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame: ...
+
+
+Factory = Callable[..., AuditGenerator]
+
+
+def load_generator(path: str) -> Factory:
+    """Resolve ``"module:callable"`` to a factory; every failure is one :class:`AuditError` line."""
+    fix = "give the generator as 'package.module:callable', e.g. 'sdgov.audit_generators:honest_pgm'"
+    if not isinstance(path, str) or not _PATH.match(path.strip()):
+        raise AuditError(f"generator {path!r} is not an import path of the form 'module:callable'", "--generator", fix)
+    module_name, attr = path.strip().split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise AuditError(f"cannot import module {module_name!r} ({exc})", "--generator",
+                         "check the module name and that it is installed / on PYTHONPATH")
+    except Exception as exc:  # noqa: BLE001 - a third party's import error is the user's to see, in one line
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise AuditError(f"importing {module_name!r} failed: {type(exc).__name__}: {first}", "--generator",
+                         "fix the module so that it imports")
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise AuditError(f"module {module_name!r} has no attribute {attr!r}", "--generator", fix)
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise AuditError(f"{path!r} is not callable", "--generator",
+                         "point at a factory: factory(cliques, domain, **params) -> object with fit() and sample()")
+    return obj
+
+
+def make_generator(factory: Factory, cliques: list[Clique], domain: dict[str, int], params: dict[str, Any] | None,
+                   where: str = "generator") -> AuditGenerator:
+    try:
+        gen = factory([tuple(c) for c in cliques], dict(domain), **(params or {}))
+    except SdgovError:
+        raise
+    except TypeError as exc:
+        raise AuditError(f"the factory refused its arguments ({exc})", where,
+                         "a factory takes (cliques, domain, **params); check the generator params")
+    if not (callable(getattr(gen, "fit", None)) and callable(getattr(gen, "sample", None))):
+        raise AuditError(f"the factory returned {type(gen).__name__}, which has no fit()/sample()", where,
+                         "return an object with fit(records, weights=None) and sample(n, seed)")
+    return gen
+
+
+def fit_generator(gen: AuditGenerator, records: pd.DataFrame, weights: np.ndarray, seed: int) -> None:
+    """Call ``gen.fit`` with the seed when its signature accepts one."""
+    try:
+        takes_seed = "seed" in inspect.signature(gen.fit).parameters
+    except (TypeError, ValueError):
+        takes_seed = False
+    if takes_seed:
+        gen.fit(records, weights, seed=seed)
+    else:
+        gen.fit(records, weights)
+
+
+def check_sample(df: Any, n: int, domain: dict[str, int], where: str = "generator") -> pd.DataFrame:
+    """Validate what ``sample`` returned: ``n`` rows, every domain column, indices inside the domain."""
+    if not isinstance(df, pd.DataFrame):
+        raise AuditError(f"sample() returned {type(df).__name__}, not a DataFrame", where,
+                         "return a pandas DataFrame of cell indices")
+    missing = [a for a in domain if a not in df.columns]
+    if missing:
+        raise AuditError(f"sample() lacks column(s) {missing}", where, "return one column per audited attribute")
+    if len(df) != n:
+        raise AuditError(f"sample() returned {len(df)} rows, {n} were asked", where, "return exactly n rows")
+    for a, k in domain.items():
+        col = df[a].to_numpy()
+        if len(col) and (col.min() < 0 or col.max() >= k):
+            raise AuditError(f"sample() column {a!r} has indices outside 0..{k - 1}", where,
+                             "return cell indices of the declared domain")
+    return df
+
+
+def expand_rows(records: pd.DataFrame, weights: np.ndarray | None) -> pd.DataFrame:
+    """Weighted unique records → one row per record (for generators that insist on rows)."""
+    if weights is None:
+        return records.reset_index(drop=True)
+    w = np.asarray(weights)
+    if np.any(w < 0) or np.any(w != np.round(w)):
+        raise AuditError("weights must be non-negative integers to expand into rows", "fit")
+    return records.loc[records.index.repeat(w.astype(np.int64))].reset_index(drop=True)
+
+
+def weighted_marginal(records: pd.DataFrame, weights: np.ndarray | None, clique: Clique,
+                      domain: dict[str, int]) -> np.ndarray:
+    """Contingency table of ``clique`` (axes in clique order) from weighted records."""
+    shape = tuple(domain[a] for a in clique)
+    flat = np.ravel_multi_index(tuple(records[a].to_numpy() for a in clique), shape)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    return np.bincount(flat, weights=w, minlength=int(np.prod(shape))).reshape(shape)

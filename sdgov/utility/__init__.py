@@ -1,0 +1,7 @@
+"""Utility reports: how well synthetic data answers what the real data answers (issue 5).
+
+Generic fidelity (:mod:`.univariate`, :mod:`.bivariate`, :mod:`.distinguish`, :mod:`.wasserstein`), the
+analyst's declared tasks (:mod:`.tasks`, declared in the spec via :mod:`.taskspec`), baselines
+(:mod:`.baselines`), plots (:mod:`.plots`), the fitness statement (:mod:`.fitness`) and the report itself
+(:mod:`.report`). Nothing is imported here so that ``sdgov.spec`` can use :mod:`.taskspec` cheaply.
+"""

@@ -1,0 +1,30 @@
+"""Reference points for every measure: "useless" and "as good as real".
+
+``independent``: every column drawn independently from its real one-way distribution (all associations lost).
+``bootstrap``: records resampled with replacement from the real *training* part (so holdout-based task scores
+are not flattered by copies of holdout records). Both have as many rows as the synthetic data. They are built by
+the controller from the confidential data and are never released.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sdgov.schema import Schema
+
+
+def independent_marginals(real: pd.DataFrame, schema: Schema, attributes: list[str], rows: int,
+                          seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng([seed, 101])
+    out = {}
+    for a in attributes:
+        size = schema.by_name[a].size
+        p = np.bincount(real[a].to_numpy(), minlength=size) / len(real)
+        out[a] = rng.choice(size, size=rows, p=p).astype(np.int32)
+    return pd.DataFrame(out)
+
+
+def bootstrap(train: pd.DataFrame, attributes: list[str], rows: int, seed: int = 0) -> pd.DataFrame:
+    idx = np.random.default_rng([seed, 202]).integers(0, len(train), rows)
+    return train[attributes].iloc[idx].reset_index(drop=True)

@@ -1,0 +1,67 @@
+"""Shared fixtures. Prefect runs against ONE session-scoped local test server; nothing leaves 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+_home = tempfile.mkdtemp(prefix="sdgov-prefect-")
+os.environ["PREFECT_HOME"] = _home
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
+os.environ["DVC_NO_ANALYTICS"] = "1"
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+
+# JAX (via mbi) binds its log handler to sys.stderr at import; import it now, not inside a test whose
+# captured stream is closed afterwards.
+import sdgov.generators.pgm  # noqa: E402,F401
+
+REPO = Path(__file__).resolve().parents[1]
+CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def prefect_server():
+    """Started before any test's capsys, so Prefect's log handlers never hold a stream a test closes."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
+    """A private copy of the demo inputs with ``rows`` generated records; returns the spec path."""
+    from sdgov.demo_data import write_demo_data
+    from sdgov.schema import load_schema
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("schema.yaml", "approvals.yaml"):
+        shutil.copy(REPO / "examples" / "demo" / name, dest / name)
+    write_demo_data(load_schema(dest / "schema.yaml"), dest / "data.csv", rows=rows)
+    spec = yaml.safe_load((REPO / "examples" / "demo" / "spec.yaml").read_text())
+    spec["dataset"]["path"] = "data.csv"
+    spec["rows"] = rows
+    spec.update(spec_overrides)
+    (dest / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return dest / "spec.yaml"
+
+
+@pytest.fixture
+def demo_spec(tmp_path: Path) -> Path:
+    return make_demo_inputs(tmp_path / "inputs")
+
+
+@pytest.fixture(scope="session")
+def released(tmp_path_factory, prefect_server):
+    """One real release of the demo through the Prefect flow (shared by read-only tests)."""
+    from flows.release import release_flow
+
+    base = tmp_path_factory.mktemp("released")
+    spec = make_demo_inputs(base / "inputs")
+    root = base / "registry"
+    result = release_flow(spec_path=str(spec), registry_root=str(root))
+    return {"result": result, "root": root, "spec": spec}

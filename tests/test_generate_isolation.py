@@ -1,0 +1,67 @@
+"""Principle 2: after measurement the generate stage cannot read the confidential data — by its contract and
+in fact (every file it opens is watched with a Python audit hook)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from sdgov.contracts import ArtifactRef, GenerateInput
+from sdgov.spec import GeneratorSpec
+
+_opened: list[str] | None = None
+
+
+def _hook(event: str, args: tuple) -> None:
+    if _opened is not None and event == "open" and isinstance(args[0], (str, bytes, Path)):
+        _opened.append(str(Path(args[0] if not isinstance(args[0], bytes) else args[0].decode()).resolve()))
+
+
+sys.addaudithook(_hook)
+
+
+def _watch(fn, *a, **kw) -> list[str]:
+    global _opened
+    _opened = []
+    try:
+        fn(*a, **kw)
+        return list(_opened)
+    finally:
+        _opened = None
+
+
+def test_generate_input_has_no_way_to_name_the_data():
+    fields = set(GenerateInput.model_fields)
+    assert fields == {"measurements", "schema_file", "generator", "rows", "seed", "out_dir"}
+    with pytest.raises(ValidationError):
+        GenerateInput(measurements=ArtifactRef(name="m", path="x", sha256="0", bytes=0),
+                      schema_file=ArtifactRef(name="s", path="y", sha256="0", bytes=0),
+                      generator=GeneratorSpec(), rows=10, seed=1, out_dir="o", data="/secret.csv")
+
+
+def test_generate_stage_never_opens_the_raw_data(tmp_path, capsys):
+    from flows.cli import main
+    from sdgov.spec import load_spec
+    from tasks.generate import generate
+    from tests.conftest import make_demo_inputs
+
+    spec = make_demo_inputs(tmp_path / "in", rows=1000)
+    raw = str((tmp_path / "in" / "data.csv").resolve())
+    mpath = tmp_path / "m.json"
+    assert main(["stage", "measure", "--spec", str(spec), "--out", str(mpath)]) == 0
+    loaded = load_spec(spec)
+
+    # control: the watch does see a read of the raw file when one happens
+    assert raw in _watch(lambda: open(raw).read(10))
+
+    inp = GenerateInput(measurements=ArtifactRef.of("measurements", mpath),
+                        schema_file=ArtifactRef.of("schema", loaded.schema_file), generator=loaded.agreement.generator,
+                        rows=500, seed=1, out_dir=str(tmp_path / "gen"))
+    opened = _watch(generate.fn, inp)
+    assert (tmp_path / "gen" / "synthetic.parquet").is_file()
+    assert str(mpath.resolve()) in opened, "the watch saw the measurement being read"
+    assert raw not in opened
+    assert not any(p.endswith(".csv") for p in opened)

@@ -1,0 +1,87 @@
+"""zCDP accounting: OpenDP's numbers checked against an independent implementation of the CKS20 conversion."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.optimize import minimize_scalar
+
+from sdgov.privacy import add_noise, default_delta, epsilon_of_rho, plan_privacy, rho_of_epsilon, rho_of_sigma
+from sdgov.spec import PrivacySpec
+
+CLIQUES = [("A", "B"), ("B", "C"), ("A", "C")]
+
+
+def cks20_delta(rho: float, eps: float) -> float:
+    """Canonne–Kamath–Steinke 2020, Prop. 12 — written independently of OpenDP as a test oracle."""
+
+    def f(alpha: float) -> float:
+        return ((alpha - 1) * (alpha * rho - eps) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) \
+            if alpha > 1 else math.inf
+
+    res = minimize_scalar(f, bounds=(1 + 1e-9, 1e4), method="bounded", options={"xatol": 1e-12})
+    return min(1.0, math.exp(res.fun))
+
+
+@settings(max_examples=25, deadline=None)
+@given(rho=st.floats(1e-4, 5.0), delta_exp=st.integers(3, 12))
+def test_opendp_conversion_matches_cks20(rho, delta_exp):
+    delta = 10.0 ** -delta_exp
+    eps = epsilon_of_rho(rho, delta)
+    assert eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-9  # never worse than the classic bound
+    assert cks20_delta(rho, eps) == pytest.approx(delta, rel=0.05)
+
+
+@settings(max_examples=25, deadline=None)
+@given(eps=st.floats(0.05, 10.0), delta_exp=st.integers(3, 10))
+def test_rho_of_epsilon_inverts(eps, delta_exp):
+    delta = 10.0 ** -delta_exp
+    rho = rho_of_epsilon(eps, delta)
+    assert epsilon_of_rho(rho, delta) <= eps + 1e-9
+    assert epsilon_of_rho(rho * 1.01, delta) > eps
+
+
+@settings(max_examples=30, deadline=None)
+@given(rho=st.floats(1e-3, 10.0), w=st.lists(st.floats(0.1, 10.0), min_size=3, max_size=3))
+def test_rho_budget_is_spent_exactly_and_split_by_weight(rho, w):
+    spec = PrivacySpec(rho=rho, weights={"A,B": w[0], "B,C": w[1], "A,C": w[2]})
+    plan = plan_privacy(spec, CLIQUES, 1000)
+    assert plan.rho == pytest.approx(rho, rel=1e-9)
+    shares = [m.rho / plan.rho for m in plan.marginals]
+    assert shares == pytest.approx([x / sum(w) for x in w], rel=1e-9)
+
+
+def test_sigma_gives_rho_and_floor_reports_max_epsilon():
+    plan = plan_privacy(PrivacySpec(sigma=10), CLIQUES, 50_000)
+    assert plan.rho == pytest.approx(3 / 200)
+    assert plan.delta == 1e-5
+    floored = plan_privacy(PrivacySpec(rho=10.0, sigma_floor=10), CLIQUES, 50_000)
+    assert floored.floor_binding and all(m.sigma == 10 for m in floored.marginals)
+    assert floored.rho == pytest.approx(3 / 200) and floored.floor_max_epsilon == pytest.approx(floored.epsilon)
+
+
+def test_default_delta_is_the_ons_rule():
+    assert [default_delta(n) for n in (50_000, 100_000, 100_001, 569_741)] == [1e-5, 1e-5, 1e-6, 1e-6]
+
+
+def test_noise_none_is_exact_and_says_so():
+    plan = plan_privacy(PrivacySpec(noise="none"), CLIQUES, 100)
+    assert plan.noise == "none" and plan.epsilon is None
+    counts = np.arange(12).reshape(3, 4)
+    assert (add_noise(counts, 0.0) == counts).all()
+
+
+def test_discrete_gaussian_noise_has_the_planned_scale():
+    sigma = 10.0
+    noise = add_noise(np.zeros(40_000, dtype=np.int64), sigma)
+    assert noise.dtype == np.int64
+    assert abs(noise.mean()) < 0.3 and noise.std() == pytest.approx(sigma, rel=0.03)
+    assert rho_of_sigma(sigma) == pytest.approx(1 / (2 * sigma**2))
+
+
+def test_two_draws_differ_no_seed_is_stored():
+    a, b = add_noise(np.zeros(100, dtype=np.int64), 5.0), add_noise(np.zeros(100, dtype=np.int64), 5.0)
+    assert (a != b).any()

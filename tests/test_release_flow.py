@@ -1,0 +1,134 @@
+"""End to end through the real Prefect flow: release, card consistency, log, verify, immutability."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from flows.cli import main
+from sdgov.privacy import epsilon_of_rho
+from sdgov.registry import Registry
+from sdgov.schema import encode, load_schema
+
+
+def test_release_has_every_artifact_and_verifies(released):
+    r = released["result"]
+    d = Path(r.path)
+    names = {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()}
+    assert {"synthetic.parquet", "card.html", "card.md", "card.json", "manifest.json",
+            "artifacts/measurements.json", "artifacts/agreement.json", "artifacts/audit.json"} <= names
+    assert Registry(released["root"]).verify() == []
+    assert all(not (p.stat().st_mode & 0o222) for p in d.rglob("*") if p.is_file()), "released files are read-only"
+
+
+def test_log_records_each_decision_in_order(released):
+    events = Registry(released["root"]).events()
+    assert [e.event for e in events] == ["agreement_signed", "agreement_signed", "measured", "release_approved", "released"]
+    assert [e.role for e in events[:2]] == ["analyst", "controller"]
+    assert events[0].actor != events[1].actor
+    assert len({e.agreement_sha256 for e in events}) == 1
+    assert events[-1].release_id == released["result"].release_id
+
+
+def test_card_privacy_numbers_are_consistent(released):
+    card = json.loads(Path(released["result"].card_json).read_text())
+    p = card["privacy"]
+    rho = math.fsum(1 / (2 * m["sigma"] ** 2) for m in p["marginals"])
+    assert p["rho"] == pytest.approx(rho, rel=1e-12)
+    assert p["rho"] <= p["rho_budget"] * (1 + 1e-9)
+    assert p["epsilon"] == pytest.approx(epsilon_of_rho(p["rho"], p["delta"]), rel=1e-9)
+    assert p["epsilon"] == pytest.approx(1.0, rel=1e-6)  # the demo asked for ε = 1
+    assert p["delta"] == 1e-4  # 3,000 records → 10^-ceil(log10 3000)
+    html = Path(released["result"].card_html).read_text()
+    for m in p["marginals"]:
+        assert " × ".join(m["clique"]) in html
+    assert f"{p['epsilon']:.4g}" in html and "<svg" in html
+
+
+def test_synthetic_data_fits_schema_and_row_count(released):
+    schema = load_schema(released["spec"].parent / "schema.yaml")
+    df = pd.read_parquet(Path(released["result"].path) / "synthetic.parquet")
+    assert len(df) == 3000
+    codes = encode(df, schema, columns=list(df.columns))
+    assert len(codes) == 3000
+
+
+def _flip_one_byte(path: Path, offset: int | None = None) -> None:
+    path.chmod(0o644)
+    data = bytearray(path.read_bytes())
+    i = len(data) // 2 if offset is None else offset
+    data[i] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_flipping_any_byte_of_any_released_file_is_detected(released, tmp_path):
+    d0 = Path(released["result"].path)
+    files = sorted(str(p.relative_to(d0)) for p in d0.rglob("*") if p.is_file())
+    for name in files:
+        root = tmp_path / name.replace("/", "_")
+        shutil.copytree(released["root"], root)
+        _flip_one_byte(root / "releases" / d0.name / name)
+        problems = Registry(root).verify()
+        assert problems and any(name in p for p in problems), (name, problems)
+
+
+def test_flipping_any_log_line_is_detected_and_cli_exits_nonzero(released, tmp_path, capsys):
+    lines = (released["root"] / "log.jsonl").read_bytes().split(b"\n")
+    offset = 0
+    for i, line in enumerate(lines[:-1], start=1):
+        root = tmp_path / f"line{i}"
+        shutil.copytree(released["root"], root)
+        _flip_one_byte(root / "log.jsonl", offset + len(line) // 2)
+        capsys.readouterr()
+        assert main(["registry", "verify", "--root", str(root), "--json"]) == 1
+        out = json.loads(capsys.readouterr().out)
+        assert out["ok"] is False and any(f"line {i}" in p for p in out["problems"]), (i, out)
+        offset += len(line) + 1
+
+
+def test_extra_file_and_truncated_log_are_detected(released, tmp_path):
+    root = tmp_path / "r"
+    shutil.copytree(released["root"], root)
+    rel = root / "releases" / Path(released["result"].path).name
+    rel.chmod(0o755)
+    (rel / "smuggled.csv").write_text("x\n")
+    lines = (root / "log.jsonl").read_text().splitlines(keepends=True)
+    (root / "log.jsonl").write_text("".join(lines[:1] + lines[2:]))
+    problems = Registry(root).verify()
+    assert any("smuggled.csv" in p for p in problems)
+    assert any("chain broken" in p or "out of order" in p for p in problems)
+
+
+def test_release_is_immutable(released):
+    from sdgov.errors import RegistryError
+
+    reg = Registry(released["root"])
+    with pytest.raises(RegistryError, match="immutable"):
+        reg.publish(released["result"].release_id, {}, {}, actor="x", role="controller")
+
+
+def test_rerun_reuses_the_noise_and_never_redraws(tmp_path, prefect_server):
+    from flows.release import release_flow
+
+    spec = _spec(tmp_path)
+    root = tmp_path / "registry"
+    first = release_flow(spec_path=str(spec), registry_root=str(root))
+    second = release_flow(spec_path=str(spec), registry_root=str(root))
+    m1 = (Path(first.path) / "artifacts" / "measurements.json").read_bytes()
+    m2 = (Path(second.path) / "artifacts" / "measurements.json").read_bytes()
+    assert m1 == m2
+    events = Registry(root).events()
+    assert [e.event for e in events].count("measured") == 1
+    assert [e.event for e in events].count("released") == 2
+    assert Registry(root).verify() == []
+
+
+def _spec(tmp_path: Path) -> Path:
+    from tests.conftest import make_demo_inputs
+
+    return make_demo_inputs(tmp_path / "in", rows=2000)
