@@ -246,7 +246,3 @@ def _model_cells(generator: str, attributes: list[str], cliques: list[Clique], s
 
 def _fmt(c: Clique) -> str:
     return "(" + ", ".join(c) + ")"
-
-
-def describe_clique(c: Clique) -> str:
-    return " × ".join(c)
