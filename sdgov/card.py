@@ -186,7 +186,7 @@ def tvd_plot_svg(utility: UtilitySummary) -> str:
     ax.set_xlabel("total variation distance, real vs synthetic (0 = identical)")
     for label, colour in colours.items():
         ax.barh([0], [0], color=colour, label=label)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
@@ -195,11 +195,21 @@ def tvd_plot_svg(utility: UtilitySummary) -> str:
     return svg[svg.index("<svg"):]
 
 
+def _pretty(v: Any) -> str:
+    """Lists of attribute sets as 'A × B; C × D', dicts as 'k: v' — for the generator table."""
+    if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
+        return "; ".join(" × ".join(map(str, x)) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {x}" for k, x in v.items())
+    return str(v)
+
+
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(Path(cards.__file__).parent), autoescape=select_autoescape(["html"]),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda h: (h or "")[:12] + "…" if h else ""
     env.filters["g"] = lambda x, p=4: "—" if x is None else f"{x:.{p}g}"
+    env.filters["pretty"] = _pretty
     return env
 
 
