@@ -254,3 +254,24 @@ def test_write_report_writes_json_and_html_side_by_side(demo, tmp_path):
     assert j.name == "utility_report.json" and h.name == "utility_report.html"
     assert json.loads(j.read_text())["datasets"].keys() == {"synthetic"}
     assert "No analysis tasks were declared" in h.read_text()
+
+
+# ----------------------------------------------------------------------------------------- release flow
+
+
+def test_release_publishes_the_full_report_and_the_card_links_it(released):
+    """The utility_report stage keeps its summary (utility.json) and adds the full report; the card shows it."""
+    d = Path(released["result"].path)
+    assert (d / "artifacts" / "utility.json").is_file()  # the existing summary contract is unchanged
+    full = json.loads((d / "artifacts" / "utility_report.json").read_text())
+    assert full["datasets"]["synthetic"]["specks"]["seeds"] == 20
+    html = (d / "utility_report.html").read_text()
+    assert "What this data is and is not fit for" in html
+    card = json.loads((d / "card.json").read_text())
+    assert card["utility_report"]["fitness"]["statement"] == full["fitness"]["statement"]
+    card_html = (d / "card.html").read_text()
+    assert 'href="utility_report.html"' in card_html and "What this data is and is not fit for" in card_html
+    assert "utility_report.html" in (d / "card.md").read_text()
+    from sdgov.registry import Registry
+
+    assert Registry(released["root"]).verify() == []

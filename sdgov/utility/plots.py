@@ -93,16 +93,19 @@ def radar(radar_data: dict) -> str:
     plt = _plt()
     axes = radar_data["axes"]
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False).tolist()
-    fig = plt.figure(figsize=(5.6, 4.6))
+    import textwrap
+
+    fig = plt.figure(figsize=(7.2, 6.4))
     ax = fig.add_subplot(111, polar=True)
     for name, values in radar_data["series"].items():
         v = [0.0 if x is None else x for x in values]
         ax.plot(angles + angles[:1], v + v[:1], color=COLOURS.get(name, "grey"), label=LABELS.get(name, name),
                 linewidth=1.6 if name == "synthetic" else 1.0)
         ax.fill(angles + angles[:1], v + v[:1], color=COLOURS.get(name, "grey"), alpha=0.12)
-    ax.set_xticks(angles, [a.replace(" ", "\n", 1) if len(a) > 14 else a for a in axes], fontsize=7)
+    ax.set_xticks(angles, [textwrap.fill(a, 16, break_long_words=False) for a in axes], fontsize=7)
+    ax.tick_params(axis="x", pad=14)
     ax.set_ylim(0, 1)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "0.5", "", "1"], fontsize=6)
-    ax.legend(loc="upper right", bbox_to_anchor=(1.45, 1.12), fontsize=7)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=7, frameon=False)
     fig.tight_layout()
     return _svg(fig)
