@@ -8,11 +8,14 @@ same data reuses them: two noisy copies of one statistic would leak more than on
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from sdgov import ledger
 from sdgov.atomic import atomic_write_bytes
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.errors import RegistryError
@@ -24,7 +27,7 @@ from sdgov.schema import load_encoded, load_schema
 from sdgov.spec import Agreement
 from tasks.common import logger, stage
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"  # 1.1: privacy-budget ledger, crash recovery of persisted draws
 
 
 def measurement_key(agreement_sha256: str, data_sha256: str) -> str:
@@ -49,33 +52,79 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
         name = str(path.relative_to(registry.root))
         with registry.lock():
             logged = [e for e in registry.events() if e.event == "measured" and name in e.artifacts]
-            if path.exists():
-                if not logged or sha256_file(path) != logged[0].artifacts[name]:
+            if logged:
+                if not path.exists() or sha256_file(path) != logged[0].artifacts[name]:
                     raise RegistryError("persisted measurement does not match the one logged when it was drawn",
                                         str(path), "restore it from DVC/backup; never re-draw noise for the same agreement")
                 reused = True
                 log.info("reusing the noisy marginals drawn at %s (no new noise)", logged[0].time)
             else:
-                data = Path(agreed.data.path)
-                if sha256_file(data) != agreed.data.sha256:
-                    raise RegistryError("the confidential data changed since the agreement stage", str(data),
-                                        "re-run the whole release")
-                schema = load_schema(agreed.schema_file.verified())
-                codes = load_encoded(data, schema)
-                mset = measure_marginals(codes, schema, agreement, plan, agreed.data.sha256)
-                payload = (mset.model_dump_json(indent=None) + "\n").encode()
-                atomic_write_bytes(path, payload)  # persisted before anything uses it
+                # budget ledger (sdgov/ledger.py): reserve ρ or refuse, BEFORE any noise is drawn; idempotent per key
+                reserved_before = ledger.reservation(registry, key)
+                adopted = _adopt_unlogged(path, agreed, reserved_before is not None, plan.noise)
+                ledger.spend_locked(registry, dataset=agreed.data.name, dataset_sha256=agreed.data.sha256,
+                                    rho=plan.rho, measurement_key=key, agreement_sha256=agreed.agreement_sha256,
+                                    run_id=run_dir.name)
+                fault_point("after_spend")
+                if adopted is not None:  # persisted by a run that died before logging it: never re-draw
+                    payload, n, note = adopted, None, "adopted: persisted by an interrupted run before it was logged"
+                    log.warning("adopting the noisy marginals persisted by an interrupted run (no new noise)")
+                else:
+                    data = Path(agreed.data.path)
+                    if sha256_file(data) != agreed.data.sha256:
+                        raise RegistryError("the confidential data changed since the agreement stage", str(data),
+                                            "re-run the whole release")
+                    schema = load_schema(agreed.schema_file.verified())
+                    codes = load_encoded(data, schema)
+                    mset = measure_marginals(codes, schema, agreement, plan, agreed.data.sha256)
+                    payload = (mset.model_dump_json(indent=None) + "\n").encode()
+                    fault_point("after_draw")
+                    atomic_write_bytes(path, payload)  # persisted before anything uses it
+                    n, note = len(mset.measurements), ""
+                    fault_point("after_persist")
                 registry._append_locked("measured", "sdgov", "system", agreement_sha256=agreed.agreement_sha256,
                                         run_id=run_dir.name, artifacts={name: sha256_bytes(payload)},
-                                        comment=f"{len(mset.measurements)} marginals, rho={plan.rho}")
+                                        comment=f"{n if n is not None else len(agreement.cliques)} marginals, "
+                                                f"rho={plan.rho}" + (f"; {note}" if note else ""))
                 reused = False
-                log.info("measured %d marginals (ρ=%s, ε=%s, δ=%s)", len(mset.measurements), plan.rho, plan.epsilon, plan.delta)
+                log.info("measured %d marginals (ρ=%s, ε=%s, δ=%s)", len(agreement.cliques), plan.rho, plan.epsilon, plan.delta)
         rec.inputs = [agreed.agreement, agreed.data.as_artifact()]
         measurements = ArtifactRef.of("measurements", path)
         plan_ref = ArtifactRef.of("privacy_plan", run_dir / "privacy_plan.json")
         rec.outputs = [measurements, plan_ref]
         rec.params = {"reused": reused, "measurement_key": key}
     return Measured(measurements=measurements, privacy_plan=plan_ref, reused=reused, record=rec.record())
+
+
+def _adopt_unlogged(path: Path, agreed: Agreed, reserved_before: bool, noise: str) -> bytes | None:
+    """A measurement file this key's run persisted (atomically, under the lock) but did not live to log.
+
+    Adopted only if an earlier run had reserved the budget for this key (so an sdgov run was measuring when it
+    died): a file that appeared without a reservation was not drawn under the ledger and is refused. With
+    ``noise: none`` the counts are exact and simply measured again.
+    """
+    if not path.exists() or noise == "none":
+        return None
+    if not reserved_before:
+        raise RegistryError("an unlogged measurement file is there, but no run ever reserved budget for it (it was "
+                            "not drawn by sdgov under the ledger)", str(path), "inspect it and move it away deliberately")
+    payload = path.read_bytes()
+    try:
+        mset = MeasurementSet.model_validate_json(payload)
+    except ValueError:
+        raise RegistryError("an unlogged, unreadable measurement file is in the way", str(path),
+                            "inspect it and move it away deliberately") from None
+    if mset.agreement_sha256 != agreed.agreement_sha256 or mset.dataset_sha256 != agreed.data.sha256:
+        raise RegistryError("an unlogged measurement for a different agreement or dataset is in the way", str(path),
+                            "inspect it and move it away deliberately")
+    return payload
+
+
+def fault_point(name: str) -> None:
+    """Test hook for crash tests: with ``SDGOV_FAULT=name``, touch ``$SDGOV_FAULT_FILE`` and wait to be killed."""
+    if os.environ.get("SDGOV_FAULT") == name:
+        Path(os.environ["SDGOV_FAULT_FILE"]).write_text(name)
+        time.sleep(float(os.environ.get("SDGOV_FAULT_SLEEP", "120")))
 
 
 def read_measurements(ref: ArtifactRef) -> MeasurementSet:

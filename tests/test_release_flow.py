@@ -28,7 +28,8 @@ def test_release_has_every_artifact_and_verifies(released):
 
 def test_log_records_each_decision_in_order(released):
     events = Registry(released["root"]).events()
-    assert [e.event for e in events] == ["agreement_signed", "agreement_signed", "measured", "release_approved", "released"]
+    assert [e.event for e in events] == ["agreement_signed", "agreement_signed", "budget_spent", "measured",
+                                         "release_approved", "released"]  # budget_spent: the ledger (sdgov/ledger.py)
     assert [e.role for e in events[:2]] == ["analyst", "controller"]
     assert events[0].actor != events[1].actor
     assert len({e.agreement_sha256 for e in events}) == 1

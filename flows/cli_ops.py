@@ -1,0 +1,310 @@
+"""Operations commands: the Prefect server, governed releases, decisions from the command line, the ledger.
+
+    sdgov server start [--port 4200] [--auth USER:PASS] [--home DIR] [--print-env]
+    sdgov propose --spec FILE --as ANALYST [--root DIR] [--approvers FILE] [--timeout S]   (runs and pauses)
+    sdgov runs [--json]                                        paused runs and whom they await
+    sdgov approve RUN_ID --as NAME [--reject] [--comment TEXT] [--key PEM] [--wait S]
+    sdgov approvers keygen --out KEY.pem                       Ed25519 key; prints the public_key line
+    sdgov budget [--root DIR] [--json]                         the privacy-budget ledger
+    sdgov trail [--dataset NAME] [--html FILE] [--prov FILE] [--json]   the audit trail, chain verified
+
+Client commands reach the server named by ``PREFECT_API_URL`` (and ``PREFECT_API_AUTH_STRING`` when the server
+has basic auth); ``sdgov server start --print-env`` prints both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+from uuid import UUID
+
+from sdgov.errors import SdgovError
+
+Add = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
+
+
+def _emit(args: argparse.Namespace, payload: Any, human: str) -> None:
+    print(json.dumps(payload, indent=2, default=str) if args.json else human)
+
+
+# ------------------------------------------------------------------------------------------------ server
+
+
+def server_env(home: Path, port: int, auth: str | None) -> dict[str, str]:
+    env = {
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_API_PORT": str(port),
+        "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api",
+    }
+    if auth:
+        if ":" not in auth:
+            raise SdgovError("--auth must be USER:PASSWORD", "--auth", "e.g. --auth ops:$(openssl rand -hex 12)")
+        env["PREFECT_SERVER_API_AUTH_STRING"] = auth  # the server demands HTTP basic auth (UI shows a login)
+        env["PREFECT_API_AUTH_STRING"] = auth  # what clients (flows, sdgov approve/runs) send
+    return env
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    home = Path(args.home or os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    auth = args.auth or os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
+    env = server_env(home, args.port, auth)
+    client_env = {k: env[k] for k in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING") if k in env}
+    if args.print_env:
+        _emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
+        return 0
+    cmd = [str(Path(sys.executable).with_name("prefect")), "server", "start", "--host", "127.0.0.1",
+           "--port", str(args.port)]
+    print(f"sdgov: Prefect server (SQLite {home / 'prefect.db'}, analytics off{', basic auth on' if auth else ''}) "
+          f"→ UI http://127.0.0.1:{args.port}\n  clients: "
+          + " ".join(f"{k}={'***' if 'AUTH' in k else v}" for k, v in client_env.items()), file=sys.stderr)
+    return subprocess.call(cmd, env={**os.environ, **env})
+
+
+# ------------------------------------------------------------------------------------------------ propose
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    from sdgov.approvers import default_path
+    from sdgov.registry import Registry
+    from tasks.propose_phi import check_proposal
+
+    _require_server()  # an ephemeral server would die with this process: nobody could resume the run
+    root = Registry(args.root).root.resolve()
+    approvers = Path(args.approvers).resolve() if args.approvers else default_path(root)
+    check_proposal(args.spec, str(approvers), args.who, args.data)  # fail fast, before the orchestrator
+    from flows.governed import governed_release_flow
+
+    from prefect.exceptions import FailedRun
+
+    try:
+        out = governed_release_flow(spec_path=str(Path(args.spec).resolve()), registry_root=str(root),
+                                    proposer=args.who, approvers_path=str(approvers),
+                                    data_path=str(Path(args.data).resolve()) if args.data else None,
+                                    timeout_s=args.timeout, poll_interval=args.poll)
+    except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
+        raise SdgovError(f"the governed release ended without a release: {exc}", str(root),
+                         "see 'sdgov trail --root ROOT' for the decisions recorded") from None
+    payload = out.model_dump(mode="json")
+    _emit(args, payload, out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
+    return 0 if out.status == "released" else 1
+
+
+# ------------------------------------------------------------------------------------------------ runs / approve
+
+
+def _require_server() -> None:
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise SdgovError("no Prefect server configured: paused runs live on the server the flow runs against",
+                         "PREFECT_API_URL", "eval \"$(sdgov server start --print-env)\" (add --auth USER:PASS if the "
+                         "server has basic auth)")
+
+
+def _pending(client, fr) -> dict[str, Any] | None:
+    from flows.governed import PENDING_PREFIX
+
+    if not (fr.state and fr.state.is_paused() and fr.state.state_details.pause_key):
+        return None
+    try:
+        return json.loads(client.read_flow_run_input(fr.id, PENDING_PREFIX + fr.state.state_details.pause_key))
+    except Exception:
+        return None
+
+
+def _ui_url(run_id: Any) -> str:
+    from prefect.settings import PREFECT_UI_URL
+
+    base = PREFECT_UI_URL.value() or ""
+    return f"{base}/runs/flow-run/{run_id}" if base else ""
+
+
+def paused_runs() -> list[dict[str, Any]]:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
+    from prefect.client.schemas.objects import StateType
+
+    _require_server()
+    out = []
+    with get_client(sync_client=True) as c:
+        runs = c.read_flow_runs(flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))))
+        for fr in runs:
+            p = _pending(c, fr) or {}
+            out.append({"run_id": str(fr.id), "name": fr.name, "paused_since": str(fr.state.timestamp),
+                        "subject": p.get("subject", "?"), "sha256": p.get("sha256", ""),
+                        "awaiting_role": p.get("required_role", "?"), "eligible": p.get("eligible", []),
+                        "proposer": p.get("proposer", ""), "attempt": p.get("attempt"), "note": p.get("note", ""),
+                        "deadline": p.get("deadline", ""), "registry": p.get("registry", ""), "ui": _ui_url(fr.id)})
+    return out
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    runs = paused_runs()
+    lines = [f"{r['run_id']}  {r['name']}: {r['subject']} {r['sha256'][:12]}… awaits a {r['awaiting_role']} "
+             f"({', '.join(r['eligible']) or 'nobody eligible!'}; not {r['proposer']}) until {r['deadline']}"
+             + (f"\n    {r['note']}" if r["note"] else "") + (f"\n    {r['ui']}" if r["ui"] else "") for r in runs]
+    _emit(args, {"paused": runs}, "\n".join(lines) or "no paused runs")
+    return 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    from prefect import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    from sdgov.approvers import check_decision, load_approvers, sign, signing_message
+
+    _require_server()
+    decision = "reject" if args.reject else "approve"
+    try:
+        run_id = UUID(args.run_id)
+    except ValueError:
+        raise SdgovError(f"{args.run_id!r} is not a flow run id", "RUN_ID", "see 'sdgov runs'") from None
+    with get_client(sync_client=True) as c:
+        try:
+            fr = c.read_flow_run(run_id)
+        except ObjectNotFound:
+            raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
+        if not (fr.state and fr.state.is_paused()):
+            raise SdgovError(f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})", str(run_id),
+                             "only paused runs await a decision: see 'sdgov runs'")
+        p = _pending(c, fr)
+        if p is None:
+            raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
+        approvers_file = args.approvers or p["approvers_file"]
+        sig = sign(args.key, signing_message(args.who, p["subject"], decision, p["sha256"])) if args.key else ""
+        # the same check the flow makes after resuming: refuse here, and the run is never resumed (stays paused)
+        check_decision(load_approvers(approvers_file), name=args.who, subject=p["subject"], decision=decision,
+                       sha256=p["sha256"], proposer=p["proposer"], signature=sig, where=approvers_file)
+        res = c.resume_flow_run(run_id, run_input={"approver": args.who, "decision": decision,
+                                                   "comment": args.comment or "", "signature": sig})
+        if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
+            reason = getattr(res.details, "reason", "") or str(res.details)
+            raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")
+        outcome = "resumed"
+        deadline = time.monotonic() + args.wait
+        while time.monotonic() < deadline:  # optionally watch what the flow made of the decision
+            time.sleep(0.5)
+            st = c.read_flow_run(run_id).state
+            if st.is_paused() and st.state_details.pause_key != fr.state.state_details.pause_key:
+                nxt = _pending(c, c.read_flow_run(run_id)) or {}
+                if nxt.get("subject") == p["subject"]:  # the same decision asked again: the flow refused it
+                    raise SdgovError(f"the flow refused the decision: {nxt.get('note', '')}", str(run_id),
+                                     "see 'sdgov runs'")
+                outcome = f"accepted; now paused for the {nxt.get('subject', '?')} decision"
+                break
+            if st.is_final():
+                outcome = f"accepted; run ended {st.name}" + (f": {st.message}" if st.message else "")
+                break
+            if st.is_running():
+                outcome = "accepted; the run goes on"
+    payload = {"ok": True, "run_id": str(run_id), "subject": p["subject"], "sha256": p["sha256"], "approver": args.who,
+               "decision": decision, "signed": bool(sig), "state": outcome}
+    _emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256'][:12]}… of run {run_id} ({outcome})")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------ keys, budget
+
+
+def cmd_approvers(args: argparse.Namespace) -> int:
+    from sdgov.approvers import keygen
+
+    pub = keygen(args.out)
+    _emit(args, {"private_key": str(Path(args.out).resolve()), "public_key": pub},
+          f"private key: {args.out} (keep it; mode 600)\nadd to approvers.yaml:  public_key: \"{pub}\"")
+    return 0
+
+
+def cmd_budget(args: argparse.Namespace) -> int:
+    from sdgov.ledger import ledger_summary, load_policy
+    from sdgov.registry import Registry
+
+    reg = Registry(args.root)
+    policy, sha = load_policy(reg)
+    accts = ledger_summary(reg)
+    lines = [f"{a['dataset']} ({a['dataset_sha256'][:12]}…): spent ρ={a['spent_rho']:.6g}"
+             + (f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}" if a.get("lifetime_rho") is not None
+                else " (no lifetime limit)" if "error" not in a else f" — {a['error']}")
+             + f" in {len(a.get('spends', []))} measurement(s)" for a in accts]
+    spent_names = {a["dataset"] for a in accts}
+    lines += [f"{name}: nothing spent yet of lifetime ρ={b.rho:.6g}" for name, b in
+              (policy.datasets.items() if policy else []) if name not in spent_names]
+    _emit(args, {"policy": policy.model_dump() if policy else None, "policy_sha256": sha, "datasets": accts},
+          "\n".join(lines) or "no privacy budget spent yet")
+    return 0
+
+
+def cmd_trail(args: argparse.Namespace) -> int:
+    from sdgov.registry import Registry
+    from sdgov.trail import render_html, render_text, to_prov, trail, write
+
+    t = trail(Registry(args.root), args.dataset)
+    written = {}
+    if args.html:
+        written["html"] = str(write(args.html, render_html(t)))
+    if args.prov:
+        written["prov"] = str(write(args.prov, json.dumps(to_prov(t), indent=2, ensure_ascii=False) + "\n"))
+    _emit(args, {**t, "written": written},
+          render_text(t) + "".join(f"\nwrote {k}: {v}" for k, v in written.items()))
+    return 0 if t["verified"] else 1
+
+
+# ------------------------------------------------------------------------------------------------ parser
+
+
+def add_parser(add: Add) -> None:
+    s = add("server", cmd_server, "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)")
+    s.add_argument("action", choices=["start"])
+    s.add_argument("--port", type=int, default=4200)
+    s.add_argument("--auth", help="USER:PASSWORD: enable the server's basic auth (PREFECT_SERVER_API_AUTH_STRING)")
+    s.add_argument("--home", help="PREFECT_HOME holding the SQLite database (default: $PREFECT_HOME or ~/.prefect)")
+    s.add_argument("--print-env", action="store_true", help="print the client settings and exit")
+
+    p = add("propose", cmd_propose, "run a governed release: propose Φ, then pause for the controller's decisions")
+    p.add_argument("--spec", required=True)
+    p.add_argument("--as", dest="who", required=True, help="the proposing analyst (in the approvers registry)")
+    p.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+    p.add_argument("--approvers", help="approvers registry (default: ROOT/approvers.yaml)")
+    p.add_argument("--data", help="override the spec's dataset path")
+    p.add_argument("--timeout", type=int, default=3600, help="seconds to wait for the decisions (default 3600)")
+    p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
+
+    add("runs", cmd_runs, "list paused runs and whom they await")
+
+    a = add("approve", cmd_approve, "decide on a paused run (resumes it through the Prefect API)")
+    a.add_argument("run_id")
+    a.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
+    a.add_argument("--reject", action="store_true", help="reject (default: approve)")
+    a.add_argument("--comment", default="")
+    a.add_argument("--key", help="your Ed25519 private key (PEM), if your registry entry has a public key")
+    a.add_argument("--approvers", help="approvers registry to check against (default: the one the run uses)")
+    a.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")
+
+    k = add("approvers", cmd_approvers, "manage approver keys")
+    k.add_argument("action", choices=["keygen"])
+    k.add_argument("--out", required=True, help="where to write the private key (PEM)")
+
+    t = add("trail", cmd_trail, "review the audit trail: every event, who/role/what/when/hashes, chain verified")
+    t.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+    t.add_argument("--dataset", help="only events about this declared dataset")
+    t.add_argument("--html", help="also write a self-contained HTML report here")
+    t.add_argument("--prov", help="also write W3C PROV-JSON here")
+
+    from flows.schedule import add_parser as add_schedule
+
+    add_schedule(add)  # sdgov schedule --spec FILE --cron EXPR [--dry-run]
+
+    b = add("budget", cmd_budget, "show the privacy-budget ledger: spent and remaining ρ per dataset")
+    b.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")

@@ -1,0 +1,189 @@
+"""Audit-trail review: every event of the hash-chained log, readable, filterable, exportable to W3C PROV-JSON.
+
+For a compliance reviewer reconstructing *who approved what, on which evidence*: each row is one log event —
+who (actor), in which role, what happened, when, the artifact hashes it names, the decision and the comment —
+and the whole table carries the verification status of the chain and of every released byte
+(:meth:`sdgov.registry.Registry.verify`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from sdgov.registry import Event, Registry
+
+WHAT = {
+    "agreement_signed": "signed the Φ agreement (standing approval)",
+    "agreement_proposed": "proposed the Φ agreement",
+    "agreement_approved": "approved the Φ agreement",
+    "agreement_rejected": "rejected the Φ agreement",
+    "approval_refused": "attempted a decision that was refused",
+    "approval_timeout": "no decision before the timeout",
+    "budget_spent": "privacy budget spent (ledger)",
+    "budget_refused": "privacy budget refused the measurement",
+    "budget_retry_approved": "approved a retry after the budget was raised",
+    "budget_rejected": "declined to raise the privacy budget",
+    "measured": "drew and persisted the noisy marginals",
+    "release_approved": "approved the release candidate",
+    "release_rejected": "rejected the release candidate",
+    "release_blocked": "release blocked",
+    "released": "published the release",
+}
+
+
+def dataset_index(registry: Registry) -> dict[str, str]:
+    """agreement sha256 → declared dataset name, from every agreement.json the registry holds."""
+    out: dict[str, str] = {}
+    for p in list(registry.root.glob("runs/*/agreement.json")) + list(registry.root.glob("releases/*/artifacts/agreement.json")):
+        try:
+            d = json.loads(p.read_text())
+            out[d["sha256"]] = d["agreement"]["dataset_name"]
+        except (ValueError, KeyError, OSError):
+            continue
+    return out
+
+
+def _dataset_of(e: Event, index: dict[str, str]) -> str:
+    if e.event in ("budget_spent", "budget_refused"):
+        try:
+            return json.loads(e.comment)["dataset"]
+        except (ValueError, KeyError):
+            pass
+    return index.get(e.agreement_sha256, "")
+
+
+def trail(registry: Registry, dataset: str | None = None) -> dict[str, Any]:
+    problems = registry.verify()
+    try:
+        events = registry.events()
+    except ValueError:  # a corrupted line: show what can be read
+        events = []
+        for line in registry.log_path.read_text(errors="replace").splitlines():
+            try:
+                events.append(Event.model_validate_json(line))
+            except ValueError:
+                continue
+    index = dataset_index(registry)
+    rows = []
+    for e in events:
+        ds = _dataset_of(e, index)
+        if dataset and ds != dataset:
+            continue
+        rows.append({"seq": e.seq, "time": e.time, "who": e.actor, "role": e.role, "event": e.event,
+                     "what": WHAT.get(e.event, e.event), "dataset": ds, "agreement_sha256": e.agreement_sha256,
+                     "release_id": e.release_id, "run_id": e.run_id, "decision": e.decision, "comment": e.comment,
+                     "artifacts": dict(e.artifacts), "hash": e.hash, "prev": e.prev})
+    return {"root": str(registry.root.resolve()), "verified": not problems, "problems": problems,
+            "events": rows, "dataset": dataset, "total_events": len(events)}
+
+
+def render_text(t: dict[str, Any]) -> str:
+    head = ("chain and artifacts VERIFIED" if t["verified"] else
+            "VERIFICATION FAILED:\n" + "\n".join(f"  {p}" for p in t["problems"]))
+    lines = [f"{t['root']}: {head}; {len(t['events'])} of {t['total_events']} event(s)"
+             + (f" for dataset {t['dataset']!r}" if t["dataset"] else "")]
+    for r in t["events"]:
+        lines.append(f"#{r['seq']:<3} {r['time']}  {r['who']} ({r['role']}) {r['what']}"
+                     + (f" [{r['decision']}]" if r["decision"] else "")
+                     + (f" agreement {r['agreement_sha256'][:12]}…" if r["agreement_sha256"] else "")
+                     + (f" release {r['release_id']}" if r["release_id"] else ""))
+        if r["comment"]:
+            lines.append(f"      comment: {r['comment']}")
+        for k, v in r["artifacts"].items():
+            lines.append(f"      {k}: {v}")
+    return "\n".join(lines)
+
+
+def render_html(t: dict[str, Any]) -> str:
+    e = html.escape
+    status = ('<p class="ok">✔ The hash chain and every released artifact verify.</p>' if t["verified"] else
+              '<p class="bad">✘ Verification FAILED:</p><ul>' + "".join(f"<li>{e(p)}</li>" for p in t["problems"]) + "</ul>")
+    rows = "".join(
+        f"<tr><td>{r['seq']}</td><td>{e(r['time'])}</td><td>{e(r['who'])}</td><td>{e(r['role'])}</td>"
+        f"<td>{e(r['what'])}<br><code>{e(r['event'])}</code></td><td>{e(r['dataset'])}</td><td>{e(r['decision'])}</td>"
+        f"<td>{e(r['comment'])}</td><td class='h'>"
+        + (f"agreement {e(r['agreement_sha256'])}<br>" if r["agreement_sha256"] else "")
+        + (f"release {e(r['release_id'])}<br>" if r["release_id"] else "")
+        + "".join(f"{e(k)}: {e(v)}<br>" for k, v in r["artifacts"].items())
+        + f"</td><td class='h'>{e(r['hash'])}</td></tr>" for r in t["events"])
+    title = "Audit trail" + (f" — dataset {t['dataset']}" if t["dataset"] else "")
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title><style>
+body{{font-family:system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse;font-size:13px}}
+td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}} th{{background:#f3f3f3}}
+.h{{font-family:monospace;font-size:11px;word-break:break-all;max-width:32em}} .ok{{color:#1b7837;font-weight:bold}}
+.bad{{color:#b2182b;font-weight:bold}}</style></head><body>
+<h1>{e(title)}</h1><p>Registry <code>{e(t['root'])}</code>: {len(t['events'])} of {t['total_events']} event(s).
+Each event carries the sha256 of the one before; re-check with <code>sdgov registry verify</code>.</p>{status}
+<table><tr><th>#</th><th>When (UTC)</th><th>Who</th><th>Role</th><th>What</th><th>Dataset</th><th>Decision</th>
+<th>Comment</th><th>Artifacts (sha256)</th><th>Event hash</th></tr>{rows}</table></body></html>
+"""
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in s.strip()) or "unknown"
+
+
+def to_prov(t: dict[str, Any]) -> dict[str, Any]:
+    """The trail as W3C PROV-JSON (https://www.w3.org/submissions/prov-json/): agents, activities, entities."""
+    doc: dict[str, Any] = {
+        "prefix": {"sdgov": "https://sdgov.example/ns#", "agent": "https://sdgov.example/agent/",
+                   "event": "https://sdgov.example/event/", "sha256": "urn:sha256:",
+                   "agreement": "urn:sdgov:agreement:", "release": "urn:sdgov:release:"},
+        "agent": {}, "activity": {}, "entity": {}, "wasAssociatedWith": {}, "used": {}, "wasGeneratedBy": {},
+        "wasDerivedFrom": {},
+    }
+
+    def rel(kind: str, key: str, body: dict[str, Any]) -> None:
+        doc[kind][f"_:{kind}{len(doc[kind])}_{key}"] = body
+
+    for r in t["events"]:
+        ag = f"agent:{_slug(r['who'])}"
+        system = r["role"] == "system"
+        doc["agent"].setdefault(ag, {"prov:label": r["who"],
+                                     "prov:type": {"$": "prov:SoftwareAgent" if system else "prov:Person",
+                                                   "type": "prov:QUALIFIED_NAME"}})
+        act = f"event:{r['seq']}"
+        doc["activity"][act] = {
+            "prov:startTime": r["time"], "prov:endTime": r["time"], "prov:label": r["what"],
+            "prov:type": {"$": f"sdgov:{r['event']}", "type": "prov:QUALIFIED_NAME"},
+            "sdgov:decision": r["decision"], "sdgov:comment": r["comment"], "sdgov:eventHash": r["hash"],
+            "sdgov:prevHash": r["prev"], "sdgov:verified": t["verified"], "sdgov:dataset": r["dataset"]}
+        rel("wasAssociatedWith", str(r["seq"]), {"prov:activity": act, "prov:agent": ag, "prov:role": r["role"]})
+        if r["agreement_sha256"]:
+            ent = f"agreement:{r['agreement_sha256']}"
+            doc["entity"].setdefault(ent, {"prov:label": "Φ agreement", "sdgov:sha256": r["agreement_sha256"],
+                                           "sdgov:dataset": r["dataset"]})
+            if r["event"] == "agreement_proposed":
+                rel("wasGeneratedBy", str(r["seq"]), {"prov:entity": ent, "prov:activity": act, "prov:time": r["time"]})
+            else:
+                rel("used", str(r["seq"]), {"prov:activity": act, "prov:entity": ent, "prov:time": r["time"]})
+        generated = r["event"] in ("measured", "released")
+        for name, sha in r["artifacts"].items():
+            if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+                continue  # e.g. a signature, not a content hash
+            ent = f"sha256:{sha}"
+            doc["entity"].setdefault(ent, {"prov:label": name, "sdgov:sha256": sha})
+            kind = "wasGeneratedBy" if generated else "used"
+            rel(kind, f"{r['seq']}_{_slug(name)}", {"prov:entity" if generated else "prov:activity":
+                                                   ent if generated else act,
+                                                   "prov:activity" if generated else "prov:entity":
+                                                   act if generated else ent, "prov:time": r["time"]})
+        if r["release_id"]:
+            ent = f"release:{r['release_id']}"
+            doc["entity"][ent] = {"prov:label": f"release {r['release_id']}", "prov:type": "sdgov:Release"}
+            rel("wasGeneratedBy", f"{r['seq']}_release", {"prov:entity": ent, "prov:activity": act, "prov:time": r["time"]})
+            if r["agreement_sha256"]:
+                rel("wasDerivedFrom", r["release_id"], {"prov:generatedEntity": ent,
+                                                        "prov:usedEntity": f"agreement:{r['agreement_sha256']}"})
+    return {k: v for k, v in doc.items() if v}
+
+
+def write(path: str | Path, text: str) -> Path:
+    from sdgov.atomic import atomic_write_text
+
+    p = Path(path)
+    atomic_write_text(p, text)
+    return p

@@ -1,0 +1,156 @@
+"""Browser test: headless Chromium opens the Prefect UI, logs in (basic auth), resumes a paused run through the form.
+
+Runs the documented deployment for real: ``sdgov server start --auth`` (own server: the session test server does
+not serve the UI), ``sdgov propose`` as the analyst in a second process; the controller works in the browser.
+Skipped where Chromium or Playwright is missing (scripts/setup.sh installs both when it can).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_governed import cli, setup_registry
+
+CHROMIUM = os.environ.get("SDGOV_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+AUTH = "ops:browser-test-secret"
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).with_name(name))
+
+
+@pytest.fixture
+def ui_server(tmp_path):
+    import httpx
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    proc = subprocess.Popen([_bin("sdgov"), "server", "start", "--port", str(port), "--home", str(tmp_path / "home"),
+                             "--auth", AUTH], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "server did not start"
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        assert httpx.post(f"{url}/api/flow_runs/filter", json={}).status_code == 401, "basic auth must be on"
+        yield url, {**env, "PREFECT_HOME": str(tmp_path / "client-home"), "PREFECT_API_URL": f"{url}/api",
+                    "PREFECT_API_AUTH_STRING": AUTH, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server this fixture started, and its children
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _runs(env: dict[str, str], root: Path) -> list[dict]:
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: AUTH}):
+        code, out, err = cli("runs", "--json")
+    assert code == 0, err
+    return [r for r in json.loads(out)["paused"] if r["registry"] == str(root)]
+
+
+def _wait(env, root, subject, attempt, proc, timeout=240) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        mine = _runs(env, root)
+        if mine and mine[0]["subject"] == subject and mine[0]["attempt"] == attempt:
+            return mine[0]
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        time.sleep(1)
+    raise AssertionError(f"no pause for {subject} attempt {attempt}")
+
+
+def _decide_in_browser(url: str, run_id: str, name: str, decision: str, comment: str, expect: list[str]) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1400})
+            page.goto(f"{url}/login")
+            page.locator("input[type=password]").fill(AUTH)  # the server's basic auth, through the UI's login
+            page.get_by_role("button", name="Login").click()
+            page.wait_for_function("() => !location.pathname.startsWith('/login')")
+            page.goto(f"{url}/runs/flow-run/{run_id}")
+            page.get_by_role("button", name="Resume").click()
+            form = page.locator(".p-modal__card")
+            form.locator(".schema-form-property").first.wait_for()  # the form is built from the run's input schema
+            text = form.inner_text()
+            for needle in expect:
+                assert needle in text, (needle, text[:3000])
+            fields = form.locator(".schema-form-property")
+            fields.nth(0).locator("textarea").fill(name)
+            fields.nth(1).locator("button.p-select-button__control").click()
+            page.keyboard.press("ArrowDown")
+            page.get_by_role("option", name=decision, exact=True).click()
+            fields.nth(2).locator("textarea").fill(comment)
+            form.get_by_role("button", name="Submit").click()
+            form.wait_for(state="detached")
+        finally:
+            browser.close()
+
+
+def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
+    pytest.importorskip("playwright.sync_api")
+    url, env = ui_server
+    spec, root = setup_registry(tmp_path, rows=800)
+    proc = subprocess.Popen([_bin("sdgov"), "propose", "--spec", str(spec), "--as", "Ada Analyst", "--root", str(root),
+                             "--poll", "1", "--timeout", "400", "--json"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        run = _wait(env, root, "agreement", 1, proc)
+        # the proposer tries to approve her own agreement in the UI: refused, the run pauses again and says why
+        _decide_in_browser(url, run["run_id"], "Ada Analyst", "approve", "self-approval",
+                           ["Approve the Φ agreement", "Privacy budget of this release", run["sha256"]])
+        _wait(env, root, "agreement", 2, proc)
+        _decide_in_browser(url, run["run_id"], "Carl Controller", "approve", "agreed in the browser",
+                           ["was refused", "separation of duties"])
+        rel = _wait(env, root, "release", 1, proc)
+        _decide_in_browser(url, run["run_id"], "Carl Controller", "approve", "released from the browser",
+                           ["Audit verdict: PASS", "max TVD over Φ", "card.html", rel["sha256"]])
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-3000:]
+    result = json.loads(out)
+    assert result["status"] == "released"
+    card = json.loads(Path(result["release"]["card_json"]).read_text())
+    assert [(s["name"], s["subject"], s["comment"]) for s in card["signoffs"][1:]] == [
+        ("Carl Controller", "agreement", "agreed in the browser"),
+        ("Carl Controller", "release", "released from the browser")]
+    code, out, _ = cli("trail", "--root", str(root), "--json")
+    events = [(e["event"], e["who"]) for e in json.loads(out)["events"]]
+    assert ("approval_refused", "Ada Analyst") in events and events[-1] == ("released", "Carl Controller")
+    assert json.loads(out)["verified"] is True
+    shutil.rmtree(tmp_path / "home", ignore_errors=True)
