@@ -204,9 +204,17 @@ def parser() -> argparse.ArgumentParser:
 
     add_report(add)  # sdgov report utility --spec FILE --synthetic FILE [--out DIR] --json
 
+    from flows.cli_ops import add_parser as add_ops
+
+    add_ops(add)  # sdgov server start | propose | runs | approve | approvers keygen | budget | trail | schedule
+
     dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
     dd.add_argument("--out", required=True)
     dd.add_argument("--rows", type=int, default=20000)
+
+    from flows.cli_audit import add_audit_parser
+
+    add_audit_parser(sub)
     return p
 
 

@@ -85,6 +85,25 @@ class LimitsSpec(_Strict):
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
 
 
+class AuditSpec(_Strict):
+    """Pre-registered settings of the black-box decomposability audit (:mod:`sdgov.decomposability`).
+
+    Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
+    ``enabled`` runs the test inside the release's audit stage (off by default: it fits the generator 4·K times).
+    """
+
+    enabled: bool = False
+    generator: str | None = Field(default=None, description="import path 'module:callable'; default: the honest "
+                                  "audit variant of the spec's generator (sdgov.audit_generators:honest_pgm/ipf)")
+    generator_params: dict[str, float | int | str | bool | list[str]] = Field(default_factory=dict)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    K: int = Field(default=10, ge=2)
+    rows: PositiveInt | None = Field(default=None, description="synthetic rows per fit; default 10 × records")
+    seed: int = Field(default=0, ge=0)
+    candidate_basis: PositiveInt = 1000
+    positive_control: str | None = Field(default=None, description="import path of a dishonest variant run beside")
+
+
 class ReleaseSpec(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -98,6 +117,7 @@ class ReleaseSpec(_Strict):
     seed: int = Field(ge=0, description="public sampling seed (recorded; unlike the noise, which has none)")
     limits: LimitsSpec = LimitsSpec()
     approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
+    audit: AuditSpec | None = Field(default=None, description="pre-registered decomposability-audit settings")
     tasks: list[TaskSpec] = Field(
         default_factory=list,
         description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)")
@@ -125,6 +145,7 @@ class Agreement(_Strict):
     rows: int | None
     seed: int
     limits: LimitsSpec
+    audit: AuditSpec | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: hash unchanged
 
     def sha256(self) -> str:
         return sha256_json(self.model_dump(mode="json"))
@@ -231,6 +252,7 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         spec_name=spec.name, description=spec.description, dataset_name=spec.dataset.name, schema_name=schema.name,
         schema_sha256=schema.sha256(), attributes=attributes, cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
         privacy=spec.privacy, generator=spec.generator, rows=spec.rows, seed=spec.seed, limits=spec.limits,
+        audit=spec.audit,
     )
 
 

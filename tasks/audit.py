@@ -35,9 +35,20 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
             schema_error = exc.one_line()
         report = run_checks(agreement, agreed.agreement_sha256, mset, measured.measurements, generated.record,
                             [tuple(c) for c in info.get("fitted_marginals", [])], len(synth), generated.rows, schema_error)
+        decomposability_out = None
+        if agreement.audit is not None and agreement.audit.enabled:  # pre-registered in the spec; off by default
+            from sdgov.decomposability_report import decomposability_section, merge_into_report, run_release_audit
+
+            result = run_release_audit(agreement, agreed.data.path, schema)
+            report = merge_into_report(report, result)
+            decomposability_out = Path(agreed.run_dir) / "decomposability.json"
+            write_json(decomposability_out, {"result": result.model_dump(mode="json"),
+                                             "section": decomposability_section(result)})
         out = Path(agreed.run_dir) / "audit.json"
         write_json(out, report.model_dump(mode="json"))
         rec.inputs = [agreed.agreement, measured.measurements, generated.synthetic, generated.model_info]
         rec.outputs = [ArtifactRef.of("audit", out)]
+        if decomposability_out is not None:
+            rec.outputs.append(ArtifactRef.of("decomposability", decomposability_out))
         rec.params = {"verdict": report.verdict}
     return Audited(report=rec.outputs[0], verdict=report.verdict, record=rec.record())

@@ -1,0 +1,92 @@
+"""Acceptance benchmark for issue 3 (decomposability audit) on the census extract. Not a test: it takes minutes.
+
+    python benchmarks/bench_decomposability.py [--quick] [--out FILE] [--only app1,app2] [--fpr-seeds 20]
+
+Runs Applications 1–3 with the honest PGM/IPF, dishonest PGM/IPF and independent generators, the false-positive
+rate of the honest generators over seeds, and the App 3 K=10 end-to-end timing with its breakdown. Results are
+printed as they come and written to JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sdgov.decomposability import audit_spec  # noqa: E402
+
+G = "sdgov.audit_generators:"
+# Application 3's joint table has 1.56M cells: cap the fits (an honest fit is honest however long it runs)
+APP3_PARAMS = {"honest_pgm": {"iterations": 100}, "dishonest_pgm": {"iterations": 100},
+               "honest_ipf": {"iterations": 30}, "dishonest_ipf": {"iterations": 30}, "independent": {}}
+
+
+def _cpu(t: os.times_result) -> float:
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def run(app: str, gen: str, K: int, seed: int, rows: int | None = None, workers: int = 1,
+        control: str | None = None) -> dict:
+    params = APP3_PARAMS.get(gen, {}) if app == "app3" else ({"iterations": 500} if "pgm" in gen else {})
+    ov = {"generator_params": params, "positive_control": control, "workers": workers,
+          "control_params": APP3_PARAMS.get("dishonest_ipf", {}) if app == "app3" else {}}
+    if rows:
+        ov["rows"] = rows
+    t, c0 = time.perf_counter(), os.times()
+    r = audit_spec(str(REPO / "examples" / "census2011" / f"{app}.yaml"), G + gen, K=K, seed=seed, overrides=ov)
+    row = {"app": app, "generator": gen, "K": K, "seed": seed, "p_value": r.p_value, "verdict": r.verdict,
+           "effect_size": r.effect_size, "rows": r.rows, "timing": r.timing, "wall": time.perf_counter() - t,
+           "cpu_seconds": _cpu(os.times()) - _cpu(c0),  # self + reaped fit workers: the machine is shared
+           "basis": {k: v for k, v in r.basis.items() if k not in ("move_sets", "minimal_non_phi_sets")},
+           "extremal": r.extremal, "top_interactions": r.top_interactions[:3],
+           "control": r.control.model_dump() if r.control else None}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(REPO / "build" / "bench_decomposability.json"))
+    ap.add_argument("--only", default="app1,app2,app3")
+    ap.add_argument("--K", type=int, default=10)
+    ap.add_argument("--fpr-seeds", type=int, default=20)
+    ap.add_argument("--fpr-apps", default="app1,app2")
+    ap.add_argument("--skip", default="", help="comma list of sections to skip: main,fpr,timing")
+    ap.add_argument("--workers", type=int, default=1, help="fit processes for the main and FPR runs")
+    ap.add_argument("--gens", default="honest_ipf,dishonest_ipf,independent,honest_pgm,dishonest_pgm")
+    args = ap.parse_args()
+    apps, skip = args.only.split(","), set(filter(None, args.skip.split(",")))
+    out: dict = {"main": [], "fpr": {}, "timing": None}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        Path(args.out).write_text(json.dumps(out, indent=2))
+
+    if "timing" not in skip and "app3" in apps:  # App 3, K=10, end to end, with the breakdown
+        out["timing"] = run("app3", "honest_ipf", 10, 0, workers=2)
+        save()
+        out["timing_with_control"] = run("app3", "honest_ipf", 10, 0, workers=2, control=G + "dishonest_ipf")
+        save()
+    if "main" not in skip:
+        for app in apps:
+            for gen in args.gens.split(","):
+                out["main"].append(run(app, gen, args.K, 0, workers=args.workers))
+                save()
+    if "fpr" not in skip:
+        for app in args.fpr_apps.split(","):
+            for gen in ["honest_ipf", "honest_pgm"]:
+                ps = [run(app, gen, args.K, s, workers=args.workers)["p_value"] for s in range(1, args.fpr_seeds + 1)]
+                out["fpr"][f"{app}/{gen}"] = {"p_values": ps, "rate": sum(p < 0.05 for p in ps) / len(ps)}
+                print(f"FPR {app}/{gen}: {out['fpr'][f'{app}/{gen}']['rate']:.2f}", flush=True)
+                save()
+    save()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The decomposability result for the card: a Figure-1-style plot (two histograms of g_β*) and a section dict."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from sdgov.decomposability import DecomposabilityResult
+
+
+def figure_svg(result: DecomposabilityResult) -> str:
+    """Histograms of g_β*(synthetic) for the fits on D₊β* and D₋β* (as the paper's Figure 1), as an SVG string."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    gp, gm = np.asarray(result.g_plus), np.asarray(result.g_minus)
+    lo, hi = float(min(gp.min(), gm.min())), float(max(gp.max(), gm.max()))
+    if hi <= lo:
+        hi = lo + 1.0
+    bins = np.linspace(lo, hi, max(6, min(30, 2 * result.K)))
+    fig, ax = plt.subplots(figsize=(5.2, 2.8))
+    ax.hist(gp, bins=bins, alpha=0.6, label="fits on D₊ (β*)", color="#1f77b4")
+    ax.hist(gm, bins=bins, alpha=0.6, label="fits on D₋ (β*)", color="#d62728")
+    ax.set_xlabel("g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩")
+    ax.set_ylabel("fits")
+    ax.set_title(f"{result.verdict.upper()}: p = {result.p_value:.3g} (α = {result.alpha}, K = {result.K})", fontsize=9)
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    svg = buf.getvalue()
+    return svg[svg.find("<svg"):] if "<svg" in svg else svg
+
+
+def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
+    """What the card's "Audit" section renders for the test (plain JSON types plus an inline SVG)."""
+    control = None
+    if result.control is not None:
+        c = result.control
+        control = {"generator": c.generator, "p_value": c.p_value, "caught": c.caught,
+                   "statement": (f"positive control {c.generator} was caught (p = {c.p_value:.3g})" if c.caught else
+                                 f"WARNING: positive control {c.generator} was NOT caught (p = {c.p_value:.3g}): "
+                                 "the test may be underpowered, so 'pass' is weak evidence")}
+    statement = (f"The generator {result.generator} shows no dependence on statistics outside Φ "
+                 f"(p = {result.p_value:.3g} ≥ α = {result.alpha})." if result.verdict == "pass" else
+                 f"The generator {result.generator} uses statistics outside Φ (p = {result.p_value:.3g} < α = "
+                 f"{result.alpha}): the card's claim is false and the release is blocked.")
+    return {
+        "title": "Black-box decomposability test (Houssiau et al. 2022)",
+        "verdict": result.verdict, "passed": result.verdict == "pass", "p_value": result.p_value,
+        "alpha": result.alpha, "K": result.K, "rows": result.rows, "effect_size": result.effect_size,
+        "statement": statement, "control": control,
+        "basis": {k: v for k, v in result.basis.items() if k != "move_sets"},
+        "top_cells": result.top_cells[:5], "top_interactions": result.top_interactions,
+        "timing": result.timing, "seconds": result.seconds, "figure_svg": figure_svg(result),
+    }
+
+
+def default_generator(agreement: Any) -> str:
+    """The audit's default generator for an agreement: the honest audit variant of the spec's own generator."""
+    from sdgov.audit_generators import SHIPPED  # noqa: F401  (import check: the module must load)
+
+    return "sdgov.audit_generators:honest_ipf" if agreement.generator.name == "ipf" else "sdgov.audit_generators:honest_pgm"
+
+
+def run_release_audit(agreement: Any, data_path: str, schema: Any) -> DecomposabilityResult:
+    """The decomposability test as pre-registered in ``agreement.audit`` (used by the release's audit stage)."""
+    from sdgov.decomposability import AuditSettings, run_decomposability
+    from sdgov.schema import load_encoded
+
+    a = agreement.audit
+    keep = set(AuditSettings.model_fields)
+    settings = AuditSettings(**{k: v for k, v in a.model_dump().items() if k in keep})
+    generator = a.generator or default_generator(agreement)
+    if not a.generator and not settings.generator_params:
+        settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
+    codes = load_encoded(data_path, schema)[agreement.attributes]
+    domain = {c: schema.by_name[c].size for c in agreement.attributes}
+    labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
+    return run_decomposability(codes, [tuple(c) for c in agreement.cliques], domain, generator, settings, labels)
+
+
+def merge_into_report(report: Any, result: DecomposabilityResult) -> Any:
+    """Add the test to an :class:`sdgov.audit.AuditReport`: a blocking check, plus a warning when the positive
+    control was not caught; the "not run" note for the test is dropped and the verdict recomputed."""
+    from sdgov.audit import AuditReport, Check
+
+    checks = list(report.checks)
+    checks.append(Check(
+        name="decomposability test (black-box, Houssiau et al. 2022)", passed=result.verdict == "pass",
+        detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
+               f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s"))
+    if result.control is not None:
+        c = result.control
+        checks.append(Check(name="positive control caught", passed=c.caught, severity="warn",
+                            detail=f"{c.generator}: p = {c.p_value:.3g}"
+                                   + ("" if c.caught else " — the test may be underpowered")))
+    blocked = any(not c.passed and c.severity == "block" for c in checks)
+    not_run = [s for s in report.not_run if "decomposability" not in s.lower()]
+    return AuditReport(verdict="fail" if blocked else "pass", checks=checks, not_run=not_run)

@@ -1,0 +1,186 @@
+"""Decomposability audit (issue 3): exact extremal datasets, Φ⊥ directions, verdicts, loader errors, CLI contract.
+
+Small synthetic data made here (and a K=2 run of Application 1 for the CLI), so the module runs in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdgov.audit_protocol import AuditError, load_generator
+from sdgov.decomposability import (AuditSettings, ExplicitBasis, MarginalCellBasis, ThetaSpace, extremal_pair,
+                                   greedy_extremal, greedy_half, half_move_pool, move_pool, run_decomposability,
+                                   settings_from_spec)
+from sdgov.decomposability_report import decomposability_section
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def prefect_server():
+    """Overrides the shared conftest's session Prefect test server: nothing here talks to Prefect (``sdgov`` never
+    imports it), and starting the server costs ~40 s. Modules that need it still get the session one."""
+    yield
+
+
+DOMAIN = {"a": 2, "b": 3, "c": 4}
+PHI = [("a", "b"), ("a", "c"), ("b", "c")]
+
+
+def _data(n: int = 4000, seed: int = 0) -> pd.DataFrame:
+    """Three attributes with a genuine 3-way interaction, so the full joint is not determined by Φ."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    b = (rng.integers(0, 3, n) + a) % 3
+    c = np.where(rng.random(n) < 0.5, (a + b) % 4, rng.integers(0, 4, n))
+    c = np.where((a == 1) & (b == 2) & (rng.random(n) < 0.5), 3, c)
+    return pd.DataFrame({"a": a, "b": b, "c": c}).astype(np.int32)
+
+
+def _settings(**kw) -> AuditSettings:
+    return AuditSettings(**{"K": 4, "rows": 10_000, "seed": 3, **kw})
+
+
+def test_extremal_datasets_keep_phi_exactly_and_stay_valid():
+    theta = ThetaSpace(_data(), PHI, DOMAIN)
+    rng = np.random.default_rng(1)
+    pool = move_pool(theta, 10**5, rng)
+    assert len(pool) > 0
+    basis = ExplicitBasis(theta, pool)
+    for _ in range(5):
+        delta = greedy_extremal(pool, basis.scores(pool, rng.standard_normal(basis.d)), theta.x)
+        assert np.any(delta) and delta.dtype == np.int64
+        plus, minus = extremal_pair(theta, delta)  # raises if φ changes or a count goes negative
+        assert plus.min() >= 0 and minus.min() >= 0
+        for w in (plus, minus):
+            for got, want in zip(theta.phi_of(w), theta.phi_of(theta.x)):
+                assert np.array_equal(got, want)
+        assert not np.array_equal(plus, theta.x)
+
+
+def test_directions_are_orthogonal_to_span_phi():
+    theta = ThetaSpace(_data(), PHI, DOMAIN)
+    A = theta.indicator_matrix().toarray()  # marginal-indicator rows on the occupied cells
+    pool = move_pool(theta, 10**5, np.random.default_rng(0))
+    basis = ExplicitBasis(theta, pool)
+    beta = basis.direction(np.random.default_rng(2).standard_normal(basis.d))
+    assert np.abs(A @ beta).max() < 1e-9 * max(1.0, np.abs(beta).max())
+    # projection onto span(Φ) vanishes
+    coef, *_ = np.linalg.lstsq(A.T, beta, rcond=None)
+    assert np.linalg.norm(A.T @ coef) < 1e-9
+    # integer moves are exactly in the kernel
+    U = pool.matrix().toarray()
+    assert np.array_equal(U @ A.T, np.zeros((U.shape[0], A.shape[0])))
+    # the random-subspace basis (marginal-cell projections) is orthogonal to span(Φ) on the full table
+    mb = MarginalCellBasis(theta, 10, np.random.default_rng(0))
+    grid = pd.DataFrame(np.stack(np.unravel_index(np.arange(24), (2, 3, 4)), axis=1), columns=list("abc"))
+    dense = ThetaSpace(grid, PHI, DOMAIN)  # every cell occupied once: cells_vector is the full β
+    mbd = MarginalCellBasis(dense, 10, np.random.default_rng(0))
+    bfull = mbd.cells_vector(np.random.default_rng(4).standard_normal(mbd.d))
+    assert np.abs(dense.indicator_matrix().toarray() @ bfull).max() < 1e-9
+    assert mb.d == 10
+
+
+@pytest.mark.parametrize("gen", ["honest_ipf", "honest_pgm", "independent"])
+def test_honest_generators_pass(gen):
+    res = run_decomposability(_data(), PHI, DOMAIN, f"sdgov.audit_generators:{gen}",
+                              _settings(generator_params={"iterations": 200} if gen == "honest_pgm" else {}))
+    assert res.verdict == "pass", res.p_value
+    assert res.extremal["phi_unchanged"] is True
+    assert len(res.g_plus) == len(res.g_minus) == 4
+
+
+def test_dishonest_generator_fails_and_control_is_reported():
+    res = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audit_generators:dishonest_ipf",
+                              _settings(positive_control="sdgov.audit_generators:dishonest_ipf"))
+    assert res.verdict == "fail" and res.p_value < 1e-6
+    assert res.control is not None and res.control.caught
+    assert res.top_interactions[0]["attributes"] == ["a", "b", "c"]
+    assert set(res.timing) >= {"basis", "extremal", "fits", "test", "control", "total"}
+    section = decomposability_section(res)
+    assert section["verdict"] == "fail" and section["figure_svg"].startswith("<svg")
+    json.dumps(section)
+    # a failed test blocks the release audit it is merged into
+    from sdgov.audit import NOT_YET_RUN, AuditReport, Check
+    from sdgov.decomposability_report import merge_into_report
+
+    report = merge_into_report(AuditReport(verdict="pass", checks=[Check(name="x", passed=True, detail="")],
+                                           not_run=NOT_YET_RUN), res)
+    assert report.verdict == "fail" and not any("decomposability" in s.lower() for s in report.not_run)
+
+
+def test_bad_import_paths_give_one_line_errors():
+    for bad, what in [("no_colon", "not an import path"), ("sdgov.nope_module:x", "cannot import"),
+                      ("sdgov.audit_generators:nope", "no attribute"), ("sdgov.audit_generators:SHIPPED", "not callable")]:
+        with pytest.raises(AuditError) as err:
+            load_generator(bad)
+        assert what in str(err.value) and "\n" not in err.value.one_line()
+
+
+def test_cli_json_contract_and_error_exit():
+    cmd = [sys.executable, "-m", "flows.cli", "audit", "decomposability", "--spec",
+           str(REPO / "examples" / "census2011" / "app1.yaml"), "--generator", "sdgov.audit_generators:honest_ipf",
+           "--K", "2", "--seed", "1", "--rows", "20000", "--control", "none", "--json"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode in (0, 1), out.stderr
+    payload = json.loads(out.stdout)
+    assert {"p_value", "verdict", "K", "seconds"} <= set(payload)
+    assert payload["verdict"] in ("pass", "fail") and payload["K"] == 2 and 0 <= payload["p_value"] <= 1
+    bad = subprocess.run(cmd[:8] + ["not-a-path", "--json"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert len(bad.stderr.strip().splitlines()) == 1 and "sdgov: error:" in bad.stderr
+    assert json.loads(bad.stdout)["ok"] is False
+
+
+def test_half_moves_on_sparse_data_keep_phi_exactly():
+    data = _data(300, seed=5)  # sparse: some cells empty, so moves may need empty corners filled
+    theta = ThetaSpace(data, PHI, DOMAIN)
+    occupied = theta.C
+    rng = np.random.default_rng(0)
+    pool = half_move_pool(theta, 10**4, rng)
+    assert len(pool) > 0 and theta.C >= occupied
+    basis = MarginalCellBasis(theta, 10**4, rng)
+    scores = basis.scores(pool, rng.standard_normal(basis.d))
+    dp, dm = greedy_half(pool, scores, theta.x), greedy_half(pool, [-s for s in scores], theta.x)
+    assert np.any(dp) and np.any(dm)
+    plus, minus = extremal_pair(theta, dp, dm)
+    assert plus.min() >= 0 and minus.min() >= 0
+    for w in (plus, minus):
+        for got, want in zip(theta.phi_of(w), theta.phi_of(theta.x)):
+            assert np.array_equal(got, want)
+
+
+def test_random_subspace_mode_catches_dishonest_and_passes_honest():
+    forced = {"explicit_max_cells": 1, "candidate_basis": 24}
+    bad = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audit_generators:dishonest_ipf", _settings(**forced))
+    assert bad.basis["mode"] == "random subspace" and bad.verdict == "fail", bad.p_value
+    good = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audit_generators:honest_ipf", _settings(**forced))
+    assert good.verdict == "pass", good.p_value
+
+
+def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
+    import yaml
+
+    from sdgov.spec import load_spec
+
+    src = REPO / "examples" / "census2011" / "app1.yaml"
+    plain = load_spec(src)
+    assert plain.spec.audit is None and "audit" not in plain.agreement.model_dump()
+    assert settings_from_spec(plain.spec) == AuditSettings()
+    spec = yaml.safe_load(src.read_text())
+    spec["dataset"]["path"] = str((src.parent / spec["dataset"]["path"]).resolve())
+    spec["schema"] = str(src.parent / spec["schema"])
+    spec["approvals"] = str(src.parent / spec["approvals"])
+    spec["audit"] = {"K": 6, "seed": 9, "alpha": 0.01, "positive_control": "sdgov.audit_generators:dishonest_ipf"}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    with_audit = load_spec(tmp_path / "s.yaml")
+    st = settings_from_spec(with_audit.spec)
+    assert (st.K, st.seed, st.alpha, st.positive_control) == (6, 9, 0.01, "sdgov.audit_generators:dishonest_ipf")
+    assert with_audit.agreement.sha256() != plain.agreement.sha256()  # the settings are signed with Φ
