@@ -1,0 +1,14 @@
+"""Privacy-risk evidence for a release (issue 4): per-record attacks, an empirical DP lower bound, record checks.
+
+Modules (none imports the orchestrator):
+
+``base``        settings, the audited generator (same protocol as :mod:`sdgov.audit_protocol`), seeds, targets
+``mia``         linkability (membership-inference) game with shadow models — Stadler et al. 2022, §4.2
+``attribute``   attribute inference on a declared sensitive attribute (same shadow worlds)
+``canary``      DP lower bound from nearest-neighbour reconstruction of uniform canaries
+``disclosure``  exact matches, distance to closest record vs a real holdout, small synthetic cells
+``policy``      pass / warn / fail thresholds from a policy file
+``report``      the result model, plots and the card's "Privacy evidence" section
+``run``         one call that runs everything for a spec
+``leaky``       deliberately leaky generators (positive controls for the tests and the benchmark)
+"""

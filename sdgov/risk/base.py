@@ -1,0 +1,184 @@
+"""Shared pieces of the privacy-risk audit: settings, the audited generator, seeds and the choice of targets.
+
+The generator is named by an import path and spoken to through :mod:`sdgov.audit_protocol` — the very loader
+and protocol of the decomposability audit, so a third party's generator can be audited the same way::
+
+    factory(cliques, domain, **params) -> object with fit(records, weights=None[, seed=]) and sample(n, seed)
+
+``fit`` receives weighted unique records (cell indices) and their counts; ``sample`` returns cell indices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from sdgov.audit_protocol import AuditError, Clique, check_sample, fit_generator, load_generator, make_generator
+
+FEATURE_SETS = ("naive", "hist", "corr")
+
+
+class RiskSettings(BaseModel):
+    """Every knob of the privacy-risk audit (all have defaults; the policy file holds the thresholds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    n_outliers: int = Field(5, ge=0, description="targets chosen by the outlier rule (see select_targets)")
+    n_random: int = Field(5, ge=0, description="targets drawn uniformly at random from the remaining records")
+    n_shadow: int = Field(10, ge=2, description="shadow worlds: base datasets, each with and without the target")
+    n_synth: int = Field(10, ge=1, description="synthetic sets sampled from every shadow fit")
+    train_rows: int = Field(1000, ge=10, description="records in every shadow training set (n)")
+    synth_rows: int | None = Field(None, ge=1, description="records per synthetic set (m); default train_rows")
+    folds: int = Field(5, ge=2, description="grouped cross-validation folds over shadow worlds")
+    rf_trees: int = Field(100, ge=1, description="trees of the attacker's random forest")
+    features: tuple[str, ...] = FEATURE_SETS
+    confidence: float = Field(0.95, gt=0, lt=1, description="level of every confidence interval")
+    sensitive: str | None = Field(None, description="attribute-inference target; default the last audited one")
+    ai_sets: int = Field(2, ge=0, description="synthetic sets per fit used for attribute inference (0: off)")
+    ai_trees: int = Field(30, ge=1)
+    canaries: int | None = Field(None, ge=1, description="canaries m in the DP lower-bound audit; default n/2, "
+                                 "capped at β/(20·δ) so that the δ term leaves room to refute (sdgov.risk.canary)")
+    canary_base_rows: int | None = Field(None, ge=0, description="reference records trained beside the canaries; "
+                                         "default train_rows − m")
+    canary_runs: int = Field(1, ge=1, description="independent canary runs (Bonferroni-combined)")
+    beta: float = Field(0.05, gt=0, lt=1, description="ε_lower holds with confidence 1 − β")
+    disclosure_rows: int | None = Field(None, ge=10, description="size n of each of the three parts of the record "
+                                        "checks (training, holdout, independent sample); default a third of the "
+                                        "reference data, at most 25,000")
+    small_cell_threshold: int = Field(10, ge=1)
+    dcr_sample: int = Field(5000, ge=10)
+    n_jobs: int = Field(2, description="parallel workers for attack trials (joblib; -1: all cores)")
+    seed: int = Field(0, ge=0)
+
+    @property
+    def m(self) -> int:
+        return self.synth_rows or self.train_rows
+
+
+def seed_of(*keys: int) -> int:
+    """A 31-bit seed derived from integer keys (independent streams for every (purpose, world, set))."""
+    return int(np.random.SeedSequence([int(k) & 0xFFFFFFFF for k in keys]).generate_state(1)[0] >> 1)
+
+
+@dataclass(frozen=True)
+class GeneratorRef:
+    """A generator as the audit sees it: import path, Φ, domain (ordered) and its own parameters. Picklable."""
+
+    path: str
+    cliques: tuple[Clique, ...]
+    domain: dict[str, int]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def attributes(self) -> list[str]:
+        return list(self.domain)
+
+    def check(self) -> None:
+        load_generator(self.path)
+
+    def fit_sample(self, rows: np.ndarray, fit_seed: int, n: int, sample_seeds: list[int]) -> list[np.ndarray]:
+        """Fit on ``rows`` (records × attributes, cell indices) and return one int array per sample seed."""
+        gen = make_generator(load_generator(self.path), list(self.cliques), self.domain, self.params, self.path)
+        records, weights = weighted_unique(rows, self.attributes)
+        fit_generator(gen, records, weights, fit_seed)
+        out = []
+        for s in sample_seeds:
+            df = check_sample(gen.sample(int(n), int(s)), int(n), self.domain, self.path)
+            out.append(df[self.attributes].to_numpy(dtype=np.int64))
+        return out
+
+
+def weighted_unique(rows: np.ndarray, attributes: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Rows → the protocol's weighted unique records (one row per distinct record, its count as weight)."""
+    uniq, counts = np.unique(np.asarray(rows, dtype=np.int64), axis=0, return_counts=True)
+    return pd.DataFrame(uniq, columns=attributes), counts.astype(np.int64)
+
+
+def record_keys(rows: np.ndarray, sizes: list[int]) -> np.ndarray:
+    """One integer key per record (exact for domains below 2^62 cells; a 64-bit hash beyond)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if math.prod(sizes) < 2**62:
+        return np.ravel_multi_index(tuple(rows.T), tuple(sizes)).astype(np.int64)
+    return pd.util.hash_pandas_object(pd.DataFrame(rows), index=False).to_numpy().view(np.int64)
+
+
+# ------------------------------------------------------------------------------------------------ targets
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    index: int  # row of the real data
+    kind: str  # "outlier" | "random"
+    record: dict[str, int]
+    labels: dict[str, str] = Field(default_factory=dict)
+    count_full: int  # records in the real data with this exact combination
+    count_pair: int  # smallest count of any attribute pair of it
+    count_single: int  # smallest count of any single category of it
+
+
+OUTLIER_RULE = ("outliers = records of the rarest category combinations: rank every record by (count of its full "
+                "combination of the audited attributes, then the smallest count of any pair of its values, then "
+                "the smallest count of any single value), ascending, in the real data; take one record per distinct "
+                "combination, ties broken by a seeded shuffle. Random targets are drawn uniformly from the other "
+                "records.")
+
+
+def select_targets(real: np.ndarray, attributes: list[str], sizes: list[int], n_outliers: int, n_random: int,
+                   seed: int, labels: dict[str, list[str]] | None = None) -> list[Target]:
+    """Targets by :data:`OUTLIER_RULE` plus uniform random records (deterministic in ``seed``)."""
+    real = np.asarray(real, dtype=np.int64)
+    n, d = real.shape
+    rng = np.random.default_rng(seed_of(seed, 11))
+
+    def counts_of(cols: list[int]) -> np.ndarray:
+        keys = record_keys(real[:, cols], [sizes[c] for c in cols])
+        _, inv, cnt = np.unique(keys, return_inverse=True, return_counts=True)
+        return cnt[inv]
+
+    full = counts_of(list(range(d)))
+    single = np.min(np.stack([counts_of([j]) for j in range(d)]), axis=0)
+    pair = (np.min(np.stack([counts_of([i, j]) for i in range(d) for j in range(i + 1, d)]), axis=0)
+            if d > 1 else single)
+    shuffle = rng.permutation(n)
+    order = shuffle[np.lexsort((single[shuffle], pair[shuffle], full[shuffle]))]
+    keys = record_keys(real, sizes)
+    chosen: list[tuple[int, str]] = []
+    seen: set[int] = set()
+    for i in order:
+        if len(chosen) >= n_outliers:
+            break
+        if int(keys[i]) not in seen:
+            seen.add(int(keys[i]))
+            chosen.append((int(i), "outlier"))
+    rest = np.setdiff1d(np.arange(n), [i for i, _ in chosen])
+    for i in rng.choice(rest, size=min(n_random, len(rest)), replace=False):
+        chosen.append((int(i), "random"))
+    out = []
+    for i, kind in chosen:
+        rec = {a: int(real[i, j]) for j, a in enumerate(attributes)}
+        lab = {a: labels[a][v] for a, v in rec.items()} if labels else {}
+        out.append(Target(index=i, kind=kind, record=rec, labels=lab, count_full=int(full[i]),
+                          count_pair=int(pair[i]), count_single=int(single[i])))
+    return out
+
+
+def world_ci(per_world: np.ndarray, level: float, lo: float = -1.0, hi: float = 1.0) -> tuple[float, float]:
+    """Student-t interval for the mean of per-world statistics (worlds are the independent units: the sets
+    sampled from one fit share its noise, so they are not), clipped to [lo, hi]."""
+    from scipy import stats
+
+    x = np.asarray(per_world, dtype=np.float64)
+    W = len(x)
+    if W < 2:
+        return (lo, hi)
+    half = float(stats.t.ppf(0.5 + level / 2, W - 1) * x.std(ddof=1) / math.sqrt(W))
+    return (float(max(lo, x.mean() - half)), float(min(hi, x.mean() + half)))
+
+
+def need(cond: bool, what: str, where: str, fix: str = "") -> None:
+    if not cond:
+        raise AuditError(what, where, fix)

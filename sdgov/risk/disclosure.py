@@ -1,0 +1,124 @@
+"""Record-level disclosure checks of one synthetic dataset against its training data and real holdouts.
+
+The real records not used as attack targets are split into three disjoint parts of the same size n: the
+training data T (the generator is fitted on it and samples n records), a holdout H, and an independent sample B.
+
+* **Exact matches**: synthetic records identical to a training record (and, as a baseline, B's records that are).
+* **Real-unique records**: records that occur once in the real data T ∪ H. Three counts:
+  S_T — real-unique training records the synthetic data reproduces exactly;
+  B_T — the same for B, a same-size independent sample from the real distribution (the issue's baseline:
+  an honest release should reproduce no more than chance does);
+  S_H — real-unique *holdout* records the synthetic data reproduces: records it never saw, so S_H is what this
+  generator produces by chance ("phantom" matches). A generator that copies training records has S_T ≫ S_H:
+  one-sided binomial test of S_T among S_T + S_H matches, with success probability |U_T| / (|U_T| + |U_H|).
+  (Under (ε, δ)-DP the per-record rate ratio (S_T/|U_T|) / (S_H/|U_H|) is at most about e^ε.)
+* **Distance to closest record (DCR)**: Hamming distance (attributes that differ) from a synthetic record to its
+  nearest training record, against the same for holdout records (the baseline distribution).
+* **Small cells**: cells of the released tables (each Φ marginal, tabulated on the synthetic data) holding
+  fewer than ``threshold`` but more than zero synthetic records.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy import stats
+
+from sdgov.risk.base import record_keys
+
+
+class UniqueMatches(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    real_unique_train: int  # |U_T|: training records unique in T ∪ H
+    real_unique_holdout: int  # |U_H|
+    synthetic: int  # S_T
+    independent: int  # B_T (the baseline sample)
+    synthetic_holdout: int  # S_H (phantom matches)
+    rate_ratio: float  # (S_T/|U_T|) / (S_H/|U_H|), +1-smoothed
+    p_value: float  # one-sided binomial test of S_T vs S_H
+
+
+class DCR(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    histogram: list[int]  # index = Hamming distance 0..d
+    share_zero: float
+    median: float
+    sample: int
+
+
+class SmallCells(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    threshold: int
+    total: int
+    by_marginal: dict[str, int]
+
+
+class DisclosureResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    rows: int  # n: training records = synthetic records = holdout = independent sample
+    exact_matches: int  # synthetic records equal to some training record
+    exact_matches_independent: int  # the same for the independent sample
+    unique: UniqueMatches
+    dcr_synthetic: DCR
+    dcr_holdout: DCR
+    small_cells: SmallCells | None
+
+
+def unique_matches(train: np.ndarray, holdout: np.ndarray, independent: np.ndarray, synth: np.ndarray,
+                   sizes: list[int]) -> UniqueMatches:
+    tk, hk = record_keys(train, sizes), record_keys(holdout, sizes)
+    uk, cnt = np.unique(np.concatenate([tk, hk]), return_counts=True)
+    once = uk[cnt == 1]
+    ut, uh = np.intersect1d(once, tk), np.intersect1d(once, hk)
+    sk, bk = np.unique(record_keys(synth, sizes)), np.unique(record_keys(independent, sizes))
+    s_t, s_h = int(np.isin(ut, sk).sum()), int(np.isin(uh, sk).sum())
+    b_t = int(np.isin(ut, bk).sum())
+    ratio = ((s_t + 1) / max(len(ut), 1)) / ((s_h + 1) / max(len(uh), 1))
+    p = (float(stats.binomtest(s_t, s_t + s_h, len(ut) / (len(ut) + len(uh)), alternative="greater").pvalue)
+         if s_t + s_h > 0 and len(ut) + len(uh) > 0 else 1.0)
+    return UniqueMatches(real_unique_train=len(ut), real_unique_holdout=len(uh), synthetic=s_t, independent=b_t,
+                         synthetic_holdout=s_h, rate_ratio=float(ratio), p_value=p)
+
+
+def dcr(train: np.ndarray, queries: np.ndarray, block: int = 64) -> np.ndarray:
+    """Hamming distance from every query to its nearest training record (computed on unique records)."""
+    tu = np.unique(train, axis=0).astype(np.int16)
+    qu, inv = np.unique(queries, axis=0, return_inverse=True)
+    qu = qu.astype(np.int16)
+    best = np.empty(len(qu), dtype=np.int64)
+    for i in range(0, len(qu), block):
+        q = qu[i:i + block]
+        best[i:i + block] = (q[:, None, :] != tu[None, :, :]).sum(axis=2).min(axis=1)
+    return best[np.asarray(inv).ravel()]
+
+
+def _dcr_summary(dist: np.ndarray, d: int) -> DCR:
+    return DCR(histogram=np.bincount(dist, minlength=d + 1).tolist(), share_zero=float((dist == 0).mean()),
+               median=float(np.median(dist)), sample=len(dist))
+
+
+def small_cells(synth: np.ndarray, attributes: list[str], sizes: list[int], cliques: list[tuple[str, ...]],
+                threshold: int) -> SmallCells:
+    by = {}
+    for c in cliques:
+        cols = [attributes.index(a) for a in c]
+        counts = np.bincount(record_keys(synth[:, cols], [sizes[j] for j in cols]))
+        by[" × ".join(c)] = int(((counts > 0) & (counts < threshold)).sum())
+    return SmallCells(threshold=threshold, total=sum(by.values()), by_marginal=by)
+
+
+def disclosure_checks(train: np.ndarray, holdout: np.ndarray, independent: np.ndarray, synth: np.ndarray,
+                      attributes: list[str], sizes: list[int], cliques: list[tuple[str, ...]] | None, threshold: int,
+                      dcr_sample: int, seed: int) -> DisclosureResult:
+    rng = np.random.default_rng(seed)
+    d = len(sizes)
+    tkeys = np.unique(record_keys(train, sizes))
+    s_idx = rng.choice(len(synth), size=min(dcr_sample, len(synth)), replace=False)
+    h_idx = rng.choice(len(holdout), size=min(dcr_sample, len(holdout)), replace=False)
+    return DisclosureResult(
+        rows=len(train), exact_matches=int(np.isin(record_keys(synth, sizes), tkeys).sum()),
+        exact_matches_independent=int(np.isin(record_keys(independent, sizes), tkeys).sum()),
+        unique=unique_matches(train, holdout, independent, synth, sizes),
+        dcr_synthetic=_dcr_summary(dcr(train, synth[s_idx]), d),
+        dcr_holdout=_dcr_summary(dcr(train, holdout[h_idx]), d),
+        small_cells=small_cells(synth, attributes, sizes, cliques, threshold) if cliques else None)

@@ -1,0 +1,254 @@
+"""Linkability (membership-inference) game with shadow models — Stadler et al., "Synthetic Data – Anonymisation
+Groundhog Day", USENIX Security 2022, Fig. 1 and §4.2.
+
+The attacker knows the generator and its settings, the training size n and the synthetic size m, and holds a
+reference dataset from the same population that does not contain the targets. For each target t:
+
+1. ``n_shadow`` shadow worlds: a base B_s of n − 1 reference records; the *out* dataset is B_s plus one other
+   reference record r_s, the *in* dataset is B_s plus t (both of size n). The out datasets do not depend on t,
+   so they are fitted once and shared by all targets: (T + 1)·n_shadow fits instead of 2·T·n_shadow.
+2. Each dataset is fitted once and ``n_synth`` synthetic sets of m records are sampled from the fit.
+3. Every synthetic set becomes a feature vector — F_naive (per attribute: share of categories present, the most
+   and the least frequent present category, mean and spread of the category index), F_hist (every category's
+   frequency) or F_corr (pairwise correlations of the one-hot indicators of different attributes; Cramér's V
+   per attribute pair when there are too many categories) — and a random forest learns in (1) vs out (0).
+4. The game is scored on worlds the classifier did not see: grouped k-fold cross-validation over the shadow
+   worlds (a world's in and out sets are always held out together), so training and challenge datasets are
+   drawn independently from the same population, as in the game.
+
+Advantage Adv = TP rate − FP rate over the held-out sets, privacy gain PG = 1 − Adv, with a Student-t CI over
+the per-world advantages (sets sampled from one fit share its noise and are not independent; worlds are — so the
+precision is set by ``n_shadow``, not by ``n_synth``). A target's reported
+Adv is the largest over the feature sets (the attacker may pick the best; this errs on the side of risk).
+
+DP bound shown beside it: an (ε, δ)-DP release keeps TPR ≤ e^ε·FPR + δ, hence Adv ≤ e^ε − 1 (the bound the issue
+names, vacuous for ε ≥ ln 2) and, tighter, Adv ≤ (e^ε − 1 + 2δ)/(e^ε + 1) (Kairouz, Oh, Viswanath 2015: the
+two-sided hypothesis-testing region of (ε, δ)-DP; maximise 1 − FPR − FNR over it).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+from joblib import Parallel, delayed
+from pydantic import BaseModel, ConfigDict
+from sklearn.ensemble import RandomForestClassifier
+
+from sdgov.risk.attribute import AttributeResult, advantage, predict_sensitive
+from sdgov.risk.base import GeneratorRef, RiskSettings, Target, seed_of, world_ci
+
+CORR_MAX_CATEGORIES = 300
+Progress = Callable[[int, int, str], None]
+
+
+def dp_adv_bound(epsilon: float | None) -> float | None:
+    """Adv ≤ e^ε − 1 (capped at 1): the bound the card shows beside each bar."""
+    return None if epsilon is None else float(min(1.0, math.expm1(epsilon)))
+
+
+def dp_adv_bound_tight(epsilon: float | None, delta: float | None) -> float | None:
+    """Adv ≤ (e^ε − 1 + 2δ)/(e^ε + 1): the largest TPR − FPR any test can reach against (ε, δ)-DP."""
+    if epsilon is None:
+        return None
+    return float(min(1.0, (math.expm1(epsilon) + 2 * (delta or 0.0)) / (math.exp(epsilon) + 1)))
+
+
+# ------------------------------------------------------------------------------------------------ features
+
+
+def features(synth: np.ndarray, sizes: list[int], which: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Feature vectors of one synthetic set (cell indices, records × attributes)."""
+    m, d = synth.shape
+    counts = [np.bincount(synth[:, j], minlength=k).astype(np.float64) for j, k in enumerate(sizes)]
+    out: dict[str, np.ndarray] = {}
+    if "naive" in which:
+        f = []
+        for c, k in zip(counts, sizes):
+            present = c > 0
+            idx = np.arange(k)
+            mean = float((c * idx).sum() / m)
+            f += [present.mean(), float(np.argmax(c)) / k,
+                  float(idx[present][np.argmin(c[present])]) / k if present.any() else 0.0,
+                  mean / k, math.sqrt(max(float((c * (idx - mean) ** 2).sum() / m), 0.0)) / k]
+        out["naive"] = np.asarray(f)
+    if "hist" in which:
+        out["hist"] = np.concatenate(counts) / m
+    if "corr" in which:
+        out["corr"] = _corr(synth, sizes, counts)
+    return out
+
+
+def _corr(synth: np.ndarray, sizes: list[int], counts: list[np.ndarray]) -> np.ndarray:
+    m, d = synth.shape
+    if sum(sizes) <= CORR_MAX_CATEGORIES:
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        X = np.zeros((m, int(sum(sizes))), dtype=np.float64)
+        X[np.arange(m)[:, None], synth + offsets] = 1.0
+        p = X.mean(axis=0)
+        sd = np.sqrt(p * (1 - p))
+        Z = np.divide(X - p, sd, out=np.zeros_like(X), where=sd > 0)
+        C = Z.T @ Z / m
+        owner = np.repeat(np.arange(d), sizes)
+        iu = np.triu_indices(len(owner), k=1)
+        keep = owner[iu[0]] != owner[iu[1]]
+        return C[iu[0][keep], iu[1][keep]]
+    vs = []
+    for i in range(d):  # Cramér's V per pair
+        for j in range(i + 1, d):
+            t = np.bincount(synth[:, i] * sizes[j] + synth[:, j],
+                            minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j])
+            e = np.outer(t.sum(1), t.sum(0)) / m
+            chi2 = float(np.divide((t - e) ** 2, e, out=np.zeros_like(e), where=e > 0).sum())
+            r, c = (t.sum(1) > 0).sum(), (t.sum(0) > 0).sum()
+            vs.append(math.sqrt(chi2 / (m * max(min(r, c) - 1, 1))))
+    return np.asarray(vs)
+
+
+# ------------------------------------------------------------------------------------------------ worlds
+
+
+def _world_job(ref: GeneratorRef, rows: np.ndarray, fit_seed: int, sample_seeds: list[int], m: int,
+               which: tuple[str, ...], ai: dict[str, Any] | None) -> dict[str, Any]:
+    """Fit one shadow dataset, sample its synthetic sets, return their features (and attribute guesses)."""
+    sizes = [ref.domain[a] for a in ref.attributes]
+    sets = ref.fit_sample(rows, fit_seed, m, sample_seeds)
+    feats = [features(s, sizes, which) for s in sets]
+    out: dict[str, Any] = {f: np.stack([x[f] for x in feats]) for f in which}
+    if ai is not None:
+        guesses = [predict_sensitive(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
+                   for j, s in enumerate(sets[: ai["sets"]])]
+        out["ai"] = (np.stack(guesses) == ai["queries"][:, ai["s"]][None, :]) if guesses else None
+    return out
+
+
+class Worlds:
+    """Features of every shadow world: out[s] and in_[t][s] are dicts feature-set → (n_synth × F)."""
+
+    def __init__(self, out: list[dict], in_: list[list[dict]]):
+        self.out, self.in_ = out, in_
+
+
+def run_worlds(ref: GeneratorRef, reference: np.ndarray, target_rows: np.ndarray, st: RiskSettings,
+               ai: dict[str, Any] | None = None, progress: Progress | None = None) -> Worlds:
+    """All shadow fits, in parallel (joblib), out-worlds shared by the targets."""
+    R = len(reference)
+    n = st.train_rows
+    if R < n:
+        from sdgov.audit_protocol import AuditError
+
+        raise AuditError(f"the reference data has {R} records, fewer than the {n} of a shadow training set",
+                         "privacy audit", "lower train_rows or use more data")
+    rng = np.random.default_rng(seed_of(st.seed, 20))
+    bases, extras = [], []
+    for _ in range(st.n_shadow):
+        pick = rng.choice(R, size=n, replace=False)
+        bases.append(pick[:-1])
+        extras.append(pick[-1])
+    T = len(target_rows)
+    jobs, keys = [], []
+    for s in range(st.n_shadow):
+        for t in range(-1, T):  # -1: the out world of base s
+            rows = np.vstack([reference[bases[s]], (reference[extras[s]] if t < 0 else target_rows[t])[None, :]])
+            q = None
+            if ai is not None:
+                q = dict(ai, queries=target_rows if t < 0 else target_rows[t:t + 1])
+            jobs.append(delayed(_world_job)(ref, rows, seed_of(st.seed, 21, s, t + 1),
+                                            [seed_of(st.seed, 22, s, t + 1, j) for j in range(st.n_synth)],
+                                            st.m, tuple(st.features), q))
+            keys.append((s, t))
+    results: dict[tuple[int, int], dict] = {}
+    par = Parallel(n_jobs=st.n_jobs, return_as="generator", batch_size=1)
+    for k, res in zip(keys, par(jobs)):
+        results[k] = res
+        if progress:
+            progress(len(results), len(jobs), "shadow fits")
+    return Worlds(out=[results[(s, -1)] for s in range(st.n_shadow)],
+                  in_=[[results[(s, t)] for s in range(st.n_shadow)] for t in range(T)])
+
+
+# ------------------------------------------------------------------------------------------------ game
+
+
+class FeatureScore(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    tpr: float
+    fpr: float
+    advantage: float
+    ci: tuple[float, float]
+
+
+class TargetRisk(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    target: Target
+    by_feature: dict[str, FeatureScore]
+    feature: str  # the attacker's best feature set
+    advantage: float
+    advantage_ci: tuple[float, float]
+    privacy_gain: float  # 1 − Adv, clipped to [0, 1]
+    privacy_gain_ci: tuple[float, float]
+    attribute: AttributeResult | None = None
+
+
+def _classify(X_in: np.ndarray, X_out: np.ndarray, folds: int, trees: int, seed: int, level: float) -> FeatureScore:
+    """X_in, X_out: worlds × sets × F. Grouped CV over worlds; t-interval of TPR − FPR over worlds."""
+    W, S, F = X_in.shape
+    fold_of = np.random.default_rng(seed).permutation(W) % min(folds, W)
+    tp = np.zeros(W)
+    fp = np.zeros(W)
+    for f in np.unique(fold_of):
+        tr, te = np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)
+        X = np.concatenate([X_in[tr].reshape(-1, F), X_out[tr].reshape(-1, F)])
+        y = np.r_[np.ones(len(tr) * S), np.zeros(len(tr) * S)]
+        clf = RandomForestClassifier(n_estimators=trees, random_state=seed + int(f), n_jobs=1).fit(X, y)
+        tp[te] = clf.predict(X_in[te].reshape(-1, F)).reshape(len(te), S).sum(axis=1)
+        fp[te] = clf.predict(X_out[te].reshape(-1, F)).reshape(len(te), S).sum(axis=1)
+    tpr, fpr = tp.sum() / (W * S), fp.sum() / (W * S)
+    return FeatureScore(tpr=float(tpr), fpr=float(fpr), advantage=float(tpr - fpr),
+                        ci=world_ci((tp - fp) / S, level))
+
+
+def _score_target(t: int, target: Target, data: dict[str, tuple[np.ndarray, np.ndarray]],
+                  ai: tuple[np.ndarray, np.ndarray] | None, st: RiskSettings, sensitive: str | None) -> TargetRisk:
+    by = {f: _classify(X_in, X_out, st.folds, st.rf_trees, seed_of(st.seed, 30, t), st.confidence)
+          for f, (X_in, X_out) in data.items()}
+    best = max(by, key=lambda f: by[f].advantage)
+    adv, ci = by[best].advantage, by[best].ci
+    attr = None
+    if ai is not None and sensitive is not None:
+        attr = advantage(ai[0], ai[1], sensitive, st.confidence)
+    return TargetRisk(target=target, by_feature=by, feature=best, advantage=adv, advantage_ci=ci,
+                      privacy_gain=_pg(adv), privacy_gain_ci=(_pg(ci[1]), _pg(ci[0])), attribute=attr)
+
+
+def _pg(adv: float) -> float:
+    """PG = 1 − Adv, in [0, 1] (a negative advantage is estimation noise: no gain beyond 1)."""
+    return float(min(1.0, max(0.0, 1.0 - adv)))
+
+
+def linkability(ref: GeneratorRef, reference: np.ndarray, targets: list[Target], st: RiskSettings,
+                sensitive: str | None = None, numeric_sensitive: bool = False,
+                progress: Progress | None = None) -> list[TargetRisk]:
+    """Run the game for every target; attribute inference on ``sensitive`` rides on the same worlds."""
+    attrs = ref.attributes
+    target_rows = np.array([[t.record[a] for a in attrs] for t in targets], dtype=np.int64)
+    ai = None
+    if sensitive is not None and st.ai_sets > 0:
+        ai = {"s": attrs.index(sensitive), "numeric": numeric_sensitive, "trees": st.ai_trees,
+              "sets": min(st.ai_sets, st.n_synth)}
+    worlds = run_worlds(ref, reference, target_rows, st, ai, progress)
+    X_out = {f: np.stack([w[f] for w in worlds.out]) for f in st.features}
+    jobs = []
+    for t, tg in enumerate(targets):
+        data = {f: (np.stack([w[f] for w in worlds.in_[t]]), X_out[f]) for f in st.features}
+        ai_t = None
+        if ai is not None:
+            ai_t = (np.stack([w["ai"][:, 0] for w in worlds.in_[t]]), np.stack([w["ai"][:, t] for w in worlds.out]))
+        jobs.append(delayed(_score_target)(t, tg, data, ai_t, st, sensitive if ai else None))
+    out = []
+    for r in Parallel(n_jobs=st.n_jobs, return_as="generator", batch_size=1)(jobs):
+        out.append(r)
+        if progress:
+            progress(len(out), len(jobs), "attack classifiers")
+    return out

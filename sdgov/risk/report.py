@@ -1,0 +1,122 @@
+"""The card's "Privacy evidence" section: a plain summary, the policy checks, and two inline SVG plots —
+per-record privacy-gain bars with their CIs beside the DP bound, and DCR histograms (synthetic vs real holdout).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+from sdgov.risk.run import PrivacyAuditResult, summary
+
+
+def _svg(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    s = buf.getvalue()
+    return s[s.find("<svg"):] if "<svg" in s else s
+
+
+def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
+    """Per-record privacy gain PG = 1 − Adv with its CI; the DP floors PG ≥ 1 − bound as vertical lines."""
+    if not result.targets:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result.targets
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.6))
+    colours = {"outlier": "#c51b7d", "random": "#4d9221"}
+    for i, r in enumerate(rows):
+        lo, hi = max(0.0, r.privacy_gain_ci[0]), min(1.0, r.privacy_gain_ci[1])
+        pg = min(1.0, max(0.0, r.privacy_gain))
+        ax.barh(i, pg, color=colours.get(r.target.kind, "grey"), alpha=0.85)
+        ax.errorbar(pg, i, xerr=[[pg - lo], [hi - pg]], fmt="none", ecolor="black", capsize=3, lw=1)
+    ax.set_yticks(range(len(rows)), [f"{r.target.kind} #{r.target.index} ({r.feature})" for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.02)
+    ax.set_xlabel("privacy gain PG = 1 − (TPR − FPR) of the linkability attack (1 = attacker learns nothing)")
+    if result.dp_adv_bound is not None:
+        ax.axvline(1 - result.dp_adv_bound, color="#2166ac", ls="--", lw=1,
+                   label=f"DP floor 1 − (e^ε − 1), ε = {result.claimed_epsilon:.3g}")
+    if result.dp_adv_bound_tight is not None:
+        ax.axvline(1 - result.dp_adv_bound_tight, color="#2166ac", ls=":", lw=1.2,
+                   label="DP floor 1 − (e^ε − 1 + 2δ)/(e^ε + 1)")
+    for k, c in colours.items():
+        ax.barh([0], [0], color=c, label=f"{k} target")
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=7, frameon=False)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def dcr_plot_svg(result: PrivacyAuditResult) -> str | None:
+    d = result.disclosure
+    if d is None:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    hs = np.asarray(d.dcr_synthetic.histogram, float)
+    hh = np.asarray(d.dcr_holdout.histogram, float)
+    x = np.arange(len(hs))
+    fig, ax = plt.subplots(figsize=(7.5, 2.8))
+    ax.bar(x - 0.2, hs / max(hs.sum(), 1), width=0.4, color="#c51b7d", label="synthetic → training")
+    ax.bar(x + 0.2, hh / max(hh.sum(), 1), width=0.4, color="#7f7f7f", label="real holdout → training (baseline)")
+    ax.set_xticks(x)
+    ax.set_xlabel("distance to closest training record (attributes that differ)")
+    ax.set_ylabel("share of records")
+    ax.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str, Any]:
+    """Everything the card's "Privacy evidence" section shows (JSON-serialisable)."""
+    s = summary(result)
+    c = result.canary
+    lines = []
+    if result.epsilon_lower is not None:
+        lines.append(f"Empirical DP lower bound ε_lower = {result.epsilon_lower:.3g} at confidence {1 - c.beta:g} "
+                     f"({c.m} canaries, {c.d} dimensions, ν̂ = {c.nu_hat:.4g})"
+                     + (f" against the claimed ε = {result.claimed_epsilon:.3g}." if result.claimed_epsilon else "."))
+    if result.min_privacy_gain is not None:
+        lines.append(f"Lowest per-record privacy gain {result.min_privacy_gain:.2f} over {len(result.targets)} "
+                     f"targets ({sum(r.target.kind == 'outlier' for r in result.targets)} outliers).")
+    if result.disclosure is not None:
+        d = result.disclosure
+        lines.append(f"{d.unique.synthetic} real-unique training records reproduced exactly (a same-size "
+                     f"independent real sample: {d.unique.independent}; unseen holdout records: "
+                     f"{d.unique.synthetic_holdout}).")
+    return {
+        "verdict": result.verdict, "summary": " ".join(lines), "checks": [x.model_dump() for x in result.checks],
+        "key_figures": {k: s[k] for k in ("epsilon_lower", "claimed_epsilon", "claimed_delta", "min_privacy_gain",
+                                          "exact_matches", "exact_matches_unique", "exact_matches_unique_baseline",
+                                          "dp_adv_bound", "dp_adv_bound_tight", "seconds")},
+        "targets": s["targets"], "outlier_rule": result.outlier_rule, "generator": result.generator,
+        "settings": result.settings, "policy": result.policy,
+        "pg_plot_svg": pg_plot_svg(result) if plots else None,
+        "dcr_plot_svg": dcr_plot_svg(result) if plots else None,
+        "note": ("Privacy evidence is computed by the data controller on the confidential data. The attacks are "
+                 "empirical: they can show a claim is false (ε_lower above the claim) but never prove it true."),
+    }
+
+
+def fmt(x: float | None, p: int = 3) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{p}g}"
+
+
+def audit_checks(result: PrivacyAuditResult) -> list:
+    """The policy checks as :class:`sdgov.audit.Check` rows (fail blocks, warn warns) for the release audit."""
+    from sdgov.audit import Check
+
+    return [Check(name=f"privacy: {c.name}", passed=c.level == "pass", detail=c.detail,
+                  severity="block" if c.level == "fail" else "warn") for c in result.checks]

@@ -1,0 +1,232 @@
+"""Privacy-risk evidence (issue 4): the ε_lower formula, the leaky generators failing, the CLI JSON contract.
+
+Tiny data and few shadow worlds throughout (no JAX fits: IPF and independent-marginal base generators), so the
+file runs in well under a minute on two cores. Full-scale figures: benchmarks/bench_privacy_risk.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from sdgov.risk.base import RiskSettings, select_targets
+from sdgov.risk.canary import epsilon_lower, epsilon_lower_k, log_null_bound
+from sdgov.risk.policy import Policy, load_policy
+from sdgov.risk.run import audit_privacy
+
+REPO = Path(__file__).resolve().parents[1]
+INDEPENDENT = "sdgov.audit_generators:independent"
+
+
+# ----------------------------------------------------------------------------------------- ε_lower formula
+
+
+def test_epsilon_lower_monotone_in_nu_and_closed_form():
+    m, d, n, beta = 200, 8, 1000, 0.05
+    nus = np.linspace(0.5, 60, 40)
+    eps = [epsilon_lower_k(float(nu), m, m, d, n, beta) for nu in nus]
+    assert all(a >= b for a, b in zip(eps, eps[1:])), "ε_lower must not increase with ν̂"
+    assert eps[0] > eps[10] > 0 and eps[-1] == 0.0
+    # k = m, δ = 0: the closed form (log β − L_m(ν̂)) / m, L from gammaln
+    nu = 5.0
+    L = (m * (math.log(n) + math.lgamma(d + 1) + d / 2 * math.log(math.pi) - math.lgamma(d / 2 + 1))
+         + d * m * math.log(nu) - math.lgamma(d * m + 1))
+    assert log_null_bound(nu, m, d, n) == pytest.approx(L, rel=1e-12)
+    assert epsilon_lower_k(nu, m, m, d, n, beta) == pytest.approx(max(0.0, (math.log(beta) - L) / m), rel=1e-12)
+    # k = 1 is the single-canary bound P(D ≤ t) ≤ n·V_d·t^d, union over the m canaries
+    t = 0.01
+    log_vd = d / 2 * math.log(math.pi) - math.lgamma(d / 2 + 1)
+    assert log_null_bound(t, 1, d, n) == pytest.approx(math.log(n) + log_vd + d * math.log(t), rel=1e-12)
+    # a δ > 0 can only weaken the bound
+    for nu in (0.5, 2.0, 5.0):
+        assert epsilon_lower_k(nu, 4, m, d, n, beta, delta=1e-5) <= epsilon_lower_k(nu, 4, m, d, n, beta) + 1e-9
+
+
+def test_epsilon_lower_finite_for_large_m_times_d():
+    m, d, n = 200_000, 500, 10**6  # m·d = 10^8: Γ(m·d + 1) overflows any float; gammaln does not
+    for nu in (1e-3, 1.0, 1e3, 1e6):
+        e = epsilon_lower_k(nu, m, m, d, n, 0.05)
+        assert math.isfinite(e) and e >= 0
+    assert math.isfinite(log_null_bound(1.0, m, d, n))
+    assert epsilon_lower_k(1e-3, m, m, d, n, 0.05) > epsilon_lower_k(1e3, m, m, d, n, 0.05)
+
+
+def test_epsilon_lower_is_zero_when_output_ignores_the_canaries():
+    """Null world: synthetic points independent of the canaries never refute even ε = 0 (β = 5%)."""
+    rng = np.random.default_rng(1)
+    from scipy.spatial import cKDTree
+
+    hits = 0
+    for _ in range(20):
+        d = int(rng.integers(2, 9))
+        y, z = rng.random((500, d)), rng.random((200, d))
+        dist, _ = cKDTree(y).query(z)
+        hits += epsilon_lower(dist, d, 500, 0.05).epsilon_lower > 0
+    assert hits <= 2
+
+
+# ----------------------------------------------------------------------------------------- leaky generators
+
+
+def _wide_data(n: int, d: int = 8, k: int = 16, seed: int = 0) -> tuple[np.ndarray, list[str], dict[str, int]]:
+    rng = np.random.default_rng(seed)
+    attrs = [f"X{j}" for j in range(d)]
+    return rng.integers(0, k, size=(n, d)), attrs, {a: k for a in attrs}
+
+
+def test_copier_fails_exact_match_and_epsilon_lower():
+    real, attrs, dom = _wide_data(3000)
+    cliques = [(attrs[j], attrs[j + 1]) for j in range(len(attrs) - 1)]
+    st = RiskSettings(train_rows=400, canaries=400, disclosure_rows=900, n_jobs=1, seed=3)
+    params = {"base": INDEPENDENT, "sigma": 5.0}
+    # claimed (ε, δ) = (1, 1e-6): the δ-aware bound needs m·δ well below β (see sdgov.risk.canary)
+    leaky = audit_privacy(real, attrs, dom, cliques, "sdgov.risk.leaky:copier", params, st, Policy(), 1.0, 1e-6,
+                          parts=("canary", "disclosure"))
+    checks = {c.name: c.level for c in leaky.checks}
+    assert leaky.verdict == "fail"
+    assert checks["exact matches of real-unique records"] == "fail"
+    u = leaky.disclosure.unique
+    assert u.synthetic >= 5 > u.independent and u.synthetic > 3 * u.synthetic_holdout and u.p_value < 0.01
+    assert leaky.epsilon_lower > 1.0, "ε_lower must refute the claimed ε = 1"
+    assert checks["DP lower bound"] == "fail"
+    # the same audit of the honest base generator passes both checks
+    honest = audit_privacy(real, attrs, dom, cliques, INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-6,
+                           parts=("canary", "disclosure"))
+    hc = {c.name: c.level for c in honest.checks}
+    assert honest.epsilon_lower == 0.0 and honest.epsilon_lower_pure == 0.0 and hc["DP lower bound"] == "pass"
+    assert hc["exact matches of real-unique records"] == "pass"
+
+
+def _rare_category_data() -> tuple[np.ndarray, list[str], dict[str, int]]:
+    rng = np.random.default_rng(0)
+    attrs, dom = ["A", "B", "C", "D"], {"A": 4, "B": 5, "C": 3, "D": 6}
+    real = np.stack([rng.integers(0, dom[a] - (a == "D"), size=3000) for a in attrs], axis=1)
+    real[17, 3] = 5  # the only record with category 5 of D
+    return real, attrs, dom
+
+
+def test_outlier_rule_picks_the_rare_category_first():
+    real, attrs, dom = _rare_category_data()
+    t = select_targets(real, attrs, list(dom.values()), 3, 2, seed=0)
+    assert [x.kind for x in t] == ["outlier"] * 3 + ["random"] * 2
+    assert t[0].index == 17 and t[0].count_single == 1
+    assert all(x.count_full <= y.count_full for x, y in zip(t[:3], t[3:]))
+
+
+def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
+    real, attrs, dom = _rare_category_data()
+    cliques = [("A", "B"), ("B", "C"), ("C", "D")]
+    st = RiskSettings(n_outliers=1, n_random=0, n_shadow=8, n_synth=4, train_rows=200, folds=4, rf_trees=50,
+                      ai_sets=1, n_jobs=1)
+    res = audit_privacy(real, attrs, dom, cliques, "sdgov.risk.leaky:category_leak",
+                        {"base": INDEPENDENT, "sigma": 5.0}, st, Policy(), 1.0, 1e-4, parts=("mia",))
+    (r,) = res.targets
+    assert r.target.index == 17
+    assert r.privacy_gain < 0.5 and r.privacy_gain_ci[1] < 0.5
+    assert res.min_privacy_gain == r.privacy_gain and res.verdict == "fail"
+    assert r.attribute is not None and r.attribute.sensitive == "D"
+
+
+# ----------------------------------------------------------------------------------------- CLI contract
+
+
+def _tiny_spec(tmp: Path) -> Path:
+    real, attrs, dom = _rare_category_data()
+    schema = {"name": "tiny", "columns": [{"name": a, "kind": "categorical",
+                                           "categories": [{"code": i, "label": f"{a}{i}"} for i in range(k)]}
+                                          for a, k in dom.items()]}
+    (tmp / "schema.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
+    lines = [",".join(attrs)] + [",".join(str(v) for v in row) for row in real[:1500]]
+    (tmp / "data.csv").write_text("\n".join(lines) + "\n")
+    spec = {"name": "tiny-privacy", "dataset": {"name": "tiny", "path": "data.csv"}, "schema": "schema.yaml",
+            "phi": {"marginals": [["A", "B"], ["B", "C"], ["C", "D"]]}, "privacy": {"epsilon": 1.0},
+            "generator": {"name": "ipf", "iterations": 50}, "rows": 500, "seed": 1}
+    (tmp / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return tmp / "spec.yaml"
+
+
+FAST = ["--outliers", "1", "--random-targets", "1", "--shadows", "2", "--synth-sets", "2", "--train-rows", "100",
+        "--canaries", "50", "--jobs", "1", "--settings", '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300}']
+
+
+def test_cli_privacy_json_contract(tmp_path, capsys):
+    from flows.cli import main
+
+    spec = _tiny_spec(tmp_path)
+    out = tmp_path / "evidence.json"
+    rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--out", str(out),
+               "--policy", str(REPO / "examples" / "privacy_policy.yaml"), *FAST])
+    payload = json.loads(capsys.readouterr().out)
+    assert rc == (1 if payload["verdict"] == "fail" else 0)
+    assert payload["verdict"] in {"pass", "warn", "fail"}
+    for key in ("verdict", "epsilon_lower", "min_privacy_gain", "exact_matches", "seconds"):
+        assert key in payload
+    assert isinstance(payload["epsilon_lower"], float) and payload["epsilon_lower"] >= 0
+    assert 0 <= payload["min_privacy_gain"] + 1e-9 and isinstance(payload["exact_matches"], int)
+    assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audit_generators:honest_ipf"
+    assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
+    assert len(payload["targets"]) == 2
+    section = json.loads(out.read_text())["section"]
+    assert section["pg_plot_svg"].startswith("<svg") and section["dcr_plot_svg"].startswith("<svg")
+
+
+def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
+    from flows.cli import main
+
+    spec = _tiny_spec(tmp_path)
+    rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--generator", "sdgov.risk.leaky:copier",
+               "--params", json.dumps({"base": INDEPENDENT, "sigma": 5.0}), "--parts", "disclosure", *FAST])
+    payload = json.loads(capsys.readouterr().out)
+    assert rc in (0, 1) and payload["generator"] == "sdgov.risk.leaky:copier"
+    assert payload["epsilon_lower"] is None and payload["min_privacy_gain"] is None
+    rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--generator", "no_such_module:factory", *FAST])
+    err = capsys.readouterr()
+    assert rc == 2 and json.loads(err.out)["ok"] is False and "no_such_module" in err.err
+
+
+def test_policy_file_is_validated(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text("membership: {fail_below_pgg: 0.5}\n")
+    from sdgov.audit_protocol import AuditError
+
+    with pytest.raises(AuditError, match="fail_below_pgg"):
+        load_policy(bad)
+    assert load_policy(REPO / "examples" / "privacy_policy.yaml") == Policy()
+
+
+def test_card_renders_the_privacy_evidence_section(released):
+    """The card model takes the section; HTML and Markdown show verdict, checks and the two plots."""
+    from sdgov.card import Card, render
+    from sdgov.risk.report import audit_checks, privacy_section
+
+    real, attrs, dom = _rare_category_data()
+    st = RiskSettings(n_outliers=1, n_random=1, n_shadow=2, n_synth=2, train_rows=100, folds=2, rf_trees=10,
+                      canaries=50, disclosure_rows=300, n_jobs=1)
+    res = audit_privacy(real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, Policy(),
+                        1.0, 1e-4)
+    card = Card.model_validate_json(Path(released["result"].card_json).read_text())
+    assert card.privacy_evidence is None  # releases without the audit are unchanged
+    out = render(card.model_copy(update={"privacy_evidence": privacy_section(res)}))
+    assert "<h2>Privacy evidence</h2>" in out["card.html"] and out["card.html"].count("<svg") >= 3
+    assert "## Privacy evidence — " + res.verdict.upper() in out["card.md"]
+    assert json.loads(out["card.json"])["privacy_evidence"]["verdict"] == res.verdict
+    checks = audit_checks(res)
+    assert [c.passed for c in checks] == [c.level == "pass" for c in res.checks]
+    assert all(c.severity == "block" for c, r in zip(checks, res.checks) if r.level == "fail")
+
+
+def test_attribute_inference_models():
+    """Categorical S: a random forest; numeric (binned) S: a linear model, prediction rounded to a bin."""
+    from sdgov.risk.attribute import predict_sensitive
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, size=(400, 2))
+    synth = np.column_stack([x, x[:, 0]])  # S = first attribute, exactly
+    q = np.array([[0, 1, 0], [3, 2, 3], [2, 0, 2]])
+    for numeric in (False, True):
+        assert predict_sensitive(synth, q, 2, numeric, [4, 4, 4], 10, 0).tolist() == [0, 3, 2]
