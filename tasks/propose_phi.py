@@ -7,7 +7,6 @@ registry (role analyst). The controller's decision is taken by the governed flow
 
 from __future__ import annotations
 
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
