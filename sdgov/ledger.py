@@ -174,7 +174,7 @@ def spend_locked(registry: "Registry", *, dataset: str, dataset_sha256: str, rho
                               "spent_after": after, "lifetime_rho": acct.lifetime_rho}
     artifacts = {"dataset": dataset_sha256, **({POLICY_FILE: acct.policy_sha256} if acct.policy_sha256 else {})}
     if acct.lifetime_rho is not None and after > acct.lifetime_rho * (1 + TOLERANCE):
-        registry._append_locked(REFUSED, "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
+        registry.append_locked(REFUSED, "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
                                 decision="reject", artifacts=artifacts,
                                 comment=json.dumps(detail, sort_keys=True))
         raise BudgetError(
@@ -182,7 +182,7 @@ def spend_locked(registry: "Registry", *, dataset: str, dataset_sha256: str, rho
             f"of the lifetime ρ={acct.lifetime_rho:.6g} is already spent ({len(acct.spends)} measurement(s)); "
             f"{acct.remaining_rho:.6g} remains. Refused before any noise was drawn", str(policy_path(registry)),
             "lower the budget of this agreement or ask the data controller to raise the lifetime budget")
-    e = registry._append_locked(SPENT, "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
+    e = registry.append_locked(SPENT, "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
                                 decision="approve", artifacts=artifacts, comment=json.dumps(detail, sort_keys=True))
     return spend_of(e)
 

@@ -95,9 +95,10 @@ class Registry:
 
     def append(self, event: str, actor: str, role: str, **fields: Any) -> Event:
         with self.lock():
-            return self._append_locked(event, actor, role, **fields)
+            return self.append_locked(event, actor, role, **fields)
 
-    def _append_locked(self, event: str, actor: str, role: str, **fields: Any) -> Event:
+    def append_locked(self, event: str, actor: str, role: str, **fields: Any) -> Event:
+        """Append an event; the caller already holds :meth:`lock` (so a check and its record are one step)."""
         existing = self.events()
         prev = existing[-1].hash if existing else GENESIS
         e = Event(seq=len(existing), time=utcnow(), event=event, actor=actor, role=role, prev=prev, **fields)
@@ -141,7 +142,7 @@ class Registry:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             manifest_sha = sha256_bytes(manifest_bytes)
-            self._append_locked("released", actor, role, release_id=release_id,
+            self.append_locked("released", actor, role, release_id=release_id,
                                 artifacts={MANIFEST: manifest_sha, **{k: v["sha256"] for k, v in entries.items()}},
                                 **event_fields)
         return final, manifest_sha

@@ -82,7 +82,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
                     atomic_write_bytes(path, payload)  # persisted before anything uses it
                     n, note = len(mset.measurements), ""
                     fault_point("after_persist")
-                registry._append_locked("measured", "sdgov", "system", agreement_sha256=agreed.agreement_sha256,
+                registry.append_locked("measured", "sdgov", "system", agreement_sha256=agreed.agreement_sha256,
                                         run_id=run_dir.name, artifacts={name: sha256_bytes(payload)},
                                         comment=f"{n if n is not None else len(agreement.cliques)} marginals, "
                                                 f"rho={plan.rho}" + (f"; {note}" if note else ""))
