@@ -12,6 +12,17 @@ from pathlib import Path
 from sdgov.audit_protocol import AuditError
 
 
+def json_object_arg(text: str, flag: str, example: str) -> dict:
+    """A command-line option holding a JSON object, or one clear error naming the option."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AuditError(f"{flag} is not JSON ({exc.msg})", flag, f"write e.g. '{example}'") from None
+    if not isinstance(value, dict):
+        raise AuditError(f"{flag} must be a JSON object", flag)
+    return value
+
+
 def add_audit_parser(sub: argparse._SubParsersAction) -> None:
     help_ = ("audit a generator against a spec: 'decomposability' (does it use only Φ? Houssiau et al. 2022) or "
              "'privacy' (membership/attribute inference, DP lower bound, record checks: flows/cli_risk.py)")
@@ -47,13 +58,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     overrides: dict = {}
     if args.params:
-        try:
-            params = json.loads(args.params)
-        except json.JSONDecodeError as exc:
-            raise AuditError(f"--params is not JSON ({exc.msg})", "--params", "write e.g. '{\"iterations\": 300}'")
-        if not isinstance(params, dict):
-            raise AuditError("--params must be a JSON object", "--params")
-        overrides["generator_params"] = params
+        overrides["generator_params"] = json_object_arg(args.params, "--params", '{"iterations": 300}')
     if args.rows is not None:
         if args.rows < 1:
             raise AuditError("--rows must be positive", "--rows")

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from flows.cli_audit import json_object_arg
 from sdgov.audit_protocol import AuditError
 
 
@@ -44,28 +45,21 @@ def _settings(args: argparse.Namespace):
 
     values: dict = {}
     if getattr(args, "settings", None):
-        try:
-            values = json.loads(args.settings)
-        except json.JSONDecodeError as exc:
-            raise AuditError(f"--settings is not JSON ({exc.msg})", "--settings", "write e.g. '{\"rf_trees\": 50}'")
-        if not isinstance(values, dict):
-            raise AuditError("--settings must be a JSON object", "--settings")
+        values = json_object_arg(args.settings, "--settings", '{"rf_trees": 50}')
     for flag, key in (("outliers", "n_outliers"), ("random_targets", "n_random"), ("shadows", "n_shadow"),
                       ("synth_sets", "n_synth"), ("train_rows", "train_rows"), ("canaries", "canaries"),
                       ("sensitive", "sensitive"), ("jobs", "n_jobs"), ("seed", "seed"), ("rows", "synth_rows")):
         v = getattr(args, flag, None)
         if v is not None:
             values[key] = v
+    from pydantic import ValidationError
+
+    from sdgov.loading import validation_message
+
     try:
         return RiskSettings(**values)
-    except Exception as exc:  # pydantic ValidationError → one line
-        from pydantic import ValidationError
-
-        if isinstance(exc, ValidationError):
-            from sdgov.loading import validation_message
-
-            raise AuditError(validation_message(exc), "privacy settings", "check the option values")
-        raise
+    except ValidationError as exc:
+        raise AuditError(validation_message(exc), "privacy settings", "check the option values") from None
 
 
 def cmd_privacy(args: argparse.Namespace) -> int:
@@ -73,14 +67,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     from sdgov.risk.report import privacy_section
     from sdgov.risk.run import audit_spec_privacy, summary
 
-    params = None
-    if getattr(args, "params", None):
-        try:
-            params = json.loads(args.params)
-        except json.JSONDecodeError as exc:
-            raise AuditError(f"--params is not JSON ({exc.msg})", "--params", "write e.g. '{\"sigma\": 5}'")
-        if not isinstance(params, dict):
-            raise AuditError("--params must be a JSON object", "--params")
+    params = json_object_arg(args.params, "--params", '{"sigma": 5}') if getattr(args, "params", None) else None
     parts = tuple(p.strip() for p in (getattr(args, "parts", None) or "mia,canary,disclosure").split(",") if p.strip())
     settings = _settings(args)
     policy = load_policy(getattr(args, "policy", None))
