@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -254,6 +254,48 @@ class MovePool:
         return {" × ".join(b.attrs): len(b) for b in self.blocks}
 
 
+class _SetSlices(NamedTuple):
+    """Θ's occupied cells grouped by their values outside T: each group (slice) holds the T-cells a move on T
+    may combine, all other attributes fixed."""
+
+    t_idx: list[int]
+    off: list[int]
+    tshape: tuple[int, ...]
+    order: np.ndarray
+    keys: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+
+
+def _slices(theta: ThetaSpace, T: tuple[str, ...]) -> _SetSlices:
+    t_idx = [theta.pos[a] for a in T]
+    off = [i for i in range(len(theta.attributes)) if i not in t_idx]
+    key = (np.ravel_multi_index(tuple(theta.values[:, i] for i in off), tuple(theta.shape[i] for i in off))
+           if off else np.zeros(theta.C, dtype=np.int64))
+    order = np.argsort(key, kind="stable")
+    keys, starts, counts = np.unique(key[order], return_index=True, return_counts=True)
+    return _SetSlices(t_idx, off, tuple(theta.shape[i] for i in t_idx), order, keys, starts, counts)
+
+
+def _corner_parity(s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 2^s corners of a move as 0/1 choices (p or q per attribute of T), and which have even parity."""
+    E = np.array(list(itertools.product((0, 1), repeat=s)), dtype=np.int64)  # 2^s × s
+    return E, E.sum(axis=1) % 2 == 0
+
+
+def _corner_cells(theta: ThetaSpace, sl: _SetSlices, corner: np.ndarray, slice_keys: np.ndarray) -> np.ndarray:
+    """Flat index in the full joint table of every corner (n × 2^s): T's values from ``corner``, the other
+    attributes from each move's slice key."""
+    full = np.empty(corner.shape[:2] + (len(theta.attributes),), dtype=np.int64)
+    for d, i in enumerate(sl.t_idx):
+        full[..., i] = corner[..., d]
+    if sl.off:
+        offv = np.unravel_index(slice_keys, tuple(theta.shape[i] for i in sl.off))
+        for d, i in enumerate(sl.off):
+            full[..., i] = offv[d][:, None]
+    return np.ravel_multi_index(tuple(full[..., i] for i in range(len(theta.attributes))), theta.shape)
+
+
 def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePool:
     """Every move u = ⊗_{a∈T}(e_p − e_q) ⊗ e_rest whose 2^|T| cells D* occupies, for every minimal non-Φ set T
     (a random subset of at most ``limit`` / #sets per set when there are more)."""
@@ -261,19 +303,12 @@ def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePo
     per_set = max(1, limit // max(1, len(sets)))
     blocks = []
     for T in sets:
-        t_idx = [theta.pos[a] for a in T]
-        s = len(T)
-        tshape = tuple(theta.shape[i] for i in t_idx)
-        off = [i for i in range(len(theta.attributes)) if i not in t_idx]
-        key = (np.ravel_multi_index(tuple(theta.values[:, i] for i in off), tuple(theta.shape[i] for i in off))
-               if off else np.zeros(theta.C, dtype=np.int64))
-        order = np.argsort(key, kind="stable")
-        uniq, start, counts = np.unique(key[order], return_index=True, return_counts=True)
+        sl, s = _slices(theta, T), len(T)
         P, Q, Kk = [], [], []
-        for k, a, c in zip(uniq, start, counts):
+        for k, a, c in zip(sl.keys, sl.starts, sl.counts):
             if c < 2**s:
                 continue
-            tv = theta.values[order[a:a + c]][:, t_idx]
+            tv = theta.values[sl.order[a:a + c]][:, sl.t_idx]
             diff = np.all(tv[:, None, :] != tv[None, :, :], axis=2)
             i, j = np.nonzero(np.triu(diff, 1))
             if len(i) == 0:
@@ -284,18 +319,11 @@ def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePo
         P, Q, Kk = np.concatenate(P), np.concatenate(Q), np.concatenate(Kk)
         _, first = np.unique(np.column_stack([Kk, P, Q]), axis=0, return_index=True)
         P, Q, Kk = P[first], Q[first], Kk[first]
-        E = np.array(list(itertools.product((0, 1), repeat=s)), dtype=np.int64)  # 2^s × s
-        sign = np.where(E.sum(axis=1) % 2, -1, 1).astype(np.int64)
+        E, even = _corner_parity(s)
+        sign = np.where(even, 1, -1).astype(np.int64)
         corner_t = np.where(E[None, :, :] == 1, Q[:, None, :], P[:, None, :])  # n × 2^s × s
-        tcell = np.ravel_multi_index(tuple(corner_t[..., d] for d in range(s)), tshape)
-        full = np.empty(corner_t.shape[:2] + (len(theta.attributes),), dtype=np.int64)
-        for d, i in enumerate(t_idx):
-            full[..., i] = corner_t[..., d]
-        if off:
-            offv = np.unravel_index(Kk, tuple(theta.shape[i] for i in off))
-            for d, i in enumerate(off):
-                full[..., i] = offv[d][:, None]
-        flat = np.ravel_multi_index(tuple(full[..., i] for i in range(len(theta.attributes))), theta.shape)
+        tcell = np.ravel_multi_index(tuple(corner_t[..., d] for d in range(s)), sl.tshape)
+        flat = _corner_cells(theta, sl, corner_t, Kk)
         pos = np.minimum(np.searchsorted(theta.cells, flat), theta.C - 1)
         ok = np.all(theta.cells[pos] == flat, axis=1)
         cells, tcell = pos[ok], tcell[ok]
@@ -326,24 +354,16 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
     per_set = max(1, limit // max(1, len(sets)))
     raw = []
     for T in sets:
-        t_idx = [theta.pos[a] for a in T]
-        s = len(T)
-        tshape = tuple(theta.shape[i] for i in t_idx)
-        off = [i for i in range(len(theta.attributes)) if i not in t_idx]
-        key = (np.ravel_multi_index(tuple(theta.values[:, i] for i in off), tuple(theta.shape[i] for i in off))
-               if off else np.zeros(theta.C, dtype=np.int64))
-        tflat = np.ravel_multi_index(tuple(theta.values[:, i] for i in t_idx), tshape)
-        order = np.argsort(key, kind="stable")
-        uniq, start, counts = np.unique(key[order], return_index=True, return_counts=True)
-        E = np.array(list(itertools.product((0, 1), repeat=s)), dtype=np.int64)
-        even = E.sum(axis=1) % 2 == 0
+        sl, s = _slices(theta, T), len(T)
+        tflat = np.ravel_multi_index(tuple(theta.values[:, i] for i in sl.t_idx), sl.tshape)
+        E, even = _corner_parity(s)
         sign = np.where(even, 1, -1).astype(np.int64)
         P_all, Q_all, K_all = [], [], []
-        for k, a, c in zip(uniq, start, counts):
+        for k, a, c in zip(sl.keys, sl.starts, sl.counts):
             if c < 2 ** (s - 1):
                 continue
-            mem = order[a:a + c]
-            tv = theta.values[mem][:, t_idx]
+            mem = sl.order[a:a + c]
+            tv = theta.values[mem][:, sl.t_idx]
             axes = [np.unique(tv[:, d]) for d in range(s)]
             if any(len(v) < 2 for v in axes):
                 continue
@@ -355,7 +375,7 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
             P = np.stack([pairs[d][idx[d], 0] for d in range(s)], axis=1)
             Q = np.stack([pairs[d][idx[d], 1] for d in range(s)], axis=1)
             corner = np.where(E[None, :, :] == 1, Q[:, None, :], P[:, None, :])
-            cf = np.ravel_multi_index(tuple(corner[..., d] for d in range(s)), tshape)
+            cf = np.ravel_multi_index(tuple(corner[..., d] for d in range(s)), sl.tshape)
             present = np.isin(cf, tflat[mem])
             ok = present[:, even].all(axis=1) | present[:, ~even].all(axis=1)
             if ok.any():
@@ -367,15 +387,8 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
             sel = np.sort(rng.choice(len(P), per_set, replace=False))
             P, Q, Kk = P[sel], Q[sel], Kk[sel]
         corner = np.where(E[None, :, :] == 1, Q[:, None, :], P[:, None, :])
-        tcell = np.ravel_multi_index(tuple(corner[..., d] for d in range(s)), tshape)
-        full = np.empty(corner.shape[:2] + (len(theta.attributes),), dtype=np.int64)
-        for d, i in enumerate(t_idx):
-            full[..., i] = corner[..., d]
-        if off:
-            offv = np.unravel_index(Kk, tuple(theta.shape[i] for i in off))
-            for d, i in enumerate(off):
-                full[..., i] = offv[d][:, None]
-        flat = np.ravel_multi_index(tuple(full[..., i] for i in range(len(theta.attributes))), theta.shape)
+        tcell = np.ravel_multi_index(tuple(corner[..., d] for d in range(s)), sl.tshape)
+        flat = _corner_cells(theta, sl, corner, Kk)
         raw.append((T, flat, sign, tcell, even))
     if raw:
         theta.extend(np.concatenate([r[1].ravel() for r in raw]))
