@@ -1,8 +1,9 @@
 """Release audit: the checks that can be made today that the generator used nothing outside Φ.
 
 These are structural and provenance checks (what the generator was handed, what it fitted, what it wrote).
-The black-box decomposability test and the privacy-risk evidence plug in here as further checks; until then
-the report says plainly that they were not run. A failed check blocks the release.
+The black-box decomposability test (:mod:`sdgov.decomposability`) and the privacy-risk evidence
+(:mod:`sdgov.risk`) join as further checks through :func:`with_checks` when the spec pre-registers them; when
+it does not, the report says plainly that they were not run. A failed blocking check blocks the release.
 """
 
 from __future__ import annotations
@@ -31,10 +32,19 @@ class AuditReport(BaseModel):
     not_run: list[str]
 
 
-NOT_YET_RUN = [
-    "Black-box decomposability test (Houssiau et al. 2022): not run in this version.",
-    "Privacy-risk evidence (membership/attribute inference, empirical ε lower bound): not run in this version.",
-]
+DECOMPOSABILITY_NOT_RUN = ("Black-box decomposability test (Houssiau et al. 2022): not run — the spec does not "
+                           "pre-register it (add an 'audit:' section).")
+PRIVACY_NOT_RUN = ("Privacy-risk evidence (membership/attribute inference, empirical ε lower bound, record checks): "
+                   "not run — the spec does not pre-register it (add a 'privacy_risk:' section).")
+NOT_YET_RUN = [DECOMPOSABILITY_NOT_RUN, PRIVACY_NOT_RUN]
+
+
+def with_checks(report: AuditReport, checks: list[Check], ran: str) -> AuditReport:
+    """``report`` plus ``checks`` from a test that ran (``ran`` is its not-run note, now dropped); verdict recomputed."""
+    merged = list(report.checks) + list(checks)
+    blocked = any(not c.passed and c.severity == "block" for c in merged)
+    return AuditReport(verdict="fail" if blocked else "pass", checks=merged,
+                       not_run=[s for s in report.not_run if s != ran])
 
 
 def run_checks(agreement: Agreement, agreement_sha256: str, mset: MeasurementSet, measurements: ArtifactRef,

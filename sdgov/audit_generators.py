@@ -12,6 +12,14 @@ Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from 
 them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
 the pipeline's seeded sampler (:func:`sdgov.sampler.iter_chunks`).
 
+Memoised fits (``memo=True``, off by default). Every fit here is a deterministic function of the marginals it
+measured (mbi's mirror descent and IPF draw no random numbers), so K fits on one dataset — and, for an honest
+generator, the fits on D₊ and D₋, whose Φ marginals are equal — all produce the same model. With ``memo`` a fit
+whose measured marginals (and settings) hash like an earlier one in this process reuses that model: the samples,
+hence the audit, are exactly those of refitting (``tests/test_decomposability.py`` checks the bytes), only
+faster. It is for power and false-positive studies of these shipped generators; an audit of a third party's
+generator refits every time, as it must treat the generator as a black box.
+
 Noise. By default the marginals are **exact** (``sigma=0``). Decomposability is a property of *which*
 statistics the generator reads: DP noise is independent of the data, so it cannot make a generator that reads a
 non-Φ statistic honest nor an honest one dishonest — it only adds fit-to-fit variance (less power per fit) and
@@ -27,7 +35,9 @@ the full 3-way; Application 2: the full 4-way); otherwise the first 3-way set no
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -41,6 +51,8 @@ from sdgov.spec import GeneratorSpec
 
 APP3_LEAK = ("Marital Status", "Occupation", "Hours worked per week")
 MAX_LEAK_CELLS = 100_000
+_MEMO: OrderedDict[str, CliqueModel] = OrderedDict()  # fit key → model, for ``memo=True`` (a few models at most)
+_MEMO_SIZE = 4
 
 
 class _MarginalGenerator:
@@ -50,7 +62,7 @@ class _MarginalGenerator:
 
     def __init__(self, cliques: list[Clique], domain: dict[str, int], *, sigma: float = 0.0,
                  iterations: int | None = None, leak: list[str] | tuple[str, ...] | None = None,
-                 max_leak_cells: int = MAX_LEAK_CELLS) -> None:
+                 max_leak_cells: int = MAX_LEAK_CELLS, memo: bool = False) -> None:
         if not domain:
             raise AuditError("empty domain", self.kind)
         unknown = sorted({a for c in cliques for a in c} - set(domain))
@@ -61,6 +73,7 @@ class _MarginalGenerator:
         self.phi = [tuple(c) for c in cliques]
         self.sigma = float(sigma)
         self.iterations = iterations
+        self.memo = bool(memo)
         self.fitted: list[Clique] = self._fitted_cliques(leak, max_leak_cells)
         self.model: CliqueModel | None = None
 
@@ -85,7 +98,16 @@ class _MarginalGenerator:
         mset = MeasurementSet(agreement_sha256="audit", dataset_sha256="audit", schema_sha256="audit",
                               attributes=self.attributes, domain=self.domain,
                               noise="gaussian" if self.sigma > 0 else "none", measurements=ms)
-        self.model = self._fit_model(mset)
+        if not self.memo:
+            self.model = self._fit_model(mset)
+            return
+        key = hashlib.sha256(repr((self.kind, self.iterations, self.fitted, self.domain)).encode()
+                             + b"".join(np.asarray(m.noisy_counts, np.int64).tobytes() for m in ms)).hexdigest()
+        if key not in _MEMO:
+            _MEMO[key] = self._fit_model(mset)
+            while len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+        self.model = _MEMO[key]
 
     def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
         raise NotImplementedError

@@ -61,6 +61,7 @@ class Card(BaseModel):
     utility_note: str
     utility_report: dict[str, Any] | None = None  # fitness statement, radar data and link to the full report
     privacy_evidence: dict[str, Any] | None = None  # sdgov.risk.report.privacy_section (issue 4); None: not run
+    decomposability: dict[str, Any] | None = None  # sdgov.decomposability_report.decomposability_section; None: not run
     audit: AuditReport
     signoffs: list[SignOff]
     provenance: dict[str, Any]
@@ -136,7 +137,8 @@ def build_card(*, release_id: str, created: str, agreement: Agreement, agreement
                synthetic: dict[str, Any], utility: UtilitySummary, audit: AuditReport, signoffs: list[SignOff],
                records: list[StageRecord], data_info: dict[str, Any],
                utility_report: dict[str, Any] | None = None,
-               privacy_evidence: dict[str, Any] | None = None) -> Card:
+               privacy_evidence: dict[str, Any] | None = None,
+               decomposability: dict[str, Any] | None = None) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
     phi = [PhiEntry(attributes=list(c), plain=_plain(c, schema), cells=schema.cells(c), sigma=sig[c].sigma,
@@ -153,7 +155,7 @@ def build_card(*, release_id: str, created: str, agreement: Agreement, agreement
         utility_note=("Utility figures compare the synthetic data with the confidential data. They are computed by "
                       "the data controller and are not covered by the differential-privacy guarantee."),
         audit=audit, signoffs=signoffs, utility_report=utility_report_summary(utility_report),
-        privacy_evidence=privacy_evidence,
+        privacy_evidence=privacy_evidence, decomposability=decomposability,
         provenance={"stages": [r.model_dump() for r in records], "environment": environment()},
     )
 

@@ -134,6 +134,8 @@ class Audited(_Frozen):
     report: ArtifactRef
     verdict: Literal["pass", "fail"]
     record: StageRecord
+    decomposability: ArtifactRef | None = None  # decomposability.json when the spec pre-registers the test
+    privacy_evidence: ArtifactRef | None = None  # privacy_evidence.json when the spec pre-registers the audit
 
 
 class UtilityReported(_Frozen):

@@ -42,7 +42,7 @@ def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
     if result.control is not None:
         c = result.control
         control = {"generator": c.generator, "p_value": c.p_value, "caught": c.caught,
-                   "statement": (f"positive control {c.generator} was caught (p = {c.p_value:.3g})" if c.caught else
+                   "statement": (f"Positive control {c.generator} was caught (p = {c.p_value:.3g})" if c.caught else
                                  f"WARNING: positive control {c.generator} was NOT caught (p = {c.p_value:.3g}): "
                                  "the test may be underpowered, so 'pass' is weak evidence")}
     statement = (f"The generator {result.generator} shows no dependence on statistics outside Φ "
@@ -67,10 +67,10 @@ def default_generator(agreement: Any) -> str:
     return "sdgov.audit_generators:honest_ipf" if agreement.generator.name == "ipf" else "sdgov.audit_generators:honest_pgm"
 
 
-def run_release_audit(agreement: Any, data_path: str, schema: Any) -> DecomposabilityResult:
-    """The decomposability test as pre-registered in ``agreement.audit`` (used by the release's audit stage)."""
+def run_release_audit(agreement: Any, codes: Any, schema: Any) -> DecomposabilityResult:
+    """The decomposability test as pre-registered in ``agreement.audit`` (used by the release's audit stage);
+    ``codes`` is the encoded confidential data."""
     from sdgov.decomposability import AuditSettings, run_decomposability
-    from sdgov.schema import load_encoded
 
     a = agreement.audit
     keep = set(AuditSettings.model_fields)
@@ -78,27 +78,24 @@ def run_release_audit(agreement: Any, data_path: str, schema: Any) -> Decomposab
     generator = a.generator or default_generator(agreement)
     if not a.generator and not settings.generator_params:
         settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
-    codes = load_encoded(data_path, schema)[agreement.attributes]
     domain = {c: schema.by_name[c].size for c in agreement.attributes}
     labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
-    return run_decomposability(codes, [tuple(c) for c in agreement.cliques], domain, generator, settings, labels)
+    return run_decomposability(codes[agreement.attributes], [tuple(c) for c in agreement.cliques], domain, generator,
+                               settings, labels)
 
 
-def merge_into_report(report: Any, result: DecomposabilityResult) -> Any:
-    """Add the test to an :class:`sdgov.audit.AuditReport`: a blocking check, plus a warning when the positive
-    control was not caught; the "not run" note for the test is dropped and the verdict recomputed."""
-    from sdgov.audit import AuditReport, Check
+def audit_checks(result: DecomposabilityResult) -> list:
+    """The test as :class:`sdgov.audit.Check` rows: a blocking check, plus a warning when the positive control
+    was not caught (merge them with :func:`sdgov.audit.with_checks`)."""
+    from sdgov.audit import Check
 
-    checks = list(report.checks)
-    checks.append(Check(
+    checks = [Check(
         name="decomposability test (black-box, Houssiau et al. 2022)", passed=result.verdict == "pass",
         detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
-               f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s"))
+               f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s")]
     if result.control is not None:
         c = result.control
         checks.append(Check(name="positive control caught", passed=c.caught, severity="warn",
                             detail=f"{c.generator}: p = {c.p_value:.3g}"
                                    + ("" if c.caught else " — the test may be underpowered")))
-    blocked = any(not c.passed and c.severity == "block" for c in checks)
-    not_run = [s for s in report.not_run if "decomposability" not in s.lower()]
-    return AuditReport(verdict="fail" if blocked else "pass", checks=checks, not_run=not_run)
+    return checks

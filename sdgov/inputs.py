@@ -36,7 +36,28 @@ def check_spec_and_data(spec_path: str | Path, data_path: str | Path | None = No
         plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
     except SpecError as exc:
         raise SpecError(exc.what, f"{loaded.spec_path}: {exc.where}", exc.fix) from None
+    check_audit_generators(loaded)
     return loaded, data, codes
+
+
+def check_audit_generators(loaded: LoadedSpec) -> None:
+    """Every generator the pre-registered audits name must import: found out after measuring, it would have
+    spent budget on a release that can never pass its audit."""
+    from sdgov.audit_protocol import AuditError, load_generator
+
+    ag = loaded.agreement
+    named = []
+    if ag.audit is not None and ag.audit.enabled:
+        named += [("audit.generator", ag.audit.generator), ("audit.positive_control", ag.audit.positive_control)]
+    if ag.privacy_risk is not None and ag.privacy_risk.enabled:
+        named.append(("privacy_risk.generator", ag.privacy_risk.generator))
+    for where, path in named:
+        if path is None:
+            continue
+        try:
+            load_generator(path)
+        except AuditError as exc:
+            raise SpecError(exc.what, f"{loaded.spec_path}: {where}", exc.fix) from None
 
 
 def check_inputs(spec_path: str | Path, approvals_path: str | Path | None = None,

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, m
 from sdgov.errors import SpecError
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
+from sdgov.risk.base import RiskSettings
+from sdgov.risk.policy import Policy
 from sdgov.schema import Schema, load_schema
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
@@ -89,10 +91,11 @@ class AuditSpec(_Strict):
     """Pre-registered settings of the black-box decomposability audit (:mod:`sdgov.decomposability`).
 
     Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
-    ``enabled`` runs the test inside the release's audit stage (off by default: it fits the generator 4·K times).
+    Writing the section pre-registers the test and runs it inside the release's audit stage (it fits the generator
+    4·K times); ``enabled: false`` keeps the settings for the command line only.
     """
 
-    enabled: bool = False
+    enabled: bool = True
     generator: str | None = Field(default=None, description="import path 'module:callable'; default: the honest "
                                   "audit variant of the spec's generator (sdgov.audit_generators:honest_pgm/ipf)")
     generator_params: dict[str, float | int | str | bool | list[str]] = Field(default_factory=dict)
@@ -102,6 +105,24 @@ class AuditSpec(_Strict):
     seed: int = Field(default=0, ge=0)
     candidate_basis: PositiveInt = 1000
     positive_control: str | None = Field(default=None, description="import path of a dishonest variant run beside")
+
+
+class PrivacyRiskSpec(_Strict):
+    """Pre-registered privacy-risk audit (:mod:`sdgov.risk`): attacks, DP lower bound and record checks.
+
+    Like :class:`AuditSpec`, part of the agreement hash when given, and run inside the release's audit stage unless
+    ``enabled: false``; a "fail" under the policy blocks the release. ``settings`` are
+    :class:`~sdgov.risk.base.RiskSettings` fields, ``policy`` the thresholds (inline; the built-in defaults where
+    omitted). The claimed (ε, δ) are the release's own privacy plan.
+    """
+
+    enabled: bool = True
+    generator: str | None = Field(default=None, description="import path 'module:callable'; default: the honest "
+                                  "audit variant of the spec's generator at the plan's σ")
+    generator_params: dict[str, float | int | str | bool | list[str]] | None = Field(
+        default=None, description="shipped generators: the plan's σ and the spec's iterations unless set here")
+    settings: RiskSettings = RiskSettings()
+    policy: Policy = Policy()
 
 
 class ReleaseSpec(_Strict):
@@ -118,6 +139,7 @@ class ReleaseSpec(_Strict):
     limits: LimitsSpec = LimitsSpec()
     approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
     audit: AuditSpec | None = Field(default=None, description="pre-registered decomposability-audit settings")
+    privacy_risk: PrivacyRiskSpec | None = Field(default=None, description="pre-registered privacy-risk audit")
     tasks: list[TaskSpec] = Field(
         default_factory=list,
         description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)")
@@ -146,6 +168,7 @@ class Agreement(_Strict):
     seed: int
     limits: LimitsSpec
     audit: AuditSpec | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: hash unchanged
+    privacy_risk: PrivacyRiskSpec | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def sha256(self) -> str:
         return sha256_json(self.model_dump(mode="json"))
@@ -241,6 +264,11 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             raise SpecError(f"privacy.weights names {key!r}, which is not a marginal in Φ", where,
                             "write weights as 'A,B' for an agreed marginal (A, B)")
 
+    risk = spec.privacy_risk
+    if risk is not None and risk.settings.sensitive is not None and risk.settings.sensitive not in attributes:
+        raise SpecError(f"privacy_risk.settings.sensitive names {risk.settings.sensitive!r}, which is not released",
+                        where, f"choose one of {attributes}")
+
     model_cells = _model_cells(spec.generator.name, attributes, cliques, schema)
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
@@ -252,7 +280,7 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         spec_name=spec.name, description=spec.description, dataset_name=spec.dataset.name, schema_name=schema.name,
         schema_sha256=schema.sha256(), attributes=attributes, cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
         privacy=spec.privacy, generator=spec.generator, rows=spec.rows, seed=spec.seed, limits=spec.limits,
-        audit=spec.audit,
+        audit=spec.audit, privacy_risk=spec.privacy_risk,
     )
 
 

@@ -1,4 +1,10 @@
-"""Stage 4 — audit (controller side): did the generator use only Φ? A failed audit blocks the release."""
+"""Stage 4 — audit (controller side): did the generator use only Φ, and what privacy risk remains?
+
+Always: the structural and provenance checks of :mod:`sdgov.audit`. When the spec pre-registers them: the
+black-box decomposability test (``audit:``, :mod:`sdgov.decomposability`) and the privacy-risk evidence
+(``privacy_risk:``, :mod:`sdgov.risk`). Both read the confidential data, which only this stage and the utility
+stage may do after measurement. Any failed blocking check blocks the release.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +15,21 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.audit import run_checks
+from sdgov.audit import DECOMPOSABILITY_NOT_RUN, PRIVACY_NOT_RUN, run_checks, with_checks
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
 from sdgov.errors import DataError
 from sdgov.hashing import write_json
-from sdgov.schema import encode, load_schema
-from tasks.common import stage
+from sdgov.privacy import PrivacyPlan
+from sdgov.schema import encode, load_encoded, load_schema
+from tasks.common import logger, stage
 from tasks.measure import load_agreement, read_measurements
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)
 def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
+    log = logger()
     with stage("audit", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)
         mset = read_measurements(measured.measurements)
@@ -35,20 +43,44 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
             schema_error = exc.one_line()
         report = run_checks(agreement, agreed.agreement_sha256, mset, measured.measurements, generated.record,
                             [tuple(c) for c in info.get("fitted_marginals", [])], len(synth), generated.rows, schema_error)
-        decomposability_out = None
-        if agreement.audit is not None and agreement.audit.enabled:  # pre-registered in the spec; off by default
-            from sdgov.decomposability_report import decomposability_section, merge_into_report, run_release_audit
+        run_dir = Path(agreed.run_dir)
+        extra: dict[str, ArtifactRef] = {}
+        decomposability = agreement.audit is not None and agreement.audit.enabled
+        privacy = agreement.privacy_risk is not None and agreement.privacy_risk.enabled
+        if decomposability or privacy:
+            codes = load_encoded(agreed.data.as_artifact().verified(), schema)
+        if decomposability:
+            from sdgov.decomposability_report import audit_checks, decomposability_section, run_release_audit
 
-            result = run_release_audit(agreement, agreed.data.path, schema)
-            report = merge_into_report(report, result)
-            decomposability_out = Path(agreed.run_dir) / "decomposability.json"
-            write_json(decomposability_out, {"result": result.model_dump(mode="json"),
-                                             "section": decomposability_section(result)})
-        out = Path(agreed.run_dir) / "audit.json"
+            log.info("decomposability test: %d fits of %s…", 4 * agreement.audit.K,
+                     agreement.audit.generator or agreement.generator.name)
+            result = run_release_audit(agreement, codes, schema)
+            log.info("decomposability test: %s (p = %.3g, %.1f s)", result.verdict, result.p_value, result.seconds)
+            report = with_checks(report, audit_checks(result), DECOMPOSABILITY_NOT_RUN)
+            out = run_dir / "decomposability.json"
+            write_json(out, {"result": result.model_dump(mode="json"), "section": decomposability_section(result)})
+            extra["decomposability"] = ArtifactRef.of("decomposability", out)
+        if privacy:
+            from sdgov.risk.report import audit_checks as privacy_checks
+            from sdgov.risk.report import privacy_section
+            from sdgov.risk.run import run_release_privacy
+
+            def progress(done: int, total: int, what: str) -> None:
+                if done == total or done % max(1, total // 10) == 0:
+                    log.info("privacy audit — %s: %d / %d", what, done, total)
+
+            plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+            risk = run_release_privacy(agreement, schema, codes, plan, progress)
+            log.info("privacy evidence: %s (ε_lower %s, min PG %s, %.1f s)", risk.verdict, risk.epsilon_lower,
+                     risk.min_privacy_gain, risk.seconds)
+            report = with_checks(report, privacy_checks(risk), PRIVACY_NOT_RUN)
+            out = run_dir / "privacy_evidence.json"
+            write_json(out, {"result": json.loads(risk.model_dump_json()), "section": privacy_section(risk)})
+            extra["privacy_evidence"] = ArtifactRef.of("privacy_evidence", out)
+        out = run_dir / "audit.json"
         write_json(out, report.model_dump(mode="json"))
-        rec.inputs = [agreed.agreement, measured.measurements, generated.synthetic, generated.model_info]
-        rec.outputs = [ArtifactRef.of("audit", out)]
-        if decomposability_out is not None:
-            rec.outputs.append(ArtifactRef.of("decomposability", decomposability_out))
+        rec.inputs = [agreed.agreement, measured.measurements, generated.synthetic, generated.model_info,
+                      *([agreed.data.as_artifact()] if extra else [])]
+        rec.outputs = [ArtifactRef.of("audit", out), *extra.values()]
         rec.params = {"verdict": report.verdict}
-    return Audited(report=rec.outputs[0], verdict=report.verdict, record=rec.record())
+    return Audited(report=rec.outputs[0], verdict=report.verdict, record=rec.record(), **extra)

@@ -16,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.atomic import atomic_write_text
 from sdgov.audit import AuditReport
 from sdgov.card import build_card, render
-from sdgov.contracts import (Agreed, Audited, Generated, Measured, ReleaseResult, SignOff,
+from sdgov.contracts import (Agreed, ArtifactRef, Audited, Generated, Measured, ReleaseResult, SignOff,
                              UtilityReported, utcnow)
 from sdgov.errors import SdgovError
 from sdgov.hashing import md5_file, sha256_json, write_json
@@ -27,7 +27,7 @@ from sdgov.schema import load_schema
 from tasks.common import stage
 from tasks.measure import load_agreement, read_measurements
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 
 
 def candidate_sha256(measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported) -> str:
@@ -35,7 +35,18 @@ def candidate_sha256(measured: Measured, generated: Generated, audited: Audited,
     return sha256_json({"measurements": measured.measurements.sha256, "synthetic": generated.synthetic.sha256,
                         "model_info": generated.model_info.sha256, "audit": audited.report.sha256,
                         "utility": utility.report.sha256,
-                        **({"utility_report": utility.full_report.sha256} if utility.full_report else {})})
+                        **({"utility_report": utility.full_report.sha256} if utility.full_report else {}),
+                        **{k: ref.sha256 for k, ref in audit_evidence(audited).items()}})
+
+
+def audit_evidence(audited: Audited) -> dict[str, ArtifactRef]:
+    """The pre-registered audits' evidence files that were made (decomposability, privacy_evidence)."""
+    return {k: ref for k, ref in (("decomposability", audited.decomposability),
+                                  ("privacy_evidence", audited.privacy_evidence)) if ref is not None}
+
+
+def _section(ref: ArtifactRef | None) -> dict | None:
+    return json.loads(ref.verified().read_text())["section"] if ref is not None else None
 
 
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
@@ -66,6 +77,7 @@ def release(agreed: Agreed, measured: Measured, generated: Generated, audited: A
                        "file": "synthetic.parquet", "sha256": generated.synthetic.sha256},
             utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
             utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
+            decomposability=_section(audited.decomposability), privacy_evidence=_section(audited.privacy_evidence),
             audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()), signoffs=signoffs,
             records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
             data_info={"sha256": agreed.data.sha256, "dvc_md5": agreed.data.dvc_md5, "rows": agreed.data.rows,
@@ -87,6 +99,7 @@ def release(agreed: Agreed, measured: Measured, generated: Generated, audited: A
             **({"utility_report.html": utility.full_report_html.verified(),
                 "artifacts/utility_report.json": utility.full_report.verified()}
                if utility.full_report and utility.full_report_html else {}),
+            **{f"artifacts/{k}.json": ref.verified() for k, ref in audit_evidence(audited).items()},
             "artifacts/provenance.json": run_dir / "provenance.json",
         }
         approver = next(s for s in signoffs if s.subject == "release")

@@ -108,11 +108,11 @@ def test_dishonest_generator_fails_and_control_is_reported():
     assert section["verdict"] == "fail" and section["figure_svg"].startswith("<svg")
     json.dumps(section)
     # a failed test blocks the release audit it is merged into
-    from sdgov.audit import NOT_YET_RUN, AuditReport, Check
-    from sdgov.decomposability_report import merge_into_report
+    from sdgov.audit import DECOMPOSABILITY_NOT_RUN, NOT_YET_RUN, AuditReport, Check, with_checks
+    from sdgov.decomposability_report import audit_checks
 
-    report = merge_into_report(AuditReport(verdict="pass", checks=[Check(name="x", passed=True, detail="")],
-                                           not_run=NOT_YET_RUN), res)
+    report = with_checks(AuditReport(verdict="pass", checks=[Check(name="x", passed=True, detail="")],
+                                     not_run=NOT_YET_RUN), audit_checks(res), DECOMPOSABILITY_NOT_RUN)
     assert report.verdict == "fail" and not any("decomposability" in s.lower() for s in report.not_run)
 
 
@@ -184,3 +184,24 @@ def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
     st = settings_from_spec(with_audit.spec)
     assert (st.K, st.seed, st.alpha, st.positive_control) == (6, 9, 0.01, "sdgov.audit_generators:dishonest_ipf")
     assert with_audit.agreement.sha256() != plain.agreement.sha256()  # the settings are signed with Φ
+
+
+def test_memoised_fits_sample_exactly_like_refits():
+    """``memo=True`` reuses a model only where a refit would give the same bytes (fits are deterministic), and
+    never across different marginals — so a leaked marginal that differs still gets its own fit."""
+    import sdgov.audit_generators as ag
+
+    d = _data()
+    out = {}
+    for memo in (False, True):
+        for run in range(2):
+            g = ag.honest_pgm(PHI, DOMAIN, iterations=50, memo=memo)
+            g.fit(d)
+            out[(memo, run)] = (g.sample(3000, seed=7), g.model)
+    for key, (frame, _) in out.items():
+        pd.testing.assert_frame_equal(frame, out[(False, 0)][0])
+    assert out[(True, 0)][1] is out[(True, 1)][1]  # the second memoised fit was a cache hit
+    assert out[(False, 0)][1] is not out[(False, 1)][1]
+    other = ag.dishonest_pgm(PHI, DOMAIN, iterations=50, memo=True)
+    other.fit(d)
+    assert other.model is not out[(True, 0)][1]  # Φ + a leaked marginal: a different key, a fresh fit

@@ -16,11 +16,14 @@ SDGOV = Path(sys.executable).parent / "sdgov"
 def test_sdgov_demo_json_produces_a_verified_release(tmp_path):
     env = {**os.environ, "SDGOV_REGISTRY": str(tmp_path / "registry"), "PREFECT_HOME": str(tmp_path / "prefect")}
     env.pop("PREFECT_API_URL", None)  # its own temporary server, as for a user
-    p = subprocess.run([str(SDGOV), "demo", "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run([str(SDGOV), "demo", "--json"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout)
     assert {"release_id", "path", "card_html"} <= set(out)
     assert Path(out["card_html"]).is_file() and Path(out["path"]).parent.parent == tmp_path / "registry"
+    card = json.loads((Path(out["path"]) / "card.json").read_text())  # the demo runs both pre-registered audits
+    assert card["decomposability"]["verdict"] == "pass" and card["decomposability"]["control"]["caught"]
+    assert card["privacy_evidence"]["verdict"] in ("pass", "warn") and card["audit"]["not_run"] == []
 
     v = subprocess.run([str(SDGOV), "registry", "verify", "--json"], env=env, capture_output=True, text=True, timeout=120)
     report = json.loads(v.stdout)

@@ -160,37 +160,53 @@ def audit_spec_privacy(spec_path: str | Path, generator: str | None = None, sett
                        policy: Policy | None = None, data_path: str | Path | None = None,
                        params: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS,
                        canary_metric: Metric = "unit", progress: Progress | None = None) -> PrivacyAuditResult:
-    """The audit for a release spec: its attributes, Φ and privacy plan; by default its own generator.
-
-    Claimed (ε, δ) come from the spec's :class:`~sdgov.privacy.PrivacyPlan` on the full data. The default
-    generator is the honest audit variant of the spec's generator (:mod:`sdgov.audit_generators`) with the plan's
-    noise scale (the smallest σ if they differ) — a simulation of the release mechanism with seeded Gaussian
-    noise at the same σ, hence the same ρ. Shipped generators (``sdgov.audit_generators``, ``sdgov.risk.leaky``)
-    get ``sigma``/``iterations`` from the spec unless ``params`` are given; a third party's get only ``params``.
-    """
+    """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
+    from the spec's :class:`~sdgov.privacy.PrivacyPlan` on the full data."""
     from sdgov.privacy import plan_privacy
     from sdgov.schema import load_encoded
     from sdgov.spec import load_spec
 
     loaded = load_spec(spec_path)
-    ag = loaded.agreement
     codes = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
-    plan = plan_privacy(ag.privacy, ag.cliques, len(codes))
-    gen = generator or default_generator(ag.generator.name)
-    if params is None:
-        params = {}
-        if gen.startswith(SHIPPED_PREFIXES):
-            sig = min((m.sigma for m in plan.marginals), default=0.0)
-            params = {"sigma": 0.0 if plan.noise == "none" else float(sig), "iterations": ag.generator.iterations}
-    attrs = list(ag.attributes)
-    schema = loaded.schema_
+    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+    return audit_agreement_privacy(loaded.agreement, loaded.schema_, codes, plan, generator, settings, policy,
+                                   params, parts, canary_metric, progress)
+
+
+def audit_agreement_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, generator: str | None = None,
+                            settings: RiskSettings | None = None, policy: Policy | None = None,
+                            params: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS,
+                            canary_metric: Metric = "unit", progress: Progress | None = None) -> PrivacyAuditResult:
+    """The audit for an agreement: its attributes, Φ and privacy plan (``plan``: the claimed ε, δ and σ).
+
+    The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audit_generators`)
+    with the plan's noise scale (the smallest σ if they differ) — a simulation of the release mechanism with seeded
+    Gaussian noise at the same σ, hence the same ρ. Shipped generators (``sdgov.audit_generators``,
+    ``sdgov.risk.leaky``) get ``sigma``/``iterations`` from the agreement where ``params`` do not set them; a
+    third party's get only ``params``.
+    """
+    gen = generator or default_generator(agreement.generator.name)
+    if gen.startswith(SHIPPED_PREFIXES):  # the release's own noise scale and iterations, unless overridden
+        sig = min((m.sigma for m in plan.marginals), default=0.0)
+        params = {"sigma": 0.0 if plan.noise == "none" else float(sig), "iterations": agreement.generator.iterations,
+                  **(params or {})}
+    params = dict(params or {})
+    attrs = list(agreement.attributes)
     domain = {a: schema.by_name[a].size for a in attrs}
     labels = {a: [str(x) for x in schema.by_name[a].labels()] for a in attrs}
     numeric = {a for a in attrs if schema.by_name[a].kind == "numeric"}
-    return audit_privacy(codes[attrs].to_numpy(), attrs, domain, [tuple(c) for c in ag.cliques], gen, params,
+    return audit_privacy(codes[attrs].to_numpy(), attrs, domain, [tuple(c) for c in agreement.cliques], gen, params,
                          settings or RiskSettings(), policy or Policy(), plan.epsilon,
-                         plan.delta, spec_name=ag.spec_name, labels=labels, numeric=numeric, parts=parts,
+                         plan.delta, spec_name=agreement.spec_name, labels=labels, numeric=numeric, parts=parts,
                          canary_metric=canary_metric, progress=progress)
+
+
+def run_release_privacy(agreement: Any, schema: Any, codes: Any, plan: Any,
+                        progress: Progress | None = None) -> PrivacyAuditResult:
+    """The audit as pre-registered in ``agreement.privacy_risk`` (used by the release's audit stage)."""
+    pr = agreement.privacy_risk
+    return audit_agreement_privacy(agreement, schema, codes, plan, pr.generator, pr.settings, pr.policy,
+                                   pr.generator_params, progress=progress)
 
 
 def summary(result: PrivacyAuditResult) -> dict[str, Any]:
