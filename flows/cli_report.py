@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sdgov.errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFrame:

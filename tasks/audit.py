@@ -4,12 +4,18 @@ Always: the structural and provenance checks of :mod:`sdgov.audit`. When the spe
 black-box decomposability test (``audit:``, :mod:`sdgov.decomposability`) and the privacy-risk evidence
 (``privacy_risk:``, :mod:`sdgov.risk`). Both read the confidential data, which only this stage and the utility
 stage may do after measurement. Any failed blocking check blocks the release.
+
+The privacy audit's attack trials (shadow fits, attack classifiers) run in parallel across cores through a
+Prefect :class:`~prefect.task_runners.ProcessPoolTaskRunner`, each trial its own ``attack-trial`` task run, so the
+Prefect UI shows their progress and a failed trial by name; the stage also logs progress every tenth.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 from prefect import task
@@ -25,6 +31,34 @@ from tasks.common import logger, stage
 from tasks.measure import load_agreement, read_measurements
 
 VERSION = "1.1.0"
+
+
+@task(name="attack-trial", version=VERSION, cache_policy=NO_CACHE)
+def attack_trial(fn: Callable[..., Any], args: tuple) -> Any:
+    """One privacy-audit trial (a shadow fit with its synthetic sets, or one target's attack classifier)."""
+    return fn(*args)
+
+
+class PrefectTrials:
+    """A :data:`sdgov.risk.base.Mapper` over one Prefect process pool, open for the whole privacy audit."""
+
+    def __init__(self, workers: int) -> None:
+        from prefect.task_runners import ProcessPoolTaskRunner
+
+        self.runner = ProcessPoolTaskRunner(max_workers=max(1, workers))
+
+    def __enter__(self) -> "PrefectTrials":
+        self.runner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.runner.__exit__(*exc)
+
+    def __call__(self, fn: Callable[..., Any], calls: list[tuple], label: str) -> Iterator[Any]:
+        futures = [self.runner.submit(attack_trial.with_options(task_run_name=f"{label}-{i}"),
+                                      {"fn": fn, "args": args}) for i, args in enumerate(calls)]
+        for f in futures:
+            yield f.result()
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)
@@ -70,7 +104,9 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
                     log.info("privacy audit — %s: %d / %d", what, done, total)
 
             plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
-            risk = run_release_privacy(agreement, schema, codes, plan, progress)
+            n_jobs = agreement.privacy_risk.settings.n_jobs
+            with PrefectTrials(os.cpu_count() or 1 if n_jobs < 1 else n_jobs) as trials:
+                risk = run_release_privacy(agreement, schema, codes, plan, progress, trials)
             log.info("privacy evidence: %s (ε_lower %s, min PG %s, %.1f s)", risk.verdict, risk.epsilon_lower,
                      risk.min_privacy_gain, risk.seconds)
             report = with_checks(report, privacy_checks(risk), PRIVACY_NOT_RUN)

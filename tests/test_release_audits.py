@@ -49,6 +49,17 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     stage = next(s for s in card["provenance"]["stages"] if s["stage"] == "audit")
     assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_evidence"}
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data
+    # every attack trial ran as its own Prefect task run (process pool): visible, by name, in the UI
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    with get_client(sync_client=True) as client:
+        def runs(prefix: str) -> list:
+            return client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_=prefix)))
+
+        fits, classifiers = runs("shadow-fit-"), runs("attack-classifier-")
+    assert len(fits) == 3 * (3 + 1) and len(classifiers) == 3  # shadow worlds × (targets + out world); targets
+    assert all(r.state.is_completed() for r in fits + classifiers)
 
 
 def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):

@@ -29,18 +29,16 @@ two-sided hypothesis-testing region of (ε, δ)-DP; maximise 1 − FPR − FNR o
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
 from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 
 from sdgov.risk.attribute import AttributeResult, advantage, predict_sensitive
-from sdgov.risk.base import GeneratorRef, RiskSettings, Target, seed_of, world_ci
+from sdgov.risk.base import GeneratorRef, Mapper, Progress, RiskSettings, Target, joblib_mapper, seed_of, world_ci
 
 CORR_MAX_CATEGORIES = 300
-Progress = Callable[[int, int, str], None]
 
 
 def dp_adv_bound(epsilon: float | None) -> float | None:
@@ -131,8 +129,9 @@ class Worlds:
 
 
 def run_worlds(ref: GeneratorRef, reference: np.ndarray, target_rows: np.ndarray, st: RiskSettings,
-               ai: dict[str, Any] | None = None, progress: Progress | None = None) -> Worlds:
-    """All shadow fits, in parallel (joblib), out-worlds shared by the targets."""
+               ai: dict[str, Any] | None = None, progress: Progress | None = None,
+               mapper: Mapper | None = None) -> Worlds:
+    """All shadow fits, in parallel through ``mapper`` (default joblib), out-worlds shared by the targets."""
     R = len(reference)
     n = st.train_rows
     if R < n:
@@ -154,13 +153,11 @@ def run_worlds(ref: GeneratorRef, reference: np.ndarray, target_rows: np.ndarray
             q = None
             if ai is not None:
                 q = dict(ai, queries=target_rows if t < 0 else target_rows[t:t + 1])
-            jobs.append(delayed(_world_job)(ref, rows, seed_of(st.seed, 21, s, t + 1),
-                                            [seed_of(st.seed, 22, s, t + 1, j) for j in range(st.n_synth)],
-                                            st.m, tuple(st.features), q))
+            jobs.append((ref, rows, seed_of(st.seed, 21, s, t + 1),
+                         [seed_of(st.seed, 22, s, t + 1, j) for j in range(st.n_synth)], st.m, tuple(st.features), q))
             keys.append((s, t))
     results: dict[tuple[int, int], dict] = {}
-    par = Parallel(n_jobs=st.n_jobs, return_as="generator", batch_size=1)
-    for k, res in zip(keys, par(jobs)):
+    for k, res in zip(keys, (mapper or joblib_mapper(st.n_jobs))(_world_job, jobs, "shadow-fit")):
         results[k] = res
         if progress:
             progress(len(results), len(jobs), "shadow fits")
@@ -229,7 +226,7 @@ def _pg(adv: float) -> float:
 
 def linkability(ref: GeneratorRef, reference: np.ndarray, targets: list[Target], st: RiskSettings,
                 sensitive: str | None = None, numeric_sensitive: bool = False,
-                progress: Progress | None = None) -> list[TargetRisk]:
+                progress: Progress | None = None, mapper: Mapper | None = None) -> list[TargetRisk]:
     """Run the game for every target; attribute inference on ``sensitive`` rides on the same worlds."""
     attrs = ref.attributes
     target_rows = np.array([[t.record[a] for a in attrs] for t in targets], dtype=np.int64)
@@ -237,7 +234,8 @@ def linkability(ref: GeneratorRef, reference: np.ndarray, targets: list[Target],
     if sensitive is not None and st.ai_sets > 0:
         ai = {"s": attrs.index(sensitive), "numeric": numeric_sensitive, "trees": st.ai_trees,
               "sets": min(st.ai_sets, st.n_synth)}
-    worlds = run_worlds(ref, reference, target_rows, st, ai, progress)
+    mapper = mapper or joblib_mapper(st.n_jobs)
+    worlds = run_worlds(ref, reference, target_rows, st, ai, progress, mapper)
     X_out = {f: np.stack([w[f] for w in worlds.out]) for f in st.features}
     jobs = []
     for t, tg in enumerate(targets):
@@ -245,9 +243,9 @@ def linkability(ref: GeneratorRef, reference: np.ndarray, targets: list[Target],
         ai_t = None
         if ai is not None:
             ai_t = (np.stack([w["ai"][:, 0] for w in worlds.in_[t]]), np.stack([w["ai"][:, t] for w in worlds.out]))
-        jobs.append(delayed(_score_target)(t, tg, data, ai_t, st, sensitive if ai else None))
+        jobs.append((t, tg, data, ai_t, st, sensitive if ai else None))
     out = []
-    for r in Parallel(n_jobs=st.n_jobs, return_as="generator", batch_size=1)(jobs):
+    for r in mapper(_score_target, jobs, "attack-classifier"):
         out.append(r)
         if progress:
             progress(len(out), len(jobs), "attack classifiers")

@@ -15,19 +15,18 @@ from __future__ import annotations
 import math
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from sdgov.audit_protocol import AuditError, load_generator
-from sdgov.risk.base import OUTLIER_RULE, GeneratorRef, RiskSettings, select_targets, seed_of
+from sdgov.risk.base import OUTLIER_RULE, GeneratorRef, Mapper, Progress, RiskSettings, select_targets, seed_of
 from sdgov.risk.canary import CanaryResult, Metric, canary_audit
 from sdgov.risk.disclosure import DisclosureResult, disclosure_checks
 from sdgov.risk.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
 from sdgov.risk.policy import Policy, PolicyCheck, evaluate, worst
 
-Progress = Callable[[int, int, str], None]
 SHIPPED_PREFIXES = ("sdgov.audit_generators:", "sdgov.risk.leaky:")
 PARTS = ("mia", "canary", "disclosure")
 
@@ -65,7 +64,7 @@ def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int
                   claimed_epsilon: float | None, claimed_delta: float | None, *, spec_name: str = "",
                   labels: dict[str, list[str]] | None = None, numeric: set[str] | None = None,
                   parts: tuple[str, ...] = PARTS, canary_metric: Metric = "unit",
-                  progress: Progress | None = None) -> PrivacyAuditResult:
+                  progress: Progress | None = None, mapper: Mapper | None = None) -> PrivacyAuditResult:
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
     load_generator(generator)  # fail fast on a bad import path
@@ -92,7 +91,7 @@ def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int
     if "mia" in parts and targets:
         t = time.perf_counter()
         risks = linkability(ref, reference, targets, st, sensitive if st.ai_sets > 0 else None,
-                            sensitive in (numeric or set()), progress)
+                            sensitive in (numeric or set()), progress, mapper)
         timing["membership_and_attribute"] = time.perf_counter() - t
 
     canary: CanaryResult | None = None
@@ -176,7 +175,8 @@ def audit_spec_privacy(spec_path: str | Path, generator: str | None = None, sett
 def audit_agreement_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, generator: str | None = None,
                             settings: RiskSettings | None = None, policy: Policy | None = None,
                             params: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS,
-                            canary_metric: Metric = "unit", progress: Progress | None = None) -> PrivacyAuditResult:
+                            canary_metric: Metric = "unit", progress: Progress | None = None,
+                            mapper: Mapper | None = None) -> PrivacyAuditResult:
     """The audit for an agreement: its attributes, Φ and privacy plan (``plan``: the claimed ε, δ and σ).
 
     The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audit_generators`)
@@ -198,15 +198,15 @@ def audit_agreement_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, 
     return audit_privacy(codes[attrs].to_numpy(), attrs, domain, [tuple(c) for c in agreement.cliques], gen, params,
                          settings or RiskSettings(), policy or Policy(), plan.epsilon,
                          plan.delta, spec_name=agreement.spec_name, labels=labels, numeric=numeric, parts=parts,
-                         canary_metric=canary_metric, progress=progress)
+                         canary_metric=canary_metric, progress=progress, mapper=mapper)
 
 
-def run_release_privacy(agreement: Any, schema: Any, codes: Any, plan: Any,
-                        progress: Progress | None = None) -> PrivacyAuditResult:
+def run_release_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, progress: Progress | None = None,
+                        mapper: Mapper | None = None) -> PrivacyAuditResult:
     """The audit as pre-registered in ``agreement.privacy_risk`` (used by the release's audit stage)."""
     pr = agreement.privacy_risk
     return audit_agreement_privacy(agreement, schema, codes, plan, pr.generator, pr.settings, pr.policy,
-                                   pr.generator_params, progress=progress)
+                                   pr.generator_params, progress=progress, mapper=mapper)
 
 
 def summary(result: PrivacyAuditResult) -> dict[str, Any]:
