@@ -9,6 +9,9 @@ Sections (each prints one JSON line per run and is saved to ``--out``):
            datasets (the timing the issue asks for), the canary DP lower bound, record checks vs a real holdout.
 ``wide``   our pipeline at ε = 1 on all 17 census attributes (Φ = every attribute paired with Age): the same
            audit on data where records are mostly unique, so exact matches and canaries have power.
+``release`` the ``app1`` audit pre-registered in the spec and run by the real release flow (its audit stage sends
+           every trial to a Prefect ProcessPoolTaskRunner), against the same audit in joblib workers in this run:
+           prints both times and their ratio (the cost of running trials as Prefect task runs).
 ``leaky``  the shipped leaky generators on the wide spec: the copier (canary bound + record checks) and the
            category-list leak (linkability game; the affected outlier is the target holding the rarest category).
 
@@ -96,6 +99,40 @@ def audit(label: str, spec: Path, generator: str | None, st: RiskSettings, parts
     return row(label, r, time.perf_counter() - t)
 
 
+def release_vs_joblib(spec: Path, jobs: int, seed: int) -> dict:
+    """The acceptance-size App 1 audit twice in one run: joblib (the CLI) and inside the release flow (Prefect)."""
+    import os
+    import tempfile
+
+    settings = {"n_outliers": 5, "n_random": 5, "n_shadow": 10, "n_synth": 10, "train_rows": 1000,
+                "sensitive": "Economic Activity", "n_jobs": jobs, "seed": seed}
+    t = time.perf_counter()
+    base = audit_spec_privacy(spec, None, RiskSettings(**settings), Policy())
+    joblib_s = time.perf_counter() - t
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ.setdefault("PREFECT_HOME", str(Path(tmp) / "prefect"))
+        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+        pre = yaml.safe_load(spec.read_text())
+        pre["privacy_risk"] = {"settings": settings}
+        pre_spec = BUILD / "app1_eps1_release.yaml"
+        pre_spec.write_text(yaml.safe_dump(pre, sort_keys=False, allow_unicode=True))
+        from flows.release import release_flow
+
+        t = time.perf_counter()
+        r = release_flow(spec_path=str(pre_spec), registry_root=str(Path(tmp) / "registry"),
+                         approvals_path=str(REPO / "examples" / "census2011" / "approvals.yaml"))
+        flow_s = time.perf_counter() - t
+        ev = json.loads((Path(r.path) / "artifacts" / "privacy_evidence.json").read_text())["result"]
+    out = {"run": "app1 ε=1 audit: release flow (Prefect process pool) vs joblib", "joblib_seconds": base.seconds,
+           "joblib_wall": joblib_s, "release_audit_seconds": ev["seconds"], "release_flow_wall": flow_s,
+           "ratio_prefect_over_joblib": ev["seconds"] / base.seconds, "verdict_joblib": base.verdict,
+           "verdict_release": ev["verdict"], "min_pg_joblib": base.min_privacy_gain,
+           "min_pg_release": ev["min_privacy_gain"], "epsilon_lower_release": ev["epsilon_lower"]}
+    print(json.dumps(out), flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sections", default="app1,wide,leaky")
@@ -127,6 +164,9 @@ def main() -> None:
                           sensitive="Economic Activity")
         results.append(audit(f"app1 pipeline ε=1 (full, {args.shadows} worlds)", specs["app1"], None, st,
                              ("mia", "canary", "disclosure")))
+        save()
+    if "release" in sections:
+        results.append(release_vs_joblib(specs["app1"], args.jobs, args.seed))
         save()
     if "wide" in sections:
         st = RiskSettings(**base, n_outliers=5, n_random=5, n_shadow=10, n_synth=10, train_rows=1000,

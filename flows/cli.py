@@ -138,27 +138,31 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
 
 def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
+    """Export ψ — the noisy marginals the governed flow drew for this agreement and data — from the registry.
+
+    It never draws noise: drawing happens only in the release flow's measure stage, under the signed agreement
+    and the budget ledger. A second copy of ψ under DVC is the same bytes, so it leaks nothing more.
+    """
+    from sdgov.atomic import atomic_write_bytes
     from sdgov.errors import RegistryError
     from sdgov.hashing import sha256_file
-    from sdgov.measure import MeasurementSet, measure
-    from sdgov.privacy import plan_privacy
-    from sdgov.atomic import atomic_write_bytes
-    from sdgov.schema import load_encoded
+    from sdgov.registry import Registry
+    from tasks.measure import logged_measurement, measurement_key
 
+    registry = Registry(args.root)
+    key = measurement_key(loaded.agreement.sha256(), sha256_file(loaded.data_path))
+    if logged_measurement(registry, key) is None:
+        raise RegistryError(f"no noisy marginals were drawn for this agreement and data in registry {registry.root}",
+                            str(loaded.spec_path), "run the governed release first ('sdgov release --spec ...' or "
+                            "'sdgov propose'): noise is drawn only there, once, under the budget ledger")
+    payload = registry.measurement_path(key).read_bytes()
     out = Path(args.out)
-    data_sha = sha256_file(loaded.data_path)
-    if out.exists():  # never draw noise twice for the same statistics
-        existing = MeasurementSet.model_validate_json(out.read_bytes())
-        if existing.agreement_sha256 == loaded.agreement.sha256() and existing.dataset_sha256 == data_sha:
-            _emit(args, {"measurements": str(out), "reused": True}, f"reusing {out}: noise is drawn only once")
-            return 0
-        raise RegistryError("a measurement for a different agreement or dataset is already there", str(out),
+    if out.exists() and out.read_bytes() != payload:
+        raise RegistryError("a different measurement is already there", str(out),
                             "move it away deliberately; noise for one agreement is drawn once")
-    codes = load_encoded(loaded.data_path, loaded.schema_)
-    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
-    mset = measure(codes, loaded.schema_, loaded.agreement, plan, data_sha)
-    atomic_write_bytes(out, (mset.model_dump_json() + "\n").encode())
-    _emit(args, {"measurements": str(out), "reused": False}, f"measured {len(mset.measurements)} marginals → {out}")
+    atomic_write_bytes(out, payload)
+    _emit(args, {"measurements": str(out), "measurement_key": key},
+          f"exported the noisy marginals drawn for agreement {loaded.agreement.sha256()[:12]}… → {out}")
     return 0
 
 
@@ -193,12 +197,15 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("release_id", nargs="?")
     g.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
 
-    s = add("stage", cmd_stage, "run one stage outside the flow (used by dvc.yaml)")
+    s = add("stage", cmd_stage, "run one stage outside the flow (used by dvc.yaml); 'measure' exports the noisy "
+                                "marginals the release flow drew — it never draws noise")
     s.add_argument("which", choices=["measure", "generate", "utility"])
     s.add_argument("--spec", required=True)
     s.add_argument("--measurements", help="generate: the noisy-marginal file")
     s.add_argument("--synthetic", help="utility: the synthetic Parquet file")
     s.add_argument("--out", required=True, help="measure: file; generate: directory; utility: file")
+    s.add_argument("--root", help="measure: the registry holding the flow's draw (default: $SDGOV_REGISTRY or "
+                                  "./registry)")
 
     from flows.cli_report import add_parser as add_report
 

@@ -33,19 +33,27 @@ from tasks.measure import load_agreement, read_measurements
 VERSION = "1.1.0"
 
 
-@task(name="attack-trial", version=VERSION, cache_policy=NO_CACHE)
-def attack_trial(fn: Callable[..., Any], args: tuple) -> Any:
-    """One privacy-audit trial (a shadow fit with its synthetic sets, or one target's attack classifier)."""
-    return fn(*args)
+@task(name="attack-trials", version=VERSION, cache_policy=NO_CACHE)
+def attack_trials(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+    """A batch of privacy-audit trials (shadow fits with their synthetic sets, or targets' attack classifiers)."""
+    return [fn(*args) for args in calls]
 
 
 class PrefectTrials:
-    """A :data:`sdgov.risk.base.Mapper` over one Prefect process pool, open for the whole privacy audit."""
+    """A :data:`sdgov.risk.base.Mapper` over one Prefect process pool, open for the whole privacy audit.
+
+    Trials go in batches of a few (about ``BATCHES_PER_WORKER`` task runs per worker and kind): a task run costs
+    a few API calls, which one trial of a small audit does not outweigh, while a handful per worker still load-
+    balances and shows progress in the UI.
+    """
+
+    BATCHES_PER_WORKER = 4
 
     def __init__(self, workers: int) -> None:
         from prefect.task_runners import ProcessPoolTaskRunner
 
-        self.runner = ProcessPoolTaskRunner(max_workers=max(1, workers))
+        self.workers = max(1, workers)
+        self.runner = ProcessPoolTaskRunner(max_workers=self.workers)
 
     def __enter__(self) -> "PrefectTrials":
         self.runner.__enter__()
@@ -55,10 +63,12 @@ class PrefectTrials:
         self.runner.__exit__(*exc)
 
     def __call__(self, fn: Callable[..., Any], calls: list[tuple], label: str) -> Iterator[Any]:
-        futures = [self.runner.submit(attack_trial.with_options(task_run_name=f"{label}-{i}"),
-                                      {"fn": fn, "args": args}) for i, args in enumerate(calls)]
+        size = max(1, -(-len(calls) // (self.BATCHES_PER_WORKER * self.workers)))
+        futures = [self.runner.submit(attack_trials.with_options(task_run_name=f"{label}-{i}-{i + len(batch) - 1}"),
+                                      {"fn": fn, "calls": batch})
+                   for i in range(0, len(calls), size) for batch in [calls[i:i + size]]]
         for f in futures:
-            yield f.result()
+            yield from f.result()
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)

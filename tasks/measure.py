@@ -22,7 +22,7 @@ from sdgov.errors import RegistryError
 from sdgov.hashing import sha256_bytes, sha256_file, sha256_json, write_json
 from sdgov.measure import MeasurementSet, measure as measure_marginals
 from sdgov.privacy import plan_privacy
-from sdgov.registry import Registry
+from sdgov.registry import Event, Registry
 from sdgov.schema import load_encoded, load_schema
 from sdgov.spec import Agreement
 from tasks.common import logger, stage
@@ -51,13 +51,10 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
         path = registry.measurement_path(key)
         name = str(path.relative_to(registry.root))
         with registry.lock():
-            logged = [e for e in registry.events() if e.event == "measured" and name in e.artifacts]
-            if logged:
-                if not path.exists() or sha256_file(path) != logged[0].artifacts[name]:
-                    raise RegistryError("persisted measurement does not match the one logged when it was drawn",
-                                        str(path), "restore it from DVC/backup; never re-draw noise for the same agreement")
+            logged = logged_measurement(registry, key)
+            if logged is not None:
                 reused = True
-                log.info("reusing the noisy marginals drawn at %s (no new noise)", logged[0].time)
+                log.info("reusing the noisy marginals drawn at %s (no new noise)", logged.time)
             else:
                 # budget ledger (sdgov/ledger.py): reserve ρ or refuse, BEFORE any noise is drawn; idempotent per key
                 reserved_before = ledger.reservation(registry, key)
@@ -94,6 +91,20 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
         rec.outputs = [measurements, plan_ref]
         rec.params = {"reused": reused, "measurement_key": key}
     return Measured(measurements=measurements, privacy_plan=plan_ref, reused=reused, record=rec.record())
+
+
+def logged_measurement(registry: Registry, key: str) -> Event | None:
+    """The log event of the measurement drawn for ``key`` (agreement × data), after checking the persisted file
+    still has the logged hash; None if none was ever drawn."""
+    path = registry.measurement_path(key)
+    name = str(path.relative_to(registry.root))
+    logged = [e for e in registry.events() if e.event == "measured" and name in e.artifacts]
+    if not logged:
+        return None
+    if not path.exists() or sha256_file(path) != logged[0].artifacts[name]:
+        raise RegistryError("persisted measurement does not match the one logged when it was drawn",
+                            str(path), "restore it from DVC/backup; never re-draw noise for the same agreement")
+    return logged[0]
 
 
 def _adopt_unlogged(path: Path, agreed: Agreed, reserved_before: bool, noise: str) -> bytes | None:

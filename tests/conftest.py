@@ -68,3 +68,12 @@ def released(tmp_path_factory, prefect_server):
     root = base / "registry"
     result = release_flow(spec_path=str(spec), registry_root=str(root))
     return {"result": result, "root": root, "spec": spec}
+
+
+def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
+    """The governed draw (agree + measure task code, under the ledger) without a flow run; returns ψ's path."""
+    from tasks.agree_phi import agree_phi
+    from tasks.measure import measure
+
+    agreed = agree_phi.fn(str(spec), str(root), run_id)
+    return Path(measure.fn(agreed, str(root)).measurements.path)

@@ -69,17 +69,25 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
     assert card["dataset"]["measurements_dvc_md5"] == outs["build/demo/measurements.json"]
 
 
-def test_stage_measure_never_overwrites_other_noise(tmp_path, capsys):
+def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsys):
+    """`sdgov stage measure` (what dvc.yaml calls) only exports ψ drawn by the flow under the ledger."""
     from flows.cli import main
-    from tests.conftest import make_demo_inputs
+    from sdgov.registry import Registry
+    from tests.conftest import draw_measurement, make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "a", rows=500)
-    out = tmp_path / "m.json"
-    assert main(["stage", "measure", "--spec", str(spec), "--out", str(out)]) == 0
-    first = out.read_bytes()
-    assert main(["stage", "measure", "--spec", str(spec), "--out", str(out)]) == 0  # reuse, no new draw
-    assert out.read_bytes() == first
+    root, out = tmp_path / "registry", tmp_path / "m.json"
+    assert main(["stage", "measure", "--spec", str(spec), "--out", str(out), "--root", str(root)]) == 2
+    assert "noise is drawn only there" in capsys.readouterr().err and not out.exists()
+
+    drawn = draw_measurement(spec, root)
+    for _ in range(2):  # exporting twice gives the same bytes and spends nothing
+        assert main(["stage", "measure", "--spec", str(spec), "--out", str(out), "--root", str(root)]) == 0
+        assert out.read_bytes() == drawn.read_bytes()
+    assert [e.event for e in Registry(root).events()].count("budget_spent") == 1
+
     other = make_demo_inputs(tmp_path / "b", rows=600)
-    assert main(["stage", "measure", "--spec", str(other), "--out", str(out)]) == 2
-    assert out.read_bytes() == first
+    draw_measurement(other, root, "t1")
+    assert main(["stage", "measure", "--spec", str(other), "--out", str(out), "--root", str(root)]) == 2
+    assert out.read_bytes() == drawn.read_bytes()
     assert "drawn once" in capsys.readouterr().err

@@ -46,12 +46,13 @@ def test_generate_stage_never_opens_the_raw_data(tmp_path, capsys):
     from flows.cli import main
     from sdgov.spec import load_spec
     from tasks.generate import generate
-    from tests.conftest import make_demo_inputs
+    from tests.conftest import draw_measurement, make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "in", rows=1000)
     raw = str((tmp_path / "in" / "data.csv").resolve())
     mpath = tmp_path / "m.json"
-    assert main(["stage", "measure", "--spec", str(spec), "--out", str(mpath)]) == 0
+    draw_measurement(spec, tmp_path / "registry")
+    assert main(["stage", "measure", "--spec", str(spec), "--out", str(mpath), "--root", str(tmp_path / "registry")]) == 0
     loaded = load_spec(spec)
 
     # control: the watch does see a read of the raw file when one happens

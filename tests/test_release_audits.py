@@ -58,7 +58,11 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
             return client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_=prefix)))
 
         fits, classifiers = runs("shadow-fit-"), runs("attack-classifier-")
-    assert len(fits) == 3 * (3 + 1) and len(classifiers) == 3  # shadow worlds × (targets + out world); targets
+    def trials(runs: list) -> list[int]:  # names are "<label>-<first>-<last>": the trial indices they covered
+        return sorted(i for r in runs for a, b in [map(int, r.name.rsplit("-", 2)[1:])] for i in range(a, b + 1))
+
+    assert trials(fits) == list(range(3 * (3 + 1)))  # shadow worlds × (targets + out world), each exactly once
+    assert trials(classifiers) == list(range(3))  # one attack classifier per target
     assert all(r.state.is_completed() for r in fits + classifiers)
 
 
