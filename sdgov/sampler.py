@@ -6,6 +6,13 @@ row's parent configuration ``p`` and a uniform ``u`` give ``p + u``, located by 
 concatenation of all conditional CDFs shifted by their row number (row ``p`` of that table spans ``[p, p+1]``).
 Memory is one chunk, whatever the row count; chunk ``i`` uses its own child of ``SeedSequence(seed)``, so the
 output depends only on (model, rows, seed, chunk size) — bit for bit.
+
+The uniforms are **stratified within each parent configuration** (:func:`stratified_uniforms`): the n rows of a
+group, in random order, get ``(k + u)/n`` for k = 0..n−1 and one uniform u per group. Every row is still drawn
+from exactly its conditional distribution, but a group's child counts are systematic-sampling rounded — within one
+of n·p(child | parents), unbiased — instead of multinomial. So the synthetic marginals follow the fitted model up
+to rounding rather than with i.i.d. sampling error (which on a 90-cell table of 50,000 rows alone is a TVD of about
+0.017), like mbi's default ``method="round"``, without mbi's Python loop over parent configurations.
 """
 
 from __future__ import annotations
@@ -56,6 +63,24 @@ def plan_columns(model: CliqueModel) -> list[_ColumnPlan]:
     return plans
 
 
+def stratified_uniforms(group: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniform per row, stratified within groups: see the module docstring. Ranks are a random permutation
+    within each group, so which row gets which stratum is independent of everything drawn before."""
+    n = len(group)
+    tie_break = rng.integers(0, 1 << 24, n)
+    if n and int(group.max()) >= 1 << 39:  # the packed key would overflow int64: sort on two keys instead
+        order = np.lexsort((tie_break, group))
+    else:
+        order = np.argsort((group.astype(np.int64) << 24) | tie_break, kind="stable")
+    g = group[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    which = np.repeat(np.arange(len(starts)), sizes)
+    out = np.empty(n)
+    out[order] = (np.arange(n) - starts[which] + rng.random(len(starts))[which]) / sizes[which]
+    return out
+
+
 def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     data: dict[str, np.ndarray] = {}
     for p in plans:
@@ -63,7 +88,7 @@ def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> 
             row = np.ravel_multi_index(tuple(data[a] for a in p.parents), p.parent_shape).astype(np.int64)
         else:
             row = np.zeros(n, dtype=np.int64)
-        idx = np.searchsorted(p.shifted_cdf, row + rng.random(n), side="right") - row * p.k
+        idx = np.searchsorted(p.shifted_cdf, row + stratified_uniforms(row, rng), side="right") - row * p.k
         data[p.name] = np.minimum(idx, p.k - 1).astype(np.int32)
     return data
 

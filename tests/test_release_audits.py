@@ -44,6 +44,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     assert card["audit"]["not_run"] == []  # both ran, so neither is reported as missing
     html = (d / "card.html").read_text()
     assert "Black-box decomposability test" in html and "<h2>Privacy evidence</h2>" in html
+    assert "contributing most to β*" in html and len(dec["top_cells"]) >= 1  # the Φ⊥ cells behind β*
     assert html.count("<svg") >= 4  # TVD plot, Figure-1 histograms, per-record PG bars, DCR histogram
     assert "### Black-box decomposability test (Houssiau et al. 2022) — PASS" in (d / "card.md").read_text()
     stage = next(s for s in card["provenance"]["stages"] if s["stage"] == "audit")
