@@ -39,7 +39,8 @@ def _cpu(t: os.times_result) -> float:
 def run(app: str, gen: str, K: int, seed: int, rows: int | None = None, workers: int = 1,
         control: str | None = None, params: dict | None = None) -> dict:
     if params is None:
-        params = APP3_PARAMS.get(gen, {}) if app == "app3" else ({"iterations": 500} if "pgm" in gen else {})
+        params = APP3_PARAMS.get(gen, {}) if app == "app3" else ({"iterations": 500, "memo": True} if "pgm" in gen
+                                                                   else {"memo": True} if "ipf" in gen else {})
     ov = {"generator_params": params, "positive_control": control, "workers": workers,
           "control_params": {**NO_MEMO, "memo": bool(params.get("memo"))} if app == "app3" else {}}
     if rows:
@@ -63,6 +64,8 @@ def main() -> None:
     ap.add_argument("--K", type=int, default=10)
     ap.add_argument("--fpr-seeds", type=int, default=20)
     ap.add_argument("--fpr-apps", default="app1,app2,app3")
+    ap.add_argument("--fpr-from", type=int, default=1, help="first FPR seed (extend an earlier run with new seeds)")
+    ap.add_argument("--fpr-gens", default="honest_ipf,honest_pgm")
     ap.add_argument("--skip", default="", help="comma list of sections to skip: main,fpr,timing")
     ap.add_argument("--workers", type=int, default=1, help="fit processes for the main and FPR runs")
     ap.add_argument("--gens", default="honest_ipf,dishonest_ipf,independent,honest_pgm,dishonest_pgm")
@@ -87,9 +90,11 @@ def main() -> None:
                 save()
     if "fpr" not in skip:
         for app in args.fpr_apps.split(","):
-            for gen in ["honest_ipf", "honest_pgm"]:
-                ps = [run(app, gen, args.K, s, workers=args.workers)["p_value"] for s in range(1, args.fpr_seeds + 1)]
-                out["fpr"][f"{app}/{gen}"] = {"p_values": ps, "rate": sum(p < 0.05 for p in ps) / len(ps)}
+            for gen in args.fpr_gens.split(","):
+                ps = [run(app, gen, args.K, s, workers=args.workers)["p_value"]
+                      for s in range(args.fpr_from, args.fpr_from + args.fpr_seeds)]
+                out["fpr"][f"{app}/{gen}"] = {"seeds": [args.fpr_from, args.fpr_from + args.fpr_seeds - 1], "p_values": ps,
+                                              "rate": sum(p < 0.05 for p in ps) / len(ps)}
                 print(f"FPR {app}/{gen}: {out['fpr'][f'{app}/{gen}']['rate']:.2f}", flush=True)
                 save()
     save()

@@ -59,31 +59,3 @@ def test_zero_probability_parent_rows_stay_in_range():
 def test_exact_row_counts_across_chunk_boundaries(rows):
     model, *_ = chain_model()
     assert len(collect(model, rows, 5, 1000)["A"]) == rows
-
-
-def test_marginals_follow_the_model_up_to_rounding_not_sampling_error():
-    """Stratified uniforms: within one chunk, a group's child counts are n·p rounded, so the AB table is within 2 of
-    n·p_AB in every cell and the BC table (B's groups add up their rounding) within 8 — where i.i.d. draws of 50,000
-    rows miss by about √(n·p) ≈ 60. Each row is still drawn from its conditional (previous test)."""
-    model, ab, bc = chain_model()
-    n = 50_000
-    s = collect(model, n, 11, n)
-    emp_ab, emp_bc = np.zeros((3, 4)), np.zeros((4, 5))
-    np.add.at(emp_ab, (s["A"], s["B"]), 1)
-    np.add.at(emp_bc, (s["B"], s["C"]), 1)
-    assert np.abs(emp_ab - n * ab).max() <= 2
-    assert np.abs(emp_bc - n * bc).max() <= 8
-    iid = np.random.default_rng(0).multinomial(n, ab.ravel())  # the contrast: what i.i.d. sampling gives
-    assert np.abs(iid - n * ab.ravel()).max() > 8
-
-
-def test_stratified_uniforms_are_uniform_within_every_group():
-    from sdgov.sampler import stratified_uniforms
-
-    rng = np.random.default_rng(3)
-    group = rng.integers(0, 5, 20_000)
-    u = stratified_uniforms(group, rng)
-    assert ((u >= 0) & (u < 1)).all()
-    for g in range(5):  # each group's values cover its n strata exactly once: a perfect uniform grid
-        ug = np.sort(u[group == g])
-        assert (np.floor(ug * len(ug)) == np.arange(len(ug))).all()
