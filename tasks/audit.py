@@ -115,7 +115,7 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
 
             plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
             n_jobs = agreement.privacy_risk.settings.n_jobs
-            with PrefectTrials(os.cpu_count() or 1 if n_jobs < 1 else n_jobs) as trials:
+            with PrefectTrials((os.cpu_count() or 1) if n_jobs < 1 else n_jobs) as trials:
                 risk = run_release_privacy(agreement, schema, codes, plan, progress, trials)
             log.info("privacy evidence: %s (ε_lower %s, min PG %s, %.1f s)", risk.verdict, risk.epsilon_lower,
                      risk.min_privacy_gain, risk.seconds)
