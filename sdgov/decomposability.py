@@ -400,23 +400,28 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
     return MovePool(theta, blocks)
 
 
-def greedy_half(pool: MovePool, scores: list[np.ndarray], x: np.ndarray, min_frac: float = 0.05) -> np.ndarray:
-    """One extremal dataset along γ from half moves: moves in order of ⟨γ, u⟩ > 0 (orienting each by its score's
-    sign), each pushed to what is left in the corners it takes records from. Returns δ with x + δ ≥ 0."""
+def _ranked_moves(pool: MovePool, scores: list[np.ndarray], min_frac: float):
+    """(score, block, cells) of every move in order of |score|, down to ``min_frac`` of the largest (none if all 0)."""
     allsc = np.concatenate(scores) if scores else np.zeros(0)
-    delta = np.zeros(len(x), dtype=np.int64)
     if len(allsc) == 0 or not np.any(allsc):
-        return delta
+        return
     which = np.concatenate([np.full(len(s), bi) for bi, s in enumerate(scores)])
     row = np.concatenate([np.arange(len(s)) for s in scores])
     thr = min_frac * np.abs(allsc).max()
-    cap = x.copy()
     for g in np.argsort(-np.abs(allsc), kind="stable"):
         sc = allsc[g]
         if abs(sc) < thr or sc == 0:
-            break
+            return
         b = pool.blocks[which[g]]
-        cells = b.cells[row[g]]
+        yield sc, b, b.cells[row[g]]
+
+
+def greedy_half(pool: MovePool, scores: list[np.ndarray], x: np.ndarray, min_frac: float = 0.05) -> np.ndarray:
+    """One extremal dataset along γ from half moves: moves in order of ⟨γ, u⟩ > 0 (orienting each by its score's
+    sign), each pushed to what is left in the corners it takes records from. Returns δ with x + δ ≥ 0."""
+    delta = np.zeros(len(x), dtype=np.int64)
+    cap = x.copy()
+    for sc, b, cells in _ranked_moves(pool, scores, min_frac):
         take = cells[b.sign < 0] if sc > 0 else cells[b.sign > 0]
         m = int(cap[take].min())
         if m > 0:
@@ -431,20 +436,9 @@ def greedy_half(pool: MovePool, scores: list[np.ndarray], x: np.ndarray, min_fra
 def greedy_extremal(pool: MovePool, scores: list[np.ndarray], x: np.ndarray, min_frac: float = 0.05) -> np.ndarray:
     """The extremal change along a direction γ: moves taken in order of |⟨γ, u⟩|, each with the sign of its score
     and pushed to the capacity left in its cells (Σ|c| ≤ x per cell, so both D* ± δ stay ≥ 0). Returns δ (int)."""
-    allsc = np.concatenate(scores) if scores else np.zeros(0)
-    if len(allsc) == 0 or not np.any(allsc):
-        return np.zeros(len(x), dtype=np.int64)
-    which = np.concatenate([np.full(len(s), bi) for bi, s in enumerate(scores)])
-    row = np.concatenate([np.arange(len(s)) for s in scores])
-    thr = min_frac * np.abs(allsc).max()
     cap = x.copy()
     delta = np.zeros(len(x), dtype=np.int64)
-    for g in np.argsort(-np.abs(allsc), kind="stable"):
-        sc = allsc[g]
-        if abs(sc) < thr or sc == 0:
-            break
-        b = pool.blocks[which[g]]
-        cells = b.cells[row[g]]
+    for sc, b, cells in _ranked_moves(pool, scores, min_frac):
         m = int(cap[cells].min())
         if m > 0:
             cap[cells] -= m
