@@ -218,6 +218,12 @@ def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) 
     return DishonestIPF(cliques, domain, **params)
 
 
+def honest_variant(generator: str) -> str:
+    """Import path of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what the
+    release's audits run when the spec names no generator of its own."""
+    return f"sdgov.audit_generators:honest_{generator}"
+
+
 SHIPPED = {
     "sdgov.audit_generators:honest_pgm": "honest Private-PGM on Φ (the pipeline's generator)",
     "sdgov.audit_generators:honest_ipf": "honest IPF on Φ (the pipeline's generator)",

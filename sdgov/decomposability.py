@@ -796,7 +796,7 @@ def audit_spec(spec_path: str, generator: str, K: int | None = None, seed: int |
 
 
 def settings_from_spec(spec: Any) -> AuditSettings:
-    """The spec's pre-registered ``audit`` section as :class:`AuditSettings` (defaults when absent)."""
+    """The pre-registered ``audit`` section of a spec or agreement as :class:`AuditSettings` (defaults when absent)."""
     section = getattr(spec, "audit", None)
     if section is None:
         return AuditSettings()

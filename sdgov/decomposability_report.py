@@ -60,22 +60,15 @@ def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
     }
 
 
-def default_generator(agreement: Any) -> str:
-    """The audit's default generator for an agreement: the honest audit variant of the spec's own generator."""
-    from sdgov.audit_generators import SHIPPED  # noqa: F401  (import check: the module must load)
-
-    return "sdgov.audit_generators:honest_ipf" if agreement.generator.name == "ipf" else "sdgov.audit_generators:honest_pgm"
-
-
 def run_release_audit(agreement: Any, codes: Any, schema: Any) -> DecomposabilityResult:
     """The decomposability test as pre-registered in ``agreement.audit`` (used by the release's audit stage);
     ``codes`` is the encoded confidential data."""
-    from sdgov.decomposability import AuditSettings, run_decomposability
+    from sdgov.audit_generators import honest_variant
+    from sdgov.decomposability import run_decomposability, settings_from_spec
 
     a = agreement.audit
-    keep = set(AuditSettings.model_fields)
-    settings = AuditSettings(**{k: v for k, v in a.model_dump().items() if k in keep})
-    generator = a.generator or default_generator(agreement)
+    settings = settings_from_spec(agreement)
+    generator = a.generator or honest_variant(agreement.generator.name)
     if not a.generator and not settings.generator_params:
         settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
     domain = {c: schema.by_name[c].size for c in agreement.attributes}

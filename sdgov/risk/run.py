@@ -151,10 +151,6 @@ def default_canaries(train_rows: int, beta: float, delta: float | None) -> int:
     return min(m, max(1, int(beta / (20 * delta)))) if delta else m
 
 
-def default_generator(spec_generator: str) -> str:
-    return f"sdgov.audit_generators:honest_{spec_generator}"
-
-
 def audit_spec_privacy(spec_path: str | Path, generator: str | None = None, settings: RiskSettings | None = None,
                        policy: Policy | None = None, data_path: str | Path | None = None,
                        params: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS,
@@ -185,7 +181,9 @@ def audit_agreement_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, 
     ``sdgov.risk.leaky``) get ``sigma``/``iterations`` from the agreement where ``params`` do not set them; a
     third party's get only ``params``.
     """
-    gen = generator or default_generator(agreement.generator.name)
+    from sdgov.audit_generators import honest_variant
+
+    gen = generator or honest_variant(agreement.generator.name)
     if gen.startswith(SHIPPED_PREFIXES):  # the release's own noise scale and iterations, unless overridden
         sig = min((m.sigma for m in plan.marginals), default=0.0)
         params = {"sigma": 0.0 if plan.noise == "none" else float(sig), "iterations": agreement.generator.iterations,
