@@ -26,9 +26,13 @@ G = "sdgov.audit_generators:"
 # needs 300 mirror-descent iterations before the dishonest variant's leaked 3-way marginal shows (at 100 it is
 # not yet fitted, p = 0.63); honest and dishonest PGM get the same setting. ``memo``: K fits on one dataset reuse
 # one deterministic fit (bit-identical samples, tests/test_decomposability.py) — the timing run refits every time.
-APP3_PARAMS = {"honest_pgm": {"iterations": 300, "memo": True}, "dishonest_pgm": {"iterations": 300, "memo": True},
-               "honest_ipf": {"iterations": 30, "memo": True}, "dishonest_ipf": {"iterations": 30, "memo": True},
-               "independent": {}}
+APP3_PARAMS = {
+    "honest_pgm": {"iterations": 300, "memo": True},
+    "dishonest_pgm": {"iterations": 300, "memo": True},
+    "honest_ipf": {"iterations": 30, "memo": True},
+    "dishonest_ipf": {"iterations": 30, "memo": True},
+    "independent": {},
+}
 NO_MEMO = {"iterations": 30}  # the timing run: every fit really runs
 
 
@@ -36,23 +40,50 @@ def _cpu(t: os.times_result) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def run(app: str, gen: str, K: int, seed: int, rows: int | None = None, workers: int = 1,
-        control: str | None = None, params: dict | None = None) -> dict:
+def run(
+    app: str,
+    gen: str,
+    K: int,
+    seed: int,
+    rows: int | None = None,
+    workers: int = 1,
+    control: str | None = None,
+    params: dict | None = None,
+) -> dict:
     if params is None:
-        params = APP3_PARAMS.get(gen, {}) if app == "app3" else ({"iterations": 500, "memo": True} if "pgm" in gen
-                                                                   else {"memo": True} if "ipf" in gen else {})
-    ov = {"generator_params": params, "positive_control": control, "workers": workers,
-          "control_params": {**NO_MEMO, "memo": bool(params.get("memo"))} if app == "app3" else {}}
+        params = (
+            APP3_PARAMS.get(gen, {})
+            if app == "app3"
+            else ({"iterations": 500, "memo": True} if "pgm" in gen else {"memo": True} if "ipf" in gen else {})
+        )
+    ov = {
+        "generator_params": params,
+        "positive_control": control,
+        "workers": workers,
+        "control_params": {**NO_MEMO, "memo": bool(params.get("memo"))} if app == "app3" else {},
+    }
     if rows:
         ov["rows"] = rows
     t, c0 = time.perf_counter(), os.times()
     r = audit_spec(str(REPO / "examples" / "census2011" / f"{app}.yaml"), G + gen, K=K, seed=seed, overrides=ov)
-    row = {"app": app, "generator": gen, "params": params, "K": K, "seed": seed, "p_value": r.p_value, "verdict": r.verdict,
-           "effect_size": r.effect_size, "rows": r.rows, "timing": r.timing, "wall": time.perf_counter() - t,
-           "cpu_seconds": _cpu(os.times()) - _cpu(c0),  # self + reaped fit workers: the machine is shared
-           "basis": {k: v for k, v in r.basis.items() if k not in ("move_sets", "minimal_non_phi_sets")},
-           "extremal": r.extremal, "top_interactions": r.top_interactions[:3],
-           "control": r.control.model_dump() if r.control else None}
+    row = {
+        "app": app,
+        "generator": gen,
+        "params": params,
+        "K": K,
+        "seed": seed,
+        "p_value": r.p_value,
+        "verdict": r.verdict,
+        "effect_size": r.effect_size,
+        "rows": r.rows,
+        "timing": r.timing,
+        "wall": time.perf_counter() - t,
+        "cpu_seconds": _cpu(os.times()) - _cpu(c0),  # self + reaped fit workers: the machine is shared
+        "basis": {k: v for k, v in r.basis.items() if k not in ("move_sets", "minimal_non_phi_sets")},
+        "extremal": r.extremal,
+        "top_interactions": r.top_interactions[:3],
+        "control": r.control.model_dump() if r.control else None,
+    }
     print(json.dumps(row), flush=True)
     return row
 
@@ -80,8 +111,9 @@ def main() -> None:
     if "timing" not in skip and "app3" in apps:  # App 3, K=10, end to end, with the breakdown
         out["timing"] = run("app3", "honest_ipf", 10, 0, workers=2, params=NO_MEMO)
         save()
-        out["timing_with_control"] = run("app3", "honest_ipf", 10, 0, workers=2, control=G + "dishonest_ipf",
-                                         params=NO_MEMO)
+        out["timing_with_control"] = run(
+            "app3", "honest_ipf", 10, 0, workers=2, control=G + "dishonest_ipf", params=NO_MEMO
+        )
         save()
     if "main" not in skip:
         for app in apps:
@@ -91,10 +123,15 @@ def main() -> None:
     if "fpr" not in skip:
         for app in args.fpr_apps.split(","):
             for gen in args.fpr_gens.split(","):
-                ps = [run(app, gen, args.K, s, workers=args.workers)["p_value"]
-                      for s in range(args.fpr_from, args.fpr_from + args.fpr_seeds)]
-                out["fpr"][f"{app}/{gen}"] = {"seeds": [args.fpr_from, args.fpr_from + args.fpr_seeds - 1], "p_values": ps,
-                                              "rate": sum(p < 0.05 for p in ps) / len(ps)}
+                ps = [
+                    run(app, gen, args.K, s, workers=args.workers)["p_value"]
+                    for s in range(args.fpr_from, args.fpr_from + args.fpr_seeds)
+                ]
+                out["fpr"][f"{app}/{gen}"] = {
+                    "seeds": [args.fpr_from, args.fpr_from + args.fpr_seeds - 1],
+                    "p_values": ps,
+                    "rate": sum(p < 0.05 for p in ps) / len(ps),
+                }
                 print(f"FPR {app}/{gen}: {out['fpr'][f'{app}/{gen}']['rate']:.2f}", flush=True)
                 save()
     save()

@@ -52,8 +52,11 @@ QUICK = {"measure_rows": [50_000, 200_000], "sample_rows": [200_000, 1_000_000],
 SEED = 2011
 WARMUP_ROWS = 20_000
 METHODS = ("ours_parquet", "ours_iter", "mbi")
-METHOD_LABEL = {"ours_parquet": "ours: sample_to_parquet", "ours_iter": "ours: iter_chunks (no write)",
-                "mbi": "mbi: synthetic_data"}
+METHOD_LABEL = {
+    "ours_parquet": "ours: sample_to_parquet",
+    "ours_iter": "ours: iter_chunks (no write)",
+    "mbi": "mbi: synthetic_data",
+}
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -165,11 +168,20 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
                 mset_path.write_text(mset.model_dump_json())  # the 50k (real N) measurement set feeds the fit
             del codes
         enc, mea = min(t_enc), min(t_meas)
-        results.append({
-            "rows": n, "repeats": repeats, "encode_s": enc, "measure_s": mea, "total_s": enc + mea,
-            "encode_rows_per_s": n / enc, "measure_rows_per_s": n / mea, "total_rows_per_s": n / (enc + mea),
-            "marginals": len(mset.measurements), "cells": sum(len(m.noisy_counts) for m in mset.measurements),
-        })
+        results.append(
+            {
+                "rows": n,
+                "repeats": repeats,
+                "encode_s": enc,
+                "measure_s": mea,
+                "total_s": enc + mea,
+                "encode_rows_per_s": n / enc,
+                "measure_rows_per_s": n / mea,
+                "total_rows_per_s": n / (enc + mea),
+                "marginals": len(mset.measurements),
+                "cells": sum(len(m.noisy_counts) for m in mset.measurements),
+            }
+        )
         log(f"measure {fmt_n(n)}: encode {enc:.2f}s, measure {mea:.3f}s")
         del df
         gc.collect()
@@ -225,10 +237,16 @@ def worker_fit(args: argparse.Namespace) -> dict:
     same = all(np.allclose(a, b, rtol=1e-6, atol=1e-12) for a, b in zip(cold.marginals, warm.marginals))
     with open(args.models, "wb") as f:
         pickle.dump({"clique_model": warm, "mbi_model": mrf}, f, protocol=pickle.HIGHEST_PROTOCOL)
-    return {"import_s": import_s, "cold_s": cold_s, "warm_s": warm_s, "iterations": params.iterations,
-            "spec_iterations": spec_params.iterations,
-            "cold_equals_warm": bool(same), "model_total": float(warm.total),
-            "junction_tree_cliques": [list(c) for c in warm.cliques]}
+    return {
+        "import_s": import_s,
+        "cold_s": cold_s,
+        "warm_s": warm_s,
+        "iterations": params.iterations,
+        "spec_iterations": spec_params.iterations,
+        "cold_equals_warm": bool(same),
+        "model_total": float(warm.total),
+        "junction_tree_cliques": [list(c) for c in warm.cliques],
+    }
 
 
 def worker_sample(args: argparse.Namespace) -> dict:
@@ -278,16 +296,27 @@ def worker_sample(args: argparse.Namespace) -> dict:
     size = out.stat().st_size if out.exists() else None
     out.unlink(missing_ok=True)
     assert done == rows, (done, rows)
-    return {"method": method, "rows": rows, "seconds": elapsed, "rows_per_s": rows / elapsed,
-            # CPU seconds of this process (all its threads): less sensitive than wall time to other jobs
-            "cpu_s": cpu, "rows_per_cpu_s": rows / cpu,
-            "loaded_maxrss_mb": loaded_max, "hwm_reset": reset, "baseline_rss_mb": base_now,
-            "baseline_hwm_mb": base_hwm, "peak_hwm_mb": peak_hwm,
-            # the figure reported: VmHWM after sampling - RSS at the (reset) baseline
-            "peak_increase_mb": (peak_hwm - base_now) if reset else (peak_hwm - loaded_max),
-            # raw getrusage figures, for transparency (polluted by the inherited signal->maxrss, see above)
-            "ru_maxrss_baseline_mb": base_max, "ru_maxrss_peak_mb": peak, "ru_maxrss_increase_mb": peak - base_max,
-            "parquet_bytes": size}
+    return {
+        "method": method,
+        "rows": rows,
+        "seconds": elapsed,
+        "rows_per_s": rows / elapsed,
+        # CPU seconds of this process (all its threads): less sensitive than wall time to other jobs
+        "cpu_s": cpu,
+        "rows_per_cpu_s": rows / cpu,
+        "loaded_maxrss_mb": loaded_max,
+        "hwm_reset": reset,
+        "baseline_rss_mb": base_now,
+        "baseline_hwm_mb": base_hwm,
+        "peak_hwm_mb": peak_hwm,
+        # the figure reported: VmHWM after sampling - RSS at the (reset) baseline
+        "peak_increase_mb": (peak_hwm - base_now) if reset else (peak_hwm - loaded_max),
+        # raw getrusage figures, for transparency (polluted by the inherited signal->maxrss, see above)
+        "ru_maxrss_baseline_mb": base_max,
+        "ru_maxrss_peak_mb": peak,
+        "ru_maxrss_increase_mb": peak - base_max,
+        "parquet_bytes": size,
+    }
 
 
 def spawn_worker(kind: str, extra: list[str], workdir: Path, timeout: float) -> dict:
@@ -316,8 +345,12 @@ def main() -> int:
     ap.add_argument("--json", metavar="FILE", help="also write all figures as JSON here")
     ap.add_argument("--workdir", metavar="DIR", help="scratch directory (default: a new one under /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    ap.add_argument("--iterations", type=int, metavar="N",
-                    help="MirrorDescent iterations for the fit (default: the spec's 1000; --quick: 50)")
+    ap.add_argument(
+        "--iterations",
+        type=int,
+        metavar="N",
+        help="MirrorDescent iterations for the fit (default: the spec's 1000; --quick: 50)",
+    )
     ap.add_argument("--render", metavar="FILE", help="print the table for a JSON report written by --json")
     ap.add_argument("--worker", choices=["fit", "sample"], help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
@@ -350,9 +383,16 @@ def main() -> int:
         print("--workdir must be outside the repository", file=sys.stderr)
         return 2
     timeout = 600 if args.quick else 3600
-    report: dict = {"mode": "quick" if args.quick else "full", "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "spec": str(SPEC.relative_to(REPO)), "data": str(DATA), "load_start": load_avg()}
+    report: dict = {
+        "mode": "quick" if args.quick else "full",
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "spec": str(SPEC.relative_to(REPO)),
+        "data": str(DATA),
+        "load_start": load_avg(),
+    }
     t_start = time.perf_counter()
     try:
         log("1/3 measurement throughput")
@@ -361,8 +401,12 @@ def main() -> int:
         log("2/3 model fit (fresh process)")
         models = workdir / "models.pkl"
         iters = args.iterations or cfg.get("iterations")
-        report["fit"] = spawn_worker("fit", ["--mset", str(mset_path), "--models", str(models)]
-                                     + (["--iterations", str(iters)] if iters else []), workdir, timeout)
+        report["fit"] = spawn_worker(
+            "fit",
+            ["--mset", str(mset_path), "--models", str(models)] + (["--iterations", str(iters)] if iters else []),
+            workdir,
+            timeout,
+        )
         if "error" in report["fit"]:
             raise RuntimeError(f"fit worker failed: {report['fit']['error']}")
 
@@ -371,9 +415,21 @@ def main() -> int:
         for n in cfg["sample_rows"]:
             for method in METHODS:
                 log(f"  {method} {fmt_n(n)} rows")
-                r = spawn_worker("sample", ["--models", str(models), "--method", method, "--rows", str(n),
-                                            "--parquet", str(workdir / f"synthetic-{method}-{n}.parquet")],
-                                 workdir, timeout)
+                r = spawn_worker(
+                    "sample",
+                    [
+                        "--models",
+                        str(models),
+                        "--method",
+                        method,
+                        "--rows",
+                        str(n),
+                        "--parquet",
+                        str(workdir / f"synthetic-{method}-{n}.parquet"),
+                    ],
+                    workdir,
+                    timeout,
+                )
                 r.setdefault("method", method)
                 r.setdefault("rows", n)
                 sampling.append(r)
@@ -410,31 +466,62 @@ def ratios(sampling: list[dict], sizes: list[int]) -> dict:
         a, b = get.get((m, lo)), get.get((m, hi))
         if a and b:
             out["memory_growth"][m] = {
-                "small_rows": lo, "large_rows": hi, "small_mb": a["peak_increase_mb"], "large_mb": b["peak_increase_mb"],
+                "small_rows": lo,
+                "large_rows": hi,
+                "small_mb": a["peak_increase_mb"],
+                "large_mb": b["peak_increase_mb"],
                 "ratio": b["peak_increase_mb"] / a["peak_increase_mb"] if a["peak_increase_mb"] >= 1 else None,
             }
     return out
 
 
 def render(rep: dict) -> str:
-    parts = [f"sdgov pipeline benchmark ({rep['mode']}) — {rep['spec']}, {rep['cpus']} CPUs, Python {rep['python']}",
-             f"load at start: {rep['load_start']}", ""]
+    parts = [
+        f"sdgov pipeline benchmark ({rep['mode']}) — {rep['spec']}, {rep['cpus']} CPUs, Python {rep['python']}",
+        f"load at start: {rep['load_start']}",
+        "",
+    ]
     m = rep.get("measurement") or []
     if m:
-        parts += ["1. Measurement (encode text DataFrame → codes; 21 noisy 2-way marginals, σ=10), best of repeats",
-                  table(["rows", "encode s", "encode rows/s", "measure s", "measure rows/s", "total s", "total rows/s"],
-                        [[fmt_n(r["rows"]), f"{r['encode_s']:.3f}", fmt_rate(r["encode_rows_per_s"]), f"{r['measure_s']:.3f}",
-                          fmt_rate(r["measure_rows_per_s"]), f"{r['total_s']:.3f}", fmt_rate(r["total_rows_per_s"])] for r in m]),
-                  ""]
+        parts += [
+            "1. Measurement (encode text DataFrame → codes; 21 noisy 2-way marginals, σ=10), best of repeats",
+            table(
+                ["rows", "encode s", "encode rows/s", "measure s", "measure rows/s", "total s", "total rows/s"],
+                [
+                    [
+                        fmt_n(r["rows"]),
+                        f"{r['encode_s']:.3f}",
+                        fmt_rate(r["encode_rows_per_s"]),
+                        f"{r['measure_s']:.3f}",
+                        fmt_rate(r["measure_rows_per_s"]),
+                        f"{r['total_s']:.3f}",
+                        fmt_rate(r["total_rows_per_s"]),
+                    ]
+                    for r in m
+                ],
+            ),
+            "",
+        ]
     f = rep.get("fit")
     if f and "error" not in f:
-        parts += [f"2. Model fit (fit_pgm, MirrorDescent {f['iterations']} iterations, App 3)",
-                  table(["fit", "seconds"], [["cold (fresh process, JIT)", f"{f['cold_s']:.2f}"],
-                                             ["warm (second fit)", f"{f['warm_s']:.2f}"],
-                                             ["(import sdgov.generators.pgm)", f"{f['import_s']:.2f}"]]),
-                  f"cold and warm fits agree: {f['cold_equals_warm']}"
-                  + ("" if f["iterations"] == f.get("spec_iterations", f["iterations"])
-                     else f"  (NB: {f['iterations']} iterations, not the spec's {f['spec_iterations']})"), ""]
+        parts += [
+            f"2. Model fit (fit_pgm, MirrorDescent {f['iterations']} iterations, App 3)",
+            table(
+                ["fit", "seconds"],
+                [
+                    ["cold (fresh process, JIT)", f"{f['cold_s']:.2f}"],
+                    ["warm (second fit)", f"{f['warm_s']:.2f}"],
+                    ["(import sdgov.generators.pgm)", f"{f['import_s']:.2f}"],
+                ],
+            ),
+            f"cold and warm fits agree: {f['cold_equals_warm']}"
+            + (
+                ""
+                if f["iterations"] == f.get("spec_iterations", f["iterations"])
+                else f"  (NB: {f['iterations']} iterations, not the spec's {f['spec_iterations']})"
+            ),
+            "",
+        ]
     s = rep.get("sampling") or []
     if s:
         rows = []
@@ -443,28 +530,64 @@ def render(rep: dict) -> str:
                 rows.append([METHOD_LABEL[r["method"]], fmt_n(r["rows"]), "error", "", "", "", "", ""])
             else:
                 cpu = r.get("cpu_s")
-                rows.append([METHOD_LABEL[r["method"]], fmt_n(r["rows"]), f"{r['seconds']:.2f}", fmt_rate(r["rows_per_s"]),
-                             "—" if cpu is None else f"{cpu:.2f}", fmt_rate(r.get("rows_per_cpu_s")),
-                             f"{r['peak_increase_mb']:.1f}", f"{r['baseline_rss_mb']:.0f}"])
-        parts += ["3. Sampling (fresh process each; peak +MB = high-water-mark RSS during sampling − RSS after load + warm-up)",
-                  table(["sampler", "rows", "wall s", "rows/s", "CPU s", "rows/CPU-s", "peak +MB", "baseline MB"], rows), ""]
+                rows.append(
+                    [
+                        METHOD_LABEL[r["method"]],
+                        fmt_n(r["rows"]),
+                        f"{r['seconds']:.2f}",
+                        fmt_rate(r["rows_per_s"]),
+                        "—" if cpu is None else f"{cpu:.2f}",
+                        fmt_rate(r.get("rows_per_cpu_s")),
+                        f"{r['peak_increase_mb']:.1f}",
+                        f"{r['baseline_rss_mb']:.0f}",
+                    ]
+                )
+        parts += [
+            "3. Sampling (fresh process each; peak +MB = high-water-mark RSS during sampling"
+            " − RSS after load + warm-up)",
+            table(["sampler", "rows", "wall s", "rows/s", "CPU s", "rows/CPU-s", "peak +MB", "baseline MB"], rows),
+            "",
+        ]
         errs = [f"   {METHOD_LABEL[r['method']]} {fmt_n(r['rows'])}: {r['error']}" for r in s if "error" in r]
         parts += errs + ([""] if errs else [])
     ra = rep.get("ratios")
     if ra:
         cpu = ra.get("speedup_vs_mbi_cpu", {})
-        rows = [[k.split("@")[0], fmt_n(int(k.split("@")[1])), f"{v:.1f}×", "≥ 4×", "yes" if v >= 4 else "NO",
-                 f"{cpu[k]:.1f}×" if k in cpu else "—"]
-                for k, v in ra["speedup_vs_mbi"].items()]
-        parts += ["4a. Sampling speed: ours rows/s ÷ mbi rows/s (wall clock; and the same from CPU seconds)",
-                  table(["ours", "rows", "ratio", "target", "met", "CPU ratio"], rows), ""]
-        rows = [[METHOD_LABEL[k], f"{v['small_mb']:.1f}", f"{v['large_mb']:.1f}",
-                 "n/a (< 1 MB)" if v["ratio"] is None else f"{v['ratio']:.2f}"]
-                for k, v in ra["memory_growth"].items()]
+        rows = [
+            [
+                k.split("@")[0],
+                fmt_n(int(k.split("@")[1])),
+                f"{v:.1f}×",
+                "≥ 4×",
+                "yes" if v >= 4 else "NO",
+                f"{cpu[k]:.1f}×" if k in cpu else "—",
+            ]
+            for k, v in ra["speedup_vs_mbi"].items()
+        ]
+        parts += [
+            "4a. Sampling speed: ours rows/s ÷ mbi rows/s (wall clock; and the same from CPU seconds)",
+            table(["ours", "rows", "ratio", "target", "met", "CPU ratio"], rows),
+            "",
+        ]
+        rows = [
+            [
+                METHOD_LABEL[k],
+                f"{v['small_mb']:.1f}",
+                f"{v['large_mb']:.1f}",
+                "n/a (< 1 MB)" if v["ratio"] is None else f"{v['ratio']:.2f}",
+            ]
+            for k, v in ra["memory_growth"].items()
+        ]
         if rows:
-            lo, hi = next(iter(ra["memory_growth"].values()))["small_rows"], next(iter(ra["memory_growth"].values()))["large_rows"]
-            parts += [f"4b. Peak-memory increase at {fmt_n(hi)} ÷ at {fmt_n(lo)} rows (target for ours ≈ 1, flat)",
-                      table(["sampler", f"+MB @{fmt_n(lo)}", f"+MB @{fmt_n(hi)}", "ratio"], rows), ""]
+            lo, hi = (
+                next(iter(ra["memory_growth"].values()))["small_rows"],
+                next(iter(ra["memory_growth"].values()))["large_rows"],
+            )
+            parts += [
+                f"4b. Peak-memory increase at {fmt_n(hi)} ÷ at {fmt_n(lo)} rows (target for ours ≈ 1, flat)",
+                table(["sampler", f"+MB @{fmt_n(lo)}", f"+MB @{fmt_n(hi)}", "ratio"], rows),
+                "",
+            ]
     parts += [f"load at end: {rep.get('load_end')}", f"elapsed: {rep.get('elapsed_s', 0):.0f}s"]
     return "\n".join(parts)
 

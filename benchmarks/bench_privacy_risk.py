@@ -46,9 +46,16 @@ def write_specs() -> dict[str, Path]:
     app1.update(name="census2011-app1-eps1", privacy={"epsilon": 1.0}, approvals=None, tasks=[])
     app1["dataset"]["path"], app1["schema"] = str(DATA), str(SCHEMA)
     cols = [c["name"] for c in yaml.safe_load(SCHEMA.read_text())["columns"]]
-    wide = {"name": "census2011-wide-eps1", "dataset": {"name": "census2011_teaching", "path": str(DATA)},
-            "schema": str(SCHEMA), "phi": {"marginals": [["Age", c] for c in cols if c != "Age"]},
-            "privacy": {"epsilon": 1.0}, "generator": {"name": "pgm", "iterations": 1000}, "rows": 50000, "seed": 2011}
+    wide = {
+        "name": "census2011-wide-eps1",
+        "dataset": {"name": "census2011_teaching", "path": str(DATA)},
+        "schema": str(SCHEMA),
+        "phi": {"marginals": [["Age", c] for c in cols if c != "Age"]},
+        "privacy": {"epsilon": 1.0},
+        "generator": {"name": "pgm", "iterations": 1000},
+        "rows": 50000,
+        "seed": 2011,
+    }
     out = {}
     for name, spec in (("app1", app1), ("wide", wide)):
         spec = {k: v for k, v in spec.items() if v is not None}
@@ -62,40 +69,73 @@ def row(label: str, r: PrivacyAuditResult, wall: float) -> dict:
     d = r.disclosure
     c = r.canary
     out = {
-        "run": label, "generator": r.generator, "verdict": r.verdict, "claimed_epsilon": r.claimed_epsilon,
-        "claimed_delta": r.claimed_delta, "epsilon_lower": r.epsilon_lower, "epsilon_lower_pure": r.epsilon_lower_pure,
-        "canary": None if c is None else {"m": c.m, "d": c.d, "n_synth": c.n_synth, "base_rows": c.base_rows,
-                                          "metric": c.metric, "nu_hat": c.nu_hat,
-                                          "best_k": c.runs[0].best_k, "min_distance": c.runs[0].min_distance},
-        "min_privacy_gain": r.min_privacy_gain, "dp_adv_bound": r.dp_adv_bound,
+        "run": label,
+        "generator": r.generator,
+        "verdict": r.verdict,
+        "claimed_epsilon": r.claimed_epsilon,
+        "claimed_delta": r.claimed_delta,
+        "epsilon_lower": r.epsilon_lower,
+        "epsilon_lower_pure": r.epsilon_lower_pure,
+        "canary": None
+        if c is None
+        else {
+            "m": c.m,
+            "d": c.d,
+            "n_synth": c.n_synth,
+            "base_rows": c.base_rows,
+            "metric": c.metric,
+            "nu_hat": c.nu_hat,
+            "best_k": c.runs[0].best_k,
+            "min_distance": c.runs[0].min_distance,
+        },
+        "min_privacy_gain": r.min_privacy_gain,
+        "dp_adv_bound": r.dp_adv_bound,
         "dp_adv_bound_tight": r.dp_adv_bound_tight,
-        "targets": [{"index": t.target.index, "kind": t.target.kind, "pg": round(t.privacy_gain, 3),
-                     "pg_ci": [round(x, 3) for x in t.privacy_gain_ci], "feature": t.feature,
-                     "count_full": t.target.count_full, "count_pair": t.target.count_pair,
-                     "count_single": t.target.count_single,
-                     "ai_adv": None if t.attribute is None else round(t.attribute.advantage, 3)}
-                    for t in r.targets],
+        "targets": [
+            {
+                "index": t.target.index,
+                "kind": t.target.kind,
+                "pg": round(t.privacy_gain, 3),
+                "pg_ci": [round(x, 3) for x in t.privacy_gain_ci],
+                "feature": t.feature,
+                "count_full": t.target.count_full,
+                "count_pair": t.target.count_pair,
+                "count_single": t.target.count_single,
+                "ai_adv": None if t.attribute is None else round(t.attribute.advantage, 3),
+            }
+            for t in r.targets
+        ],
         "exact_matches": r.exact_matches,
         "unique": None if d is None else d.unique.model_dump(),
         "exact_matches_independent": None if d is None else d.exact_matches_independent,
         "dcr_zero": None if d is None else [d.dcr_synthetic.share_zero, d.dcr_holdout.share_zero],
-        "checks": [(x.name, x.level) for x in r.checks], "timing": r.timing, "wall": wall,
+        "checks": [(x.name, x.level) for x in r.checks],
+        "timing": r.timing,
+        "wall": wall,
         "seconds": s["seconds"],
     }
     print(json.dumps(out), flush=True)
     return out
 
 
-def audit(label: str, spec: Path, generator: str | None, st: RiskSettings, parts: tuple[str, ...],
-          metric: str = "unit", params: dict | None = None) -> dict:
+def audit(
+    label: str,
+    spec: Path,
+    generator: str | None,
+    st: RiskSettings,
+    parts: tuple[str, ...],
+    metric: str = "unit",
+    params: dict | None = None,
+) -> dict:
     t = time.perf_counter()
 
     def progress(done: int, total: int, what: str) -> None:
         if done == total:
             print(f"  [{label}] {what}: {done}/{total} ({time.perf_counter() - t:.0f} s)", file=sys.stderr, flush=True)
 
-    r = audit_spec_privacy(spec, generator, st, Policy(), params=params, parts=parts, canary_metric=metric,
-                           progress=progress)
+    r = audit_spec_privacy(
+        spec, generator, st, Policy(), params=params, parts=parts, canary_metric=metric, progress=progress
+    )
     return row(label, r, time.perf_counter() - t)
 
 
@@ -104,8 +144,16 @@ def release_vs_joblib(spec: Path, jobs: int, seed: int) -> dict:
     import os
     import tempfile
 
-    settings = {"n_outliers": 5, "n_random": 5, "n_shadow": 10, "n_synth": 10, "train_rows": 1000,
-                "sensitive": "Economic Activity", "n_jobs": jobs, "seed": seed}
+    settings = {
+        "n_outliers": 5,
+        "n_random": 5,
+        "n_shadow": 10,
+        "n_synth": 10,
+        "train_rows": 1000,
+        "sensitive": "Economic Activity",
+        "n_jobs": jobs,
+        "seed": seed,
+    }
     t = time.perf_counter()
     base = audit_spec_privacy(spec, None, RiskSettings(**settings), Policy())
     joblib_s = time.perf_counter() - t
@@ -117,18 +165,29 @@ def release_vs_joblib(spec: Path, jobs: int, seed: int) -> dict:
         pre["privacy_risk"] = {"settings": settings}
         pre_spec = BUILD / "app1_eps1_release.yaml"
         pre_spec.write_text(yaml.safe_dump(pre, sort_keys=False, allow_unicode=True))
-        from flows.release import release_flow
+        from sdgov.flows.release import release_flow
 
         t = time.perf_counter()
-        r = release_flow(spec_path=str(pre_spec), registry_root=str(Path(tmp) / "registry"),
-                         approvals_path=str(REPO / "examples" / "census2011" / "approvals.yaml"))
+        r = release_flow(
+            spec_path=str(pre_spec),
+            registry_root=str(Path(tmp) / "registry"),
+            approvals_path=str(REPO / "examples" / "census2011" / "approvals.yaml"),
+        )
         flow_s = time.perf_counter() - t
         ev = json.loads((Path(r.path) / "artifacts" / "privacy_evidence.json").read_text())["result"]
-    out = {"run": "app1 ε=1 audit: release flow (Prefect process pool) vs joblib", "joblib_seconds": base.seconds,
-           "joblib_wall": joblib_s, "release_audit_seconds": ev["seconds"], "release_flow_wall": flow_s,
-           "ratio_prefect_over_joblib": ev["seconds"] / base.seconds, "verdict_joblib": base.verdict,
-           "verdict_release": ev["verdict"], "min_pg_joblib": base.min_privacy_gain,
-           "min_pg_release": ev["min_privacy_gain"], "epsilon_lower_release": ev["epsilon_lower"]}
+    out = {
+        "run": "app1 ε=1 audit: release flow (Prefect process pool) vs joblib",
+        "joblib_seconds": base.seconds,
+        "joblib_wall": joblib_s,
+        "release_audit_seconds": ev["seconds"],
+        "release_flow_wall": flow_s,
+        "ratio_prefect_over_joblib": ev["seconds"] / base.seconds,
+        "verdict_joblib": base.verdict,
+        "verdict_release": ev["verdict"],
+        "min_pg_joblib": base.min_privacy_gain,
+        "min_pg_release": ev["min_privacy_gain"],
+        "epsilon_lower_release": ev["epsilon_lower"],
+    }
     print(json.dumps(out), flush=True)
     return out
 
@@ -144,15 +203,23 @@ def main() -> None:
     args = ap.parse_args()
     sections = args.sections.split(",")
     specs = write_specs()
-    base = dict(n_jobs=args.jobs, seed=args.seed)
+    base = {"n_jobs": args.jobs, "seed": args.seed}
     if args.quick:
         global RiskSettings
         full = RiskSettings
 
-        def RiskSettings(**kw):  # noqa: N802 - same call sites, tiny numbers
-            kw.update(n_shadow=2, n_synth=2, folds=2, rf_trees=10, disclosure_rows=1500,
-                      n_outliers=min(kw.get("n_outliers", 5), 2), n_random=min(kw.get("n_random", 5), 1))
+        def RiskSettings(**kw):
+            kw.update(
+                n_shadow=2,
+                n_synth=2,
+                folds=2,
+                rf_trees=10,
+                disclosure_rows=1500,
+                n_outliers=min(kw.get("n_outliers", 5), 2),
+                n_random=min(kw.get("n_random", 5), 1),
+            )
             return full(**kw)
+
     results: list[dict] = []
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
@@ -160,19 +227,50 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(results, indent=2))
 
     if "app1" in sections:  # the acceptance timing: 10 targets × 10 shadow worlds × 10 synthetic sets, n = 1,000
-        st = RiskSettings(**base, n_outliers=5, n_random=5, n_shadow=args.shadows, n_synth=10, train_rows=1000,
-                          sensitive="Economic Activity")
-        results.append(audit(f"app1 pipeline ε=1 (full, {args.shadows} worlds)", specs["app1"], None, st,
-                             ("mia", "canary", "disclosure")))
+        st = RiskSettings(
+            **base,
+            n_outliers=5,
+            n_random=5,
+            n_shadow=args.shadows,
+            n_synth=10,
+            train_rows=1000,
+            sensitive="Economic Activity",
+        )
+        results.append(
+            audit(
+                f"app1 pipeline ε=1 (full, {args.shadows} worlds)",
+                specs["app1"],
+                None,
+                st,
+                ("mia", "canary", "disclosure"),
+            )
+        )
         save()
     if "release" in sections:
         results.append(release_vs_joblib(specs["app1"], args.jobs, args.seed))
         save()
     if "wide" in sections:
-        st = RiskSettings(**base, n_outliers=5, n_random=5, n_shadow=10, n_synth=10, train_rows=1000,
-                          canaries=100, canary_base_rows=0, sensitive="Health")
-        results.append(audit("wide pipeline ε=1 (full, canary metric=cells)", specs["wide"], None, st,
-                             ("mia", "canary", "disclosure"), metric="cells"))
+        st = RiskSettings(
+            **base,
+            n_outliers=5,
+            n_random=5,
+            n_shadow=10,
+            n_synth=10,
+            train_rows=1000,
+            canaries=100,
+            canary_base_rows=0,
+            sensitive="Health",
+        )
+        results.append(
+            audit(
+                "wide pipeline ε=1 (full, canary metric=cells)",
+                specs["wide"],
+                None,
+                st,
+                ("mia", "canary", "disclosure"),
+                metric="cells",
+            )
+        )
         save()
         st1 = RiskSettings(**base, canaries=100, canary_base_rows=0)
         results.append(audit("wide pipeline ε=1 (canary metric=unit)", specs["wide"], None, st1, ("canary",)))
@@ -180,17 +278,34 @@ def main() -> None:
     if "leaky" in sections:
         st = RiskSettings(**base, canaries=100, canary_base_rows=0)
         for metric in ("cells", "unit"):
-            results.append(audit(f"wide copier (canary metric={metric})", specs["wide"], "sdgov.risk.leaky:copier",
-                                 st, ("canary", "disclosure") if metric == "cells" else ("canary",), metric))
+            results.append(
+                audit(
+                    f"wide copier (canary metric={metric})",
+                    specs["wide"],
+                    "sdgov.risk.leaky:copier",
+                    st,
+                    ("canary", "disclosure") if metric == "cells" else ("canary",),
+                    metric,
+                )
+            )
             save()
         for n in (1000, 500):
             st = RiskSettings(**base, n_outliers=5, n_random=0, n_shadow=10, n_synth=10, train_rows=n, ai_sets=0)
-            results.append(audit(f"wide category_leak (n={n})", specs["wide"], "sdgov.risk.leaky:category_leak", st,
-                                 ("mia",)))
+            results.append(
+                audit(f"wide category_leak (n={n})", specs["wide"], "sdgov.risk.leaky:category_leak", st, ("mia",))
+            )
             save()
         st = RiskSettings(**base, canaries=100, canary_base_rows=0)
-        results.append(audit("app1 copier (canary metric=cells)", specs["app1"], "sdgov.risk.leaky:copier", st,
-                             ("canary", "disclosure"), "cells"))
+        results.append(
+            audit(
+                "app1 copier (canary metric=cells)",
+                specs["app1"],
+                "sdgov.risk.leaky:copier",
+                st,
+                ("canary", "disclosure"),
+                "cells",
+            )
+        )
         save()
     print(f"wrote {args.out}", file=sys.stderr)
 

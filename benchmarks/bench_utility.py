@@ -43,8 +43,16 @@ from sdgov.utility.report import ReportSettings, build_report, write_report  # n
 CENSUS = REPO / "examples" / "census2011"
 
 
-def synthesize(spec, schema, real: pd.DataFrame, *, exact: bool, generator: str | None = None,
-               phi: PhiSpec | None = None, seed: int = 0) -> tuple[pd.DataFrame, float]:
+def synthesize(
+    spec,
+    schema,
+    real: pd.DataFrame,
+    *,
+    exact: bool,
+    generator: str | None = None,
+    phi: PhiSpec | None = None,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, float]:
     """Measure Φ on ``real`` (exactly or with the spec's noise), fit, sample len(real) rows; return (data, secs)."""
     t0 = time.perf_counter()
     update: dict = {}
@@ -81,12 +89,20 @@ def app1(reps: int) -> dict:
                 rmse.append(T.run_task(table, split, data, schema, {})["rmse"])
                 gap_rmse.append(T.run_task(gap, split, data, schema, {})["rmse_pp"])
                 secs.append(sec)
-            rows[label] = {"table_rmse": float(np.mean(rmse)), "gap_rmse_pp": float(np.mean(gap_rmse)),
-                           "table_rmse_reps": rmse, "gap_rmse_reps": gap_rmse, "seconds": float(np.mean(secs))}
+            rows[label] = {
+                "table_rmse": float(np.mean(rmse)),
+                "gap_rmse_pp": float(np.mean(gap_rmse)),
+                "table_rmse_reps": rmse,
+                "gap_rmse_reps": gap_rmse,
+                "seconds": float(np.mean(secs)),
+            }
         pgm, ipf, ind = rows["PGM"], rows["IPF"], rows["independent"]
-        rows["pass"] = bool(pgm["table_rmse"] <= 2 * ipf["table_rmse"] and pgm["gap_rmse_pp"] <= 2 * ipf["gap_rmse_pp"]
-                            and max(pgm["table_rmse"], ipf["table_rmse"]) < ind["table_rmse"]
-                            and max(pgm["gap_rmse_pp"], ipf["gap_rmse_pp"]) < ind["gap_rmse_pp"])
+        rows["pass"] = bool(
+            pgm["table_rmse"] <= 2 * ipf["table_rmse"]
+            and pgm["gap_rmse_pp"] <= 2 * ipf["gap_rmse_pp"]
+            and max(pgm["table_rmse"], ipf["table_rmse"]) < ind["table_rmse"]
+            and max(pgm["gap_rmse_pp"], ipf["gap_rmse_pp"]) < ind["gap_rmse_pp"]
+        )
         out[setting] = rows
     return out
 
@@ -104,8 +120,17 @@ def app2() -> dict:
             data, sec = synthesize(spec, schema, real, exact=setting == "exact", generator=gen)
             res = T.run_task(task, split, data, schema, {})
             res.pop("coefficients")
-            rows[label] = {k: res[k] for k in ("accuracy_train_on_real", "accuracy_train_on_synthetic", "accuracy_gap",
-                                               "coef_bias_pct_median", "ci_overlap_mean", "variance_ratio_median")}
+            rows[label] = {
+                k: res[k]
+                for k in (
+                    "accuracy_train_on_real",
+                    "accuracy_train_on_synthetic",
+                    "accuracy_gap",
+                    "coef_bias_pct_median",
+                    "ci_overlap_mean",
+                    "variance_ratio_median",
+                )
+            }
             rows[label]["generate_seconds"] = sec
         rows["pass"] = bool(abs(rows["PGM"]["accuracy_gap"]) <= 0.01)
         out[setting] = rows
@@ -125,9 +150,18 @@ def app3(with_ipf: bool) -> dict:
             data, sec = synthesize(spec, schema, real, exact=setting == "exact", generator=gen)
             t0 = time.perf_counter()
             res = T.run_task(task, split, data, schema, {})
-            rows[label] = {k: res[k] for k in ("accuracy_real_model_real_holdout", "accuracy_synthetic_model_real_holdout",
-                                               "accuracy_synthetic_model_synthetic_holdout", "accuracy_gap", "jaro",
-                                               "importance_order_real", "importance_order_synthetic")}
+            rows[label] = {
+                k: res[k]
+                for k in (
+                    "accuracy_real_model_real_holdout",
+                    "accuracy_synthetic_model_real_holdout",
+                    "accuracy_synthetic_model_synthetic_holdout",
+                    "accuracy_gap",
+                    "jaro",
+                    "importance_order_real",
+                    "importance_order_synthetic",
+                )
+            }
             rows[label]["generate_seconds"], rows[label]["task_seconds"] = sec, time.perf_counter() - t0
         rows["pass"] = bool(rows["PGM"]["accuracy_gap"] <= 0.02 and rows["PGM"]["jaro"] >= 0.9)
         out[setting] = rows
@@ -146,16 +180,32 @@ def full_report_timing(out_dir: Path) -> dict:
     agreement = resolve(spec, schema)
     task_specs = [t for app in ("app1", "app2", "app3") for t in load_spec(CENSUS / f"{app}.yaml").spec.tasks]
     t0 = time.perf_counter()
-    report = build_report(real, data, schema, agreement.attributes, agreement.cliques, task_specs,
-                          meta={"spec_name": spec.name, "agreement_sha256": agreement.sha256()},
-                          settings=ReportSettings())
+    report = build_report(
+        real,
+        data,
+        schema,
+        agreement.attributes,
+        agreement.cliques,
+        task_specs,
+        meta={"spec_name": spec.name, "agreement_sha256": agreement.sha256()},
+        settings=ReportSettings(),
+    )
     t1 = time.perf_counter()
     write_report(report, out_dir)
     t2 = time.perf_counter()
-    return {"rows": len(real), "columns": len(agreement.attributes), "tasks": len(task_specs),
-            "generate_seconds": gen_sec, "measures_seconds": t1 - t0, "html_seconds": t2 - t1,
-            "total_seconds": t2 - t0, "per_dataset_seconds": report["seconds"], "pass": bool(t2 - t0 < 60),
-            "fitness": report["fitness"]["statement"], "report": str(out_dir / "utility_report.html")}
+    return {
+        "rows": len(real),
+        "columns": len(agreement.attributes),
+        "tasks": len(task_specs),
+        "generate_seconds": gen_sec,
+        "measures_seconds": t1 - t0,
+        "html_seconds": t2 - t1,
+        "total_seconds": t2 - t0,
+        "per_dataset_seconds": report["seconds"],
+        "pass": bool(t2 - t0 < 60),
+        "fitness": report["fitness"]["statement"],
+        "report": str(out_dir / "utility_report.html"),
+    }
 
 
 def main() -> int:
@@ -167,20 +217,32 @@ def main() -> int:
     args = ap.parse_args()
     only = set(args.only or ["app1", "app2", "app3", "timing"])
     results: dict = {}
-    steps = [("timing", lambda: full_report_timing(Path(args.out).parent / "bench_utility_report")),
-             ("app1", lambda: app1(args.reps)), ("app2", app2), ("app3", lambda: app3(not args.skip_ipf3))]
+    steps = [
+        ("timing", lambda: full_report_timing(Path(args.out).parent / "bench_utility_report")),
+        ("app1", lambda: app1(args.reps)),
+        ("app2", app2),
+        ("app3", lambda: app3(not args.skip_ipf3)),
+    ]
     for name, fn in steps:
         if name not in only:
             continue
         t0 = time.perf_counter()
         results[name] = fn()
         results[name]["bench_seconds"] = time.perf_counter() - t0
-        print(f"== {name} ({results[name]['bench_seconds']:.1f} s)\n{json.dumps(results[name], indent=1, default=str)}",
-              flush=True)
+        print(
+            f"== {name} ({results[name]['bench_seconds']:.1f} s)\n{json.dumps(results[name], indent=1, default=str)}",
+            flush=True,
+        )
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(results, indent=1, default=str))
-    print("PASS" if all(r.get("pass", all(v.get("pass", True) for v in r.values() if isinstance(v, dict)))
-                        for r in results.values()) else "SOME CHECKS FAILED", flush=True)
+    print(
+        "PASS"
+        if all(
+            r.get("pass", all(v.get("pass", True) for v in r.values() if isinstance(v, dict))) for r in results.values()
+        )
+        else "SOME CHECKS FAILED",
+        flush=True,
+    )
     return 0
 
 

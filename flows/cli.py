@@ -10,11 +10,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
-REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "examples" / "demo"
+from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -35,36 +33,54 @@ def cmd_release(args: argparse.Namespace) -> int:
 
     checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     root = Registry(args.root).root.resolve()
-    result = release_flow(spec_path=str(Path(args.spec).resolve()), registry_root=str(root),
-                          approvals_path=str(Path(args.approvals).resolve()) if args.approvals else None,
-                          data_path=str(Path(args.data).resolve()) if args.data else None)
-    payload = {"release_id": result.release_id, "path": result.path, "card_html": result.card_html,
-               "card_md": result.card_md, "card_json": result.card_json, "manifest_sha256": result.manifest_sha256,
-               "agreement_sha256": result.agreement_sha256, "registry": str(root)}
-    _emit(args, payload, f"released {result.release_id}\n  card: {result.card_html}\n  path: {result.path}\n"
-                         f"  verify: sdgov registry verify --root {root}")
+    result = release_flow(
+        spec_path=str(Path(args.spec).resolve()),
+        registry_root=str(root),
+        approvals_path=str(Path(args.approvals).resolve()) if args.approvals else None,
+        data_path=str(Path(args.data).resolve()) if args.data else None,
+    )
+    payload = {
+        "release_id": result.release_id,
+        "path": result.path,
+        "card_html": result.card_html,
+        "card_md": result.card_md,
+        "card_json": result.card_json,
+        "manifest_sha256": result.manifest_sha256,
+        "agreement_sha256": result.agreement_sha256,
+        "registry": str(root),
+    }
+    _emit(
+        args,
+        payload,
+        f"released {result.release_id}\n  card: {result.card_html}\n  path: {result.path}\n"
+        f"  verify: sdgov registry verify --root {root}",
+    )
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sdgov.demo_data import write_demo_data
+    from sdgov.demo import inputs
+    from sdgov.demo.data import write_demo_data
+    from sdgov.registry import Registry
     from sdgov.schema import load_schema
 
-    data = REPO / "build" / "demo" / "data.csv"
+    # the made-up confidential file lives beside the registry (never inside the installed package or a clone)
+    data = Registry(args.root).root.resolve().parent / "build" / "demo" / "data.csv"
     if not data.exists():
-        write_demo_data(load_schema(DEMO / "schema.yaml"), data)
-    args.spec, args.approvals, args.data = str(DEMO / "spec.yaml"), None, None
+        write_demo_data(load_schema(inputs() / "schema.yaml"), data)
+    args.spec, args.approvals, args.data = str(inputs() / "spec.yaml"), None, str(data)
     return cmd_release(args)
 
 
 def cmd_demo_data(args: argparse.Namespace) -> int:
-    from sdgov.demo_data import write_demo_data
+    from sdgov.demo import inputs
+    from sdgov.demo.data import write_demo_data
     from sdgov.schema import load_schema
 
-    path = write_demo_data(load_schema(DEMO / "schema.yaml"), Path(args.out), rows=args.rows)
+    path = write_demo_data(load_schema(inputs() / "schema.yaml"), Path(args.out), rows=args.rows)
     _emit(args, {"path": str(path), "rows": args.rows}, f"wrote {args.rows} demo records to {path}")
     return 0
 
@@ -78,11 +94,22 @@ def cmd_validate(args: argparse.Namespace) -> int:
     data = Path(args.data) if args.data else loaded.data_path
     codes = load_encoded(data, loaded.schema_)
     plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
-    payload = {"ok": True, "agreement_sha256": loaded.agreement.sha256(), "rows": len(codes),
-               "marginals": [list(c) for c in loaded.agreement.cliques], "rho": plan.rho, "epsilon": plan.epsilon,
-               "delta": plan.delta, "sigma": [m.sigma for m in plan.marginals]}
-    _emit(args, payload, f"ok: agreement {payload['agreement_sha256']}, {len(codes)} rows, "
-                         f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}")
+    payload = {
+        "ok": True,
+        "agreement_sha256": loaded.agreement.sha256(),
+        "rows": len(codes),
+        "marginals": [list(c) for c in loaded.agreement.cliques],
+        "rho": plan.rho,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+        "sigma": [m.sigma for m in plan.marginals],
+    }
+    _emit(
+        args,
+        payload,
+        f"ok: agreement {payload['agreement_sha256']}, {len(codes)} rows, "
+        f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}",
+    )
     return 0
 
 
@@ -92,8 +119,12 @@ def cmd_registry(args: argparse.Namespace) -> int:
     reg = Registry(args.root)
     if args.action == "list":
         rels = reg.releases()
-        _emit(args, {"releases": rels}, "\n".join(f"{r['release_id']}  {r['time']}  agreement {r['agreement_sha256'][:12]}"
-                                                  for r in rels) or "no releases")
+        _emit(
+            args,
+            {"releases": rels},
+            "\n".join(f"{r['release_id']}  {r['time']}  agreement {r['agreement_sha256'][:12]}" for r in rels)
+            or "no releases",
+        )
         return 0
     if args.action == "show":
         if not args.release_id:
@@ -103,8 +134,11 @@ def cmd_registry(args: argparse.Namespace) -> int:
         return 0
     problems = reg.verify()
     n_events = len(reg.events()) if not problems else None
-    human = (f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash matches" if not problems
-             else "FAILED:\n" + "\n".join(f"  {p}" for p in problems))
+    human = (
+        f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash matches"
+        if not problems
+        else "FAILED:\n" + "\n".join(f"  {p}" for p in problems)
+    )
     _emit(args, {"ok": not problems, "problems": problems, "root": str(reg.root)}, human)
     return 0 if not problems else 1
 
@@ -119,20 +153,35 @@ def cmd_stage(args: argparse.Namespace) -> int:
     if args.which == "measure":
         return _stage_measure(args, loaded)
     if args.which == "generate":
-        from tasks.generate import generate
+        from sdgov.tasks.generate import generate
 
-        out = generate.fn(GenerateInput(
-            measurements=ArtifactRef.of("measurements", args.measurements), schema_file=schema_ref,
-            generator=loaded.agreement.generator, rows=loaded.agreement.rows, seed=loaded.agreement.seed,
-            out_dir=str(Path(args.out).resolve())))
-        _emit(args, {"synthetic": out.synthetic.path, "sha256": out.synthetic.sha256},
-              f"wrote {out.rows} rows to {out.synthetic.path}")
+        out = generate.fn(
+            GenerateInput(
+                measurements=ArtifactRef.of("measurements", args.measurements),
+                schema_file=schema_ref,
+                generator=loaded.agreement.generator,
+                rows=loaded.agreement.rows,
+                seed=loaded.agreement.seed,
+                out_dir=str(Path(args.out).resolve()),
+            )
+        )
+        _emit(
+            args,
+            {"synthetic": out.synthetic.path, "sha256": out.synthetic.sha256},
+            f"wrote {out.rows} rows to {out.synthetic.path}",
+        )
         return 0
-    from tasks.utility_report import compute_utility
     from sdgov.hashing import sha256_file
+    from sdgov.tasks.utility_report import compute_utility
 
-    ref = compute_utility(loaded.agreement, loaded.schema_, str(loaded.data_path), sha256_file(loaded.data_path),
-                          ArtifactRef.of("synthetic", args.synthetic), Path(args.out))
+    ref = compute_utility(
+        loaded.agreement,
+        loaded.schema_,
+        str(loaded.data_path),
+        sha256_file(loaded.data_path),
+        ArtifactRef.of("synthetic", args.synthetic),
+        Path(args.out),
+    )
     _emit(args, {"utility": ref.path, "sha256": ref.sha256}, f"wrote {ref.path}")
     return 0
 
@@ -147,22 +196,31 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     from sdgov.errors import RegistryError
     from sdgov.hashing import sha256_file
     from sdgov.registry import Registry
-    from tasks.measure import logged_measurement, measurement_key
+    from sdgov.tasks.measure import logged_measurement, measurement_key
 
     registry = Registry(args.root)
     key = measurement_key(loaded.agreement.sha256(), sha256_file(loaded.data_path))
     if logged_measurement(registry, key) is None:
-        raise RegistryError(f"no noisy marginals were drawn for this agreement and data in registry {registry.root}",
-                            str(loaded.spec_path), "run the governed release first ('sdgov release --spec ...' or "
-                            "'sdgov propose'): noise is drawn only there, once, under the budget ledger")
+        raise RegistryError(
+            f"no noisy marginals were drawn for this agreement and data in registry {registry.root}",
+            str(loaded.spec_path),
+            "run the governed release first ('sdgov release --spec ...' or "
+            "'sdgov propose'): noise is drawn only there, once, under the budget ledger",
+        )
     payload = registry.measurement_path(key).read_bytes()
     out = Path(args.out)
     if out.exists() and out.read_bytes() != payload:
-        raise RegistryError("a different measurement is already there", str(out),
-                            "move it away deliberately; noise for one agreement is drawn once")
+        raise RegistryError(
+            "a different measurement is already there",
+            str(out),
+            "move it away deliberately; noise for one agreement is drawn once",
+        )
     atomic_write_bytes(out, payload)
-    _emit(args, {"measurements": str(out), "measurement_key": key},
-          f"exported the noisy marginals drawn for agreement {loaded.agreement.sha256()[:12]}… → {out}")
+    _emit(
+        args,
+        {"measurements": str(out), "measurement_key": key},
+        f"exported the noisy marginals drawn for agreement {loaded.agreement.sha256()[:12]}… → {out}",
+    )
     return 0
 
 
@@ -197,21 +255,26 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("release_id", nargs="?")
     g.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
 
-    s = add("stage", cmd_stage, "run one stage outside the flow (used by dvc.yaml); 'measure' exports the noisy "
-                                "marginals the release flow drew — it never draws noise")
+    s = add(
+        "stage",
+        cmd_stage,
+        "run one stage outside the flow (used by dvc.yaml); 'measure' exports the noisy "
+        "marginals the release flow drew — it never draws noise",
+    )
     s.add_argument("which", choices=["measure", "generate", "utility"])
     s.add_argument("--spec", required=True)
     s.add_argument("--measurements", help="generate: the noisy-marginal file")
     s.add_argument("--synthetic", help="utility: the synthetic Parquet file")
     s.add_argument("--out", required=True, help="measure: file; generate: directory; utility: file")
-    s.add_argument("--root", help="measure: the registry holding the flow's draw (default: $SDGOV_REGISTRY or "
-                                  "./registry)")
+    s.add_argument(
+        "--root", help="measure: the registry holding the flow's draw (default: $SDGOV_REGISTRY or ./registry)"
+    )
 
-    from flows.cli_report import add_parser as add_report
+    from sdgov.flows.cli_report import add_parser as add_report
 
     add_report(add)  # sdgov report utility --spec FILE --synthetic FILE [--out DIR] --json
 
-    from flows.cli_ops import add_parser as add_ops
+    from sdgov.flows.cli_ops import add_parser as add_ops
 
     add_ops(add)  # sdgov server start | propose | runs | approve | approvers keygen | budget | trail | schedule
 
@@ -219,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
     dd.add_argument("--out", required=True)
     dd.add_argument("--rows", type=int, default=20000)
 
-    from flows.cli_audit import add_audit_parser
+    from sdgov.flows.cli_audit import add_audit_parser
 
     add_audit_parser(sub)
     return p

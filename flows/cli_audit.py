@@ -1,6 +1,6 @@
 """``sdgov audit decomposability``: the black-box decomposability test from the command line.
 
-Kept out of :mod:`flows.cli` so the main CLI only gains a subparser; the work is in :mod:`sdgov.decomposability`.
+Kept out of :mod:`sdgov.flows.cli` so the main CLI only gains a subparser; the work is in :mod:`sdgov.decomposability`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,20 @@ def json_object_arg(text: str, flag: str, example: str) -> dict:
 
 
 def add_audit_parser(sub: argparse._SubParsersAction) -> None:
-    help_ = ("audit a generator against a spec: 'decomposability' (does it use only Φ? Houssiau et al. 2022) or "
-             "'privacy' (membership/attribute inference, DP lower bound, record checks: flows/cli_risk.py)")
+    help_ = (
+        "audit a generator against a spec: 'decomposability' (does it use only Φ? Houssiau et al. 2022) or "
+        "'privacy' (membership/attribute inference, DP lower bound, record checks: flows/cli_risk.py)"
+    )
     a = sub.add_parser("audit", help=help_, description=help_)
     a.set_defaults(fn=cmd_audit)
     a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     a.add_argument("test", choices=["decomposability", "privacy"])
     a.add_argument("--spec", required=True)
-    a.add_argument("--generator", help="import path 'module:callable' of the generator factory (required for "
-                   "decomposability; privacy defaults to the honest audit variant of the spec's generator)")
+    a.add_argument(
+        "--generator",
+        help="import path 'module:callable' of the generator factory (required for "
+        "decomposability; privacy defaults to the honest audit variant of the spec's generator)",
+    )
     a.add_argument("--K", type=int, help="fits per extremal dataset (default: the spec's audit.K, else 10)")
     a.add_argument("--seed", type=int, help="audit seed (default: the spec's audit.seed, else 0)")
     a.add_argument("--rows", type=int, help="synthetic rows per fit (default: the spec's, else 10 × records)")
@@ -40,19 +45,22 @@ def add_audit_parser(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--control", help="positive-control generator import path ('none' to skip)")
     a.add_argument("--data", help="override the spec's dataset path")
     a.add_argument("--out", help="also write the full result JSON (with the Figure-1 SVG) to this file")
-    from flows.cli_risk import add_privacy_args
+    from sdgov.flows.cli_risk import add_privacy_args
 
     add_privacy_args(a)  # sdgov audit privacy --spec FILE [--generator module:callable] --json
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     if args.test == "privacy":
-        from flows.cli_risk import cmd_privacy
+        from sdgov.flows.cli_risk import cmd_privacy
 
         return cmd_privacy(args)
     if not args.generator:
-        raise AuditError("audit decomposability needs --generator", "--generator",
-                         "give the generator as 'package.module:callable', e.g. 'sdgov.audit_generators:honest_pgm'")
+        raise AuditError(
+            "audit decomposability needs --generator",
+            "--generator",
+            "give the generator as 'package.module:callable', e.g. 'sdgov.audit_generators:honest_pgm'",
+        )
     from sdgov.decomposability import audit_spec
     from sdgov.decomposability_report import decomposability_section
 
@@ -68,18 +76,34 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.control:
         overrides["positive_control"] = None if args.control.lower() == "none" else args.control
     result = audit_spec(args.spec, args.generator, K=args.K, seed=args.seed, data_path=args.data, overrides=overrides)
-    payload = {"ok": True, "test": "decomposability", "generator": result.generator, "p_value": result.p_value,
-               "verdict": result.verdict, "alpha": result.alpha, "K": result.K, "rows": result.rows,
-               "effect_size": result.effect_size, "seconds": result.seconds, "timing": result.timing,
-               "control": result.control.model_dump() if result.control else None,
-               "top_interactions": result.top_interactions}
+    payload = {
+        "ok": True,
+        "test": "decomposability",
+        "generator": result.generator,
+        "p_value": result.p_value,
+        "verdict": result.verdict,
+        "alpha": result.alpha,
+        "K": result.K,
+        "rows": result.rows,
+        "effect_size": result.effect_size,
+        "seconds": result.seconds,
+        "timing": result.timing,
+        "control": result.control.model_dump() if result.control else None,
+        "top_interactions": result.top_interactions,
+    }
     if args.out:
         section = decomposability_section(result)
         Path(args.out).write_text(json.dumps({"result": result.model_dump(mode="json"), "section": section}, indent=2))
         payload["out"] = str(args.out)
-    ctrl = (f"; positive control {result.control.generator}: {'caught' if result.control.caught else 'NOT caught'}"
-            f" (p={result.control.p_value:.3g})" if result.control else "")
-    human = (f"{result.verdict.upper()}: p = {result.p_value:.3g} at α = {result.alpha} (K = {result.K}, "
-             f"{result.seconds:.1f} s){ctrl}")
+    ctrl = (
+        f"; positive control {result.control.generator}: {'caught' if result.control.caught else 'NOT caught'}"
+        f" (p={result.control.p_value:.3g})"
+        if result.control
+        else ""
+    )
+    human = (
+        f"{result.verdict.upper()}: p = {result.p_value:.3g} at α = {result.alpha} (K = {result.K}, "
+        f"{result.seconds:.1f} s){ctrl}"
+    )
     print(json.dumps(payload, indent=2) if args.json else human)
     return 0 if result.verdict == "pass" else 1

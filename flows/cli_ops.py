@@ -20,8 +20,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from uuid import UUID
 
 from sdgov.errors import SdgovError
@@ -63,11 +64,21 @@ def cmd_server(args: argparse.Namespace) -> int:
     if args.print_env:
         _emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
         return 0
-    cmd = [str(Path(sys.executable).with_name("prefect")), "server", "start", "--host", "127.0.0.1",
-           "--port", str(args.port)]
-    print(f"sdgov: Prefect server (SQLite {home / 'prefect.db'}, analytics off{', basic auth on' if auth else ''}) "
-          f"→ UI http://127.0.0.1:{args.port}\n  clients: "
-          + " ".join(f"{k}={'***' if 'AUTH' in k else v}" for k, v in client_env.items()), file=sys.stderr)
+    cmd = [
+        str(Path(sys.executable).with_name("prefect")),
+        "server",
+        "start",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(args.port),
+    ]
+    print(
+        f"sdgov: Prefect server (SQLite {home / 'prefect.db'}, analytics off{', basic auth on' if auth else ''}) "
+        f"→ UI http://127.0.0.1:{args.port}\n  clients: "
+        + " ".join(f"{k}={'***' if 'AUTH' in k else v}" for k, v in client_env.items()),
+        file=sys.stderr,
+    )
     return subprocess.call(cmd, env={**os.environ, **env})
 
 
@@ -77,24 +88,32 @@ def cmd_server(args: argparse.Namespace) -> int:
 def cmd_propose(args: argparse.Namespace) -> int:
     from sdgov.approvers import default_path
     from sdgov.registry import Registry
-    from tasks.propose_phi import check_proposal
+    from sdgov.tasks.propose_phi import check_proposal
 
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
     approvers = Path(args.approvers).resolve() if args.approvers else default_path(root)
     check_proposal(args.spec, str(approvers), args.who, args.data)  # fail fast, before the orchestrator
-    from flows.governed import governed_release_flow
-
     from prefect.exceptions import FailedRun
 
+    from sdgov.flows.governed import governed_release_flow
+
     try:
-        out = governed_release_flow(spec_path=str(Path(args.spec).resolve()), registry_root=str(root),
-                                    proposer=args.who, approvers_path=str(approvers),
-                                    data_path=str(Path(args.data).resolve()) if args.data else None,
-                                    timeout_s=args.timeout, poll_interval=args.poll)
+        out = governed_release_flow(
+            spec_path=str(Path(args.spec).resolve()),
+            registry_root=str(root),
+            proposer=args.who,
+            approvers_path=str(approvers),
+            data_path=str(Path(args.data).resolve()) if args.data else None,
+            timeout_s=args.timeout,
+            poll_interval=args.poll,
+        )
     except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
-        raise SdgovError(f"the governed release ended without a release: {exc}", str(root),
-                         "see 'sdgov trail --root ROOT' for the decisions recorded") from None
+        raise SdgovError(
+            f"the governed release ended without a release: {exc}",
+            str(root),
+            "see 'sdgov trail --root ROOT' for the decisions recorded",
+        ) from None
     payload = out.model_dump(mode="json")
     _emit(args, payload, out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
     return 0 if out.status == "released" else 1
@@ -107,13 +126,15 @@ def _require_server() -> None:
     from prefect.settings import PREFECT_API_URL
 
     if not PREFECT_API_URL.value():
-        raise SdgovError("no Prefect server configured: paused runs live on the server the flow runs against",
-                         "PREFECT_API_URL", "eval \"$(sdgov server start --print-env)\" (add --auth USER:PASS if the "
-                         "server has basic auth)")
+        raise SdgovError(
+            "no Prefect server configured: paused runs live on the server the flow runs against",
+            "PREFECT_API_URL",
+            'eval "$(sdgov server start --print-env)" (add --auth USER:PASS if the server has basic auth)',
+        )
 
 
 def _pending(client, fr) -> dict[str, Any] | None:
-    from flows.governed import PENDING_PREFIX
+    from sdgov.flows.governed import PENDING_PREFIX
 
     if not (fr.state and fr.state.is_paused() and fr.state.state_details.pause_key):
         return None
@@ -138,23 +159,42 @@ def paused_runs() -> list[dict[str, Any]]:
     _require_server()
     out = []
     with get_client(sync_client=True) as c:
-        runs = c.read_flow_runs(flow_run_filter=FlowRunFilter(
-            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))))
+        runs = c.read_flow_runs(
+            flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))
+            )
+        )
         for fr in runs:
             p = _pending(c, fr) or {}
-            out.append({"run_id": str(fr.id), "name": fr.name, "paused_since": str(fr.state.timestamp),
-                        "subject": p.get("subject", "?"), "sha256": p.get("sha256", ""),
-                        "awaiting_role": p.get("required_role", "?"), "eligible": p.get("eligible", []),
-                        "proposer": p.get("proposer", ""), "attempt": p.get("attempt"), "note": p.get("note", ""),
-                        "deadline": p.get("deadline", ""), "registry": p.get("registry", ""), "ui": _ui_url(fr.id)})
+            out.append(
+                {
+                    "run_id": str(fr.id),
+                    "name": fr.name,
+                    "paused_since": str(fr.state.timestamp),
+                    "subject": p.get("subject", "?"),
+                    "sha256": p.get("sha256", ""),
+                    "awaiting_role": p.get("required_role", "?"),
+                    "eligible": p.get("eligible", []),
+                    "proposer": p.get("proposer", ""),
+                    "attempt": p.get("attempt"),
+                    "note": p.get("note", ""),
+                    "deadline": p.get("deadline", ""),
+                    "registry": p.get("registry", ""),
+                    "ui": _ui_url(fr.id),
+                }
+            )
     return out
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     runs = paused_runs()
-    lines = [f"{r['run_id']}  {r['name']}: {r['subject']} {r['sha256'][:12]}… awaits a {r['awaiting_role']} "
-             f"({', '.join(r['eligible']) or 'nobody eligible!'}; not {r['proposer']}) until {r['deadline']}"
-             + (f"\n    {r['note']}" if r["note"] else "") + (f"\n    {r['ui']}" if r["ui"] else "") for r in runs]
+    lines = [
+        f"{r['run_id']}  {r['name']}: {r['subject']} {r['sha256'][:12]}… awaits a {r['awaiting_role']} "
+        f"({', '.join(r['eligible']) or 'nobody eligible!'}; not {r['proposer']}) until {r['deadline']}"
+        + (f"\n    {r['note']}" if r["note"] else "")
+        + (f"\n    {r['ui']}" if r["ui"] else "")
+        for r in runs
+    ]
     _emit(args, {"paused": runs}, "\n".join(lines) or "no paused runs")
     return 0
 
@@ -177,18 +217,33 @@ def cmd_approve(args: argparse.Namespace) -> int:
         except ObjectNotFound:
             raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
         if not (fr.state and fr.state.is_paused()):
-            raise SdgovError(f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})", str(run_id),
-                             "only paused runs await a decision: see 'sdgov runs'")
+            raise SdgovError(
+                f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})",
+                str(run_id),
+                "only paused runs await a decision: see 'sdgov runs'",
+            )
         p = _pending(c, fr)
         if p is None:
-            raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
+            raise SdgovError(
+                f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI"
+            )
         approvers_file = args.approvers or p["approvers_file"]
         sig = sign(args.key, signing_message(args.who, p["subject"], decision, p["sha256"])) if args.key else ""
         # the same check the flow makes after resuming: refuse here, and the run is never resumed (stays paused)
-        check_decision(load_approvers(approvers_file), name=args.who, subject=p["subject"], decision=decision,
-                       sha256=p["sha256"], proposer=p["proposer"], signature=sig, where=approvers_file)
-        res = c.resume_flow_run(run_id, run_input={"approver": args.who, "decision": decision,
-                                                   "comment": args.comment or "", "signature": sig})
+        check_decision(
+            load_approvers(approvers_file),
+            name=args.who,
+            subject=p["subject"],
+            decision=decision,
+            sha256=p["sha256"],
+            proposer=p["proposer"],
+            signature=sig,
+            where=approvers_file,
+        )
+        res = c.resume_flow_run(
+            run_id,
+            run_input={"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig},
+        )
         if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
             reason = getattr(res.details, "reason", "") or str(res.details)
             raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")
@@ -200,8 +255,9 @@ def cmd_approve(args: argparse.Namespace) -> int:
             if st.is_paused() and st.state_details.pause_key != fr.state.state_details.pause_key:
                 nxt = _pending(c, c.read_flow_run(run_id)) or {}
                 if nxt.get("subject") == p["subject"]:  # the same decision asked again: the flow refused it
-                    raise SdgovError(f"the flow refused the decision: {nxt.get('note', '')}", str(run_id),
-                                     "see 'sdgov runs'")
+                    raise SdgovError(
+                        f"the flow refused the decision: {nxt.get('note', '')}", str(run_id), "see 'sdgov runs'"
+                    )
                 outcome = f"accepted; now paused for the {nxt.get('subject', '?')} decision"
                 break
             if st.is_final():
@@ -209,8 +265,16 @@ def cmd_approve(args: argparse.Namespace) -> int:
                 break
             if st.is_running():
                 outcome = "accepted; the run goes on"
-    payload = {"ok": True, "run_id": str(run_id), "subject": p["subject"], "sha256": p["sha256"], "approver": args.who,
-               "decision": decision, "signed": bool(sig), "state": outcome}
+    payload = {
+        "ok": True,
+        "run_id": str(run_id),
+        "subject": p["subject"],
+        "sha256": p["sha256"],
+        "approver": args.who,
+        "decision": decision,
+        "signed": bool(sig),
+        "state": outcome,
+    }
     _emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256'][:12]}… of run {run_id} ({outcome})")
     return 0
 
@@ -222,8 +286,11 @@ def cmd_approvers(args: argparse.Namespace) -> int:
     from sdgov.approvers import keygen
 
     pub = keygen(args.out)
-    _emit(args, {"private_key": str(Path(args.out).resolve()), "public_key": pub},
-          f"private key: {args.out} (keep it; mode 600)\nadd to approvers.yaml:  public_key: \"{pub}\"")
+    _emit(
+        args,
+        {"private_key": str(Path(args.out).resolve()), "public_key": pub},
+        f'private key: {args.out} (keep it; mode 600)\nadd to approvers.yaml:  public_key: "{pub}"',
+    )
     return 0
 
 
@@ -234,15 +301,29 @@ def cmd_budget(args: argparse.Namespace) -> int:
     reg = Registry(args.root)
     policy, sha = load_policy(reg)
     accts = ledger_summary(reg)
-    lines = [f"{a['dataset']} ({a['dataset_sha256'][:12]}…): spent ρ={a['spent_rho']:.6g}"
-             + (f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}" if a.get("lifetime_rho") is not None
-                else " (no lifetime limit)" if "error" not in a else f" — {a['error']}")
-             + f" in {len(a.get('spends', []))} measurement(s)" for a in accts]
+    lines = [
+        f"{a['dataset']} ({a['dataset_sha256'][:12]}…): spent ρ={a['spent_rho']:.6g}"
+        + (
+            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}"
+            if a.get("lifetime_rho") is not None
+            else " (no lifetime limit)"
+            if "error" not in a
+            else f" — {a['error']}"
+        )
+        + f" in {len(a.get('spends', []))} measurement(s)"
+        for a in accts
+    ]
     spent_names = {a["dataset"] for a in accts}
-    lines += [f"{name}: nothing spent yet of lifetime ρ={b.rho:.6g}" for name, b in
-              (policy.datasets.items() if policy else []) if name not in spent_names]
-    _emit(args, {"policy": policy.model_dump() if policy else None, "policy_sha256": sha, "datasets": accts},
-          "\n".join(lines) or "no privacy budget spent yet")
+    lines += [
+        f"{name}: nothing spent yet of lifetime ρ={b.rho:.6g}"
+        for name, b in (policy.datasets.items() if policy else [])
+        if name not in spent_names
+    ]
+    _emit(
+        args,
+        {"policy": policy.model_dump() if policy else None, "policy_sha256": sha, "datasets": accts},
+        "\n".join(lines) or "no privacy budget spent yet",
+    )
     return 0
 
 
@@ -256,8 +337,7 @@ def cmd_trail(args: argparse.Namespace) -> int:
         written["html"] = str(write(args.html, render_html(t)))
     if args.prov:
         written["prov"] = str(write(args.prov, json.dumps(to_prov(t), indent=2, ensure_ascii=False) + "\n"))
-    _emit(args, {**t, "written": written},
-          render_text(t) + "".join(f"\nwrote {k}: {v}" for k, v in written.items()))
+    _emit(args, {**t, "written": written}, render_text(t) + "".join(f"\nwrote {k}: {v}" for k, v in written.items()))
     return 0 if t["verified"] else 1
 
 
@@ -302,7 +382,7 @@ def add_parser(add: Add) -> None:
     t.add_argument("--html", help="also write a self-contained HTML report here")
     t.add_argument("--prov", help="also write W3C PROV-JSON here")
 
-    from flows.schedule import add_parser as add_schedule
+    from sdgov.flows.schedule import add_parser as add_schedule
 
     add_schedule(add)  # sdgov schedule --spec FILE --cron EXPR [--dry-run]
 

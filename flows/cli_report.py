@@ -35,8 +35,10 @@ def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFr
             df = pd.read_parquet(p)
         except Exception as exc:  # pyarrow raises many types for a non-Parquet file
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DataError(f"not a readable Parquet file ({first})", str(p), "give the released synthetic.parquet")
-        df = df.astype({c: "string" for c in df.columns}) if len(df.columns) else df
+            raise DataError(
+                f"not a readable Parquet file ({first})", str(p), "give the released synthetic.parquet"
+            ) from None
+        df = df.astype(dict.fromkeys(df.columns, "string")) if len(df.columns) else df
     elif p.suffix.lower() == ".csv":
         df = read_csv_strict(p)
     else:
@@ -60,14 +62,29 @@ def cmd_report(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         settings = replace(settings, baselines=False)
-    meta = {"spec_name": agreement.spec_name, "agreement_sha256": agreement.sha256(),
-            "synthetic_sha256": sha256_file(args.synthetic), "synthetic_file": str(Path(args.synthetic).resolve())}
-    report = build_report(real, synth, loaded.schema_, agreement.attributes, agreement.cliques, loaded.spec.tasks,
-                          meta=meta, settings=settings)
+    meta = {
+        "spec_name": agreement.spec_name,
+        "agreement_sha256": agreement.sha256(),
+        "synthetic_sha256": sha256_file(args.synthetic),
+        "synthetic_file": str(Path(args.synthetic).resolve()),
+    }
+    report = build_report(
+        real,
+        synth,
+        loaded.schema_,
+        agreement.attributes,
+        agreement.cliques,
+        loaded.spec.tasks,
+        meta=meta,
+        settings=settings,
+    )
     written = write_report(report, args.out) if args.out else None
     if args.json:
-        print(json.dumps(report if not written else {**report, "files": [str(p) for p in written]}, indent=1,
-                         ensure_ascii=False))
+        print(
+            json.dumps(
+                report if not written else {**report, "files": [str(p) for p in written]}, indent=1, ensure_ascii=False
+            )
+        )
     else:
         print(report["fitness"]["statement"])
         if written:

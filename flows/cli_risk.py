@@ -1,6 +1,6 @@
 """``sdgov audit privacy``: the privacy-risk evidence of issue 4 from the command line.
 
-It shares the ``audit`` subcommand with the decomposability test (:mod:`flows.cli_audit`): that module keeps the
+It shares the ``audit`` subcommand with the decomposability test (:mod:`sdgov.flows.cli_audit`): that module keeps the
 parser and dispatches ``audit privacy`` here; this module adds the privacy-only options. The work is in
 :mod:`sdgov.risk`. Progress goes to stderr; ``--json`` prints the result contract on stdout::
 
@@ -16,24 +16,29 @@ import json
 import sys
 from pathlib import Path
 
-from flows.cli_audit import json_object_arg
 from sdgov.audit_protocol import AuditError
+from sdgov.flows.cli_audit import json_object_arg
 
 
 def add_privacy_args(a: argparse.ArgumentParser) -> None:
     """Options of ``audit privacy`` (``--spec``, ``--generator``, ``--seed``, ``--rows``, ``--params``, ``--data``
     and ``--out`` are shared with ``audit decomposability``)."""
     g = a.add_argument_group("privacy (sdgov audit privacy)")
-    g.add_argument("--policy", help="pass/warn/fail thresholds (YAML/JSON; default: built-in, see "
-                                    "examples/privacy_policy.yaml)")
+    g.add_argument(
+        "--policy", help="pass/warn/fail thresholds (YAML/JSON; default: built-in, see examples/privacy_policy.yaml)"
+    )
     g.add_argument("--outliers", type=int, help="outlier targets (rare combinations; default 5)")
     g.add_argument("--random-targets", type=int, help="random targets (default 5)")
     g.add_argument("--shadows", type=int, help="shadow worlds per target (default 10)")
     g.add_argument("--synth-sets", type=int, help="synthetic sets per shadow fit (default 10)")
     g.add_argument("--train-rows", type=int, help="records per shadow training set (default 1000)")
     g.add_argument("--canaries", type=int, help="canaries in the DP lower-bound audit (default train-rows / 2)")
-    g.add_argument("--canary-metric", choices=["unit", "cells"], default="unit",
-                   help="distance of the canary audit: unit hypercube (default) or cell-scaled")
+    g.add_argument(
+        "--canary-metric",
+        choices=["unit", "cells"],
+        default="unit",
+        help="distance of the canary audit: unit hypercube (default) or cell-scaled",
+    )
     g.add_argument("--sensitive", help="attribute-inference target (default: the last audited attribute)")
     g.add_argument("--parts", default="mia,canary,disclosure", help="comma list of mia, canary, disclosure")
     g.add_argument("--jobs", type=int, help="parallel workers for attack trials (default 2)")
@@ -46,9 +51,18 @@ def _settings(args: argparse.Namespace):
     values: dict = {}
     if getattr(args, "settings", None):
         values = json_object_arg(args.settings, "--settings", '{"rf_trees": 50}')
-    for flag, key in (("outliers", "n_outliers"), ("random_targets", "n_random"), ("shadows", "n_shadow"),
-                      ("synth_sets", "n_synth"), ("train_rows", "train_rows"), ("canaries", "canaries"),
-                      ("sensitive", "sensitive"), ("jobs", "n_jobs"), ("seed", "seed"), ("rows", "synth_rows")):
+    for flag, key in (
+        ("outliers", "n_outliers"),
+        ("random_targets", "n_random"),
+        ("shadows", "n_shadow"),
+        ("synth_sets", "n_synth"),
+        ("train_rows", "train_rows"),
+        ("canaries", "canaries"),
+        ("sensitive", "sensitive"),
+        ("jobs", "n_jobs"),
+        ("seed", "seed"),
+        ("rows", "synth_rows"),
+    ):
         v = getattr(args, flag, None)
         if v is not None:
             values[key] = v
@@ -76,21 +90,33 @@ def cmd_privacy(args: argparse.Namespace) -> int:
         if done == total or done % max(1, total // 10) == 0:
             print(f"[privacy audit] {what}: {done}/{total}", file=sys.stderr, flush=True)
 
-    result = audit_spec_privacy(args.spec, args.generator, settings, policy, getattr(args, "data", None), params,
-                                parts, getattr(args, "canary_metric", "unit") or "unit", progress)
+    result = audit_spec_privacy(
+        args.spec,
+        args.generator,
+        settings,
+        policy,
+        getattr(args, "data", None),
+        params,
+        parts,
+        getattr(args, "canary_metric", "unit") or "unit",
+        progress,
+    )
     payload = summary(result)
     if getattr(args, "out", None):
-        Path(args.out).write_text(json.dumps({"result": result.model_dump(mode="json"),
-                                              "section": privacy_section(result)}, indent=2))
+        Path(args.out).write_text(
+            json.dumps({"result": result.model_dump(mode="json"), "section": privacy_section(result)}, indent=2)
+        )
         payload["out"] = str(args.out)
     if args.json:
         print(json.dumps(payload, indent=2))
     else:
-        fmt = (lambda x: "—" if x is None else f"{x:.3g}")
-        print(f"{result.verdict.upper()}: ε_lower = {fmt(result.epsilon_lower)} "
-              f"(claimed {fmt(result.claimed_epsilon)}), "
-              f"min PG = {fmt(result.min_privacy_gain)}, exact matches = {result.exact_matches} "
-              f"({result.seconds:.1f} s)")
+        fmt = lambda x: "—" if x is None else f"{x:.3g}"
+        print(
+            f"{result.verdict.upper()}: ε_lower = {fmt(result.epsilon_lower)} "
+            f"(claimed {fmt(result.claimed_epsilon)}), "
+            f"min PG = {fmt(result.min_privacy_gain)}, exact matches = {result.exact_matches} "
+            f"({result.seconds:.1f} s)"
+        )
         for c in result.checks:
             print(f"  [{c.level}] {c.name}: {c.detail}")
     return 1 if result.verdict == "fail" else 0

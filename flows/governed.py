@@ -1,6 +1,7 @@
 """The governed release flow: human decisions in the Prefect UI (or ``sdgov approve``), with separation of duties.
 
-    propose Φ ─► [controller approves Φ] ─► measure (ledger) ─► generate ─► audit ─► utility ─► [controller signs off] ─► release
+    propose Φ ─► [controller approves Φ] ─► measure (ledger) ─► generate ─► audit ─► utility
+      ─► [controller signs off] ─► release
 
 ``approval="interactive"`` pauses at both brackets with ``pause_flow_run(wait_for_input=Decision)``: the form's
 description is the summary an approver needs (budget and ledger, audit verdicts, key utility numbers, evidence
@@ -36,18 +37,18 @@ from sdgov.approvers import ApprovalRefused, Approvers, check_decision, default_
 from sdgov.audit import AuditReport
 from sdgov.contracts import GenerateInput, ReleaseResult, SignOff, utcnow
 from sdgov.errors import BudgetError, SdgovError
+from sdgov.flows.release import _run_id
 from sdgov.metrics import UtilitySummary
 from sdgov.privacy import PrivacyPlan, plan_privacy
 from sdgov.registry import Registry
 from sdgov.summaries import agreement_md, budget_md, existing, release_md
-from flows.release import _run_id
-from tasks.agree_phi import agree_phi
-from tasks.audit import audit
-from tasks.generate import generate
-from tasks.measure import load_agreement, measure
-from tasks.propose_phi import propose_phi
-from tasks.release import candidate_sha256, release
-from tasks.utility_report import utility_report
+from sdgov.tasks.agree_phi import agree_phi
+from sdgov.tasks.audit import audit
+from sdgov.tasks.generate import generate
+from sdgov.tasks.measure import load_agreement, measure
+from sdgov.tasks.propose_phi import propose_phi
+from sdgov.tasks.release import candidate_sha256, release
+from sdgov.tasks.utility_report import utility_report
 
 PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
@@ -58,8 +59,11 @@ class Decision(RunInput):
     approver: str = Field(title="Your name", description="exactly as listed in the approvers registry")
     decision: Literal["approve", "reject"] = Field(title="Decision")
     comment: str = Field(default="", title="Comment", description="recorded in the audit trail")
-    signature: str = Field(default="", title="Signature",
-                           description="only if your registry entry has a public key (sdgov approve --key does it)")
+    signature: str = Field(
+        default="",
+        title="Signature",
+        description="only if your registry entry has a public key (sdgov approve --key does it)",
+    )
 
 
 class GovernedOutcome(BaseModel):
@@ -73,8 +77,11 @@ def _end(status: str, message: str, agreement_sha256: str = "") -> Completed:
     # a pause that timed out cannot leave Paused for anything but Failed (Prefect's server rule); it reads
     # "The flow was timed out and never resumed." — the log's 'approval_timeout' event says which decision
     name = {"rejected": "Rejected", "timed_out": "Timed out", "blocked": "Blocked", "budget_refused": "BudgetRefused"}
-    return Completed(name=name[status], message=message,
-                     data=GovernedOutcome(status=status, message=message, agreement_sha256=agreement_sha256))
+    return Completed(
+        name=name[status],
+        message=message,
+        data=GovernedOutcome(status=status, message=message, agreement_sha256=agreement_sha256),
+    )
 
 
 class _Stop(Exception):
@@ -82,9 +89,19 @@ class _Stop(Exception):
         self.state = state
 
 
-def await_decision(registry: Registry, approvers_file: Path, *, subject: str, sha256: str, proposer: str,
-                   agreement_sha256: str, run_id: str, description: str, deadline: float,
-                   poll_interval: int) -> tuple[SignOff, dict]:
+def await_decision(
+    registry: Registry,
+    approvers_file: Path,
+    *,
+    subject: str,
+    sha256: str,
+    proposer: str,
+    agreement_sha256: str,
+    run_id: str,
+    description: str,
+    deadline: float,
+    poll_interval: int,
+) -> tuple[SignOff, dict]:
     """Pause until an eligible approver decides; refused attempts are logged and the run pauses again."""
     log = get_run_logger()
     note, attempt = "", 0
@@ -93,43 +110,99 @@ def await_decision(registry: Registry, approvers_file: Path, *, subject: str, sh
         approvers: Approvers = load_approvers(approvers_file)  # re-read: the controller may fix it while paused
         eligible = [a.name for a in approvers.with_role("controller") if not same_person(a.name, proposer)]
         key = f"{subject}-{attempt}"
-        create_flow_run_input(PENDING_PREFIX + key, {
-            "subject": subject, "sha256": sha256, "required_role": "controller", "eligible": eligible,
-            "proposer": proposer, "attempt": attempt, "note": note, "approvers_file": str(approvers_file),
-            "agreement_sha256": agreement_sha256, "registry": str(registry.root),
-            "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic()))})
+        create_flow_run_input(
+            PENDING_PREFIX + key,
+            {
+                "subject": subject,
+                "sha256": sha256,
+                "required_role": "controller",
+                "eligible": eligible,
+                "proposer": proposer,
+                "attempt": attempt,
+                "note": note,
+                "approvers_file": str(approvers_file),
+                "agreement_sha256": agreement_sha256,
+                "registry": str(registry.root),
+                "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
+            },
+        )
         form = Decision.with_initial_data(description=description + (f"\n\n> **{note}**" if note else ""))
         remaining = int(deadline - time.monotonic())
-        log.info("waiting for a data controller to decide on the %s %s… (eligible: %s; %ds left)", subject,
-                 sha256[:12], ", ".join(eligible) or "nobody — fix the approvers registry", remaining)
+        log.info(
+            "waiting for a data controller to decide on the %s %s… (eligible: %s; %ds left)",
+            subject,
+            sha256[:12],
+            ", ".join(eligible) or "nobody — fix the approvers registry",
+            remaining,
+        )
         try:
             if remaining <= 0:
                 raise FlowPauseTimeout
             d = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
         except FlowPauseTimeout:
-            msg = (f"no decision on the {subject} {sha256[:12]}… within the timeout: the run ends here and nothing "
-                   "was released")
-            registry.append("approval_timeout", "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
-                            decision="timeout", comment=msg, artifacts={subject: sha256})
+            msg = (
+                f"no decision on the {subject} {sha256[:12]}… within the timeout: the run ends here and nothing "
+                "was released"
+            )
+            registry.append(
+                "approval_timeout",
+                "sdgov",
+                "system",
+                agreement_sha256=agreement_sha256,
+                run_id=run_id,
+                decision="timeout",
+                comment=msg,
+                artifacts={subject: sha256},
+            )
             log.warning(msg)
             raise _Stop(_end("timed_out", msg, agreement_sha256)) from None
         try:
-            who = check_decision(approvers, name=d.approver, subject=subject, decision=d.decision, sha256=sha256,
-                                 proposer=proposer, signature=d.signature, where=str(approvers_file))
+            who = check_decision(
+                approvers,
+                name=d.approver,
+                subject=subject,
+                decision=d.decision,
+                sha256=sha256,
+                proposer=proposer,
+                signature=d.signature,
+                where=str(approvers_file),
+            )
         except ApprovalRefused as exc:
-            registry.append("approval_refused", d.approver or "?", "unverified", agreement_sha256=agreement_sha256,
-                            run_id=run_id, decision=d.decision, comment=f"{exc.what} | comment: {d.comment}",
-                            artifacts={subject: sha256})
+            registry.append(
+                "approval_refused",
+                d.approver or "?",
+                "unverified",
+                agreement_sha256=agreement_sha256,
+                run_id=run_id,
+                decision=d.decision,
+                comment=f"{exc.what} | comment: {d.comment}",
+                artifacts={subject: sha256},
+            )
             note = f"Attempt {attempt} by {d.approver!r} was refused: {exc.what}. The run is paused again."
             log.warning("refused: %s — pausing again", exc.one_line())
             continue
         via = f"Prefect resume form / sdgov approve (flow run {run_id})" + (", Ed25519-signed" if d.signature else "")
-        s = SignOff(name=who.name, role=who.role, subject="release" if subject == "release" else "agreement",
-                    decision=d.decision, subject_sha256=sha256, time=utcnow(), comment=d.comment, via=via)
+        s = SignOff(
+            name=who.name,
+            role=who.role,
+            subject="release" if subject == "release" else "agreement",
+            decision=d.decision,
+            subject_sha256=sha256,
+            time=utcnow(),
+            comment=d.comment,
+            via=via,
+        )
         event = {"agreement": "agreement_approved", "release": "release_approved", "budget": "budget_retry_approved"}
-        registry.append(event[subject] if d.decision == "approve" else f"{subject}_rejected", who.name, who.role,
-                        agreement_sha256=agreement_sha256, run_id=run_id, decision=d.decision, comment=d.comment,
-                        artifacts={subject: sha256, **({"ed25519_signature": d.signature} if d.signature else {})})
+        registry.append(
+            event[subject] if d.decision == "approve" else f"{subject}_rejected",
+            who.name,
+            who.role,
+            agreement_sha256=agreement_sha256,
+            run_id=run_id,
+            decision=d.decision,
+            comment=d.comment,
+            artifacts={subject: sha256, **({"ed25519_signature": d.signature} if d.signature else {})},
+        )
         log.info("%s %sd the %s %s…", who.name, d.decision, subject, sha256[:12])
         if d.decision == "reject":
             msg = f"{who.name} ({who.role}) rejected the {subject} {sha256[:12]}…: nothing was released"
@@ -138,16 +211,32 @@ def await_decision(registry: Registry, approvers_file: Path, *, subject: str, sh
 
 
 @flow(name="sdgov-governed-release", version=__version__, log_prints=False)
-def governed_release_flow(spec_path: str, registry_root: str, proposer: str | None = None,
-                          approval: Literal["interactive", "standing"] = "interactive",
-                          approvers_path: str | None = None, approvals_path: str | None = None,
-                          data_path: str | None = None, timeout_s: int = 3600, poll_interval: int = 10,
-                          dvc_pull: bool = False):
+def governed_release_flow(
+    spec_path: str,
+    registry_root: str,
+    proposer: str | None = None,
+    approval: Literal["interactive", "standing"] = "interactive",
+    approvers_path: str | None = None,
+    approvals_path: str | None = None,
+    data_path: str | None = None,
+    timeout_s: int = 3600,
+    poll_interval: int = 10,
+    dvc_pull: bool = False,
+):
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
     try:
-        return _governed(spec_path, registry_root, proposer, approval, approvers_path, approvals_path, data_path,
-                         timeout_s, poll_interval)
+        return _governed(
+            spec_path,
+            registry_root,
+            proposer,
+            approval,
+            approvers_path,
+            approvals_path,
+            data_path,
+            timeout_s,
+            poll_interval,
+        )
     except _Stop as stop:
         return stop.state
 
@@ -165,8 +254,11 @@ def pull_latest_data(spec_path: str, data_path: str | None) -> None:
     for cmd in (["dvc", "update", f"{data}.dvc"] if _is_import(data) else ["dvc", "pull", f"{data}.dvc"],):
         r = subprocess.run(cmd, cwd=data.parent, capture_output=True, text=True)
         if r.returncode != 0:
-            raise SdgovError(f"'{' '.join(cmd)}' failed: {r.stderr.strip()[-300:]}", str(data),
-                             "fix the DVC remote or run without dvc_pull")
+            raise SdgovError(
+                f"'{' '.join(cmd)}' failed: {r.stderr.strip()[-300:]}",
+                str(data),
+                "fix the DVC remote or run without dvc_pull",
+            )
         get_run_logger().info("%s: %s", " ".join(cmd), (r.stdout or "up to date").strip()[-200:])
 
 
@@ -179,8 +271,9 @@ def _is_import(data: Path) -> bool:
         return False
 
 
-def _governed(spec_path, registry_root, proposer, approval, approvers_path, approvals_path, data_path, timeout_s,
-              poll_interval):
+def _governed(
+    spec_path, registry_root, proposer, approval, approvers_path, approvals_path, data_path, timeout_s, poll_interval
+):
     log = get_run_logger()
     registry = Registry(registry_root)
     approvers_file = Path(approvers_path or default_path(registry.root)).resolve()
@@ -192,8 +285,11 @@ def _governed(spec_path, registry_root, proposer, approval, approvers_path, appr
         standing = load_approvals(agreed.approvals.verified())
     else:
         if not proposer:
-            raise SdgovError("an interactive release needs the analyst who proposes it", "proposer",
-                             "pass proposer='Ada Analyst' (an analyst in the approvers registry)")
+            raise SdgovError(
+                "an interactive release needs the analyst who proposes it",
+                "proposer",
+                "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
+            )
         agreed = propose_phi(spec_path, registry_root, run_id, proposer, str(approvers_file), data_path)
         standing = None
     sha = agreed.agreement_sha256
@@ -207,61 +303,111 @@ def _governed(spec_path, registry_root, proposer, approval, approvers_path, appr
         except BudgetError:
             return None
 
-    common = dict(proposer=proposer, agreement_sha256=sha, run_id=Path(agreed.run_dir).name, deadline=deadline,
-                  poll_interval=poll_interval)
+    common = {
+        "proposer": proposer,
+        "agreement_sha256": sha,
+        "run_id": Path(agreed.run_dir).name,
+        "deadline": deadline,
+        "poll_interval": poll_interval,
+    }
     if standing is None:
-        s, _ = await_decision(registry, approvers_file, subject="agreement", sha256=sha,
-                              description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.sha256),
-                              **common)
+        s, _ = await_decision(
+            registry,
+            approvers_file,
+            subject="agreement",
+            sha256=sha,
+            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.sha256),
+            **common,
+        )
         signoffs.append(s)
 
     try:
         measured = measure(agreed, registry_root)
     except BudgetError as exc:
         log.warning("%s", exc.one_line())
-        await_decision(registry, approvers_file, subject="budget", sha256=sha,
-                       description=budget_md(agreed.data.name, exc.what), **common)
+        await_decision(
+            registry,
+            approvers_file,
+            subject="budget",
+            sha256=sha,
+            description=budget_md(agreed.data.name, exc.what),
+            **common,
+        )
         try:
             measured = measure(agreed, registry_root)
         except BudgetError as exc2:
             return _end("budget_refused", exc2.one_line(), sha)
 
-    generated = generate(GenerateInput(
-        measurements=measured.measurements, schema_file=agreed.schema_file, generator=agreement.generator,
-        rows=agreement.rows, seed=agreement.seed, out_dir=str(Path(agreed.run_dir) / "generate"),
-    ))
+    generated = generate(
+        GenerateInput(
+            measurements=measured.measurements,
+            schema_file=agreed.schema_file,
+            generator=agreement.generator,
+            rows=agreement.rows,
+            seed=agreement.seed,
+            out_dir=str(Path(agreed.run_dir) / "generate"),
+        )
+    )
     audited = audit(agreed, measured, generated)
     utility = utility_report(agreed, generated)
     candidate = candidate_sha256(measured, generated, audited, utility)
     report = AuditReport.model_validate_json(audited.report.verified().read_bytes())
     if report.verdict != "pass":
         msg = "the audit failed, so nothing was released (no approval can override a failed audit)"
-        registry.append("release_blocked", "sdgov", "system", agreement_sha256=sha, run_id=Path(agreed.run_dir).name,
-                        artifacts={"audit": audited.report.sha256}, comment=msg)
+        registry.append(
+            "release_blocked",
+            "sdgov",
+            "system",
+            agreement_sha256=sha,
+            run_id=Path(agreed.run_dir).name,
+            artifacts={"audit": audited.report.sha256},
+            comment=msg,
+        )
         return _end("blocked", msg, sha)
     all_passed = all(c.passed for c in report.checks)
     if standing is not None and all_passed:
         s = release_signoff(standing, candidate)
-        registry.append("release_approved", s.name, s.role, agreement_sha256=sha, run_id=Path(agreed.run_dir).name,
-                        decision=s.decision, comment="standing approval: every audit check passed and the budget allowed",
-                        artifacts={"candidate": candidate})
+        registry.append(
+            "release_approved",
+            s.name,
+            s.role,
+            agreement_sha256=sha,
+            run_id=Path(agreed.run_dir).name,
+            decision=s.decision,
+            comment="standing approval: every audit check passed and the budget allowed",
+            artifacts={"candidate": candidate},
+        )
         signoffs.append(s)
     else:
         if standing is not None:
             log.warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
         full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
-        evidence = existing({"audit": audited.report.path, "utility summary": utility.report.path,
-                             "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
-                             "synthetic data": generated.synthetic.path})
-        evidence["generator card"] = (f"{registry.root.resolve()}/releases/<release id>/card.html "
-                                      "(written on approval, with this sign-off)")
-        desc = release_md(agreement, candidate, proposer,
-                          PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()), acct(),
-                          report, UtilitySummary.model_validate_json(utility.report.verified().read_bytes()), evidence,
-                          full)
+        evidence = existing(
+            {
+                "audit": audited.report.path,
+                "utility summary": utility.report.path,
+                "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
+                "synthetic data": generated.synthetic.path,
+            }
+        )
+        evidence["generator card"] = (
+            f"{registry.root.resolve()}/releases/<release id>/card.html (written on approval, with this sign-off)"
+        )
+        desc = release_md(
+            agreement,
+            candidate,
+            proposer,
+            PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
+            acct(),
+            report,
+            UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+            evidence,
+            full,
+        )
         s, _ = await_decision(registry, approvers_file, subject="release", sha256=candidate, description=desc, **common)
         signoffs.append(s)
     result = release(agreed, measured, generated, audited, utility, signoffs, registry_root)
     log.info("released %s → %s", result.release_id, result.card_html)
-    return GovernedOutcome(status="released", message=f"released {result.release_id}", release=result,
-                           agreement_sha256=sha)
+    return GovernedOutcome(
+        status="released", message=f"released {result.release_id}", release=result, agreement_sha256=sha
+    )

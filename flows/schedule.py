@@ -1,12 +1,12 @@
 """Scheduled releases: a Prefect deployment with a cron schedule that re-runs a standing agreement.
 
-Each scheduled run is :func:`flows.governed.governed_release_flow` with ``approval="standing"``: the Φ agreement
+Each scheduled run is :func:`sdgov.flows.governed.governed_release_flow` with ``approval="standing"``: the Φ agreement
 comes from the spec's standing-approval file (pin its ``agreement_sha256`` so a changed spec cannot ride on an
 old approval), the data is brought to its latest DVC version first (``dvc_pull``), and the standing policy
 applies — **auto-release only if every audit check passed and the privacy budget allowed the measurement;
 otherwise the run pauses for a data controller** (``sdgov runs`` / ``sdgov approve`` / the Prefect UI).
 
-    sdgov schedule --spec examples/demo/spec.yaml --cron "0 6 1 * *" --root /srv/sdgov/registry
+    sdgov schedule --spec sdgov/demo/spec.yaml --cron "0 6 1 * *" --root /srv/sdgov/registry
 
 serves the deployment from this process (``flow.serve``): keep it running (systemd, tmux) next to
 ``sdgov server start``. ``--dry-run --json`` prints the deployment instead.
@@ -21,31 +21,52 @@ from typing import Any
 DEFAULT_DECISION_TIMEOUT = 7 * 24 * 3600  # a scheduled run that needs a human waits a week, then ends
 
 
-def deployment(spec: str, root: str, cron: str, name: str | None = None, approvers: str | None = None,
-               approvals: str | None = None, timeout_s: int = DEFAULT_DECISION_TIMEOUT, dvc_pull: bool = True):
+def deployment(
+    spec: str,
+    root: str,
+    cron: str,
+    name: str | None = None,
+    approvers: str | None = None,
+    approvals: str | None = None,
+    timeout_s: int = DEFAULT_DECISION_TIMEOUT,
+    dvc_pull: bool = True,
+):
     from prefect.client.schemas.schedules import CronSchedule
 
-    from flows.governed import governed_release_flow
     from sdgov.errors import SdgovError
+    from sdgov.flows.governed import governed_release_flow
     from sdgov.spec import load_spec
 
     try:
         CronSchedule(cron=cron)
     except ValueError:
-        raise SdgovError(f"{cron!r} is not a cron expression", "--cron", "e.g. '0 6 1 * *' (06:00 on the 1st)") from None
+        raise SdgovError(
+            f"{cron!r} is not a cron expression", "--cron", "e.g. '0 6 1 * *' (06:00 on the 1st)"
+        ) from None
     loaded = load_spec(spec)
-    params: dict[str, Any] = {"spec_path": str(Path(spec).resolve()), "registry_root": str(Path(root).resolve()),
-                              "approval": "standing", "timeout_s": timeout_s, "poll_interval": 30, "dvc_pull": dvc_pull}
+    params: dict[str, Any] = {
+        "spec_path": str(Path(spec).resolve()),
+        "registry_root": str(Path(root).resolve()),
+        "approval": "standing",
+        "timeout_s": timeout_s,
+        "poll_interval": 30,
+        "dvc_pull": dvc_pull,
+    }
     if approvers:
         params["approvers_path"] = str(Path(approvers).resolve())
     if approvals:
         params["approvals_path"] = str(Path(approvals).resolve())
     return governed_release_flow.to_deployment(
-        name=name or f"scheduled-{loaded.agreement.spec_name}", cron=cron, parameters=params,
+        name=name or f"scheduled-{loaded.agreement.spec_name}",
+        cron=cron,
+        parameters=params,
         tags=["sdgov", "scheduled-release"],
-        description=(f"Scheduled release of {loaded.agreement.spec_name} (agreement {loaded.agreement.sha256()[:12]}…) "
-                     "under its standing approval: auto-release only if every audit passes and the budget allows; "
-                     "otherwise pause for a data controller."))
+        description=(
+            f"Scheduled release of {loaded.agreement.spec_name} (agreement {loaded.agreement.sha256()[:12]}…) "
+            "under its standing approval: auto-release only if every audit passes and the budget allows; "
+            "otherwise pause for a data controller."
+        ),
+    )
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
@@ -54,11 +75,17 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from sdgov.registry import Registry
 
     root = str(Registry(args.root).root.resolve())
-    dep = deployment(args.spec, root, args.cron, args.name, args.approvers, args.approvals, args.timeout,
-                     not args.no_dvc_pull)
-    info = {"name": dep.name, "flow": "sdgov-governed-release", "cron": args.cron,
-            "schedules": [str(getattr(s.schedule, "cron", s.schedule)) for s in (dep.schedules or [])],
-            "parameters": dep.parameters, "entrypoint": dep.entrypoint}
+    dep = deployment(
+        args.spec, root, args.cron, args.name, args.approvers, args.approvals, args.timeout, not args.no_dvc_pull
+    )
+    info = {
+        "name": dep.name,
+        "flow": "sdgov-governed-release",
+        "cron": args.cron,
+        "schedules": [str(getattr(s.schedule, "cron", s.schedule)) for s in (dep.schedules or [])],
+        "parameters": dep.parameters,
+        "entrypoint": dep.entrypoint,
+    }
     if args.dry_run:
         print(json.dumps(info, indent=2) if args.json else f"would serve {dep.name} on '{args.cron}'")
         return 0

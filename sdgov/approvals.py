@@ -49,25 +49,50 @@ def load_approvals(path: str | Path) -> StandingApproval:
         if p.role != "controller":
             raise SpecError(f"{key} must have role 'controller', not {p.role!r}", where, f"fix '{key}.role'")
         if same_person(p.name, a.proposer.name):
-            raise SpecError(f"{p.name!r} cannot approve what they proposed (separation of duties)", where,
-                            f"name a different data controller as {key}")
+            raise SpecError(
+                f"{p.name!r} cannot approve what they proposed (separation of duties)",
+                where,
+                f"name a different data controller as {key}",
+            )
     return a
 
 
 def agreement_signoffs(a: StandingApproval, agreement_sha256: str, where: str) -> list[SignOff]:
     if a.agreement_sha256 and a.agreement_sha256 != agreement_sha256:
-        raise SpecError(f"the standing approval covers agreement {a.agreement_sha256[:12]}…, but the spec now hashes to "
-                        f"{agreement_sha256[:12]}… (Φ, budget or generator changed)", where,
-                        "have the controller approve the new agreement and update 'agreement_sha256'")
+        raise SpecError(
+            f"the standing approval covers agreement {a.agreement_sha256[:12]}…, but the spec now hashes to "
+            f"{agreement_sha256[:12]}… (Φ, budget or generator changed)",
+            where,
+            "have the controller approve the new agreement and update 'agreement_sha256'",
+        )
     now = utcnow()
     return [
-        SignOff(name=a.proposer.name, role=a.proposer.role, subject="agreement", decision="approve",
-                subject_sha256=agreement_sha256, time=now, comment="proposed"),
-        SignOff(name=a.agreement_approver.name, role=a.agreement_approver.role, subject="agreement",
-                decision="approve", subject_sha256=agreement_sha256, time=now),
+        SignOff(
+            name=a.proposer.name,
+            role=a.proposer.role,
+            subject="agreement",
+            decision="approve",
+            subject_sha256=agreement_sha256,
+            time=now,
+            comment="proposed",
+        ),
+        SignOff(
+            name=a.agreement_approver.name,
+            role=a.agreement_approver.role,
+            subject="agreement",
+            decision="approve",
+            subject_sha256=agreement_sha256,
+            time=now,
+        ),
     ]
 
 
 def release_signoff(a: StandingApproval, candidate_sha256: str) -> SignOff:
-    return SignOff(name=a.release_approver.name, role=a.release_approver.role, subject="release", decision="approve",
-                   subject_sha256=candidate_sha256, time=utcnow())
+    return SignOff(
+        name=a.release_approver.name,
+        role=a.release_approver.role,
+        subject="release",
+        decision="approve",
+        subject_sha256=candidate_sha256,
+        time=utcnow(),
+    )

@@ -88,8 +88,11 @@ def _public_key(a: Approver):
             raise ValueError
         return Ed25519PublicKey.from_public_bytes(base64.b64decode(b64, validate=True))
     except ValueError:
-        raise SpecError(f"public key of {a.name!r} is not 'ed25519:<base64 of 32 bytes>'", FILE,
-                        "generate one with 'sdgov approvers keygen'") from None
+        raise SpecError(
+            f"public key of {a.name!r} is not 'ed25519:<base64 of 32 bytes>'",
+            FILE,
+            "generate one with 'sdgov approvers keygen'",
+        ) from None
 
 
 def sign(private_key_file: str | Path, message: bytes) -> str:
@@ -106,36 +109,58 @@ def keygen(private_key_file: str | Path) -> str:
 
     key = Ed25519PrivateKey.generate()
     path = Path(private_key_file)
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     path.chmod(0o600)
     raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return "ed25519:" + base64.b64encode(raw).decode()
 
 
-def check_decision(approvers: Approvers, *, name: str, subject: str, decision: str, sha256: str, proposer: str,
-                   signature: str = "", where: str = FILE) -> Approver:
+def check_decision(
+    approvers: Approvers,
+    *,
+    name: str,
+    subject: str,
+    decision: str,
+    sha256: str,
+    proposer: str,
+    signature: str = "",
+    where: str = FILE,
+) -> Approver:
     """The registered approver who may take this decision, or :class:`ApprovalRefused` saying why not."""
     role = REQUIRED_ROLE[subject]
     a = approvers.find(name or "")
     if a is None:
-        raise ApprovalRefused(f"{name!r} is not in the approvers registry, so cannot decide on the {subject}", where,
-                              f"the {subject} needs a {role} listed in {FILE}: "
-                              + ", ".join(p.name for p in approvers.with_role(role)))
+        raise ApprovalRefused(
+            f"{name!r} is not in the approvers registry, so cannot decide on the {subject}",
+            where,
+            f"the {subject} needs a {role} listed in {FILE}: " + ", ".join(p.name for p in approvers.with_role(role)),
+        )
     if same_person(a.name, proposer):
-        raise ApprovalRefused(f"{a.name!r} proposed this {subject} and cannot approve or reject it "
-                              "(separation of duties)", where, f"another {role} must decide")
+        raise ApprovalRefused(
+            f"{a.name!r} proposed this {subject} and cannot approve or reject it (separation of duties)",
+            where,
+            f"another {role} must decide",
+        )
     if a.role != role:
-        raise ApprovalRefused(f"{a.name!r} has role {a.role!r}; deciding on the {subject} needs role {role!r}", where,
-                              "ask a " + role + ": " + ", ".join(p.name for p in approvers.with_role(role)))
+        raise ApprovalRefused(
+            f"{a.name!r} has role {a.role!r}; deciding on the {subject} needs role {role!r}",
+            where,
+            "ask a " + role + ": " + ", ".join(p.name for p in approvers.with_role(role)),
+        )
     if a.public_key:
         from cryptography.exceptions import InvalidSignature
 
         try:
-            _public_key(a).verify(base64.b64decode(signature or "", validate=True),
-                                  signing_message(a.name, subject, decision, sha256))
+            _public_key(a).verify(
+                base64.b64decode(signature or "", validate=True), signing_message(a.name, subject, decision, sha256)
+            )
         except (InvalidSignature, ValueError):
-            raise ApprovalRefused(f"{a.name!r} must sign decisions, and the signature is missing or does not match "
-                                  f"this {subject} ({sha256[:12]}…) and decision {decision!r}", where,
-                                  "approve with 'sdgov approve RUN_ID --as NAME --key PRIVATE_KEY.pem'") from None
+            raise ApprovalRefused(
+                f"{a.name!r} must sign decisions, and the signature is missing or does not match "
+                f"this {subject} ({sha256[:12]}…) and decision {decision!r}",
+                where,
+                "approve with 'sdgov approve RUN_ID --as NAME --key PRIVATE_KEY.pem'",
+            ) from None
     return a

@@ -60,9 +60,17 @@ class _MarginalGenerator:
 
     kind = "base"
 
-    def __init__(self, cliques: list[Clique], domain: dict[str, int], *, sigma: float = 0.0,
-                 iterations: int | None = None, leak: list[str] | tuple[str, ...] | None = None,
-                 max_leak_cells: int = MAX_LEAK_CELLS, memo: bool = False) -> None:
+    def __init__(
+        self,
+        cliques: list[Clique],
+        domain: dict[str, int],
+        *,
+        sigma: float = 0.0,
+        iterations: int | None = None,
+        leak: list[str] | tuple[str, ...] | None = None,
+        max_leak_cells: int = MAX_LEAK_CELLS,
+        memo: bool = False,
+    ) -> None:
         if not domain:
             raise AuditError("empty domain", self.kind)
         unknown = sorted({a for c in cliques for a in c} - set(domain))
@@ -93,16 +101,30 @@ class _MarginalGenerator:
             counts = weighted_marginal(records, weights, c, self.domain)
             if self.sigma > 0:
                 counts = counts + rng.normal(0.0, self.sigma, counts.shape)
-            ms.append(Measurement(clique=c, shape=counts.shape, sigma=self.sigma,
-                                  noisy_counts=np.rint(counts).astype(np.int64).ravel().tolist()))
-        mset = MeasurementSet(agreement_sha256="audit", dataset_sha256="audit", schema_sha256="audit",
-                              attributes=self.attributes, domain=self.domain,
-                              noise="gaussian" if self.sigma > 0 else "none", measurements=ms)
+            ms.append(
+                Measurement(
+                    clique=c,
+                    shape=counts.shape,
+                    sigma=self.sigma,
+                    noisy_counts=np.rint(counts).astype(np.int64).ravel().tolist(),
+                )
+            )
+        mset = MeasurementSet(
+            agreement_sha256="audit",
+            dataset_sha256="audit",
+            schema_sha256="audit",
+            attributes=self.attributes,
+            domain=self.domain,
+            noise="gaussian" if self.sigma > 0 else "none",
+            measurements=ms,
+        )
         if not self.memo:
             self.model = self._fit_model(mset)
             return
-        key = hashlib.sha256(repr((self.kind, self.iterations, self.fitted, self.domain)).encode()
-                             + b"".join(np.asarray(m.noisy_counts, np.int64).tobytes() for m in ms)).hexdigest()
+        key = hashlib.sha256(
+            repr((self.kind, self.iterations, self.fitted, self.domain)).encode()
+            + b"".join(np.asarray(m.noisy_counts, np.int64).tobytes() for m in ms)
+        ).hexdigest()
         if key not in _MEMO:
             _MEMO[key] = self._fit_model(mset)
             while len(_MEMO) > _MEMO_SIZE:
@@ -128,8 +150,11 @@ class _Leaky:
         if bad:
             raise AuditError(f"leak names attribute(s) {bad} outside the domain", "dishonest generator")
         if any(set(chosen) <= set(c) for c in self.phi):  # type: ignore[attr-defined]
-            raise AuditError(f"leak {chosen} is inside a Φ marginal, so it leaks nothing", "dishonest generator",
-                             "choose attributes not all inside one agreed marginal")
+            raise AuditError(
+                f"leak {chosen} is inside a Φ marginal, so it leaks nothing",
+                "dishonest generator",
+                "choose attributes not all inside one agreed marginal",
+            )
         self.leak = chosen
         return self._order(list(self.phi) + [chosen])  # type: ignore[attr-defined]
 
@@ -193,9 +218,15 @@ class Independent(_MarginalGenerator):
         for a in self.attributes:  # an attribute outside Φ is drawn uniformly: nothing about it may be read
             t = tables.get(a, np.ones(self.domain[a]))
             marginals.append(t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size))
-        return CliqueModel(attributes=tuple(self.attributes), domain=dict(self.domain),
-                           cliques=[(a,) for a in self.attributes], marginals=marginals, order=list(self.attributes),
-                           total=max(mset.noisy_total(), 1.0), fit_info={"estimator": "independent 1-way"})
+        return CliqueModel(
+            attributes=tuple(self.attributes),
+            domain=dict(self.domain),
+            cliques=[(a,) for a in self.attributes],
+            marginals=marginals,
+            order=list(self.attributes),
+            total=max(mset.noisy_total(), 1.0),
+            fit_info={"estimator": "independent 1-way"},
+        )
 
 
 def honest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestPGM:

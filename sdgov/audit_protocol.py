@@ -28,7 +28,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -62,35 +63,55 @@ def load_generator(path: str) -> Factory:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise AuditError(f"cannot import module {module_name!r} ({exc})", "--generator",
-                         "check the module name and that it is installed / on PYTHONPATH")
-    except Exception as exc:  # noqa: BLE001 - a third party's import error is the user's to see, in one line
+        raise AuditError(
+            f"cannot import module {module_name!r} ({exc})",
+            "--generator",
+            "check the module name and that it is installed / on PYTHONPATH",
+        ) from None
+    except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0]
-        raise AuditError(f"importing {module_name!r} failed: {type(exc).__name__}: {first}", "--generator",
-                         "fix the module so that it imports")
+        raise AuditError(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {first}",
+            "--generator",
+            "fix the module so that it imports",
+        ) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise AuditError(f"module {module_name!r} has no attribute {attr!r}", "--generator", fix)
         obj = getattr(obj, part)
     if not callable(obj):
-        raise AuditError(f"{path!r} is not callable", "--generator",
-                         "point at a factory: factory(cliques, domain, **params) -> object with fit() and sample()")
+        raise AuditError(
+            f"{path!r} is not callable",
+            "--generator",
+            "point at a factory: factory(cliques, domain, **params) -> object with fit() and sample()",
+        )
     return obj
 
 
-def make_generator(factory: Factory, cliques: list[Clique], domain: dict[str, int], params: dict[str, Any] | None,
-                   where: str = "generator") -> AuditGenerator:
+def make_generator(
+    factory: Factory,
+    cliques: list[Clique],
+    domain: dict[str, int],
+    params: dict[str, Any] | None,
+    where: str = "generator",
+) -> AuditGenerator:
     try:
         gen = factory([tuple(c) for c in cliques], dict(domain), **(params or {}))
     except SdgovError:
         raise
     except TypeError as exc:
-        raise AuditError(f"the factory refused its arguments ({exc})", where,
-                         "a factory takes (cliques, domain, **params); check the generator params")
+        raise AuditError(
+            f"the factory refused its arguments ({exc})",
+            where,
+            "a factory takes (cliques, domain, **params); check the generator params",
+        ) from None
     if not (callable(getattr(gen, "fit", None)) and callable(getattr(gen, "sample", None))):
-        raise AuditError(f"the factory returned {type(gen).__name__}, which has no fit()/sample()", where,
-                         "return an object with fit(records, weights=None) and sample(n, seed)")
+        raise AuditError(
+            f"the factory returned {type(gen).__name__}, which has no fit()/sample()",
+            where,
+            "return an object with fit(records, weights=None) and sample(n, seed)",
+        )
     return gen
 
 
@@ -109,8 +130,11 @@ def fit_generator(gen: AuditGenerator, records: pd.DataFrame, weights: np.ndarra
 def check_sample(df: Any, n: int, domain: dict[str, int], where: str = "generator") -> pd.DataFrame:
     """Validate what ``sample`` returned: ``n`` rows, every domain column, indices inside the domain."""
     if not isinstance(df, pd.DataFrame):
-        raise AuditError(f"sample() returned {type(df).__name__}, not a DataFrame", where,
-                         "return a pandas DataFrame of cell indices")
+        raise AuditError(
+            f"sample() returned {type(df).__name__}, not a DataFrame",
+            where,
+            "return a pandas DataFrame of cell indices",
+        )
     missing = [a for a in domain if a not in df.columns]
     if missing:
         raise AuditError(f"sample() lacks column(s) {missing}", where, "return one column per audited attribute")
@@ -119,8 +143,11 @@ def check_sample(df: Any, n: int, domain: dict[str, int], where: str = "generato
     for a, k in domain.items():
         col = df[a].to_numpy()
         if len(col) and (col.min() < 0 or col.max() >= k):
-            raise AuditError(f"sample() column {a!r} has indices outside 0..{k - 1}", where,
-                             "return cell indices of the declared domain")
+            raise AuditError(
+                f"sample() column {a!r} has indices outside 0..{k - 1}",
+                where,
+                "return cell indices of the declared domain",
+            )
     return df
 
 
@@ -134,8 +161,9 @@ def expand_rows(records: pd.DataFrame, weights: np.ndarray | None) -> pd.DataFra
     return records.loc[records.index.repeat(w.astype(np.int64))].reset_index(drop=True)
 
 
-def weighted_marginal(records: pd.DataFrame, weights: np.ndarray | None, clique: Clique,
-                      domain: dict[str, int]) -> np.ndarray:
+def weighted_marginal(
+    records: pd.DataFrame, weights: np.ndarray | None, clique: Clique, domain: dict[str, int]
+) -> np.ndarray:
     """Contingency table of ``clique`` (axes in clique order) from weighted records."""
     shape = tuple(domain[a] for a in clique)
     flat = np.ravel_multi_index(tuple(records[a].to_numpy() for a in clique), shape)

@@ -14,12 +14,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment
 from pydantic import BaseModel, ConfigDict
 
-import cards
 from sdgov import __version__
 from sdgov.audit import AuditReport
+from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
 from sdgov.measure import MeasurementSet
 from sdgov.metrics import UtilitySummary
@@ -74,15 +74,25 @@ def environment() -> dict[str, Any]:
             pkgs[p] = version(p)
         except PackageNotFoundError:
             pkgs[p] = "not installed"
-    return {"python": platform.python_version(), "platform": platform.platform(), "packages": pkgs,
-            "sdgov": __version__, "git_commit": git_commit()}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": pkgs,
+        "sdgov": __version__,
+        "git_commit": git_commit(),
+    }
 
 
 def git_commit() -> str:
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown (git unavailable)"
     if sha.returncode != 0:
@@ -101,61 +111,117 @@ def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
     out = []
     pairs = [p for p in itertools.combinations(agreement.attributes, 2) if not any(set(p) <= c for c in covered)]
     if pairs:
-        out.append("Associations between these pairs were not measured; the synthetic data shows only what the "
-                   "measured tables imply (often close to independence): "
-                   + "; ".join(f"{a} × {b}" for a, b in pairs) + ".")
+        out.append(
+            "Associations between these pairs were not measured; the synthetic data shows only what the "
+            "measured tables imply (often close to independence): " + "; ".join(f"{a} × {b}" for a, b in pairs) + "."
+        )
     biggest = max(len(c) for c in agreement.cliques)
     if len(agreement.attributes) > biggest:
-        out.append(f"No interaction among more than {biggest} attributes at once was measured: higher-order patterns "
-                   "(e.g. a three-way interaction) are not preserved beyond what Φ implies.")
+        out.append(
+            f"No interaction among more than {biggest} attributes at once was measured: higher-order patterns "
+            "(e.g. a three-way interaction) are not preserved beyond what Φ implies."
+        )
     dropped = [c.name for c in schema.columns if c.name not in agreement.attributes]
     if dropped:
         out.append("Not released at all (not in the synthetic data): " + ", ".join(dropped) + ".")
-    out.append("Individual records are not real people; no row can be linked to a respondent, and record-level "
-               "analysis (e.g. small areas, rare combinations) is not supported.")
+    out.append(
+        "Individual records are not real people; no row can be linked to a respondent, and record-level "
+        "analysis (e.g. small areas, rare combinations) is not supported."
+    )
     out.append("Every count carries noise: small cells and rare categories are unreliable.")
     return out
 
 
 def privacy_statement(plan: PrivacyPlan) -> str:
     if plan.noise == "none":
-        return ("NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "
-                "this release carries no differential-privacy guarantee.")
-    s = (f"The agreed statistics were measured with {plan.mechanism}, spending ρ = {plan.rho:.6g} in total "
-         f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
-         f"neighbouring datasets that differ by {plan.neighbours}. Everything after measurement is post-processing "
-         "of the noisy statistics and spends no further budget.")
+        return (
+            "NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "
+            "this release carries no differential-privacy guarantee."
+        )
+    s = (
+        f"The agreed statistics were measured with {plan.mechanism}, spending ρ = {plan.rho:.6g} in total "
+        f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
+        f"neighbouring datasets that differ by {plan.neighbours}. Everything after measurement is post-processing "
+        "of the noisy statistics and spends no further budget."
+    )
     if plan.sigma_floor is not None:
-        s += (f" A noise floor σ ≥ {plan.sigma_floor:g} applies (ONS small-count rule)"
-              f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
-              f"ε = {plan.floor_max_epsilon:.4g}.")
+        s += (
+            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (ONS small-count rule)"
+            f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
+            f"ε = {plan.floor_max_epsilon:.4g}."
+        )
     return s
 
 
-def build_card(*, release_id: str, created: str, agreement: Agreement, agreement_sha256: str, schema: Schema,
-               mset: MeasurementSet, psi_sha256: str, plan: PrivacyPlan, model_info: dict[str, Any],
-               synthetic: dict[str, Any], utility: UtilitySummary, audit: AuditReport, signoffs: list[SignOff],
-               records: list[StageRecord], data_info: dict[str, Any],
-               utility_report: dict[str, Any] | None = None,
-               privacy_evidence: dict[str, Any] | None = None,
-               decomposability: dict[str, Any] | None = None) -> Card:
+def build_card(
+    *,
+    release_id: str,
+    created: str,
+    agreement: Agreement,
+    agreement_sha256: str,
+    schema: Schema,
+    mset: MeasurementSet,
+    psi_sha256: str,
+    plan: PrivacyPlan,
+    model_info: dict[str, Any],
+    synthetic: dict[str, Any],
+    utility: UtilitySummary,
+    audit: AuditReport,
+    signoffs: list[SignOff],
+    records: list[StageRecord],
+    data_info: dict[str, Any],
+    utility_report: dict[str, Any] | None = None,
+    privacy_evidence: dict[str, Any] | None = None,
+    decomposability: dict[str, Any] | None = None,
+) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
-    phi = [PhiEntry(attributes=list(c), plain=_plain(c, schema), cells=schema.cells(c), sigma=sig[c].sigma,
-                    rho=None if plan.noise == "none" else sig[c].rho, tvd=tvd.get(c)) for c in agreement.cliques]
-    attrs = [{"name": a, "description": schema.by_name[a].description,
-              "categories": [f"{code} = {label}" for code, label in zip(schema.by_name[a].codes(), schema.by_name[a].labels())]}
-             for a in agreement.attributes]
+    phi = [
+        PhiEntry(
+            attributes=list(c),
+            plain=_plain(c, schema),
+            cells=schema.cells(c),
+            sigma=sig[c].sigma,
+            rho=None if plan.noise == "none" else sig[c].rho,
+            tvd=tvd.get(c),
+        )
+        for c in agreement.cliques
+    ]
+    attrs = [
+        {
+            "name": a,
+            "description": schema.by_name[a].description,
+            "categories": [
+                f"{code} = {label}" for code, label in zip(schema.by_name[a].codes(), schema.by_name[a].labels())
+            ],
+        }
+        for a in agreement.attributes
+    ]
     return Card(
-        title=f"Generator card — {agreement.spec_name}", release_id=release_id, created=created,
-        agreement_sha256=agreement_sha256, psi_sha256=psi_sha256, description=agreement.description,
+        title=f"Generator card — {agreement.spec_name}",
+        release_id=release_id,
+        created=created,
+        agreement_sha256=agreement_sha256,
+        psi_sha256=psi_sha256,
+        description=agreement.description,
         dataset={"name": agreement.dataset_name, "schema": schema.name, "source": schema.source, **data_info},
-        attributes=attrs, phi=phi, not_preserved=not_preserved(agreement, schema), privacy=plan,
-        privacy_statement=privacy_statement(plan), generator=model_info, synthetic=synthetic, utility=utility,
-        utility_note=("Utility figures compare the synthetic data with the confidential data. They are computed by "
-                      "the data controller and are not covered by the differential-privacy guarantee."),
-        audit=audit, signoffs=signoffs, utility_report=utility_report_summary(utility_report),
-        privacy_evidence=privacy_evidence, decomposability=decomposability,
+        attributes=attrs,
+        phi=phi,
+        not_preserved=not_preserved(agreement, schema),
+        privacy=plan,
+        privacy_statement=privacy_statement(plan),
+        generator=model_info,
+        synthetic=synthetic,
+        utility=utility,
+        utility_note=(
+            "Utility figures compare the synthetic data with the confidential data. They are computed by "
+            "the data controller and are not covered by the differential-privacy guarantee."
+        ),
+        audit=audit,
+        signoffs=signoffs,
+        utility_report=utility_report_summary(utility_report),
+        privacy_evidence=privacy_evidence,
+        decomposability=decomposability,
         provenance={"stages": [r.model_dump() for r in records], "environment": environment()},
     )
 
@@ -164,9 +230,14 @@ def utility_report_summary(report: dict[str, Any] | None) -> dict[str, Any] | No
     """What the card shows of the full utility report (sdgov.utility): the fitness statement, the radar, links."""
     if report is None:
         return None
-    return {"html": "utility_report.html", "json": "artifacts/utility_report.json",
-            "tasks_sha256": report.get("tasks_sha256"), "fitness": report["fitness"], "verdicts": report["verdicts"],
-            "radar": report["radar"]}
+    return {
+        "html": "utility_report.html",
+        "json": "artifacts/utility_report.json",
+        "tasks_sha256": report.get("tasks_sha256"),
+        "fitness": report["fitness"],
+        "verdicts": report["verdicts"],
+        "radar": report["radar"],
+    }
 
 
 # ------------------------------------------------------------------------------------------------ render
@@ -181,8 +252,11 @@ def tvd_plot_svg(utility: UtilitySummary) -> str:
 
     rows = [(" × ".join(m.clique), m.tvd, "Φ marginal") for m in utility.phi]
     phi_set = {tuple(m.clique) for m in utility.phi}
-    rows += [(" × ".join(m.clique), m.tvd, "2-way in Φ" if m.in_phi else "2-way not in Φ")
-             for m in utility.two_way if tuple(m.clique) not in phi_set]
+    rows += [
+        (" × ".join(m.clique), m.tvd, "2-way in Φ" if m.in_phi else "2-way not in Φ")
+        for m in utility.two_way
+        if tuple(m.clique) not in phi_set
+    ]
     colours = {"Φ marginal": "#1b7837", "2-way in Φ": "#7fbf7b", "2-way not in Φ": "#c51b7d"}
     fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(rows) + 1.2))
     ax.barh(range(len(rows)), [r[1] for r in rows], color=[colours[r[2]] for r in rows])
@@ -197,7 +271,7 @@ def tvd_plot_svg(utility: UtilitySummary) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     svg = buf.getvalue()
-    return svg[svg.index("<svg"):]
+    return svg[svg.index("<svg") :]
 
 
 def _pretty(v: Any) -> str:
@@ -210,8 +284,7 @@ def _pretty(v: Any) -> str:
 
 
 def _env() -> Environment:
-    env = Environment(loader=FileSystemLoader(Path(cards.__file__).parent), autoescape=select_autoescape(["html"]),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = template_environment(trim_blocks=True, lstrip_blocks=True)
     env.filters["short"] = lambda h: (h or "")[:12] + "…" if h else ""
     env.filters["g"] = lambda x, p=4: "—" if x is None else f"{x:.{p}g}"
     env.filters["pretty"] = _pretty

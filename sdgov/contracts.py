@@ -6,7 +6,7 @@ a file changed between stages is refused rather than silently consumed.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ Role = Literal["analyst", "controller", "compliance"]
 
 
 def utcnow() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class _Frozen(BaseModel):
@@ -34,7 +34,7 @@ class ArtifactRef(_Frozen):
     bytes: int
 
     @classmethod
-    def of(cls, name: str, path: str | Path) -> "ArtifactRef":
+    def of(cls, name: str, path: str | Path) -> ArtifactRef:
         p = Path(path)
         return cls(name=name, path=str(p.resolve()), sha256=sha256_file(p), bytes=p.stat().st_size)
 
@@ -45,8 +45,12 @@ class ArtifactRef(_Frozen):
             raise RegistryError(f"input artifact {self.name!r} is missing", self.path, "re-run the stage that makes it")
         actual = sha256_file(p)
         if actual != self.sha256:
-            raise RegistryError(f"input artifact {self.name!r} changed since it was produced (sha256 {actual[:12]}… ≠ "
-                                f"{self.sha256[:12]}…)", self.path, "re-run the pipeline from the stage that made it")
+            raise RegistryError(
+                f"input artifact {self.name!r} changed since it was produced (sha256 {actual[:12]}… ≠ "
+                f"{self.sha256[:12]}…)",
+                self.path,
+                "re-run the pipeline from the stage that made it",
+            )
         return p
 
 
@@ -60,7 +64,7 @@ class DataRef(_Frozen):
     rows: int
 
     @classmethod
-    def of(cls, name: str, path: Path, rows: int) -> "DataRef":
+    def of(cls, name: str, path: Path, rows: int) -> DataRef:
         return cls(name=name, path=str(path), sha256=sha256_file(path), dvc_md5=md5_file(path), rows=rows)
 
     def as_artifact(self) -> ArtifactRef:

@@ -45,8 +45,15 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import linalg, sparse, stats
 
-from sdgov.audit_protocol import (AuditError, Clique, Factory, check_sample, fit_generator, load_generator,
-                                  make_generator)
+from sdgov.audit_protocol import (
+    AuditError,
+    Clique,
+    Factory,
+    check_sample,
+    fit_generator,
+    load_generator,
+    make_generator,
+)
 
 MAX_JOINT = 2**62
 EXPLICIT_MAX_CELLS = 5_000  # occupied cells up to which Φ⊥ gets an explicit orthonormal basis
@@ -63,10 +70,17 @@ class AuditSettings(BaseModel):
     K: int = Field(10, ge=2, description="fits per extremal dataset, in each phase")
     rows: int | None = Field(None, ge=1, description="synthetic rows per fit; default 10 × the records of D*")
     seed: int = Field(0, ge=0)
-    candidate_basis: int = Field(1000, ge=1, description="random higher-order marginal cells spanning the random "
-                                 "subspace of Φ⊥ (large tables; the paper used 1000 3-way cells)")
-    beta_star_min_z: float = Field(3.0, description="random-subspace β* keeps the interaction sets whose "
-                                   "standardised Σt² is at least this (else the best one)")
+    candidate_basis: int = Field(
+        1000,
+        ge=1,
+        description="random higher-order marginal cells spanning the random "
+        "subspace of Φ⊥ (large tables; the paper used 1000 3-way cells)",
+    )
+    beta_star_min_z: float = Field(
+        3.0,
+        description="random-subspace β* keeps the interaction sets whose "
+        "standardised Σt² is at least this (else the best one)",
+    )
     workers: int = Field(1, ge=1, description="processes fitting in parallel (fits are independent)")
     move_pool: int = Field(200_000, ge=1, description="most integer moves considered for extremal datasets")
     explicit_max_cells: int = Field(EXPLICIT_MAX_CELLS, ge=1)
@@ -128,8 +142,11 @@ class ThetaSpace:
         self.domain = dict(domain)
         self.shape = tuple(domain[a] for a in self.attributes)
         if math.prod(self.shape) >= MAX_JOINT:
-            raise AuditError(f"the joint table has {math.prod(self.shape):.3g} cells, too many to index",
-                             "decomposability", "audit fewer attributes at a time")
+            raise AuditError(
+                f"the joint table has {math.prod(self.shape):.3g} cells, too many to index",
+                "decomposability",
+                "audit fewer attributes at a time",
+            )
         missing = [a for a in self.attributes if a not in records.columns]
         if missing:
             raise AuditError(f"the data lacks audited column(s) {missing}", "decomposability")
@@ -247,8 +264,10 @@ class MovePool:
             off += m
         if not rows:
             return sparse.csr_matrix((0, self.theta.C))
-        return sparse.csr_matrix((np.concatenate(vals).astype(float), (np.concatenate(rows), np.concatenate(cols))),
-                                 shape=(off, self.theta.C))
+        return sparse.csr_matrix(
+            (np.concatenate(vals).astype(float), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(off, self.theta.C),
+        )
 
     def set_counts(self) -> dict[str, int]:
         return {" × ".join(b.attrs): len(b) for b in self.blocks}
@@ -270,8 +289,11 @@ class _SetSlices(NamedTuple):
 def _slices(theta: ThetaSpace, T: tuple[str, ...]) -> _SetSlices:
     t_idx = [theta.pos[a] for a in T]
     off = [i for i in range(len(theta.attributes)) if i not in t_idx]
-    key = (np.ravel_multi_index(tuple(theta.values[:, i] for i in off), tuple(theta.shape[i] for i in off))
-           if off else np.zeros(theta.C, dtype=np.int64))
+    key = (
+        np.ravel_multi_index(tuple(theta.values[:, i] for i in off), tuple(theta.shape[i] for i in off))
+        if off
+        else np.zeros(theta.C, dtype=np.int64)
+    )
     order = np.argsort(key, kind="stable")
     keys, starts, counts = np.unique(key[order], return_index=True, return_counts=True)
     return _SetSlices(t_idx, off, tuple(theta.shape[i] for i in t_idx), order, keys, starts, counts)
@@ -308,12 +330,14 @@ def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePo
         for k, a, c in zip(sl.keys, sl.starts, sl.counts):
             if c < 2**s:
                 continue
-            tv = theta.values[sl.order[a:a + c]][:, sl.t_idx]
+            tv = theta.values[sl.order[a : a + c]][:, sl.t_idx]
             diff = np.all(tv[:, None, :] != tv[None, :, :], axis=2)
             i, j = np.nonzero(np.triu(diff, 1))
             if len(i) == 0:
                 continue
-            P.append(np.minimum(tv[i], tv[j])); Q.append(np.maximum(tv[i], tv[j])); Kk.append(np.full(len(i), k))
+            P.append(np.minimum(tv[i], tv[j]))
+            Q.append(np.maximum(tv[i], tv[j]))
+            Kk.append(np.full(len(i), k))
         if not P:
             continue
         P, Q, Kk = np.concatenate(P), np.concatenate(Q), np.concatenate(Kk)
@@ -334,7 +358,7 @@ def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePo
     return MovePool(theta, blocks)
 
 
-# ----------------------------------------------------------------------------------------------- half moves (large tables)
+# ---------------------------------------------------------------------------------------- half moves (large tables)
 
 
 class HalfMoveBlock(MoveBlock):
@@ -362,7 +386,7 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
         for k, a, c in zip(sl.keys, sl.starts, sl.counts):
             if c < 2 ** (s - 1):
                 continue
-            mem = sl.order[a:a + c]
+            mem = sl.order[a : a + c]
             tv = theta.values[mem][:, sl.t_idx]
             axes = [np.unique(tv[:, d]) for d in range(s)]
             if any(len(v) < 2 for v in axes):
@@ -379,7 +403,9 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
             present = np.isin(cf, tflat[mem])
             ok = present[:, even].all(axis=1) | present[:, ~even].all(axis=1)
             if ok.any():
-                P_all.append(P[ok]); Q_all.append(Q[ok]); K_all.append(np.full(int(ok.sum()), k))
+                P_all.append(P[ok])
+                Q_all.append(Q[ok])
+                K_all.append(np.full(int(ok.sum()), k))
         if not P_all:
             continue
         P, Q, Kk = np.concatenate(P_all), np.concatenate(Q_all), np.concatenate(K_all)
@@ -396,7 +422,9 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
     for T, flat, sign, tcell, even in raw:
         cells = np.searchsorted(theta.cells, flat)
         xc = theta.x[cells]
-        blocks.append(HalfMoveBlock(T, cells, sign, tcell, cap_pos=xc[:, ~even].min(axis=1), cap_neg=xc[:, even].min(axis=1)))
+        blocks.append(
+            HalfMoveBlock(T, cells, sign, tcell, cap_pos=xc[:, ~even].min(axis=1), cap_neg=xc[:, even].min(axis=1))
+        )
     return MovePool(theta, blocks)
 
 
@@ -446,8 +474,9 @@ def greedy_extremal(pool: MovePool, scores: list[np.ndarray], x: np.ndarray, min
     return delta
 
 
-def extremal_pair(theta: ThetaSpace, delta: np.ndarray, delta_minus: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def extremal_pair(
+    theta: ThetaSpace, delta: np.ndarray, delta_minus: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """D₊ = Θ(D*) + δ, D₋ = Θ(D*) − δ (or + ``delta_minus``) as integer weights; checks non-negativity and
     φ(D±) == φ(D*) exactly."""
     plus = theta.x + delta
@@ -475,7 +504,11 @@ class ExplicitBasis:
         self.V = linalg.null_space(theta.indicator_matrix().toarray())
         self.d = self.V.shape[1]
         U = pool.matrix().toarray()
-        self.info = {"phi_perp_dim": self.d, "moves": len(pool), "move_rank": int(np.linalg.matrix_rank(U)) if len(U) else 0}
+        self.info = {
+            "phi_perp_dim": self.d,
+            "moves": len(pool),
+            "move_rank": int(np.linalg.matrix_rank(U)) if len(U) else 0,
+        }
 
     def features(self, df: pd.DataFrame) -> np.ndarray:
         return self.V.T @ self.theta.theta_of_sample(df)
@@ -508,9 +541,15 @@ class MarginalCellBasis:
         self.t_of = np.searchsorted(bounds, pick, side="right") - 1
         self.v_of = pick - bounds[self.t_of]
         self.used = sorted(set(self.t_of.tolist()))
-        self.norm = np.array([math.sqrt(math.prod(1 - 1 / theta.domain[a] for a in self.sets[t])
-                                        * math.prod(theta.domain[a] for a in theta.attributes if a not in self.sets[t]))
-                              for t in self.t_of])
+        self.norm = np.array(
+            [
+                math.sqrt(
+                    math.prod(1 - 1 / theta.domain[a] for a in self.sets[t])
+                    * math.prod(theta.domain[a] for a in theta.attributes if a not in self.sets[t])
+                )
+                for t in self.t_of
+            ]
+        )
         self.d = len(pick)
         self.info = {"marginal_cells": self.d, "of_cells": total, "sets": len(self.sets)}
 
@@ -538,8 +577,10 @@ class MarginalCellBasis:
             sel = self.t_of == t
             np.add.at(tab, self.v_of[sel], coef[sel] / self.norm[sel])
             tables[T] = tab
-        return [(tables[b.attrs][b.tcell] * b.sign).sum(axis=1) if b.attrs in tables else np.zeros(len(b))
-                for b in pool.blocks]
+        return [
+            (tables[b.attrs][b.tcell] * b.sign).sum(axis=1) if b.attrs in tables else np.zeros(len(b))
+            for b in pool.blocks
+        ]
 
     def cells_vector(self, coef: np.ndarray) -> np.ndarray:
         """β on the occupied cells (for reporting the cells that carry it)."""
@@ -567,22 +608,48 @@ def _seeds(seed: int, label: str, k: int) -> list[int]:
     return [int(s.generate_state(1, np.uint32)[0]) for s in ss.spawn(k)]
 
 
-def _fit_one(factory: Factory, gen_name: str, theta: ThetaSpace, params: dict[str, Any], recs: pd.DataFrame,
-             w: np.ndarray, n: int, seed: int, features) -> np.ndarray:
+def _fit_one(
+    factory: Factory,
+    gen_name: str,
+    theta: ThetaSpace,
+    params: dict[str, Any],
+    recs: pd.DataFrame,
+    w: np.ndarray,
+    n: int,
+    seed: int,
+    features,
+) -> np.ndarray:
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
     fit_generator(gen, recs, w, seed=seed)
     df = check_sample(gen.sample(n, seed ^ 0x5EED), n, theta.domain, where=gen_name)
     return np.asarray(features(df), dtype=np.float64)
 
 
-def _worker_fit(gen_name: str, theta: ThetaSpace, params: dict[str, Any], recs: pd.DataFrame, w: np.ndarray, n: int,
-                seed: int, basis: Any) -> np.ndarray:
+def _worker_fit(
+    gen_name: str,
+    theta: ThetaSpace,
+    params: dict[str, Any],
+    recs: pd.DataFrame,
+    w: np.ndarray,
+    n: int,
+    seed: int,
+    basis: Any,
+) -> np.ndarray:
     """Process-pool entry point: the generator is re-imported by its path in the worker."""
     return _fit_one(load_generator(gen_name), gen_name, theta, params, recs, w, n, seed, basis.features)
 
 
-def _fit_group(factory: Factory, gen_name: str, theta: ThetaSpace, params: dict[str, Any],
-               weights: np.ndarray, n: int, seeds: list[int], basis: Any, pool: Any = None) -> np.ndarray:
+def _fit_group(
+    factory: Factory,
+    gen_name: str,
+    theta: ThetaSpace,
+    params: dict[str, Any],
+    weights: np.ndarray,
+    n: int,
+    seeds: list[int],
+    basis: Any,
+    pool: Any = None,
+) -> np.ndarray:
     """K independent fits on one weighted dataset → the basis features of each fit's synthetic sample."""
     keep = weights > 0
     recs = theta.records[keep].reset_index(drop=True)
@@ -611,15 +678,25 @@ def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     va, vb = a.var(ddof=1), b.var(ddof=1)
     pooled = math.sqrt((va + vb) / 2)
     if va == 0 and vb == 0:
-        return (1.0 if diff == 0 else 0.0), (0.0 if diff == 0 else math.copysign(math.inf, diff)), \
-            (0.0 if diff == 0 else math.copysign(math.inf, diff))
+        return (
+            (1.0 if diff == 0 else 0.0),
+            (0.0 if diff == 0 else math.copysign(math.inf, diff)),
+            (0.0 if diff == 0 else math.copysign(math.inf, diff)),
+        )
     res = stats.ttest_ind(a, b, equal_var=False)
     return float(res.pvalue), float(res.statistic), float(diff / pooled)
 
 
-def run_decomposability(records: pd.DataFrame, cliques: list[Clique], domain: dict[str, int], generator: str,
-                        settings: AuditSettings | None = None, labels: dict[str, list[str]] | None = None,
-                        factory: Factory | None = None, _control: bool = True) -> DecomposabilityResult:
+def run_decomposability(
+    records: pd.DataFrame,
+    cliques: list[Clique],
+    domain: dict[str, int],
+    generator: str,
+    settings: AuditSettings | None = None,
+    labels: dict[str, list[str]] | None = None,
+    factory: Factory | None = None,
+    _control: bool = True,
+) -> DecomposabilityResult:
     """Audit ``generator`` (import path) against Φ = ``cliques`` on the encoded ``records`` (cell indices)."""
     st = settings or AuditSettings()
     t_start = time.perf_counter()
@@ -634,34 +711,48 @@ def run_decomposability(records: pd.DataFrame, cliques: list[Clique], domain: di
     theta = ThetaSpace(records, cliques, domain)
     n = st.rows or 10 * int(theta.x.sum())
     rng = np.random.default_rng(np.random.SeedSequence([st.seed, 1]))
-    explicit = theta.C <= st.explicit_max_cells
+    explicit = st.explicit_max_cells >= theta.C
     pool = move_pool(theta, 10**6, rng) if explicit else half_move_pool(theta, st.move_pool, rng)
     if len(pool) == 0:
-        raise AuditError("Φ⊥ has no direction that moves only occupied cells of the data: nothing to test",
-                         "decomposability", "audit on more data, or Φ already fixes the whole table")
+        raise AuditError(
+            "Φ⊥ has no direction that moves only occupied cells of the data: nothing to test",
+            "decomposability",
+            "audit on more data, or Φ already fixes the whole table",
+        )
     basis: Any = ExplicitBasis(theta, pool) if explicit else MarginalCellBasis(theta, st.candidate_basis, rng)
-    binfo = {"mode": basis.mode, **basis.info, "moves": len(pool), "move_sets": pool.set_counts(),
-             "occupied_cells": theta.C, "joint_cells": math.prod(theta.shape),
-             "minimal_non_phi_sets": [list(s) for s in theta.minimal_non_phi_sets()]}
+    binfo = {
+        "mode": basis.mode,
+        **basis.info,
+        "moves": len(pool),
+        "move_sets": pool.set_counts(),
+        "occupied_cells": theta.C,
+        "joint_cells": math.prod(theta.shape),
+        "minimal_non_phi_sets": [list(s) for s in theta.minimal_non_phi_sets()],
+    }
     timing["basis"] = time.perf_counter() - t0
 
     # ---- phase 1: random direction β ∈ Φ⊥, extremal datasets D±β, K fits each
     t0 = time.perf_counter()
     z = rng.standard_normal(basis.d)
+
     def extremal(coef: np.ndarray):
         scores = basis.scores(pool, coef)
         if explicit:
             plus, minus = extremal_pair(theta, greedy_extremal(pool, scores, theta.x))
         else:
-            plus, minus = extremal_pair(theta, greedy_half(pool, scores, theta.x),
-                                        greedy_half(pool, [-sc for sc in scores], theta.x))
+            plus, minus = extremal_pair(
+                theta, greedy_half(pool, scores, theta.x), greedy_half(pool, [-sc for sc in scores], theta.x)
+            )
         moved = int(np.abs(plus - theta.x).sum() + np.abs(minus - theta.x).sum())
         return plus, minus, moved, _cos((plus - minus).astype(float), basis.cells_vector(coef))
 
     plus1, minus1, moved1, cos1 = extremal(z)
     if moved1 == 0:
-        raise AuditError("no extremal dataset can move away from D* without a negative count", "decomposability",
-                         "audit on more data")
+        raise AuditError(
+            "no extremal dataset can move away from D* without a negative count",
+            "decomposability",
+            "audit on more data",
+        )
     ext = {"phi_unchanged": True, "phase1_records_moved": moved1, "phase1_cosine_to_beta": cos1}
     timing["extremal"] += time.perf_counter() - t0
 
@@ -705,8 +796,9 @@ def run_decomposability(records: pd.DataFrame, cliques: list[Clique], domain: di
     if moved2 == 0:
         plus2, minus2 = plus1, minus1
     beta_cells = basis.cells_vector(w)
-    ext.update({"phase2_records_moved": moved2, "phase2_cosine_to_beta_star": cos2,
-                "beta_star_components": int(keep.sum())})
+    ext.update(
+        {"phase2_records_moved": moved2, "phase2_cosine_to_beta_star": cos2, "beta_star_components": int(keep.sum())}
+    )
     timing["extremal"] += time.perf_counter() - t0
 
     # ---- phase 2: K fresh fits on D±β*; g_β* = ⟨β*, Θ(synthetic)⟩
@@ -724,30 +816,62 @@ def run_decomposability(records: pd.DataFrame, cliques: list[Clique], domain: di
     p, tval, dval = _welch(gp, gm)
     verdict: Literal["pass", "fail"] = "fail" if p < st.alpha else "pass"
     top = np.argsort(-np.abs(beta_cells))[:10]
-    top_cells = [{"cell": theta.describe_cell(int(i), labels), "weight": float(beta_cells[i]),
-                  "count_in_data": int(theta.x[i])} for i in top if beta_cells[i] != 0]
+    top_cells = [
+        {"cell": theta.describe_cell(int(i), labels), "weight": float(beta_cells[i]), "count_in_data": int(theta.x[i])}
+        for i in top
+        if beta_cells[i] != 0
+    ]
     timing["test"] = time.perf_counter() - t0
 
     control = None
     if _control and st.positive_control:
         ct = time.perf_counter()
-        cres = run_decomposability(records, cliques, domain, st.positive_control,
-                                   st.model_copy(update={"generator_params": st.control_params}), labels, _control=False)
-        control = ControlResult(generator=st.positive_control, p_value=cres.p_value, verdict=cres.verdict,
-                                caught=cres.verdict == "fail", effect_size=cres.effect_size,
-                                seconds=round(time.perf_counter() - ct, 4))
+        cres = run_decomposability(
+            records,
+            cliques,
+            domain,
+            st.positive_control,
+            st.model_copy(update={"generator_params": st.control_params}),
+            labels,
+            _control=False,
+        )
+        control = ControlResult(
+            generator=st.positive_control,
+            p_value=cres.p_value,
+            verdict=cres.verdict,
+            caught=cres.verdict == "fail",
+            effect_size=cres.effect_size,
+            seconds=round(time.perf_counter() - ct, 4),
+        )
         timing["control"] = control.seconds
     total = time.perf_counter() - t_start
     timing["total"] = total
     timing["cpu_main_process"] = time.process_time() - cpu_start
     return DecomposabilityResult(
-        generator=generator, generator_params=params, attributes=theta.attributes,
-        phi=[list(c) for c in theta.cliques], alpha=st.alpha, K=st.K, rows=n, records=int(theta.x.sum()),
-        seed=st.seed, p_value=p, verdict=verdict, t_statistic=tval, effect_size=dval,
-        mean_difference=float(np.mean(gp) - np.mean(gm)), g_plus=[float(v) for v in gp],
-        g_minus=[float(v) for v in gm], basis=binfo, extremal=ext, top_cells=top_cells,
-        top_interactions=_interaction_shares(theta, beta_cells), seeds=seeds,
-        timing={k: round(v, 4) for k, v in timing.items()}, seconds=round(total, 4), control=control,
+        generator=generator,
+        generator_params=params,
+        attributes=theta.attributes,
+        phi=[list(c) for c in theta.cliques],
+        alpha=st.alpha,
+        K=st.K,
+        rows=n,
+        records=int(theta.x.sum()),
+        seed=st.seed,
+        p_value=p,
+        verdict=verdict,
+        t_statistic=tval,
+        effect_size=dval,
+        mean_difference=float(np.mean(gp) - np.mean(gm)),
+        g_plus=[float(v) for v in gp],
+        g_minus=[float(v) for v in gm],
+        basis=binfo,
+        extremal=ext,
+        top_cells=top_cells,
+        top_interactions=_interaction_shares(theta, beta_cells),
+        seeds=seeds,
+        timing={k: round(v, 4) for k, v in timing.items()},
+        seconds=round(total, 4),
+        control=control,
     )
 
 
@@ -772,8 +896,14 @@ def _interaction_shares(theta: ThetaSpace, beta: np.ndarray, top: int = 5) -> li
 # ----------------------------------------------------------------------------------------------- spec entry point
 
 
-def audit_spec(spec_path: str, generator: str, K: int | None = None, seed: int | None = None,
-               data_path: str | None = None, overrides: dict[str, Any] | None = None) -> DecomposabilityResult:
+def audit_spec(
+    spec_path: str,
+    generator: str,
+    K: int | None = None,
+    seed: int | None = None,
+    data_path: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> DecomposabilityResult:
     """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings."""
     from sdgov.schema import load_encoded
     from sdgov.spec import load_spec

@@ -33,7 +33,7 @@ def figure_svg(result: DecomposabilityResult) -> str:
     fig.savefig(buf, format="svg")
     plt.close(fig)
     svg = buf.getvalue()
-    return svg[svg.find("<svg"):] if "<svg" in svg else svg
+    return svg[svg.find("<svg") :] if "<svg" in svg else svg
 
 
 def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
@@ -41,22 +41,41 @@ def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
     control = None
     if result.control is not None:
         c = result.control
-        control = {"generator": c.generator, "p_value": c.p_value, "caught": c.caught,
-                   "statement": (f"Positive control {c.generator} was caught (p = {c.p_value:.3g})" if c.caught else
-                                 f"WARNING: positive control {c.generator} was NOT caught (p = {c.p_value:.3g}): "
-                                 "the test may be underpowered, so 'pass' is weak evidence")}
-    statement = (f"The generator {result.generator} shows no dependence on statistics outside Φ "
-                 f"(p = {result.p_value:.3g} ≥ α = {result.alpha})." if result.verdict == "pass" else
-                 f"The generator {result.generator} uses statistics outside Φ (p = {result.p_value:.3g} < α = "
-                 f"{result.alpha}): the card's claim is false and the release is blocked.")
+        control = {
+            "generator": c.generator,
+            "p_value": c.p_value,
+            "caught": c.caught,
+            "statement": (
+                f"Positive control {c.generator} was caught (p = {c.p_value:.3g})"
+                if c.caught
+                else f"WARNING: positive control {c.generator} was NOT caught (p = {c.p_value:.3g}): "
+                "the test may be underpowered, so 'pass' is weak evidence"
+            ),
+        }
+    statement = (
+        f"The generator {result.generator} shows no dependence on statistics outside Φ "
+        f"(p = {result.p_value:.3g} ≥ α = {result.alpha})."
+        if result.verdict == "pass"
+        else f"The generator {result.generator} uses statistics outside Φ (p = {result.p_value:.3g} < α = "
+        f"{result.alpha}): the card's claim is false and the release is blocked."
+    )
     return {
         "title": "Black-box decomposability test (Houssiau et al. 2022)",
-        "verdict": result.verdict, "passed": result.verdict == "pass", "p_value": result.p_value,
-        "alpha": result.alpha, "K": result.K, "rows": result.rows, "effect_size": result.effect_size,
-        "statement": statement, "control": control,
+        "verdict": result.verdict,
+        "passed": result.verdict == "pass",
+        "p_value": result.p_value,
+        "alpha": result.alpha,
+        "K": result.K,
+        "rows": result.rows,
+        "effect_size": result.effect_size,
+        "statement": statement,
+        "control": control,
         "basis": {k: v for k, v in result.basis.items() if k != "move_sets"},
-        "top_cells": result.top_cells[:5], "top_interactions": result.top_interactions,
-        "timing": result.timing, "seconds": result.seconds, "figure_svg": figure_svg(result),
+        "top_cells": result.top_cells[:5],
+        "top_interactions": result.top_interactions,
+        "timing": result.timing,
+        "seconds": result.seconds,
+        "figure_svg": figure_svg(result),
     }
 
 
@@ -73,8 +92,9 @@ def run_release_audit(agreement: Any, codes: Any, schema: Any) -> Decomposabilit
         settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
     domain = {c: schema.by_name[c].size for c in agreement.attributes}
     labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
-    return run_decomposability(codes[agreement.attributes], [tuple(c) for c in agreement.cliques], domain, generator,
-                               settings, labels)
+    return run_decomposability(
+        codes[agreement.attributes], [tuple(c) for c in agreement.cliques], domain, generator, settings, labels
+    )
 
 
 def audit_checks(result: DecomposabilityResult) -> list:
@@ -82,13 +102,22 @@ def audit_checks(result: DecomposabilityResult) -> list:
     was not caught (merge them with :func:`sdgov.audit.with_checks`)."""
     from sdgov.audit import Check
 
-    checks = [Check(
-        name="decomposability test (black-box, Houssiau et al. 2022)", passed=result.verdict == "pass",
-        detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
-               f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s")]
+    checks = [
+        Check(
+            name="decomposability test (black-box, Houssiau et al. 2022)",
+            passed=result.verdict == "pass",
+            detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
+            f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s",
+        )
+    ]
     if result.control is not None:
         c = result.control
-        checks.append(Check(name="positive control caught", passed=c.caught, severity="warn",
-                            detail=f"{c.generator}: p = {c.p_value:.3g}"
-                                   + ("" if c.caught else " — the test may be underpowered")))
+        checks.append(
+            Check(
+                name="positive control caught",
+                passed=c.caught,
+                severity="warn",
+                detail=f"{c.generator}: p = {c.p_value:.3g}" + ("" if c.caught else " — the test may be underpowered"),
+            )
+        )
     return checks

@@ -14,8 +14,8 @@ import pandas as pd
 from sdgov.approvals import StandingApproval, load_approvals
 from sdgov.errors import SpecError
 from sdgov.privacy import plan_privacy
-from sdgov.spec import LoadedSpec, load_spec
 from sdgov.schema import load_encoded
+from sdgov.spec import LoadedSpec, load_spec
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,9 @@ class CheckedInputs:
     approvals: StandingApproval
 
 
-def check_spec_and_data(spec_path: str | Path, data_path: str | Path | None = None) -> tuple[LoadedSpec, Path, pd.DataFrame]:
+def check_spec_and_data(
+    spec_path: str | Path, data_path: str | Path | None = None
+) -> tuple[LoadedSpec, Path, pd.DataFrame]:
     """Spec, schema, data and an accountable budget: the checks every way into a release shares."""
     loaded = load_spec(spec_path)
     data = Path(data_path).resolve() if data_path else loaded.data_path
@@ -60,12 +62,21 @@ def check_audit_generators(loaded: LoadedSpec) -> None:
             raise SpecError(exc.what, f"{loaded.spec_path}: {where}", exc.fix) from None
 
 
-def check_inputs(spec_path: str | Path, approvals_path: str | Path | None = None,
-                 data_path: str | Path | None = None) -> CheckedInputs:
+def check_inputs(
+    spec_path: str | Path, approvals_path: str | Path | None = None, data_path: str | Path | None = None
+) -> CheckedInputs:
     loaded, data, codes = check_spec_and_data(spec_path, data_path)
     approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
     if approvals_file is None:
-        raise SpecError("no sign-off: the spec names no standing approval and none was given", str(loaded.spec_path),
-                        "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE")
-    return CheckedInputs(loaded=loaded, data_path=data, codes=codes, approvals_path=approvals_file,
-                         approvals=load_approvals(approvals_file))
+        raise SpecError(
+            "no sign-off: the spec names no standing approval and none was given",
+            str(loaded.spec_path),
+            "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE",
+        )
+    return CheckedInputs(
+        loaded=loaded,
+        data_path=data,
+        codes=codes,
+        approvals_path=approvals_file,
+        approvals=load_approvals(approvals_file),
+    )

@@ -4,7 +4,7 @@ import os
 import warnings
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_enable_compilation_cache", False)

@@ -96,11 +96,11 @@ class Account(_Strict):
     policy_sha256: str | None
 
 
-def policy_path(registry: "Registry") -> Path:
+def policy_path(registry: Registry) -> Path:
     return registry.root / POLICY_FILE
 
 
-def load_policy(registry: "Registry") -> tuple[BudgetPolicy | None, str | None]:
+def load_policy(registry: Registry) -> tuple[BudgetPolicy | None, str | None]:
     """The controller's policy and its sha256, or (None, None) when the registry has none."""
     path = policy_path(registry)
     if not path.exists():
@@ -116,47 +116,74 @@ def lifetime_for(policy: BudgetPolicy | None, dataset: str, dataset_sha256: str,
     b = policy.datasets.get(dataset)
     if b is None:
         if policy.default_rho is None:
-            raise BudgetError(f"no lifetime privacy budget is set for dataset {dataset!r}", where,
-                              f"the data controller must add '{dataset}: {{rho: ...}}' under 'datasets' (or a "
-                              "'default_rho')")
+            raise BudgetError(
+                f"no lifetime privacy budget is set for dataset {dataset!r}",
+                where,
+                f"the data controller must add '{dataset}: {{rho: ...}}' under 'datasets' (or a 'default_rho')",
+            )
         return float(policy.default_rho)
     if b.sha256 and b.sha256 != dataset_sha256:
-        raise BudgetError(f"the budget for {dataset!r} was set for content {b.sha256[:12]}…, but the data now hashes "
-                          f"to {dataset_sha256[:12]}…", where,
-                          "the data controller must review the new version and update (or remove) 'sha256'")
+        raise BudgetError(
+            f"the budget for {dataset!r} was set for content {b.sha256[:12]}…, but the data now hashes "
+            f"to {dataset_sha256[:12]}…",
+            where,
+            "the data controller must review the new version and update (or remove) 'sha256'",
+        )
     return float(b.rho)
 
 
-def spend_of(e: "Event") -> Spend | None:
+def spend_of(e: Event) -> Spend | None:
     if e.event != SPENT:
         return None
     d = json.loads(e.comment)
-    return Spend(seq=e.seq, time=e.time, dataset=d["dataset"], dataset_sha256=d["dataset_sha256"], rho=float(d["rho"]),
-                 measurement_key=d["measurement_key"], agreement_sha256=e.agreement_sha256, run_id=e.run_id)
+    return Spend(
+        seq=e.seq,
+        time=e.time,
+        dataset=d["dataset"],
+        dataset_sha256=d["dataset_sha256"],
+        rho=float(d["rho"]),
+        measurement_key=d["measurement_key"],
+        agreement_sha256=e.agreement_sha256,
+        run_id=e.run_id,
+    )
 
 
-def spends(events: list["Event"]) -> list[Spend]:
+def spends(events: list[Event]) -> list[Spend]:
     return [s for s in map(spend_of, events) if s is not None]
 
 
-def account(registry: "Registry", dataset: str, dataset_sha256: str, events: list["Event"] | None = None) -> Account:
+def account(registry: Registry, dataset: str, dataset_sha256: str, events: list[Event] | None = None) -> Account:
     events = registry.events() if events is None else events
     policy, policy_sha = load_policy(registry)
     lifetime = lifetime_for(policy, dataset, dataset_sha256, str(policy_path(registry)))
     mine = [s for s in spends(events) if s.dataset == dataset or s.dataset_sha256 == dataset_sha256]
     spent = math.fsum(s.rho for s in mine)
-    return Account(dataset=dataset, dataset_sha256=dataset_sha256, lifetime_rho=lifetime, spent_rho=spent,
-                   remaining_rho=None if lifetime is None else max(0.0, lifetime - spent), spends=mine,
-                   policy_sha256=policy_sha)
+    return Account(
+        dataset=dataset,
+        dataset_sha256=dataset_sha256,
+        lifetime_rho=lifetime,
+        spent_rho=spent,
+        remaining_rho=None if lifetime is None else max(0.0, lifetime - spent),
+        spends=mine,
+        policy_sha256=policy_sha,
+    )
 
 
-def reservation(registry: "Registry", measurement_key: str) -> Spend | None:
+def reservation(registry: Registry, measurement_key: str) -> Spend | None:
     """The spend already recorded for this measurement key (a run reserved it, and perhaps died), if any."""
     return next((s for s in spends(registry.events()) if s.measurement_key == measurement_key), None)
 
 
-def spend_locked(registry: "Registry", *, dataset: str, dataset_sha256: str, rho: float | None, measurement_key: str,
-                 agreement_sha256: str, run_id: str) -> Spend | None:
+def spend_locked(
+    registry: Registry,
+    *,
+    dataset: str,
+    dataset_sha256: str,
+    rho: float | None,
+    measurement_key: str,
+    agreement_sha256: str,
+    run_id: str,
+) -> Spend | None:
     """Reserve ``rho`` for one measurement key, or refuse. Call with the registry lock held, before any draw.
 
     Returns the (new or existing) spend; ``None`` when nothing is spent (``noise: none``). Idempotent per key.
@@ -169,25 +196,49 @@ def spend_locked(registry: "Registry", *, dataset: str, dataset_sha256: str, rho
         return None
     acct = account(registry, dataset, dataset_sha256, events)
     after = acct.spent_rho + rho
-    detail: dict[str, Any] = {"dataset": dataset, "dataset_sha256": dataset_sha256, "rho": rho,
-                              "measurement_key": measurement_key, "spent_before": acct.spent_rho,
-                              "spent_after": after, "lifetime_rho": acct.lifetime_rho}
+    detail: dict[str, Any] = {
+        "dataset": dataset,
+        "dataset_sha256": dataset_sha256,
+        "rho": rho,
+        "measurement_key": measurement_key,
+        "spent_before": acct.spent_rho,
+        "spent_after": after,
+        "lifetime_rho": acct.lifetime_rho,
+    }
     artifacts = {"dataset": dataset_sha256, **({POLICY_FILE: acct.policy_sha256} if acct.policy_sha256 else {})}
     if acct.lifetime_rho is not None and after > acct.lifetime_rho * (1 + TOLERANCE):
-        registry.append_locked(REFUSED, "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
-                                decision="reject", artifacts=artifacts,
-                                comment=json.dumps(detail, sort_keys=True))
+        registry.append_locked(
+            REFUSED,
+            "sdgov",
+            "system",
+            agreement_sha256=agreement_sha256,
+            run_id=run_id,
+            decision="reject",
+            artifacts=artifacts,
+            comment=json.dumps(detail, sort_keys=True),
+        )
         raise BudgetError(
-            f"privacy budget exceeded for dataset {dataset!r}: this release needs ρ={rho:.6g}, but {acct.spent_rho:.6g} "
+            f"privacy budget exceeded for dataset {dataset!r}: this release needs ρ={rho:.6g}, "
+            f"but {acct.spent_rho:.6g} "
             f"of the lifetime ρ={acct.lifetime_rho:.6g} is already spent ({len(acct.spends)} measurement(s)); "
-            f"{acct.remaining_rho:.6g} remains. Refused before any noise was drawn", str(policy_path(registry)),
-            "lower the budget of this agreement or ask the data controller to raise the lifetime budget")
-    e = registry.append_locked(SPENT, "sdgov", "system", agreement_sha256=agreement_sha256, run_id=run_id,
-                                decision="approve", artifacts=artifacts, comment=json.dumps(detail, sort_keys=True))
+            f"{acct.remaining_rho:.6g} remains. Refused before any noise was drawn",
+            str(policy_path(registry)),
+            "lower the budget of this agreement or ask the data controller to raise the lifetime budget",
+        )
+    e = registry.append_locked(
+        SPENT,
+        "sdgov",
+        "system",
+        agreement_sha256=agreement_sha256,
+        run_id=run_id,
+        decision="approve",
+        artifacts=artifacts,
+        comment=json.dumps(detail, sort_keys=True),
+    )
     return spend_of(e)
 
 
-def ledger_summary(registry: "Registry") -> list[dict[str, Any]]:
+def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
     """Every dataset that has spent, with its account (for ``sdgov budget`` and the trail)."""
     events = registry.events()
     seen: dict[tuple[str, str], None] = {}
@@ -198,6 +249,14 @@ def ledger_summary(registry: "Registry") -> list[dict[str, Any]]:
         try:
             out.append(account(registry, name, sha, events).model_dump())
         except BudgetError as exc:
-            out.append({"dataset": name, "dataset_sha256": sha, "error": exc.one_line(),
-                        "spent_rho": math.fsum(s.rho for s in spends(events) if s.dataset == name or s.dataset_sha256 == sha)})
+            out.append(
+                {
+                    "dataset": name,
+                    "dataset_sha256": sha,
+                    "error": exc.one_line(),
+                    "spent_rho": math.fsum(
+                        s.rho for s in spends(events) if s.dataset == name or s.dataset_sha256 == sha
+                    ),
+                }
+            )
     return out

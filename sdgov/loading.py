@@ -23,9 +23,9 @@ def read_yaml(path: str | Path, error: type[SdgovError], what: str) -> object:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise error(f"not valid YAML{at}: {problem}", str(path), f"fix the {what} file's syntax")
+        raise error(f"not valid YAML{at}: {problem}", str(path), f"fix the {what} file's syntax") from None
     except UnicodeDecodeError:
-        raise error("not UTF-8 text", str(path), f"save the {what} file as UTF-8")
+        raise error("not UTF-8 text", str(path), f"save the {what} file as UTF-8") from None
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -41,8 +41,14 @@ def validation_message(exc: ValidationError) -> str:
 def load_model_file(cls: type[M], path: str | Path, error: type[SdgovError], what: str) -> M:
     raw = read_yaml(path, error, what)
     if not isinstance(raw, dict):
-        raise error(f"{what} must be a mapping (key: value), got {type(raw).__name__}", str(path), f"see examples/ for a valid {what}")
+        raise error(
+            f"{what} must be a mapping (key: value), got {type(raw).__name__}",
+            str(path),
+            f"see examples/ for a valid {what}",
+        )
     try:
         return cls.model_validate(raw)
     except ValidationError as exc:
-        raise error(f"invalid {what}: {validation_message(exc)}", str(path), f"see examples/ for a valid {what}")
+        raise error(
+            f"invalid {what}: {validation_message(exc)}", str(path), f"see examples/ for a valid {what}"
+        ) from None

@@ -54,16 +54,23 @@ def marginal_counts(codes: pd.DataFrame, schema: Schema, clique: Clique) -> np.n
     return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.int64)
 
 
-def measure(codes: pd.DataFrame, schema: Schema, agreement: Agreement, plan: PrivacyPlan,
-            dataset_sha256: str) -> MeasurementSet:
+def measure(
+    codes: pd.DataFrame, schema: Schema, agreement: Agreement, plan: PrivacyPlan, dataset_sha256: str
+) -> MeasurementSet:
     sigmas = plan.sigmas
     out = []
     for clique in agreement.cliques:
         exact = marginal_counts(codes, schema, clique)
         noisy = add_noise(exact, sigmas[clique])
-        out.append(Measurement(clique=clique, shape=exact.shape, sigma=sigmas[clique], noisy_counts=noisy.ravel().tolist()))
+        out.append(
+            Measurement(clique=clique, shape=exact.shape, sigma=sigmas[clique], noisy_counts=noisy.ravel().tolist())
+        )
     return MeasurementSet(
-        agreement_sha256=agreement.sha256(), dataset_sha256=dataset_sha256, schema_sha256=agreement.schema_sha256,
-        attributes=agreement.attributes, domain={a: schema.by_name[a].size for a in agreement.attributes},
-        noise=plan.noise, measurements=out,
+        agreement_sha256=agreement.sha256(),
+        dataset_sha256=dataset_sha256,
+        schema_sha256=agreement.schema_sha256,
+        attributes=agreement.attributes,
+        domain={a: schema.by_name[a].size for a in agreement.attributes},
+        noise=plan.noise,
+        measurements=out,
     )

@@ -40,25 +40,32 @@ class UtilitySummary(BaseModel):
         return max(m.tvd for m in self.phi)
 
 
-def marginal_error(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, clique: Clique, in_phi: bool) -> MarginalError:
+def marginal_error(
+    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, clique: Clique, in_phi: bool
+) -> MarginalError:
     r = marginal_counts(real, schema, clique).astype(np.float64).ravel()
     s = marginal_counts(synth, schema, clique).astype(np.float64).ravel()
     p, q = r / r.sum(), s / max(s.sum(), 1.0)
     return MarginalError(
-        clique=clique, in_phi=in_phi, tvd=round(float(0.5 * np.abs(p - q).sum()), 6),
-        rmse=round(float(np.sqrt(np.mean((r - q * r.sum()) ** 2))), 4), cells=int(r.size),
+        clique=clique,
+        in_phi=in_phi,
+        tvd=round(float(0.5 * np.abs(p - q).sum()), 6),
+        rmse=round(float(np.sqrt(np.mean((r - q * r.sum()) ** 2))), 4),
+        cells=int(r.size),
     )
 
 
-def utility_summary(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str],
-                    cliques: list[Clique]) -> UtilitySummary:
+def utility_summary(
+    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str], cliques: list[Clique]
+) -> UtilitySummary:
     covered = {frozenset(s) for c in cliques for k in range(1, len(c) + 1) for s in itertools.combinations(c, k)}
 
     def err(c: Clique) -> MarginalError:
         return marginal_error(real, synth, schema, c, frozenset(c) in covered)
 
     return UtilitySummary(
-        real_rows=len(real), synthetic_rows=len(synth),
+        real_rows=len(real),
+        synthetic_rows=len(synth),
         phi=[err(c) for c in cliques],
         one_way=[err((a,)) for a in attributes],
         two_way=[err(c) for c in itertools.combinations(attributes, 2)],

@@ -10,7 +10,7 @@ comes from one place: :func:`plan_privacy`.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import opendp.prelude as dp
@@ -31,7 +31,7 @@ def default_delta(n_records: int) -> float:
     return 10.0 ** -math.ceil(math.log10(max(n_records, 2)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _gaussian(sigma: float) -> dp.Measurement:
     space = dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int)
     return dp.m.make_gaussian(*space, scale=float(sigma))
@@ -57,8 +57,11 @@ RHO_SEARCH = (1e-12, 1e4)
 def rho_of_epsilon(epsilon: float, delta: float) -> float:
     """Largest ρ whose tight conversion stays within (ε, δ)."""
     if not epsilon_of_rho(RHO_SEARCH[0], delta) <= epsilon < epsilon_of_rho(RHO_SEARCH[1], delta):
-        raise SpecError(f"ε = {epsilon:g} at δ = {delta:g} is outside what can be accounted (ρ in {RHO_SEARCH})",
-                        "privacy.epsilon", "choose a meaningful budget (ε between about 0.01 and 100)")
+        raise SpecError(
+            f"ε = {epsilon:g} at δ = {delta:g} is outside what can be accounted (ρ in {RHO_SEARCH})",
+            "privacy.epsilon",
+            "choose a meaningful budget (ε between about 0.01 and 100)",
+        )
     return float(dp.binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=RHO_SEARCH))
 
 
@@ -98,9 +101,17 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
     """
     if p.noise == "none":
         return PrivacyPlan(
-            noise="none", mechanism="none: statistics declared public, measured exactly", neighbours=NEIGHBOURS,
-            rho_budget=None, rho=None, epsilon=None, delta=None, sigma_floor=None, floor_binding=False,
-            floor_max_epsilon=None, marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=math.inf) for c in cliques],
+            noise="none",
+            mechanism="none: statistics declared public, measured exactly",
+            neighbours=NEIGHBOURS,
+            rho_budget=None,
+            rho=None,
+            epsilon=None,
+            delta=None,
+            sigma_floor=None,
+            floor_binding=False,
+            floor_max_epsilon=None,
+            marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=math.inf) for c in cliques],
         )
     delta = p.delta if p.delta is not None else default_delta(n_records)
     weights = _weights(p, cliques)
@@ -115,7 +126,9 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
     if p.sigma_floor is not None:
         floor_binding = any(s < p.sigma_floor for s in sigmas)
         sigmas = [max(s, float(p.sigma_floor)) for s in sigmas]
-    marginals = [MarginalBudget(clique=c, weight=w, sigma=s, rho=rho_of_sigma(s)) for c, w, s in zip(cliques, weights, sigmas)]
+    marginals = [
+        MarginalBudget(clique=c, weight=w, sigma=s, rho=rho_of_sigma(s)) for c, w, s in zip(cliques, weights, sigmas)
+    ]
     rho = math.fsum(m.rho for m in marginals)
     if budget is not None and rho > budget * (1 + 1e-9):
         raise SpecError(f"internal accounting error: spent ρ={rho} exceeds budget {budget}", "privacy")
@@ -123,9 +136,17 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
     if p.sigma_floor is not None:
         floor_max = epsilon_of_rho(len(cliques) * rho_of_sigma(float(p.sigma_floor)), delta)
     return PrivacyPlan(
-        noise="gaussian", mechanism=MECHANISM, neighbours=NEIGHBOURS, rho_budget=budget, rho=rho,
-        epsilon=epsilon_of_rho(rho, delta), delta=delta, sigma_floor=p.sigma_floor, floor_binding=floor_binding,
-        floor_max_epsilon=floor_max, marginals=marginals,
+        noise="gaussian",
+        mechanism=MECHANISM,
+        neighbours=NEIGHBOURS,
+        rho_budget=budget,
+        rho=rho,
+        epsilon=epsilon_of_rho(rho, delta),
+        delta=delta,
+        sigma_floor=p.sigma_floor,
+        floor_binding=floor_binding,
+        floor_max_epsilon=floor_max,
+        marginals=marginals,
     )
 
 

@@ -18,9 +18,10 @@ import fcntl
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -110,8 +111,15 @@ class Registry:
         return e
 
     # ---------------------------------------------------------------- releases
-    def publish(self, release_id: str, files: dict[str, Path], manifest_extra: dict[str, Any], actor: str,
-                role: str, **event_fields: Any) -> tuple[Path, str]:
+    def publish(
+        self,
+        release_id: str,
+        files: dict[str, Path],
+        manifest_extra: dict[str, Any],
+        actor: str,
+        role: str,
+        **event_fields: Any,
+    ) -> tuple[Path, str]:
         """Copy ``files`` (name → source) into a new immutable release directory and log it.
 
         Returns the release directory and the manifest's sha256. Refuses to touch an existing release.
@@ -119,8 +127,11 @@ class Registry:
         final = self.release_dir(release_id)
         with self.lock():
             if final.exists():
-                raise RegistryError(f"release {release_id!r} already exists; releases are immutable", str(final),
-                                    "publish under a new release id")
+                raise RegistryError(
+                    f"release {release_id!r} already exists; releases are immutable",
+                    str(final),
+                    "publish under a new release id",
+                )
             staging = self.root / "releases" / f".staging-{release_id}"
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
@@ -142,9 +153,14 @@ class Registry:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise
             manifest_sha = sha256_bytes(manifest_bytes)
-            self.append_locked("released", actor, role, release_id=release_id,
-                                artifacts={MANIFEST: manifest_sha, **{k: v["sha256"] for k, v in entries.items()}},
-                                **event_fields)
+            self.append_locked(
+                "released",
+                actor,
+                role,
+                release_id=release_id,
+                artifacts={MANIFEST: manifest_sha, **{k: v["sha256"] for k, v in entries.items()}},
+                **event_fields,
+            )
         return final, manifest_sha
 
     def releases(self) -> list[dict[str, Any]]:
@@ -152,8 +168,15 @@ class Registry:
         for e in self.events():
             if e.event == "released":
                 d = self.release_dir(e.release_id)
-                out.append({"release_id": e.release_id, "time": e.time, "agreement_sha256": e.agreement_sha256,
-                            "manifest_sha256": e.artifacts.get(MANIFEST, ""), "path": str(d)})
+                out.append(
+                    {
+                        "release_id": e.release_id,
+                        "time": e.time,
+                        "agreement_sha256": e.agreement_sha256,
+                        "manifest_sha256": e.artifacts.get(MANIFEST, ""),
+                        "path": str(d),
+                    }
+                )
         return out
 
     def manifest(self, release_id: str) -> dict[str, Any]:

@@ -17,9 +17,9 @@ is built for.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -75,7 +75,9 @@ def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> 
     return data
 
 
-def iter_chunks(model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+def iter_chunks(
+    model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS
+) -> Iterator[dict[str, np.ndarray]]:
     plans = plan_columns(model)
     n_chunks = max(1, -(-rows // chunk_rows))
     for i, child in enumerate(np.random.SeedSequence(seed).spawn(n_chunks)):
@@ -96,8 +98,15 @@ def _lookup(schema: Schema, a: str) -> pa.Array:
     return pa.array(col.codes(), type=pa.int64() if col.integer_codes else pa.string())
 
 
-def sample_to_parquet(model: CliqueModel, schema: Schema, rows: int, seed: int, path: Path,
-                      chunk_rows: int = CHUNK_ROWS, progress: Callable[[int, int], None] | None = None) -> int:
+def sample_to_parquet(
+    model: CliqueModel,
+    schema: Schema,
+    rows: int,
+    seed: int,
+    path: Path,
+    chunk_rows: int = CHUNK_ROWS,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Write ``rows`` synthetic records (decoded to schema codes) to ``path`` atomically; return rows written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

@@ -45,7 +45,7 @@ class Column(BaseModel):
     nullable: bool = False
 
     @model_validator(mode="after")
-    def _check(self) -> "Column":
+    def _check(self) -> Column:
         if self.kind == "categorical":
             if not self.categories:
                 raise ValueError(f"categorical column {self.name!r} needs a non-empty 'categories' list")
@@ -107,7 +107,7 @@ class Schema(BaseModel):
     columns: list[Column] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _unique(self) -> "Schema":
+    def _unique(self) -> Schema:
         names = [c.name for c in self.columns] + list(self.identifiers)
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -147,13 +147,18 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     except pd.errors.EmptyDataError:
-        raise DataError("the file is empty (no header, no rows)", str(path), "export the data with a header row")
+        raise DataError(
+            "the file is empty (no header, no rows)", str(path), "export the data with a header row"
+        ) from None
     except UnicodeDecodeError:
-        raise DataError(f"not UTF-8 text (first bad byte on line {_first_non_utf8_line(path)})", str(path),
-                        "export the file as UTF-8 CSV")
+        raise DataError(
+            f"not UTF-8 text (first bad byte on line {_first_non_utf8_line(path)})",
+            str(path),
+            "export the file as UTF-8 CSV",
+        ) from None
     except pd.errors.ParserError as exc:
         first = str(exc).strip().splitlines()[0]
-        raise DataError(f"not a readable CSV ({first})", str(path), "export as UTF-8 CSV with one header row")
+        raise DataError(f"not a readable CSV ({first})", str(path), "export as UTF-8 CSV with one header row") from None
     with open(path, newline="", encoding="utf-8") as f:
         header = next(csv.reader(f))
     dup = sorted({c for c in header if header.count(c) > 1})
@@ -188,7 +193,8 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[
     extra = [c for c in df.columns if c not in expected]
     if extra:
         raise DataError(
-            f"column(s) {extra} are not in schema {schema.name!r}", where,
+            f"column(s) {extra} are not in schema {schema.name!r}",
+            where,
             "declare them in the schema (or under 'identifiers' if they are IDs), or drop them from the data",
         )
     if len(df) == 0:
@@ -232,7 +238,9 @@ def _encode_distinct(text: pd.Series, rows: np.ndarray, col: Column) -> tuple[np
         if col.integer_codes:
             bad = ~text.str.fullmatch(r"[+-]?\d+").to_numpy(dtype=bool)
             if bad.any():
-                return np.empty(0), _bad(col, text[bad], rows[bad], "non-integer value(s) for integer codes (wrong type)")
+                return np.empty(0), _bad(
+                    col, text[bad], rows[bad], "non-integer value(s) for integer codes (wrong type)"
+                )
             text = text.str.lstrip("+").str.replace(r"^(-?)0+(\d)", r"\1\2", regex=True)
         idx = pd.Index(keys).get_indexer(text)
         unknown = idx < 0
@@ -246,8 +254,12 @@ def _encode_distinct(text: pd.Series, rows: np.ndarray, col: Column) -> tuple[np
     edges = np.asarray(col.bins, dtype=float)
     out_of_range = (nums < edges[0]) | (nums > edges[-1])
     if out_of_range.any():
-        return np.empty(0), _bad(col, text[out_of_range], rows[out_of_range],
-                                 f"value(s) outside the declared range [{edges[0]:g}, {edges[-1]:g}]")
+        return np.empty(0), _bad(
+            col,
+            text[out_of_range],
+            rows[out_of_range],
+            f"value(s) outside the declared range [{edges[0]:g}, {edges[-1]:g}]",
+        )
     return np.clip(np.searchsorted(edges, nums, side="right") - 1, 0, len(edges) - 2), ""
 
 
@@ -266,7 +278,9 @@ def decode(codes: dict[str, np.ndarray] | pd.DataFrame, schema: Schema) -> pd.Da
         if col.integer_codes and not col.nullable:
             out[col.name] = np.asarray(lookup, dtype=np.int64)[idx]
         else:
-            out[col.name] = pd.array(np.asarray(lookup, dtype=object)[idx], dtype="string" if not col.integer_codes else "Int64")
+            out[col.name] = pd.array(
+                np.asarray(lookup, dtype=object)[idx], dtype="string" if not col.integer_codes else "Int64"
+            )
     return pd.DataFrame(out)
 
 

@@ -47,7 +47,7 @@ class PhiSpec(_Strict):
     all_kway: list[KWay] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _nonempty(self) -> "PhiSpec":
+    def _nonempty(self) -> PhiSpec:
         if not self.marginals and not self.all_kway:
             raise ValueError("Φ is empty: give 'marginals' and/or 'all_kway'")
         return self
@@ -65,7 +65,7 @@ class PrivacySpec(_Strict):
     weights: dict[str, PositiveFloat] = Field(default_factory=dict, description="'A,B' → share of the budget")
 
     @model_validator(mode="after")
-    def _one_budget(self) -> "PrivacySpec":
+    def _one_budget(self) -> PrivacySpec:
         given = [k for k in ("rho", "epsilon", "sigma") if getattr(self, k) is not None]
         if self.noise == "none":
             if given or self.sigma_floor is not None:
@@ -96,8 +96,11 @@ class AuditSpec(_Strict):
     """
 
     enabled: bool = True
-    generator: str | None = Field(default=None, description="import path 'module:callable'; default: the honest "
-                                  "audit variant of the spec's generator (sdgov.audit_generators:honest_pgm/ipf)")
+    generator: str | None = Field(
+        default=None,
+        description="import path 'module:callable'; default: the honest "
+        "audit variant of the spec's generator (sdgov.audit_generators:honest_pgm/ipf)",
+    )
     generator_params: dict[str, float | int | str | bool | list[str]] = Field(default_factory=dict)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     K: int = Field(default=10, ge=2)
@@ -117,10 +120,14 @@ class PrivacyRiskSpec(_Strict):
     """
 
     enabled: bool = True
-    generator: str | None = Field(default=None, description="import path 'module:callable'; default: the honest "
-                                  "audit variant of the spec's generator at the plan's σ")
+    generator: str | None = Field(
+        default=None,
+        description="import path 'module:callable'; default: the honest "
+        "audit variant of the spec's generator at the plan's σ",
+    )
     generator_params: dict[str, float | int | str | bool | list[str]] | None = Field(
-        default=None, description="shipped generators: the plan's σ and the spec's iterations unless set here")
+        default=None, description="shipped generators: the plan's σ and the spec's iterations unless set here"
+    )
     settings: RiskSettings = RiskSettings()
     policy: Policy = Policy()
 
@@ -142,7 +149,8 @@ class ReleaseSpec(_Strict):
     privacy_risk: PrivacyRiskSpec | None = Field(default=None, description="pre-registered privacy-risk audit")
     tasks: list[TaskSpec] = Field(
         default_factory=list,
-        description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)")
+        description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)",
+    )
     """``tasks`` are deliberately NOT part of the :class:`Agreement` (nor its hash): they say how the release will be
     *judged*, not what is measured or released. Φ, the noise and the synthetic data do not depend on them, and the
     noise for one agreement is drawn only once — so adding or refining a task must not turn into a new agreement
@@ -197,8 +205,13 @@ def load_spec(path: str | Path) -> LoadedSpec:
     check_tasks(spec.tasks, schema, agreement.attributes, where=str(path))
     approvals = (base / spec.approvals).resolve() if spec.approvals else None
     return LoadedSpec(
-        spec=spec, spec_path=path, schema=schema, schema_file=schema_file,
-        data_path=(base / spec.dataset.path).resolve(), approvals_path=approvals, agreement=agreement,
+        spec=spec,
+        spec_path=path,
+        schema=schema,
+        schema_file=schema_file,
+        data_path=(base / spec.dataset.path).resolve(),
+        approvals_path=approvals,
+        agreement=agreement,
     )
 
 
@@ -209,8 +222,11 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     def check_attrs(attrs: list[str], ctx: str) -> None:
         unknown = [a for a in attrs if a not in order]
         if unknown:
-            raise SpecError(f"{ctx} names unknown attribute(s) {unknown}", where,
-                            f"use column names from schema {schema.name!r}: {schema.names}")
+            raise SpecError(
+                f"{ctx} names unknown attribute(s) {unknown}",
+                where,
+                f"use column names from schema {schema.name!r}: {schema.names}",
+            )
         dup = sorted({a for a in attrs if attrs.count(a) > 1})
         if dup:
             raise SpecError(f"{ctx} repeats attribute(s) {dup}", where, "name each attribute once")
@@ -227,33 +243,48 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     for i, kw in enumerate(spec.phi.all_kway):
         check_attrs(kw.attributes, f"phi.all_kway[{i}]")
         if kw.k > len(kw.attributes):
-            raise SpecError(f"phi.all_kway[{i}]: k={kw.k} exceeds its {len(kw.attributes)} attributes", where,
-                            "lower k or list more attributes")
+            raise SpecError(
+                f"phi.all_kway[{i}]: k={kw.k} exceeds its {len(kw.attributes)} attributes",
+                where,
+                "lower k or list more attributes",
+            )
         cliques.extend(canon(c) for c in itertools.combinations(kw.attributes, kw.k))
 
     seen: dict[Clique, int] = {}
     for c in cliques:
         if c in seen:
-            raise SpecError(f"marginal {_fmt(c)} is listed twice in Φ", where,
-                            "remove the duplicate (check shorthands that already generate it)")
+            raise SpecError(
+                f"marginal {_fmt(c)} is listed twice in Φ",
+                where,
+                "remove the duplicate (check shorthands that already generate it)",
+            )
         seen[c] = 1
     for a, b in itertools.permutations(cliques, 2):
         if set(a) < set(b):
-            raise SpecError(f"marginal {_fmt(a)} is nested in {_fmt(b)} (it is implied by it)", where,
-                            f"remove {_fmt(a)}: measuring it again only spends budget")
+            raise SpecError(
+                f"marginal {_fmt(a)} is nested in {_fmt(b)} (it is implied by it)",
+                where,
+                f"remove {_fmt(a)}: measuring it again only spends budget",
+            )
     for c in cliques:
         cells = schema.cells(c)
         if cells > spec.limits.max_marginal_cells:
-            raise SpecError(f"marginal {_fmt(c)} has {cells:,} cells, over the limit of {spec.limits.max_marginal_cells:,}",
-                            where, "coarsen the attributes or split the marginal")
+            raise SpecError(
+                f"marginal {_fmt(c)} has {cells:,} cells, over the limit of {spec.limits.max_marginal_cells:,}",
+                where,
+                "coarsen the attributes or split the marginal",
+            )
 
     in_phi = {a for c in cliques for a in c}
     if spec.attributes is not None:
         check_attrs(spec.attributes, "attributes")
         outside = sorted(in_phi - set(spec.attributes), key=order.__getitem__)
         if outside:
-            raise SpecError(f"Φ uses attribute(s) {outside} not listed in 'attributes'", where,
-                            "add them to 'attributes' or drop them from Φ")
+            raise SpecError(
+                f"Φ uses attribute(s) {outside} not listed in 'attributes'",
+                where,
+                "add them to 'attributes' or drop them from Φ",
+            )
         attributes = sorted(spec.attributes, key=order.__getitem__)
     else:
         attributes = sorted(in_phi, key=order.__getitem__)
@@ -261,26 +292,45 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     for key in spec.privacy.weights:
         names = [s.strip() for s in key.split(",")]
         if any(n not in order for n in names) or canon(names) not in seen:
-            raise SpecError(f"privacy.weights names {key!r}, which is not a marginal in Φ", where,
-                            "write weights as 'A,B' for an agreed marginal (A, B)")
+            raise SpecError(
+                f"privacy.weights names {key!r}, which is not a marginal in Φ",
+                where,
+                "write weights as 'A,B' for an agreed marginal (A, B)",
+            )
 
     risk = spec.privacy_risk
     if risk is not None and risk.settings.sensitive is not None and risk.settings.sensitive not in attributes:
-        raise SpecError(f"privacy_risk.settings.sensitive names {risk.settings.sensitive!r}, which is not released",
-                        where, f"choose one of {attributes}")
+        raise SpecError(
+            f"privacy_risk.settings.sensitive names {risk.settings.sensitive!r}, which is not released",
+            where,
+            f"choose one of {attributes}",
+        )
 
     model_cells = _model_cells(spec.generator.name, attributes, cliques, schema)
     if model_cells > spec.limits.max_model_cells:
-        raise SpecError(f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
-                        f"of {spec.limits.max_model_cells:,}", where,
-                        ("use generator 'pgm' (IPF holds the full joint), " if spec.generator.name == "ipf" else "use ")
-                        + "fewer attributes, smaller marginals, or coarser categories")
+        raise SpecError(
+            f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
+            f"of {spec.limits.max_model_cells:,}",
+            where,
+            ("use generator 'pgm' (IPF holds the full joint), " if spec.generator.name == "ipf" else "use ")
+            + "fewer attributes, smaller marginals, or coarser categories",
+        )
 
     return Agreement(
-        spec_name=spec.name, description=spec.description, dataset_name=spec.dataset.name, schema_name=schema.name,
-        schema_sha256=schema.sha256(), attributes=attributes, cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
-        privacy=spec.privacy, generator=spec.generator, rows=spec.rows, seed=spec.seed, limits=spec.limits,
-        audit=spec.audit, privacy_risk=spec.privacy_risk,
+        spec_name=spec.name,
+        description=spec.description,
+        dataset_name=spec.dataset.name,
+        schema_name=schema.name,
+        schema_sha256=schema.sha256(),
+        attributes=attributes,
+        cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
+        privacy=spec.privacy,
+        generator=spec.generator,
+        rows=spec.rows,
+        seed=spec.seed,
+        limits=spec.limits,
+        audit=spec.audit,
+        privacy_risk=spec.privacy_risk,
     )
 
 

@@ -19,82 +19,123 @@ def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
     if plan.noise == "none":
         lines = ["- **Privacy: NO NOISE** — the statistics are declared public; no DP guarantee."]
     else:
-        lines = [f"- **Privacy budget of this release:** ρ = {plan.rho:.6g} (zCDP) → ε = {plan.epsilon:.4g} at "
-                 f"δ = {plan.delta:.3g}; σ per marginal: "
-                 + ", ".join(sorted({f'{m.sigma:.4g}' for m in plan.marginals}))]
+        lines = [
+            f"- **Privacy budget of this release:** ρ = {plan.rho:.6g} (zCDP) → ε = {plan.epsilon:.4g} at "
+            f"δ = {plan.delta:.3g}; σ per marginal: " + ", ".join(sorted({f"{m.sigma:.4g}" for m in plan.marginals}))
+        ]
     if acct is not None:
         life = "no lifetime limit set" if acct.lifetime_rho is None else f"lifetime ρ = {acct.lifetime_rho:.6g}"
         left = "" if acct.remaining_rho is None else f", remaining ρ = {acct.remaining_rho:.6g}"
-        lines.append(f"- **Ledger for dataset `{acct.dataset}`:** spent ρ = {acct.spent_rho:.6g} in "
-                     f"{len(acct.spends)} measurement(s){left} ({life})")
+        lines.append(
+            f"- **Ledger for dataset `{acct.dataset}`:** spent ρ = {acct.spent_rho:.6g} in "
+            f"{len(acct.spends)} measurement(s){left} ({life})"
+        )
     return lines
 
 
-def agreement_md(agreement: Agreement, sha256: str, proposer: str, plan: PrivacyPlan, acct: Account | None,
-                 dataset_sha256: str, note: str = "") -> str:
+def agreement_md(
+    agreement: Agreement,
+    sha256: str,
+    proposer: str,
+    plan: PrivacyPlan,
+    acct: Account | None,
+    dataset_sha256: str,
+    note: str = "",
+) -> str:
     phi = "\n".join(f"  - {' × '.join(c)}" for c in agreement.cliques)
-    return "\n".join([
-        f"## Approve the Φ agreement `{agreement.spec_name}`?",
-        "",
-        f"**{proposer}** (analyst) proposes publishing these {len(agreement.cliques)} noisy marginal tables of "
-        f"dataset `{agreement.dataset_name}` (sha256 `{dataset_sha256[:16]}…`):",
-        "", phi, "",
-        *_budget_lines(plan, acct),
-        f"- **Generator:** {agreement.generator.name}, {agreement.rows or 'noisy total'} rows, public seed "
-        f"{agreement.seed}",
-        f"- **Agreement hash (what you approve):** `{sha256}`",
-        "",
-        "Decide as a **data controller** listed in the approvers registry; the proposer cannot decide. "
-        "Rejecting ends the run: no noise is drawn, nothing is released.",
-        *([f"\n> **{note}**"] if note else []),
-    ])
+    return "\n".join(
+        [
+            f"## Approve the Φ agreement `{agreement.spec_name}`?",
+            "",
+            f"**{proposer}** (analyst) proposes publishing these {len(agreement.cliques)} noisy marginal tables of "
+            f"dataset `{agreement.dataset_name}` (sha256 `{dataset_sha256[:16]}…`):",
+            "",
+            phi,
+            "",
+            *_budget_lines(plan, acct),
+            f"- **Generator:** {agreement.generator.name}, {agreement.rows or 'noisy total'} rows, public seed "
+            f"{agreement.seed}",
+            f"- **Agreement hash (what you approve):** `{sha256}`",
+            "",
+            "Decide as a **data controller** listed in the approvers registry; the proposer cannot decide. "
+            "Rejecting ends the run: no noise is drawn, nothing is released.",
+            *([f"\n> **{note}**"] if note else []),
+        ]
+    )
 
 
-def release_md(agreement: Agreement, candidate: str, proposer: str, plan: PrivacyPlan, acct: Account | None,
-               audit: AuditReport, utility: UtilitySummary, evidence: dict[str, str],
-               utility_report: dict[str, Any] | None = None, note: str = "") -> str:
+def release_md(
+    agreement: Agreement,
+    candidate: str,
+    proposer: str,
+    plan: PrivacyPlan,
+    acct: Account | None,
+    audit: AuditReport,
+    utility: UtilitySummary,
+    evidence: dict[str, str],
+    utility_report: dict[str, Any] | None = None,
+    note: str = "",
+) -> str:
     failed = [c for c in audit.checks if not c.passed]
     verdict = "PASS" if audit.verdict == "pass" else "FAIL — the release is blocked whatever you decide"
-    checks = [f"  - **{'pass' if c.passed else ('WARN' if c.severity == 'warn' else 'FAIL')}** — {c.name}: {c.detail}"
-              for c in audit.checks]
+    checks = [
+        f"  - **{'pass' if c.passed else ('WARN' if c.severity == 'warn' else 'FAIL')}** — {c.name}: {c.detail}"
+        for c in audit.checks
+    ]
     two = [m for m in utility.two_way if not m.in_phi]
-    util = [f"- **Utility (real vs synthetic, controller side, not DP):** max TVD over Φ = {utility.max_phi_tvd:.4f}; "
-            f"mean TVD over Φ = {sum(m.tvd for m in utility.phi) / len(utility.phi):.4f}"
-            + (f"; max TVD of 2-way tables not in Φ = {max(m.tvd for m in two):.4f}" if two else "")]
+    util = [
+        f"- **Utility (real vs synthetic, controller side, not DP):** max TVD over Φ = {utility.max_phi_tvd:.4f}; "
+        f"mean TVD over Φ = {sum(m.tvd for m in utility.phi) / len(utility.phi):.4f}"
+        + (f"; max TVD of 2-way tables not in Φ = {max(m.tvd for m in two):.4f}" if two else "")
+    ]
     if utility_report and utility_report.get("fitness"):
         fit = utility_report["fitness"]
         if isinstance(fit, dict):
-            parts = [f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
-                     for k, v in fit.items() if v]
+            parts = [
+                f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                for k, v in fit.items()
+                if v
+            ]
             fit = "; ".join(parts)[:600] or "none stated"
         util.append(f"- **Fitness statement (utility report):** {fit}")
     links = [f"  - {k}: `{v}`" for k, v in evidence.items()]
-    return "\n".join([
-        f"## Sign off the release of `{agreement.spec_name}`?",
-        "",
-        f"Proposed by **{proposer}**. Audit verdict: **{verdict}**" + (f" ({len(failed)} check(s) not passed)" if failed else ""),
-        "", *checks, "",
-        *_budget_lines(plan, acct),
-        *util,
-        f"- **Rows:** {utility.synthetic_rows:,} synthetic",
-        f"- **Release candidate hash (what you approve):** `{candidate}` (noisy marginals + synthetic data + audit + "
-        "utility)",
-        "- **Evidence (files):**", *links,
-        "",
-        "Approving publishes an immutable release whose generator card lists this decision under *Sign-offs*. "
-        "Rejecting ends the run; nothing is released.",
-        *([f"\n> **{note}**"] if note else []),
-    ])
+    return "\n".join(
+        [
+            f"## Sign off the release of `{agreement.spec_name}`?",
+            "",
+            f"Proposed by **{proposer}**. Audit verdict: **{verdict}**"
+            + (f" ({len(failed)} check(s) not passed)" if failed else ""),
+            "",
+            *checks,
+            "",
+            *_budget_lines(plan, acct),
+            *util,
+            f"- **Rows:** {utility.synthetic_rows:,} synthetic",
+            f"- **Release candidate hash (what you approve):** `{candidate}` "
+            "(noisy marginals + synthetic data + audit + "
+            "utility)",
+            "- **Evidence (files):**",
+            *links,
+            "",
+            "Approving publishes an immutable release whose generator card lists this decision under *Sign-offs*. "
+            "Rejecting ends the run; nothing is released.",
+            *([f"\n> **{note}**"] if note else []),
+        ]
+    )
 
 
 def budget_md(dataset: str, message: str, note: str = "") -> str:
-    return "\n".join([
-        f"## Privacy budget refused for dataset `{dataset}`",
-        "", message, "",
-        "No noise was drawn. To go on, a data controller raises the lifetime budget in `budgets.yaml` and then "
-        "**approves** here (the measurement is retried once under the new policy); **reject** ends the run.",
-        *([f"\n> **{note}**"] if note else []),
-    ])
+    return "\n".join(
+        [
+            f"## Privacy budget refused for dataset `{dataset}`",
+            "",
+            message,
+            "",
+            "No noise was drawn. To go on, a data controller raises the lifetime budget in `budgets.yaml` and then "
+            "**approves** here (the measurement is retried once under the new policy); **reject** ends the run.",
+            *([f"\n> **{note}**"] if note else []),
+        ]
+    )
 
 
 def existing(paths: dict[str, str | Path | None]) -> dict[str, str]:

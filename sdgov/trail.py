@@ -37,7 +37,9 @@ WHAT = {
 def dataset_index(registry: Registry) -> dict[str, str]:
     """agreement sha256 → declared dataset name, from every agreement.json the registry holds."""
     out: dict[str, str] = {}
-    for p in list(registry.root.glob("runs/*/agreement.json")) + list(registry.root.glob("releases/*/artifacts/agreement.json")):
+    for p in list(registry.root.glob("runs/*/agreement.json")) + list(
+        registry.root.glob("releases/*/artifacts/agreement.json")
+    ):
         try:
             d = json.loads(p.read_text())
             out[d["sha256"]] = d["agreement"]["dataset_name"]
@@ -72,24 +74,52 @@ def trail(registry: Registry, dataset: str | None = None) -> dict[str, Any]:
         ds = _dataset_of(e, index)
         if dataset and ds != dataset:
             continue
-        rows.append({"seq": e.seq, "time": e.time, "who": e.actor, "role": e.role, "event": e.event,
-                     "what": WHAT.get(e.event, e.event), "dataset": ds, "agreement_sha256": e.agreement_sha256,
-                     "release_id": e.release_id, "run_id": e.run_id, "decision": e.decision, "comment": e.comment,
-                     "artifacts": dict(e.artifacts), "hash": e.hash, "prev": e.prev})
-    return {"root": str(registry.root.resolve()), "verified": not problems, "problems": problems,
-            "events": rows, "dataset": dataset, "total_events": len(events)}
+        rows.append(
+            {
+                "seq": e.seq,
+                "time": e.time,
+                "who": e.actor,
+                "role": e.role,
+                "event": e.event,
+                "what": WHAT.get(e.event, e.event),
+                "dataset": ds,
+                "agreement_sha256": e.agreement_sha256,
+                "release_id": e.release_id,
+                "run_id": e.run_id,
+                "decision": e.decision,
+                "comment": e.comment,
+                "artifacts": dict(e.artifacts),
+                "hash": e.hash,
+                "prev": e.prev,
+            }
+        )
+    return {
+        "root": str(registry.root.resolve()),
+        "verified": not problems,
+        "problems": problems,
+        "events": rows,
+        "dataset": dataset,
+        "total_events": len(events),
+    }
 
 
 def render_text(t: dict[str, Any]) -> str:
-    head = ("chain and artifacts VERIFIED" if t["verified"] else
-            "VERIFICATION FAILED:\n" + "\n".join(f"  {p}" for p in t["problems"]))
-    lines = [f"{t['root']}: {head}; {len(t['events'])} of {t['total_events']} event(s)"
-             + (f" for dataset {t['dataset']!r}" if t["dataset"] else "")]
+    head = (
+        "chain and artifacts VERIFIED"
+        if t["verified"]
+        else "VERIFICATION FAILED:\n" + "\n".join(f"  {p}" for p in t["problems"])
+    )
+    lines = [
+        f"{t['root']}: {head}; {len(t['events'])} of {t['total_events']} event(s)"
+        + (f" for dataset {t['dataset']!r}" if t["dataset"] else "")
+    ]
     for r in t["events"]:
-        lines.append(f"#{r['seq']:<3} {r['time']}  {r['who']} ({r['role']}) {r['what']}"
-                     + (f" [{r['decision']}]" if r["decision"] else "")
-                     + (f" agreement {r['agreement_sha256'][:12]}…" if r["agreement_sha256"] else "")
-                     + (f" release {r['release_id']}" if r["release_id"] else ""))
+        lines.append(
+            f"#{r['seq']:<3} {r['time']}  {r['who']} ({r['role']}) {r['what']}"
+            + (f" [{r['decision']}]" if r["decision"] else "")
+            + (f" agreement {r['agreement_sha256'][:12]}…" if r["agreement_sha256"] else "")
+            + (f" release {r['release_id']}" if r["release_id"] else "")
+        )
         if r["comment"]:
             lines.append(f"      comment: {r['comment']}")
         for k, v in r["artifacts"].items():
@@ -99,8 +129,13 @@ def render_text(t: dict[str, Any]) -> str:
 
 def render_html(t: dict[str, Any]) -> str:
     e = html.escape
-    status = ('<p class="ok">✔ The hash chain and every released artifact verify.</p>' if t["verified"] else
-              '<p class="bad">✘ Verification FAILED:</p><ul>' + "".join(f"<li>{e(p)}</li>" for p in t["problems"]) + "</ul>")
+    status = (
+        '<p class="ok">✔ The hash chain and every released artifact verify.</p>'
+        if t["verified"]
+        else '<p class="bad">✘ Verification FAILED:</p><ul>'
+        + "".join(f"<li>{e(p)}</li>" for p in t["problems"])
+        + "</ul>"
+    )
     rows = "".join(
         f"<tr><td>{r['seq']}</td><td>{e(r['time'])}</td><td>{e(r['who'])}</td><td>{e(r['role'])}</td>"
         f"<td>{e(r['what'])}<br><code>{e(r['event'])}</code></td><td>{e(r['dataset'])}</td><td>{e(r['decision'])}</td>"
@@ -108,14 +143,16 @@ def render_html(t: dict[str, Any]) -> str:
         + (f"agreement {e(r['agreement_sha256'])}<br>" if r["agreement_sha256"] else "")
         + (f"release {e(r['release_id'])}<br>" if r["release_id"] else "")
         + "".join(f"{e(k)}: {e(v)}<br>" for k, v in r["artifacts"].items())
-        + f"</td><td class='h'>{e(r['hash'])}</td></tr>" for r in t["events"])
+        + f"</td><td class='h'>{e(r['hash'])}</td></tr>"
+        for r in t["events"]
+    )
     title = "Audit trail" + (f" — dataset {t['dataset']}" if t["dataset"] else "")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title><style>
 body{{font-family:system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse;font-size:13px}}
 td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}} th{{background:#f3f3f3}}
 .h{{font-family:monospace;font-size:11px;word-break:break-all;max-width:32em}} .ok{{color:#1b7837;font-weight:bold}}
 .bad{{color:#b2182b;font-weight:bold}}</style></head><body>
-<h1>{e(title)}</h1><p>Registry <code>{e(t['root'])}</code>: {len(t['events'])} of {t['total_events']} event(s).
+<h1>{e(title)}</h1><p>Registry <code>{e(t["root"])}</code>: {len(t["events"])} of {t["total_events"]} event(s).
 Each event carries the sha256 of the one before; re-check with <code>sdgov registry verify</code>.</p>{status}
 <table><tr><th>#</th><th>When (UTC)</th><th>Who</th><th>Role</th><th>What</th><th>Dataset</th><th>Decision</th>
 <th>Comment</th><th>Artifacts (sha256)</th><th>Event hash</th></tr>{rows}</table></body></html>
@@ -129,10 +166,20 @@ def _slug(s: str) -> str:
 def to_prov(t: dict[str, Any]) -> dict[str, Any]:
     """The trail as W3C PROV-JSON (https://www.w3.org/submissions/prov-json/): agents, activities, entities."""
     doc: dict[str, Any] = {
-        "prefix": {"sdgov": "https://sdgov.example/ns#", "agent": "https://sdgov.example/agent/",
-                   "event": "https://sdgov.example/event/", "sha256": "urn:sha256:",
-                   "agreement": "urn:sdgov:agreement:", "release": "urn:sdgov:release:"},
-        "agent": {}, "activity": {}, "entity": {}, "wasAssociatedWith": {}, "used": {}, "wasGeneratedBy": {},
+        "prefix": {
+            "sdgov": "https://sdgov.example/ns#",
+            "agent": "https://sdgov.example/agent/",
+            "event": "https://sdgov.example/event/",
+            "sha256": "urn:sha256:",
+            "agreement": "urn:sdgov:agreement:",
+            "release": "urn:sdgov:release:",
+        },
+        "agent": {},
+        "activity": {},
+        "entity": {},
+        "wasAssociatedWith": {},
+        "used": {},
+        "wasGeneratedBy": {},
         "wasDerivedFrom": {},
     }
 
@@ -142,20 +189,32 @@ def to_prov(t: dict[str, Any]) -> dict[str, Any]:
     for r in t["events"]:
         ag = f"agent:{_slug(r['who'])}"
         system = r["role"] == "system"
-        doc["agent"].setdefault(ag, {"prov:label": r["who"],
-                                     "prov:type": {"$": "prov:SoftwareAgent" if system else "prov:Person",
-                                                   "type": "prov:QUALIFIED_NAME"}})
+        doc["agent"].setdefault(
+            ag,
+            {
+                "prov:label": r["who"],
+                "prov:type": {"$": "prov:SoftwareAgent" if system else "prov:Person", "type": "prov:QUALIFIED_NAME"},
+            },
+        )
         act = f"event:{r['seq']}"
         doc["activity"][act] = {
-            "prov:startTime": r["time"], "prov:endTime": r["time"], "prov:label": r["what"],
+            "prov:startTime": r["time"],
+            "prov:endTime": r["time"],
+            "prov:label": r["what"],
             "prov:type": {"$": f"sdgov:{r['event']}", "type": "prov:QUALIFIED_NAME"},
-            "sdgov:decision": r["decision"], "sdgov:comment": r["comment"], "sdgov:eventHash": r["hash"],
-            "sdgov:prevHash": r["prev"], "sdgov:verified": t["verified"], "sdgov:dataset": r["dataset"]}
+            "sdgov:decision": r["decision"],
+            "sdgov:comment": r["comment"],
+            "sdgov:eventHash": r["hash"],
+            "sdgov:prevHash": r["prev"],
+            "sdgov:verified": t["verified"],
+            "sdgov:dataset": r["dataset"],
+        }
         rel("wasAssociatedWith", str(r["seq"]), {"prov:activity": act, "prov:agent": ag, "prov:role": r["role"]})
         if r["agreement_sha256"]:
             ent = f"agreement:{r['agreement_sha256']}"
-            doc["entity"].setdefault(ent, {"prov:label": "Φ agreement", "sdgov:sha256": r["agreement_sha256"],
-                                           "sdgov:dataset": r["dataset"]})
+            doc["entity"].setdefault(
+                ent, {"prov:label": "Φ agreement", "sdgov:sha256": r["agreement_sha256"], "sdgov:dataset": r["dataset"]}
+            )
             if r["event"] == "agreement_proposed":
                 rel("wasGeneratedBy", str(r["seq"]), {"prov:entity": ent, "prov:activity": act, "prov:time": r["time"]})
             else:
@@ -167,17 +226,29 @@ def to_prov(t: dict[str, Any]) -> dict[str, Any]:
             ent = f"sha256:{sha}"
             doc["entity"].setdefault(ent, {"prov:label": name, "sdgov:sha256": sha})
             kind = "wasGeneratedBy" if generated else "used"
-            rel(kind, f"{r['seq']}_{_slug(name)}", {"prov:entity" if generated else "prov:activity":
-                                                   ent if generated else act,
-                                                   "prov:activity" if generated else "prov:entity":
-                                                   act if generated else ent, "prov:time": r["time"]})
+            rel(
+                kind,
+                f"{r['seq']}_{_slug(name)}",
+                {
+                    "prov:entity" if generated else "prov:activity": ent if generated else act,
+                    "prov:activity" if generated else "prov:entity": act if generated else ent,
+                    "prov:time": r["time"],
+                },
+            )
         if r["release_id"]:
             ent = f"release:{r['release_id']}"
             doc["entity"][ent] = {"prov:label": f"release {r['release_id']}", "prov:type": "sdgov:Release"}
-            rel("wasGeneratedBy", f"{r['seq']}_release", {"prov:entity": ent, "prov:activity": act, "prov:time": r["time"]})
+            rel(
+                "wasGeneratedBy",
+                f"{r['seq']}_release",
+                {"prov:entity": ent, "prov:activity": act, "prov:time": r["time"]},
+            )
             if r["agreement_sha256"]:
-                rel("wasDerivedFrom", r["release_id"], {"prov:generatedEntity": ent,
-                                                        "prov:usedEntity": f"agreement:{r['agreement_sha256']}"})
+                rel(
+                    "wasDerivedFrom",
+                    r["release_id"],
+                    {"prov:generatedEntity": ent, "prov:usedEntity": f"agreement:{r['agreement_sha256']}"},
+                )
     return {k: v for k, v in doc.items() if v}
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pandas as pd
 from prefect import task
@@ -27,8 +28,8 @@ from sdgov.errors import DataError
 from sdgov.hashing import write_json
 from sdgov.privacy import PrivacyPlan
 from sdgov.schema import encode, load_encoded, load_schema
-from tasks.common import logger, stage
-from tasks.measure import load_agreement, read_measurements
+from sdgov.tasks.common import logger, stage
+from sdgov.tasks.measure import load_agreement, read_measurements
 
 VERSION = "1.1.0"
 
@@ -55,7 +56,7 @@ class PrefectTrials:
         self.workers = max(1, workers)
         self.runner = ProcessPoolTaskRunner(max_workers=self.workers)
 
-    def __enter__(self) -> "PrefectTrials":
+    def __enter__(self) -> PrefectTrials:
         self.runner.__enter__()
         return self
 
@@ -64,9 +65,14 @@ class PrefectTrials:
 
     def __call__(self, fn: Callable[..., Any], calls: list[tuple], label: str) -> Iterator[Any]:
         size = max(1, -(-len(calls) // (self.BATCHES_PER_WORKER * self.workers)))
-        futures = [self.runner.submit(attack_trials.with_options(task_run_name=f"{label}-{i}-{i + len(batch) - 1}"),
-                                      {"fn": fn, "calls": batch})
-                   for i in range(0, len(calls), size) for batch in [calls[i:i + size]]]
+        futures = [
+            self.runner.submit(
+                attack_trials.with_options(task_run_name=f"{label}-{i}-{i + len(batch) - 1}"),
+                {"fn": fn, "calls": batch},
+            )
+            for i in range(0, len(calls), size)
+            for batch in [calls[i : i + size]]
+        ]
         for f in futures:
             yield from f.result()
 
@@ -85,8 +91,17 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
             schema_error = None
         except DataError as exc:
             schema_error = exc.one_line()
-        report = run_checks(agreement, agreed.agreement_sha256, mset, measured.measurements, generated.record,
-                            [tuple(c) for c in info.get("fitted_marginals", [])], len(synth), generated.rows, schema_error)
+        report = run_checks(
+            agreement,
+            agreed.agreement_sha256,
+            mset,
+            measured.measurements,
+            generated.record,
+            [tuple(c) for c in info.get("fitted_marginals", [])],
+            len(synth),
+            generated.rows,
+            schema_error,
+        )
         run_dir = Path(agreed.run_dir)
         extra: dict[str, ArtifactRef] = {}
         decomposability = agreement.audit is not None and agreement.audit.enabled
@@ -96,8 +111,11 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
         if decomposability:
             from sdgov.decomposability_report import audit_checks, decomposability_section, run_release_audit
 
-            log.info("decomposability test: %d fits of %s…", 4 * agreement.audit.K,
-                     agreement.audit.generator or agreement.generator.name)
+            log.info(
+                "decomposability test: %d fits of %s…",
+                4 * agreement.audit.K,
+                agreement.audit.generator or agreement.generator.name,
+            )
             result = run_release_audit(agreement, codes, schema)
             log.info("decomposability test: %s (p = %.3g, %.1f s)", result.verdict, result.p_value, result.seconds)
             report = with_checks(report, audit_checks(result), DECOMPOSABILITY_NOT_RUN)
@@ -117,16 +135,26 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
             n_jobs = agreement.privacy_risk.settings.n_jobs
             with PrefectTrials((os.cpu_count() or 1) if n_jobs < 1 else n_jobs) as trials:
                 risk = run_release_privacy(agreement, schema, codes, plan, progress, trials)
-            log.info("privacy evidence: %s (ε_lower %s, min PG %s, %.1f s)", risk.verdict, risk.epsilon_lower,
-                     risk.min_privacy_gain, risk.seconds)
+            log.info(
+                "privacy evidence: %s (ε_lower %s, min PG %s, %.1f s)",
+                risk.verdict,
+                risk.epsilon_lower,
+                risk.min_privacy_gain,
+                risk.seconds,
+            )
             report = with_checks(report, privacy_checks(risk), PRIVACY_NOT_RUN)
             out = run_dir / "privacy_evidence.json"
             write_json(out, {"result": json.loads(risk.model_dump_json()), "section": privacy_section(risk)})
             extra["privacy_evidence"] = ArtifactRef.of("privacy_evidence", out)
         out = run_dir / "audit.json"
         write_json(out, report.model_dump(mode="json"))
-        rec.inputs = [agreed.agreement, measured.measurements, generated.synthetic, generated.model_info,
-                      *([agreed.data.as_artifact()] if extra else [])]
+        rec.inputs = [
+            agreed.agreement,
+            measured.measurements,
+            generated.synthetic,
+            generated.model_info,
+            *([agreed.data.as_artifact()] if extra else []),
+        ]
         rec.outputs = [ArtifactRef.of("audit", out), *extra.values()]
         rec.params = {"verdict": report.verdict}
     return Audited(report=rec.outputs[0], verdict=report.verdict, record=rec.record(), **extra)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sdgov.contracts import ArtifactRef, DataRef, StageRecord, utcnow
 from sdgov.hashing import write_json
@@ -36,9 +37,16 @@ class Recorder:
         self._t0 = time.perf_counter()
 
     def record(self) -> StageRecord:
-        return StageRecord(stage=self.stage, task_version=self.version, started=self.started, finished=utcnow(),
-                           seconds=round(time.perf_counter() - self._t0, 3), inputs=self.inputs,
-                           outputs=self.outputs, params=self.params)
+        return StageRecord(
+            stage=self.stage,
+            task_version=self.version,
+            started=self.started,
+            finished=utcnow(),
+            seconds=round(time.perf_counter() - self._t0, 3),
+            inputs=self.inputs,
+            outputs=self.outputs,
+            params=self.params,
+        )
 
 
 @contextmanager
@@ -66,7 +74,11 @@ def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: P
     run_dir = Registry(registry_root).run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=False)
     write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
-    return AgreementFiles(run_dir=run_dir, sha256=sha, agreement=ArtifactRef.of("agreement", run_dir / "agreement.json"),
-                          spec=ArtifactRef.of("spec", loaded.spec_path),
-                          schema=ArtifactRef.of("schema", loaded.schema_file),
-                          data=DataRef.of(loaded.spec.dataset.name, data, rows=rows))
+    return AgreementFiles(
+        run_dir=run_dir,
+        sha256=sha,
+        agreement=ArtifactRef.of("agreement", run_dir / "agreement.json"),
+        spec=ArtifactRef.of("spec", loaded.spec_path),
+        schema=ArtifactRef.of("schema", loaded.schema_file),
+        data=DataRef.of(loaded.spec.dataset.name, data, rows=rows),
+    )

@@ -11,13 +11,13 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.contracts import ArtifactRef, GenerateInput, Generated
+from sdgov.contracts import ArtifactRef, Generated, GenerateInput
 from sdgov.generators import generator_version, get_generator
 from sdgov.hashing import write_json
 from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
 from sdgov.schema import load_schema
-from tasks.common import logger, stage
-from tasks.measure import read_measurements
+from sdgov.tasks.common import logger, stage
+from sdgov.tasks.measure import read_measurements
 
 VERSION = "1.0.0"
 
@@ -39,11 +39,25 @@ def generate(inp: GenerateInput) -> Generated:
                 log.info("sampled %d / %d rows (%.0f%%)", done, total, 100 * done / total)
 
         sample_to_parquet(model, schema, rows, inp.seed, out / "synthetic.parquet", progress=progress)
-        write_json(out / "model_info.json", {
-            "generator": inp.generator.name, "implementation": generator_version(inp.generator.name),
-            "parameters": inp.generator.model_dump(), **model.fit_info,
-        })
-        rec.outputs = [ArtifactRef.of("synthetic", out / "synthetic.parquet"), ArtifactRef.of("model_info", out / "model_info.json")]
+        write_json(
+            out / "model_info.json",
+            {
+                "generator": inp.generator.name,
+                "implementation": generator_version(inp.generator.name),
+                "parameters": inp.generator.model_dump(),
+                **model.fit_info,
+            },
+        )
+        rec.outputs = [
+            ArtifactRef.of("synthetic", out / "synthetic.parquet"),
+            ArtifactRef.of("model_info", out / "model_info.json"),
+        ]
         rec.params = {"rows": rows, "seed": inp.seed, "chunk_rows": CHUNK_ROWS}
-    return Generated(synthetic=rec.outputs[0], model_info=rec.outputs[1], rows=rows, seed=inp.seed,
-                     chunk_rows=CHUNK_ROWS, record=rec.record())
+    return Generated(
+        synthetic=rec.outputs[0],
+        model_info=rec.outputs[1],
+        rows=rows,
+        seed=inp.seed,
+        chunk_rows=CHUNK_ROWS,
+        record=rec.record(),
+    )

@@ -20,12 +20,13 @@ from sdgov.atomic import atomic_write_bytes
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.errors import RegistryError
 from sdgov.hashing import sha256_bytes, sha256_file, sha256_json, write_json
-from sdgov.measure import MeasurementSet, measure as measure_marginals
+from sdgov.measure import MeasurementSet
+from sdgov.measure import measure as measure_marginals
 from sdgov.privacy import plan_privacy
 from sdgov.registry import Event, Registry
 from sdgov.schema import load_encoded, load_schema
 from sdgov.spec import Agreement
-from tasks.common import logger, stage
+from sdgov.tasks.common import logger, stage
 
 VERSION = "1.1.0"  # 1.1: privacy-budget ledger, crash recovery of persisted draws
 
@@ -59,9 +60,15 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
                 # budget ledger (sdgov/ledger.py): reserve ρ or refuse, BEFORE any noise is drawn; idempotent per key
                 reserved_before = ledger.reservation(registry, key)
                 adopted = _adopt_unlogged(path, agreed, reserved_before is not None, plan.noise)
-                ledger.spend_locked(registry, dataset=agreed.data.name, dataset_sha256=agreed.data.sha256,
-                                    rho=plan.rho, measurement_key=key, agreement_sha256=agreed.agreement_sha256,
-                                    run_id=run_dir.name)
+                ledger.spend_locked(
+                    registry,
+                    dataset=agreed.data.name,
+                    dataset_sha256=agreed.data.sha256,
+                    rho=plan.rho,
+                    measurement_key=key,
+                    agreement_sha256=agreed.agreement_sha256,
+                    run_id=run_dir.name,
+                )
                 fault_point("after_spend")
                 if adopted is not None:  # persisted by a run that died before logging it: never re-draw
                     payload, n, note = adopted, None, "adopted: persisted by an interrupted run before it was logged"
@@ -69,8 +76,11 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
                 else:
                     data = Path(agreed.data.path)
                     if sha256_file(data) != agreed.data.sha256:
-                        raise RegistryError("the confidential data changed since the agreement stage", str(data),
-                                            "re-run the whole release")
+                        raise RegistryError(
+                            "the confidential data changed since the agreement stage",
+                            str(data),
+                            "re-run the whole release",
+                        )
                     schema = load_schema(agreed.schema_file.verified())
                     codes = load_encoded(data, schema)
                     mset = measure_marginals(codes, schema, agreement, plan, agreed.data.sha256)
@@ -79,12 +89,24 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
                     atomic_write_bytes(path, payload)  # persisted before anything uses it
                     n, note = len(mset.measurements), ""
                     fault_point("after_persist")
-                registry.append_locked("measured", "sdgov", "system", agreement_sha256=agreed.agreement_sha256,
-                                        run_id=run_dir.name, artifacts={name: sha256_bytes(payload)},
-                                        comment=f"{n if n is not None else len(agreement.cliques)} marginals, "
-                                                f"rho={plan.rho}" + (f"; {note}" if note else ""))
+                registry.append_locked(
+                    "measured",
+                    "sdgov",
+                    "system",
+                    agreement_sha256=agreed.agreement_sha256,
+                    run_id=run_dir.name,
+                    artifacts={name: sha256_bytes(payload)},
+                    comment=f"{n if n is not None else len(agreement.cliques)} marginals, "
+                    f"rho={plan.rho}" + (f"; {note}" if note else ""),
+                )
                 reused = False
-                log.info("measured %d marginals (ρ=%s, ε=%s, δ=%s)", len(agreement.cliques), plan.rho, plan.epsilon, plan.delta)
+                log.info(
+                    "measured %d marginals (ρ=%s, ε=%s, δ=%s)",
+                    len(agreement.cliques),
+                    plan.rho,
+                    plan.epsilon,
+                    plan.delta,
+                )
         rec.inputs = [agreed.agreement, agreed.data.as_artifact()]
         measurements = ArtifactRef.of("measurements", path)
         plan_ref = ArtifactRef.of("privacy_plan", run_dir / "privacy_plan.json")
@@ -102,8 +124,11 @@ def logged_measurement(registry: Registry, key: str) -> Event | None:
     if not logged:
         return None
     if not path.exists() or sha256_file(path) != logged[0].artifacts[name]:
-        raise RegistryError("persisted measurement does not match the one logged when it was drawn",
-                            str(path), "restore it from DVC/backup; never re-draw noise for the same agreement")
+        raise RegistryError(
+            "persisted measurement does not match the one logged when it was drawn",
+            str(path),
+            "restore it from DVC/backup; never re-draw noise for the same agreement",
+        )
     return logged[0]
 
 
@@ -117,17 +142,27 @@ def _adopt_unlogged(path: Path, agreed: Agreed, reserved_before: bool, noise: st
     if not path.exists() or noise == "none":
         return None
     if not reserved_before:
-        raise RegistryError("an unlogged measurement file is there, but no run ever reserved budget for it (it was "
-                            "not drawn by sdgov under the ledger)", str(path), "inspect it and move it away deliberately")
+        raise RegistryError(
+            "an unlogged measurement file is there, but no run ever reserved budget for it (it was "
+            "not drawn by sdgov under the ledger)",
+            str(path),
+            "inspect it and move it away deliberately",
+        )
     payload = path.read_bytes()
     try:
         mset = MeasurementSet.model_validate_json(payload)
     except ValueError:
-        raise RegistryError("an unlogged, unreadable measurement file is in the way", str(path),
-                            "inspect it and move it away deliberately") from None
+        raise RegistryError(
+            "an unlogged, unreadable measurement file is in the way",
+            str(path),
+            "inspect it and move it away deliberately",
+        ) from None
     if mset.agreement_sha256 != agreed.agreement_sha256 or mset.dataset_sha256 != agreed.data.sha256:
-        raise RegistryError("an unlogged measurement for a different agreement or dataset is in the way", str(path),
-                            "inspect it and move it away deliberately")
+        raise RegistryError(
+            "an unlogged measurement for a different agreement or dataset is in the way",
+            str(path),
+            "inspect it and move it away deliberately",
+        )
     return payload
 
 

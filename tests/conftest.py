@@ -36,14 +36,15 @@ def prefect_server():
 def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
     """A private copy of the demo inputs with ``rows`` generated records; returns the spec path. The demo's
     ``audit``/``privacy_risk`` sections are left out unless given in ``spec_overrides``."""
-    from sdgov.demo_data import write_demo_data
+    from sdgov.demo import inputs
+    from sdgov.demo.data import write_demo_data
     from sdgov.schema import load_schema
 
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("schema.yaml", "approvals.yaml"):
-        shutil.copy(REPO / "examples" / "demo" / name, dest / name)
+        shutil.copy(inputs() / name, dest / name)
     write_demo_data(load_schema(dest / "schema.yaml"), dest / "data.csv", rows=rows)
-    spec = yaml.safe_load((REPO / "examples" / "demo" / "spec.yaml").read_text())
+    spec = yaml.safe_load((inputs() / "spec.yaml").read_text())
     spec["dataset"]["path"] = "data.csv"
     spec["rows"] = rows
     for section in ("audit", "privacy_risk"):  # the demo's pre-registered audits take a minute: opt in per test
@@ -61,7 +62,7 @@ def demo_spec(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def released(tmp_path_factory, prefect_server):
     """One real release of the demo through the Prefect flow (shared by read-only tests)."""
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     base = tmp_path_factory.mktemp("released")
     spec = make_demo_inputs(base / "inputs")
@@ -72,8 +73,8 @@ def released(tmp_path_factory, prefect_server):
 
 def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
     """The governed draw (agree + measure task code, under the ledger) without a flow run; returns ψ's path."""
-    from tasks.agree_phi import agree_phi
-    from tasks.measure import measure
+    from sdgov.tasks.agree_phi import agree_phi
+    from sdgov.tasks.measure import measure
 
     agreed = agree_phi.fn(str(spec), str(root), run_id)
     return Path(measure.fn(agreed, str(root)).measurements.path)

@@ -22,8 +22,14 @@ import pytest
 from tests.test_governed import cli, setup_registry
 
 CHROMIUM = os.environ.get("SDGOV_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 AUTH = "ops:browser-test-secret"
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
@@ -45,9 +51,13 @@ def ui_server(tmp_path):
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    proc = subprocess.Popen([_bin("sdgov"), "server", "start", "--port", str(port), "--home", str(tmp_path / "home"),
-                             "--auth", AUTH], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [_bin("sdgov"), "server", "start", "--port", str(port), "--home", str(tmp_path / "home"), "--auth", AUTH],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -61,8 +71,16 @@ def ui_server(tmp_path):
                 pass
             time.sleep(0.5)
         assert httpx.post(f"{url}/api/flow_runs/filter", json={}).status_code == 401, "basic auth must be on"
-        yield url, {**env, "PREFECT_HOME": str(tmp_path / "client-home"), "PREFECT_API_URL": f"{url}/api",
-                    "PREFECT_API_AUTH_STRING": AUTH, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        yield (
+            url,
+            {
+                **env,
+                "PREFECT_HOME": str(tmp_path / "client-home"),
+                "PREFECT_API_URL": f"{url}/api",
+                "PREFECT_API_AUTH_STRING": AUTH,
+                "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            },
+        )
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # the server this fixture started, and its children
         try:
@@ -124,20 +142,57 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
     pytest.importorskip("playwright.sync_api")
     url, env = ui_server
     spec, root = setup_registry(tmp_path, rows=800)
-    proc = subprocess.Popen([_bin("sdgov"), "propose", "--spec", str(spec), "--as", "Ada Analyst", "--root", str(root),
-                             "--poll", "1", "--timeout", "400", "--json"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            _bin("sdgov"),
+            "propose",
+            "--spec",
+            str(spec),
+            "--as",
+            "Ada Analyst",
+            "--root",
+            str(root),
+            "--poll",
+            "1",
+            "--timeout",
+            "400",
+            "--json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         run = _wait(env, root, "agreement", 1, proc)
         # the proposer tries to approve her own agreement in the UI: refused, the run pauses again and says why
-        _decide_in_browser(url, run["run_id"], "Ada Analyst", "approve", "self-approval",
-                           ["Approve the Φ agreement", "Privacy budget of this release", run["sha256"]])
+        _decide_in_browser(
+            url,
+            run["run_id"],
+            "Ada Analyst",
+            "approve",
+            "self-approval",
+            ["Approve the Φ agreement", "Privacy budget of this release", run["sha256"]],
+        )
         _wait(env, root, "agreement", 2, proc)
-        _decide_in_browser(url, run["run_id"], "Carl Controller", "approve", "agreed in the browser",
-                           ["was refused", "separation of duties"])
+        _decide_in_browser(
+            url,
+            run["run_id"],
+            "Carl Controller",
+            "approve",
+            "agreed in the browser",
+            ["was refused", "separation of duties"],
+        )
         rel = _wait(env, root, "release", 1, proc)
-        _decide_in_browser(url, run["run_id"], "Carl Controller", "approve", "released from the browser",
-                           ["Audit verdict: PASS", "max TVD over Φ", "card.html", rel["sha256"]])
+        _decide_in_browser(
+            url,
+            run["run_id"],
+            "Carl Controller",
+            "approve",
+            "released from the browser",
+            ["Audit verdict: PASS", "max TVD over Φ", "card.html", rel["sha256"]],
+        )
         out, err = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
@@ -148,7 +203,8 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
     card = json.loads(Path(result["release"]["card_json"]).read_text())
     assert [(s["name"], s["subject"], s["comment"]) for s in card["signoffs"][1:]] == [
         ("Carl Controller", "agreement", "agreed in the browser"),
-        ("Carl Controller", "release", "released from the browser")]
+        ("Carl Controller", "release", "released from the browser"),
+    ]
     code, out, _ = cli("trail", "--root", str(root), "--json")
     events = [(e["event"], e["who"]) for e in json.loads(out)["events"]]
     assert ("approval_refused", "Ada Analyst") in events and events[-1] == ("released", "Carl Controller")

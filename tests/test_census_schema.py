@@ -14,9 +14,24 @@ SCHEMA_PATH = ROOT / "examples" / "census2011" / "schema.yaml"
 DATA_PATH = ROOT / ".." / "shared" / "data" / "census2011_teaching_50k.csv"
 
 HEADER = [
-    "Person ID", "Region", "Residence Type", "Family Composition", "Population Base", "Sex", "Age",
-    "Marital Status", "Student", "Country of Birth", "Health", "Ethnic Group", "Religion",
-    "Economic Activity", "Occupation", "Industry", "Hours worked per week", "Approximated Social Grade",
+    "Person ID",
+    "Region",
+    "Residence Type",
+    "Family Composition",
+    "Population Base",
+    "Sex",
+    "Age",
+    "Marital Status",
+    "Student",
+    "Country of Birth",
+    "Health",
+    "Ethnic Group",
+    "Religion",
+    "Economic Activity",
+    "Occupation",
+    "Industry",
+    "Hours worked per week",
+    "Approximated Social Grade",
 ]
 
 # Number of categories per variable as the ONS variable list declares them ("N (also -9)" counts as N + 1).
@@ -42,8 +57,16 @@ EXPECTED_COUNTS = {
 
 # Variables whose list entry says "(also -9)".
 HAS_NO_CODE_REQUIRED = {
-    "Family Composition", "Country of Birth", "Health", "Ethnic Group", "Religion", "Economic Activity",
-    "Occupation", "Industry", "Hours worked per week", "Approximated Social Grade",
+    "Family Composition",
+    "Country of Birth",
+    "Health",
+    "Ethnic Group",
+    "Religion",
+    "Economic Activity",
+    "Occupation",
+    "Industry",
+    "Hours worked per week",
+    "Approximated Social Grade",
 }
 
 

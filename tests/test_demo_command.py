@@ -25,7 +25,9 @@ def test_sdgov_demo_json_produces_a_verified_release(tmp_path):
     assert card["decomposability"]["verdict"] == "pass" and card["decomposability"]["control"]["caught"]
     assert card["privacy_evidence"]["verdict"] in ("pass", "warn") and card["audit"]["not_run"] == []
 
-    v = subprocess.run([str(SDGOV), "registry", "verify", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    v = subprocess.run(
+        [str(SDGOV), "registry", "verify", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     report = json.loads(v.stdout)
     assert v.returncode == 0 and report["ok"] is True and report["problems"] == []
 
@@ -34,6 +36,8 @@ def test_sdgov_demo_json_produces_a_verified_release(tmp_path):
     data = bytearray(synthetic.read_bytes())
     data[100] ^= 0xFF
     synthetic.write_bytes(bytes(data))
-    v = subprocess.run([str(SDGOV), "registry", "verify", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    v = subprocess.run(
+        [str(SDGOV), "registry", "verify", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert v.returncode == 1
     assert any("synthetic.parquet" in p for p in json.loads(v.stdout)["problems"])

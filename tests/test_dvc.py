@@ -25,24 +25,23 @@ def run(cmd: list[str], cwd: Path) -> str:
 
 
 def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     repo = tmp_path / "project"
     repo.mkdir()
     shutil.copy(REPO / "dvc.yaml", repo / "dvc.yaml")
-    shutil.copytree(REPO / "examples", repo / "examples")
-    spec = yaml.safe_load((repo / "examples/demo/spec.yaml").read_text())
+    shutil.copytree(REPO / "sdgov", repo / "sdgov", ignore=shutil.ignore_patterns("__pycache__"))  # dvc.yaml deps
+    spec = yaml.safe_load((repo / "sdgov/demo/spec.yaml").read_text())
     for section in ("audit", "privacy_risk"):  # the pre-registered audits are tested in test_release_audits.py
         spec.pop(section, None)
-    (repo / "examples/demo/spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    shutil.copytree(REPO / "sdgov", repo / "sdgov", ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "sdgov/demo/spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     run(["git", "init", "-q"], repo)
     run(["dvc", "init", "-q"], repo)
     run(["dvc", "repro", "demo_data"], repo)  # the confidential input, tracked by DVC
 
     # 1. the orchestrated release draws the noise (once) and generates
     registry = tmp_path / "registry"
-    result = release_flow(spec_path=str(repo / "examples/demo/spec.yaml"), registry_root=str(registry))
+    result = release_flow(spec_path=str(repo / "sdgov/demo/spec.yaml"), registry_root=str(registry))
     rel = Path(result.path)
 
     # 2. pin those noisy marginals in DVC, then let dvc reproduce everything downstream
@@ -71,7 +70,7 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
 
 def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsys):
     """`sdgov stage measure` (what dvc.yaml calls) only exports ψ drawn by the flow under the ledger."""
-    from flows.cli import main
+    from sdgov.flows.cli import main
     from sdgov.registry import Registry
     from tests.conftest import draw_measurement, make_demo_inputs
 

@@ -37,30 +37,43 @@ def test_generate_input_has_no_way_to_name_the_data():
     fields = set(GenerateInput.model_fields)
     assert fields == {"measurements", "schema_file", "generator", "rows", "seed", "out_dir"}
     with pytest.raises(ValidationError):
-        GenerateInput(measurements=ArtifactRef(name="m", path="x", sha256="0", bytes=0),
-                      schema_file=ArtifactRef(name="s", path="y", sha256="0", bytes=0),
-                      generator=GeneratorSpec(), rows=10, seed=1, out_dir="o", data="/secret.csv")
+        GenerateInput(
+            measurements=ArtifactRef(name="m", path="x", sha256="0", bytes=0),
+            schema_file=ArtifactRef(name="s", path="y", sha256="0", bytes=0),
+            generator=GeneratorSpec(),
+            rows=10,
+            seed=1,
+            out_dir="o",
+            data="/secret.csv",
+        )
 
 
 def test_generate_stage_never_opens_the_raw_data(tmp_path, capsys):
-    from flows.cli import main
+    from sdgov.flows.cli import main
     from sdgov.spec import load_spec
-    from tasks.generate import generate
+    from sdgov.tasks.generate import generate
     from tests.conftest import draw_measurement, make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "in", rows=1000)
     raw = str((tmp_path / "in" / "data.csv").resolve())
     mpath = tmp_path / "m.json"
     draw_measurement(spec, tmp_path / "registry")
-    assert main(["stage", "measure", "--spec", str(spec), "--out", str(mpath), "--root", str(tmp_path / "registry")]) == 0
+    assert (
+        main(["stage", "measure", "--spec", str(spec), "--out", str(mpath), "--root", str(tmp_path / "registry")]) == 0
+    )
     loaded = load_spec(spec)
 
     # control: the watch does see a read of the raw file when one happens
-    assert raw in _watch(lambda: open(raw).read(10))
+    assert raw in _watch(lambda: open(raw).read(10))  # noqa: SIM115 (the open itself is what is watched)
 
-    inp = GenerateInput(measurements=ArtifactRef.of("measurements", mpath),
-                        schema_file=ArtifactRef.of("schema", loaded.schema_file), generator=loaded.agreement.generator,
-                        rows=500, seed=1, out_dir=str(tmp_path / "gen"))
+    inp = GenerateInput(
+        measurements=ArtifactRef.of("measurements", mpath),
+        schema_file=ArtifactRef.of("schema", loaded.schema_file),
+        generator=loaded.agreement.generator,
+        rows=500,
+        seed=1,
+        out_dir=str(tmp_path / "gen"),
+    )
     opened = _watch(generate.fn, inp)
     assert (tmp_path / "gen" / "synthetic.parquet").is_file()
     assert str(mpath.resolve()) in opened, "the watch saw the measurement being read"

@@ -19,15 +19,19 @@ from uuid import UUID
 import pytest
 import yaml
 
-import flows.governed  # noqa: F401 — imported here, not first under a test's redirected stderr (Prefect binds it)
-import flows.schedule  # noqa: F401
-from flows.cli import main
+import sdgov.flows.governed
+import sdgov.flows.schedule  # noqa: F401
+from sdgov.flows.cli import main
 from sdgov.registry import Registry
 from tests.conftest import make_demo_inputs
 
-APPROVERS = {"approvers": [{"name": "Ada Analyst", "role": "analyst"},
-                           {"name": "Carl Controller", "role": "controller"},
-                           {"name": "Cora Compliance", "role": "compliance"}]}
+APPROVERS = {
+    "approvers": [
+        {"name": "Ada Analyst", "role": "analyst"},
+        {"name": "Carl Controller", "role": "controller"},
+        {"name": "Cora Compliance", "role": "compliance"},
+    ]
+}
 
 
 def setup_registry(tmp: Path, rows: int = 1500) -> tuple[Path, Path]:
@@ -46,11 +50,11 @@ class FlowThread(threading.Thread):
         self.kw, self.ctx, self.result, self.error = kw, contextvars.copy_context(), None, None
 
     def run(self) -> None:
-        from flows.governed import governed_release_flow
+        from sdgov.flows.governed import governed_release_flow
 
         try:
             self.result = self.ctx.run(governed_release_flow, **self.kw)
-        except BaseException as exc:  # noqa: BLE001 — reported by the test
+        except BaseException as exc:
             self.error = exc
 
 
@@ -61,7 +65,9 @@ def cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def wait_paused(root: Path, subject: str, attempt: int = 1, timeout: float = 240, thread: FlowThread | None = None) -> dict:
+def wait_paused(
+    root: Path, subject: str, attempt: int = 1, timeout: float = 240, thread: FlowThread | None = None
+) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         code, out, _ = cli("runs", "--json")
@@ -94,9 +100,11 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     key = pause_state(rid).state_details.pause_key
 
     # not in the registry / the proposer / wrong role: clear one-line refusals, never resumed
-    for who, why in [("Mallory", "'Mallory' is not in the approvers registry"),
-                     ("ada  analyst", "proposed this agreement and cannot approve or reject it (separation of duties)"),
-                     ("Cora Compliance", "has role 'compliance'; deciding on the agreement needs role 'controller'")]:
+    for who, why in [
+        ("Mallory", "'Mallory' is not in the approvers registry"),
+        ("ada  analyst", "proposed this agreement and cannot approve or reject it (separation of duties)"),
+        ("Cora Compliance", "has role 'compliance'; deciding on the agreement needs role 'controller'"),
+    ]:
         code, _, err = cli("approve", rid, "--as", who)
         assert code == 2 and why in err, (who, err)
         st = pause_state(rid)
@@ -120,9 +128,16 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
 
     rel = wait_paused(root, "release", thread=t)
     with get_client(sync_client=True) as c:
-        desc = json.loads(c.read_flow_run_input(UUID(rid), f"paused-{pause_state(rid).state_details.pause_key}-description"))
-    for needle in ("Audit verdict: **PASS**", "Privacy budget of this release", "max TVD over Φ", rel["sha256"],
-                   "card.html"):
+        desc = json.loads(
+            c.read_flow_run_input(UUID(rid), f"paused-{pause_state(rid).state_details.pause_key}-description")
+        )
+    for needle in (
+        "Audit verdict: **PASS**",
+        "Privacy budget of this release",
+        "max TVD over Φ",
+        rel["sha256"],
+        "card.html",
+    ):
         assert needle in desc, needle
     code, _, err = cli("approve", rid, "--as", "Cora Compliance")
     assert code == 2 and "needs role 'controller'" in err
@@ -135,8 +150,11 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     assert out.status == "released", out
     card = json.loads(Path(out.release.card_json).read_text())
     signs = [(s["name"], s["subject"], s["decision"]) for s in card["signoffs"]]
-    assert signs == [("Ada Analyst", "agreement", "approve"), ("Carl Controller", "agreement", "approve"),
-                     ("Carl Controller", "release", "approve")]
+    assert signs == [
+        ("Ada Analyst", "agreement", "approve"),
+        ("Carl Controller", "agreement", "approve"),
+        ("Carl Controller", "release", "approve"),
+    ]
     assert card["signoffs"][2]["subject_sha256"] == rel["sha256"] and card["signoffs"][2]["comment"] == "ship it"
     assert "Prefect resume form" in card["signoffs"][1]["via"]
     html = Path(out.release.card_html).read_text()
@@ -144,9 +162,15 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     assert "ship it" in Path(out.release.card_md).read_text()
     reg = Registry(root)
     events = [(e.event, e.actor) for e in reg.events()]
-    assert events == [("agreement_proposed", "Ada Analyst"), ("approval_refused", "Ada Analyst"),
-                      ("agreement_approved", "Carl Controller"), ("budget_spent", "sdgov"), ("measured", "sdgov"),
-                      ("release_approved", "Carl Controller"), ("released", "Carl Controller")], events
+    assert events == [
+        ("agreement_proposed", "Ada Analyst"),
+        ("approval_refused", "Ada Analyst"),
+        ("agreement_approved", "Carl Controller"),
+        ("budget_spent", "sdgov"),
+        ("measured", "sdgov"),
+        ("release_approved", "Carl Controller"),
+        ("released", "Carl Controller"),
+    ], events
     assert reg.verify() == []
     assert pause_state(rid).is_completed()
 
@@ -185,14 +209,39 @@ def test_signed_decisions(tmp_path):
     from sdgov.approvers import ApprovalRefused, check_decision, keygen, load_approvers, sign, signing_message
 
     pub = keygen(tmp_path / "carl.pem")
-    (tmp_path / "approvers.yaml").write_text(yaml.safe_dump({"approvers": [
-        {"name": "Ada Analyst", "role": "analyst"}, {"name": "Carl Controller", "role": "controller", "public_key": pub}]}))
+    (tmp_path / "approvers.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "approvers": [
+                    {"name": "Ada Analyst", "role": "analyst"},
+                    {"name": "Carl Controller", "role": "controller", "public_key": pub},
+                ]
+            }
+        )
+    )
     reg = load_approvers(tmp_path / "approvers.yaml")
     sha = "ab" * 32
     good = sign(tmp_path / "carl.pem", signing_message("Carl Controller", "release", "approve", sha))
-    assert check_decision(reg, name="Carl Controller", subject="release", decision="approve", sha256=sha,
-                          proposer="Ada Analyst", signature=good).name == "Carl Controller"
+    assert (
+        check_decision(
+            reg,
+            name="Carl Controller",
+            subject="release",
+            decision="approve",
+            sha256=sha,
+            proposer="Ada Analyst",
+            signature=good,
+        ).name
+        == "Carl Controller"
+    )
     for sig, decision, h in [("", "approve", sha), (good, "reject", sha), (good, "approve", "cd" * 32)]:
         with pytest.raises(ApprovalRefused, match="must sign decisions"):
-            check_decision(reg, name="Carl Controller", subject="release", decision=decision, sha256=h,
-                           proposer="Ada Analyst", signature=sig)
+            check_decision(
+                reg,
+                name="Carl Controller",
+                subject="release",
+                decision=decision,
+                sha256=h,
+                proposer="Ada Analyst",
+                signature=sig,
+            )

@@ -26,9 +26,14 @@ RHO = 0.1
 
 def _policy(root: Path, rho: float, **extra) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "budgets.yaml").write_text(yaml.safe_dump({
-        "set_by": {"name": "Carl Controller", "role": "controller"},
-        "datasets": {"toyland_census": {"rho": rho, **extra}}}))
+    (root / "budgets.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "set_by": {"name": "Carl Controller", "role": "controller"},
+                "datasets": {"toyland_census": {"rho": rho, **extra}},
+            }
+        )
+    )
 
 
 def _spec(tmp: Path, seed: int, rows: int = 1500) -> Path:
@@ -37,8 +42,8 @@ def _spec(tmp: Path, seed: int, rows: int = 1500) -> Path:
 
 def _measure_only(spec: Path, root: Path):
     """The agree and measure stages of one release (the undecorated task code, no orchestrator)."""
-    from tasks.agree_phi import agree_phi
-    from tasks.measure import measure
+    from sdgov.tasks.agree_phi import agree_phi
+    from sdgov.tasks.measure import measure
 
     agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
     return agreed, measure.fn(agreed, str(root))
@@ -72,8 +77,9 @@ def test_three_releases_against_two_and_a_half_rho(tmp_path):
 def test_renaming_the_dataset_does_not_reset_its_budget(tmp_path):
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)
-    (root / "budgets.yaml").write_text(yaml.safe_dump({"datasets": {"toyland_census": {"rho": 1.5 * RHO},
-                                                                    "alias": {"rho": 1.5 * RHO}}}))
+    (root / "budgets.yaml").write_text(
+        yaml.safe_dump({"datasets": {"toyland_census": {"rho": 1.5 * RHO}, "alias": {"rho": 1.5 * RHO}}})
+    )
     _measure_only(_spec(tmp_path, 1), root)
     spec2 = _spec(tmp_path, 2)
     s = yaml.safe_load(spec2.read_text())
@@ -104,8 +110,17 @@ def test_concurrent_runs_cannot_overspend(tmp_path):
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)
     specs = [_spec(tmp_path, s) for s in (1, 2)]
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(s), str(root)], cwd=REPO, env=_env(),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in specs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(s), str(root)],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s in specs
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 3], outs
@@ -115,8 +130,8 @@ def test_concurrent_runs_cannot_overspend(tmp_path):
 _CHILD = """
 import sys, uuid
 from sdgov.errors import BudgetError
-from tasks.agree_phi import agree_phi
-from tasks.measure import measure
+from sdgov.tasks.agree_phi import agree_phi
+from sdgov.tasks.measure import measure
 agreed = agree_phi.fn(sys.argv[1], sys.argv[2], uuid.uuid4().hex, None, None)
 try:
     measure.fn(agreed, sys.argv[2])
@@ -133,15 +148,19 @@ def _env(**extra: str) -> dict[str, str]:
 @pytest.mark.parametrize("point", ["after_draw", "after_persist"])
 def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect_server):
     """SIGKILL with the noise drawn but not persisted, or persisted but not logged; the re-run spends once."""
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)  # room for ONE spend only: a second spend would fail the re-run
     spec = _spec(tmp_path, 7, rows=1200)
     marker = tmp_path / "fault"
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(spec), str(root)], cwd=REPO,
-                             env=_env(SDGOV_FAULT=point, SDGOV_FAULT_FILE=str(marker)),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(spec), str(root)],
+        cwd=REPO,
+        env=_env(SDGOV_FAULT=point, SDGOV_FAULT_FILE=str(marker)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists():
         assert child.poll() is None, child.stderr.read().decode()[-2000:]
@@ -174,24 +193,36 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     assert acct["spent_rho"] == pytest.approx(RHO)
     assert reg.verify() == []
     card = json.loads(Path(result.card_json).read_text())
-    assert card["psi_sha256"] == reg.events()[[e.event for e in reg.events()].index("measured")].artifacts[
-        str(m.relative_to(root))]
+    assert (
+        card["psi_sha256"]
+        == reg.events()[[e.event for e in reg.events()].index("measured")].artifacts[str(m.relative_to(root))]
+    )
 
 
 def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     """Only a file persisted by a run that had reserved budget (and died) is adopted; anything else is refused."""
     from sdgov.errors import RegistryError
-    from tasks.agree_phi import agree_phi
-    from tasks.measure import measure, measurement_key
+    from sdgov.tasks.agree_phi import agree_phi
+    from sdgov.tasks.measure import measure, measurement_key
 
     root = tmp_path / "registry"
     spec = _spec(tmp_path, 5)
     agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
     path = Registry(root).measurement_path(measurement_key(agreed.agreement_sha256, agreed.data.sha256))
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"agreement_sha256": agreed.agreement_sha256, "dataset_sha256": agreed.data.sha256,
-                                "schema_sha256": "", "attributes": [], "domain": {}, "noise": "gaussian",
-                                "measurements": []}))  # e.g. exact counts dressed up as noisy ones
+    path.write_text(
+        json.dumps(
+            {
+                "agreement_sha256": agreed.agreement_sha256,
+                "dataset_sha256": agreed.data.sha256,
+                "schema_sha256": "",
+                "attributes": [],
+                "domain": {},
+                "noise": "gaussian",
+                "measurements": [],
+            }
+        )
+    )  # e.g. exact counts dressed up as noisy ones
     with pytest.raises(RegistryError, match="no run ever reserved budget for it"):
         measure.fn(agreed, str(root))
     events = [e.event for e in Registry(root).events()]

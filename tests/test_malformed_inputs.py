@@ -6,7 +6,7 @@ one-line error, non-zero exit, registry unchanged".
 Every case starts from a valid copy of the demo inputs (schema, spec, standing approval, ~300 generated rows) in
 ``tmp_path`` and breaks exactly one thing, then runs the real CLI (``sdgov release``) in-process. The release
 command validates its inputs before it starts the orchestrator, so none of these cases may reach the Prefect
-flow: ``flows.release`` is replaced by a stub that fails the test if it is ever called (this also keeps the
+flow: ``sdgov.flows.release`` is replaced by a stub that fails the test if it is ever called (this also keeps the
 module fast and server-free).
 """
 
@@ -19,20 +19,22 @@ import os
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import pytest
 import yaml
 
-from flows.cli import main
-from sdgov.demo_data import write_demo_data
+from sdgov.demo import inputs
+from sdgov.demo.data import write_demo_data
+from sdgov.flows.cli import main
 from sdgov.schema import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
-DEMO = REPO / "examples" / "demo"
+DEMO = inputs()
 ROWS = 300
 
 
@@ -117,9 +119,9 @@ def no_flow(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def release_flow(**kwargs: Any) -> None:
         raise AssertionError(f"malformed input reached the release flow (validation let it through): {kwargs}")
 
-    fake = types.ModuleType("flows.release")
+    fake = types.ModuleType("sdgov.flows.release")
     fake.release_flow = release_flow  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "flows.release", fake)
+    monkeypatch.setitem(sys.modules, "sdgov.flows.release", fake)
     monkeypatch.chdir(tmp_path)  # anything written relative to the cwd would show up in the tree snapshot
     monkeypatch.delenv("SDGOV_REGISTRY", raising=False)
 
@@ -142,6 +144,7 @@ def _categories(doc: dict[str, Any], column: str) -> list[dict[str, Any]]:
 def _set_cell(column: str, row: int, value: str) -> Callable[[pd.DataFrame], None]:
     def fn(df: pd.DataFrame) -> None:
         df.loc[row, column] = value
+
     return fn
 
 
@@ -170,214 +173,301 @@ def _csv_text(i: Inputs, fn: Callable[[list[str]], list[str]]) -> None:
 Case = tuple[str, Callable[[Inputs], None], list[str]]
 
 SCHEMA_CASES: list[Case] = [
-    ("schema-duplicate-category-code",
-     _schema(lambda d: _categories(d, "Region").append({"code": "N", "label": "Nord"})),
-     ["schema.yaml", "'Region'", "['N']", "more than once"]),
-    ("schema-categorical-without-categories",
-     _schema(lambda d: _categories(d, "Health").clear()),
-     ["schema.yaml", "'Health'", "non-empty 'categories'"]),
-    ("schema-categorical-categories-omitted",
-     _schema(lambda d: next(c for c in d["columns"] if c["name"] == "Education").pop("categories")),
-     ["schema.yaml", "'Education'", "categories"]),
-    ("schema-mixed-int-and-text-codes",
-     _schema(lambda d: _categories(d, "Region").append({"code": 5, "label": "Five"})),
-     ["schema.yaml", "'Region'", "mixes integer and text codes"]),
-    ("schema-numeric-bins-not-increasing",
-     _schema(lambda d: d["columns"].append({"name": "Income", "kind": "numeric", "bins": [0, 10, 5]})),
-     ["schema.yaml", "'Income'", "strictly increasing"]),
-    ("schema-numeric-bin-labels-count",
-     _schema(lambda d: d["columns"].append({"name": "Income", "kind": "numeric", "bins": [0, 10, 20],
-                                             "bin_labels": ["low"]})),
-     ["schema.yaml", "'Income'", "one bin label per bin"]),
-    ("schema-duplicate-column-name",
-     _schema(lambda d: d["columns"].append(copy.deepcopy(d["columns"][1]))),
-     ["schema.yaml", "['Sex']", "more than once"]),
-    ("schema-identifier-also-a-column",
-     _schema(lambda d: d["identifiers"].append("Region")),
-     ["schema.yaml", "['Region']", "more than once"]),
-    ("schema-unknown-key",
-     _schema(lambda d: d["columns"][0].update({"colour": "red"})),
-     ["schema.yaml", "colour", "Extra inputs are not permitted"]),
-    ("schema-unknown-kind",
-     _schema(lambda d: d["columns"][0].update({"kind": "ordinal"})),
-     ["schema.yaml", "columns.0.kind"]),
-    ("schema-not-yaml",
-     lambda i: i.write("schema.yaml", "name: toyland\ncolumns: [ {name: Region\n  - oops: ]\n"),
-     ["schema.yaml", "not valid YAML"]),
-    ("schema-not-a-mapping",
-     lambda i: i.write("schema.yaml", "- Region\n- Sex\n"),
-     ["schema.yaml", "must be a mapping", "list"]),
-    ("schema-empty-file",
-     lambda i: i.write("schema.yaml", ""),
-     ["schema.yaml", "must be a mapping", "NoneType"]),
-    ("schema-file-missing",
-     _spec(lambda s: s.update({"schema": "no-such-schema.yaml"})),
-     ["no-such-schema.yaml", "schema file not found"]),
+    (
+        "schema-duplicate-category-code",
+        _schema(lambda d: _categories(d, "Region").append({"code": "N", "label": "Nord"})),
+        ["schema.yaml", "'Region'", "['N']", "more than once"],
+    ),
+    (
+        "schema-categorical-without-categories",
+        _schema(lambda d: _categories(d, "Health").clear()),
+        ["schema.yaml", "'Health'", "non-empty 'categories'"],
+    ),
+    (
+        "schema-categorical-categories-omitted",
+        _schema(lambda d: next(c for c in d["columns"] if c["name"] == "Education").pop("categories")),
+        ["schema.yaml", "'Education'", "categories"],
+    ),
+    (
+        "schema-mixed-int-and-text-codes",
+        _schema(lambda d: _categories(d, "Region").append({"code": 5, "label": "Five"})),
+        ["schema.yaml", "'Region'", "mixes integer and text codes"],
+    ),
+    (
+        "schema-numeric-bins-not-increasing",
+        _schema(lambda d: d["columns"].append({"name": "Income", "kind": "numeric", "bins": [0, 10, 5]})),
+        ["schema.yaml", "'Income'", "strictly increasing"],
+    ),
+    (
+        "schema-numeric-bin-labels-count",
+        _schema(
+            lambda d: d["columns"].append(
+                {"name": "Income", "kind": "numeric", "bins": [0, 10, 20], "bin_labels": ["low"]}
+            )
+        ),
+        ["schema.yaml", "'Income'", "one bin label per bin"],
+    ),
+    (
+        "schema-duplicate-column-name",
+        _schema(lambda d: d["columns"].append(copy.deepcopy(d["columns"][1]))),
+        ["schema.yaml", "['Sex']", "more than once"],
+    ),
+    (
+        "schema-identifier-also-a-column",
+        _schema(lambda d: d["identifiers"].append("Region")),
+        ["schema.yaml", "['Region']", "more than once"],
+    ),
+    (
+        "schema-unknown-key",
+        _schema(lambda d: d["columns"][0].update({"colour": "red"})),
+        ["schema.yaml", "colour", "Extra inputs are not permitted"],
+    ),
+    (
+        "schema-unknown-kind",
+        _schema(lambda d: d["columns"][0].update({"kind": "ordinal"})),
+        ["schema.yaml", "columns.0.kind"],
+    ),
+    (
+        "schema-not-yaml",
+        lambda i: i.write("schema.yaml", "name: toyland\ncolumns: [ {name: Region\n  - oops: ]\n"),
+        ["schema.yaml", "not valid YAML"],
+    ),
+    (
+        "schema-not-a-mapping",
+        lambda i: i.write("schema.yaml", "- Region\n- Sex\n"),
+        ["schema.yaml", "must be a mapping", "list"],
+    ),
+    ("schema-empty-file", lambda i: i.write("schema.yaml", ""), ["schema.yaml", "must be a mapping", "NoneType"]),
+    (
+        "schema-file-missing",
+        _spec(lambda s: s.update({"schema": "no-such-schema.yaml"})),
+        ["no-such-schema.yaml", "schema file not found"],
+    ),
 ]
 
 DATA_CASES: list[Case] = [
-    ("data-missing-column",
-     lambda i: i.edit_csv(lambda df: df.drop(columns=["Health"])),
-     ["data.csv", "missing column(s) ['Health']"]),
-    ("data-missing-identifier-column",
-     lambda i: i.edit_csv(lambda df: df.drop(columns=["Person ID"])),
-     ["data.csv", "missing column(s) ['Person ID']"]),
-    ("data-extra-column",
-     lambda i: i.edit_csv(lambda df: df.assign(**{"Shoe Size": "42"})),
-     ["data.csv", "['Shoe Size']", "not in schema"]),
-    ("data-duplicate-header",
-     lambda i: _csv_text(i, lambda ls: [ls[0] + ",Sex"] + [l + ",1" for l in ls[1:]]),
-     ["data.csv", "duplicate column header", "Sex"]),
-    ("data-unknown-category",
-     lambda i: i.edit_csv(_set_cell("Region", 7, "Q")),
-     ["data.csv", "'Region'", "'Q'", "not among the declared categories", "1 row(s)"]),
-    ("data-unknown-integer-code",
-     lambda i: i.edit_csv(_set_cell("Health", 3, "7")),
-     ["data.csv", "'Health'", "'7'", "not among the declared categories"]),
-    ("data-wrong-type-text-for-integer-codes",
-     lambda i: i.edit_csv(_set_cell("Sex", 3, "abc")),
-     ["data.csv", "'Sex'", "'abc'", "wrong type", "1 row(s)"]),
-    ("data-wrong-type-decimal-for-integer-codes",
-     lambda i: i.edit_csv(_set_cell("Age", 11, "2.5")),
-     ["data.csv", "'Age'", "'2.5'", "wrong type"]),
-    ("data-empty-value-not-nullable",
-     lambda i: i.edit_csv(_set_cell("Education", 5, "")),
-     ["data.csv", "'Education'", "1 empty/NaN value(s)"]),
-    ("data-short-row",
-     lambda i: _csv_text(i, lambda ls: ls + [",".join(ls[1].split(",")[:-1])]),
-     ["data.csv", "'Health'", "empty/NaN"]),
-    ("data-ragged-row",
-     lambda i: _csv_text(i, lambda ls: ls[:10] + [ls[10] + ",1,2,3"] + ls[11:]),
-     ["data.csv", "not a readable CSV"]),
-    ("data-header-only",
-     lambda i: _csv_text(i, lambda ls: ls[:1]),
-     ["data.csv", "no data rows"]),
-    ("data-empty-file",
-     lambda i: i.write("data.csv", ""),
-     ["data.csv", "empty"]),
-    ("data-not-utf8",
-     lambda i: i.write("data.csv", i.data.read_bytes().replace(b",N,", b",\xe9,", 1)),
-     ["data.csv", "not UTF-8", "line 2"]),
-    ("data-file-missing",
-     _spec(lambda s: s["dataset"].update({"path": "no-such-data.csv"})),
-     ["no-such-data.csv", "data file not found"]),
+    (
+        "data-missing-column",
+        lambda i: i.edit_csv(lambda df: df.drop(columns=["Health"])),
+        ["data.csv", "missing column(s) ['Health']"],
+    ),
+    (
+        "data-missing-identifier-column",
+        lambda i: i.edit_csv(lambda df: df.drop(columns=["Person ID"])),
+        ["data.csv", "missing column(s) ['Person ID']"],
+    ),
+    (
+        "data-extra-column",
+        lambda i: i.edit_csv(lambda df: df.assign(**{"Shoe Size": "42"})),
+        ["data.csv", "['Shoe Size']", "not in schema"],
+    ),
+    (
+        "data-duplicate-header",
+        lambda i: _csv_text(i, lambda ls: [ls[0] + ",Sex"] + [row + ",1" for row in ls[1:]]),
+        ["data.csv", "duplicate column header", "Sex"],
+    ),
+    (
+        "data-unknown-category",
+        lambda i: i.edit_csv(_set_cell("Region", 7, "Q")),
+        ["data.csv", "'Region'", "'Q'", "not among the declared categories", "1 row(s)"],
+    ),
+    (
+        "data-unknown-integer-code",
+        lambda i: i.edit_csv(_set_cell("Health", 3, "7")),
+        ["data.csv", "'Health'", "'7'", "not among the declared categories"],
+    ),
+    (
+        "data-wrong-type-text-for-integer-codes",
+        lambda i: i.edit_csv(_set_cell("Sex", 3, "abc")),
+        ["data.csv", "'Sex'", "'abc'", "wrong type", "1 row(s)"],
+    ),
+    (
+        "data-wrong-type-decimal-for-integer-codes",
+        lambda i: i.edit_csv(_set_cell("Age", 11, "2.5")),
+        ["data.csv", "'Age'", "'2.5'", "wrong type"],
+    ),
+    (
+        "data-empty-value-not-nullable",
+        lambda i: i.edit_csv(_set_cell("Education", 5, "")),
+        ["data.csv", "'Education'", "1 empty/NaN value(s)"],
+    ),
+    (
+        "data-short-row",
+        lambda i: _csv_text(i, lambda ls: ls + [",".join(ls[1].split(",")[:-1])]),
+        ["data.csv", "'Health'", "empty/NaN"],
+    ),
+    (
+        "data-ragged-row",
+        lambda i: _csv_text(i, lambda ls: ls[:10] + [ls[10] + ",1,2,3"] + ls[11:]),
+        ["data.csv", "not a readable CSV"],
+    ),
+    ("data-header-only", lambda i: _csv_text(i, lambda ls: ls[:1]), ["data.csv", "no data rows"]),
+    ("data-empty-file", lambda i: i.write("data.csv", ""), ["data.csv", "empty"]),
+    (
+        "data-not-utf8",
+        lambda i: i.write("data.csv", i.data.read_bytes().replace(b",N,", b",\xe9,", 1)),
+        ["data.csv", "not UTF-8", "line 2"],
+    ),
+    (
+        "data-file-missing",
+        _spec(lambda s: s["dataset"].update({"path": "no-such-data.csv"})),
+        ["no-such-data.csv", "data file not found"],
+    ),
 ]
 
 SPEC_CASES: list[Case] = [
-    ("spec-unknown-attribute-in-phi",
-     _spec(lambda s: s["phi"]["marginals"].append(["Region", "Planet"])),
-     ["spec.yaml", "phi.marginals[1]", "['Planet']"]),
-    ("spec-unknown-attribute-in-kway",
-     _spec(lambda s: s["phi"]["all_kway"][0]["attributes"].append("Planet")),
-     ["spec.yaml", "phi.all_kway[0]", "['Planet']"]),
-    ("spec-attribute-repeated-in-marginal",
-     _spec(lambda s: s["phi"]["marginals"].append(["Region", "Region"])),
-     ["spec.yaml", "repeats attribute(s) ['Region']"]),
-    ("spec-empty-marginal",
-     _spec(lambda s: s["phi"]["marginals"].append([])),
-     ["spec.yaml", "phi.marginals[1] is empty"]),
-    ("spec-empty-phi",
-     _spec(lambda s: s.update({"phi": {}})),
-     ["spec.yaml", "Φ is empty"]),
-    ("spec-duplicate-marginal",
-     _spec(lambda s: s["phi"]["marginals"].append(["Age", "Sex"])),
-     ["spec.yaml", "marginal (Sex, Age) is listed twice"]),
-    ("spec-nested-marginal",
-     _spec(lambda s: s["phi"]["marginals"].append(["Health", "Region"])),
-     ["spec.yaml", "marginal (Region, Health) is nested in (Region, Age, Health)"]),
-    ("spec-marginal-over-cell-limit",
-     _spec(lambda s: s.update({"limits": {"max_marginal_cells": 100}})),
-     ["spec.yaml", "marginal (Region, Age, Health) has 120 cells, over the limit of 100"]),
-    ("spec-ipf-over-domain-limit",
-     _spec(lambda s: s.update({"generator": {"name": "ipf"}, "limits": {"max_model_cells": 1000}})),
-     ["spec.yaml", "ipf model needs a table of 28,800 cells", "1,000"]),
-    ("spec-pgm-over-domain-limit",
-     _spec(lambda s: s.update({"limits": {"max_model_cells": 10}})),
-     ["spec.yaml", "pgm model needs a table of", "over the domain limit of 10"]),
-    ("spec-zero-budget",
-     _privacy(epsilon=0),
-     ["spec.yaml", "privacy.epsilon", "greater than 0"]),
-    ("spec-negative-rho",
-     _spec(lambda s: s.update({"privacy": {"rho": -0.5}})),
-     ["spec.yaml", "privacy.rho", "greater than 0"]),
-    ("spec-two-budgets",
-     _privacy(rho=0.5),
-     ["spec.yaml", "exactly one of rho, epsilon, sigma", "'rho'", "'epsilon'"]),
-    ("spec-no-budget",
-     _spec(lambda s: s.update({"privacy": {"noise": "gaussian"}})),
-     ["spec.yaml", "exactly one of rho, epsilon, sigma"]),
-    ("spec-noise-none-with-budget",
-     _privacy(noise="none"),
-     ["spec.yaml", "noise 'none' takes no budget", "epsilon"]),
-    ("spec-delta-out-of-range",
-     _privacy(delta=1.5),
-     ["spec.yaml", "privacy.delta"]),
-    ("spec-k-larger-than-attributes",
-     _spec(lambda s: s["phi"]["all_kway"][0].update({"k": 6})),
-     ["spec.yaml", "phi.all_kway[0]: k=6 exceeds its 5 attributes"]),
-    ("spec-unknown-generator",
-     _spec(lambda s: s["generator"].update({"name": "gan"})),
-     ["spec.yaml", "generator.name", "'pgm' or 'ipf'"]),
-    ("spec-weights-name-non-phi-marginal",
-     _privacy(weights={"Region,Sex": 2.0}),
-     ["spec.yaml", "privacy.weights names 'Region,Sex'", "not a marginal in Φ"]),
-    ("spec-weights-with-fixed-sigma",
-     _spec(lambda s: s.update({"privacy": {"sigma": 10, "weights": {"Sex,Age": 2.0}}})),
-     ["spec.yaml", "weights", "fixed 'sigma'"]),
-    ("spec-phi-outside-attributes",
-     _spec(lambda s: s.update({"attributes": ["Age", "Sex"]})),
-     ["spec.yaml", "not listed in 'attributes'", "Region"]),
-    ("spec-zero-rows",
-     _spec(lambda s: s.update({"rows": 0})),
-     ["spec.yaml", "rows", "greater than 0"]),
-    ("spec-negative-seed",
-     _spec(lambda s: s.update({"seed": -1})),
-     ["spec.yaml", "seed", "greater than or equal to 0"]),
-    ("spec-bad-name",
-     _spec(lambda s: s.update({"name": "my release!"})),
-     ["spec.yaml", "name", "pattern"]),
-    ("spec-unknown-key",
-     _spec(lambda s: s.update({"budget": 3})),
-     ["spec.yaml", "budget", "Extra inputs are not permitted"]),
-    ("spec-missing-dataset",
-     _spec(lambda s: s.pop("dataset")),
-     ["spec.yaml", "dataset", "Field required"]),
-    ("spec-not-yaml",
-     lambda i: i.write("spec.yaml", "name: demo\nphi: {marginals: [[Age, Sex]\nseed: 1\n"),
-     ["spec.yaml", "not valid YAML"]),
-    ("spec-not-a-mapping",
-     lambda i: i.write("spec.yaml", "just a string\n"),
-     ["spec.yaml", "must be a mapping", "str"]),
+    (
+        "spec-unknown-attribute-in-phi",
+        _spec(lambda s: s["phi"]["marginals"].append(["Region", "Planet"])),
+        ["spec.yaml", "phi.marginals[1]", "['Planet']"],
+    ),
+    (
+        "spec-unknown-attribute-in-kway",
+        _spec(lambda s: s["phi"]["all_kway"][0]["attributes"].append("Planet")),
+        ["spec.yaml", "phi.all_kway[0]", "['Planet']"],
+    ),
+    (
+        "spec-attribute-repeated-in-marginal",
+        _spec(lambda s: s["phi"]["marginals"].append(["Region", "Region"])),
+        ["spec.yaml", "repeats attribute(s) ['Region']"],
+    ),
+    (
+        "spec-empty-marginal",
+        _spec(lambda s: s["phi"]["marginals"].append([])),
+        ["spec.yaml", "phi.marginals[1] is empty"],
+    ),
+    ("spec-empty-phi", _spec(lambda s: s.update({"phi": {}})), ["spec.yaml", "Φ is empty"]),
+    (
+        "spec-duplicate-marginal",
+        _spec(lambda s: s["phi"]["marginals"].append(["Age", "Sex"])),
+        ["spec.yaml", "marginal (Sex, Age) is listed twice"],
+    ),
+    (
+        "spec-nested-marginal",
+        _spec(lambda s: s["phi"]["marginals"].append(["Health", "Region"])),
+        ["spec.yaml", "marginal (Region, Health) is nested in (Region, Age, Health)"],
+    ),
+    (
+        "spec-marginal-over-cell-limit",
+        _spec(lambda s: s.update({"limits": {"max_marginal_cells": 100}})),
+        ["spec.yaml", "marginal (Region, Age, Health) has 120 cells, over the limit of 100"],
+    ),
+    (
+        "spec-ipf-over-domain-limit",
+        _spec(lambda s: s.update({"generator": {"name": "ipf"}, "limits": {"max_model_cells": 1000}})),
+        ["spec.yaml", "ipf model needs a table of 28,800 cells", "1,000"],
+    ),
+    (
+        "spec-pgm-over-domain-limit",
+        _spec(lambda s: s.update({"limits": {"max_model_cells": 10}})),
+        ["spec.yaml", "pgm model needs a table of", "over the domain limit of 10"],
+    ),
+    ("spec-zero-budget", _privacy(epsilon=0), ["spec.yaml", "privacy.epsilon", "greater than 0"]),
+    (
+        "spec-negative-rho",
+        _spec(lambda s: s.update({"privacy": {"rho": -0.5}})),
+        ["spec.yaml", "privacy.rho", "greater than 0"],
+    ),
+    ("spec-two-budgets", _privacy(rho=0.5), ["spec.yaml", "exactly one of rho, epsilon, sigma", "'rho'", "'epsilon'"]),
+    (
+        "spec-no-budget",
+        _spec(lambda s: s.update({"privacy": {"noise": "gaussian"}})),
+        ["spec.yaml", "exactly one of rho, epsilon, sigma"],
+    ),
+    ("spec-noise-none-with-budget", _privacy(noise="none"), ["spec.yaml", "noise 'none' takes no budget", "epsilon"]),
+    ("spec-delta-out-of-range", _privacy(delta=1.5), ["spec.yaml", "privacy.delta"]),
+    (
+        "spec-k-larger-than-attributes",
+        _spec(lambda s: s["phi"]["all_kway"][0].update({"k": 6})),
+        ["spec.yaml", "phi.all_kway[0]: k=6 exceeds its 5 attributes"],
+    ),
+    (
+        "spec-unknown-generator",
+        _spec(lambda s: s["generator"].update({"name": "gan"})),
+        ["spec.yaml", "generator.name", "'pgm' or 'ipf'"],
+    ),
+    (
+        "spec-weights-name-non-phi-marginal",
+        _privacy(weights={"Region,Sex": 2.0}),
+        ["spec.yaml", "privacy.weights names 'Region,Sex'", "not a marginal in Φ"],
+    ),
+    (
+        "spec-weights-with-fixed-sigma",
+        _spec(lambda s: s.update({"privacy": {"sigma": 10, "weights": {"Sex,Age": 2.0}}})),
+        ["spec.yaml", "weights", "fixed 'sigma'"],
+    ),
+    (
+        "spec-phi-outside-attributes",
+        _spec(lambda s: s.update({"attributes": ["Age", "Sex"]})),
+        ["spec.yaml", "not listed in 'attributes'", "Region"],
+    ),
+    ("spec-zero-rows", _spec(lambda s: s.update({"rows": 0})), ["spec.yaml", "rows", "greater than 0"]),
+    (
+        "spec-negative-seed",
+        _spec(lambda s: s.update({"seed": -1})),
+        ["spec.yaml", "seed", "greater than or equal to 0"],
+    ),
+    ("spec-bad-name", _spec(lambda s: s.update({"name": "my release!"})), ["spec.yaml", "name", "pattern"]),
+    (
+        "spec-unknown-key",
+        _spec(lambda s: s.update({"budget": 3})),
+        ["spec.yaml", "budget", "Extra inputs are not permitted"],
+    ),
+    ("spec-missing-dataset", _spec(lambda s: s.pop("dataset")), ["spec.yaml", "dataset", "Field required"]),
+    (
+        "spec-not-yaml",
+        lambda i: i.write("spec.yaml", "name: demo\nphi: {marginals: [[Age, Sex]\nseed: 1\n"),
+        ["spec.yaml", "not valid YAML"],
+    ),
+    (
+        "spec-not-a-mapping",
+        lambda i: i.write("spec.yaml", "just a string\n"),
+        ["spec.yaml", "must be a mapping", "str"],
+    ),
 ]
 
 APPROVAL_CASES: list[Case] = [
-    ("approvals-self-approval",
-     _approvals(lambda a: a["agreement_approver"].update({"name": "Ada Analyst"})),
-     ["approvals.yaml", "'Ada Analyst' cannot approve what they proposed", "separation of duties"]),
-    ("approvals-self-release-approval",
-     _approvals(lambda a: a["release_approver"].update({"name": "Ada Analyst"})),
-     ["approvals.yaml", "'Ada Analyst'", "separation of duties", "release_approver"]),
-    ("approvals-proposer-wrong-role",
-     _approvals(lambda a: a["proposer"].update({"role": "controller"})),
-     ["approvals.yaml", "proposer must have role 'analyst'", "'controller'"]),
-    ("approvals-approver-wrong-role",
-     _approvals(lambda a: a["agreement_approver"].update({"role": "compliance"})),
-     ["approvals.yaml", "agreement_approver must have role 'controller'", "'compliance'"]),
-    ("approvals-unknown-role",
-     _approvals(lambda a: a["proposer"].update({"role": "intern"})),
-     ["approvals.yaml", "proposer.role"]),
-    ("approvals-missing-release-approver",
-     _approvals(lambda a: a.pop("release_approver")),
-     ["approvals.yaml", "release_approver", "Field required"]),
-    ("approvals-pinned-to-other-agreement",
-     _approvals(lambda a: a.update({"agreement_sha256": "0" * 64})),
-     ["approvals.yaml", "covers agreement 000000000000", "spec now hashes to"]),
-    ("approvals-none-given",
-     _spec(lambda s: s.pop("approvals")),
-     ["spec.yaml", "no sign-off"]),
-    ("approvals-file-missing",
-     _spec(lambda s: s.update({"approvals": "no-such-approvals.yaml"})),
-     ["no-such-approvals.yaml", "standing approval file not found"]),
+    (
+        "approvals-self-approval",
+        _approvals(lambda a: a["agreement_approver"].update({"name": "Ada Analyst"})),
+        ["approvals.yaml", "'Ada Analyst' cannot approve what they proposed", "separation of duties"],
+    ),
+    (
+        "approvals-self-release-approval",
+        _approvals(lambda a: a["release_approver"].update({"name": "Ada Analyst"})),
+        ["approvals.yaml", "'Ada Analyst'", "separation of duties", "release_approver"],
+    ),
+    (
+        "approvals-proposer-wrong-role",
+        _approvals(lambda a: a["proposer"].update({"role": "controller"})),
+        ["approvals.yaml", "proposer must have role 'analyst'", "'controller'"],
+    ),
+    (
+        "approvals-approver-wrong-role",
+        _approvals(lambda a: a["agreement_approver"].update({"role": "compliance"})),
+        ["approvals.yaml", "agreement_approver must have role 'controller'", "'compliance'"],
+    ),
+    (
+        "approvals-unknown-role",
+        _approvals(lambda a: a["proposer"].update({"role": "intern"})),
+        ["approvals.yaml", "proposer.role"],
+    ),
+    (
+        "approvals-missing-release-approver",
+        _approvals(lambda a: a.pop("release_approver")),
+        ["approvals.yaml", "release_approver", "Field required"],
+    ),
+    (
+        "approvals-pinned-to-other-agreement",
+        _approvals(lambda a: a.update({"agreement_sha256": "0" * 64})),
+        ["approvals.yaml", "covers agreement 000000000000", "spec now hashes to"],
+    ),
+    ("approvals-none-given", _spec(lambda s: s.pop("approvals")), ["spec.yaml", "no sign-off"]),
+    (
+        "approvals-file-missing",
+        _spec(lambda s: s.update({"approvals": "no-such-approvals.yaml"})),
+        ["no-such-approvals.yaml", "standing approval file not found"],
+    ),
 ]
 
 CASES: list[Case] = SCHEMA_CASES + DATA_CASES + SPEC_CASES + APPROVAL_CASES
@@ -430,9 +520,15 @@ def test_at_least_twenty_distinct_cases() -> None:
 
 
 @pytest.mark.parametrize("case_id, mutate, expect", [pytest.param(*c, id=c[0]) for c in CASES])
-def test_release_refuses_malformed_input(case_id: str, mutate: Callable[[Inputs], None], expect: list[str],
-                                         inputs: Inputs, no_flow: None, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_release_refuses_malformed_input(
+    case_id: str,
+    mutate: Callable[[Inputs], None],
+    expect: list[str],
+    inputs: Inputs,
+    no_flow: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     mutate(inputs)
     before = tree(tmp_path)
     capsys.readouterr()
@@ -442,8 +538,9 @@ def test_release_refuses_malformed_input(case_id: str, mutate: Callable[[Inputs]
     assert out == ""
 
 
-def test_weights_naming_unknown_attribute(inputs: Inputs, no_flow: None, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_weights_naming_unknown_attribute(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _privacy(weights={"Region,Planet": 2.0})(inputs)
     before = tree(tmp_path)
     rc = main(inputs.release_argv())
@@ -451,8 +548,9 @@ def test_weights_naming_unknown_attribute(inputs: Inputs, no_flow: None, tmp_pat
     assert_refused(inputs, rc, err, ["spec.yaml", "Planet"], before, tmp_path)
 
 
-def test_epsilon_beyond_accounting_range(inputs: Inputs, no_flow: None, tmp_path: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_epsilon_beyond_accounting_range(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _privacy(epsilon=1.0e6)(inputs)
     before = tree(tmp_path)
     rc = main(inputs.release_argv())
@@ -460,8 +558,9 @@ def test_epsilon_beyond_accounting_range(inputs: Inputs, no_flow: None, tmp_path
     assert_refused(inputs, rc, err, ["spec.yaml", "epsilon"], before, tmp_path)
 
 
-def test_self_approval_name_variant(inputs: Inputs, no_flow: None, tmp_path: Path,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_self_approval_name_variant(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _approvals(lambda a: a["agreement_approver"].update({"name": " ada  analyst "}))(inputs)
     before = tree(tmp_path)
     try:
@@ -472,8 +571,9 @@ def test_self_approval_name_variant(inputs: Inputs, no_flow: None, tmp_path: Pat
     assert_refused(inputs, rc, err, ["approvals.yaml", "separation of duties"], before, tmp_path)
 
 
-def test_json_error_on_stdout(inputs: Inputs, no_flow: None, tmp_path: Path,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_error_on_stdout(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     BY_ID["data-unknown-category"][1](inputs)
     before = tree(tmp_path)
     rc = main(inputs.release_argv("--json"))
@@ -486,8 +586,9 @@ def test_json_error_on_stdout(inputs: Inputs, no_flow: None, tmp_path: Path,
     assert payload["type"] == "DataError"
 
 
-def test_validate_refuses_too(inputs: Inputs, no_flow: None, tmp_path: Path,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_refuses_too(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     BY_ID["spec-duplicate-marginal"][1](inputs)
     before = tree(tmp_path)
     rc = main(["validate", "--spec", str(inputs.spec)])
@@ -495,19 +596,24 @@ def test_validate_refuses_too(inputs: Inputs, no_flow: None, tmp_path: Path,
     assert_refused(inputs, rc, err, ["listed twice"], before, tmp_path)
 
 
-def test_data_override_missing(inputs: Inputs, no_flow: None, tmp_path: Path,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_data_override_missing(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = tree(tmp_path)
     rc = main(inputs.release_argv("--data", str(inputs.dir / "elsewhere.csv")))
     _, err = capsys.readouterr()
     assert_refused(inputs, rc, err, ["elsewhere.csv", "data file not found"], before, tmp_path)
 
 
-def test_approvals_override_self_approval(inputs: Inputs, no_flow: None, tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_approvals_override_self_approval(
+    inputs: Inputs, no_flow: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     other = inputs.dir / "other-approvals.yaml"
-    other.write_text("proposer: {name: Ada, role: analyst}\nagreement_approver: {name: Ada, role: controller}\n"
-                     "release_approver: {name: Carl, role: controller}\n", encoding="utf-8")
+    other.write_text(
+        "proposer: {name: Ada, role: analyst}\nagreement_approver: {name: Ada, role: controller}\n"
+        "release_approver: {name: Carl, role: controller}\n",
+        encoding="utf-8",
+    )
     before = tree(tmp_path)
     rc = main(inputs.release_argv("--approvals", str(other)))
     _, err = capsys.readouterr()
@@ -515,9 +621,9 @@ def test_approvals_override_self_approval(inputs: Inputs, no_flow: None, tmp_pat
 
 
 SUBPROCESS_CASES = [
-    ("schema-not-yaml", [sys.executable, "-m", "flows.cli"]),
+    ("schema-not-yaml", [sys.executable, "-m", "sdgov.flows.cli"]),
     ("data-wrong-type-text-for-integer-codes", [str(Path(sys.executable).with_name("sdgov"))]),
-    ("approvals-self-approval", [sys.executable, "-m", "flows.cli"]),
+    ("approvals-self-approval", [sys.executable, "-m", "sdgov.flows.cli"]),
 ]
 
 
@@ -529,7 +635,8 @@ def test_real_entry_point_exit_code(case_id: str, command: list[str], inputs: In
     mutate(inputs)
     before = tree(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "SDGOV_REGISTRY"}
-    proc = subprocess.run([*command, *inputs.release_argv()], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [*command, *inputs.release_argv()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.stdout == ""
     assert_refused(inputs, proc.returncode, proc.stderr, expect, before, tmp_path)

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
 from sdgov.privacy import add_noise, default_delta, epsilon_of_rho, plan_privacy, rho_of_epsilon, rho_of_sigma
@@ -19,8 +20,11 @@ def cks20_delta(rho: float, eps: float) -> float:
     """Canonne–Kamath–Steinke 2020, Prop. 12 — written independently of OpenDP as a test oracle."""
 
     def f(alpha: float) -> float:
-        return ((alpha - 1) * (alpha * rho - eps) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha)) \
-            if alpha > 1 else math.inf
+        return (
+            ((alpha - 1) * (alpha * rho - eps) + (alpha - 1) * math.log1p(-1 / alpha) - math.log(alpha))
+            if alpha > 1
+            else math.inf
+        )
 
     res = minimize_scalar(f, bounds=(1 + 1e-9, 1e4), method="bounded", options={"xatol": 1e-12})
     return min(1.0, math.exp(res.fun))
@@ -29,7 +33,7 @@ def cks20_delta(rho: float, eps: float) -> float:
 @settings(max_examples=25, deadline=None)
 @given(rho=st.floats(1e-4, 5.0), delta_exp=st.integers(3, 12))
 def test_opendp_conversion_matches_cks20(rho, delta_exp):
-    delta = 10.0 ** -delta_exp
+    delta = 10.0**-delta_exp
     eps = epsilon_of_rho(rho, delta)
     assert eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-9  # never worse than the classic bound
     assert cks20_delta(rho, eps) == pytest.approx(delta, rel=0.05)
@@ -38,7 +42,7 @@ def test_opendp_conversion_matches_cks20(rho, delta_exp):
 @settings(max_examples=25, deadline=None)
 @given(eps=st.floats(0.05, 10.0), delta_exp=st.integers(3, 10))
 def test_rho_of_epsilon_inverts(eps, delta_exp):
-    delta = 10.0 ** -delta_exp
+    delta = 10.0**-delta_exp
     rho = rho_of_epsilon(eps, delta)
     assert epsilon_of_rho(rho, delta) <= eps + 1e-9
     assert epsilon_of_rho(rho * 1.01, delta) > eps

@@ -34,8 +34,11 @@ def test_epsilon_lower_monotone_in_nu_and_closed_form():
     assert eps[0] > eps[10] > 0 and eps[-1] == 0.0
     # k = m, δ = 0: the closed form (log β − L_m(ν̂)) / m, L from gammaln
     nu = 5.0
-    L = (m * (math.log(n) + math.lgamma(d + 1) + d / 2 * math.log(math.pi) - math.lgamma(d / 2 + 1))
-         + d * m * math.log(nu) - math.lgamma(d * m + 1))
+    L = (
+        m * (math.log(n) + math.lgamma(d + 1) + d / 2 * math.log(math.pi) - math.lgamma(d / 2 + 1))
+        + d * m * math.log(nu)
+        - math.lgamma(d * m + 1)
+    )
     assert log_null_bound(nu, m, d, n) == pytest.approx(L, rel=1e-12)
     assert epsilon_lower_k(nu, m, m, d, n, beta) == pytest.approx(max(0.0, (math.log(beta) - L) / m), rel=1e-12)
     # k = 1 is the single-canary bound P(D ≤ t) ≤ n·V_d·t^d, union over the m canaries
@@ -76,7 +79,7 @@ def test_epsilon_lower_is_zero_when_output_ignores_the_canaries():
 def _wide_data(n: int, d: int = 8, k: int = 16, seed: int = 0) -> tuple[np.ndarray, list[str], dict[str, int]]:
     rng = np.random.default_rng(seed)
     attrs = [f"X{j}" for j in range(d)]
-    return rng.integers(0, k, size=(n, d)), attrs, {a: k for a in attrs}
+    return rng.integers(0, k, size=(n, d)), attrs, dict.fromkeys(attrs, k)
 
 
 def test_copier_fails_exact_match_and_epsilon_lower():
@@ -85,8 +88,19 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     st = RiskSettings(train_rows=400, canaries=400, disclosure_rows=900, n_jobs=1, seed=3)
     params = {"base": INDEPENDENT, "sigma": 5.0}
     # claimed (ε, δ) = (1, 1e-6): the δ-aware bound needs m·δ well below β (see sdgov.risk.canary)
-    leaky = audit_privacy(real, attrs, dom, cliques, "sdgov.risk.leaky:copier", params, st, Policy(), 1.0, 1e-6,
-                          parts=("canary", "disclosure"))
+    leaky = audit_privacy(
+        real,
+        attrs,
+        dom,
+        cliques,
+        "sdgov.risk.leaky:copier",
+        params,
+        st,
+        Policy(),
+        1.0,
+        1e-6,
+        parts=("canary", "disclosure"),
+    )
     checks = {c.name: c.level for c in leaky.checks}
     assert leaky.verdict == "fail"
     assert checks["exact matches of real-unique records"] == "fail"
@@ -95,8 +109,9 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     assert leaky.epsilon_lower > 1.0, "ε_lower must refute the claimed ε = 1"
     assert checks["DP lower bound"] == "fail"
     # the same audit of the honest base generator passes both checks
-    honest = audit_privacy(real, attrs, dom, cliques, INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-6,
-                           parts=("canary", "disclosure"))
+    honest = audit_privacy(
+        real, attrs, dom, cliques, INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-6, parts=("canary", "disclosure")
+    )
     hc = {c.name: c.level for c in honest.checks}
     assert honest.epsilon_lower == 0.0 and honest.epsilon_lower_pure == 0.0 and hc["DP lower bound"] == "pass"
     assert hc["exact matches of real-unique records"] == "pass"
@@ -121,10 +136,22 @@ def test_outlier_rule_picks_the_rare_category_first():
 def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
     real, attrs, dom = _rare_category_data()
     cliques = [("A", "B"), ("B", "C"), ("C", "D")]
-    st = RiskSettings(n_outliers=1, n_random=0, n_shadow=8, n_synth=4, train_rows=200, folds=4, rf_trees=50,
-                      ai_sets=1, n_jobs=1)
-    res = audit_privacy(real, attrs, dom, cliques, "sdgov.risk.leaky:category_leak",
-                        {"base": INDEPENDENT, "sigma": 5.0}, st, Policy(), 1.0, 1e-4, parts=("mia",))
+    st = RiskSettings(
+        n_outliers=1, n_random=0, n_shadow=8, n_synth=4, train_rows=200, folds=4, rf_trees=50, ai_sets=1, n_jobs=1
+    )
+    res = audit_privacy(
+        real,
+        attrs,
+        dom,
+        cliques,
+        "sdgov.risk.leaky:category_leak",
+        {"base": INDEPENDENT, "sigma": 5.0},
+        st,
+        Policy(),
+        1.0,
+        1e-4,
+        parts=("mia",),
+    )
     (r,) = res.targets
     assert r.target.index == 17
     assert r.privacy_gain < 0.5 and r.privacy_gain_ci[1] < 0.5
@@ -137,37 +164,76 @@ def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
 
 def _tiny_spec(tmp: Path) -> Path:
     real, attrs, dom = _rare_category_data()
-    schema = {"name": "tiny", "columns": [{"name": a, "kind": "categorical",
-                                           "categories": [{"code": i, "label": f"{a}{i}"} for i in range(k)]}
-                                          for a, k in dom.items()]}
+    schema = {
+        "name": "tiny",
+        "columns": [
+            {"name": a, "kind": "categorical", "categories": [{"code": i, "label": f"{a}{i}"} for i in range(k)]}
+            for a, k in dom.items()
+        ],
+    }
     (tmp / "schema.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
     lines = [",".join(attrs)] + [",".join(str(v) for v in row) for row in real[:1500]]
     (tmp / "data.csv").write_text("\n".join(lines) + "\n")
-    spec = {"name": "tiny-privacy", "dataset": {"name": "tiny", "path": "data.csv"}, "schema": "schema.yaml",
-            "phi": {"marginals": [["A", "B"], ["B", "C"], ["C", "D"]]}, "privacy": {"epsilon": 1.0},
-            "generator": {"name": "ipf", "iterations": 50}, "rows": 500, "seed": 1}
+    spec = {
+        "name": "tiny-privacy",
+        "dataset": {"name": "tiny", "path": "data.csv"},
+        "schema": "schema.yaml",
+        "phi": {"marginals": [["A", "B"], ["B", "C"], ["C", "D"]]},
+        "privacy": {"epsilon": 1.0},
+        "generator": {"name": "ipf", "iterations": 50},
+        "rows": 500,
+        "seed": 1,
+    }
     (tmp / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return tmp / "spec.yaml"
 
 
-FAST = ["--outliers", "1", "--random-targets", "1", "--shadows", "2", "--synth-sets", "2", "--train-rows", "100",
-        "--canaries", "50", "--jobs", "1", "--settings", '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300}']
+FAST = [
+    "--outliers",
+    "1",
+    "--random-targets",
+    "1",
+    "--shadows",
+    "2",
+    "--synth-sets",
+    "2",
+    "--train-rows",
+    "100",
+    "--canaries",
+    "50",
+    "--jobs",
+    "1",
+    "--settings",
+    '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300}',
+]
 
 
 def test_cli_privacy_json_contract(tmp_path, capsys):
-    from flows.cli import main
+    from sdgov.flows.cli import main
 
     spec = _tiny_spec(tmp_path)
     out = tmp_path / "evidence.json"
-    rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--out", str(out),
-               "--policy", str(REPO / "examples" / "privacy_policy.yaml"), *FAST])
+    rc = main(
+        [
+            "audit",
+            "privacy",
+            "--spec",
+            str(spec),
+            "--json",
+            "--out",
+            str(out),
+            "--policy",
+            str(REPO / "examples" / "privacy_policy.yaml"),
+            *FAST,
+        ]
+    )
     payload = json.loads(capsys.readouterr().out)
     assert rc == (1 if payload["verdict"] == "fail" else 0)
     assert payload["verdict"] in {"pass", "warn", "fail"}
     for key in ("verdict", "epsilon_lower", "min_privacy_gain", "exact_matches", "seconds"):
         assert key in payload
     assert isinstance(payload["epsilon_lower"], float) and payload["epsilon_lower"] >= 0
-    assert 0 <= payload["min_privacy_gain"] + 1e-9 and isinstance(payload["exact_matches"], int)
+    assert payload["min_privacy_gain"] + 1e-9 >= 0 and isinstance(payload["exact_matches"], int)
     assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audit_generators:honest_ipf"
     assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
     assert len(payload["targets"]) == 2
@@ -176,11 +242,25 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
 
 
 def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
-    from flows.cli import main
+    from sdgov.flows.cli import main
 
     spec = _tiny_spec(tmp_path)
-    rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--generator", "sdgov.risk.leaky:copier",
-               "--params", json.dumps({"base": INDEPENDENT, "sigma": 5.0}), "--parts", "disclosure", *FAST])
+    rc = main(
+        [
+            "audit",
+            "privacy",
+            "--spec",
+            str(spec),
+            "--json",
+            "--generator",
+            "sdgov.risk.leaky:copier",
+            "--params",
+            json.dumps({"base": INDEPENDENT, "sigma": 5.0}),
+            "--parts",
+            "disclosure",
+            *FAST,
+        ]
+    )
     payload = json.loads(capsys.readouterr().out)
     assert rc in (0, 1) and payload["generator"] == "sdgov.risk.leaky:copier"
     assert payload["epsilon_lower"] is None and payload["min_privacy_gain"] is None
@@ -205,10 +285,21 @@ def test_card_renders_the_privacy_evidence_section(released):
     from sdgov.risk.report import audit_checks, privacy_section
 
     real, attrs, dom = _rare_category_data()
-    st = RiskSettings(n_outliers=1, n_random=1, n_shadow=2, n_synth=2, train_rows=100, folds=2, rf_trees=10,
-                      canaries=50, disclosure_rows=300, n_jobs=1)
-    res = audit_privacy(real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, Policy(),
-                        1.0, 1e-4)
+    st = RiskSettings(
+        n_outliers=1,
+        n_random=1,
+        n_shadow=2,
+        n_synth=2,
+        train_rows=100,
+        folds=2,
+        rf_trees=10,
+        canaries=50,
+        disclosure_rows=300,
+        n_jobs=1,
+    )
+    res = audit_privacy(
+        real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-4
+    )
     card = Card.model_validate_json(Path(released["result"].card_json).read_text())
     assert card.privacy_evidence is None  # releases without the audit are unchanged
     out = render(card.model_copy(update={"privacy_evidence": privacy_section(res)}))

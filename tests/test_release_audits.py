@@ -9,21 +9,34 @@ from pathlib import Path
 
 import pytest
 
-from flows.cli import main
 from sdgov.errors import SdgovError
+from sdgov.flows.cli import main
 from sdgov.registry import Registry
 from tests.conftest import make_demo_inputs
 
 # Small but real: every fit, attack and canary run really happens, on 3,000 Toyland records.
 FAST_PGM = {"iterations": 200}
 AUDIT = {"K": 4, "rows": 20_000, "seed": 1, "generator_params": FAST_PGM}
-RISK = {"generator_params": FAST_PGM,
-        "settings": {"n_outliers": 2, "n_random": 1, "n_shadow": 3, "n_synth": 2, "train_rows": 300, "folds": 3,
-                     "rf_trees": 20, "ai_sets": 1, "ai_trees": 10, "disclosure_rows": 500, "n_jobs": 1}}
+RISK = {
+    "generator_params": FAST_PGM,
+    "settings": {
+        "n_outliers": 2,
+        "n_random": 1,
+        "n_shadow": 3,
+        "n_synth": 2,
+        "train_rows": 300,
+        "folds": 3,
+        "rf_trees": 20,
+        "ai_sets": 1,
+        "ai_trees": 10,
+        "disclosure_rows": 500,
+        "n_jobs": 1,
+    },
+}
 
 
 def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp_path, prefect_server):
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     spec = make_demo_inputs(tmp_path / "in", audit=AUDIT, privacy_risk=RISK)
     root = tmp_path / "registry"
@@ -55,10 +68,12 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
 
     with get_client(sync_client=True) as client:
+
         def runs(prefix: str) -> list:
             return client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_=prefix)))
 
         fits, classifiers = runs("shadow-fit-"), runs("attack-classifier-")
+
     def trials(runs: list) -> list[int]:  # names are "<label>-<first>-<last>": the trial indices they covered
         return sorted(i for r in runs for a, b in [map(int, r.name.rsplit("-", 2)[1:])] for i in range(a, b + 1))
 
@@ -68,7 +83,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
 
 
 def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     audit = {**AUDIT, "generator": "sdgov.audit_generators:dishonest_ipf", "generator_params": {}}
     spec = make_demo_inputs(tmp_path / "in", audit=audit)

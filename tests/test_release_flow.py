@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from flows.cli import main
+from sdgov.flows.cli import main
 from sdgov.privacy import epsilon_of_rho
 from sdgov.registry import Registry
 from sdgov.schema import encode, load_schema
@@ -20,16 +20,30 @@ def test_release_has_every_artifact_and_verifies(released):
     r = released["result"]
     d = Path(r.path)
     names = {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()}
-    assert {"synthetic.parquet", "card.html", "card.md", "card.json", "manifest.json",
-            "artifacts/measurements.json", "artifacts/agreement.json", "artifacts/audit.json"} <= names
+    assert {
+        "synthetic.parquet",
+        "card.html",
+        "card.md",
+        "card.json",
+        "manifest.json",
+        "artifacts/measurements.json",
+        "artifacts/agreement.json",
+        "artifacts/audit.json",
+    } <= names
     assert Registry(released["root"]).verify() == []
     assert all(not (p.stat().st_mode & 0o222) for p in d.rglob("*") if p.is_file()), "released files are read-only"
 
 
 def test_log_records_each_decision_in_order(released):
     events = Registry(released["root"]).events()
-    assert [e.event for e in events] == ["agreement_signed", "agreement_signed", "budget_spent", "measured",
-                                         "release_approved", "released"]  # budget_spent: the ledger (sdgov/ledger.py)
+    assert [e.event for e in events] == [
+        "agreement_signed",
+        "agreement_signed",
+        "budget_spent",
+        "measured",
+        "release_approved",
+        "released",
+    ]  # budget_spent: the ledger (sdgov/ledger.py)
     assert [e.role for e in events[:2]] == ["analyst", "controller"]
     assert events[0].actor != events[1].actor
     assert len({e.agreement_sha256 for e in events}) == 1
@@ -114,7 +128,7 @@ def test_release_is_immutable(released):
 
 
 def test_rerun_reuses_the_noise_and_never_redraws(tmp_path, prefect_server):
-    from flows.release import release_flow
+    from sdgov.flows.release import release_flow
 
     spec = _spec(tmp_path)
     root = tmp_path / "registry"

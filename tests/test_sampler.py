@@ -14,8 +14,18 @@ def chain_model() -> CliqueModel:
     ab = rng.dirichlet(np.ones(12)).reshape(3, 4)
     c_given_b = rng.dirichlet(np.ones(5), size=4)
     bc = ab.sum(0)[:, None] * c_given_b
-    return CliqueModel(attributes=("A", "B", "C"), domain={"A": 3, "B": 4, "C": 5}, cliques=[("A", "B"), ("B", "C")],
-                       marginals=[ab, bc], order=["A", "B", "C"], total=1.0), ab, bc
+    return (
+        CliqueModel(
+            attributes=("A", "B", "C"),
+            domain={"A": 3, "B": 4, "C": 5},
+            cliques=[("A", "B"), ("B", "C")],
+            marginals=[ab, bc],
+            order=["A", "B", "C"],
+            total=1.0,
+        ),
+        ab,
+        bc,
+    )
 
 
 def collect(model, rows, seed, chunk):
@@ -49,8 +59,14 @@ def test_same_seed_same_rows_other_seed_other_rows():
 
 def test_zero_probability_parent_rows_stay_in_range():
     ab = np.array([[0.5, 0.0], [0.5, 0.0]])
-    model = CliqueModel(attributes=("A", "B"), domain={"A": 2, "B": 2}, cliques=[("A", "B")], marginals=[ab],
-                        order=["A", "B"], total=1.0)
+    model = CliqueModel(
+        attributes=("A", "B"),
+        domain={"A": 2, "B": 2},
+        cliques=[("A", "B")],
+        marginals=[ab],
+        order=["A", "B"],
+        total=1.0,
+    )
     s = collect(model, 5000, 3, 1000)
     assert set(np.unique(s["B"])) == {0} and s["A"].max() <= 1
 

@@ -16,8 +16,17 @@ from tests.test_governed import FlowThread, cli, setup_registry, wait_paused
 
 
 def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_path):
-    code, out, err = cli("schedule", "--spec", str(demo_spec), "--cron", "0 6 1 * *", "--root", str(tmp_path / "r"),
-                         "--dry-run", "--json")
+    code, out, err = cli(
+        "schedule",
+        "--spec",
+        str(demo_spec),
+        "--cron",
+        "0 6 1 * *",
+        "--root",
+        str(tmp_path / "r"),
+        "--dry-run",
+        "--json",
+    )
     assert code == 0, err
     d = json.loads(out)
     assert d["schedules"] == ["0 6 1 * *"] and d["entrypoint"] == "flows/governed.py:governed_release_flow"
@@ -27,15 +36,16 @@ def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_pat
 
 
 def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_server):
-    from flows.governed import governed_release_flow
+    from sdgov.flows.governed import governed_release_flow
     from sdgov.privacy import plan_privacy
     from sdgov.spec import load_spec
 
     spec, root = setup_registry(tmp_path, rows=1200)
     loaded = load_spec(spec)
     rho = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, 1200).rho
-    (root / "budgets.yaml").write_text(yaml.safe_dump({"set_by": {"name": "Carl Controller"},
-                                                       "datasets": {"toyland_census": {"rho": 2.5 * rho}}}))
+    (root / "budgets.yaml").write_text(
+        yaml.safe_dump({"set_by": {"name": "Carl Controller"}, "datasets": {"toyland_census": {"rho": 2.5 * rho}}})
+    )
 
     def next_run(seed: int) -> None:  # each scheduled run: a new agreement (seed) on the same dataset → new ρ
         s = yaml.safe_load(spec.read_text())
@@ -45,12 +55,19 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
     for seed in (1, 2):
         next_run(seed)
         with contextlib.redirect_stdout(io.StringIO()):
-            out = governed_release_flow(spec_path=str(spec), registry_root=str(root), approval="standing",
-                                        poll_interval=1, timeout_s=120)
+            out = governed_release_flow(
+                spec_path=str(spec), registry_root=str(root), approval="standing", poll_interval=1, timeout_s=120
+            )
         assert out.status == "released"
     events = Registry(root).events()
-    assert [e.event for e in events][:6] == ["agreement_signed", "agreement_signed", "budget_spent", "measured",
-                                             "release_approved", "released"]
+    assert [e.event for e in events][:6] == [
+        "agreement_signed",
+        "agreement_signed",
+        "budget_spent",
+        "measured",
+        "release_approved",
+        "released",
+    ]
     assert "every audit check passed" in events[4].comment
 
     # the third run would overspend (3ρ > 2.5ρ): refused before measuring → paused for a human, who declines

@@ -7,7 +7,7 @@ import io
 import json
 import shutil
 
-from flows.cli import main
+from sdgov.flows.cli import main
 
 
 def _cli(*argv: str) -> tuple[int, str]:
@@ -19,8 +19,16 @@ def _cli(*argv: str) -> tuple[int, str]:
 
 def test_trail_lists_every_event_and_exports(released, tmp_path):
     root = released["root"]
-    code, out = _cli("trail", "--root", str(root), "--json", "--html", str(tmp_path / "t.html"),
-                     "--prov", str(tmp_path / "prov.json"))
+    code, out = _cli(
+        "trail",
+        "--root",
+        str(root),
+        "--json",
+        "--html",
+        str(tmp_path / "t.html"),
+        "--prov",
+        str(tmp_path / "prov.json"),
+    )
     assert code == 0
     t = json.loads(out)
     assert t["verified"] is True and t["problems"] == []
@@ -37,8 +45,10 @@ def test_trail_lists_every_event_and_exports(released, tmp_path):
     assert {"prefix", "agent", "activity", "entity", "wasAssociatedWith", "wasGeneratedBy", "used"} <= set(prov)
     assert any(a["prov:label"] == "Carl Controller" for a in prov["agent"].values())
     assert f"release:{released['result'].release_id}" in prov["entity"]
-    assert all(r["prov:activity"] in prov["activity"] and r["prov:agent"] in prov["agent"]
-               for r in prov["wasAssociatedWith"].values())
+    assert all(
+        r["prov:activity"] in prov["activity"] and r["prov:agent"] in prov["agent"]
+        for r in prov["wasAssociatedWith"].values()
+    )
 
     code, out = _cli("trail", "--root", str(root), "--dataset", "no_such_dataset", "--json")
     assert code == 0 and json.loads(out)["events"] == []

@@ -18,22 +18,46 @@ import yaml
 from sdgov.errors import SpecError
 from sdgov.schema import decode, load_encoded
 from sdgov.spec import load_spec
-from sdgov.utility import bivariate, distinguish, tasks as T, univariate, wasserstein
-from sdgov.utility.baselines import bootstrap, independent_marginals
+from sdgov.utility import bivariate, distinguish, univariate, wasserstein
+from sdgov.utility import tasks as T
+from sdgov.utility.baselines import independent_marginals
 from sdgov.utility.jaro import ordering_similarity
 from sdgov.utility.report import FAST, build_report, render_html, write_report
 from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, TableTask
 from tests.conftest import make_demo_inputs
 
-SMALL = replace(FAST, specks_seeds=6, specks_rows=800, specks_trees=15, wasserstein_replicates=40, pmse_rows=3000,
-                pmse_permutations=3)
+SMALL = replace(
+    FAST,
+    specks_seeds=6,
+    specks_rows=800,
+    specks_trees=15,
+    wasserstein_replicates=40,
+    pmse_rows=3000,
+    pmse_permutations=3,
+)
 
 TASKS = [
     {"name": "age-sex-health", "kind": "table", "attributes": ["Age", "Sex", "Health"]},
-    {"name": "sex-gap-occupation", "kind": "gap", "group": "Sex", "by": ["Occupation"],
-     "where": {"Economic Activity": [1, 2]}},  # employed or unemployed
-    {"name": "occupation-regression", "kind": "regression", "target": "Occupation", "features": ["Age", "Sex", "Education"]},
-    {"name": "health-forest", "kind": "classifier", "target": "Health", "features": ["Age", "Region", "Sex"], "trees": 20},
+    {
+        "name": "sex-gap-occupation",
+        "kind": "gap",
+        "group": "Sex",
+        "by": ["Occupation"],
+        "where": {"Economic Activity": [1, 2]},
+    },  # employed or unemployed
+    {
+        "name": "occupation-regression",
+        "kind": "regression",
+        "target": "Occupation",
+        "features": ["Age", "Sex", "Education"],
+    },
+    {
+        "name": "health-forest",
+        "kind": "classifier",
+        "target": "Health",
+        "features": ["Age", "Region", "Sex"],
+        "trees": 20,
+    },
 ]
 
 
@@ -112,8 +136,15 @@ def test_wasserstein_ratio_is_about_one_for_a_random_split(demo):
 
 def test_independent_baseline_scores_worse_than_real_bootstrap(demo):
     lo = demo["loaded"]
-    rep = build_report(demo["real"], demo["synth"], lo.schema_, lo.agreement.attributes, lo.agreement.cliques,
-                       lo.spec.tasks, settings=SMALL)
+    rep = build_report(
+        demo["real"],
+        demo["synth"],
+        lo.schema_,
+        lo.agreement.attributes,
+        lo.agreement.cliques,
+        lo.spec.tasks,
+        settings=SMALL,
+    )
     ind, boot = rep["datasets"]["independent"], rep["datasets"]["bootstrap"]
     assert ind["bivariate"]["mean_B"] < boot["bivariate"]["mean_B"]
     assert ind["specks"]["median_ks"] > boot["specks"]["median_ks"]
@@ -151,8 +182,11 @@ def test_classifier_task_reports_both_holdouts_and_jaro(demo):
     real = demo["real"]
     t = ClassifierTask.model_validate(TASKS[3])
     res, cache = T.classifier_task(t, T.split_real(real), demo["synth"], repeats=2, rows=800)
-    for k in ("accuracy_real_model_real_holdout", "accuracy_synthetic_model_real_holdout",
-              "accuracy_synthetic_model_synthetic_holdout"):
+    for k in (
+        "accuracy_real_model_real_holdout",
+        "accuracy_synthetic_model_real_holdout",
+        "accuracy_synthetic_model_synthetic_holdout",
+    ):
         assert 0 < res[k] <= 1
     assert sorted(res["importance_order_real"]) == sorted(t.features)
     assert 0 <= res["jaro"] <= 1
@@ -200,7 +234,7 @@ def test_census_examples_declare_the_paper_tasks():
 
 
 def _cli(argv, capsys):
-    from flows.cli import main
+    from sdgov.flows.cli import main
 
     rc = main(argv)
     out = capsys.readouterr()
@@ -208,8 +242,21 @@ def _cli(argv, capsys):
 
 
 def test_cli_report_utility_json_contract(demo, capsys, tmp_path):
-    rc, out, err = _cli(["report", "utility", "--spec", str(demo["spec"]), "--synthetic", str(demo["synth_file"]),
-                         "--fast", "--out", str(tmp_path / "rep"), "--json"], capsys)
+    rc, out, err = _cli(
+        [
+            "report",
+            "utility",
+            "--spec",
+            str(demo["spec"]),
+            "--synthetic",
+            str(demo["synth_file"]),
+            "--fast",
+            "--out",
+            str(tmp_path / "rep"),
+            "--json",
+        ],
+        capsys,
+    )
     assert rc == 0, err
     d = json.loads(out)
     assert set(d["datasets"]) == {"synthetic", "independent", "bootstrap"}
@@ -248,8 +295,15 @@ def test_cli_refuses_a_synthetic_file_that_does_not_match_the_schema(demo, capsy
 
 def test_write_report_writes_json_and_html_side_by_side(demo, tmp_path):
     lo = demo["loaded"]
-    rep = build_report(demo["real"], demo["synth"], lo.schema_, lo.agreement.attributes, lo.agreement.cliques, [],
-                       settings=replace(SMALL, baselines=False))
+    rep = build_report(
+        demo["real"],
+        demo["synth"],
+        lo.schema_,
+        lo.agreement.attributes,
+        lo.agreement.cliques,
+        [],
+        settings=replace(SMALL, baselines=False),
+    )
     j, h = write_report(rep, tmp_path)
     assert j.name == "utility_report.json" and h.name == "utility_report.html"
     assert json.loads(j.read_text())["datasets"].keys() == {"synthetic"}

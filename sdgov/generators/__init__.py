@@ -6,7 +6,7 @@ measurement set is all a generator is given.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sdgov.generators.model import CliqueModel
 from sdgov.measure import MeasurementSet

@@ -27,7 +27,7 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
         other = tuple(i for i in range(len(attrs)) if i not in axes)
         targets.append((axes, other, target))
     sweeps = 0
-    for sweeps in range(1, params.iterations + 1):
+    for sweeps in range(1, params.iterations + 1):  # noqa: B007 (read after the loop: sweeps run)
         before = joint.copy()
         for axes, other, target in targets:
             current = joint.sum(axis=other)  # axes in increasing attribute order
@@ -38,7 +38,16 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
             break
     joint /= joint.sum()
     return CliqueModel(
-        attributes=tuple(attrs), domain=dict(mset.domain), cliques=[tuple(attrs)], marginals=[joint], order=attrs,
+        attributes=tuple(attrs),
+        domain=dict(mset.domain),
+        cliques=[tuple(attrs)],
+        marginals=[joint],
+        order=attrs,
         total=max(mset.noisy_total(), 1.0),
-        fit_info={"estimator": "IPF", "fitted_marginals": [list(m.clique) for m in mset.measurements], "sweeps": sweeps, "converged": sweeps < params.iterations},
+        fit_info={
+            "estimator": "IPF",
+            "fitted_marginals": [list(m.clique) for m in mset.measurements],
+            "sweeps": sweeps,
+            "converged": sweeps < params.iterations,
+        },
     )

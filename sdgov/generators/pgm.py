@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-import sdgov.jaxsetup  # noqa: F401  (x64 before mbi)
+# isort: off
+import sdgov.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
 import mbi
 from mbi import junction_tree, marginal_oracles
 from mbi.estimation import MirrorDescent
+
+# isort: on
+import numpy as np
 
 from sdgov.generators.model import CliqueModel
 from sdgov.measure import MeasurementSet
@@ -47,9 +49,16 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
     order = list(elimination[::-1])
     order += [a for a in mset.attributes if a not in order]
     return CliqueModel(
-        attributes=tuple(mset.attributes), domain=dict(mset.domain), cliques=node_cliques, marginals=tables,
-        order=order, total=total,
-        fit_info={"estimator": "mbi MirrorDescent", "iterations": params.iterations,
-                  "fitted_marginals": [list(c) for c in model.cliques],
-                  "junction_tree_cliques": [list(c) for c in node_cliques]},
+        attributes=tuple(mset.attributes),
+        domain=dict(mset.domain),
+        cliques=node_cliques,
+        marginals=tables,
+        order=order,
+        total=total,
+        fit_info={
+            "estimator": "mbi MirrorDescent",
+            "iterations": params.iterations,
+            "fitted_marginals": [list(c) for c in model.cliques],
+            "junction_tree_cliques": [list(c) for c in node_cliques],
+        },
     )

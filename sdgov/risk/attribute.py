@@ -30,8 +30,9 @@ class AttributeResult(BaseModel):
     ci: tuple[float, float]
 
 
-def predict_sensitive(synth: np.ndarray, queries: np.ndarray, s: int, numeric: bool, sizes: list[int],
-                      trees: int, seed: int) -> np.ndarray:
+def predict_sensitive(
+    synth: np.ndarray, queries: np.ndarray, s: int, numeric: bool, sizes: list[int], trees: int, seed: int
+) -> np.ndarray:
     """Train on one synthetic set (cell indices), predict column ``s`` of ``queries``."""
     X = np.delete(synth, s, axis=1)
     y = synth[:, s]
@@ -57,5 +58,10 @@ def advantage(correct_in: np.ndarray, correct_out: np.ndarray, sensitive: str, l
     """``correct_in``/``correct_out``: worlds × sets booleans. t-interval over the per-world differences."""
     ci_, co = np.asarray(correct_in, float), np.asarray(correct_out, float)
     p_in, p_out = float(ci_.mean()), float(co.mean())
-    return AttributeResult(sensitive=sensitive, p_in=p_in, p_out=p_out, advantage=p_in - p_out,
-                           ci=world_ci(ci_.mean(axis=1) - co.mean(axis=1), level))
+    return AttributeResult(
+        sensitive=sensitive,
+        p_in=p_in,
+        p_out=p_out,
+        advantage=p_in - p_out,
+        ci=world_ci(ci_.mean(axis=1) - co.mean(axis=1), level),
+    )

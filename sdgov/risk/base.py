@@ -11,8 +11,9 @@ and protocol of the decomposability audit, so a third party's generator can be a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,15 +41,24 @@ class RiskSettings(BaseModel):
     sensitive: str | None = Field(None, description="attribute-inference target; default the last audited one")
     ai_sets: int = Field(2, ge=0, description="synthetic sets per fit used for attribute inference (0: off)")
     ai_trees: int = Field(30, ge=1)
-    canaries: int | None = Field(None, ge=1, description="canaries m in the DP lower-bound audit; default n/2, "
-                                 "capped at β/(20·δ) so that the δ term leaves room to refute (sdgov.risk.canary)")
-    canary_base_rows: int | None = Field(None, ge=0, description="reference records trained beside the canaries; "
-                                         "default train_rows − m")
+    canaries: int | None = Field(
+        None,
+        ge=1,
+        description="canaries m in the DP lower-bound audit; default n/2, "
+        "capped at β/(20·δ) so that the δ term leaves room to refute (sdgov.risk.canary)",
+    )
+    canary_base_rows: int | None = Field(
+        None, ge=0, description="reference records trained beside the canaries; default train_rows − m"
+    )
     canary_runs: int = Field(1, ge=1, description="independent canary runs (Bonferroni-combined)")
     beta: float = Field(0.05, gt=0, lt=1, description="ε_lower holds with confidence 1 − β")
-    disclosure_rows: int | None = Field(None, ge=10, description="size n of each of the three parts of the record "
-                                        "checks (training, holdout, independent sample); default a third of the "
-                                        "reference data, at most 25,000")
+    disclosure_rows: int | None = Field(
+        None,
+        ge=10,
+        description="size n of each of the three parts of the record "
+        "checks (training, holdout, independent sample); default a third of the "
+        "reference data, at most 25,000",
+    )
     small_cell_threshold: int = Field(10, ge=1)
     dcr_sample: int = Field(5000, ge=10)
     n_jobs: int = Field(2, description="parallel workers for attack trials (joblib; -1: all cores)")
@@ -137,15 +147,24 @@ class Target(BaseModel):
     count_single: int  # smallest count of any single category of it
 
 
-OUTLIER_RULE = ("outliers = records of the rarest category combinations: rank every record by (count of its full "
-                "combination of the audited attributes, then the smallest count of any pair of its values, then "
-                "the smallest count of any single value), ascending, in the real data; take one record per distinct "
-                "combination, ties broken by a seeded shuffle. Random targets are drawn uniformly from the other "
-                "records.")
+OUTLIER_RULE = (
+    "outliers = records of the rarest category combinations: rank every record by (count of its full "
+    "combination of the audited attributes, then the smallest count of any pair of its values, then "
+    "the smallest count of any single value), ascending, in the real data; take one record per distinct "
+    "combination, ties broken by a seeded shuffle. Random targets are drawn uniformly from the other "
+    "records."
+)
 
 
-def select_targets(real: np.ndarray, attributes: list[str], sizes: list[int], n_outliers: int, n_random: int,
-                   seed: int, labels: dict[str, list[str]] | None = None) -> list[Target]:
+def select_targets(
+    real: np.ndarray,
+    attributes: list[str],
+    sizes: list[int],
+    n_outliers: int,
+    n_random: int,
+    seed: int,
+    labels: dict[str, list[str]] | None = None,
+) -> list[Target]:
     """Targets by :data:`OUTLIER_RULE` plus uniform random records (deterministic in ``seed``)."""
     real = np.asarray(real, dtype=np.int64)
     n, d = real.shape
@@ -158,8 +177,7 @@ def select_targets(real: np.ndarray, attributes: list[str], sizes: list[int], n_
 
     full = counts_of(list(range(d)))
     single = np.min(np.stack([counts_of([j]) for j in range(d)]), axis=0)
-    pair = (np.min(np.stack([counts_of([i, j]) for i in range(d) for j in range(i + 1, d)]), axis=0)
-            if d > 1 else single)
+    pair = np.min(np.stack([counts_of([i, j]) for i in range(d) for j in range(i + 1, d)]), axis=0) if d > 1 else single
     shuffle = rng.permutation(n)
     order = shuffle[np.lexsort((single[shuffle], pair[shuffle], full[shuffle]))]
     keys = record_keys(real, sizes)
@@ -178,8 +196,17 @@ def select_targets(real: np.ndarray, attributes: list[str], sizes: list[int], n_
     for i, kind in chosen:
         rec = {a: int(real[i, j]) for j, a in enumerate(attributes)}
         lab = {a: labels[a][v] for a, v in rec.items()} if labels else {}
-        out.append(Target(index=i, kind=kind, record=rec, labels=lab, count_full=int(full[i]),
-                          count_pair=int(pair[i]), count_single=int(single[i])))
+        out.append(
+            Target(
+                index=i,
+                kind=kind,
+                record=rec,
+                labels=lab,
+                count_full=int(full[i]),
+                count_pair=int(pair[i]),
+                count_single=int(single[i]),
+            )
+        )
     return out
 
 

@@ -88,8 +88,9 @@ def log_binom(m: int, k: int) -> float:
     return float(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))
 
 
-def epsilon_lower_k(nu: float, k: int, m: int, d: int, n: int, beta: float, delta: float = 0.0,
-                    log_box: float = 0.0) -> float:
+def epsilon_lower_k(
+    nu: float, k: int, m: int, d: int, n: int, beta: float, delta: float = 0.0, log_box: float = 0.0
+) -> float:
     """Largest ε refuted at level ``beta`` by the k smallest distances summing to ``nu`` (0 if none)."""
     L = log_null_bound(nu, k, d, n, log_box) + log_binom(m, k)
     target = math.log(beta)
@@ -97,8 +98,15 @@ def epsilon_lower_k(nu: float, k: int, m: int, d: int, n: int, beta: float, delt
         return max(0.0, (target - L) / k)
 
     def f(eps: float) -> float:
-        ratio = math.log(k) if eps < 1e-12 else (math.log(math.expm1(k * eps)) - math.log(math.expm1(eps))
-                                                  if k * eps < 700 else (k - 1) * eps - math.log1p(-math.exp(-eps)))
+        ratio = (
+            math.log(k)
+            if eps < 1e-12
+            else (
+                math.log(math.expm1(k * eps)) - math.log(math.expm1(eps))
+                if k * eps < 700
+                else (k - 1) * eps - math.log1p(-math.exp(-eps))
+            )
+        )
         return float(np.logaddexp(k * eps + L, math.log(delta) + ratio + log_binom(m, k))) - target
 
     if f(0.0) >= 0:
@@ -140,8 +148,9 @@ class CanaryResult(BaseModel):
     note: str
 
 
-def epsilon_lower(distances: np.ndarray, d: int, n: int, beta: float, delta: float = 0.0, log_box: float = 0.0,
-                  runs: int = 1) -> CanaryRun:
+def epsilon_lower(
+    distances: np.ndarray, d: int, n: int, beta: float, delta: float = 0.0, log_box: float = 0.0, runs: int = 1
+) -> CanaryRun:
     """ε_lower of one run from its m canary distances (Bonferroni over the k grid and ``runs`` runs)."""
     dist = np.sort(np.asarray(distances, dtype=np.float64))
     m = len(dist)
@@ -151,12 +160,28 @@ def epsilon_lower(distances: np.ndarray, d: int, n: int, beta: float, delta: flo
     by_k = {k: epsilon_lower_k(float(csum[k - 1]), k, m, d, n, level, delta, log_box) for k in grid}
     pure = max(epsilon_lower_k(float(csum[k - 1]), k, m, d, n, level, 0.0, log_box) for k in grid)
     best = max(by_k, key=by_k.__getitem__)
-    return CanaryRun(nu_hat=float(csum[-1]), epsilon_lower=by_k[best], epsilon_lower_pure=pure, best_k=best, by_k=by_k,
-                     mean_distance=float(dist.mean()), min_distance=float(dist[0]))
+    return CanaryRun(
+        nu_hat=float(csum[-1]),
+        epsilon_lower=by_k[best],
+        epsilon_lower_pure=pure,
+        best_k=best,
+        by_k=by_k,
+        mean_distance=float(dist.mean()),
+        min_distance=float(dist[0]),
+    )
 
 
-def canary_audit(ref: GeneratorRef, base_rows: np.ndarray, m: int, n_synth: int, seed: int, beta: float,
-                 delta: float = 0.0, metric: Metric = "unit", runs: int = 1) -> CanaryResult:
+def canary_audit(
+    ref: GeneratorRef,
+    base_rows: np.ndarray,
+    m: int,
+    n_synth: int,
+    seed: int,
+    beta: float,
+    delta: float = 0.0,
+    metric: Metric = "unit",
+    runs: int = 1,
+) -> CanaryResult:
     """Train on ``base_rows`` + m discretised canaries, sample n_synth records, bound ε from below."""
     sizes = np.array([ref.domain[a] for a in ref.attributes], dtype=np.int64)
     d = len(sizes)
@@ -173,8 +198,17 @@ def canary_audit(ref: GeneratorRef, base_rows: np.ndarray, m: int, n_synth: int,
         dist, _ = cKDTree(points * scale).query(z * scale, k=1)
         out.append(epsilon_lower(dist, d, n_synth, beta, delta, log_box, runs))
     best = max(out, key=lambda x: x.epsilon_lower)
-    return CanaryResult(m=m, d=d, n_synth=n_synth, base_rows=len(base_rows), metric=metric, beta=beta, delta=delta,
-                        runs=out, nu_hat=best.nu_hat, epsilon_lower=best.epsilon_lower,
-                        epsilon_lower_pure=max(x.epsilon_lower_pure for x in out),
-                        note=f"ε_lower holds with confidence {1 - beta:g} (Bonferroni over the k grid and "
-                             f"{runs} run(s))")
+    return CanaryResult(
+        m=m,
+        d=d,
+        n_synth=n_synth,
+        base_rows=len(base_rows),
+        metric=metric,
+        beta=beta,
+        delta=delta,
+        runs=out,
+        nu_hat=best.nu_hat,
+        epsilon_lower=best.epsilon_lower,
+        epsilon_lower_pure=max(x.epsilon_lower_pure for x in out),
+        note=f"ε_lower holds with confidence {1 - beta:g} (Bonferroni over the k grid and {runs} run(s))",
+    )

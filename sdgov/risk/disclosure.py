@@ -64,8 +64,9 @@ class DisclosureResult(BaseModel):
     small_cells: SmallCells | None
 
 
-def unique_matches(train: np.ndarray, holdout: np.ndarray, independent: np.ndarray, synth: np.ndarray,
-                   sizes: list[int]) -> UniqueMatches:
+def unique_matches(
+    train: np.ndarray, holdout: np.ndarray, independent: np.ndarray, synth: np.ndarray, sizes: list[int]
+) -> UniqueMatches:
     tk, hk = record_keys(train, sizes), record_keys(holdout, sizes)
     uk, cnt = np.unique(np.concatenate([tk, hk]), return_counts=True)
     once = uk[cnt == 1]
@@ -74,10 +75,20 @@ def unique_matches(train: np.ndarray, holdout: np.ndarray, independent: np.ndarr
     s_t, s_h = int(np.isin(ut, sk).sum()), int(np.isin(uh, sk).sum())
     b_t = int(np.isin(ut, bk).sum())
     ratio = ((s_t + 1) / max(len(ut), 1)) / ((s_h + 1) / max(len(uh), 1))
-    p = (float(stats.binomtest(s_t, s_t + s_h, len(ut) / (len(ut) + len(uh)), alternative="greater").pvalue)
-         if s_t + s_h > 0 and len(ut) + len(uh) > 0 else 1.0)
-    return UniqueMatches(real_unique_train=len(ut), real_unique_holdout=len(uh), synthetic=s_t, independent=b_t,
-                         synthetic_holdout=s_h, rate_ratio=float(ratio), p_value=p)
+    p = (
+        float(stats.binomtest(s_t, s_t + s_h, len(ut) / (len(ut) + len(uh)), alternative="greater").pvalue)
+        if s_t + s_h > 0 and len(ut) + len(uh) > 0
+        else 1.0
+    )
+    return UniqueMatches(
+        real_unique_train=len(ut),
+        real_unique_holdout=len(uh),
+        synthetic=s_t,
+        independent=b_t,
+        synthetic_holdout=s_h,
+        rate_ratio=float(ratio),
+        p_value=p,
+    )
 
 
 def dcr(train: np.ndarray, queries: np.ndarray, block: int = 64) -> np.ndarray:
@@ -87,18 +98,23 @@ def dcr(train: np.ndarray, queries: np.ndarray, block: int = 64) -> np.ndarray:
     qu = qu.astype(np.int16)
     best = np.empty(len(qu), dtype=np.int64)
     for i in range(0, len(qu), block):
-        q = qu[i:i + block]
-        best[i:i + block] = (q[:, None, :] != tu[None, :, :]).sum(axis=2).min(axis=1)
+        q = qu[i : i + block]
+        best[i : i + block] = (q[:, None, :] != tu[None, :, :]).sum(axis=2).min(axis=1)
     return best[np.asarray(inv).ravel()]
 
 
 def _dcr_summary(dist: np.ndarray, d: int) -> DCR:
-    return DCR(histogram=np.bincount(dist, minlength=d + 1).tolist(), share_zero=float((dist == 0).mean()),
-               median=float(np.median(dist)), sample=len(dist))
+    return DCR(
+        histogram=np.bincount(dist, minlength=d + 1).tolist(),
+        share_zero=float((dist == 0).mean()),
+        median=float(np.median(dist)),
+        sample=len(dist),
+    )
 
 
-def small_cells(synth: np.ndarray, attributes: list[str], sizes: list[int], cliques: list[tuple[str, ...]],
-                threshold: int) -> SmallCells:
+def small_cells(
+    synth: np.ndarray, attributes: list[str], sizes: list[int], cliques: list[tuple[str, ...]], threshold: int
+) -> SmallCells:
     by = {}
     for c in cliques:
         cols = [attributes.index(a) for a in c]
@@ -107,18 +123,29 @@ def small_cells(synth: np.ndarray, attributes: list[str], sizes: list[int], cliq
     return SmallCells(threshold=threshold, total=sum(by.values()), by_marginal=by)
 
 
-def disclosure_checks(train: np.ndarray, holdout: np.ndarray, independent: np.ndarray, synth: np.ndarray,
-                      attributes: list[str], sizes: list[int], cliques: list[tuple[str, ...]] | None, threshold: int,
-                      dcr_sample: int, seed: int) -> DisclosureResult:
+def disclosure_checks(
+    train: np.ndarray,
+    holdout: np.ndarray,
+    independent: np.ndarray,
+    synth: np.ndarray,
+    attributes: list[str],
+    sizes: list[int],
+    cliques: list[tuple[str, ...]] | None,
+    threshold: int,
+    dcr_sample: int,
+    seed: int,
+) -> DisclosureResult:
     rng = np.random.default_rng(seed)
     d = len(sizes)
     tkeys = np.unique(record_keys(train, sizes))
     s_idx = rng.choice(len(synth), size=min(dcr_sample, len(synth)), replace=False)
     h_idx = rng.choice(len(holdout), size=min(dcr_sample, len(holdout)), replace=False)
     return DisclosureResult(
-        rows=len(train), exact_matches=int(np.isin(record_keys(synth, sizes), tkeys).sum()),
+        rows=len(train),
+        exact_matches=int(np.isin(record_keys(synth, sizes), tkeys).sum()),
         exact_matches_independent=int(np.isin(record_keys(independent, sizes), tkeys).sum()),
         unique=unique_matches(train, holdout, independent, synth, sizes),
         dcr_synthetic=_dcr_summary(dcr(train, synth[s_idx]), d),
         dcr_holdout=_dcr_summary(dcr(train, holdout[h_idx]), d),
-        small_cells=small_cells(synth, attributes, sizes, cliques, threshold) if cliques else None)
+        small_cells=small_cells(synth, attributes, sizes, cliques, threshold) if cliques else None,
+    )

@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdgov.audit_protocol import (AuditGenerator, Clique, expand_rows, fit_generator, load_generator,
-                                  make_generator)
+from sdgov.audit_protocol import AuditGenerator, Clique, expand_rows, fit_generator, load_generator, make_generator
 
 BASE = "sdgov.audit_generators:honest_pgm"
 
@@ -37,14 +36,17 @@ class _Wrapped:
         self.rows: pd.DataFrame | None = None
 
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
-        fit_generator(self.base, records, weights if weights is not None else np.ones(len(records), np.int64),
-                      0 if seed is None else seed)
+        fit_generator(
+            self.base,
+            records,
+            weights if weights is not None else np.ones(len(records), np.int64),
+            0 if seed is None else seed,
+        )
         self.rows = expand_rows(records[self.attributes], weights)
 
 
 class Copier(_Wrapped):
-    def __init__(self, cliques: list[Clique], domain: dict[str, int], copy_fraction: float = 0.01,
-                 **kw: Any) -> None:
+    def __init__(self, cliques: list[Clique], domain: dict[str, int], copy_fraction: float = 0.01, **kw: Any) -> None:
         super().__init__(cliques, domain, **kw)
         self.copy_fraction = float(copy_fraction)
 
@@ -62,8 +64,7 @@ class Copier(_Wrapped):
 
 class CategoryLeak(_Wrapped):
     def sample(self, n: int, seed: int) -> pd.DataFrame:
-        out = pd.DataFrame(self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64),
-                           columns=self.attributes)
+        out = pd.DataFrame(self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64), columns=self.attributes)
         assert self.rows is not None, "fit() first"
         rng = np.random.default_rng([int(seed), 8])
         for a in self.attributes:

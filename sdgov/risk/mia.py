@@ -67,9 +67,13 @@ def features(synth: np.ndarray, sizes: list[int], which: tuple[str, ...]) -> dic
             present = c > 0
             idx = np.arange(k)
             mean = float((c * idx).sum() / m)
-            f += [present.mean(), float(np.argmax(c)) / k,
-                  float(idx[present][np.argmin(c[present])]) / k if present.any() else 0.0,
-                  mean / k, math.sqrt(max(float((c * (idx - mean) ** 2).sum() / m), 0.0)) / k]
+            f += [
+                present.mean(),
+                float(np.argmax(c)) / k,
+                float(idx[present][np.argmin(c[present])]) / k if present.any() else 0.0,
+                mean / k,
+                math.sqrt(max(float((c * (idx - mean) ** 2).sum() / m), 0.0)) / k,
+            ]
         out["naive"] = np.asarray(f)
     if "hist" in which:
         out["hist"] = np.concatenate(counts) / m
@@ -95,8 +99,9 @@ def _corr(synth: np.ndarray, sizes: list[int], counts: list[np.ndarray]) -> np.n
     vs = []
     for i in range(d):  # Cramér's V per pair
         for j in range(i + 1, d):
-            t = np.bincount(synth[:, i] * sizes[j] + synth[:, j],
-                            minlength=sizes[i] * sizes[j]).reshape(sizes[i], sizes[j])
+            t = np.bincount(synth[:, i] * sizes[j] + synth[:, j], minlength=sizes[i] * sizes[j]).reshape(
+                sizes[i], sizes[j]
+            )
             e = np.outer(t.sum(1), t.sum(0)) / m
             chi2 = float(np.divide((t - e) ** 2, e, out=np.zeros_like(e), where=e > 0).sum())
             r, c = (t.sum(1) > 0).sum(), (t.sum(0) > 0).sum()
@@ -107,16 +112,25 @@ def _corr(synth: np.ndarray, sizes: list[int], counts: list[np.ndarray]) -> np.n
 # ------------------------------------------------------------------------------------------------ worlds
 
 
-def _world_job(ref: GeneratorRef, rows: np.ndarray, fit_seed: int, sample_seeds: list[int], m: int,
-               which: tuple[str, ...], ai: dict[str, Any] | None) -> dict[str, Any]:
+def _world_job(
+    ref: GeneratorRef,
+    rows: np.ndarray,
+    fit_seed: int,
+    sample_seeds: list[int],
+    m: int,
+    which: tuple[str, ...],
+    ai: dict[str, Any] | None,
+) -> dict[str, Any]:
     """Fit one shadow dataset, sample its synthetic sets, return their features (and attribute guesses)."""
     sizes = [ref.domain[a] for a in ref.attributes]
     sets = ref.fit_sample(rows, fit_seed, m, sample_seeds)
     feats = [features(s, sizes, which) for s in sets]
     out: dict[str, Any] = {f: np.stack([x[f] for x in feats]) for f in which}
     if ai is not None:
-        guesses = [predict_sensitive(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
-                   for j, s in enumerate(sets[: ai["sets"]])]
+        guesses = [
+            predict_sensitive(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
+            for j, s in enumerate(sets[: ai["sets"]])
+        ]
         out["ai"] = (np.stack(guesses) == ai["queries"][:, ai["s"]][None, :]) if guesses else None
     return out
 
@@ -128,17 +142,26 @@ class Worlds:
         self.out, self.in_ = out, in_
 
 
-def run_worlds(ref: GeneratorRef, reference: np.ndarray, target_rows: np.ndarray, st: RiskSettings,
-               ai: dict[str, Any] | None = None, progress: Progress | None = None,
-               mapper: Mapper | None = None) -> Worlds:
+def run_worlds(
+    ref: GeneratorRef,
+    reference: np.ndarray,
+    target_rows: np.ndarray,
+    st: RiskSettings,
+    ai: dict[str, Any] | None = None,
+    progress: Progress | None = None,
+    mapper: Mapper | None = None,
+) -> Worlds:
     """All shadow fits, in parallel through ``mapper`` (default joblib), out-worlds shared by the targets."""
     R = len(reference)
     n = st.train_rows
-    if R < n:
+    if n > R:
         from sdgov.audit_protocol import AuditError
 
-        raise AuditError(f"the reference data has {R} records, fewer than the {n} of a shadow training set",
-                         "privacy audit", "lower train_rows or use more data")
+        raise AuditError(
+            f"the reference data has {R} records, fewer than the {n} of a shadow training set",
+            "privacy audit",
+            "lower train_rows or use more data",
+        )
     rng = np.random.default_rng(seed_of(st.seed, 20))
     bases, extras = [], []
     for _ in range(st.n_shadow):
@@ -152,17 +175,28 @@ def run_worlds(ref: GeneratorRef, reference: np.ndarray, target_rows: np.ndarray
             rows = np.vstack([reference[bases[s]], (reference[extras[s]] if t < 0 else target_rows[t])[None, :]])
             q = None
             if ai is not None:
-                q = dict(ai, queries=target_rows if t < 0 else target_rows[t:t + 1])
-            jobs.append((ref, rows, seed_of(st.seed, 21, s, t + 1),
-                         [seed_of(st.seed, 22, s, t + 1, j) for j in range(st.n_synth)], st.m, tuple(st.features), q))
+                q = dict(ai, queries=target_rows if t < 0 else target_rows[t : t + 1])
+            jobs.append(
+                (
+                    ref,
+                    rows,
+                    seed_of(st.seed, 21, s, t + 1),
+                    [seed_of(st.seed, 22, s, t + 1, j) for j in range(st.n_synth)],
+                    st.m,
+                    tuple(st.features),
+                    q,
+                )
+            )
             keys.append((s, t))
     results: dict[tuple[int, int], dict] = {}
     for k, res in zip(keys, (mapper or joblib_mapper(st.n_jobs))(_world_job, jobs, "shadow-fit")):
         results[k] = res
         if progress:
             progress(len(results), len(jobs), "shadow fits")
-    return Worlds(out=[results[(s, -1)] for s in range(st.n_shadow)],
-                  in_=[[results[(s, t)] for s in range(st.n_shadow)] for t in range(T)])
+    return Worlds(
+        out=[results[(s, -1)] for s in range(st.n_shadow)],
+        in_=[[results[(s, t)] for s in range(st.n_shadow)] for t in range(T)],
+    )
 
 
 # ------------------------------------------------------------------------------------------------ game
@@ -202,21 +236,36 @@ def _classify(X_in: np.ndarray, X_out: np.ndarray, folds: int, trees: int, seed:
         tp[te] = clf.predict(X_in[te].reshape(-1, F)).reshape(len(te), S).sum(axis=1)
         fp[te] = clf.predict(X_out[te].reshape(-1, F)).reshape(len(te), S).sum(axis=1)
     tpr, fpr = tp.sum() / (W * S), fp.sum() / (W * S)
-    return FeatureScore(tpr=float(tpr), fpr=float(fpr), advantage=float(tpr - fpr),
-                        ci=world_ci((tp - fp) / S, level))
+    return FeatureScore(tpr=float(tpr), fpr=float(fpr), advantage=float(tpr - fpr), ci=world_ci((tp - fp) / S, level))
 
 
-def _score_target(t: int, target: Target, data: dict[str, tuple[np.ndarray, np.ndarray]],
-                  ai: tuple[np.ndarray, np.ndarray] | None, st: RiskSettings, sensitive: str | None) -> TargetRisk:
-    by = {f: _classify(X_in, X_out, st.folds, st.rf_trees, seed_of(st.seed, 30, t), st.confidence)
-          for f, (X_in, X_out) in data.items()}
+def _score_target(
+    t: int,
+    target: Target,
+    data: dict[str, tuple[np.ndarray, np.ndarray]],
+    ai: tuple[np.ndarray, np.ndarray] | None,
+    st: RiskSettings,
+    sensitive: str | None,
+) -> TargetRisk:
+    by = {
+        f: _classify(X_in, X_out, st.folds, st.rf_trees, seed_of(st.seed, 30, t), st.confidence)
+        for f, (X_in, X_out) in data.items()
+    }
     best = max(by, key=lambda f: by[f].advantage)
     adv, ci = by[best].advantage, by[best].ci
     attr = None
     if ai is not None and sensitive is not None:
         attr = advantage(ai[0], ai[1], sensitive, st.confidence)
-    return TargetRisk(target=target, by_feature=by, feature=best, advantage=adv, advantage_ci=ci,
-                      privacy_gain=_pg(adv), privacy_gain_ci=(_pg(ci[1]), _pg(ci[0])), attribute=attr)
+    return TargetRisk(
+        target=target,
+        by_feature=by,
+        feature=best,
+        advantage=adv,
+        advantage_ci=ci,
+        privacy_gain=_pg(adv),
+        privacy_gain_ci=(_pg(ci[1]), _pg(ci[0])),
+        attribute=attr,
+    )
 
 
 def _pg(adv: float) -> float:
@@ -224,16 +273,27 @@ def _pg(adv: float) -> float:
     return float(min(1.0, max(0.0, 1.0 - adv)))
 
 
-def linkability(ref: GeneratorRef, reference: np.ndarray, targets: list[Target], st: RiskSettings,
-                sensitive: str | None = None, numeric_sensitive: bool = False,
-                progress: Progress | None = None, mapper: Mapper | None = None) -> list[TargetRisk]:
+def linkability(
+    ref: GeneratorRef,
+    reference: np.ndarray,
+    targets: list[Target],
+    st: RiskSettings,
+    sensitive: str | None = None,
+    numeric_sensitive: bool = False,
+    progress: Progress | None = None,
+    mapper: Mapper | None = None,
+) -> list[TargetRisk]:
     """Run the game for every target; attribute inference on ``sensitive`` rides on the same worlds."""
     attrs = ref.attributes
     target_rows = np.array([[t.record[a] for a in attrs] for t in targets], dtype=np.int64)
     ai = None
     if sensitive is not None and st.ai_sets > 0:
-        ai = {"s": attrs.index(sensitive), "numeric": numeric_sensitive, "trees": st.ai_trees,
-              "sets": min(st.ai_sets, st.n_synth)}
+        ai = {
+            "s": attrs.index(sensitive),
+            "numeric": numeric_sensitive,
+            "trees": st.ai_trees,
+            "sets": min(st.ai_sets, st.n_synth),
+        }
     mapper = mapper or joblib_mapper(st.n_jobs)
     worlds = run_worlds(ref, reference, target_rows, st, ai, progress, mapper)
     X_out = {f: np.stack([w[f] for w in worlds.out]) for f in st.features}

@@ -27,11 +27,15 @@ class EpsilonPolicy(_P):
 
 
 class MembershipPolicy(_P):
-    warn_below_pg: float = Field(0.8, description="warn when a target's PG upper CI bound is below this (point "
-                                 "estimates of the worst of many targets are biased low; CIs are not)")
+    warn_below_pg: float = Field(
+        0.8,
+        description="warn when a target's PG upper CI bound is below this (point "
+        "estimates of the worst of many targets are biased low; CIs are not)",
+    )
     fail_below_pg: float = Field(0.5, description="fail when a target's PG upper CI bound is below this")
-    fail_above_dp_bound: bool = Field(True, description="fail when a target's Adv lower CI bound exceeds the "
-                                      "largest advantage (ε, δ)-DP allows")
+    fail_above_dp_bound: bool = Field(
+        True, description="fail when a target's Adv lower CI bound exceeds the largest advantage (ε, δ)-DP allows"
+    )
     min_worlds: int = Field(5, ge=2, description="with fewer shadow worlds the CIs are unreliable: warn, never fail")
 
 
@@ -46,8 +50,10 @@ class ExactMatchPolicy(_P):
     so this policy is stricter than the DP claim — a memorisation rule, as a controller may set one. The claim
     itself is tested by the canary bound."""
 
-    warn_ratio: float = Field(1.25, description="warn: significant rate ratio above this, or count above this "
-                              "multiple of the independent sample's")
+    warn_ratio: float = Field(
+        1.25,
+        description="warn: significant rate ratio above this, or count above this multiple of the independent sample's",
+    )
     fail_ratio: float = Field(2.0, description="fail: the same with this threshold")
     alpha: float = Field(0.001, gt=0, lt=1, description="one-sided binomial test, training vs holdout matches")
     min_count: int = Field(5, ge=0, description="no warn/fail below this many synthetic unique matches")
@@ -94,24 +100,43 @@ def _lvl(fail: bool, warn: bool) -> Level:
     return "fail" if fail else "warn" if warn else "pass"
 
 
-def evaluate(policy: Policy, *, claimed_epsilon: float | None, epsilon_lower: float | None,
-             targets: list, dp_bound: float | None, disclosure, epsilon_lower_pure: float | None = None,
-             n_worlds: int | None = None) -> list[PolicyCheck]:
+def evaluate(
+    policy: Policy,
+    *,
+    claimed_epsilon: float | None,
+    epsilon_lower: float | None,
+    targets: list,
+    dp_bound: float | None,
+    disclosure,
+    epsilon_lower_pure: float | None = None,
+    n_worlds: int | None = None,
+) -> list[PolicyCheck]:
     """Checks of one audit result (``targets``: mia.TargetRisk; ``disclosure``: DisclosureResult or None)."""
     out: list[PolicyCheck] = []
     if epsilon_lower is not None:
         if claimed_epsilon is None:
-            out.append(PolicyCheck(name="DP lower bound", level="warn",
-                                   detail=f"ε_lower = {epsilon_lower:.3g}, but the release claims no ε (no noise)"))
+            out.append(
+                PolicyCheck(
+                    name="DP lower bound",
+                    level="warn",
+                    detail=f"ε_lower = {epsilon_lower:.3g}, but the release claims no ε (no noise)",
+                )
+            )
         else:
             p = policy.epsilon_lower
             pure = epsilon_lower if epsilon_lower_pure is None else epsilon_lower_pure
-            out.append(PolicyCheck(
-                name="DP lower bound", level=_lvl(p.fail_above_claimed and epsilon_lower > claimed_epsilon,
-                                                  max(epsilon_lower, pure) > p.warn_fraction * claimed_epsilon),
-                detail=f"ε_lower = {epsilon_lower:.3g} (δ-aware; pure-ε reading {pure:.3g}) vs claimed "
-                       f"ε = {claimed_epsilon:.3g}"
-                       + (" — the privacy claim is REFUTED" if epsilon_lower > claimed_epsilon else "")))
+            out.append(
+                PolicyCheck(
+                    name="DP lower bound",
+                    level=_lvl(
+                        p.fail_above_claimed and epsilon_lower > claimed_epsilon,
+                        max(epsilon_lower, pure) > p.warn_fraction * claimed_epsilon,
+                    ),
+                    detail=f"ε_lower = {epsilon_lower:.3g} (δ-aware; pure-ε reading {pure:.3g}) vs claimed "
+                    f"ε = {claimed_epsilon:.3g}"
+                    + (" — the privacy claim is REFUTED" if epsilon_lower > claimed_epsilon else ""),
+                )
+            )
     if targets:
         p = policy.membership
         worst_t = min(targets, key=lambda r: r.privacy_gain)
@@ -119,52 +144,71 @@ def evaluate(policy: Policy, *, claimed_epsilon: float | None, epsilon_lower: fl
         above = [r for r in targets if dp_bound is not None and r.advantage_ci[0] > dp_bound]
         few = n_worlds is not None and n_worlds < p.min_worlds
         bad = fail or (p.fail_above_dp_bound and bool(above))
-        out.append(PolicyCheck(
-            name="membership inference (per-record privacy gain)",
-            level=_lvl(bad and not few, (bad and few) or any(r.privacy_gain_ci[1] < p.warn_below_pg for r in targets)),
-            detail=f"lowest PG = {worst_t.privacy_gain:.2f} (CI {worst_t.privacy_gain_ci[0]:.2f}–"
-                   f"{worst_t.privacy_gain_ci[1]:.2f}, {worst_t.target.kind} record #{worst_t.target.index}, "
-                   f"{worst_t.feature} features)"
-                   + (f"; {len(above)} target(s) beat the DP bound Adv ≤ {dp_bound:.3f}" if above else "")
-                   + (f"; only {n_worlds} shadow worlds (< {p.min_worlds}): CIs unreliable, not failing"
-                      if few else "")))
+        out.append(
+            PolicyCheck(
+                name="membership inference (per-record privacy gain)",
+                level=_lvl(
+                    bad and not few, (bad and few) or any(r.privacy_gain_ci[1] < p.warn_below_pg for r in targets)
+                ),
+                detail=f"lowest PG = {worst_t.privacy_gain:.2f} (CI {worst_t.privacy_gain_ci[0]:.2f}–"
+                f"{worst_t.privacy_gain_ci[1]:.2f}, {worst_t.target.kind} record #{worst_t.target.index}, "
+                f"{worst_t.feature} features)"
+                + (f"; {len(above)} target(s) beat the DP bound Adv ≤ {dp_bound:.3f}" if above else "")
+                + (f"; only {n_worlds} shadow worlds (< {p.min_worlds}): CIs unreliable, not failing" if few else ""),
+            )
+        )
         ai = [r.attribute for r in targets if r.attribute is not None]
         if ai:
             q = policy.attribute
             top = max(ai, key=lambda a: a.advantage)
-            out.append(PolicyCheck(
-                name=f"attribute inference ({top.sensitive})",
-                level=_lvl(any(a.ci[0] > q.fail_above_adv for a in ai), top.advantage > q.warn_above_adv),
-                detail=f"largest advantage {top.advantage:+.2f} (CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}); "
-                       f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}"))
+            out.append(
+                PolicyCheck(
+                    name=f"attribute inference ({top.sensitive})",
+                    level=_lvl(any(a.ci[0] > q.fail_above_adv for a in ai), top.advantage > q.warn_above_adv),
+                    detail=f"largest advantage {top.advantage:+.2f} (CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}); "
+                    f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}",
+                )
+            )
     if disclosure is not None:
         q = policy.exact_matches
         u = disclosure.unique
         big = u.synthetic >= q.min_count
         chance = u.synthetic / max(u.independent, 1)
         copying = big and u.p_value < q.alpha and u.rate_ratio > q.fail_ratio
-        out.append(PolicyCheck(
-            name="exact matches of real-unique records",
-            level=_lvl(copying or (big and chance > q.fail_ratio),
-                       big and ((u.p_value < q.alpha and u.rate_ratio > q.warn_ratio) or chance > q.warn_ratio)),
-            detail=f"{u.synthetic} of {u.real_unique_train} real-unique training records reproduced exactly vs "
-                   f"{u.independent} by a same-size independent real sample; reproduced real-unique holdout records "
-                   f"(never seen): {u.synthetic_holdout} of {u.real_unique_holdout} — rate ratio {u.rate_ratio:.2f}, "
-                   f"p = {u.p_value:.2g}; {disclosure.exact_matches} of {disclosure.rows} synthetic records equal a "
-                   f"training record (independent sample: {disclosure.exact_matches_independent})"))
+        out.append(
+            PolicyCheck(
+                name="exact matches of real-unique records",
+                level=_lvl(
+                    copying or (big and chance > q.fail_ratio),
+                    big and ((u.p_value < q.alpha and u.rate_ratio > q.warn_ratio) or chance > q.warn_ratio),
+                ),
+                detail=f"{u.synthetic} of {u.real_unique_train} real-unique training records reproduced exactly vs "
+                f"{u.independent} by a same-size independent real sample; reproduced real-unique holdout records "
+                f"(never seen): {u.synthetic_holdout} of {u.real_unique_holdout} — rate ratio {u.rate_ratio:.2f}, "
+                f"p = {u.p_value:.2g}; {disclosure.exact_matches} of {disclosure.rows} synthetic records equal a "
+                f"training record (independent sample: {disclosure.exact_matches_independent})",
+            )
+        )
         ds, dh = disclosure.dcr_synthetic, disclosure.dcr_holdout
         dz, hz = ds.share_zero, dh.share_zero
         zs, zh = dz * ds.sample, hz * dh.sample  # records at distance 0 in each sample
         ratio = ((zs + 1) / ds.sample) / ((zh + 1) / dh.sample)  # +1: no division by an empty baseline
         many = zs >= policy.exact_matches.min_count
-        out.append(PolicyCheck(
-            name="distance to closest record", level=_lvl(many and ratio > policy.dcr.fail_zero_ratio,
-                                                          many and ratio > policy.dcr.warn_zero_ratio),
-            detail=f"share at distance 0: synthetic {dz:.3f} vs real holdout {hz:.3f}; median "
-                   f"{disclosure.dcr_synthetic.median:g} vs {disclosure.dcr_holdout.median:g}"))
+        out.append(
+            PolicyCheck(
+                name="distance to closest record",
+                level=_lvl(many and ratio > policy.dcr.fail_zero_ratio, many and ratio > policy.dcr.warn_zero_ratio),
+                detail=f"share at distance 0: synthetic {dz:.3f} vs real holdout {hz:.3f}; median "
+                f"{disclosure.dcr_synthetic.median:g} vs {disclosure.dcr_holdout.median:g}",
+            )
+        )
         if disclosure.small_cells is not None:
             sc = disclosure.small_cells
-            out.append(PolicyCheck(
-                name="small synthetic cells", level=_lvl(False, sc.total > policy.small_cells.warn_above),
-                detail=f"{sc.total} cell(s) of the released tables hold 1–{sc.threshold - 1} synthetic records"))
+            out.append(
+                PolicyCheck(
+                    name="small synthetic cells",
+                    level=_lvl(False, sc.total > policy.small_cells.warn_above),
+                    detail=f"{sc.total} cell(s) of the released tables hold 1–{sc.threshold - 1} synthetic records",
+                )
+            )
     return out

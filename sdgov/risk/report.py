@@ -18,7 +18,7 @@ def _svg(fig: Any) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     s = buf.getvalue()
-    return s[s.find("<svg"):] if "<svg" in s else s
+    return s[s.find("<svg") :] if "<svg" in s else s
 
 
 def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
@@ -43,11 +43,21 @@ def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
     ax.set_xlim(0, 1.02)
     ax.set_xlabel("privacy gain PG = 1 − (TPR − FPR) of the linkability attack (1 = attacker learns nothing)")
     if result.dp_adv_bound is not None:
-        ax.axvline(1 - result.dp_adv_bound, color="#2166ac", ls="--", lw=1,
-                   label=f"DP floor 1 − (e^ε − 1), ε = {result.claimed_epsilon:.3g}")
+        ax.axvline(
+            1 - result.dp_adv_bound,
+            color="#2166ac",
+            ls="--",
+            lw=1,
+            label=f"DP floor 1 − (e^ε − 1), ε = {result.claimed_epsilon:.3g}",
+        )
     if result.dp_adv_bound_tight is not None:
-        ax.axvline(1 - result.dp_adv_bound_tight, color="#2166ac", ls=":", lw=1.2,
-                   label="DP floor 1 − (e^ε − 1 + 2δ)/(e^ε + 1)")
+        ax.axvline(
+            1 - result.dp_adv_bound_tight,
+            color="#2166ac",
+            ls=":",
+            lw=1.2,
+            label="DP floor 1 − (e^ε − 1 + 2δ)/(e^ε + 1)",
+        )
     for k, c in colours.items():
         ax.barh([0], [0], color=c, label=f"{k} target")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=7, frameon=False)
@@ -85,28 +95,53 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
     c = result.canary
     lines = []
     if result.epsilon_lower is not None:
-        lines.append(f"Empirical DP lower bound ε_lower = {result.epsilon_lower:.3g} at confidence {1 - c.beta:g} "
-                     f"({c.m} canaries, {c.d} dimensions, ν̂ = {c.nu_hat:.4g})"
-                     + (f" against the claimed ε = {result.claimed_epsilon:.3g}." if result.claimed_epsilon else "."))
+        lines.append(
+            f"Empirical DP lower bound ε_lower = {result.epsilon_lower:.3g} at confidence {1 - c.beta:g} "
+            f"({c.m} canaries, {c.d} dimensions, ν̂ = {c.nu_hat:.4g})"
+            + (f" against the claimed ε = {result.claimed_epsilon:.3g}." if result.claimed_epsilon else ".")
+        )
     if result.min_privacy_gain is not None:
-        lines.append(f"Lowest per-record privacy gain {result.min_privacy_gain:.2f} over {len(result.targets)} "
-                     f"targets ({sum(r.target.kind == 'outlier' for r in result.targets)} outliers).")
+        lines.append(
+            f"Lowest per-record privacy gain {result.min_privacy_gain:.2f} over {len(result.targets)} "
+            f"targets ({sum(r.target.kind == 'outlier' for r in result.targets)} outliers)."
+        )
     if result.disclosure is not None:
         d = result.disclosure
-        lines.append(f"{d.unique.synthetic} real-unique training records reproduced exactly (a same-size "
-                     f"independent real sample: {d.unique.independent}; unseen holdout records: "
-                     f"{d.unique.synthetic_holdout}).")
+        lines.append(
+            f"{d.unique.synthetic} real-unique training records reproduced exactly (a same-size "
+            f"independent real sample: {d.unique.independent}; unseen holdout records: "
+            f"{d.unique.synthetic_holdout})."
+        )
     return {
-        "verdict": result.verdict, "summary": " ".join(lines), "checks": [x.model_dump() for x in result.checks],
-        "key_figures": {k: s[k] for k in ("epsilon_lower", "claimed_epsilon", "claimed_delta", "min_privacy_gain",
-                                          "exact_matches", "exact_matches_unique", "exact_matches_unique_baseline",
-                                          "dp_adv_bound", "dp_adv_bound_tight", "seconds")},
-        "targets": s["targets"], "outlier_rule": result.outlier_rule, "generator": result.generator,
-        "settings": result.settings, "policy": result.policy,
+        "verdict": result.verdict,
+        "summary": " ".join(lines),
+        "checks": [x.model_dump() for x in result.checks],
+        "key_figures": {
+            k: s[k]
+            for k in (
+                "epsilon_lower",
+                "claimed_epsilon",
+                "claimed_delta",
+                "min_privacy_gain",
+                "exact_matches",
+                "exact_matches_unique",
+                "exact_matches_unique_baseline",
+                "dp_adv_bound",
+                "dp_adv_bound_tight",
+                "seconds",
+            )
+        },
+        "targets": s["targets"],
+        "outlier_rule": result.outlier_rule,
+        "generator": result.generator,
+        "settings": result.settings,
+        "policy": result.policy,
         "pg_plot_svg": pg_plot_svg(result) if plots else None,
         "dcr_plot_svg": dcr_plot_svg(result) if plots else None,
-        "note": ("Privacy evidence is computed by the data controller on the confidential data. The attacks are "
-                 "empirical: they can show a claim is false (ε_lower above the claim) but never prove it true."),
+        "note": (
+            "Privacy evidence is computed by the data controller on the confidential data. The attacks are "
+            "empirical: they can show a claim is false (ε_lower above the claim) but never prove it true."
+        ),
     }
 
 
@@ -118,5 +153,12 @@ def audit_checks(result: PrivacyAuditResult) -> list:
     """The policy checks as :class:`sdgov.audit.Check` rows (fail blocks, warn warns) for the release audit."""
     from sdgov.audit import Check
 
-    return [Check(name=f"privacy: {c.name}", passed=c.level == "pass", detail=c.detail,
-                  severity="block" if c.level == "fail" else "warn") for c in result.checks]
+    return [
+        Check(
+            name=f"privacy: {c.name}",
+            passed=c.level == "pass",
+            detail=c.detail,
+            severity="block" if c.level == "fail" else "warn",
+        )
+        for c in result.checks
+    ]

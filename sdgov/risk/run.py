@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from sdgov.audit_protocol import AuditError, load_generator
-from sdgov.risk.base import OUTLIER_RULE, GeneratorRef, Mapper, Progress, RiskSettings, select_targets, seed_of
+from sdgov.risk.base import OUTLIER_RULE, GeneratorRef, Mapper, Progress, RiskSettings, seed_of, select_targets
 from sdgov.risk.canary import CanaryResult, Metric, canary_audit
 from sdgov.risk.disclosure import DisclosureResult, disclosure_checks
 from sdgov.risk.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
@@ -59,12 +59,26 @@ class PrivacyAuditResult(BaseModel):
     timing: dict[str, float]
 
 
-def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int], cliques: list[tuple[str, ...]],
-                  generator: str, params: dict[str, Any], settings: RiskSettings, policy: Policy,
-                  claimed_epsilon: float | None, claimed_delta: float | None, *, spec_name: str = "",
-                  labels: dict[str, list[str]] | None = None, numeric: set[str] | None = None,
-                  parts: tuple[str, ...] = PARTS, canary_metric: Metric = "unit",
-                  progress: Progress | None = None, mapper: Mapper | None = None) -> PrivacyAuditResult:
+def audit_privacy(
+    real: np.ndarray,
+    attributes: list[str],
+    domain: dict[str, int],
+    cliques: list[tuple[str, ...]],
+    generator: str,
+    params: dict[str, Any],
+    settings: RiskSettings,
+    policy: Policy,
+    claimed_epsilon: float | None,
+    claimed_delta: float | None,
+    *,
+    spec_name: str = "",
+    labels: dict[str, list[str]] | None = None,
+    numeric: set[str] | None = None,
+    parts: tuple[str, ...] = PARTS,
+    canary_metric: Metric = "unit",
+    progress: Progress | None = None,
+    mapper: Mapper | None = None,
+) -> PrivacyAuditResult:
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
     load_generator(generator)  # fail fast on a bad import path
@@ -73,8 +87,9 @@ def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int
         raise AuditError(f"unknown audit part(s) {bad}", "privacy audit", f"choose from {list(PARTS)}")
     st = settings
     real = np.asarray(real, dtype=np.int64)
-    ref = GeneratorRef(path=generator, cliques=tuple(tuple(c) for c in cliques), domain=dict(domain),
-                       params=dict(params))
+    ref = GeneratorRef(
+        path=generator, cliques=tuple(tuple(c) for c in cliques), domain=dict(domain), params=dict(params)
+    )
     sizes = [domain[a] for a in attributes]
     N = len(real)
 
@@ -90,8 +105,16 @@ def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int
     risks: list[TargetRisk] = []
     if "mia" in parts and targets:
         t = time.perf_counter()
-        risks = linkability(ref, reference, targets, st, sensitive if st.ai_sets > 0 else None,
-                            sensitive in (numeric or set()), progress, mapper)
+        risks = linkability(
+            ref,
+            reference,
+            targets,
+            st,
+            sensitive if st.ai_sets > 0 else None,
+            sensitive in (numeric or set()),
+            progress,
+            mapper,
+        )
         timing["membership_and_attribute"] = time.perf_counter() - t
 
     canary: CanaryResult | None = None
@@ -99,10 +122,14 @@ def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int
         t = time.perf_counter()
         m = st.canaries or default_canaries(st.train_rows, st.beta, claimed_delta)
         n_base = st.canary_base_rows if st.canary_base_rows is not None else st.train_rows - m
-        base = reference[np.random.default_rng(seed_of(st.seed, 2)).choice(
-            len(reference), size=max(0, min(n_base, len(reference))), replace=False)]
-        canary = canary_audit(ref, base, m, st.m, seed_of(st.seed, 3), st.beta, claimed_delta or 0.0,
-                              canary_metric, st.canary_runs)
+        base = reference[
+            np.random.default_rng(seed_of(st.seed, 2)).choice(
+                len(reference), size=max(0, min(n_base, len(reference))), replace=False
+            )
+        ]
+        canary = canary_audit(
+            ref, base, m, st.m, seed_of(st.seed, 3), st.beta, claimed_delta or 0.0, canary_metric, st.canary_runs
+        )
         timing["canary"] = time.perf_counter() - t
         if progress:
             progress(1, 1, "canary audit")
@@ -112,37 +139,69 @@ def audit_privacy(real: np.ndarray, attributes: list[str], domain: dict[str, int
         t = time.perf_counter()
         n_train = st.disclosure_rows or min(len(reference) // 3, 25_000)
         if 3 * n_train > len(reference):
-            raise AuditError(f"disclosure_rows = {n_train}: three disjoint parts of that size do not fit in the "
-                             f"{len(reference)} reference records", "privacy audit", "lower disclosure_rows")
-        train, holdout, independent = (reference[i * n_train:(i + 1) * n_train] for i in range(3))
+            raise AuditError(
+                f"disclosure_rows = {n_train}: three disjoint parts of that size do not fit in the "
+                f"{len(reference)} reference records",
+                "privacy audit",
+                "lower disclosure_rows",
+            )
+        train, holdout, independent = (reference[i * n_train : (i + 1) * n_train] for i in range(3))
         synth = ref.fit_sample(train, seed_of(st.seed, 4), n_train, [seed_of(st.seed, 5)])[0]
-        disclosure = disclosure_checks(train, holdout, independent, synth, attributes, sizes,
-                                       [tuple(c) for c in cliques], policy.small_cells.threshold, st.dcr_sample,
-                                       seed_of(st.seed, 6))
+        disclosure = disclosure_checks(
+            train,
+            holdout,
+            independent,
+            synth,
+            attributes,
+            sizes,
+            [tuple(c) for c in cliques],
+            policy.small_cells.threshold,
+            st.dcr_sample,
+            seed_of(st.seed, 6),
+        )
         timing["disclosure"] = time.perf_counter() - t
         if progress:
             progress(1, 1, "record checks")
 
     tight = dp_adv_bound_tight(claimed_epsilon, claimed_delta)
-    checks = evaluate(policy, claimed_epsilon=claimed_epsilon,
-                      epsilon_lower=canary.epsilon_lower if canary else None, targets=risks, dp_bound=tight,
-                      disclosure=disclosure, epsilon_lower_pure=canary.epsilon_lower_pure if canary else None,
-                      n_worlds=st.n_shadow)
+    checks = evaluate(
+        policy,
+        claimed_epsilon=claimed_epsilon,
+        epsilon_lower=canary.epsilon_lower if canary else None,
+        targets=risks,
+        dp_bound=tight,
+        disclosure=disclosure,
+        epsilon_lower_pure=canary.epsilon_lower_pure if canary else None,
+        n_worlds=st.n_shadow,
+    )
     seconds = time.perf_counter() - t0
     timing["total"] = seconds
     return PrivacyAuditResult(
-        spec_name=spec_name, generator=generator, generator_params=dict(params), attributes=list(attributes),
-        records=N, claimed_epsilon=claimed_epsilon, claimed_delta=claimed_delta,
-        dp_adv_bound=dp_adv_bound(claimed_epsilon), dp_adv_bound_tight=tight,
+        spec_name=spec_name,
+        generator=generator,
+        generator_params=dict(params),
+        attributes=list(attributes),
+        records=N,
+        claimed_epsilon=claimed_epsilon,
+        claimed_delta=claimed_delta,
+        dp_adv_bound=dp_adv_bound(claimed_epsilon),
+        dp_adv_bound_tight=tight,
         settings={**st.model_dump(mode="json"), "canary_metric": canary_metric, "parts": list(parts)},
-        policy=policy.name, outlier_rule=OUTLIER_RULE, sensitive=sensitive if st.ai_sets > 0 else None,
-        targets=risks, canary=canary, disclosure=disclosure, checks=checks,
+        policy=policy.name,
+        outlier_rule=OUTLIER_RULE,
+        sensitive=sensitive if st.ai_sets > 0 else None,
+        targets=risks,
+        canary=canary,
+        disclosure=disclosure,
+        checks=checks,
         verdict=worst([c.level for c in checks]) if checks else "pass",
         epsilon_lower=canary.epsilon_lower if canary else None,
         epsilon_lower_pure=canary.epsilon_lower_pure if canary else None,
         min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
         exact_matches=disclosure.exact_matches if disclosure else None,
-        seconds=seconds, timing=timing)
+        seconds=seconds,
+        timing=timing,
+    )
 
 
 def default_canaries(train_rows: int, beta: float, delta: float | None) -> int:
@@ -151,10 +210,17 @@ def default_canaries(train_rows: int, beta: float, delta: float | None) -> int:
     return min(m, max(1, int(beta / (20 * delta)))) if delta else m
 
 
-def audit_spec_privacy(spec_path: str | Path, generator: str | None = None, settings: RiskSettings | None = None,
-                       policy: Policy | None = None, data_path: str | Path | None = None,
-                       params: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS,
-                       canary_metric: Metric = "unit", progress: Progress | None = None) -> PrivacyAuditResult:
+def audit_spec_privacy(
+    spec_path: str | Path,
+    generator: str | None = None,
+    settings: RiskSettings | None = None,
+    policy: Policy | None = None,
+    data_path: str | Path | None = None,
+    params: dict[str, Any] | None = None,
+    parts: tuple[str, ...] = PARTS,
+    canary_metric: Metric = "unit",
+    progress: Progress | None = None,
+) -> PrivacyAuditResult:
     """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
     from the spec's :class:`~sdgov.privacy.PrivacyPlan` on the full data."""
     from sdgov.privacy import plan_privacy
@@ -164,15 +230,35 @@ def audit_spec_privacy(spec_path: str | Path, generator: str | None = None, sett
     loaded = load_spec(spec_path)
     codes = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
     plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
-    return audit_agreement_privacy(loaded.agreement, loaded.schema_, codes, plan, generator, settings, policy,
-                                   params, parts, canary_metric, progress)
+    return audit_agreement_privacy(
+        loaded.agreement,
+        loaded.schema_,
+        codes,
+        plan,
+        generator,
+        settings,
+        policy,
+        params,
+        parts,
+        canary_metric,
+        progress,
+    )
 
 
-def audit_agreement_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, generator: str | None = None,
-                            settings: RiskSettings | None = None, policy: Policy | None = None,
-                            params: dict[str, Any] | None = None, parts: tuple[str, ...] = PARTS,
-                            canary_metric: Metric = "unit", progress: Progress | None = None,
-                            mapper: Mapper | None = None) -> PrivacyAuditResult:
+def audit_agreement_privacy(
+    agreement: Any,
+    schema: Any,
+    codes: Any,
+    plan: Any,
+    generator: str | None = None,
+    settings: RiskSettings | None = None,
+    policy: Policy | None = None,
+    params: dict[str, Any] | None = None,
+    parts: tuple[str, ...] = PARTS,
+    canary_metric: Metric = "unit",
+    progress: Progress | None = None,
+    mapper: Mapper | None = None,
+) -> PrivacyAuditResult:
     """The audit for an agreement: its attributes, Φ and privacy plan (``plan``: the claimed ε, δ and σ).
 
     The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audit_generators`)
@@ -186,45 +272,91 @@ def audit_agreement_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, 
     gen = generator or honest_variant(agreement.generator.name)
     if gen.startswith(SHIPPED_PREFIXES):  # the release's own noise scale and iterations, unless overridden
         sig = min((m.sigma for m in plan.marginals), default=0.0)
-        params = {"sigma": 0.0 if plan.noise == "none" else float(sig), "iterations": agreement.generator.iterations,
-                  **(params or {})}
+        params = {
+            "sigma": 0.0 if plan.noise == "none" else float(sig),
+            "iterations": agreement.generator.iterations,
+            **(params or {}),
+        }
     params = dict(params or {})
     attrs = list(agreement.attributes)
     domain = {a: schema.by_name[a].size for a in attrs}
     labels = {a: [str(x) for x in schema.by_name[a].labels()] for a in attrs}
     numeric = {a for a in attrs if schema.by_name[a].kind == "numeric"}
-    return audit_privacy(codes[attrs].to_numpy(), attrs, domain, [tuple(c) for c in agreement.cliques], gen, params,
-                         settings or RiskSettings(), policy or Policy(), plan.epsilon,
-                         plan.delta, spec_name=agreement.spec_name, labels=labels, numeric=numeric, parts=parts,
-                         canary_metric=canary_metric, progress=progress, mapper=mapper)
+    return audit_privacy(
+        codes[attrs].to_numpy(),
+        attrs,
+        domain,
+        [tuple(c) for c in agreement.cliques],
+        gen,
+        params,
+        settings or RiskSettings(),
+        policy or Policy(),
+        plan.epsilon,
+        plan.delta,
+        spec_name=agreement.spec_name,
+        labels=labels,
+        numeric=numeric,
+        parts=parts,
+        canary_metric=canary_metric,
+        progress=progress,
+        mapper=mapper,
+    )
 
 
-def run_release_privacy(agreement: Any, schema: Any, codes: Any, plan: Any, progress: Progress | None = None,
-                        mapper: Mapper | None = None) -> PrivacyAuditResult:
+def run_release_privacy(
+    agreement: Any, schema: Any, codes: Any, plan: Any, progress: Progress | None = None, mapper: Mapper | None = None
+) -> PrivacyAuditResult:
     """The audit as pre-registered in ``agreement.privacy_risk`` (used by the release's audit stage)."""
     pr = agreement.privacy_risk
-    return audit_agreement_privacy(agreement, schema, codes, plan, pr.generator, pr.settings, pr.policy,
-                                   pr.generator_params, progress=progress, mapper=mapper)
+    return audit_agreement_privacy(
+        agreement,
+        schema,
+        codes,
+        plan,
+        pr.generator,
+        pr.settings,
+        pr.policy,
+        pr.generator_params,
+        progress=progress,
+        mapper=mapper,
+    )
 
 
 def summary(result: PrivacyAuditResult) -> dict[str, Any]:
     """The CLI's JSON contract: verdict, epsilon_lower, min_privacy_gain, exact_matches, seconds (+ details)."""
-    fin = (lambda x: None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x)
+    fin = lambda x: None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
     d = result.disclosure
     return {
-        "ok": True, "test": "privacy", "verdict": result.verdict, "epsilon_lower": fin(result.epsilon_lower),
+        "ok": True,
+        "test": "privacy",
+        "verdict": result.verdict,
+        "epsilon_lower": fin(result.epsilon_lower),
         "epsilon_lower_pure": fin(result.epsilon_lower_pure),
-        "claimed_epsilon": result.claimed_epsilon, "claimed_delta": result.claimed_delta,
-        "min_privacy_gain": result.min_privacy_gain, "exact_matches": result.exact_matches,
+        "claimed_epsilon": result.claimed_epsilon,
+        "claimed_delta": result.claimed_delta,
+        "min_privacy_gain": result.min_privacy_gain,
+        "exact_matches": result.exact_matches,
         "exact_matches_unique": d.unique.synthetic if d else None,
         "exact_matches_unique_baseline": d.unique.independent if d else None,
         "exact_matches_unique_holdout": d.unique.synthetic_holdout if d else None,
         "unique_match_p_value": d.unique.p_value if d else None,
-        "seconds": result.seconds, "generator": result.generator, "generator_params": result.generator_params,
-        "dp_adv_bound": result.dp_adv_bound, "dp_adv_bound_tight": result.dp_adv_bound_tight,
-        "targets": [{"index": r.target.index, "kind": r.target.kind, "privacy_gain": r.privacy_gain,
-                     "privacy_gain_ci": list(r.privacy_gain_ci), "advantage": r.advantage, "feature": r.feature,
-                     "attribute_advantage": r.attribute.advantage if r.attribute else None}
-                    for r in result.targets],
-        "checks": [c.model_dump() for c in result.checks], "timing": result.timing,
+        "seconds": result.seconds,
+        "generator": result.generator,
+        "generator_params": result.generator_params,
+        "dp_adv_bound": result.dp_adv_bound,
+        "dp_adv_bound_tight": result.dp_adv_bound_tight,
+        "targets": [
+            {
+                "index": r.target.index,
+                "kind": r.target.kind,
+                "privacy_gain": r.privacy_gain,
+                "privacy_gain_ci": list(r.privacy_gain_ci),
+                "advantage": r.advantage,
+                "feature": r.feature,
+                "attribute_advantage": r.attribute.advantage if r.attribute else None,
+            }
+            for r in result.targets
+        ],
+        "checks": [c.model_dump() for c in result.checks],
+        "timing": result.timing,
     }

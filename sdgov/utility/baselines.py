@@ -14,8 +14,9 @@ import pandas as pd
 from sdgov.schema import Schema
 
 
-def independent_marginals(real: pd.DataFrame, schema: Schema, attributes: list[str], rows: int,
-                          seed: int = 0) -> pd.DataFrame:
+def independent_marginals(
+    real: pd.DataFrame, schema: Schema, attributes: list[str], rows: int, seed: int = 0
+) -> pd.DataFrame:
     rng = np.random.default_rng([seed, 101])
     out = {}
     for a in attributes:

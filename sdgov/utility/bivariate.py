@@ -54,8 +54,9 @@ def phi_pairs(attributes: list[str], cliques: list[tuple[str, ...]]) -> np.ndarr
     return m
 
 
-def bivariate(real_assoc: np.ndarray, synth: pd.DataFrame, schema: Schema, attributes: list[str],
-              in_phi: np.ndarray) -> dict:
+def bivariate(
+    real_assoc: np.ndarray, synth: pd.DataFrame, schema: Schema, attributes: list[str], in_phi: np.ndarray
+) -> dict:
     s = association_matrix(synth, schema, attributes)
     b = 1 - np.abs(real_assoc - s) / 2
     off = ~np.eye(len(attributes), dtype=bool)
@@ -63,8 +64,17 @@ def bivariate(real_assoc: np.ndarray, synth: pd.DataFrame, schema: Schema, attri
     def mean(mask: np.ndarray) -> float | None:
         return float(b[mask].mean()) if mask.any() else None
 
-    worst = sorted(((float(b[i, j]), attributes[i], attributes[j], bool(in_phi[i, j]))
-                    for i, j in itertools.combinations(range(len(attributes)), 2)))[:5]
-    return {"synthetic": s.round(6).tolist(), "B": b.round(6).tolist(), "mean_B": mean(off),
-            "mean_B_in_phi": mean(off & in_phi), "mean_B_not_in_phi": mean(off & ~in_phi),
-            "worst_pairs": [{"pair": [x, y], "B": v, "in_phi": p} for v, x, y, p in worst]}
+    worst = sorted(
+        (
+            (float(b[i, j]), attributes[i], attributes[j], bool(in_phi[i, j]))
+            for i, j in itertools.combinations(range(len(attributes)), 2)
+        )
+    )[:5]
+    return {
+        "synthetic": s.round(6).tolist(),
+        "B": b.round(6).tolist(),
+        "mean_B": mean(off),
+        "mean_B_in_phi": mean(off & in_phi),
+        "mean_B_not_in_phi": mean(off & ~in_phi),
+        "worst_pairs": [{"pair": [x, y], "B": v, "in_phi": p} for v, x, y, p in worst],
+    }

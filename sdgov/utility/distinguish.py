@@ -20,12 +20,18 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
-
 N_JOBS = 2  # the controller's machine: 2 cores
 
 
-def pmse(real: pd.DataFrame, synth: pd.DataFrame, attributes: list[str], rows: int = 20000, permutations: int = 5,
-         min_leaf: int = 200, seed: int = 0) -> dict:
+def pmse(
+    real: pd.DataFrame,
+    synth: pd.DataFrame,
+    attributes: list[str],
+    rows: int = 20000,
+    permutations: int = 5,
+    min_leaf: int = 200,
+    seed: int = 0,
+) -> dict:
     """pMSE of a CART propensity model and its ratio to the permutation null (Snoke et al. 2018, §3.2)."""
     from sklearn.tree import DecisionTreeClassifier
 
@@ -43,13 +49,24 @@ def pmse(real: pd.DataFrame, synth: pd.DataFrame, attributes: list[str], rows: i
 
     value = fit(y)
     null = float(np.mean([fit(rng.permutation(y)) for _ in range(permutations)]))
-    return {"pmse": value, "null_mean": null, "ratio": value / null if null > 0 else None,
-            "model": f"CART (min {min_leaf} records per leaf), null from {permutations} label permutations",
-            "rows_per_side": int(len(r))}
+    return {
+        "pmse": value,
+        "null_mean": null,
+        "ratio": value / null if null > 0 else None,
+        "model": f"CART (min {min_leaf} records per leaf), null from {permutations} label permutations",
+        "rows_per_side": int(len(r)),
+    }
 
 
-def specks(real: pd.DataFrame, synth: pd.DataFrame, attributes: list[str], seeds: int = 20, rows: int = 3000,
-           trees: int = 30, seed: int = 0) -> dict:
+def specks(
+    real: pd.DataFrame,
+    synth: pd.DataFrame,
+    attributes: list[str],
+    seeds: int = 20,
+    rows: int = 3000,
+    trees: int = 30,
+    seed: int = 0,
+) -> dict:
     from sklearn.ensemble import RandomForestClassifier
 
     r, s = real[attributes].to_numpy(), synth[attributes].to_numpy()
@@ -59,8 +76,14 @@ def specks(real: pd.DataFrame, synth: pd.DataFrame, attributes: list[str], seeds
         rng = np.random.default_rng([seed, i])
         x = np.vstack([r[rng.choice(len(r), m, replace=False)], s[rng.choice(len(s), m, replace=False)]])
         y = np.r_[np.zeros(m), np.ones(m)]
-        rf = RandomForestClassifier(n_estimators=trees, min_samples_leaf=5, max_features="sqrt", oob_score=True,
-                                    n_jobs=N_JOBS, random_state=int(rng.integers(2**31)))
+        rf = RandomForestClassifier(
+            n_estimators=trees,
+            min_samples_leaf=5,
+            max_features="sqrt",
+            oob_score=True,
+            n_jobs=N_JOBS,
+            random_state=int(rng.integers(2**31)),
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rf.fit(x, y)

@@ -26,8 +26,9 @@ def _position(syn: float, ind: float | None, boot: float | None) -> float | None
     return float((ind - syn) / (ind - boot))
 
 
-def _grade(syn: float, ind: float | None, boot: float | None, fallback: tuple[float, float], fallback_value: float
-           ) -> tuple[str, float | None]:
+def _grade(
+    syn: float, ind: float | None, boot: float | None, fallback: tuple[float, float], fallback_value: float
+) -> tuple[str, float | None]:
     pos = _position(syn, ind, boot)
     if pos is not None:
         if pos >= 0.9 or syn <= 1.5 * boot:  # type: ignore[operator]
@@ -47,41 +48,72 @@ def task_verdicts(tasks: dict[str, list[dict]]) -> list[dict]:
         if t["kind"] == "table":
             what = f"the table {' × '.join(t['attributes'])}" + (" (restricted)" if t["where"] else "")
             grade, pos = _grade(t["rmse"], i and i["rmse"], b and b["rmse"], (0.05, 0.15), t["tvd"])
-            detail = (f"RMSE {t['rmse']:.1f} counts" + (f" (real bootstrap {b['rmse']:.1f}, independent "
-                                                        f"{i['rmse']:.1f})" if i and b else ""))
+            detail = f"RMSE {t['rmse']:.1f} counts" + (
+                f" (real bootstrap {b['rmse']:.1f}, independent {i['rmse']:.1f})" if i and b else ""
+            )
             out.append({"task": n, "use": what, "verdict": grade, "position": pos, "detail": detail})
         elif t["kind"] == "gap":
             what = f"the gap between {t['groups'][0]} and {t['groups'][1]} by {', '.join(t['by'])}"
             size = float(np.sqrt(np.mean([c["real"] ** 2 for c in t["cells"]]))) if t["cells"] else 1.0
-            grade, pos = _grade(t["rmse_pp"], i and i["rmse_pp"], b and b["rmse_pp"], (0.2, 0.5),
-                                t["rmse_pp"] / max(size, 1e-9))
-            detail = (f"RMSE {t['rmse_pp']:.2f} percentage points, sign right in {100 * t['sign_agreement']:.0f}% of "
-                      "cells" + (f" (real bootstrap {b['rmse_pp']:.2f}, independent {i['rmse_pp']:.2f})" if i and b else ""))
+            grade, pos = _grade(
+                t["rmse_pp"], i and i["rmse_pp"], b and b["rmse_pp"], (0.2, 0.5), t["rmse_pp"] / max(size, 1e-9)
+            )
+            detail = (
+                f"RMSE {t['rmse_pp']:.2f} percentage points, sign right in {100 * t['sign_agreement']:.0f}% of "
+                "cells" + (f" (real bootstrap {b['rmse_pp']:.2f}, independent {i['rmse_pp']:.2f})" if i and b else "")
+            )
             out.append({"task": n, "use": what, "verdict": grade, "position": pos, "detail": detail})
         elif t["kind"] == "regression":
             gap = t["accuracy_gap"]
-            out.append({"task": n, "use": f"predicting {t['target']} from {', '.join(t['features'])} (multinomial regression)",
-                        "verdict": "fit" if gap <= 0.01 else "partly fit" if gap <= 0.03 else "not fit", "position": None,
-                        "detail": f"accuracy trained on synthetic {t['accuracy_train_on_synthetic']:.3f} vs trained on "
-                                  f"real {t['accuracy_train_on_real']:.3f}, both tested on real records"})
+            out.append(
+                {
+                    "task": n,
+                    "use": f"predicting {t['target']} from {', '.join(t['features'])} (multinomial regression)",
+                    "verdict": "fit" if gap <= 0.01 else "partly fit" if gap <= 0.03 else "not fit",
+                    "position": None,
+                    "detail": f"accuracy trained on synthetic {t['accuracy_train_on_synthetic']:.3f} vs trained on "
+                    f"real {t['accuracy_train_on_real']:.3f}, both tested on real records",
+                }
+            )
             ov = t["ci_overlap_mean"]
             if ov is not None:
-                out.append({"task": n, "use": f"estimating the regression coefficients of {t['target']} "
-                                             "(effect sizes and their confidence intervals)",
-                            "verdict": "fit" if ov >= 0.5 else "partly fit" if ov >= 0.3 else "not fit", "position": None,
-                            "detail": f"mean CI overlap {ov:.2f}, median coefficient bias "
-                                      f"{t['coef_bias_pct_median']:.0f}%, median variance ratio {t['variance_ratio_median']:.2f}"})
+                out.append(
+                    {
+                        "task": n,
+                        "use": f"estimating the regression coefficients of {t['target']} "
+                        "(effect sizes and their confidence intervals)",
+                        "verdict": "fit" if ov >= 0.5 else "partly fit" if ov >= 0.3 else "not fit",
+                        "position": None,
+                        "detail": f"mean CI overlap {ov:.2f}, median coefficient bias "
+                        f"{t['coef_bias_pct_median']:.0f}%, median variance ratio {t['variance_ratio_median']:.2f}",
+                    }
+                )
         else:
             gap = t["accuracy_gap"]
-            out.append({"task": n, "use": f"predicting {t['target']} from {', '.join(t['features'])} (random forest)",
-                        "verdict": "fit" if gap <= 0.02 else "partly fit" if gap <= 0.05 else "not fit", "position": None,
-                        "detail": f"real-holdout accuracy {t['accuracy_synthetic_model_real_holdout']:.3f} trained on "
-                                  f"synthetic vs {t['accuracy_real_model_real_holdout']:.3f} trained on real"
-                                  + (f"; on synthetic holdout it looks {t['overconfidence']:+.3f} better than it is"
-                                     if t["overconfidence"] > 0.02 else "")})
-            out.append({"task": n, "use": f"ranking which features matter for {t['target']}",
-                        "verdict": "fit" if t["jaro"] >= 0.9 else "partly fit" if t["jaro"] >= 0.75 else "not fit",
-                        "position": None, "detail": f"Jaro similarity of importance orderings {t['jaro']:.3f}"})
+            out.append(
+                {
+                    "task": n,
+                    "use": f"predicting {t['target']} from {', '.join(t['features'])} (random forest)",
+                    "verdict": "fit" if gap <= 0.02 else "partly fit" if gap <= 0.05 else "not fit",
+                    "position": None,
+                    "detail": f"real-holdout accuracy {t['accuracy_synthetic_model_real_holdout']:.3f} trained on "
+                    f"synthetic vs {t['accuracy_real_model_real_holdout']:.3f} trained on real"
+                    + (
+                        f"; on synthetic holdout it looks {t['overconfidence']:+.3f} better than it is"
+                        if t["overconfidence"] > 0.02
+                        else ""
+                    ),
+                }
+            )
+            out.append(
+                {
+                    "task": n,
+                    "use": f"ranking which features matter for {t['target']}",
+                    "verdict": "fit" if t["jaro"] >= 0.9 else "partly fit" if t["jaro"] >= 0.75 else "not fit",
+                    "position": None,
+                    "detail": f"Jaro similarity of importance orderings {t['jaro']:.3f}",
+                }
+            )
     return out
 
 
@@ -91,18 +123,27 @@ def statement(verdicts: list[dict], generic: dict, attributes: list[str]) -> dic
     not_fit = [f"{v['use']} ({v['detail']})" for v in verdicts if v["verdict"] == "not fit"]
     b = np.asarray(generic["bivariate"]["B"])
     in_phi = np.asarray(generic["in_phi"])
-    bad = [(float(b[i, j]), attributes[i], attributes[j]) for i in range(len(attributes))
-           for j in range(i + 1, len(attributes)) if not in_phi[i, j] and b[i, j] < 0.95]
+    bad = [
+        (float(b[i, j]), attributes[i], attributes[j])
+        for i in range(len(attributes))
+        for j in range(i + 1, len(attributes))
+        if not in_phi[i, j] and b[i, j] < 0.95
+    ]
     if bad:
         bad.sort()
-        not_fit.append("analysing the association between " + "; ".join(f"{x} × {y} (B = {v:.2f})" for v, x, y in bad[:6])
-                       + (f" and {len(bad) - 6} more pair(s)" if len(bad) > 6 else "")
-                       + ": these pairs were not in Φ and their association is not preserved")
+        not_fit.append(
+            "analysing the association between "
+            + "; ".join(f"{x} × {y} (B = {v:.2f})" for v, x, y in bad[:6])
+            + (f" and {len(bad) - 6} more pair(s)" if len(bad) > 6 else "")
+            + ": these pairs were not in Φ and their association is not preserved"
+        )
     caveats = ["Not fit for anything about individual people: records are not real and cannot be linked to anyone."]
     ks = generic["specks"]["median_ks"]
     if ks > 0.3:
-        caveats.append(f"Records are easy to tell from real ones (median SPECKS {ks:.2f}): not fit for uses that need "
-                       "realistic individual records (e.g. testing record-level software or linkage).")
+        caveats.append(
+            f"Records are easy to tell from real ones (median SPECKS {ks:.2f}): not fit for uses that need "
+            "realistic individual records (e.g. testing record-level software or linkage)."
+        )
     parts = []
     if fit:
         parts.append("Fit for: " + "; ".join(fit) + ".")
@@ -111,7 +152,14 @@ def statement(verdicts: list[dict], generic: dict, attributes: list[str]) -> dic
     if not_fit:
         parts.append("Not fit for: " + "; ".join(not_fit) + ".")
     if not verdicts:
-        parts.append("No analysis tasks were declared in the spec, so fitness for a particular use was not assessed; "
-                     "judge from the generic measures.")
-    return {"fit_for": fit, "partly_fit_for": partly, "not_fit_for": not_fit, "caveats": caveats,
-            "statement": " ".join(parts + caveats)}
+        parts.append(
+            "No analysis tasks were declared in the spec, so fitness for a particular use was not assessed; "
+            "judge from the generic measures."
+        )
+    return {
+        "fit_for": fit,
+        "partly_fit_for": partly,
+        "not_fit_for": not_fit,
+        "caveats": caveats,
+        "statement": " ".join(parts + caveats),
+    }

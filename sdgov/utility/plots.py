@@ -7,8 +7,11 @@ import io
 import numpy as np
 
 COLOURS = {"synthetic": "#1b7837", "independent": "#c51b7d", "bootstrap": "#4575b4"}
-LABELS = {"synthetic": "synthetic", "independent": "independent marginals (baseline)",
-          "bootstrap": "real bootstrap (baseline)"}
+LABELS = {
+    "synthetic": "synthetic",
+    "independent": "independent marginals (baseline)",
+    "bootstrap": "real bootstrap (baseline)",
+}
 
 
 def _plt():
@@ -26,7 +29,7 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
     s = buf.getvalue()
-    return s[s.index("<svg"):]
+    return s[s.index("<svg") :]
 
 
 def univariate_bars(datasets: dict[str, dict]) -> str:
@@ -99,8 +102,13 @@ def radar(radar_data: dict) -> str:
     ax = fig.add_subplot(111, polar=True)
     for name, values in radar_data["series"].items():
         v = [0.0 if x is None else x for x in values]
-        ax.plot(angles + angles[:1], v + v[:1], color=COLOURS.get(name, "grey"), label=LABELS.get(name, name),
-                linewidth=1.6 if name == "synthetic" else 1.0)
+        ax.plot(
+            angles + angles[:1],
+            v + v[:1],
+            color=COLOURS.get(name, "grey"),
+            label=LABELS.get(name, name),
+            linewidth=1.6 if name == "synthetic" else 1.0,
+        )
         ax.fill(angles + angles[:1], v + v[:1], color=COLOURS.get(name, "grey"), alpha=0.12)
     ax.set_xticks(angles, [textwrap.fill(a, 16, break_long_words=False) for a in axes], fontsize=7)
     ax.tick_params(axis="x", pad=14)

@@ -18,7 +18,8 @@ import pandas as pd
 
 from sdgov.hashing import sha256_json
 from sdgov.schema import Schema
-from sdgov.utility import baselines, bivariate, distinguish, fitness, tasks as tasks_mod, univariate, wasserstein
+from sdgov.utility import baselines, bivariate, distinguish, fitness, univariate, wasserstein
+from sdgov.utility import tasks as tasks_mod
 
 REPORT_VERSION = "1"
 
@@ -36,17 +37,28 @@ class ReportSettings:
     seed: int = 0
 
 
-FAST = ReportSettings(specks_seeds=20, specks_rows=1500, specks_trees=20, wasserstein_replicates=50, pmse_rows=10000)  # the release flow
+FAST = ReportSettings(
+    specks_seeds=20, specks_rows=1500, specks_trees=20, wasserstein_replicates=50, pmse_rows=10000
+)  # the release flow
 
 
-def generic_measures(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str],
-                     real_assoc: np.ndarray, in_phi: np.ndarray, st: ReportSettings) -> dict:
+def generic_measures(
+    real: pd.DataFrame,
+    synth: pd.DataFrame,
+    schema: Schema,
+    attributes: list[str],
+    real_assoc: np.ndarray,
+    in_phi: np.ndarray,
+    st: ReportSettings,
+) -> dict:
     return {
         "rows": len(synth),
         "univariate": univariate.univariate(real, synth, schema, attributes),
         "bivariate": bivariate.bivariate(real_assoc, synth, schema, attributes, in_phi),
         "pmse": distinguish.pmse(real, synth, attributes, st.pmse_rows, st.pmse_permutations, seed=st.seed),
-        "specks": distinguish.specks(real, synth, attributes, st.specks_seeds, st.specks_rows, st.specks_trees, st.seed),
+        "specks": distinguish.specks(
+            real, synth, attributes, st.specks_seeds, st.specks_rows, st.specks_trees, st.seed
+        ),
         "wasserstein": wasserstein.wasserstein(real, synth, schema, attributes, st.wasserstein_replicates, st.seed),
     }
 
@@ -72,26 +84,48 @@ def ratio_score(ratio: float | None) -> float | None:
 
 
 def radar_data(datasets: dict[str, dict]) -> dict:
-    axes = ["univariate similarity", "coverage", "bivariate 1 − |R − S|", "1 − SPECKS", "pMSE ratio score",
-            "Wasserstein ratio score"]
+    axes = [
+        "univariate similarity",
+        "coverage",
+        "bivariate 1 − |R − S|",
+        "1 − SPECKS",
+        "pMSE ratio score",
+        "Wasserstein ratio score",
+    ]
     first = next(iter(datasets.values()))
     axes += [f"task: {t['name']}" for t in first["tasks"]]
     series = {}
     for name, d in datasets.items():
         g = d
-        v = [g["univariate"]["mean_similarity"], g["univariate"]["mean_coverage"],
-             2 * g["bivariate"]["mean_B"] - 1 if g["bivariate"]["mean_B"] is not None else None,
-             1 - g["specks"]["median_ks"], ratio_score(g["pmse"]["ratio"]), ratio_score(g["wasserstein"]["mean_ratio"])]
+        v = [
+            g["univariate"]["mean_similarity"],
+            g["univariate"]["mean_coverage"],
+            2 * g["bivariate"]["mean_B"] - 1 if g["bivariate"]["mean_B"] is not None else None,
+            1 - g["specks"]["median_ks"],
+            ratio_score(g["pmse"]["ratio"]),
+            ratio_score(g["wasserstein"]["mean_ratio"]),
+        ]
         v += [task_score(t) for t in d["tasks"]]
         series[name] = [None if x is None else round(float(x), 4) for x in v]
-    return {"axes": axes, "series": series,
-            "note": "every axis in [0, 1], 1 = as the real data; the pMSE and Wasserstein ratios (≈ 1 when "
-                    "indistinguishable from a random split) are scored 1 − log10(ratio) / 2, capped to [0, 1]"}
+    return {
+        "axes": axes,
+        "series": series,
+        "note": "every axis in [0, 1], 1 = as the real data; the pMSE and Wasserstein ratios (≈ 1 when "
+        "indistinguishable from a random split) are scored 1 − log10(ratio) / 2, capped to [0, 1]",
+    }
 
 
-def build_report(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str],
-                 cliques: list[tuple[str, ...]], task_specs: list | None = None, *, meta: dict | None = None,
-                 settings: ReportSettings = ReportSettings()) -> dict:
+def build_report(
+    real: pd.DataFrame,
+    synth: pd.DataFrame,
+    schema: Schema,
+    attributes: list[str],
+    cliques: list[tuple[str, ...]],
+    task_specs: list | None = None,
+    *,
+    meta: dict | None = None,
+    settings: ReportSettings = ReportSettings(),
+) -> dict:
     """Every measure for ``synth`` (and the baselines), as one JSON-able dict. Inputs are encoded cell indices."""
     t0 = time.perf_counter()
     task_specs = list(task_specs or [])
@@ -114,8 +148,11 @@ def build_report(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attrib
         datasets[name] = d
         seconds[name] = round(time.perf_counter() - t1, 3)
     verdicts = fitness.task_verdicts({k: v["tasks"] for k, v in datasets.items()})
-    generic_syn = {"bivariate": datasets["synthetic"]["bivariate"], "in_phi": in_phi,
-                   "specks": datasets["synthetic"]["specks"]}
+    generic_syn = {
+        "bivariate": datasets["synthetic"]["bivariate"],
+        "in_phi": in_phi,
+        "specks": datasets["synthetic"]["specks"],
+    }
     report = {
         "report_version": REPORT_VERSION,
         **(meta or {}),
@@ -125,14 +162,20 @@ def build_report(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attrib
         "real_association": real_assoc.round(6).tolist(),
         "tasks": [t.model_dump(mode="json") for t in task_specs],
         "tasks_sha256": sha256_json([t.model_dump(mode="json") for t in task_specs]),
-        "rows": {"real": len(real), "real_train": len(split.train), "real_holdout": len(split.holdout),
-                 "synthetic": len(synth)},
+        "rows": {
+            "real": len(real),
+            "real_train": len(split.train),
+            "real_holdout": len(split.holdout),
+            "synthetic": len(synth),
+        },
         "settings": asdict(settings),
         "datasets": datasets,
         "verdicts": verdicts,
         "fitness": fitness.statement(verdicts, generic_syn, attributes),
-        "note": ("Computed by the data controller on the confidential data; not covered by the differential-privacy "
-                 "guarantee. Baselines are built from the real data and are never released."),
+        "note": (
+            "Computed by the data controller on the confidential data; not covered by the differential-privacy "
+            "guarantee. Baselines are built from the real data and are never released."
+        ),
     }
     report["radar"] = radar_data(datasets)
     seconds["total"] = round(time.perf_counter() - t0, 3)
@@ -171,14 +214,9 @@ def figures(report: dict) -> dict[str, str]:
 
 
 def render_html(report: dict) -> str:
-    from pathlib import Path as _P
+    from sdgov.cards import environment
 
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    import cards
-
-    env = Environment(loader=FileSystemLoader(_P(cards.__file__).parent), autoescape=select_autoescape(["html", "j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = environment(trim_blocks=True, lstrip_blocks=True)
     env.filters["g"] = lambda x, p=3: "—" if x is None else (f"{x:.{p}g}" if isinstance(x, float) else str(x))
     env.filters["f"] = lambda x, p=3: "—" if x is None else f"{x:.{p}f}"
     return env.get_template("utility_report.html.j2").render(r=report, fig=figures(report))

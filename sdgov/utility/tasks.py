@@ -56,15 +56,20 @@ def table_task(t: TableTask, real: pd.DataFrame, synth: pd.DataFrame, schema: Sc
     r = _table(_filter(real, schema, t.where), schema, t.attributes)
     s = _table(_filter(synth, schema, t.where), schema, t.attributes) * (len(real) / max(len(synth), 1))
     p, q = r / max(r.sum(), 1), s / max(s.sum(), 1)
-    return {"rmse": float(np.sqrt(np.mean((r - s) ** 2))), "tvd": float(0.5 * np.abs(p - q).sum()),
-            "cells": int(r.size), "real_total": float(r.sum()), "synthetic_total_scaled": float(s.sum()),
-            "units": "counts (synthetic scaled to the real record total)"}
+    return {
+        "rmse": float(np.sqrt(np.mean((r - s) ** 2))),
+        "tvd": float(0.5 * np.abs(p - q).sum()),
+        "cells": int(r.size),
+        "real_total": float(r.sum()),
+        "synthetic_total_scaled": float(s.sum()),
+        "units": "counts (synthetic scaled to the real record total)",
+    }
 
 
 def _gap(codes: pd.DataFrame, schema: Schema, t: GapTask) -> tuple[np.ndarray, list[str]]:
     col = schema.by_name[t.group]
     lookup = [str(c) for c in col.codes()]
-    a, b = ([lookup.index(str(g)) for g in t.groups] if t.groups is not None else [0, 1])
+    a, b = [lookup.index(str(g)) for g in t.groups] if t.groups is not None else [0, 1]
     tab = _table(_filter(codes, schema, t.where), schema, [t.group] + list(t.by)).reshape(col.size, -1)
     share_a = tab[a] / max(tab[a].sum(), 1)
     share_b = tab[b] / max(tab[b].sum(), 1)
@@ -78,12 +83,18 @@ def gap_task(t: GapTask, real: pd.DataFrame, synth: pd.DataFrame, schema: Schema
     err = gs - gr
     present = _table(_filter(real, schema, t.where), schema, list(t.by)).ravel() > 0
     same_sign = np.sign(gr[present]) == np.sign(gs[present])
-    return {"rmse_pp": float(np.sqrt(np.mean(err**2))), "max_abs_error_pp": float(np.abs(err).max()),
-            "sign_agreement": float(same_sign.mean()) if present.any() else 1.0,
-            "groups": groups, "definition": f"P({', '.join(t.by)} | {groups[0]}) − P({', '.join(t.by)} | {groups[1]}), "
-                                              "percentage points",
-            "cells": [{"cell": lab, "real": float(x), "synthetic": float(y)}
-                      for lab, x, y, ok in zip(labels, gr, gs, present) if ok]}
+    return {
+        "rmse_pp": float(np.sqrt(np.mean(err**2))),
+        "max_abs_error_pp": float(np.abs(err).max()),
+        "sign_agreement": float(same_sign.mean()) if present.any() else 1.0,
+        "groups": groups,
+        "definition": f"P({', '.join(t.by)} | {groups[0]}) − P({', '.join(t.by)} | {groups[1]}), percentage points",
+        "cells": [
+            {"cell": lab, "real": float(x), "synthetic": float(y)}
+            for lab, x, y, ok in zip(labels, gr, gs, present)
+            if ok
+        ],
+    }
 
 
 def _cell_labels(schema: Schema, attrs: list[str]) -> list[tuple[str, ...]]:
@@ -161,8 +172,9 @@ def fit_regression(t: RegressionTask, train: pd.DataFrame, design: _Design, clas
     return {"w": w, "se": se, "dropped": int((~keep).sum())}
 
 
-def regression_task(t: RegressionTask, split: Split, synth: pd.DataFrame, schema: Schema,
-                    real_fit: dict | None = None) -> tuple[dict, dict]:
+def regression_task(
+    t: RegressionTask, split: Split, synth: pd.DataFrame, schema: Schema, real_fit: dict | None = None
+) -> tuple[dict, dict]:
     """Compare the synthetic-data regression with the real one; ``real_fit`` caches the real models."""
     if real_fit is None:
         design = _Design(split.real, schema, t.features)
@@ -183,18 +195,31 @@ def regression_task(t: RegressionTask, split: Split, synth: pd.DataFrame, schema
     inter = np.minimum(ur, us) - np.maximum(lr, ls)
     overlap = np.clip(0.5 * (inter / np.maximum(ur - lr, 1e-12) + inter / np.maximum(us - ls, 1e-12)), 0, 1)
     labels = schema.by_name[t.target].labels()
-    coefs = [{"term": design.names[i], "class": labels[classes[j + 1]], "real": float(br[i, j]),
-              "synthetic": float(bs[i, j]), "se_real": float(sr[i, j]), "se_synthetic": float(ss[i, j]),
-              "ci_overlap": float(overlap[i, j])}
-             for i in range(br.shape[0]) for j in range(br.shape[1]) if ok[i, j]]
+    coefs = [
+        {
+            "term": design.names[i],
+            "class": labels[classes[j + 1]],
+            "real": float(br[i, j]),
+            "synthetic": float(bs[i, j]),
+            "se_real": float(sr[i, j]),
+            "se_synthetic": float(ss[i, j]),
+            "ci_overlap": float(overlap[i, j]),
+        }
+        for i in range(br.shape[0])
+        for j in range(br.shape[1])
+        if ok[i, j]
+    ]
     res = {
-        "accuracy_train_on_real": real_fit["acc"], "accuracy_train_on_synthetic": tstr,
+        "accuracy_train_on_real": real_fit["acc"],
+        "accuracy_train_on_synthetic": tstr,
         "accuracy_gap": real_fit["acc"] - tstr,
         "coef_bias_pct_median": float(np.median(100 * np.abs(bs - br)[ok] / np.abs(br)[ok])) if ok.any() else None,
         "ci_overlap_mean": float(overlap[ok].mean()) if ok.any() else None,
         "variance_ratio_median": float(np.median((ss[ok] / sr[ok]) ** 2)) if ok.any() else None,
-        "reference_class": labels[classes[0]], "coefficients_compared": int(ok.sum()),
-        "synthetic_rows_dropped": sfit["dropped"], "coefficients": coefs,
+        "reference_class": labels[classes[0]],
+        "coefficients_compared": int(ok.sum()),
+        "synthetic_rows_dropped": sfit["dropped"],
+        "coefficients": coefs,
     }
     return res, real_fit
 
@@ -205,12 +230,14 @@ def regression_task(t: RegressionTask, split: Split, synth: pd.DataFrame, schema
 def _forest(t: ClassifierTask, seed: int):
     from sklearn.ensemble import RandomForestClassifier
 
-    return RandomForestClassifier(n_estimators=t.trees, min_samples_leaf=5, max_features="sqrt", n_jobs=N_JOBS,
-                                  random_state=seed)
+    return RandomForestClassifier(
+        n_estimators=t.trees, min_samples_leaf=5, max_features="sqrt", n_jobs=N_JOBS, random_state=seed
+    )
 
 
-def _importance_order(model, x: np.ndarray, y: np.ndarray, features: list[str], seed: int,
-                      repeats: int, rows: int) -> tuple[list[str], dict[str, float]]:
+def _importance_order(
+    model, x: np.ndarray, y: np.ndarray, features: list[str], seed: int, repeats: int, rows: int
+) -> tuple[list[str], dict[str, float]]:
     from sklearn.inspection import permutation_importance
 
     rng = np.random.default_rng(seed)
@@ -220,8 +247,15 @@ def _importance_order(model, x: np.ndarray, y: np.ndarray, features: list[str], 
     return sorted(features, key=lambda f: -values[f]), values
 
 
-def classifier_task(t: ClassifierTask, split: Split, synth: pd.DataFrame, seed: int = 0, repeats: int = 3,
-                    rows: int = 4000, real_fit: dict | None = None) -> tuple[dict, dict]:
+def classifier_task(
+    t: ClassifierTask,
+    split: Split,
+    synth: pd.DataFrame,
+    seed: int = 0,
+    repeats: int = 3,
+    rows: int = 4000,
+    real_fit: dict | None = None,
+) -> tuple[dict, dict]:
     f = list(t.features)
     hx, hy = split.holdout[f].to_numpy(), split.holdout[t.target].to_numpy()
     with warnings.catch_warnings():
@@ -241,10 +275,13 @@ def classifier_task(t: ClassifierTask, split: Split, synth: pd.DataFrame, seed: 
         "accuracy_real_model_real_holdout": real_fit["acc"],
         "accuracy_synthetic_model_real_holdout": on_real,
         "accuracy_synthetic_model_synthetic_holdout": on_synth,
-        "accuracy_gap": real_fit["acc"] - on_real, "overconfidence": on_synth - on_real,
-        "importance_order_real": real_fit["order"], "importance_order_synthetic": order,
+        "accuracy_gap": real_fit["acc"] - on_real,
+        "overconfidence": on_synth - on_real,
+        "importance_order_real": real_fit["order"],
+        "importance_order_synthetic": order,
         "jaro": ordering_similarity(real_fit["order"], order),
-        "importance_real": real_fit["importance"], "importance_synthetic": imp,
+        "importance_real": real_fit["importance"],
+        "importance_synthetic": imp,
     }
     return res, real_fit
 
@@ -253,11 +290,20 @@ def run_task(t, split: Split, synth: pd.DataFrame, schema: Schema, cache: dict, 
     """One task on one synthetic set; ``cache`` keeps the real-data models across synthetic sets."""
     head = {"name": t.name, "kind": t.kind, "description": t.description}
     if isinstance(t, TableTask):
-        return {**head, "attributes": list(t.attributes), "where": {k: list(v) for k, v in t.where.items()},
-                **table_task(t, split.real, synth, schema)}
+        return {
+            **head,
+            "attributes": list(t.attributes),
+            "where": {k: list(v) for k, v in t.where.items()},
+            **table_task(t, split.real, synth, schema),
+        }
     if isinstance(t, GapTask):
-        return {**head, "group": t.group, "by": list(t.by), "where": {k: list(v) for k, v in t.where.items()},
-                **gap_task(t, split.real, synth, schema)}
+        return {
+            **head,
+            "group": t.group,
+            "by": list(t.by),
+            "where": {k: list(v) for k, v in t.where.items()},
+            **gap_task(t, split.real, synth, schema),
+        }
     if isinstance(t, RegressionTask):
         res, cache[t.name] = regression_task(t, split, synth, schema, cache.get(t.name))
         return {**head, "target": t.target, "features": list(t.features), **res}

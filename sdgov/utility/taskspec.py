@@ -15,7 +15,7 @@ out of the agreement hash.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
@@ -42,8 +42,12 @@ class TableTask(_Task):
 class GapTask(_Task):
     kind: Literal["gap"]
     group: str = Field(description="the attribute whose two groups are compared (e.g. Sex)")
-    groups: list[Code] | None = Field(default=None, min_length=2, max_length=2,
-                                      description="codes of the two groups (a, b); default the first two categories")
+    groups: list[Code] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=2,
+        description="codes of the two groups (a, b); default the first two categories",
+    )
     by: list[str] = Field(min_length=1, description="the gap is computed in every cell of these attributes")
     where: dict[str, list[Code]] = Field(default_factory=dict)
 
@@ -70,7 +74,7 @@ class ClassifierTask(_Task):
         return [self.target] + list(self.features)
 
 
-TaskSpec = Annotated[Union[TableTask, GapTask, RegressionTask, ClassifierTask], Field(discriminator="kind")]
+TaskSpec = Annotated[TableTask | GapTask | RegressionTask | ClassifierTask, Field(discriminator="kind")]
 
 
 def check_tasks(tasks: list, schema, attributes: list[str], where: str = "spec") -> None:
@@ -84,12 +88,16 @@ def check_tasks(tasks: list, schema, attributes: list[str], where: str = "spec")
         used = t.used()
         unknown = [a for a in used if a not in schema.by_name]
         if unknown:
-            raise SpecError(f"{ctx} names unknown attribute(s) {unknown}", where,
-                            f"use column names from schema {schema.name!r}")
+            raise SpecError(
+                f"{ctx} names unknown attribute(s) {unknown}", where, f"use column names from schema {schema.name!r}"
+            )
         outside = [a for a in used if a not in attributes]
         if outside:
-            raise SpecError(f"{ctx} uses attribute(s) {outside} that are not in the synthetic data", where,
-                            "add them to 'attributes' (or Φ), or drop them from the task")
+            raise SpecError(
+                f"{ctx} uses attribute(s) {outside} that are not in the synthetic data",
+                where,
+                "add them to 'attributes' (or Φ), or drop them from the task",
+            )
         roles = used[: len(used) - len(getattr(t, "where", {}))]
         if len(set(roles)) != len(roles):
             raise SpecError(f"{ctx} repeats an attribute", where, "name each attribute once per role")
@@ -100,7 +108,10 @@ def check_tasks(tasks: list, schema, attributes: list[str], where: str = "spec")
             known = {str(c) for c in schema.by_name[a].codes()}
             bad = [c for c in codes if str(c) not in known]
             if bad:
-                raise SpecError(f"{ctx}: code(s) {bad} are not categories of {a!r}", where,
-                                f"use codes declared in the schema: {sorted(known)}")
+                raise SpecError(
+                    f"{ctx}: code(s) {bad} are not categories of {a!r}",
+                    where,
+                    f"use codes declared in the schema: {sorted(known)}",
+                )
         if isinstance(t, (RegressionTask, ClassifierTask)) and t.target in t.features:
             raise SpecError(f"{ctx}: the target {t.target!r} is also a feature", where, "remove it from 'features'")

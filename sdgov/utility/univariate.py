@@ -2,7 +2,8 @@
 
 Categorical columns: *coverage* is the share of the categories present in the real data that the synthetic data
 also contains; *similarity* is 1 − TVD of the two distributions. Numeric (binned) columns: coverage is the share of
-the real range (a run of whole bins) that the synthetic range covers; similarity is 1 − KS (largest gap between the CDFs).
+the real range (a run of whole bins) that the synthetic range covers; similarity is 1 − KS (largest gap between
+the CDFs).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def univariate(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attribut
         col = schema.by_name[a]
         res = column_fidelity(counts(real, a, col.size), counts(synth, a, col.size), col.kind)
         rows.append({"column": a, **res})
-    return {"columns": rows,
-            "mean_coverage": float(np.mean([r["coverage"] for r in rows])),
-            "mean_similarity": float(np.mean([r["similarity"] for r in rows]))}
+    return {
+        "columns": rows,
+        "mean_coverage": float(np.mean([r["coverage"] for r in rows])),
+        "mean_similarity": float(np.mean([r["similarity"] for r in rows])),
+    }

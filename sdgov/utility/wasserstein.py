@@ -30,8 +30,9 @@ def randomisation_ratio(r: np.ndarray, s: np.ndarray, reps: int, rng: np.random.
     return observed, (observed / mean_null if mean_null > 0 else (1.0 if observed == 0 else float("inf")))
 
 
-def wasserstein(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str],
-                reps: int = 100, seed: int = 0) -> dict:
+def wasserstein(
+    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str], reps: int = 100, seed: int = 0
+) -> dict:
     rng = np.random.default_rng(seed)
     rows = []
     for a in attributes:
@@ -39,5 +40,9 @@ def wasserstein(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attribu
         obs, ratio = randomisation_ratio(counts(real, a, size), counts(synth, a, size), reps, rng)
         rows.append({"column": a, "w1": obs, "ratio": ratio})
     ratios = np.array([r["ratio"] for r in rows])
-    return {"columns": rows, "mean_ratio": float(ratios.mean()), "median_ratio": float(np.median(ratios)),
-            "replicates": reps}
+    return {
+        "columns": rows,
+        "mean_ratio": float(ratios.mean()),
+        "median_ratio": float(np.median(ratios)),
+        "replicates": reps,
+    }

@@ -16,8 +16,12 @@ from sdgov.schema import Schema, decode
 
 SEED = 20111121
 PARENTS: dict[str, list[str]] = {
-    "Region": [], "Sex": [], "Age": ["Region"], "Education": ["Age"],
-    "Economic Activity": ["Age", "Sex", "Education"], "Occupation": ["Economic Activity", "Education", "Sex"],
+    "Region": [],
+    "Sex": [],
+    "Age": ["Region"],
+    "Education": ["Age"],
+    "Economic Activity": ["Age", "Sex", "Education"],
+    "Occupation": ["Economic Activity", "Education", "Sex"],
     "Health": ["Age", "Economic Activity", "Region"],
 }
 
@@ -33,7 +37,11 @@ def generate(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
     codes: dict[str, np.ndarray] = {}
     for col, parents in PARENTS.items():
         table = _cpt(rng, [sizes[p] for p in parents], sizes[col], concentration=0.6)
-        row = np.ravel_multi_index([codes[p] for p in parents], [sizes[p] for p in parents]) if parents else np.zeros(rows, int)
+        row = (
+            np.ravel_multi_index([codes[p] for p in parents], [sizes[p] for p in parents])
+            if parents
+            else np.zeros(rows, int)
+        )
         cdf = table.cumsum(axis=1)
         codes[col] = np.minimum((cdf[row] < rng.random(rows)[:, None]).sum(axis=1), sizes[col] - 1)
     # structural zeros a real census has: working people have an occupation, others have none

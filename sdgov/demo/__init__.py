@@ -1,0 +1,17 @@
+"""The demo: made-up "Toyland census" inputs shipped as package data, so ``sdgov demo`` runs from an installed
+wheel in an empty directory (no clone, no census extract).
+
+``spec.yaml``, ``schema.yaml`` and ``approvals.yaml`` sit beside this file; :func:`inputs` returns the folder
+holding them, read through :mod:`importlib.resources` (never a path computed from a source checkout).
+"""
+
+from __future__ import annotations
+
+from importlib.resources import as_file, files
+from pathlib import Path
+
+
+def inputs() -> Path:
+    """The folder holding the demo's spec, schema and standing approvals (read-only package data)."""
+    with as_file(files(__name__)) as folder:  # an installed package is a real folder: as_file returns it as is
+        return Path(folder)
