@@ -1,4 +1,7 @@
-"""Shared fixtures. Prefect runs against ONE session-scoped local test server; nothing leaves 127.0.0.1."""
+"""Environment and shared helpers for both suites: unit/ (pure, fast) and system/ (real Prefect, DVC, browser, census).
+
+The environment is set before anything imports Prefect or DVC, so no test writes to ~/.prefect or sends analytics.
+The Prefect test server lives in system/conftest.py: unit tests never start one."""
 
 from __future__ import annotations
 
@@ -22,15 +25,6 @@ import sdgov.generators.pgm  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parents[1]
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def prefect_server():
-    """Started before any test's capsys, so Prefect's log handlers never hold a stream a test closes."""
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=60):
-        yield
 
 
 def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
@@ -57,18 +51,6 @@ def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
 @pytest.fixture
 def demo_spec(tmp_path: Path) -> Path:
     return make_demo_inputs(tmp_path / "inputs")
-
-
-@pytest.fixture(scope="session")
-def released(tmp_path_factory, prefect_server):
-    """One real release of the demo through the Prefect flow (shared by read-only tests)."""
-    from sdgov.flows.release import release_flow
-
-    base = tmp_path_factory.mktemp("released")
-    spec = make_demo_inputs(base / "inputs")
-    root = base / "registry"
-    result = release_flow(spec_path=str(spec), registry_root=str(root))
-    return {"result": result, "root": root, "spec": spec}
 
 
 def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:

@@ -9,7 +9,7 @@ import pytest
 
 from sdgov.schema import load_encoded, load_schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "examples" / "census2011" / "schema.yaml"
 DATA_PATH = ROOT / ".." / "shared" / "data" / "census2011_teaching_50k.csv"
 

@@ -33,7 +33,7 @@ from sdgov.demo.data import write_demo_data
 from sdgov.flows.cli import main
 from sdgov.schema import load_schema
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEMO = inputs()
 ROWS = 300
 

@@ -1,0 +1,42 @@
+"""System tests: real Prefect, DVC, the browser, the census extract. Everything collected here is marked ``system``.
+
+Prefect runs against ONE local test server per run of this package; nothing leaves 127.0.0.1. The server is
+package-scoped so a combined run (``pytest -q``) stops it before the unit tests, which must never need one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_demo_inputs
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.system)
+
+
+@pytest.fixture(scope="package", autouse=True)
+def prefect_server():
+    """Started before any test's capsys, so Prefect's log handlers never hold a stream a test closes."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture(scope="package")
+def released(tmp_path_factory, prefect_server):
+    """One real release of the demo through the Prefect flow (shared by read-only tests)."""
+    from sdgov.flows.release import release_flow
+
+    base = tmp_path_factory.mktemp("released")
+    spec = make_demo_inputs(base / "inputs")
+    root = base / "registry"
+    result = release_flow(spec_path=str(spec), registry_root=str(root))
+    return {"result": result, "root": root, "spec": spec}

@@ -1,0 +1,114 @@
+"""Privacy-budget ledger across processes: two racing runs, and SIGKILL mid-measurement then a re-run of the flow."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sdgov import ledger
+from sdgov.registry import Registry
+from tests.conftest import REPO
+from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
+
+
+def test_concurrent_runs_cannot_overspend(tmp_path):
+    """Two processes race for the last ρ: exactly one gets it (the registry lock serialises check-and-spend)."""
+    root = tmp_path / "registry"
+    _policy(root, 1.5 * RHO)
+    specs = [_spec(tmp_path, s) for s in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(s), str(root)],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s in specs
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 3], outs
+    assert [e.event for e in Registry(root).events()].count(ledger.SPENT) == 1
+
+
+_CHILD = """
+import sys, uuid
+from sdgov.errors import BudgetError
+from sdgov.tasks.agree_phi import agree_phi
+from sdgov.tasks.measure import measure
+agreed = agree_phi.fn(sys.argv[1], sys.argv[2], uuid.uuid4().hex, None, None)
+try:
+    measure.fn(agreed, sys.argv[2])
+except BudgetError:
+    sys.exit(3)
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PREFECT_LOGGING_LEVEL": "ERROR", **extra}
+    return env
+
+
+@pytest.mark.parametrize("point", ["after_draw", "after_persist"])
+def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect_server):
+    """SIGKILL with the noise drawn but not persisted, or persisted but not logged; the re-run spends once."""
+    from sdgov.flows.release import release_flow
+
+    root = tmp_path / "registry"
+    _policy(root, 1.5 * RHO)  # room for ONE spend only: a second spend would fail the re-run
+    spec = _spec(tmp_path, 7, rows=1200)
+    marker = tmp_path / "fault"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(spec), str(root)],
+        cwd=REPO,
+        env=_env(SDGOV_FAULT=point, SDGOV_FAULT_FILE=str(marker)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert child.poll() is None, child.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    persisted = list((root / "measurements").glob("*.json"))
+    assert len(persisted) == (1 if point == "after_persist" else 0)
+    before = persisted[0].read_bytes() if persisted else None
+
+    if point == "after_draw":  # nothing persisted: the re-run draws once, under the spend already reserved
+        _measure_only(spec, root)
+        reg = Registry(root)
+        events = [e.event for e in reg.events()]
+        assert events.count(ledger.SPENT) == 1 and events.count("measured") == 1, events
+        [acct] = ledger.ledger_summary(reg)
+        assert acct["spent_rho"] == pytest.approx(RHO) and reg.verify() == []
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = release_flow(spec_path=str(spec), registry_root=str(root))
+    reg = Registry(root)
+    events = [e.event for e in reg.events()]
+    assert events.count(ledger.SPENT) == 1 and events.count("measured") == 1, events
+    [m] = list((root / "measurements").glob("*.json"))
+    released = (Path(result.path) / "artifacts" / "measurements.json").read_bytes()
+    assert released == m.read_bytes()
+    if before is not None:
+        assert released == before, "the draw persisted before the crash is the one released"
+    [acct] = ledger.ledger_summary(reg)
+    assert acct["spent_rho"] == pytest.approx(RHO)
+    assert reg.verify() == []
+    card = json.loads(Path(result.card_json).read_text())
+    assert (
+        card["psi_sha256"]
+        == reg.events()[[e.event for e in reg.events()].index("measured")].artifacts[str(m.relative_to(root))]
+    )
