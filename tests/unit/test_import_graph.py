@@ -1,0 +1,159 @@
+"""The import graph of the house: no cycles, stages independent of each other, the core never reaching up.
+
+Built from the source with ``ast`` (nothing is imported), over ``sdgov/`` plus ``flows/``, ``tasks/``, ``cards/``
+under the names they install as (``flows/cli.py`` is ``sdgov.flows.cli``). Imports inside functions count: they
+run too, and a lazy import is how a cycle hides. Imports under ``if TYPE_CHECKING:`` do not, as they never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import REPO
+
+MAPPED = {"flows": "sdgov.flows", "tasks": "sdgov.tasks", "cards": "sdgov.cards"}
+# The stages' shared toolkit (logger, provenance record), not a stage: every stage may import it.
+STAGE_TOOLKIT = {"sdgov.tasks", "sdgov.tasks.common"}
+
+
+def module_files() -> dict[str, Path]:
+    roots = {"sdgov": REPO / "sdgov", **{pkg: REPO / folder for folder, pkg in MAPPED.items()}}
+    files = {}
+    for package, root in roots.items():
+        for path in sorted(root.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            files[".".join((package, *parts))] = path
+    return files
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Every module name an import statement in ``tree`` names (``from a import b`` names ``a`` and ``a.b``)."""
+    names: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    files = module_files()
+    graph = {}
+    for module, path in files.items():
+        named = _imports(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py")
+        graph[module] = {n for n in named if n in files and n != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One concrete cycle per strongly connected component (Tarjan), each as a closed path a → … → a."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_closed_path(graph, component) for component in components]
+
+
+def _closed_path(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """The shortest cycle through the component's first module, found breadth-first inside the component."""
+    start = min(component)
+    parent: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & component):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(parent[path[-1]])
+                    return [*reversed(path), start]
+                if w not in parent:
+                    parent[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"no cycle in component {component}")
+
+
+def _is_stage(module: str) -> bool:
+    return module.startswith("sdgov.tasks.") and module not in STAGE_TOOLKIT
+
+
+def _is_core(module: str) -> bool:
+    return not module.startswith(tuple(MAPPED.values()))
+
+
+def _is_orchestration(module: str) -> bool:
+    """Flows and stages; ``sdgov.cards`` holds only templates, which the core reads as package data."""
+    return module.startswith(("sdgov.flows", "sdgov.tasks"))
+
+
+def test_the_graph_sees_the_house() -> None:
+    graph = import_graph()
+    assert "sdgov.flows.cli" in graph and "sdgov.tasks.generate" in graph and "sdgov.registry" in graph
+    assert "sdgov.registry" in graph["sdgov.tasks.agree_phi"]  # absolute imports resolve to modules
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_no_import_cycles() -> None:
+    found = cycles(import_graph())
+    assert found == [], "import cycles:\n" + "\n".join(" → ".join(c) for c in found)
+
+
+def test_no_stage_imports_another_stage() -> None:
+    graph = import_graph()
+    bad = sorted(f"{m} → {t}" for m in graph if _is_stage(m) for t in graph[m] if _is_stage(t))
+    assert bad == [], "stages importing stages:\n" + "\n".join(bad)
+
+
+def test_the_core_never_imports_flows_or_stages() -> None:
+    graph = import_graph()
+    bad = sorted(f"{m} → {t}" for m in graph if _is_core(m) for t in graph[m] if _is_orchestration(t))
+    assert bad == [], "core importing flows/tasks:\n" + "\n".join(bad)
