@@ -19,9 +19,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.decomposability import audit_spec  # noqa: E402
+from sdgov.audits.decomposability.test import audit_spec  # noqa: E402
 
-G = "sdgov.audit_generators:"
+G = "sdgov.audits.generators:"
 # Application 3's joint table has 1.56M cells: cap the fits (an honest fit is honest however long it runs). PGM
 # needs 300 mirror-descent iterations before the dishonest variant's leaked 3-way marginal shows (at 100 it is
 # not yet fitted, p = 0.63); honest and dishonest PGM get the same setting. ``memo``: K fits on one dataset reuse

@@ -1,6 +1,7 @@
 """``sdgov audit decomposability``: the black-box decomposability test from the command line.
 
-Kept out of :mod:`sdgov.flows.cli` so the main CLI only gains a subparser; the work is in :mod:`sdgov.decomposability`.
+Kept out of :mod:`sdgov.flows.cli` so the main CLI only gains a subparser; the work is in
+:mod:`sdgov.audits.decomposability.test`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sdgov.audit_protocol import AuditError
+from sdgov.audits.generator_protocol import AuditError
 
 
 def json_object_arg(text: str, flag: str, example: str) -> dict:
@@ -59,10 +60,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise AuditError(
             "audit decomposability needs --generator",
             "--generator",
-            "give the generator as 'package.module:callable', e.g. 'sdgov.audit_generators:honest_pgm'",
+            "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'",
         )
-    from sdgov.decomposability import audit_spec
-    from sdgov.decomposability_report import decomposability_section
+    from sdgov.audits.decomposability.report import decomposability_section
+    from sdgov.audits.decomposability.test import audit_spec
 
     overrides: dict = {}
     if args.params:

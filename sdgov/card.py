@@ -18,7 +18,7 @@ from jinja2 import Environment
 from pydantic import BaseModel, ConfigDict
 
 from sdgov import __version__
-from sdgov.audit import AuditReport
+from sdgov.audits.checks import AuditReport
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
 from sdgov.measure import MeasurementSet
@@ -60,8 +60,12 @@ class Card(BaseModel):
     utility: UtilitySummary
     utility_note: str
     utility_report: dict[str, Any] | None = None  # fitness statement, radar data and link to the full report
-    privacy_evidence: dict[str, Any] | None = None  # sdgov.risk.report.privacy_section (issue 4); None: not run
-    decomposability: dict[str, Any] | None = None  # sdgov.decomposability_report.decomposability_section; None: not run
+    privacy_evidence: dict[str, Any] | None = (
+        None  # sdgov.audits.privacy.report.privacy_section (issue 4); None: not run
+    )
+    decomposability: dict[str, Any] | None = (
+        None  # sdgov.audits.decomposability.report.decomposability_section; None: not run
+    )
     audit: AuditReport
     signoffs: list[SignOff]
     provenance: dict[str, Any]

@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from sdgov.audits.privacy.base import RiskSettings
+from sdgov.audits.privacy.policy import Policy
 from sdgov.errors import SpecError
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
-from sdgov.risk.base import RiskSettings
-from sdgov.risk.policy import Policy
 from sdgov.schema import Schema, load_schema
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
@@ -88,7 +88,7 @@ class LimitsSpec(_Strict):
 
 
 class AuditSpec(_Strict):
-    """Pre-registered settings of the black-box decomposability audit (:mod:`sdgov.decomposability`).
+    """Pre-registered settings of the black-box decomposability audit (:mod:`sdgov.audits.decomposability.test`).
 
     Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
     Writing the section pre-registers the test and runs it inside the release's audit stage (it fits the generator
@@ -99,7 +99,7 @@ class AuditSpec(_Strict):
     generator: str | None = Field(
         default=None,
         description="import path 'module:callable'; default: the honest "
-        "audit variant of the spec's generator (sdgov.audit_generators:honest_pgm/ipf)",
+        "audit variant of the spec's generator (sdgov.audits.generators:honest_pgm/ipf)",
     )
     generator_params: dict[str, float | int | str | bool | list[str]] = Field(default_factory=dict)
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -111,12 +111,12 @@ class AuditSpec(_Strict):
 
 
 class PrivacyRiskSpec(_Strict):
-    """Pre-registered privacy-risk audit (:mod:`sdgov.risk`): attacks, DP lower bound and record checks.
+    """Pre-registered privacy-risk audit (:mod:`sdgov.audits.privacy`): attacks, DP lower bound and record checks.
 
     Like :class:`AuditSpec`, part of the agreement hash when given, and run inside the release's audit stage unless
     ``enabled: false``; a "fail" under the policy blocks the release. ``settings`` are
-    :class:`~sdgov.risk.base.RiskSettings` fields, ``policy`` the thresholds (inline; the built-in defaults where
-    omitted). The claimed (ε, δ) are the release's own privacy plan.
+    :class:`~sdgov.audits.privacy.base.RiskSettings` fields, ``policy`` the thresholds (inline; the built-in defaults
+    where omitted). The claimed (ε, δ) are the release's own privacy plan.
     """
 
     enabled: bool = True

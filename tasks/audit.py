@@ -1,8 +1,8 @@
 """Stage 4 — audit (controller side): did the generator use only Φ, and what privacy risk remains?
 
-Always: the structural and provenance checks of :mod:`sdgov.audit`. When the spec pre-registers them: the
-black-box decomposability test (``audit:``, :mod:`sdgov.decomposability`) and the privacy-risk evidence
-(``privacy_risk:``, :mod:`sdgov.risk`). Both read the confidential data, which only this stage and the utility
+Always: the structural and provenance checks of :mod:`sdgov.audits.checks`. When the spec pre-registers them: the
+black-box decomposability test (``audit:``, :mod:`sdgov.audits.decomposability.test`) and the privacy-risk evidence
+(``privacy_risk:``, :mod:`sdgov.audits.privacy`). Both read the confidential data, which only this stage and the utility
 stage may do after measurement. Any failed blocking check blocks the release.
 
 The privacy audit's attack trials (shadow fits, attack classifiers) run in parallel across cores through a
@@ -22,7 +22,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.audit import DECOMPOSABILITY_NOT_RUN, PRIVACY_NOT_RUN, run_checks, with_checks
+from sdgov.audits.checks import DECOMPOSABILITY_NOT_RUN, PRIVACY_NOT_RUN, run_checks, with_checks
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
 from sdgov.errors import DataError
 from sdgov.hashing import write_json
@@ -41,7 +41,7 @@ def attack_trials(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
 
 
 class PrefectTrials:
-    """A :data:`sdgov.risk.base.Mapper` over one Prefect process pool, open for the whole privacy audit.
+    """A :data:`sdgov.audits.privacy.base.Mapper` over one Prefect process pool, open for the whole privacy audit.
 
     Trials go in batches of a few (about ``BATCHES_PER_WORKER`` task runs per worker and kind): a task run costs
     a few API calls, which one trial of a small audit does not outweigh, while a handful per worker still load-
@@ -109,7 +109,7 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
         if decomposability or privacy:
             codes = load_encoded(agreed.data.as_artifact().verified(), schema)
         if decomposability:
-            from sdgov.decomposability_report import audit_checks, decomposability_section, run_release_audit
+            from sdgov.audits.decomposability.report import audit_checks, decomposability_section, run_release_audit
 
             log.info(
                 "decomposability test: %d fits of %s…",
@@ -123,9 +123,9 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
             write_json(out, {"result": result.model_dump(mode="json"), "section": decomposability_section(result)})
             extra["decomposability"] = ArtifactRef.of("decomposability", out)
         if privacy:
-            from sdgov.risk.report import audit_checks as privacy_checks
-            from sdgov.risk.report import privacy_section
-            from sdgov.risk.run import run_release_privacy
+            from sdgov.audits.privacy.report import audit_checks as privacy_checks
+            from sdgov.audits.privacy.report import privacy_section
+            from sdgov.audits.privacy.run import run_release_privacy
 
             def progress(done: int, total: int, what: str) -> None:
                 if done == total or done % max(1, total // 10) == 0:

@@ -14,7 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.atomic import atomic_write_text
-from sdgov.audit import AuditReport
+from sdgov.audits.checks import AuditReport
 from sdgov.card import build_card, render
 from sdgov.contracts import (
     Agreed,

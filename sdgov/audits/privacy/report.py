@@ -8,7 +8,7 @@ import io
 import math
 from typing import Any
 
-from sdgov.risk.run import PrivacyAuditResult, summary
+from sdgov.audits.privacy.run import PrivacyAuditResult, summary
 
 
 def _svg(fig: Any) -> str:
@@ -150,8 +150,8 @@ def fmt(x: float | None, p: int = 3) -> str:
 
 
 def audit_checks(result: PrivacyAuditResult) -> list:
-    """The policy checks as :class:`sdgov.audit.Check` rows (fail blocks, warn warns) for the release audit."""
-    from sdgov.audit import Check
+    """The policy checks as :class:`sdgov.audits.checks.Check` rows (fail blocks, warn warns) for the release audit."""
+    from sdgov.audits.checks import Check
 
     return [
         Check(

@@ -35,8 +35,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 
-from sdgov.risk.attribute import AttributeResult, advantage, predict_sensitive
-from sdgov.risk.base import GeneratorRef, Mapper, Progress, RiskSettings, Target, joblib_mapper, seed_of, world_ci
+from sdgov.audits.privacy.attribute import AttributeResult, advantage, predict_sensitive
+from sdgov.audits.privacy.base import (
+    GeneratorRef,
+    Mapper,
+    Progress,
+    RiskSettings,
+    Target,
+    joblib_mapper,
+    seed_of,
+    world_ci,
+)
 
 CORR_MAX_CATEGORIES = 300
 
@@ -155,7 +164,7 @@ def run_worlds(
     R = len(reference)
     n = st.train_rows
     if n > R:
-        from sdgov.audit_protocol import AuditError
+        from sdgov.audits.generator_protocol import AuditError
 
         raise AuditError(
             f"the reference data has {R} records, fewer than the {n} of a shadow training set",

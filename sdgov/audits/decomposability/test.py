@@ -45,7 +45,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import linalg, sparse, stats
 
-from sdgov.audit_protocol import (
+from sdgov.audits.generator_protocol import (
     AuditError,
     Clique,
     Factory,

@@ -1,8 +1,8 @@
 """Release audit: the checks that can be made today that the generator used nothing outside Φ.
 
 These are structural and provenance checks (what the generator was handed, what it fitted, what it wrote).
-The black-box decomposability test (:mod:`sdgov.decomposability`) and the privacy-risk evidence
-(:mod:`sdgov.risk`) join as further checks through :func:`with_checks` when the spec pre-registers them; when
+The black-box decomposability test (:mod:`sdgov.audits.decomposability.test`) and the privacy-risk evidence
+(:mod:`sdgov.audits.privacy`) join as further checks through :func:`with_checks` when the spec pre-registers them; when
 it does not, the report says plainly that they were not run. A failed blocking check blocks the release.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from sdgov.decomposability import DecomposabilityResult
+from sdgov.audits.decomposability.test import DecomposabilityResult
 
 
 def figure_svg(result: DecomposabilityResult) -> str:
@@ -82,8 +82,8 @@ def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
 def run_release_audit(agreement: Any, codes: Any, schema: Any) -> DecomposabilityResult:
     """The decomposability test as pre-registered in ``agreement.audit`` (used by the release's audit stage);
     ``codes`` is the encoded confidential data."""
-    from sdgov.audit_generators import honest_variant
-    from sdgov.decomposability import run_decomposability, settings_from_spec
+    from sdgov.audits.decomposability.test import run_decomposability, settings_from_spec
+    from sdgov.audits.generators import honest_variant
 
     a = agreement.audit
     settings = settings_from_spec(agreement)
@@ -98,9 +98,9 @@ def run_release_audit(agreement: Any, codes: Any, schema: Any) -> Decomposabilit
 
 
 def audit_checks(result: DecomposabilityResult) -> list:
-    """The test as :class:`sdgov.audit.Check` rows: a blocking check, plus a warning when the positive control
-    was not caught (merge them with :func:`sdgov.audit.with_checks`)."""
-    from sdgov.audit import Check
+    """The test as :class:`sdgov.audits.checks.Check` rows: a blocking check, plus a warning when the positive control
+    was not caught (merge them with :func:`sdgov.audits.checks.with_checks`)."""
+    from sdgov.audits.checks import Check
 
     checks = [
         Check(
