@@ -11,17 +11,8 @@ import json
 from pathlib import Path
 
 from sdgov.audits.generator_protocol import AuditError
-
-
-def json_object_arg(text: str, flag: str, example: str) -> dict:
-    """A command-line option holding a JSON object, or one clear error naming the option."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AuditError(f"{flag} is not JSON ({exc.msg})", flag, f"write e.g. '{example}'") from None
-    if not isinstance(value, dict):
-        raise AuditError(f"{flag} must be a JSON object", flag)
-    return value
+from sdgov.flows.cli_args import json_object_arg
+from sdgov.flows.cli_risk import add_privacy_args, cmd_privacy
 
 
 def add_audit_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,15 +37,11 @@ def add_audit_parser(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--control", help="positive-control generator import path ('none' to skip)")
     a.add_argument("--data", help="override the spec's dataset path")
     a.add_argument("--out", help="also write the full result JSON (with the Figure-1 SVG) to this file")
-    from sdgov.flows.cli_risk import add_privacy_args
-
     add_privacy_args(a)  # sdgov audit privacy --spec FILE [--generator module:callable] --json
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     if args.test == "privacy":
-        from sdgov.flows.cli_risk import cmd_privacy
-
         return cmd_privacy(args)
     if not args.generator:
         raise AuditError(

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from sdgov.audits.generator_protocol import AuditError
-from sdgov.flows.cli_audit import json_object_arg
+from sdgov.flows.cli_args import json_object_arg
 
 
 def add_privacy_args(a: argparse.ArgumentParser) -> None:

@@ -1,69 +1,45 @@
-"""Release audit: the checks that can be made today that the generator used nothing outside Φ.
-
-These are structural and provenance checks (what the generator was handed, what it fitted, what it wrote).
-The black-box decomposability test (:mod:`sdgov.audits.decomposability.test`) and the privacy-risk evidence
-(:mod:`sdgov.audits.privacy`) join as further checks through :func:`with_checks` when the spec pre-registers them; when
-it does not, the report says plainly that they were not run. A failed blocking check blocks the release.
-"""
+"""The structural and provenance checks that the generator used nothing outside Φ (what it was handed, what it
+fitted, what it wrote). They always run, need no settings and never read the confidential data."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.contracts import ArtifactRef, StageRecord
-from sdgov.measure import MeasurementSet
-from sdgov.spec import Agreement
+from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
+from sdgov.errors import DataError
+from sdgov.schema import encode
 
 
-class Check(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    name: str
-    passed: bool
-    detail: str
-    severity: Literal["block", "warn"] = "block"
+class NoSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class AuditReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    verdict: Literal["pass", "fail"]
-    checks: list[Check]
-    not_run: list[str]
+class StructuralChecks:
+    name: ClassVar[str] = "structural"
+    section: ClassVar[str | None] = None
+    settings_model: ClassVar[type[BaseModel]] = NoSettings
+    not_run: ClassVar[str] = ""
+
+    def run(self, context: AuditContext, settings: NoSettings) -> AuditOutcome:
+        return AuditOutcome(checks=structural_checks(context))
 
 
-DECOMPOSABILITY_NOT_RUN = (
-    "Black-box decomposability test (Houssiau et al. 2022): not run — the spec does not "
-    "pre-register it (add an 'audit:' section)."
-)
-PRIVACY_NOT_RUN = (
-    "Privacy-risk evidence (membership/attribute inference, empirical ε lower bound, record checks): "
-    "not run — the spec does not pre-register it (add a 'privacy_risk:' section)."
-)
-NOT_YET_RUN = [DECOMPOSABILITY_NOT_RUN, PRIVACY_NOT_RUN]
+def _schema_error(context: AuditContext) -> str | None:
+    try:
+        encode(context.synthetic, context.schema, where="synthetic.parquet", columns=context.agreement.attributes)
+    except DataError as exc:
+        return exc.one_line()
+    return None
 
 
-def with_checks(report: AuditReport, checks: list[Check], ran: str) -> AuditReport:
-    """``report`` plus ``checks`` from a test that ran (``ran`` is its not-run note, now dropped); verdict
-    recomputed."""
-    merged = list(report.checks) + list(checks)
-    blocked = any(not c.passed and c.severity == "block" for c in merged)
-    return AuditReport(
-        verdict="fail" if blocked else "pass", checks=merged, not_run=[s for s in report.not_run if s != ran]
-    )
-
-
-def run_checks(
-    agreement: Agreement,
-    agreement_sha256: str,
-    mset: MeasurementSet,
-    measurements: ArtifactRef,
-    generate_record: StageRecord,
-    fitted_cliques: list[tuple[str, ...]],
-    synthetic_rows: int,
-    requested_rows: int,
-    schema_error: str | None,
-) -> AuditReport:
+def structural_checks(context: AuditContext) -> list[Check]:
+    agreement, mset, generate_record = context.agreement, context.measurements, context.generate_record
+    agreement_sha256, measurements = context.agreement_sha256, context.measurements_ref
+    fitted_cliques = [tuple(c) for c in context.model_info.get("fitted_marginals", [])]
+    synthetic_rows, requested_rows = len(context.synthetic), context.requested_rows
+    schema_error = _schema_error(context)
     phi = {tuple(c) for c in agreement.cliques}
     measured = {tuple(m.clique) for m in mset.measurements}
     checks = [
@@ -104,5 +80,4 @@ def run_checks(
             else "discrete Gaussian noise on every marginal",
         ),
     ]
-    blocked = any(not c.passed and c.severity == "block" for c in checks)
-    return AuditReport(verdict="fail" if blocked else "pass", checks=checks, not_run=NOT_YET_RUN)
+    return checks

@@ -11,7 +11,7 @@ and protocol of the decomposability audit, so a third party's generator can be a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,20 +77,6 @@ class RiskSettings(BaseModel):
 
 
 Progress = Callable[[int, int, str], None]
-Mapper = Callable[[Callable[..., Any], list[tuple], str], Iterator[Any]]
-"""``mapper(fn, calls, label)`` runs ``fn(*args)`` for every tuple in ``calls`` (in parallel, wherever it likes)
-and yields the results **in order**. The attack trials go through one: :func:`joblib_mapper` here (the command
-line), a Prefect task runner in the release's audit stage (``tasks/audit.py``: every trial a task run)."""
-
-
-def joblib_mapper(n_jobs: int) -> Mapper:
-    """Trials in joblib worker processes (no orchestrator): the default outside a Prefect flow."""
-    from joblib import Parallel, delayed
-
-    def run(fn: Callable[..., Any], calls: list[tuple], label: str) -> Iterator[Any]:
-        return iter(Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(delayed(fn)(*a) for a in calls))
-
-    return run
 
 
 def seed_of(*keys: int) -> int:

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from sdgov.audits.executor import Executor
 from sdgov.audits.generator_protocol import AuditError, load_generator
 from sdgov.audits.privacy.base import (
     OUTLIER_RULE,
     GeneratorRef,
-    Mapper,
     Progress,
     RiskSettings,
     seed_of,
@@ -85,7 +85,7 @@ def audit_privacy(
     parts: tuple[str, ...] = PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
-    mapper: Mapper | None = None,
+    executor: Executor | None = None,
 ) -> PrivacyAuditResult:
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
@@ -121,7 +121,7 @@ def audit_privacy(
             sensitive if st.ai_sets > 0 else None,
             sensitive in (numeric or set()),
             progress,
-            mapper,
+            executor,
         )
         timing["membership_and_attribute"] = time.perf_counter() - t
 
@@ -265,7 +265,7 @@ def audit_agreement_privacy(
     parts: tuple[str, ...] = PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
-    mapper: Mapper | None = None,
+    executor: Executor | None = None,
 ) -> PrivacyAuditResult:
     """The audit for an agreement: its attributes, Φ and privacy plan (``plan``: the claimed ε, δ and σ).
 
@@ -307,26 +307,7 @@ def audit_agreement_privacy(
         parts=parts,
         canary_metric=canary_metric,
         progress=progress,
-        mapper=mapper,
-    )
-
-
-def run_release_privacy(
-    agreement: Any, schema: Any, codes: Any, plan: Any, progress: Progress | None = None, mapper: Mapper | None = None
-) -> PrivacyAuditResult:
-    """The audit as pre-registered in ``agreement.privacy_risk`` (used by the release's audit stage)."""
-    pr = agreement.privacy_risk
-    return audit_agreement_privacy(
-        agreement,
-        schema,
-        codes,
-        plan,
-        pr.generator,
-        pr.settings,
-        pr.policy,
-        pr.generator_params,
-        progress=progress,
-        mapper=mapper,
+        executor=executor,
     )
 
 
