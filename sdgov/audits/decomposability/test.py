@@ -115,7 +115,7 @@ def _seeds(seed: int, label: str, k: int) -> list[int]:
     return [int(s.generate_state(1, np.uint32)[0]) for s in ss.spawn(k)]
 
 
-def _fit_one(
+def _sample(
     factory: Factory,
     gen_name: str,
     theta: ThetaSpace,
@@ -124,18 +124,18 @@ def _fit_one(
     w: np.ndarray,
     n: int,
     seed: int,
-    basis: Any,
-) -> np.ndarray:
-    """One fit on weighted records, one seeded sample, its basis features."""
+) -> pd.DataFrame:
+    """One fit on weighted records and one seeded sample of ``n`` rows, as compact cell indices (the basis features
+    are computed where the basis is: an explicit basis of Φ⊥ is far larger than a sample to send)."""
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
     fit_generator(gen, recs, w, seed=seed)
     df = check_sample(gen.sample(n, seed ^ 0x5EED), n, theta.domain, where=gen_name)
-    return np.asarray(basis.features(df), dtype=np.float64)
+    return df[theta.attributes].astype(np.int16 if max(theta.shape) <= 2**15 else np.int32)
 
 
-def _fit_by_path(gen_name: str, *args: Any) -> np.ndarray:
+def _sample_by_path(gen_name: str, *args: Any) -> pd.DataFrame:
     """Executor entry point: the generator is re-imported by its path wherever the fit runs."""
-    return _fit_one(load_generator(gen_name), gen_name, *args)
+    return _sample(load_generator(gen_name), gen_name, *args)
 
 
 class _Space:
@@ -212,13 +212,15 @@ class _Run:
 
     def fits(self, weights: np.ndarray, seeds: list[int], label: str) -> np.ndarray:
         """K independent fits on one weighted dataset → the basis features of each fit's synthetic sample."""
+        label = f"decomposability-{label}"
         keep = weights > 0
         recs = self.theta.records[keep].reset_index(drop=True)
         args = (self.theta, self.params, recs, weights[keep], self.n)
         if self.factory is not None:
-            return np.asarray([_fit_one(self.factory, self.generator, *args, s, self.basis) for s in seeds])
-        calls = [(self.generator, *args, s, self.basis) for s in seeds]
-        return np.asarray(self.executor.map(_fit_by_path, calls, f"decomposability-{label}"))
+            samples = [_sample(self.factory, self.generator, *args, s) for s in seeds]
+        else:
+            samples = self.executor.map(_sample_by_path, [(self.generator, *args, s) for s in seeds], label)
+        return np.asarray([np.asarray(self.basis.features(df), dtype=np.float64) for df in samples])
 
 
 def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
