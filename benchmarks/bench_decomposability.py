@@ -19,9 +19,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.decomposability import audit_spec  # noqa: E402
+from sdgov.audits.decomposability.test import audit_spec  # noqa: E402
+from sdgov.audits.executor import executor_for  # noqa: E402
 
-G = "sdgov.audit_generators:"
+G = "sdgov.audits.generators:"
 # Application 3's joint table has 1.56M cells: cap the fits (an honest fit is honest however long it runs). PGM
 # needs 300 mirror-descent iterations before the dishonest variant's leaked 3-way marginal shows (at 100 it is
 # not yet fitted, p = 0.63); honest and dishonest PGM get the same setting. ``memo``: K fits on one dataset reuse
@@ -59,13 +60,13 @@ def run(
     ov = {
         "generator_params": params,
         "positive_control": control,
-        "workers": workers,
         "control_params": {**NO_MEMO, "memo": bool(params.get("memo"))} if app == "app3" else {},
     }
     if rows:
         ov["rows"] = rows
     t, c0 = time.perf_counter(), os.times()
-    r = audit_spec(str(REPO / "examples" / "census2011" / f"{app}.yaml"), G + gen, K=K, seed=seed, overrides=ov)
+    spec = str(REPO / "examples" / "census2011" / f"{app}.yaml")
+    r = audit_spec(spec, G + gen, K=K, seed=seed, overrides=ov, executor=executor_for(workers))
     row = {
         "app": app,
         "generator": gen,

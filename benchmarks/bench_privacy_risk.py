@@ -31,9 +31,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.risk.base import RiskSettings  # noqa: E402
-from sdgov.risk.policy import Policy  # noqa: E402
-from sdgov.risk.run import PrivacyAuditResult, audit_spec_privacy, summary  # noqa: E402
+from sdgov.audits.privacy.base import RiskSettings  # noqa: E402
+from sdgov.audits.privacy.policy import Policy  # noqa: E402
+from sdgov.audits.privacy.run import PrivacyAuditResult, audit_spec_privacy, summary  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 SCHEMA = REPO / "examples" / "census2011" / "schema.yaml"
@@ -282,7 +282,7 @@ def main() -> None:
                 audit(
                     f"wide copier (canary metric={metric})",
                     specs["wide"],
-                    "sdgov.risk.leaky:copier",
+                    "sdgov.audits.privacy.leaky:copier",
                     st,
                     ("canary", "disclosure") if metric == "cells" else ("canary",),
                     metric,
@@ -292,7 +292,13 @@ def main() -> None:
         for n in (1000, 500):
             st = RiskSettings(**base, n_outliers=5, n_random=0, n_shadow=10, n_synth=10, train_rows=n, ai_sets=0)
             results.append(
-                audit(f"wide category_leak (n={n})", specs["wide"], "sdgov.risk.leaky:category_leak", st, ("mia",))
+                audit(
+                    f"wide category_leak (n={n})",
+                    specs["wide"],
+                    "sdgov.audits.privacy.leaky:category_leak",
+                    st,
+                    ("mia",),
+                )
             )
             save()
         st = RiskSettings(**base, canaries=100, canary_base_rows=0)
@@ -300,7 +306,7 @@ def main() -> None:
             audit(
                 "app1 copier (canary metric=cells)",
                 specs["app1"],
-                "sdgov.risk.leaky:copier",
+                "sdgov.audits.privacy.leaky:copier",
                 st,
                 ("canary", "disclosure"),
                 "cells",

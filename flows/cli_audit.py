@@ -1,6 +1,7 @@
 """``sdgov audit decomposability``: the black-box decomposability test from the command line.
 
-Kept out of :mod:`sdgov.flows.cli` so the main CLI only gains a subparser; the work is in :mod:`sdgov.decomposability`.
+Kept out of :mod:`sdgov.flows.cli` so the main CLI only gains a subparser; the work is in
+:mod:`sdgov.audits.decomposability.test`.
 """
 
 from __future__ import annotations
@@ -9,18 +10,9 @@ import argparse
 import json
 from pathlib import Path
 
-from sdgov.audit_protocol import AuditError
-
-
-def json_object_arg(text: str, flag: str, example: str) -> dict:
-    """A command-line option holding a JSON object, or one clear error naming the option."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AuditError(f"{flag} is not JSON ({exc.msg})", flag, f"write e.g. '{example}'") from None
-    if not isinstance(value, dict):
-        raise AuditError(f"{flag} must be a JSON object", flag)
-    return value
+from sdgov.audits.generator_protocol import AuditError
+from sdgov.flows.cli_args import json_object_arg
+from sdgov.flows.cli_risk import add_privacy_args, cmd_privacy
 
 
 def add_audit_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,24 +37,20 @@ def add_audit_parser(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--control", help="positive-control generator import path ('none' to skip)")
     a.add_argument("--data", help="override the spec's dataset path")
     a.add_argument("--out", help="also write the full result JSON (with the Figure-1 SVG) to this file")
-    from sdgov.flows.cli_risk import add_privacy_args
-
     add_privacy_args(a)  # sdgov audit privacy --spec FILE [--generator module:callable] --json
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     if args.test == "privacy":
-        from sdgov.flows.cli_risk import cmd_privacy
-
         return cmd_privacy(args)
     if not args.generator:
         raise AuditError(
             "audit decomposability needs --generator",
             "--generator",
-            "give the generator as 'package.module:callable', e.g. 'sdgov.audit_generators:honest_pgm'",
+            "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'",
         )
-    from sdgov.decomposability import audit_spec
-    from sdgov.decomposability_report import decomposability_section
+    from sdgov.audits.decomposability.report import decomposability_section
+    from sdgov.audits.decomposability.test import audit_spec
 
     overrides: dict = {}
     if args.params:

@@ -2,7 +2,7 @@
 
 It shares the ``audit`` subcommand with the decomposability test (:mod:`sdgov.flows.cli_audit`): that module keeps the
 parser and dispatches ``audit privacy`` here; this module adds the privacy-only options. The work is in
-:mod:`sdgov.risk`. Progress goes to stderr; ``--json`` prints the result contract on stdout::
+:mod:`sdgov.audits.privacy`. Progress goes to stderr; ``--json`` prints the result contract on stdout::
 
     {"verdict": "pass|warn|fail", "epsilon_lower": …, "min_privacy_gain": …, "exact_matches": …, "seconds": …, …}
 
@@ -16,8 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from sdgov.audit_protocol import AuditError
-from sdgov.flows.cli_audit import json_object_arg
+from sdgov.audits.generator_protocol import AuditError
+from sdgov.flows.cli_args import json_object_arg
 
 
 def add_privacy_args(a: argparse.ArgumentParser) -> None:
@@ -46,7 +46,7 @@ def add_privacy_args(a: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace):
-    from sdgov.risk.base import RiskSettings
+    from sdgov.audits.privacy.base import RiskSettings
 
     values: dict = {}
     if getattr(args, "settings", None):
@@ -77,9 +77,9 @@ def _settings(args: argparse.Namespace):
 
 
 def cmd_privacy(args: argparse.Namespace) -> int:
-    from sdgov.risk.policy import load_policy
-    from sdgov.risk.report import privacy_section
-    from sdgov.risk.run import audit_spec_privacy, summary
+    from sdgov.audits.privacy.policy import load_policy
+    from sdgov.audits.privacy.report import privacy_section
+    from sdgov.audits.privacy.run import audit_spec_privacy, summary
 
     params = json_object_arg(args.params, "--params", '{"sigma": 5}') if getattr(args, "params", None) else None
     parts = tuple(p.strip() for p in (getattr(args, "parts", None) or "mia,canary,disclosure").split(",") if p.strip())

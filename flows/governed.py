@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from sdgov import __version__, ledger
 from sdgov.approvals import load_approvals, release_signoff, same_person
 from sdgov.approvers import ApprovalRefused, Approvers, check_decision, default_path, load_approvers
-from sdgov.audit import AuditReport
+from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import GenerateInput, ReleaseResult, SignOff, utcnow
 from sdgov.errors import BudgetError, SdgovError
 from sdgov.flows.release import _run_id

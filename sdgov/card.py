@@ -18,7 +18,7 @@ from jinja2 import Environment
 from pydantic import BaseModel, ConfigDict
 
 from sdgov import __version__
-from sdgov.audit import AuditReport
+from sdgov.audits.protocol import AuditReport
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
 from sdgov.measure import MeasurementSet
@@ -60,8 +60,7 @@ class Card(BaseModel):
     utility: UtilitySummary
     utility_note: str
     utility_report: dict[str, Any] | None = None  # fitness statement, radar data and link to the full report
-    privacy_evidence: dict[str, Any] | None = None  # sdgov.risk.report.privacy_section (issue 4); None: not run
-    decomposability: dict[str, Any] | None = None  # sdgov.decomposability_report.decomposability_section; None: not run
+    audit_sections: dict[str, dict[str, Any]] = {}  # audit check name → its section (cards/audits/<name>.*.j2)
     audit: AuditReport
     signoffs: list[SignOff]
     provenance: dict[str, Any]
@@ -171,8 +170,7 @@ def build_card(
     records: list[StageRecord],
     data_info: dict[str, Any],
     utility_report: dict[str, Any] | None = None,
-    privacy_evidence: dict[str, Any] | None = None,
-    decomposability: dict[str, Any] | None = None,
+    audit_sections: dict[str, dict[str, Any]] | None = None,
 ) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
@@ -220,8 +218,7 @@ def build_card(
         audit=audit,
         signoffs=signoffs,
         utility_report=utility_report_summary(utility_report),
-        privacy_evidence=privacy_evidence,
-        decomposability=decomposability,
+        audit_sections=audit_sections or {},
         provenance={"stages": [r.model_dump() for r in records], "environment": environment()},
     )
 

@@ -138,8 +138,7 @@ class Audited(_Frozen):
     report: ArtifactRef
     verdict: Literal["pass", "fail"]
     record: StageRecord
-    decomposability: ArtifactRef | None = None  # decomposability.json when the spec pre-registers the test
-    privacy_evidence: ArtifactRef | None = None  # privacy_evidence.json when the spec pre-registers the audit
+    evidence: dict[str, ArtifactRef] = Field(default_factory=dict)  # audit check name → <name>.json (when it ran)
 
 
 class UtilityReported(_Frozen):

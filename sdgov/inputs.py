@@ -45,7 +45,7 @@ def check_spec_and_data(
 def check_audit_generators(loaded: LoadedSpec) -> None:
     """Every generator the pre-registered audits name must import: found out after measuring, it would have
     spent budget on a release that can never pass its audit."""
-    from sdgov.audit_protocol import AuditError, load_generator
+    from sdgov.audits.generator_protocol import AuditError, load_generator
 
     ag = loaded.agreement
     named = []

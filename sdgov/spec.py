@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from sdgov.audits.decomposability.settings import DecomposabilitySettings
+from sdgov.audits.privacy.settings import PrivacyRiskSettings
 from sdgov.errors import SpecError
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
-from sdgov.risk.base import RiskSettings
-from sdgov.risk.policy import Policy
 from sdgov.schema import Schema, load_schema
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
@@ -87,51 +87,6 @@ class LimitsSpec(_Strict):
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
 
 
-class AuditSpec(_Strict):
-    """Pre-registered settings of the black-box decomposability audit (:mod:`sdgov.decomposability`).
-
-    Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
-    Writing the section pre-registers the test and runs it inside the release's audit stage (it fits the generator
-    4·K times); ``enabled: false`` keeps the settings for the command line only.
-    """
-
-    enabled: bool = True
-    generator: str | None = Field(
-        default=None,
-        description="import path 'module:callable'; default: the honest "
-        "audit variant of the spec's generator (sdgov.audit_generators:honest_pgm/ipf)",
-    )
-    generator_params: dict[str, float | int | str | bool | list[str]] = Field(default_factory=dict)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    K: int = Field(default=10, ge=2)
-    rows: PositiveInt | None = Field(default=None, description="synthetic rows per fit; default 10 × records")
-    seed: int = Field(default=0, ge=0)
-    candidate_basis: PositiveInt = 1000
-    positive_control: str | None = Field(default=None, description="import path of a dishonest variant run beside")
-
-
-class PrivacyRiskSpec(_Strict):
-    """Pre-registered privacy-risk audit (:mod:`sdgov.risk`): attacks, DP lower bound and record checks.
-
-    Like :class:`AuditSpec`, part of the agreement hash when given, and run inside the release's audit stage unless
-    ``enabled: false``; a "fail" under the policy blocks the release. ``settings`` are
-    :class:`~sdgov.risk.base.RiskSettings` fields, ``policy`` the thresholds (inline; the built-in defaults where
-    omitted). The claimed (ε, δ) are the release's own privacy plan.
-    """
-
-    enabled: bool = True
-    generator: str | None = Field(
-        default=None,
-        description="import path 'module:callable'; default: the honest "
-        "audit variant of the spec's generator at the plan's σ",
-    )
-    generator_params: dict[str, float | int | str | bool | list[str]] | None = Field(
-        default=None, description="shipped generators: the plan's σ and the spec's iterations unless set here"
-    )
-    settings: RiskSettings = RiskSettings()
-    policy: Policy = Policy()
-
-
 class ReleaseSpec(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -145,8 +100,8 @@ class ReleaseSpec(_Strict):
     seed: int = Field(ge=0, description="public sampling seed (recorded; unlike the noise, which has none)")
     limits: LimitsSpec = LimitsSpec()
     approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
-    audit: AuditSpec | None = Field(default=None, description="pre-registered decomposability-audit settings")
-    privacy_risk: PrivacyRiskSpec | None = Field(default=None, description="pre-registered privacy-risk audit")
+    audit: DecomposabilitySettings | None = Field(default=None, description="pre-registered decomposability test")
+    privacy_risk: PrivacyRiskSettings | None = Field(default=None, description="pre-registered privacy-risk audit")
     tasks: list[TaskSpec] = Field(
         default_factory=list,
         description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)",
@@ -175,8 +130,8 @@ class Agreement(_Strict):
     rows: int | None
     seed: int
     limits: LimitsSpec
-    audit: AuditSpec | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: hash unchanged
-    privacy_risk: PrivacyRiskSpec | None = Field(default=None, exclude_if=lambda v: v is None)
+    audit: DecomposabilitySettings | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
+    privacy_risk: PrivacyRiskSettings | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def sha256(self) -> str:
         return sha256_json(self.model_dump(mode="json"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sdgov.audit import AuditReport
+from sdgov.audits.protocol import AuditReport
 from sdgov.ledger import Account
 from sdgov.metrics import UtilitySummary
 from sdgov.privacy import PrivacyPlan

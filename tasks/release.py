@@ -14,7 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.atomic import atomic_write_text
-from sdgov.audit import AuditReport
+from sdgov.audits.protocol import AuditReport
 from sdgov.card import build_card, render
 from sdgov.contracts import (
     Agreed,
@@ -49,22 +49,13 @@ def candidate_sha256(measured: Measured, generated: Generated, audited: Audited,
             "audit": audited.report.sha256,
             "utility": utility.report.sha256,
             **({"utility_report": utility.full_report.sha256} if utility.full_report else {}),
-            **{k: ref.sha256 for k, ref in audit_evidence(audited).items()},
+            **{k: ref.sha256 for k, ref in audited.evidence.items()},
         }
     )
 
 
-def audit_evidence(audited: Audited) -> dict[str, ArtifactRef]:
-    """The pre-registered audits' evidence files that were made (decomposability, privacy_evidence)."""
-    return {
-        k: ref
-        for k, ref in (("decomposability", audited.decomposability), ("privacy_evidence", audited.privacy_evidence))
-        if ref is not None
-    }
-
-
-def _section(ref: ArtifactRef | None) -> dict | None:
-    return json.loads(ref.verified().read_text())["section"] if ref is not None else None
+def _section(ref: ArtifactRef) -> dict:
+    return json.loads(ref.verified().read_text())["section"]
 
 
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
@@ -119,8 +110,7 @@ def release(
             },
             utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
             utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
-            decomposability=_section(audited.decomposability),
-            privacy_evidence=_section(audited.privacy_evidence),
+            audit_sections={name: _section(ref) for name, ref in audited.evidence.items()},
             audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
             signoffs=signoffs,
             records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
@@ -157,7 +147,7 @@ def release(
                 if utility.full_report and utility.full_report_html
                 else {}
             ),
-            **{f"artifacts/{k}.json": ref.verified() for k, ref in audit_evidence(audited).items()},
+            **{f"artifacts/{k}.json": ref.verified() for k, ref in audited.evidence.items()},
             "artifacts/provenance.json": run_dir / "provenance.json",
         }
         approver = next(s for s in signoffs if s.subject == "release")

@@ -85,7 +85,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
 def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
     from sdgov.flows.release import release_flow
 
-    audit = {**AUDIT, "generator": "sdgov.audit_generators:dishonest_ipf", "generator_params": {}}
+    audit = {**AUDIT, "generator": "sdgov.audits.generators:dishonest_ipf", "generator_params": {}}
     spec = make_demo_inputs(tmp_path / "in", audit=audit)
     root = tmp_path / "registry"
     with pytest.raises(SdgovError, match="the audit failed"):

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sdgov.risk.base import RiskSettings
-from sdgov.risk.policy import Policy
-from sdgov.risk.run import audit_privacy
+from sdgov.audits.privacy.base import RiskSettings
+from sdgov.audits.privacy.policy import Policy
+from sdgov.audits.privacy.run import audit_privacy
 from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
 
 
 def test_card_renders_the_privacy_evidence_section(released):
     """The card model takes the section; HTML and Markdown show verdict, checks and the two plots."""
     from sdgov.card import Card, render
-    from sdgov.risk.report import audit_checks, privacy_section
+    from sdgov.audits.privacy.report import audit_checks, privacy_section
 
     real, attrs, dom = _rare_category_data()
     st = RiskSettings(

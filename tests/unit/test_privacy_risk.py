@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import yaml
 
-from sdgov.risk.base import RiskSettings, select_targets
-from sdgov.risk.canary import epsilon_lower, epsilon_lower_k, log_null_bound
-from sdgov.risk.policy import Policy, load_policy
-from sdgov.risk.run import audit_privacy
+from sdgov.audits.privacy.base import RiskSettings, select_targets
+from sdgov.audits.privacy.canary import epsilon_lower, epsilon_lower_k, log_null_bound
+from sdgov.audits.privacy.policy import Policy, load_policy
+from sdgov.audits.privacy.run import audit_privacy
 
 REPO = Path(__file__).resolve().parents[2]
-INDEPENDENT = "sdgov.audit_generators:independent"
+INDEPENDENT = "sdgov.audits.generators:independent"
 
 
 # ----------------------------------------------------------------------------------------- ε_lower formula
@@ -87,13 +87,13 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     cliques = [(attrs[j], attrs[j + 1]) for j in range(len(attrs) - 1)]
     st = RiskSettings(train_rows=400, canaries=400, disclosure_rows=900, n_jobs=1, seed=3)
     params = {"base": INDEPENDENT, "sigma": 5.0}
-    # claimed (ε, δ) = (1, 1e-6): the δ-aware bound needs m·δ well below β (see sdgov.risk.canary)
+    # claimed (ε, δ) = (1, 1e-6): the δ-aware bound needs m·δ well below β (see sdgov.audits.privacy.canary)
     leaky = audit_privacy(
         real,
         attrs,
         dom,
         cliques,
-        "sdgov.risk.leaky:copier",
+        "sdgov.audits.privacy.leaky:copier",
         params,
         st,
         Policy(),
@@ -144,7 +144,7 @@ def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
         attrs,
         dom,
         cliques,
-        "sdgov.risk.leaky:category_leak",
+        "sdgov.audits.privacy.leaky:category_leak",
         {"base": INDEPENDENT, "sigma": 5.0},
         st,
         Policy(),
@@ -234,7 +234,7 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
         assert key in payload
     assert isinstance(payload["epsilon_lower"], float) and payload["epsilon_lower"] >= 0
     assert payload["min_privacy_gain"] + 1e-9 >= 0 and isinstance(payload["exact_matches"], int)
-    assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audit_generators:honest_ipf"
+    assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audits.generators:honest_ipf"
     assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
     assert len(payload["targets"]) == 2
     section = json.loads(out.read_text())["section"]
@@ -253,7 +253,7 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
             str(spec),
             "--json",
             "--generator",
-            "sdgov.risk.leaky:copier",
+            "sdgov.audits.privacy.leaky:copier",
             "--params",
             json.dumps({"base": INDEPENDENT, "sigma": 5.0}),
             "--parts",
@@ -262,7 +262,7 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
         ]
     )
     payload = json.loads(capsys.readouterr().out)
-    assert rc in (0, 1) and payload["generator"] == "sdgov.risk.leaky:copier"
+    assert rc in (0, 1) and payload["generator"] == "sdgov.audits.privacy.leaky:copier"
     assert payload["epsilon_lower"] is None and payload["min_privacy_gain"] is None
     rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--generator", "no_such_module:factory", *FAST])
     err = capsys.readouterr()
@@ -272,7 +272,7 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
 def test_policy_file_is_validated(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("membership: {fail_below_pgg: 0.5}\n")
-    from sdgov.audit_protocol import AuditError
+    from sdgov.audits.generator_protocol import AuditError
 
     with pytest.raises(AuditError, match="fail_below_pgg"):
         load_policy(bad)
@@ -281,7 +281,7 @@ def test_policy_file_is_validated(tmp_path):
 
 def test_attribute_inference_models():
     """Categorical S: a random forest; numeric (binned) S: a linear model, prediction rounded to a bin."""
-    from sdgov.risk.attribute import predict_sensitive
+    from sdgov.audits.privacy.attribute import predict_sensitive
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 4, size=(400, 2))

@@ -8,7 +8,7 @@ import io
 import math
 from typing import Any
 
-from sdgov.risk.run import PrivacyAuditResult, summary
+from sdgov.audits.privacy.run import PrivacyAuditResult, summary
 
 
 def _svg(fig: Any) -> str:
@@ -147,18 +147,3 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
 
 def fmt(x: float | None, p: int = 3) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{p}g}"
-
-
-def audit_checks(result: PrivacyAuditResult) -> list:
-    """The policy checks as :class:`sdgov.audit.Check` rows (fail blocks, warn warns) for the release audit."""
-    from sdgov.audit import Check
-
-    return [
-        Check(
-            name=f"privacy: {c.name}",
-            passed=c.level == "pass",
-            detail=c.detail,
-            severity="block" if c.level == "fail" else "warn",
-        )
-        for c in result.checks
-    ]

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
-from sdgov.risk.base import record_keys
+from sdgov.audits.privacy.base import record_keys
 
 
 class UniqueMatches(BaseModel):

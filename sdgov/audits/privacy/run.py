@@ -2,12 +2,12 @@
 
 Data use (all from the confidential data, on the controller's side, like the utility report):
 
-* **targets** — :data:`sdgov.risk.base.OUTLIER_RULE` outliers plus random records;
+* **targets** — :data:`sdgov.audits.privacy.base.OUTLIER_RULE` outliers plus random records;
 * **reference** — every other record: the attacker's population sample, disjoint from the targets; shadow
   training sets (linkability, attribute inference) and the canary audit's base data are drawn from it;
 * **record checks** — three disjoint parts of the reference: a training part the generator is fitted on once
   (its synthetic output is checked), a real holdout and an independent real sample (the baselines; see
-  :mod:`sdgov.risk.disclosure`).
+  :mod:`sdgov.audits.privacy.disclosure`).
 """
 
 from __future__ import annotations
@@ -20,14 +20,22 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.audit_protocol import AuditError, load_generator
-from sdgov.risk.base import OUTLIER_RULE, GeneratorRef, Mapper, Progress, RiskSettings, seed_of, select_targets
-from sdgov.risk.canary import CanaryResult, Metric, canary_audit
-from sdgov.risk.disclosure import DisclosureResult, disclosure_checks
-from sdgov.risk.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
-from sdgov.risk.policy import Policy, PolicyCheck, evaluate, worst
+from sdgov.audits.executor import Executor
+from sdgov.audits.generator_protocol import AuditError, load_generator
+from sdgov.audits.privacy.base import (
+    OUTLIER_RULE,
+    GeneratorRef,
+    Progress,
+    RiskSettings,
+    seed_of,
+    select_targets,
+)
+from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
+from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
+from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
+from sdgov.audits.privacy.policy import Policy, PolicyCheck, evaluate, worst
 
-SHIPPED_PREFIXES = ("sdgov.audit_generators:", "sdgov.risk.leaky:")
+SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 PARTS = ("mia", "canary", "disclosure")
 
 
@@ -77,7 +85,7 @@ def audit_privacy(
     parts: tuple[str, ...] = PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
-    mapper: Mapper | None = None,
+    executor: Executor | None = None,
 ) -> PrivacyAuditResult:
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
@@ -113,7 +121,7 @@ def audit_privacy(
             sensitive if st.ai_sets > 0 else None,
             sensitive in (numeric or set()),
             progress,
-            mapper,
+            executor,
         )
         timing["membership_and_attribute"] = time.perf_counter() - t
 
@@ -257,17 +265,17 @@ def audit_agreement_privacy(
     parts: tuple[str, ...] = PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
-    mapper: Mapper | None = None,
+    executor: Executor | None = None,
 ) -> PrivacyAuditResult:
     """The audit for an agreement: its attributes, Φ and privacy plan (``plan``: the claimed ε, δ and σ).
 
-    The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audit_generators`)
+    The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audits.generators`)
     with the plan's noise scale (the smallest σ if they differ) — a simulation of the release mechanism with seeded
-    Gaussian noise at the same σ, hence the same ρ. Shipped generators (``sdgov.audit_generators``,
-    ``sdgov.risk.leaky``) get ``sigma``/``iterations`` from the agreement where ``params`` do not set them; a
+    Gaussian noise at the same σ, hence the same ρ. Shipped generators (``sdgov.audits.generators``,
+    ``sdgov.audits.privacy.leaky``) get ``sigma``/``iterations`` from the agreement where ``params`` do not set them; a
     third party's get only ``params``.
     """
-    from sdgov.audit_generators import honest_variant
+    from sdgov.audits.generators import honest_variant
 
     gen = generator or honest_variant(agreement.generator.name)
     if gen.startswith(SHIPPED_PREFIXES):  # the release's own noise scale and iterations, unless overridden
@@ -299,26 +307,7 @@ def audit_agreement_privacy(
         parts=parts,
         canary_metric=canary_metric,
         progress=progress,
-        mapper=mapper,
-    )
-
-
-def run_release_privacy(
-    agreement: Any, schema: Any, codes: Any, plan: Any, progress: Progress | None = None, mapper: Mapper | None = None
-) -> PrivacyAuditResult:
-    """The audit as pre-registered in ``agreement.privacy_risk`` (used by the release's audit stage)."""
-    pr = agreement.privacy_risk
-    return audit_agreement_privacy(
-        agreement,
-        schema,
-        codes,
-        plan,
-        pr.generator,
-        pr.settings,
-        pr.policy,
-        pr.generator_params,
-        progress=progress,
-        mapper=mapper,
+        executor=executor,
     )
 
 

@@ -2,7 +2,7 @@
 
 Modules (none imports the orchestrator):
 
-``base``        settings, the audited generator (same protocol as :mod:`sdgov.audit_protocol`), seeds, targets
+``base``        settings, the audited generator (protocol of :mod:`sdgov.audits.generator_protocol`), seeds, targets
 ``mia``         linkability (membership-inference) game with shadow models — Stadler et al. 2022, §4.2
 ``attribute``   attribute inference on a declared sensitive attribute (same shadow worlds)
 ``canary``      DP lower bound from nearest-neighbour reconstruction of uniform canaries

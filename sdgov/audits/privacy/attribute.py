@@ -3,7 +3,7 @@
 The attacker knows every attribute of the target except the sensitive one S. From each synthetic set it trains
 a model of S given the other attributes — a random forest when S is categorical, a linear model (on one-hot
 features, prediction rounded to the nearest bin) when S is a numeric (binned) attribute — and predicts the
-target's S. On the same shadow worlds as the linkability game (:mod:`sdgov.risk.mia`):
+target's S. On the same shadow worlds as the linkability game (:mod:`sdgov.audits.privacy.mia`):
 
     Adv_AI = P(correct | target in the training data) − P(correct | target out)
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression
 
-from sdgov.risk.base import world_ci
+from sdgov.audits.privacy.base import world_ci
 
 
 class AttributeResult(BaseModel):

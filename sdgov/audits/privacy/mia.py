@@ -35,8 +35,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 
-from sdgov.risk.attribute import AttributeResult, advantage, predict_sensitive
-from sdgov.risk.base import GeneratorRef, Mapper, Progress, RiskSettings, Target, joblib_mapper, seed_of, world_ci
+from sdgov.audits.executor import Executor, executor_for
+from sdgov.audits.privacy.attribute import AttributeResult, advantage, predict_sensitive
+from sdgov.audits.privacy.base import (
+    GeneratorRef,
+    Progress,
+    RiskSettings,
+    Target,
+    seed_of,
+    world_ci,
+)
 
 CORR_MAX_CATEGORIES = 300
 
@@ -149,13 +157,14 @@ def run_worlds(
     st: RiskSettings,
     ai: dict[str, Any] | None = None,
     progress: Progress | None = None,
-    mapper: Mapper | None = None,
+    executor: Executor | None = None,
 ) -> Worlds:
-    """All shadow fits, in parallel through ``mapper`` (default joblib), out-worlds shared by the targets."""
+    """All shadow fits, in parallel through ``executor`` (default: ``n_jobs`` processes), out-worlds shared by the
+    targets."""
     R = len(reference)
     n = st.train_rows
     if n > R:
-        from sdgov.audit_protocol import AuditError
+        from sdgov.audits.generator_protocol import AuditError
 
         raise AuditError(
             f"the reference data has {R} records, fewer than the {n} of a shadow training set",
@@ -189,7 +198,7 @@ def run_worlds(
             )
             keys.append((s, t))
     results: dict[tuple[int, int], dict] = {}
-    for k, res in zip(keys, (mapper or joblib_mapper(st.n_jobs))(_world_job, jobs, "shadow-fit")):
+    for k, res in zip(keys, (executor or executor_for(st.n_jobs)).map(_world_job, jobs, "shadow-fit")):
         results[k] = res
         if progress:
             progress(len(results), len(jobs), "shadow fits")
@@ -281,7 +290,7 @@ def linkability(
     sensitive: str | None = None,
     numeric_sensitive: bool = False,
     progress: Progress | None = None,
-    mapper: Mapper | None = None,
+    executor: Executor | None = None,
 ) -> list[TargetRisk]:
     """Run the game for every target; attribute inference on ``sensitive`` rides on the same worlds."""
     attrs = ref.attributes
@@ -294,8 +303,8 @@ def linkability(
             "trees": st.ai_trees,
             "sets": min(st.ai_sets, st.n_synth),
         }
-    mapper = mapper or joblib_mapper(st.n_jobs)
-    worlds = run_worlds(ref, reference, target_rows, st, ai, progress, mapper)
+    executor = executor or executor_for(st.n_jobs)
+    worlds = run_worlds(ref, reference, target_rows, st, ai, progress, executor)
     X_out = {f: np.stack([w[f] for w in worlds.out]) for f in st.features}
     jobs = []
     for t, tg in enumerate(targets):
@@ -305,7 +314,7 @@ def linkability(
             ai_t = (np.stack([w["ai"][:, 0] for w in worlds.in_[t]]), np.stack([w["ai"][:, t] for w in worlds.out]))
         jobs.append((t, tg, data, ai_t, st, sensitive if ai else None))
     out = []
-    for r in mapper(_score_target, jobs, "attack-classifier"):
+    for r in executor.map(_score_target, jobs, "attack-classifier"):
         out.append(r)
         if progress:
             progress(len(out), len(jobs), "attack classifiers")

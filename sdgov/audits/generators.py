@@ -1,12 +1,12 @@
-"""Generators shipped for audits and tests, all speaking :mod:`sdgov.audit_protocol`.
+"""Generators shipped for audits and tests, all speaking :mod:`sdgov.audits.generator_protocol`.
 
 Import paths (pass them to ``sdgov audit decomposability --generator``):
 
-``sdgov.audit_generators:honest_pgm``        the pipeline's Private-PGM (:func:`sdgov.generators.pgm.fit_pgm`) on Φ
-``sdgov.audit_generators:honest_ipf``        the pipeline's IPF (:func:`sdgov.generators.ipf.fit_ipf`) on Φ
-``sdgov.audit_generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
-``sdgov.audit_generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
-``sdgov.audit_generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
+``sdgov.audits.generators:honest_pgm``        the pipeline's Private-PGM (:func:`sdgov.generators.pgm.fit_pgm`) on Φ
+``sdgov.audits.generators:honest_ipf``        the pipeline's IPF (:func:`sdgov.generators.ipf.fit_ipf`) on Φ
+``sdgov.audits.generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
+``sdgov.audits.generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
+``sdgov.audits.generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdgov.audit_protocol import AuditError, Clique, weighted_marginal
+from sdgov.audits.generator_protocol import AuditError, Clique, weighted_marginal
 from sdgov.generators.model import CliqueModel
 from sdgov.measure import Measurement, MeasurementSet
 from sdgov.sampler import iter_chunks
@@ -252,20 +252,20 @@ def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) 
 def honest_variant(generator: str) -> str:
     """Import path of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what the
     release's audits run when the spec names no generator of its own."""
-    return f"sdgov.audit_generators:honest_{generator}"
+    return f"sdgov.audits.generators:honest_{generator}"
 
 
 SHIPPED = {
-    "sdgov.audit_generators:honest_pgm": "honest Private-PGM on Φ (the pipeline's generator)",
-    "sdgov.audit_generators:honest_ipf": "honest IPF on Φ (the pipeline's generator)",
-    "sdgov.audit_generators:independent": "independent 1-way marginals (honest: a subset of Φ)",
-    "sdgov.audit_generators:dishonest_pgm": "PGM on Φ plus one non-Φ marginal (positive control)",
-    "sdgov.audit_generators:dishonest_ipf": "IPF on Φ plus one non-Φ marginal (positive control)",
+    "sdgov.audits.generators:honest_pgm": "honest Private-PGM on Φ (the pipeline's generator)",
+    "sdgov.audits.generators:honest_ipf": "honest IPF on Φ (the pipeline's generator)",
+    "sdgov.audits.generators:independent": "independent 1-way marginals (honest: a subset of Φ)",
+    "sdgov.audits.generators:dishonest_pgm": "PGM on Φ plus one non-Φ marginal (positive control)",
+    "sdgov.audits.generators:dishonest_ipf": "IPF on Φ plus one non-Φ marginal (positive control)",
 }
 
 #: the positive control paired with each shipped generator (a dishonest variant of the same family)
 CONTROL_FOR = {
-    "sdgov.audit_generators:honest_pgm": "sdgov.audit_generators:dishonest_pgm",
-    "sdgov.audit_generators:honest_ipf": "sdgov.audit_generators:dishonest_ipf",
-    "sdgov.audit_generators:independent": "sdgov.audit_generators:dishonest_ipf",
+    "sdgov.audits.generators:honest_pgm": "sdgov.audits.generators:dishonest_pgm",
+    "sdgov.audits.generators:honest_ipf": "sdgov.audits.generators:dishonest_ipf",
+    "sdgov.audits.generators:independent": "sdgov.audits.generators:dishonest_ipf",
 }

@@ -1,11 +1,11 @@
 """Deliberately leaky generators — positive controls for the privacy-risk audit (tests, benchmark).
 
-Both speak :mod:`sdgov.audit_protocol` and wrap an honest base generator (by import path, default the pipeline's
-Private-PGM ``sdgov.audit_generators:honest_pgm``; its parameters, e.g. ``sigma``, pass through):
+Both speak :mod:`sdgov.audits.generator_protocol` and wrap an honest base generator (by import path, default the
+pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e.g. ``sigma``, pass through):
 
-``sdgov.risk.leaky:copier``          samples from the base, then overwrites ``copy_fraction`` (1 %) of the
+``sdgov.audits.privacy.leaky:copier``          samples from the base, then overwrites ``copy_fraction`` (1 %) of the
                                      output rows with real training rows, copied verbatim.
-``sdgov.risk.leaky:category_leak``   learns the category list of every attribute from the training data (the
+``sdgov.audits.privacy.leaky:category_leak``   learns the category list of every attribute from the training data (the
                                      metadata leak Stadler et al. 2022 found in published DP generators): output
                                      values outside the observed categories are redrawn from the observed ones, and
                                      every observed category is shown at least once, as a tool that publishes its
@@ -23,9 +23,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdgov.audit_protocol import AuditGenerator, Clique, expand_rows, fit_generator, load_generator, make_generator
+from sdgov.audits.generator_protocol import (
+    AuditGenerator,
+    Clique,
+    expand_rows,
+    fit_generator,
+    load_generator,
+    make_generator,
+)
 
-BASE = "sdgov.audit_generators:honest_pgm"
+BASE = "sdgov.audits.generators:honest_pgm"
 
 
 class _Wrapped:

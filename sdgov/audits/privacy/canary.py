@@ -71,7 +71,7 @@ from scipy.optimize import brentq
 from scipy.spatial import cKDTree
 from scipy.special import gammaln
 
-from sdgov.risk.base import GeneratorRef, seed_of
+from sdgov.audits.privacy.base import GeneratorRef, seed_of
 
 Metric = Literal["unit", "cells"]
 

@@ -56,7 +56,7 @@ Factory = Callable[..., AuditGenerator]
 
 def load_generator(path: str) -> Factory:
     """Resolve ``"module:callable"`` to a factory; every failure is one :class:`AuditError` line."""
-    fix = "give the generator as 'package.module:callable', e.g. 'sdgov.audit_generators:honest_pgm'"
+    fix = "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'"
     if not isinstance(path, str) or not _PATH.match(path.strip()):
         raise AuditError(f"generator {path!r} is not an import path of the form 'module:callable'", "--generator", fix)
     module_name, attr = path.strip().split(":", 1)

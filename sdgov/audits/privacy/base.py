@@ -1,6 +1,6 @@
 """Shared pieces of the privacy-risk audit: settings, the audited generator, seeds and the choice of targets.
 
-The generator is named by an import path and spoken to through :mod:`sdgov.audit_protocol` — the very loader
+The generator is named by an import path and spoken to through :mod:`sdgov.audits.generator_protocol` — the very loader
 and protocol of the decomposability audit, so a third party's generator can be audited the same way::
 
     factory(cliques, domain, **params) -> object with fit(records, weights=None[, seed=]) and sample(n, seed)
@@ -11,7 +11,7 @@ and protocol of the decomposability audit, so a third party's generator can be a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,14 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdgov.audit_protocol import AuditError, Clique, check_sample, fit_generator, load_generator, make_generator
+from sdgov.audits.generator_protocol import (
+    AuditError,
+    Clique,
+    check_sample,
+    fit_generator,
+    load_generator,
+    make_generator,
+)
 
 FEATURE_SETS = ("naive", "hist", "corr")
 
@@ -45,7 +52,7 @@ class RiskSettings(BaseModel):
         None,
         ge=1,
         description="canaries m in the DP lower-bound audit; default n/2, "
-        "capped at β/(20·δ) so that the δ term leaves room to refute (sdgov.risk.canary)",
+        "capped at β/(20·δ) so that the δ term leaves room to refute (sdgov.audits.privacy.canary)",
     )
     canary_base_rows: int | None = Field(
         None, ge=0, description="reference records trained beside the canaries; default train_rows − m"
@@ -70,20 +77,6 @@ class RiskSettings(BaseModel):
 
 
 Progress = Callable[[int, int, str], None]
-Mapper = Callable[[Callable[..., Any], list[tuple], str], Iterator[Any]]
-"""``mapper(fn, calls, label)`` runs ``fn(*args)`` for every tuple in ``calls`` (in parallel, wherever it likes)
-and yields the results **in order**. The attack trials go through one: :func:`joblib_mapper` here (the command
-line), a Prefect task runner in the release's audit stage (``tasks/audit.py``: every trial a task run)."""
-
-
-def joblib_mapper(n_jobs: int) -> Mapper:
-    """Trials in joblib worker processes (no orchestrator): the default outside a Prefect flow."""
-    from joblib import Parallel, delayed
-
-    def run(fn: Callable[..., Any], calls: list[tuple], label: str) -> Iterator[Any]:
-        return iter(Parallel(n_jobs=n_jobs, return_as="generator", batch_size=1)(delayed(fn)(*a) for a in calls))
-
-    return run
 
 
 def seed_of(*keys: int) -> int:

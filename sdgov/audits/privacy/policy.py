@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdgov.audit_protocol import AuditError
+from sdgov.audits.generator_protocol import AuditError
 from sdgov.loading import load_model_file
 
 Level = Literal["pass", "warn", "fail"]
@@ -45,10 +45,10 @@ class AttributePolicy(_P):
 
 
 class ExactMatchPolicy(_P):
-    """Real-unique records reproduced (see :mod:`sdgov.risk.disclosure`). The rate ratio (training vs never-seen
-    holdout records) of an honest DP generator sits near 1; (ε, δ)-DP would permit up to about e^ε in the worst case,
-    so this policy is stricter than the DP claim — a memorisation rule, as a controller may set one. The claim
-    itself is tested by the canary bound."""
+    """Real-unique records reproduced (see :mod:`sdgov.audits.privacy.disclosure`). The rate ratio (training
+    vs never-seen holdout records) of an honest DP generator sits near 1; (ε, δ)-DP would permit up to about e^ε in
+    the worst case, so this policy is stricter than the DP claim — a memorisation rule, as a controller may set
+    one. The claim itself is tested by the canary bound."""
 
     warn_ratio: float = Field(
         1.25,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from sdgov.decomposability import DecomposabilityResult
+from sdgov.audits.decomposability.test import DecomposabilityResult
 
 
 def figure_svg(result: DecomposabilityResult) -> str:
@@ -77,47 +77,3 @@ def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:
         "seconds": result.seconds,
         "figure_svg": figure_svg(result),
     }
-
-
-def run_release_audit(agreement: Any, codes: Any, schema: Any) -> DecomposabilityResult:
-    """The decomposability test as pre-registered in ``agreement.audit`` (used by the release's audit stage);
-    ``codes`` is the encoded confidential data."""
-    from sdgov.audit_generators import honest_variant
-    from sdgov.decomposability import run_decomposability, settings_from_spec
-
-    a = agreement.audit
-    settings = settings_from_spec(agreement)
-    generator = a.generator or honest_variant(agreement.generator.name)
-    if not a.generator and not settings.generator_params:
-        settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
-    domain = {c: schema.by_name[c].size for c in agreement.attributes}
-    labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
-    return run_decomposability(
-        codes[agreement.attributes], [tuple(c) for c in agreement.cliques], domain, generator, settings, labels
-    )
-
-
-def audit_checks(result: DecomposabilityResult) -> list:
-    """The test as :class:`sdgov.audit.Check` rows: a blocking check, plus a warning when the positive control
-    was not caught (merge them with :func:`sdgov.audit.with_checks`)."""
-    from sdgov.audit import Check
-
-    checks = [
-        Check(
-            name="decomposability test (black-box, Houssiau et al. 2022)",
-            passed=result.verdict == "pass",
-            detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
-            f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s",
-        )
-    ]
-    if result.control is not None:
-        c = result.control
-        checks.append(
-            Check(
-                name="positive control caught",
-                passed=c.caught,
-                severity="warn",
-                detail=f"{c.generator}: p = {c.p_value:.3g}" + ("" if c.caught else " — the test may be underpowered"),
-            )
-        )
-    return checks

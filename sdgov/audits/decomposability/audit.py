@@ -1,0 +1,65 @@
+"""The decomposability test as a check of the release's audit stage (pre-registered in the spec's ``audit:``)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from sdgov.audits.decomposability.report import decomposability_section
+from sdgov.audits.decomposability.settings import DecomposabilitySettings
+from sdgov.audits.decomposability.test import DecomposabilityResult, run_decomposability
+from sdgov.audits.generators import honest_variant
+from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
+
+
+class DecomposabilityAudit:
+    name: ClassVar[str] = "decomposability"
+    section: ClassVar[str | None] = "audit"
+    settings_model: ClassVar[type[BaseModel]] = DecomposabilitySettings
+    not_run: ClassVar[str] = (
+        "Black-box decomposability test (Houssiau et al. 2022): not run — the spec does not "
+        "pre-register it (add an 'audit:' section)."
+    )
+
+    def run(self, context: AuditContext, settings: DecomposabilitySettings) -> AuditOutcome:
+        agreement, schema = context.agreement, context.schema
+        generator = settings.generator or honest_variant(agreement.generator.name)
+        if not settings.generator and not settings.generator_params:  # the release's own iterations
+            settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
+        fits = 4 * settings.K * (2 if settings.positive_control else 1)
+        context.log(f"decomposability test: {fits} fits of {generator}…")
+        domain = {c: schema.by_name[c].size for c in agreement.attributes}
+        labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
+        codes = context.confidential()[agreement.attributes]
+        cliques = [tuple(c) for c in agreement.cliques]
+        result = run_decomposability(codes, cliques, domain, generator, settings, labels, executor=context.executor)
+        context.log(f"decomposability test: {result.verdict} (p = {result.p_value:.3g}, {result.seconds:.1f} s)")
+        return AuditOutcome(
+            checks=audit_checks(result),
+            result=result.model_dump(mode="json"),
+            section=decomposability_section(result),
+        )
+
+
+def audit_checks(result: DecomposabilityResult) -> list[Check]:
+    """The test as report rows: a blocking check, plus a warning when the positive control was not caught."""
+    checks = [
+        Check(
+            name="decomposability test (black-box, Houssiau et al. 2022)",
+            passed=result.verdict == "pass",
+            detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
+            f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s",
+        )
+    ]
+    if result.control is not None:
+        c = result.control
+        checks.append(
+            Check(
+                name="positive control caught",
+                passed=c.caught,
+                severity="warn",
+                detail=f"{c.generator}: p = {c.p_value:.3g}" + ("" if c.caught else " — the test may be underpowered"),
+            )
+        )
+    return checks

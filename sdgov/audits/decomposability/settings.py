@@ -1,0 +1,50 @@
+"""The decomposability test's settings: one model that is both the spec's pre-registered ``audit:`` section and what
+the test runs with (``sdgov audit decomposability`` overrides a few fields on the command line)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+EXPLICIT_MAX_CELLS = 5_000  # occupied cells up to which Φ⊥ gets an explicit orthonormal basis
+
+Params = dict[str, float | int | str | bool | list[str]]
+
+
+class DecomposabilitySettings(BaseModel):
+    """Pre-registered settings of the black-box decomposability test (Houssiau et al. 2022).
+
+    Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
+    Writing the section pre-registers the test and runs it inside the release's audit stage (it fits the generator
+    4·K times, and as often again for the positive control); ``enabled: false`` keeps the settings for the command
+    line only.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+    generator: str | None = Field(
+        default=None,
+        description="import path 'module:callable'; default: the honest "
+        "audit variant of the spec's generator (sdgov.audits.generators:honest_pgm/ipf)",
+    )
+    generator_params: Params = Field(
+        default_factory=dict, description="default for the shipped variants: the spec's generator iterations"
+    )
+    alpha: float = Field(0.05, gt=0, lt=1, description="pre-registered significance level")
+    K: int = Field(10, ge=2, description="fits per extremal dataset, in each phase")
+    rows: PositiveInt | None = Field(None, description="synthetic rows per fit; default 10 × the records of D*")
+    seed: int = Field(0, ge=0)
+    candidate_basis: PositiveInt = Field(
+        1000,
+        description="random higher-order marginal cells spanning the random "
+        "subspace of Φ⊥ (large tables; the paper used 1000 3-way cells)",
+    )
+    beta_star_min_z: float = Field(
+        3.0,
+        description="random-subspace β* keeps the interaction sets whose standardised Σt² is at least this (else "
+        "the best one)",
+    )
+    move_pool: PositiveInt = Field(200_000, description="most integer moves considered for extremal datasets")
+    explicit_max_cells: PositiveInt = EXPLICIT_MAX_CELLS
+    beta_star_min_t: float = Field(2.0, ge=0, description="explicit-basis β* keeps components with |t| ≥ this")
+    positive_control: str | None = Field(None, description="import path of a dishonest generator run beside")
+    control_params: Params = Field(default_factory=dict, description="the positive control's generator params")

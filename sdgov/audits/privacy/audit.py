@@ -1,0 +1,61 @@
+"""The privacy-risk evidence as a check of the release's audit stage (pre-registered in ``privacy_risk:``)."""
+
+from __future__ import annotations
+
+import json
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from sdgov.audits.privacy.report import privacy_section
+from sdgov.audits.privacy.run import PrivacyAuditResult, audit_agreement_privacy
+from sdgov.audits.privacy.settings import PrivacyRiskSettings
+from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
+
+
+class PrivacyRiskAudit:
+    name: ClassVar[str] = "privacy_evidence"
+    section: ClassVar[str | None] = "privacy_risk"
+    settings_model: ClassVar[type[BaseModel]] = PrivacyRiskSettings
+    not_run: ClassVar[str] = (
+        "Privacy-risk evidence (membership/attribute inference, empirical ε lower bound, record checks): "
+        "not run — the spec does not pre-register it (add a 'privacy_risk:' section)."
+    )
+
+    def run(self, context: AuditContext, settings: PrivacyRiskSettings) -> AuditOutcome:
+        def progress(done: int, total: int, what: str) -> None:
+            if done == total or done % max(1, total // 10) == 0:
+                context.log(f"privacy audit — {what}: {done} / {total}")
+
+        risk = audit_agreement_privacy(
+            context.agreement,
+            context.schema,
+            context.confidential(),
+            context.plan,
+            settings.generator,
+            settings.settings,
+            settings.policy,
+            settings.generator_params,
+            progress=progress,
+            executor=context.executor,
+        )
+        context.log(
+            f"privacy evidence: {risk.verdict} (ε_lower {risk.epsilon_lower}, min PG {risk.min_privacy_gain}, "
+            f"{risk.seconds:.1f} s)"
+        )
+        return AuditOutcome(
+            checks=audit_checks(risk), result=json.loads(risk.model_dump_json()), section=privacy_section(risk)
+        )
+
+
+def audit_checks(result: PrivacyAuditResult) -> list[Check]:
+    """The policy checks as report rows (fail blocks, warn warns)."""
+    return [
+        Check(
+            name=f"privacy: {c.name}",
+            passed=c.level == "pass",
+            detail=c.detail,
+            severity="block" if c.level == "fail" else "warn",
+        )
+        for c in result.checks
+    ]

@@ -1,0 +1,103 @@
+"""What an audit check is, what it is given and what it returns: the one plug-in point of the audit stage.
+
+An :class:`AuditCheck` has a ``name`` (its evidence file ``<name>.json`` and its card section
+``cards/audits/<name>.{html,md}.j2``), a pydantic ``settings_model`` that *is* its pre-registered spec section
+(``section``, e.g. ``audit:``; ``None`` for a check that always runs with its settings' defaults), and
+``run(context, settings)``, which returns its :class:`Check` rows and, optionally, the evidence the card shows.
+The stage runs the checks of :data:`sdgov.audits.registry.AUDITS` in order; a failed blocking check blocks the
+release. ``docs/extending.md`` walks through adding one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from sdgov.audits.executor import Executor, SerialExecutor
+
+if TYPE_CHECKING:
+    from sdgov.contracts import ArtifactRef, StageRecord
+    from sdgov.measure import MeasurementSet
+    from sdgov.privacy import PrivacyPlan
+    from sdgov.schema import Schema
+    from sdgov.spec import Agreement
+
+
+class Check(BaseModel):
+    """One row of the audit report; a failed ``block`` check blocks the release, a failed ``warn`` check does not."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    passed: bool
+    detail: str
+    severity: Literal["block", "warn"] = "block"
+
+
+class AuditReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    verdict: Literal["pass", "fail"]
+    checks: list[Check]
+    not_run: list[str]
+
+
+@dataclass
+class AuditContext:
+    """Everything a check may read: the agreement and what the earlier stages made, and — only on request, as only
+    the controller-side stages may — the encoded confidential data (read once, whoever asks first)."""
+
+    agreement: Agreement
+    agreement_sha256: str
+    schema: Schema
+    measurements: MeasurementSet
+    measurements_ref: ArtifactRef
+    plan: PrivacyPlan
+    generate_record: StageRecord
+    model_info: dict[str, Any]
+    synthetic: pd.DataFrame
+    requested_rows: int
+    read_confidential: Callable[[], pd.DataFrame]
+    executor: Executor = field(default_factory=SerialExecutor)
+    log: Callable[[str], None] = print
+    _confidential: pd.DataFrame | None = field(default=None, repr=False)
+
+    def confidential(self) -> pd.DataFrame:
+        """The encoded confidential data (cell indices, one column per schema attribute)."""
+        if self._confidential is None:
+            self._confidential = self.read_confidential()
+        return self._confidential
+
+    @property
+    def confidential_was_read(self) -> bool:
+        return self._confidential is not None
+
+
+@dataclass(frozen=True)
+class AuditOutcome:
+    """What a check returns: its report rows and, when it has evidence for the card, the full result (JSON types)
+    and the section its card templates render."""
+
+    checks: list[Check]
+    result: dict[str, Any] | None = None
+    section: dict[str, Any] | None = None
+
+
+class AuditCheck(Protocol):
+    name: ClassVar[str]
+    section: ClassVar[str | None]
+    settings_model: ClassVar[type[BaseModel]]
+    not_run: ClassVar[str]
+
+    def run(self, context: AuditContext, settings: Any) -> AuditOutcome: ...
+
+
+def settings_of(check: AuditCheck, agreement: Agreement) -> BaseModel | None:
+    """The check's pre-registered settings, or its defaults when it has no spec section; ``None`` when the spec does
+    not pre-register it or switches it off (``enabled: false``)."""
+    if check.section is None:
+        return check.settings_model()
+    settings = getattr(agreement, check.section, None)
+    return settings if settings is not None and getattr(settings, "enabled", True) else None

@@ -1,0 +1,83 @@
+"""The audits' :class:`~sdgov.audits.executor.Executor` on Prefect: every batch of trials a task run in one process
+pool, open for the whole audit stage, so the Prefect UI shows their progress and a failed trial by name.
+
+The workers use the run's own Prefect API: when the flow runs on a temporary server, its address is exported to
+them (a worker that found no ``PREFECT_API_URL`` would start a temporary server of its own, ~18 s each).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+T = TypeVar("T")
+VERSION = "1.2.0"
+
+
+@task(name="audit-trials", version=VERSION, cache_policy=NO_CACHE)
+def audit_trials(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+    """A batch of audit trials (decomposability fits, privacy shadow fits or attack classifiers)."""
+    return [fn(*args) for args in calls]
+
+
+class PrefectExecutor:
+    """Trials in batches of a few (about ``BATCHES_PER_WORKER`` task runs per worker and call): a task run costs a
+    few API calls, which one small trial does not outweigh, while a handful per worker still load-balances and
+    shows progress in the UI. Task runs are named ``<label>-<first>-<last>`` (the trial indices they cover)."""
+
+    BATCHES_PER_WORKER = 4
+
+    def __init__(self, runner: Any, workers: int) -> None:
+        self.runner, self.workers = runner, workers
+
+    def map(self, fn: Callable[..., T], calls: Sequence[tuple], label: str) -> list[T]:
+        size = max(1, -(-len(calls) // (self.BATCHES_PER_WORKER * self.workers)))
+        batches = [list(calls[i : i + size]) for i in range(0, len(calls), size)]
+        futures = [
+            self.runner.submit(
+                audit_trials.with_options(task_run_name=f"{label}-{i * size}-{i * size + len(batch) - 1}"),
+                {"fn": fn, "calls": batch},
+            )
+            for i, batch in enumerate(batches)
+        ]
+        return [r for f in futures for r in f.result()]
+
+
+@contextmanager
+def prefect_executor(workers: int) -> Iterator[PrefectExecutor]:
+    """A :class:`PrefectExecutor` over ``workers`` processes (``< 1``: every core) that reach the run's API."""
+    from prefect.task_runners import ProcessPoolTaskRunner
+
+    workers = (os.cpu_count() or 1) if workers < 1 else workers
+    with _run_api_exported(), ProcessPoolTaskRunner(max_workers=workers) as runner:
+        yield PrefectExecutor(runner, workers)
+
+
+@contextmanager
+def _run_api_exported() -> Iterator[None]:
+    """``PREFECT_API_URL`` set to the temporary server this process runs on (if it runs on one), then restored."""
+    from prefect.settings import PREFECT_API_URL
+
+    if PREFECT_API_URL.value():
+        yield
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()  # the one temporary server of this process, when the run started one
+    if server.server_process is None:
+        yield
+        return
+    old = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = server.api_url
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = old
