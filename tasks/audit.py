@@ -22,6 +22,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from sdgov.artifacts import load_agreement, read_measurements
 from sdgov.audit import DECOMPOSABILITY_NOT_RUN, PRIVACY_NOT_RUN, run_checks, with_checks
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
 from sdgov.errors import DataError
@@ -29,7 +30,6 @@ from sdgov.hashing import write_json
 from sdgov.privacy import PrivacyPlan
 from sdgov.schema import encode, load_encoded, load_schema
 from sdgov.tasks.common import logger, stage
-from sdgov.tasks.measure import load_agreement, read_measurements
 
 VERSION = "1.1.0"
 
