@@ -11,7 +11,7 @@ A metric is a small object with a ``name`` (its key in each dataset's section of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -37,18 +37,21 @@ class MetricContext:
     settings: ReportSettings
 
 
-class Metric(Protocol):
+R = TypeVar("R", bound=BaseModel)
+
+
+class Metric(Protocol[R]):
     name: str
     title: str
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> BaseModel:
+    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> R:
         """The measure for ``synthetic`` (encoded like ``ctx.real``) against ``ctx.real``."""
         ...
 
-    def line(self, result: BaseModel) -> str:
+    def line(self, result: R) -> str:
         """The result in one line, for the report's overview table."""
         ...
 
-    def radar(self, result: BaseModel) -> dict[str, float | None]:
+    def radar(self, result: R) -> dict[str, float | None]:
         """Axes this metric puts on the radar chart, each in [0, 1] with 1 = as the real data (may be empty)."""
         ...

@@ -5,10 +5,12 @@ Adding a metric: write its module (see :mod:`sdgov.utility.metric` and docs/exte
 
 from __future__ import annotations
 
+from typing import Any
+
 from sdgov.utility.generic import Bivariate, Marginals, Pmse, Specks, Univariate, Wasserstein
 from sdgov.utility.metric import Metric
 
-METRICS: tuple[Metric, ...] = (
+METRICS: tuple[Metric[Any], ...] = (
     Univariate(),
     Bivariate(),
     Specks(),

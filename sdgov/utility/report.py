@@ -129,7 +129,7 @@ def build_report(
     *,
     meta: dict | None = None,
     settings: ReportSettings = ReportSettings(),
-    metrics: tuple[Metric, ...] = METRICS,
+    metrics: tuple[Metric[Any], ...] = METRICS,
 ) -> UtilityReport:
     """Every metric and declared task for ``synth`` (and the baselines). Inputs are encoded cell indices."""
     t0 = time.perf_counter()
