@@ -171,17 +171,21 @@ def cmd_stage(args: argparse.Namespace) -> int:
             f"wrote {out.rows} rows to {out.synthetic.path}",
         )
         return 0
-    from sdgov.hashing import sha256_file
-    from sdgov.tasks.utility_report import compute_utility
+    from sdgov.artifacts import read_synthetic
+    from sdgov.hashing import write_json
+    from sdgov.inputs import validated_data
+    from sdgov.metrics import utility_summary
 
-    ref = compute_utility(
-        loaded.agreement,
-        loaded.schema_,
-        str(loaded.data_path),
-        sha256_file(loaded.data_path),
-        ArtifactRef.of("synthetic", args.synthetic),
-        Path(args.out),
+    agreement, schema = loaded.agreement, loaded.schema_
+    summary = utility_summary(
+        validated_data(loaded.data_path, schema).codes,
+        read_synthetic(ArtifactRef.of("synthetic", args.synthetic), schema, agreement.attributes),
+        schema,
+        agreement.attributes,
+        [tuple(c) for c in agreement.cliques],
     )
+    write_json(args.out, summary.model_dump(mode="json"))
+    ref = ArtifactRef.of("utility", args.out)
     _emit(args, {"utility": ref.path, "sha256": ref.sha256}, f"wrote {ref.path}")
     return 0
 
@@ -195,8 +199,8 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     from sdgov.atomic import atomic_write_bytes
     from sdgov.errors import RegistryError
     from sdgov.hashing import sha256_file
+    from sdgov.measurement_store import logged_measurement, measurement_key
     from sdgov.registry import Registry
-    from sdgov.tasks.measure import logged_measurement, measurement_key
 
     registry = Registry(args.root)
     key = measurement_key(loaded.agreement.sha256(), sha256_file(loaded.data_path))

@@ -87,8 +87,8 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 def cmd_propose(args: argparse.Namespace) -> int:
     from sdgov.approvers import default_path
+    from sdgov.inputs import check_proposal
     from sdgov.registry import Registry
-    from sdgov.tasks.propose_phi import check_proposal
 
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()

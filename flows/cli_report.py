@@ -48,15 +48,15 @@ def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFr
 
 def cmd_report(args: argparse.Namespace) -> int:
     from sdgov.hashing import sha256_file
-    from sdgov.schema import load_encoded
+    from sdgov.inputs import validated_data
     from sdgov.spec import load_spec
     from sdgov.utility.report import FAST, ReportSettings, build_report, write_report
 
     loaded = load_spec(args.spec)
     agreement = loaded.agreement
     synth = read_synthetic(args.synthetic, loaded.schema_, agreement.attributes)
-    data = Path(args.data) if getattr(args, "data", None) else loaded.data_path
-    real = load_encoded(data, loaded.schema_)
+    data = Path(args.data).resolve() if getattr(args, "data", None) else loaded.data_path
+    real = validated_data(data, loaded.schema_).codes
     settings = FAST if args.fast else ReportSettings()
     if args.no_baselines:
         from dataclasses import replace
@@ -80,15 +80,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     written = write_report(report, args.out) if args.out else None
     if args.json:
-        print(
-            json.dumps(
-                report if not written else {**report, "files": [str(p) for p in written]}, indent=1, ensure_ascii=False
-            )
-        )
+        files = {"files": [str(written.json), str(written.html)]} if written else {}
+        print(json.dumps({**report.as_json(), **files}, indent=1, ensure_ascii=False))
     else:
-        print(report["fitness"]["statement"])
+        print(report.fitness["statement"])
         if written:
-            print(f"  report: {written[1]}\n  json:   {written[0]}")
+            print(f"  report: {written.html}\n  json:   {written.json}")
     return 0
 
 

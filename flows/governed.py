@@ -32,23 +32,20 @@ from prefect.states import Completed
 from pydantic import BaseModel, Field
 
 from sdgov import __version__, ledger
-from sdgov.approvals import load_approvals, release_signoff, same_person
+from sdgov.approvals import load_approvals, same_person
 from sdgov.approvers import ApprovalRefused, Approvers, check_decision, default_path, load_approvers
+from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
-from sdgov.contracts import GenerateInput, ReleaseResult, SignOff, utcnow
+from sdgov.contracts import ReleaseResult, SignOff, utcnow
 from sdgov.errors import BudgetError, SdgovError
-from sdgov.flows.release import _run_id
+from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.metrics import UtilitySummary
 from sdgov.privacy import PrivacyPlan, plan_privacy
 from sdgov.registry import Registry
 from sdgov.summaries import agreement_md, budget_md, existing, release_md
 from sdgov.tasks.agree_phi import agree_phi
-from sdgov.tasks.audit import audit
-from sdgov.tasks.generate import generate
-from sdgov.tasks.measure import load_agreement, measure
+from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
-from sdgov.tasks.release import candidate_sha256, release
-from sdgov.tasks.utility_report import utility_report
 
 PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
@@ -278,7 +275,7 @@ def _governed(
     registry = Registry(registry_root)
     approvers_file = Path(approvers_path or default_path(registry.root)).resolve()
     deadline = time.monotonic() + timeout_s
-    run_id = _run_id()
+    run_id = new_run_id()
     if approval == "standing":
         agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
@@ -338,19 +335,8 @@ def _governed(
         except BudgetError as exc2:
             return _end("budget_refused", exc2.one_line(), sha)
 
-    generated = generate(
-        GenerateInput(
-            measurements=measured.measurements,
-            schema_file=agreed.schema_file,
-            generator=agreement.generator,
-            rows=agreement.rows,
-            seed=agreement.seed,
-            out_dir=str(Path(agreed.run_dir) / "generate"),
-        )
-    )
-    audited = audit(agreed, measured, generated)
-    utility = utility_report(agreed, generated)
-    candidate = candidate_sha256(measured, generated, audited, utility)
+    evaluated = evaluate(agreed, measured)
+    audited, utility, candidate = evaluated.audited, evaluated.utility, evaluated.sha256
     report = AuditReport.model_validate_json(audited.report.verified().read_bytes())
     if report.verdict != "pass":
         msg = "the audit failed, so nothing was released (no approval can override a failed audit)"
@@ -366,18 +352,15 @@ def _governed(
         return _end("blocked", msg, sha)
     all_passed = all(c.passed for c in report.checks)
     if standing is not None and all_passed:
-        s = release_signoff(standing, candidate)
-        registry.append(
-            "release_approved",
-            s.name,
-            s.role,
-            agreement_sha256=sha,
-            run_id=Path(agreed.run_dir).name,
-            decision=s.decision,
-            comment="standing approval: every audit check passed and the budget allowed",
-            artifacts={"candidate": candidate},
+        signoffs.append(
+            standing_release_signoff(
+                registry,
+                standing,
+                agreed,
+                candidate,
+                comment="standing approval: every audit check passed and the budget allowed",
+            )
         )
-        signoffs.append(s)
     else:
         if standing is not None:
             log.warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
@@ -387,7 +370,7 @@ def _governed(
                 "audit": audited.report.path,
                 "utility summary": utility.report.path,
                 "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
-                "synthetic data": generated.synthetic.path,
+                "synthetic data": evaluated.generated.synthetic.path,
             }
         )
         evidence["generator card"] = (
@@ -406,8 +389,7 @@ def _governed(
         )
         s, _ = await_decision(registry, approvers_file, subject="release", sha256=candidate, description=desc, **common)
         signoffs.append(s)
-    result = release(agreed, measured, generated, audited, utility, signoffs, registry_root)
-    log.info("released %s → %s", result.release_id, result.card_html)
+    result = publish(agreed, evaluated, signoffs, registry_root)
     return GovernedOutcome(
         status="released", message=f"released {result.release_id}", release=result, agreement_sha256=sha
     )

@@ -1,4 +1,8 @@
-"""The release flow: agree Φ → measure → generate → audit → utility → sign-off → release."""
+"""The release flow: agree Φ → measure → generate → audit → utility → sign-off → release.
+
+:func:`evaluate` (generate → audit → utility) and :func:`publish` are the spine it shares with the governed flow
+(flows/governed.py), which adds human decisions around them.
+"""
 
 from __future__ import annotations
 
@@ -9,32 +13,27 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from sdgov import __version__
-from sdgov.approvals import load_approvals, release_signoff
-from sdgov.contracts import GenerateInput, ReleaseResult, SignOff
+from sdgov.approvals import StandingApproval, load_approvals, release_signoff
+from sdgov.artifacts import load_agreement
+from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult, SignOff
+from sdgov.publishing import Candidate
 from sdgov.registry import Registry
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.audit import audit
 from sdgov.tasks.generate import generate
-from sdgov.tasks.measure import load_agreement, measure
-from sdgov.tasks.release import candidate_sha256, release
+from sdgov.tasks.measure import measure
+from sdgov.tasks.release import release
 from sdgov.tasks.utility_report import utility_report
 
 
-def _run_id() -> str:
+def new_run_id() -> str:
     rid = flow_run.get_id()
     return str(rid).replace("-", "") if rid else uuid.uuid4().hex
 
 
-@flow(name="sdgov-release", version=__version__, log_prints=False)
-def release_flow(
-    spec_path: str, registry_root: str, approvals_path: str | None = None, data_path: str | None = None
-) -> ReleaseResult:
-    log = get_run_logger()
-    registry = Registry(registry_root)
-    agreed = agree_phi(spec_path, registry_root, _run_id(), approvals_path, data_path)
+def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
+    """generate → audit → utility: everything between the noisy marginals and the release decision."""
     agreement = load_agreement(agreed.agreement)
-    log.info("agreement %s signed by %s", agreed.agreement_sha256[:12], ", ".join(s.name for s in agreed.signoffs))
-    measured = measure(agreed, registry_root)
     generated = generate(
         GenerateInput(
             measurements=measured.measurements,
@@ -46,36 +45,44 @@ def release_flow(
         )
     )
     audited = audit(agreed, measured, generated)
-    utility = utility_report(agreed, generated)
-    signoffs = list(agreed.signoffs)
-    if audited.verdict == "pass":
-        signoffs.append(
-            standing_release_signoff(
-                registry,
-                agreed.approvals.verified(),
-                agreed.agreement_sha256,
-                Path(agreed.run_dir).name,
-                candidate_sha256(measured, generated, audited, utility),
-            )
-        )
-    result = release(agreed, measured, generated, audited, utility, signoffs, registry_root)
-    log.info("released %s → %s", result.release_id, result.card_html)
-    return result
+    return Candidate(measured=measured, generated=generated, audited=audited, utility=utility_report(agreed, generated))
 
 
 def standing_release_signoff(
-    registry: Registry, approvals_file: Path, agreement_sha256: str, run_id: str, candidate: str
+    registry: Registry, standing: StandingApproval, agreed: Agreed, candidate: str, comment: str | None = None
 ) -> SignOff:
     """Release approval from a standing-approval file, recorded in the hash-chained log before publication."""
-    s = release_signoff(load_approvals(approvals_file), candidate)
+    s = release_signoff(standing, candidate)
     registry.append(
         "release_approved",
         s.name,
         s.role,
-        agreement_sha256=agreement_sha256,
-        run_id=run_id,
+        agreement_sha256=agreed.agreement_sha256,
+        run_id=Path(agreed.run_dir).name,
         decision=s.decision,
-        comment=s.via,
+        comment=comment or s.via,
         artifacts={"candidate": candidate},
     )
     return s
+
+
+def publish(agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+    result = release(agreed, candidate, signoffs, registry_root)
+    get_run_logger().info("released %s → %s", result.release_id, result.card_html)
+    return result
+
+
+@flow(name="sdgov-release", version=__version__, log_prints=False)
+def release_flow(
+    spec_path: str, registry_root: str, approvals_path: str | None = None, data_path: str | None = None
+) -> ReleaseResult:
+    agreed = agree_phi(spec_path, registry_root, new_run_id(), approvals_path, data_path)
+    get_run_logger().info(
+        "agreement %s signed by %s", agreed.agreement_sha256[:12], ", ".join(s.name for s in agreed.signoffs)
+    )
+    candidate = evaluate(agreed, measure(agreed, registry_root))
+    signoffs = list(agreed.signoffs)
+    if candidate.audited.verdict == "pass":
+        standing = load_approvals(agreed.approvals.verified())
+        signoffs.append(standing_release_signoff(Registry(registry_root), standing, agreed, candidate.sha256))
+    return publish(agreed, candidate, signoffs, registry_root)

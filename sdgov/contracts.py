@@ -103,6 +103,7 @@ class Agreed(_Frozen):
     agreement_sha256: str
     approvals: ArtifactRef
     data: DataRef
+    codes: ArtifactRef  # the data validated and encoded once (codes.parquet): controller side, never published
     signoffs: list[SignOff]
     record: StageRecord
 

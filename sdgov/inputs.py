@@ -1,7 +1,12 @@
 """Pre-flight: every user-supplied input of a release checked in one place, before anything is written.
 
-Used by the agree stage and by the CLI (which calls it before starting the orchestrator, so a bad file costs a
-second, not a server start).
+Used by the agree and propose stages and by the CLI (which calls it before starting the orchestrator, so a bad
+file costs a second, not a server start).
+
+The confidential CSV is parsed, validated and encoded here and nowhere else in a release: the agree stage
+writes the result as the run's ``codes.parquet`` (:mod:`sdgov.artifacts`), which later stages read. When the
+CLI has already checked the file in this process, the stage's check finds the same content hash and reuses that
+parse (:func:`validated_data`).
 """
 
 from __future__ import annotations
@@ -12,34 +17,71 @@ from pathlib import Path
 import pandas as pd
 
 from sdgov.approvals import StandingApproval, load_approvals
+from sdgov.approvers import Approver, load_approvers
 from sdgov.errors import SpecError
+from sdgov.hashing import sha256_file
 from sdgov.privacy import plan_privacy
-from sdgov.schema import load_encoded
+from sdgov.schema import Schema, load_encoded
 from sdgov.spec import LoadedSpec, load_spec
+
+
+@dataclass(frozen=True)
+class ValidatedData:
+    """The confidential file as checked: where it is, its content hash, and its records as cell indices."""
+
+    path: Path
+    sha256: str
+    schema_sha256: str
+    codes: pd.DataFrame
+
+    @property
+    def rows(self) -> int:
+        return len(self.codes)
+
+
+_last_validated: ValidatedData | None = None  # the latest parse in this process (one file: the release's)
+
+
+def validated_data(path: Path, schema: Schema) -> ValidatedData:
+    """Parse, validate and encode the confidential CSV — once per process for one file content and schema.
+
+    The CLI checks the inputs before the orchestrator starts and the agree stage checks them again in the same
+    process; hashing the file (no parse) tells the second check that the first one's result still holds.
+    """
+    global _last_validated
+    sha, schema_sha = sha256_file(path), schema.sha256()
+    last = _last_validated
+    if last is not None and (last.path, last.sha256, last.schema_sha256) == (path, sha, schema_sha):
+        return last
+    _last_validated = ValidatedData(path=path, sha256=sha, schema_sha256=schema_sha, codes=load_encoded(path, schema))
+    return _last_validated
 
 
 @dataclass(frozen=True)
 class CheckedInputs:
     loaded: LoadedSpec
-    data_path: Path
-    codes: pd.DataFrame
+    data: ValidatedData
     approvals_path: Path
     approvals: StandingApproval
 
 
-def check_spec_and_data(
-    spec_path: str | Path, data_path: str | Path | None = None
-) -> tuple[LoadedSpec, Path, pd.DataFrame]:
+@dataclass(frozen=True)
+class CheckedProposal:
+    loaded: LoadedSpec
+    data: ValidatedData
+    proposer: Approver
+
+
+def check_spec_and_data(spec_path: str | Path, data_path: str | Path | None = None) -> tuple[LoadedSpec, ValidatedData]:
     """Spec, schema, data and an accountable budget: the checks every way into a release shares."""
     loaded = load_spec(spec_path)
-    data = Path(data_path).resolve() if data_path else loaded.data_path
-    codes = load_encoded(data, loaded.schema_)
+    data = validated_data(Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_)
     try:  # an unaccountable budget fails here, not inside the flow
-        plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+        plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, data.rows)
     except SpecError as exc:
         raise SpecError(exc.what, f"{loaded.spec_path}: {exc.where}", exc.fix) from None
     check_audit_generators(loaded)
-    return loaded, data, codes
+    return loaded, data
 
 
 def check_audit_generators(loaded: LoadedSpec) -> None:
@@ -65,7 +107,8 @@ def check_audit_generators(loaded: LoadedSpec) -> None:
 def check_inputs(
     spec_path: str | Path, approvals_path: str | Path | None = None, data_path: str | Path | None = None
 ) -> CheckedInputs:
-    loaded, data, codes = check_spec_and_data(spec_path, data_path)
+    """A release under a standing approval: spec, data, budget and the approval file."""
+    loaded, data = check_spec_and_data(spec_path, data_path)
     approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
     if approvals_file is None:
         raise SpecError(
@@ -74,9 +117,20 @@ def check_inputs(
             "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE",
         )
     return CheckedInputs(
-        loaded=loaded,
-        data_path=data,
-        codes=codes,
-        approvals_path=approvals_file,
-        approvals=load_approvals(approvals_file),
+        loaded=loaded, data=data, approvals_path=approvals_file, approvals=load_approvals(approvals_file)
     )
+
+
+def check_proposal(
+    spec_path: str | Path, approvers_path: str | Path, proposer: str, data_path: str | Path | None = None
+) -> CheckedProposal:
+    """A governed proposal: spec, data and budget, and a proposer who is an analyst in the approvers registry."""
+    loaded, data = check_spec_and_data(spec_path, data_path)
+    who = load_approvers(approvers_path).find(proposer)
+    if who is None or who.role != "analyst":
+        raise SpecError(
+            f"the proposer {proposer!r} must be an analyst in the approvers registry",
+            str(approvers_path),
+            "add them with role 'analyst' or name the analyst who proposes Φ",
+        )
+    return CheckedProposal(loaded=loaded, data=data, proposer=who)

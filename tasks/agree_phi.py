@@ -1,7 +1,7 @@
 """Stage 1 — agree Φ: validate spec, schema and data; canonicalise and hash the agreement; record sign-offs.
 
-Everything a user can get wrong is checked here, before anything is written: a bad spec, schema, data file
-or approval ends the run with one error and an untouched registry.
+Everything a user can get wrong is checked (:func:`sdgov.inputs.check_inputs`) before anything is written: a
+bad spec, schema, data file or approval ends the run with one error and an untouched registry.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.approvals import agreement_signoffs
+from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.inputs import check_inputs
 from sdgov.registry import Registry
-from sdgov.tasks.common import stage, write_agreement
+from sdgov.tasks.common import stage
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"  # 1.1: writes the encoded data (codes.parquet) for the later controller-side stages
 
 
 @task(name="agree_phi", version=VERSION, cache_policy=NO_CACHE)
@@ -24,36 +25,21 @@ def agree_phi(
 ) -> Agreed:
     with stage("agree_phi", VERSION) as rec:
         checked = check_inputs(spec_path, approvals_path, data_path)
-        loaded, data, codes, approvals_file = checked.loaded, checked.data_path, checked.codes, checked.approvals_path
-        sha = loaded.agreement.sha256()
-        signoffs = agreement_signoffs(checked.approvals, sha, str(approvals_file))
-
-        # --- all inputs valid: from here on we write
-        files = write_agreement(registry_root, run_id, loaded, data, rows=len(codes))
-        registry = Registry(registry_root)
+        signoffs = agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
+        files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         for s in signoffs:
-            registry.append(
+            Registry(registry_root).append(
                 "agreement_signed",
                 s.name,
                 s.role,
-                agreement_sha256=sha,
+                agreement_sha256=files.sha256,
                 run_id=run_id,
                 decision=s.decision,
                 comment=s.comment or s.via,
                 artifacts={"agreement": files.agreement.sha256, "spec": files.spec.sha256},
             )
-        approvals_ref = ArtifactRef.of("approvals", approvals_file)
-        rec.inputs = [files.spec, files.schema, approvals_ref, files.data.as_artifact()]
-        rec.outputs = [files.agreement]
-        rec.params = {"agreement_sha256": sha}
-    return Agreed(
-        run_dir=str(files.run_dir),
-        spec=files.spec,
-        schema_file=files.schema,
-        agreement=files.agreement,
-        agreement_sha256=sha,
-        approvals=approvals_ref,
-        data=files.data,
-        signoffs=signoffs,
-        record=rec.record(),
-    )
+        approvals = ArtifactRef.of("approvals", checked.approvals_path)
+        rec.inputs = [files.spec, files.schema, approvals, files.data.as_artifact()]
+        rec.outputs = [files.agreement, files.codes]
+        rec.params = {"agreement_sha256": files.sha256}
+    return files.agreed(approvals, signoffs, rec.record())

@@ -19,7 +19,7 @@ from sdgov.hashing import write_json
 from sdgov.tasks.common import logger, stage
 from sdgov.tasks.executor import prefect_executor
 
-VERSION = "1.2.0"
+VERSION = "1.3.0"  # 1.3: reads the encoded data artifact (codes.parquet), not the CSV
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)
@@ -30,7 +30,7 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
         run_dir = Path(agreed.run_dir)
         refs = {name: _written(run_dir, name, e) for name, e in evidence.items()}
         report_ref = _written(run_dir, "audit", report.model_dump(mode="json"))
-        data = [agreed.data.as_artifact()] if context.confidential_was_read else []
+        data = [agreed.data.as_artifact(), agreed.codes] if context.confidential_was_read else []
         rec.inputs = [agreed.agreement, measured.measurements, generated.synthetic, generated.model_info, *data]
         rec.outputs = [report_ref, *refs.values()]
         rec.params = {"verdict": report.verdict}

@@ -6,14 +6,9 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from sdgov.contracts import ArtifactRef, DataRef, StageRecord, utcnow
-from sdgov.hashing import write_json
-from sdgov.registry import Registry
-from sdgov.spec import LoadedSpec
+from sdgov.contracts import ArtifactRef, StageRecord, utcnow
 
 
 def logger() -> logging.Logger | logging.LoggerAdapter:
@@ -56,29 +51,3 @@ def stage(name: str, version: str) -> Iterator[Recorder]:
     rec = Recorder(name, version)
     yield rec
     log.info("stage %s finished in %.1fs", name, time.perf_counter() - rec._t0)
-
-
-@dataclass(frozen=True)
-class AgreementFiles:
-    run_dir: Path
-    sha256: str
-    agreement: ArtifactRef
-    spec: ArtifactRef
-    schema: ArtifactRef
-    data: DataRef
-
-
-def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: Path, rows: int) -> AgreementFiles:
-    """Open the run directory and write the canonical agreement: the first write of any release."""
-    sha = loaded.agreement.sha256()
-    run_dir = Registry(registry_root).run_dir(run_id)
-    run_dir.mkdir(parents=True, exist_ok=False)
-    write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
-    return AgreementFiles(
-        run_dir=run_dir,
-        sha256=sha,
-        agreement=ArtifactRef.of("agreement", run_dir / "agreement.json"),
-        spec=ArtifactRef.of("spec", loaded.spec_path),
-        schema=ArtifactRef.of("schema", loaded.schema_file),
-        data=DataRef.of(loaded.spec.dataset.name, data, rows=rows),
-    )

@@ -11,13 +11,12 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from sdgov.artifacts import read_measurements, read_schema
 from sdgov.contracts import ArtifactRef, Generated, GenerateInput
 from sdgov.generators import generator_version, get_generator
 from sdgov.hashing import write_json
 from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
-from sdgov.schema import load_schema
 from sdgov.tasks.common import logger, stage
-from sdgov.tasks.measure import read_measurements
 
 VERSION = "1.0.0"
 
@@ -27,7 +26,7 @@ def generate(inp: GenerateInput) -> Generated:
     log = logger()
     with stage("generate", VERSION) as rec:
         mset = read_measurements(inp.measurements)
-        schema = load_schema(inp.schema_file.verified())
+        schema = read_schema(inp.schema_file)
         rec.inputs = [inp.measurements, inp.schema_file]
         model = get_generator(inp.generator.name)(mset, inp.generator)
         rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))

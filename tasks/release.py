@@ -1,178 +1,25 @@
 """Stage 6 — release: build the generator card from the artifacts and publish one immutable release.
 
-Runs only after a passing audit and a release sign-off bound to :func:`candidate_sha256` (the hash of exactly
-what is being released).
+Runs only after a passing audit and a release sign-off bound to the candidate's hash
+(:attr:`sdgov.publishing.Candidate.sha256`): :func:`sdgov.publishing.check_releasable` refuses anything else.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
-from pathlib import Path
-
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.atomic import atomic_write_text
-from sdgov.audits.protocol import AuditReport
-from sdgov.card import build_card, render
-from sdgov.contracts import (
-    Agreed,
-    ArtifactRef,
-    Audited,
-    Generated,
-    Measured,
-    ReleaseResult,
-    SignOff,
-    UtilityReported,
-    utcnow,
-)
-from sdgov.errors import SdgovError
-from sdgov.hashing import md5_file, sha256_json, write_json
-from sdgov.metrics import UtilitySummary
-from sdgov.privacy import PrivacyPlan
+from sdgov.contracts import Agreed, ReleaseResult, SignOff
+from sdgov.publishing import Candidate, check_releasable, publish_release
 from sdgov.registry import Registry
-from sdgov.schema import load_schema
 from sdgov.tasks.common import stage
-from sdgov.tasks.measure import load_agreement, read_measurements
 
 VERSION = "1.1.0"
 
 
-def candidate_sha256(measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported) -> str:
-    """What a release approver signs: the noisy statistics, the synthetic data and the evidence about them."""
-    return sha256_json(
-        {
-            "measurements": measured.measurements.sha256,
-            "synthetic": generated.synthetic.sha256,
-            "model_info": generated.model_info.sha256,
-            "audit": audited.report.sha256,
-            "utility": utility.report.sha256,
-            **({"utility_report": utility.full_report.sha256} if utility.full_report else {}),
-            **{k: ref.sha256 for k, ref in audited.evidence.items()},
-        }
-    )
-
-
-def _section(ref: ArtifactRef) -> dict:
-    return json.loads(ref.verified().read_text())["section"]
-
-
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
-def release(
-    agreed: Agreed,
-    measured: Measured,
-    generated: Generated,
-    audited: Audited,
-    utility: UtilityReported,
-    signoffs: list[SignOff],
-    registry_root: str,
-) -> ReleaseResult:
+def release(agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
     registry = Registry(registry_root)
-    run_dir = Path(agreed.run_dir)
-    if audited.verdict != "pass":
-        registry.append(
-            "release_blocked",
-            "sdgov",
-            "system",
-            agreement_sha256=agreed.agreement_sha256,
-            run_id=run_dir.name,
-            artifacts={"audit": audited.report.sha256},
-            comment="audit failed",
-        )
-        raise SdgovError("the audit failed, so nothing was released", audited.report.path, "read the audit report")
-    candidate = candidate_sha256(measured, generated, audited, utility)
-    if not any(s.subject == "release" and s.decision == "approve" and s.subject_sha256 == candidate for s in signoffs):
-        raise SdgovError("no release sign-off for this candidate", run_dir.name, "a data controller must approve it")
+    check_releasable(registry, agreed, candidate, signoffs)
     with stage("release", VERSION):
-        agreement = load_agreement(agreed.agreement)
-        schema = load_schema(agreed.schema_file.verified())
-        mset = read_measurements(measured.measurements)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        release_id = f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}"
-        model_info = json.loads(generated.model_info.verified().read_text())
-        card = build_card(
-            release_id=release_id,
-            created=utcnow(),
-            agreement=agreement,
-            agreement_sha256=agreed.agreement_sha256,
-            schema=schema,
-            mset=mset,
-            psi_sha256=measured.measurements.sha256,
-            plan=PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
-            model_info=model_info,
-            synthetic={
-                "rows": generated.rows,
-                "seed": generated.seed,
-                "chunk_rows": generated.chunk_rows,
-                "file": "synthetic.parquet",
-                "sha256": generated.synthetic.sha256,
-            },
-            utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
-            utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
-            audit_sections={name: _section(ref) for name, ref in audited.evidence.items()},
-            audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
-            signoffs=signoffs,
-            records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
-            data_info={
-                "sha256": agreed.data.sha256,
-                "dvc_md5": agreed.data.dvc_md5,
-                "rows": agreed.data.rows,
-                "measurements_dvc_md5": md5_file(measured.measurements.verified()),
-            },
-        )
-        card_dir = run_dir / "card"
-        for name, text in render(card).items():
-            atomic_write_text(card_dir / name, text)
-        write_json(
-            run_dir / "provenance.json",
-            {"stages": card.provenance["stages"], "signoffs": [s.model_dump() for s in signoffs]},
-        )
-        files = {
-            "synthetic.parquet": generated.synthetic.verified(),
-            "card.html": card_dir / "card.html",
-            "card.md": card_dir / "card.md",
-            "card.json": card_dir / "card.json",
-            "artifacts/agreement.json": agreed.agreement.verified(),
-            "artifacts/measurements.json": measured.measurements.verified(),
-            "artifacts/privacy_plan.json": measured.privacy_plan.verified(),
-            "artifacts/model_info.json": generated.model_info.verified(),
-            "artifacts/audit.json": audited.report.verified(),
-            "artifacts/utility.json": utility.report.verified(),
-            **(
-                {
-                    "utility_report.html": utility.full_report_html.verified(),
-                    "artifacts/utility_report.json": utility.full_report.verified(),
-                }
-                if utility.full_report and utility.full_report_html
-                else {}
-            ),
-            **{f"artifacts/{k}.json": ref.verified() for k, ref in audited.evidence.items()},
-            "artifacts/provenance.json": run_dir / "provenance.json",
-        }
-        approver = next(s for s in signoffs if s.subject == "release")
-        path, manifest_sha = registry.publish(
-            release_id,
-            files,
-            {
-                "agreement_sha256": agreed.agreement_sha256,
-                "candidate_sha256": candidate,
-                "created": card.created,
-                "task_version": VERSION,
-            },
-            actor=approver.name,
-            role=approver.role,
-            agreement_sha256=agreed.agreement_sha256,
-            run_id=run_dir.name,
-            decision="approve",
-            comment=f"released after sign-off of candidate {candidate}",
-        )
-    return ReleaseResult(
-        release_id=release_id,
-        path=str(path),
-        card_html=str(path / "card.html"),
-        card_md=str(path / "card.md"),
-        card_json=str(path / "card.json"),
-        manifest_sha256=manifest_sha,
-        agreement_sha256=agreed.agreement_sha256,
-    )
+        return publish_release(registry, agreed, candidate, signoffs, task_version=VERSION)

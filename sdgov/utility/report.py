@@ -1,8 +1,9 @@
 """The utility report: generic and task-specific measures for the synthetic data and two baselines.
 
-:func:`build_report` computes everything into one JSON-able dict; :func:`render_html` turns it into a
-self-contained HTML page (figures inline as SVG, template ``cards/utility_report.html.j2``);
-:func:`write_report` writes both side by side. Computed by the data controller on the confidential data:
+:func:`build_report` runs every registered :class:`~sdgov.utility.metric.Metric` (:data:`METRICS`) and every
+declared task into one :class:`UtilityReport`; :func:`render_html` turns it into a self-contained HTML page
+(figures inline as SVG, template ``cards/utility_report.html.j2``); :func:`write_report` writes the summary the
+card shows, the JSON and the HTML side by side. Computed by the data controller on the confidential data:
 none of it is covered by the differential-privacy guarantee.
 """
 
@@ -15,11 +16,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from sdgov.hashing import sha256_json
+from sdgov.metrics import UtilitySummary
 from sdgov.schema import Schema
-from sdgov.utility import baselines, bivariate, distinguish, fitness, univariate, wasserstein
+from sdgov.utility import baselines, bivariate, fitness
 from sdgov.utility import tasks as tasks_mod
+from sdgov.utility.metric import Metric, MetricContext
+from sdgov.utility.registry import METRICS
 
 REPORT_VERSION = "1"
 
@@ -42,25 +47,47 @@ FAST = ReportSettings(
 )  # the release flow
 
 
-def generic_measures(
-    real: pd.DataFrame,
-    synth: pd.DataFrame,
-    schema: Schema,
-    attributes: list[str],
-    real_assoc: np.ndarray,
-    in_phi: np.ndarray,
-    st: ReportSettings,
-) -> dict:
-    return {
-        "rows": len(synth),
-        "univariate": univariate.univariate(real, synth, schema, attributes),
-        "bivariate": bivariate.bivariate(real_assoc, synth, schema, attributes, in_phi),
-        "pmse": distinguish.pmse(real, synth, attributes, st.pmse_rows, st.pmse_permutations, seed=st.seed),
-        "specks": distinguish.specks(
-            real, synth, attributes, st.specks_seeds, st.specks_rows, st.specks_trees, st.seed
-        ),
-        "wasserstein": wasserstein.wasserstein(real, synth, schema, attributes, st.wasserstein_replicates, st.seed),
-    }
+class UtilityReport(BaseModel):
+    """Every measure for the synthetic data and the baselines, as written to ``utility_report.json``.
+
+    ``datasets`` maps each dataset (synthetic, and the baselines) to its row count, one result per registered
+    metric (keyed by the metric's name) and its task results; ``metrics`` is the one-line overview of each.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    report_version: str
+    spec_name: str | None = None
+    agreement_sha256: str | None = None
+    synthetic_sha256: str | None = None
+    synthetic_file: str | None = None
+    attributes: list[str]
+    phi: list[list[str]]
+    in_phi: list[list[bool]]
+    real_association: list[list[float | None]]
+    tasks: list[dict[str, Any]]
+    tasks_sha256: str
+    rows: dict[str, int]
+    settings: dict[str, Any]
+    datasets: dict[str, dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    verdicts: list[dict[str, Any]]
+    fitness: dict[str, Any]
+    note: str
+    radar: dict[str, Any]
+    seconds: dict[str, float]
+
+    @property
+    def summary(self) -> UtilitySummary:
+        """The synthetic data's marginal errors: the summary the generator card shows (``utility.json``)."""
+        return UtilitySummary.model_validate(self.datasets["synthetic"]["marginals"])
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as JSON types; identifying fields only when they were given."""
+        return self.model_dump(mode="json", include=self._given())
+
+    def _given(self) -> set[str]:
+        optional = {"spec_name", "agreement_sha256", "synthetic_sha256", "synthetic_file"}
+        return {k for k in type(self).model_fields if k not in optional or getattr(self, k) is not None}
 
 
 def task_score(t: dict) -> float:
@@ -76,37 +103,14 @@ def task_score(t: dict) -> float:
     return float(0.5 * acc + 0.5 * t["jaro"])
 
 
-def ratio_score(ratio: float | None) -> float | None:
-    """A ratio to a null (≈ 1 = indistinguishable) on [0, 1]: 1 up to ratio 1, then 1 − log10(ratio) / 2 (0 at 100)."""
-    if ratio is None:
-        return None
-    return float(1 - min(1.0, np.log10(max(ratio, 1.0)) / 2))
-
-
-def radar_data(datasets: dict[str, dict]) -> dict:
-    axes = [
-        "univariate similarity",
-        "coverage",
-        "bivariate 1 − |R − S|",
-        "1 − SPECKS",
-        "pMSE ratio score",
-        "Wasserstein ratio score",
-    ]
-    first = next(iter(datasets.values()))
-    axes += [f"task: {t['name']}" for t in first["tasks"]]
-    series = {}
-    for name, d in datasets.items():
-        g = d
-        v = [
-            g["univariate"]["mean_similarity"],
-            g["univariate"]["mean_coverage"],
-            2 * g["bivariate"]["mean_B"] - 1 if g["bivariate"]["mean_B"] is not None else None,
-            1 - g["specks"]["median_ks"],
-            ratio_score(g["pmse"]["ratio"]),
-            ratio_score(g["wasserstein"]["mean_ratio"]),
-        ]
-        v += [task_score(t) for t in d["tasks"]]
-        series[name] = [None if x is None else round(float(x), 4) for x in v]
+def radar_data(scores: dict[str, dict[str, float | None]], tasks: dict[str, list[dict]]) -> dict:
+    """The radar chart: each metric's axes (in registry order), then one axis per declared task."""
+    first = next(iter(scores))
+    axes = list(scores[first]) + [f"task: {t['name']}" for t in tasks[first]]
+    series = {
+        name: [None if x is None else round(float(x), 4) for x in [*v.values(), *map(task_score, tasks[name])]]
+        for name, v in scores.items()
+    }
     return {
         "axes": axes,
         "series": series,
@@ -125,11 +129,13 @@ def build_report(
     *,
     meta: dict | None = None,
     settings: ReportSettings = ReportSettings(),
-) -> dict:
-    """Every measure for ``synth`` (and the baselines), as one JSON-able dict. Inputs are encoded cell indices."""
+    metrics: tuple[Metric[Any], ...] = METRICS,
+) -> UtilityReport:
+    """Every metric and declared task for ``synth`` (and the baselines). Inputs are encoded cell indices."""
     t0 = time.perf_counter()
     task_specs = list(task_specs or [])
     attributes = list(attributes)
+    cliques = [tuple(c) for c in cliques]
     real = real[attributes].reset_index(drop=True)
     synth = synth[attributes].reset_index(drop=True)
     split = tasks_mod.split_real(real, settings.holdout, settings.seed)
@@ -139,15 +145,19 @@ def build_report(
         sets["bootstrap"] = baselines.bootstrap(split.train, attributes, len(synth), settings.seed)
     real_assoc = bivariate.association_matrix(real, schema, attributes)
     in_phi = bivariate.phi_pairs(attributes, cliques)
+    ctx = MetricContext(real, schema, attributes, cliques, real_assoc, in_phi, settings)
     cache: dict[str, Any] = {}
-    datasets, seconds = {}, {}
+    datasets, scores, lines, task_results, seconds = {}, {}, {}, {}, {}
     for name, data in sets.items():
         t1 = time.perf_counter()
-        d = generic_measures(real, data, schema, attributes, real_assoc, in_phi, settings)
-        d["tasks"] = [tasks_mod.run_task(t, split, data, schema, cache, settings.seed) for t in task_specs]
-        datasets[name] = d
+        results = {m.name: m.compute(ctx, data) for m in metrics}
+        task_results[name] = [tasks_mod.run_task(t, split, data, schema, cache, settings.seed) for t in task_specs]
+        datasets[name] = {"rows": len(data), **{k: r.model_dump() for k, r in results.items()}}
+        datasets[name]["tasks"] = task_results[name]
+        scores[name] = {axis: v for m in metrics for axis, v in m.radar(results[m.name]).items()}
+        lines[name] = {m.name: m.line(results[m.name]) for m in metrics}
         seconds[name] = round(time.perf_counter() - t1, 3)
-    verdicts = fitness.task_verdicts({k: v["tasks"] for k, v in datasets.items()})
+    verdicts = fitness.task_verdicts(task_results)
     generic_syn = {
         "bivariate": datasets["synthetic"]["bivariate"],
         "in_phi": in_phi,
@@ -170,17 +180,20 @@ def build_report(
         },
         "settings": asdict(settings),
         "datasets": datasets,
+        "metrics": [
+            {"name": m.name, "title": m.title, "lines": {k: v[m.name] for k, v in lines.items()}} for m in metrics
+        ],
         "verdicts": verdicts,
         "fitness": fitness.statement(verdicts, generic_syn, attributes),
         "note": (
             "Computed by the data controller on the confidential data; not covered by the differential-privacy "
             "guarantee. Baselines are built from the real data and are never released."
         ),
+        "radar": radar_data(scores, task_results),
     }
-    report["radar"] = radar_data(datasets)
     seconds["total"] = round(time.perf_counter() - t0, 3)
     report["seconds"] = seconds
-    return _clean(report)
+    return UtilityReport.model_validate(_clean(report))
 
 
 def _clean(x: Any) -> Any:
@@ -213,24 +226,36 @@ def figures(report: dict) -> dict[str, str]:
     }
 
 
-def render_html(report: dict) -> str:
+def render_html(report: UtilityReport) -> str:
     from sdgov.cards import environment
 
+    r = report.as_json()
     env = environment(trim_blocks=True, lstrip_blocks=True)
     env.filters["g"] = lambda x, p=3: "—" if x is None else (f"{x:.{p}g}" if isinstance(x, float) else str(x))
     env.filters["f"] = lambda x, p=3: "—" if x is None else f"{x:.{p}f}"
-    return env.get_template("utility_report.html.j2").render(r=report, fig=figures(report))
+    return env.get_template("utility_report.html.j2").render(r=r, fig=figures(r))
 
 
-def write_report(report: dict, out_dir: str | Path, stem: str = "utility_report") -> tuple[Path, Path]:
-    """Write ``<stem>.json`` and ``<stem>.html`` (atomically) into ``out_dir``; return their paths."""
+@dataclass(frozen=True)
+class ReportFiles:
+    summary: Path  # utility.json: the marginal-error summary (the card's utility section)
+    json: Path  # utility_report.json: every measure
+    html: Path  # utility_report.html: the same, with plots, self-contained
+
+
+def write_report(report: UtilityReport, out_dir: str | Path) -> ReportFiles:
+    """Write ``utility.json``, ``utility_report.json`` and ``utility_report.html`` (atomically) into ``out_dir``."""
     import json
 
     from sdgov.atomic import atomic_write_text
+    from sdgov.hashing import write_json
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    j, h = out / f"{stem}.json", out / f"{stem}.html"
-    atomic_write_text(j, json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    atomic_write_text(h, render_html(report))
-    return j, h
+    files = ReportFiles(
+        summary=out / "utility.json", json=out / "utility_report.json", html=out / "utility_report.html"
+    )
+    write_json(files.summary, report.summary.model_dump(mode="json"))
+    atomic_write_text(files.json, json.dumps(report.as_json(), indent=1, ensure_ascii=False) + "\n")
+    atomic_write_text(files.html, render_html(report))
+    return files

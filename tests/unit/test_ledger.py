@@ -101,8 +101,9 @@ def test_no_policy_records_spends_without_a_limit(tmp_path):
 def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     """Only a file persisted by a run that had reserved budget (and died) is adopted; anything else is refused."""
     from sdgov.errors import RegistryError
+    from sdgov.measurement_store import measurement_key
     from sdgov.tasks.agree_phi import agree_phi
-    from sdgov.tasks.measure import measure, measurement_key
+    from sdgov.tasks.measure import measure
 
     root = tmp_path / "registry"
     spec = _spec(tmp_path, 5)

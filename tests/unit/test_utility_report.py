@@ -145,7 +145,7 @@ def test_independent_baseline_scores_worse_than_real_bootstrap(demo):
         lo.spec.tasks,
         settings=SMALL,
     )
-    ind, boot = rep["datasets"]["independent"], rep["datasets"]["bootstrap"]
+    ind, boot = rep.datasets["independent"], rep.datasets["bootstrap"]
     assert ind["bivariate"]["mean_B"] < boot["bivariate"]["mean_B"]
     assert ind["specks"]["median_ks"] > boot["specks"]["median_ks"]
     assert len(ind["specks"]["ks"]) == SMALL.specks_seeds
@@ -153,13 +153,13 @@ def test_independent_baseline_scores_worse_than_real_bootstrap(demo):
     by = {t["name"]: (t, b) for t, b in zip(ind["tasks"], boot["tasks"])}
     assert by["age-sex-health"][0]["rmse"] > by["age-sex-health"][1]["rmse"]
     assert by["sex-gap-occupation"][0]["rmse_pp"] >= by["sex-gap-occupation"][1]["rmse_pp"]
-    radar = rep["radar"]
+    radar = rep.radar
     assert len(radar["axes"]) == 6 + len(TASKS)
     assert sum(radar["series"]["independent"]) < sum(radar["series"]["bootstrap"])
     assert all(0 <= v <= 1 for s in radar["series"].values() for v in s if v is not None)
     # the fitness statement is derived from the tasks
-    st = rep["fitness"]["statement"]
-    assert "Age × Sex × Health" in st and rep["verdicts"]
+    st = rep.fitness["statement"]
+    assert "Age × Sex × Health" in st and rep.verdicts
     html = render_html(rep)
     assert html.count("<svg") == 4 and "What this data is and is not fit for" in html
 
@@ -304,10 +304,11 @@ def test_write_report_writes_json_and_html_side_by_side(demo, tmp_path):
         [],
         settings=replace(SMALL, baselines=False),
     )
-    j, h = write_report(rep, tmp_path)
-    assert j.name == "utility_report.json" and h.name == "utility_report.html"
-    assert json.loads(j.read_text())["datasets"].keys() == {"synthetic"}
-    assert "No analysis tasks were declared" in h.read_text()
+    files = write_report(rep, tmp_path)
+    assert files.json.name == "utility_report.json" and files.html.name == "utility_report.html"
+    assert json.loads(files.json.read_text())["datasets"].keys() == {"synthetic"}
+    assert "No analysis tasks were declared" in files.html.read_text()
+    assert json.loads(files.summary.read_text()) == rep.summary.model_dump(mode="json")
 
 
 # ----------------------------------------------------------------------------------------- release flow

@@ -1,0 +1,118 @@
+"""A run's artifacts: the first ones written (the agreement and the encoded data), and every one read back
+after checking the hash it was handed over with.
+
+One place for what every stage after the agreement reads: the canonical agreement, the noisy marginals, the
+public schema, the synthetic records and — controller side only — the encoded confidential data.
+
+The encoded data (``codes.parquet``) is written once, by the agree stage, from the CSV it has just validated;
+the measure, audit and utility stages read it here instead of parsing the confidential CSV again. It lives in
+the run directory, is never published, and is only ever passed to controller-side stages (never to generate).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from sdgov.contracts import Agreed, ArtifactRef, DataRef, SignOff, StageRecord
+from sdgov.errors import SpecError
+from sdgov.hashing import md5_file, write_json
+from sdgov.loading import load_model_file
+from sdgov.measure import MeasurementSet
+from sdgov.registry import Registry
+from sdgov.schema import Schema, encode, load_schema
+from sdgov.spec import Agreement, LoadedSpec, ReleaseSpec
+
+if TYPE_CHECKING:
+    from sdgov.inputs import ValidatedData
+
+CODES_FILE = "codes.parquet"
+
+
+def load_agreement(ref: ArtifactRef) -> Agreement:
+    return Agreement.model_validate(json.loads(ref.verified().read_text())["agreement"])
+
+
+def read_measurements(ref: ArtifactRef) -> MeasurementSet:
+    return MeasurementSet.model_validate_json(ref.verified().read_bytes())
+
+
+def read_schema(ref: ArtifactRef) -> Schema:
+    return load_schema(ref.verified())
+
+
+def read_spec(ref: ArtifactRef) -> ReleaseSpec:
+    """The release spec as written (its analysis tasks are outside the agreement hash, so read from here)."""
+    return load_model_file(ReleaseSpec, ref.verified(), SpecError, "release spec")
+
+
+def read_synthetic(ref: ArtifactRef, schema: Schema, attributes: list[str]) -> pd.DataFrame:
+    """The synthetic records as cell indices; a file that does not fit the schema is refused (DataError)."""
+    return encode(pd.read_parquet(ref.verified()), schema, where=ref.path, columns=attributes)
+
+
+def write_codes(codes: pd.DataFrame, run_dir: Path) -> ArtifactRef:
+    """Persist the validated, encoded confidential data for the controller-side stages of this run."""
+    path = run_dir / CODES_FILE
+    codes.reset_index(drop=True).to_parquet(path, index=False)
+    return ArtifactRef.of("codes", path)
+
+
+def read_codes(ref: ArtifactRef) -> pd.DataFrame:
+    """The encoded confidential data written by the agree stage (hash-verified): no CSV parse, no re-validation."""
+    return pd.read_parquet(ref.verified())
+
+
+@dataclass(frozen=True)
+class AgreementFiles:
+    """What the first stage of a run wrote, and the inputs it read, as hash-carrying references."""
+
+    run_dir: Path
+    sha256: str
+    agreement: ArtifactRef
+    spec: ArtifactRef
+    schema: ArtifactRef
+    data: DataRef
+    codes: ArtifactRef
+
+    def agreed(self, approvals: ArtifactRef, signoffs: list[SignOff], record: StageRecord) -> Agreed:
+        return Agreed(
+            run_dir=str(self.run_dir),
+            spec=self.spec,
+            schema_file=self.schema,
+            agreement=self.agreement,
+            agreement_sha256=self.sha256,
+            approvals=approvals,
+            data=self.data,
+            codes=self.codes,
+            signoffs=signoffs,
+            record=record,
+        )
+
+
+def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: ValidatedData) -> AgreementFiles:
+    """Open the run directory and write the canonical agreement and the encoded data: the first writes of any
+    release."""
+    sha = loaded.agreement.sha256()
+    run_dir = Registry(registry_root).run_dir(run_id)
+    run_dir.mkdir(parents=True, exist_ok=False)
+    write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
+    return AgreementFiles(
+        run_dir=run_dir,
+        sha256=sha,
+        agreement=ArtifactRef.of("agreement", run_dir / "agreement.json"),
+        spec=ArtifactRef.of("spec", loaded.spec_path),
+        schema=ArtifactRef.of("schema", loaded.schema_file),
+        data=DataRef(
+            name=loaded.spec.dataset.name,
+            path=str(data.path),
+            sha256=data.sha256,
+            dvc_md5=md5_file(data.path),
+            rows=data.rows,
+        ),
+        codes=write_codes(data.codes, run_dir),
+    )

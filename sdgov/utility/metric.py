@@ -1,0 +1,57 @@
+"""The utility ``Metric`` protocol: one measure of how close synthetic records are to the real ones.
+
+A metric is a small object with a ``name`` (its key in each dataset's section of the report), a ``title``, and
+``compute(ctx, synthetic)`` returning a typed (pydantic) result. The report runs every registered metric
+(:data:`sdgov.utility.registry.METRICS`) on the synthetic data and on each baseline, puts the results in
+:class:`~sdgov.utility.report.UtilityReport`, shows each metric's ``line`` in the report's overview table and its
+``radar`` scores (if any) on the radar chart. Adding a metric is one module and one line in ``METRICS``
+(docs/extending.md shows a worked example).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from sdgov.schema import Schema
+
+if TYPE_CHECKING:
+    from sdgov.utility.report import ReportSettings
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """Everything a metric may use besides the records it scores. ``real`` holds encoded cell indices of the
+    agreed attributes only; the association matrix and the Φ pairs are computed once for all metrics."""
+
+    real: pd.DataFrame
+    schema: Schema
+    attributes: list[str]
+    cliques: list[tuple[str, ...]]
+    real_association: np.ndarray
+    in_phi: np.ndarray
+    settings: ReportSettings
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class Metric(Protocol[R]):
+    name: str
+    title: str
+
+    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> R:
+        """The measure for ``synthetic`` (encoded like ``ctx.real``) against ``ctx.real``."""
+        ...
+
+    def line(self, result: R) -> str:
+        """The result in one line, for the report's overview table."""
+        ...
+
+    def radar(self, result: R) -> dict[str, float | None]:
+        """Axes this metric puts on the radar chart, each in [0, 1] with 1 = as the real data (may be empty)."""
+        ...

@@ -1,0 +1,39 @@
+"""The confidential CSV is parsed once per release (issue #10; it used to be parsed up to six times).
+
+The CLI's pre-flight check and the agree stage share one parse (same process, same file content); the agree
+stage writes the encoded records as the run's ``codes.parquet``, which measure and utility read instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from sdgov import schema
+from sdgov.flows.cli import main
+from sdgov.spec import load_spec
+from tests.conftest import make_demo_inputs
+
+
+def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch):
+    spec = make_demo_inputs(tmp_path / "inputs", rows=1500)
+    data = (tmp_path / "inputs" / "data.csv").resolve()
+    read = schema.read_csv_strict
+    parsed: list[Path] = []
+
+    def counting_read(path):
+        parsed.append(Path(path).resolve())
+        return read(path)
+
+    monkeypatch.setattr(schema, "read_csv_strict", counting_read)
+    root = tmp_path / "registry"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0
+    assert parsed == [data]
+
+    [codes] = (root / "runs").glob("*/codes.parquet")
+    pd.testing.assert_frame_equal(pd.read_parquet(codes), schema.encode(read(data), load_spec(spec).schema_))
+    assert not list((root / "releases").rglob("codes.parquet")), "the encoded confidential data is never published"
