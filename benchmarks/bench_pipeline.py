@@ -196,7 +196,7 @@ def worker_fit(args: argparse.Namespace) -> dict:
     t_imp = time.perf_counter()
     import numpy as np
 
-    import sdgov.generators.pgm as pgm
+    import sdgov.generators.pgm_mbi as pgm
     from sdgov.measure import MeasurementSet
     from sdgov.spec import load_spec
 

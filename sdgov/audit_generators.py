@@ -7,6 +7,8 @@ Import paths (pass them to ``sdgov audit decomposability --generator``):
 ``sdgov.audit_generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
 ``sdgov.audit_generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
 ``sdgov.audit_generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
+``sdgov.audit_generators:honest_<name>``     any generator registered in :mod:`sdgov.generators.registry` on Φ
+``sdgov.audit_generators:dishonest_<name>``  the same generator on Φ plus the non-Φ marginal
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
@@ -45,6 +47,7 @@ import pandas as pd
 
 from sdgov.audit_protocol import AuditError, Clique, weighted_marginal
 from sdgov.generators.model import CliqueModel
+from sdgov.generators.registry import GENERATORS, generator
 from sdgov.measure import Measurement, MeasurementSet
 from sdgov.sampler import iter_chunks
 from sdgov.spec import GeneratorSpec
@@ -59,6 +62,8 @@ class _MarginalGenerator:
     """Fit = measure some marginals of the weighted records, build a :class:`CliqueModel`; sample = the sampler."""
 
     kind = "base"
+    generator_name = ""  # registry name of the pipeline generator whose fit this variant runs
+    default_iterations: int | None = None  # None: GeneratorSpec's default
 
     def __init__(
         self,
@@ -132,7 +137,11 @@ class _MarginalGenerator:
         self.model = _MEMO[key]
 
     def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
-        raise NotImplementedError
+        """The registered generator's own fit, on exactly the marginals this variant measured."""
+        plugin = generator(self.generator_name)
+        iterations = self.iterations or self.default_iterations
+        spec = GeneratorSpec(name=plugin.name, **({"iterations": iterations} if iterations else {}))
+        return plugin.fit(mset, spec)
 
     def sample(self, n: int, seed: int) -> pd.DataFrame:
         if self.model is None:
@@ -179,20 +188,13 @@ def default_leak(phi: list[Clique], domain: dict[str, int], max_cells: int = MAX
 
 class HonestPGM(_MarginalGenerator):
     kind = "honest PGM"
-
-    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
-        from sdgov.generators.pgm import fit_pgm
-
-        return fit_pgm(mset, GeneratorSpec(name="pgm", iterations=self.iterations or 1000))
+    generator_name = "pgm"
+    default_iterations = 1000
 
 
 class HonestIPF(_MarginalGenerator):
     kind = "honest IPF"
-
-    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
-        from sdgov.generators.ipf import fit_ipf
-
-        return fit_ipf(mset, GeneratorSpec(name="ipf", iterations=self.iterations or 2000))
+    generator_name = "ipf"
 
 
 class DishonestPGM(_Leaky, HonestPGM):
@@ -250,9 +252,25 @@ def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) 
 
 
 def honest_variant(generator: str) -> str:
-    """Import path of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what the
-    release's audits run when the spec names no generator of its own."""
+    """Import path of the honest audit variant of the pipeline's generator ``generator`` (a registered name): what
+    the release's audits run when the spec names no generator of its own."""
     return f"sdgov.audit_generators:honest_{generator}"
+
+
+def __getattr__(attr: str) -> Any:
+    """``honest_<name>`` / ``dishonest_<name>`` for every registered generator without a class above: a new
+    generator gets its audit variants (and their import paths) from its registration alone."""
+    honesty, _, name = attr.partition("_")
+    if honesty not in ("honest", "dishonest") or name not in GENERATORS:
+        raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    bases: tuple[type, ...] = (_MarginalGenerator,) if honesty == "honest" else (_Leaky, _MarginalGenerator)
+    variant = type(f"{honesty.title()}[{name}]", bases, {"kind": f"{honesty} {name}", "generator_name": name})
+
+    def factory(cliques: list[Clique], domain: dict[str, int], **params: Any) -> _MarginalGenerator:
+        return variant(cliques, domain, **params)
+
+    factory.__name__ = factory.__qualname__ = attr
+    return factory
 
 
 SHIPPED = {

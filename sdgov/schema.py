@@ -24,6 +24,7 @@ from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 
 Code = int | str
+Clique = tuple[str, ...]  # a set of attributes in a fixed order: one marginal, one model table
 
 
 class Category(BaseModel):
@@ -121,6 +122,11 @@ class Schema(BaseModel):
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    def domain(self, attrs: tuple[str, ...] | list[str] | None = None) -> dict[str, int]:
+        """Attribute → number of categories, for ``attrs`` (default: every column) in that order: the form the
+        measurements, the generators and the audits take a domain in."""
+        return {a: self.by_name[a].size for a in (self.names if attrs is None else attrs)}
 
     def shape(self, attrs: tuple[str, ...] | list[str]) -> tuple[int, ...]:
         return tuple(self.by_name[a].size for a in attrs)

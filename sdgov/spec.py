@@ -12,20 +12,19 @@ import itertools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from sdgov.errors import SpecError
+from sdgov.generators.registry import GENERATORS, generator, registered_names
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.risk.base import RiskSettings
 from sdgov.risk.policy import Policy
-from sdgov.schema import Schema, load_schema
+from sdgov.schema import Clique, Schema, load_schema
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
-
-Clique = tuple[str, ...]
 
 
 class _Strict(BaseModel):
@@ -78,8 +77,15 @@ class PrivacySpec(_Strict):
 
 
 class GeneratorSpec(_Strict):
-    name: Literal["pgm", "ipf"] = "pgm"
+    name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = 2000
+
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in GENERATORS:
+            raise ValueError(f"unknown generator {name!r}: use {registered_names()}")
+        return name
 
 
 class LimitsSpec(_Strict):
@@ -306,14 +312,14 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             f"choose one of {attributes}",
         )
 
-    model_cells = _model_cells(spec.generator.name, attributes, cliques, schema)
+    model_cells = generator(spec.generator.name).model_cells(attributes, cliques, schema.domain(attributes))
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(
             f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
             f"of {spec.limits.max_model_cells:,}",
             where,
-            ("use generator 'pgm' (IPF holds the full joint), " if spec.generator.name == "ipf" else "use ")
-            + "fewer attributes, smaller marginals, or coarser categories",
+            "use a generator with smaller tables (IPF holds the full joint, PGM the junction-tree cliques), "
+            "fewer attributes, smaller marginals, or coarser categories",
         )
 
     return Agreement(
@@ -332,16 +338,6 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         audit=spec.audit,
         privacy_risk=spec.privacy_risk,
     )
-
-
-def _model_cells(generator: str, attributes: list[str], cliques: list[Clique], schema: Schema) -> int:
-    """Cells of the largest table the generator must hold: the full joint for IPF, the largest junction-tree
-    clique for PGM (from mbi's own junction tree, so the check matches what the fit will allocate)."""
-    if generator == "ipf":
-        return schema.cells(attributes)
-    from sdgov.generators.pgm import largest_clique_cells
-
-    return largest_clique_cells(attributes, cliques, schema)
 
 
 def _fmt(c: Clique) -> str:

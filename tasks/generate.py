@@ -12,7 +12,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.contracts import ArtifactRef, Generated, GenerateInput
-from sdgov.generators import generator_version, get_generator
+from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
 from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
 from sdgov.schema import load_schema
@@ -29,7 +29,7 @@ def generate(inp: GenerateInput) -> Generated:
         mset = read_measurements(inp.measurements)
         schema = load_schema(inp.schema_file.verified())
         rec.inputs = [inp.measurements, inp.schema_file]
-        model = get_generator(inp.generator.name)(mset, inp.generator)
+        model = generator(inp.generator.name).fit(mset, inp.generator)
         rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))
         out = Path(inp.out_dir)
         step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
@@ -43,7 +43,7 @@ def generate(inp: GenerateInput) -> Generated:
             out / "model_info.json",
             {
                 "generator": inp.generator.name,
-                "implementation": generator_version(inp.generator.name),
+                "implementation": generator(inp.generator.name).implementation(),
                 "parameters": inp.generator.model_dump(),
                 **model.fit_info,
             },

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sdgov.spec import Clique
+from sdgov.schema import Clique
 
 
 @dataclass(frozen=True)
