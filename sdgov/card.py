@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from sdgov import __version__
 from sdgov.audit import AuditReport
@@ -23,6 +23,7 @@ from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
 from sdgov.measure import MeasurementSet
 from sdgov.metrics import UtilitySummary
+from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan
 from sdgov.schema import Schema
 from sdgov.spec import Agreement, Clique
@@ -40,8 +41,7 @@ class PhiEntry(BaseModel):
     tvd: float | None
 
 
-class Card(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Card(Strict):
     card_version: str = "1"
     title: str
     release_id: str

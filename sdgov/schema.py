@@ -17,26 +17,25 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from sdgov.errors import DataError, SchemaError
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
+from sdgov.model import Frozen
 
 Code = int | str
 Clique = tuple[str, ...]  # a set of attributes in a fixed order: one marginal, one model table
 
 
-class Category(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Category(Frozen):
     code: Code
     label: str
 
 
-class Column(BaseModel):
+class Column(Frozen):
     """A categorical column lists its categories; a numeric one declares bin edges (left-closed intervals)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     kind: Literal["categorical", "numeric"] = "categorical"
     description: str = ""
@@ -97,10 +96,9 @@ class Column(BaseModel):
         return out + ([None] if self.nullable else [])
 
 
-class Schema(BaseModel):
+class Schema(Frozen):
     """A dataset's declared domain."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     description: str = ""
     source: str = ""

@@ -18,6 +18,7 @@ from sdgov.errors import SpecError
 from sdgov.generators.registry import GENERATORS, generator, registered_names
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
+from sdgov.model import Frozen
 from sdgov.risk.base import RiskSettings
 from sdgov.risk.policy import Policy
 from sdgov.schema import Clique, Schema, load_schema
@@ -27,21 +28,17 @@ DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DatasetRef(_Strict):
+class DatasetRef(Frozen):
     name: str = Field(min_length=1, description="Declared name of the confidential dataset (the budget ledger key)")
     path: str = Field(min_length=1, description="CSV path, relative to the spec file")
 
 
-class KWay(_Strict):
+class KWay(Frozen):
     k: PositiveInt
     attributes: list[str] = Field(min_length=1)
 
 
-class PhiSpec(_Strict):
+class PhiSpec(Frozen):
     marginals: list[list[str]] = Field(default_factory=list)
     all_kway: list[KWay] = Field(default_factory=list)
 
@@ -52,7 +49,7 @@ class PhiSpec(_Strict):
         return self
 
 
-class PrivacySpec(_Strict):
+class PrivacySpec(Frozen):
     """Exactly one of ``rho``, ``epsilon`` or ``sigma`` with ``noise: gaussian``; none with ``noise: none``."""
 
     noise: Literal["gaussian", "none"] = "gaussian"
@@ -76,7 +73,7 @@ class PrivacySpec(_Strict):
         return self
 
 
-class GeneratorSpec(_Strict):
+class GeneratorSpec(Frozen):
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = 2000
 
@@ -88,12 +85,12 @@ class GeneratorSpec(_Strict):
         return name
 
 
-class LimitsSpec(_Strict):
+class LimitsSpec(Frozen):
     max_marginal_cells: PositiveInt = DEFAULT_CELL_LIMIT
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
 
 
-class AuditSpec(_Strict):
+class AuditSpec(Frozen):
     """Pre-registered settings of the black-box decomposability audit (:mod:`sdgov.decomposability`).
 
     Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
@@ -116,7 +113,7 @@ class AuditSpec(_Strict):
     positive_control: str | None = Field(default=None, description="import path of a dishonest variant run beside")
 
 
-class PrivacyRiskSpec(_Strict):
+class PrivacyRiskSpec(Frozen):
     """Pre-registered privacy-risk audit (:mod:`sdgov.risk`): attacks, DP lower bound and record checks.
 
     Like :class:`AuditSpec`, part of the agreement hash when given, and run inside the release's audit stage unless
@@ -138,7 +135,7 @@ class PrivacyRiskSpec(_Strict):
     policy: Policy = Policy()
 
 
-class ReleaseSpec(_Strict):
+class ReleaseSpec(Frozen):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     dataset: DatasetRef
@@ -163,10 +160,10 @@ class ReleaseSpec(_Strict):
     that re-spends budget. They are bound instead to the utility report, which records them with their own
     ``tasks_sha256`` beside the agreement hash (and the spec file's hash is in the provenance)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
 
-class Agreement(_Strict):
+class Agreement(Frozen):
     """The canonical, resolved Φ agreement. Its hash is what everybody signs."""
 
     spec_name: str
