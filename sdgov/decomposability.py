@@ -54,7 +54,6 @@ from sdgov.audit_protocol import (
     load_generator,
     make_generator,
 )
-from sdgov.errors import InternalError
 
 MAX_JOINT = 2**62
 EXPLICIT_MAX_CELLS = 5_000  # occupied cells up to which Φ⊥ gets an explicit orthonormal basis
@@ -483,12 +482,12 @@ def extremal_pair(
     plus = theta.x + delta
     minus = theta.x - delta if delta_minus is None else theta.x + delta_minus
     if plus.min() < 0 or minus.min() < 0:
-        raise InternalError("an extremal dataset has a negative count")
+        raise AssertionError("an extremal dataset has a negative count")
     phi0 = theta.phi_of(theta.x)
     for w in (plus, minus):
         for a, b in zip(theta.phi_of(w), phi0):
             if not np.array_equal(a, b):
-                raise InternalError("φ(D±) != φ(D*): an extremal dataset changed an agreed marginal")
+                raise AssertionError("φ(D±) != φ(D*): an extremal dataset changed an agreed marginal")
     return plus, minus
 
 
