@@ -7,12 +7,13 @@ Import paths (pass them to ``sdgov audit decomposability --generator``):
 ``sdgov.audit_generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
 ``sdgov.audit_generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
 ``sdgov.audit_generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
-``sdgov.audit_generators:honest_<name>``     any generator registered in :mod:`sdgov.generators.registry` on Φ
-``sdgov.audit_generators:dishonest_<name>``  the same generator on Φ plus the non-Φ marginal
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
 the pipeline's seeded sampler (:func:`sdgov.sampler.iter_chunks`).
+
+Every generator registered in :mod:`sdgov.generators.registry` has the same two variants, ``honest_<name>`` (its
+fit on Φ) and ``dishonest_<name>`` (on Φ plus the leaked marginal), without a line here: see :func:`__getattr__`.
 
 Memoised fits (``memo=True``, off by default). Every fit here is a deterministic function of the marginals it
 measured (mbi's mirror descent and IPF draw no random numbers), so K fits on one dataset — and, for an honest
@@ -252,8 +253,8 @@ def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) 
 
 
 def honest_variant(generator: str) -> str:
-    """Import path of the honest audit variant of the pipeline's generator ``generator`` (a registered name): what
-    the release's audits run when the spec names no generator of its own."""
+    """Import path of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what the
+    release's audits run when the spec names no generator of its own."""
     return f"sdgov.audit_generators:honest_{generator}"
 
 
