@@ -70,7 +70,7 @@ def measure(
         dataset_sha256=dataset_sha256,
         schema_sha256=agreement.schema_sha256,
         attributes=agreement.attributes,
-        domain={a: schema.by_name[a].size for a in agreement.attributes},
+        domain=schema.domain(agreement.attributes),
         noise=plan.noise,
         measurements=out,
     )
