@@ -16,6 +16,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from sdgov.schema import Schema
+from sdgov.tables import contingency_table
 from sdgov.utility.distinguish import N_JOBS
 from sdgov.utility.jaro import ordering_similarity
 from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, TableTask
@@ -44,9 +45,7 @@ def _filter(codes: pd.DataFrame, schema: Schema, where: dict) -> pd.DataFrame:
 
 
 def _table(codes: pd.DataFrame, schema: Schema, attrs: list[str]) -> np.ndarray:
-    shape = schema.shape(attrs)
-    flat = np.ravel_multi_index(tuple(codes[a].to_numpy() for a in attrs), shape)
-    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.float64)
+    return contingency_table(codes, attrs, schema.shape(attrs)).astype(np.float64)
 
 
 # --------------------------------------------------------------------------------------------- tables
