@@ -6,7 +6,6 @@ turns it into self-contained HTML and Markdown with the Jinja templates in ``car
 
 from __future__ import annotations
 
-import io
 import itertools
 import platform
 import subprocess
@@ -27,6 +26,7 @@ from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan
 from sdgov.schema import Schema
 from sdgov.spec import Agreement, Clique
+from sdgov.svg import pyplot, to_svg
 
 PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
 REPO = Path(__file__).resolve().parents[1]
@@ -245,11 +245,7 @@ def utility_report_summary(report: dict[str, Any] | None) -> dict[str, Any] | No
 
 def tvd_plot_svg(utility: UtilitySummary) -> str:
     """Bar chart of TVD for every Φ marginal and every 2-way pair (inline SVG, no external file)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = [(" × ".join(m.clique), m.tvd, "Φ marginal") for m in utility.phi]
     phi_set = {tuple(m.clique) for m in utility.phi}
     rows += [
@@ -267,11 +263,7 @@ def tvd_plot_svg(utility: UtilitySummary) -> str:
         ax.barh([0], [0], color=colour, label=label)
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.index("<svg") :]
+    return to_svg(fig)
 
 
 def _pretty(v: Any) -> str:
