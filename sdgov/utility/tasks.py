@@ -16,6 +16,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from sdgov.schema import Schema
+from sdgov.seeds import stream
 from sdgov.tables import contingency_table
 from sdgov.utility.distinguish import N_JOBS
 from sdgov.utility.jaro import ordering_similarity
@@ -263,7 +264,7 @@ def classifier_task(
             model = _forest(t, seed).fit(split.train[f].to_numpy(), split.train[t.target].to_numpy())
             order, imp = _importance_order(model, hx, hy, f, seed, repeats, rows)
             real_fit = {"acc": float(model.score(hx, hy)), "order": order, "importance": imp}
-        perm = np.random.default_rng([seed, 1]).permutation(len(synth))
+        perm = stream(seed, 1).permutation(len(synth))
         cut = int(round(len(synth) * len(split.holdout) / len(split.real)))
         s_hold, s_train = synth.iloc[perm[:cut]], synth.iloc[perm[cut:]]
         sx, sy = s_hold[f].to_numpy(), s_hold[t.target].to_numpy()
