@@ -9,7 +9,7 @@ Measures, in one run, on the ONS 2011 census teaching file and the App 3 agreeme
 1. **Measurement throughput** (rows/s) at 50k, 500k and 5M rows (the census rows replicated in memory):
    ``sdgov.schema.encode`` of the text DataFrame (all schema columns, as the measure stage does), and
    ``sdgov.measure.measure`` (exact marginal counts + OpenDP discrete Gaussian noise), separately and together.
-2. **Model fit time** of ``sdgov.generators.pgm.fit_pgm`` for App 3: *cold* (first fit in a fresh process,
+2. **Model fit time** of ``sdgov.generators.pgm_mbi.fit_pgm`` for App 3: *cold* (first fit in a fresh process,
    JAX JIT included) and *warm* (second fit in the same process).
 3. **Sampling** rows/s and peak memory at 1M and 10M rows: ours (``sample_to_parquet`` to a /tmp file, and
    ``iter_chunks`` alone, no decoding or writing) vs mbi's ``MarkovRandomField.synthetic_data(rows)`` on the
@@ -196,7 +196,7 @@ def worker_fit(args: argparse.Namespace) -> dict:
     t_imp = time.perf_counter()
     import numpy as np
 
-    import sdgov.generators.pgm as pgm
+    import sdgov.generators.pgm_mbi as pgm
     from sdgov.measure import MeasurementSet
     from sdgov.spec import load_spec
 
@@ -511,7 +511,7 @@ def render(rep: dict) -> str:
                 [
                     ["cold (fresh process, JIT)", f"{f['cold_s']:.2f}"],
                     ["warm (second fit)", f"{f['warm_s']:.2f}"],
-                    ["(import sdgov.generators.pgm)", f"{f['import_s']:.2f}"],
+                    ["(import sdgov.generators.pgm_mbi)", f"{f['import_s']:.2f}"],
                 ],
             ),
             f"cold and warm fits agree: {f['cold_equals_warm']}"

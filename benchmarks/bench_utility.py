@@ -31,7 +31,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.generators import get_generator  # noqa: E402
+from sdgov.generators import registry  # noqa: E402
 from sdgov.measure import measure  # noqa: E402
 from sdgov.privacy import plan_privacy  # noqa: E402
 from sdgov.sampler import iter_chunks  # noqa: E402
@@ -67,7 +67,7 @@ def synthesize(
     agreement = resolve(s, schema)
     plan = plan_privacy(agreement.privacy, agreement.cliques, len(real))
     mset = measure(real, schema, agreement, plan, "benchmark")
-    model = get_generator(agreement.generator.name)(mset, agreement.generator)
+    model = registry.generator(agreement.generator.name).fit(mset, agreement.generator)
     data = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, len(real), seed)], ignore_index=True)
     return data, time.perf_counter() - t0
 

@@ -294,15 +294,15 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from sdgov.errors import SdgovError
+    from sdgov.errors import InternalError, SdgovError
 
     try:
         return args.fn(args)
-    except SdgovError as exc:
+    except (SdgovError, InternalError) as exc:
         print(f"sdgov: error: {exc.one_line()}", file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": exc.one_line(), "type": type(exc).__name__}))
-        return 2
+        return 2 if isinstance(exc, SdgovError) else 1
 
 
 if __name__ == "__main__":

@@ -12,21 +12,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.contracts import Role, SignOff, utcnow
 from sdgov.errors import SpecError
 from sdgov.loading import load_model_file
+from sdgov.model import Frozen
 
 
-class Person(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Person(Frozen):
     name: str = Field(min_length=1)
     role: Role
 
 
-class StandingApproval(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class StandingApproval(Frozen):
     description: str = ""
     proposer: Person
     agreement_approver: Person

@@ -20,12 +20,13 @@ import base64
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.approvals import same_person
 from sdgov.contracts import Role
 from sdgov.errors import SdgovError, SpecError
 from sdgov.loading import load_model_file
+from sdgov.model import Frozen
 
 FILE = "approvers.yaml"
 Subject = Literal["agreement", "release", "budget"]
@@ -38,15 +39,13 @@ class ApprovalRefused(SdgovError):
     """A submitted decision that may not count (unknown identity, wrong role, own proposal, bad signature)."""
 
 
-class Approver(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Approver(Frozen):
     name: str = Field(min_length=1)
     role: Role
     public_key: str | None = Field(default=None, description="'ed25519:<base64 raw key>': decisions must be signed")
 
 
-class Approvers(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Approvers(Frozen):
     description: str = ""
     approvers: list[Approver] = Field(min_length=1)
 

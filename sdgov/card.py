@@ -6,7 +6,6 @@ turns it into self-contained HTML and Markdown with the Jinja templates in ``car
 
 from __future__ import annotations
 
-import io
 import itertools
 import platform
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from sdgov import __version__
 from sdgov.audits.protocol import AuditReport
@@ -23,9 +22,11 @@ from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
 from sdgov.measure import MeasurementSet
 from sdgov.metrics import UtilitySummary
+from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan
 from sdgov.schema import Schema
 from sdgov.spec import Agreement, Clique
+from sdgov.svg import pyplot, to_svg
 
 PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
 REPO = Path(__file__).resolve().parents[1]
@@ -40,8 +41,7 @@ class PhiEntry(BaseModel):
     tvd: float | None
 
 
-class Card(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Card(Strict):
     card_version: str = "1"
     title: str
     release_id: str
@@ -242,11 +242,7 @@ def utility_report_summary(report: dict[str, Any] | None) -> dict[str, Any] | No
 
 def tvd_plot_svg(utility: UtilitySummary) -> str:
     """Bar chart of TVD for every Φ marginal and every 2-way pair (inline SVG, no external file)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = [(" × ".join(m.clique), m.tvd, "Φ marginal") for m in utility.phi]
     phi_set = {tuple(m.clique) for m in utility.phi}
     rows += [
@@ -264,11 +260,7 @@ def tvd_plot_svg(utility: UtilitySummary) -> str:
         ax.barh([0], [0], color=colour, label=label)
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.index("<svg") :]
+    return to_svg(fig)
 
 
 def _pretty(v: Any) -> str:

@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.errors import RegistryError
 from sdgov.hashing import md5_file, sha256_file
+from sdgov.model import Frozen
 from sdgov.spec import GeneratorSpec
 
 Role = Literal["analyst", "controller", "compliance"]
@@ -23,11 +24,7 @@ def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ArtifactRef(_Frozen):
+class ArtifactRef(Frozen):
     name: str
     path: str
     sha256: str
@@ -54,7 +51,7 @@ class ArtifactRef(_Frozen):
         return p
 
 
-class DataRef(_Frozen):
+class DataRef(Frozen):
     """The confidential input. Only agree, measure, audit and utility stages ever hold one."""
 
     name: str
@@ -71,7 +68,7 @@ class DataRef(_Frozen):
         return ArtifactRef(name="data", path=self.path, sha256=self.sha256, bytes=Path(self.path).stat().st_size)
 
 
-class SignOff(_Frozen):
+class SignOff(Frozen):
     name: str = Field(min_length=1)
     role: Role
     subject: Literal["agreement", "release"]
@@ -82,7 +79,7 @@ class SignOff(_Frozen):
     via: str = "standing approval"
 
 
-class StageRecord(_Frozen):
+class StageRecord(Frozen):
     """Provenance of one stage run: what went in, what came out, which code did it, when."""
 
     stage: str
@@ -95,7 +92,7 @@ class StageRecord(_Frozen):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class Agreed(_Frozen):
+class Agreed(Frozen):
     run_dir: str
     spec: ArtifactRef
     schema_file: ArtifactRef
@@ -108,14 +105,14 @@ class Agreed(_Frozen):
     record: StageRecord
 
 
-class Measured(_Frozen):
+class Measured(Frozen):
     measurements: ArtifactRef
     privacy_plan: ArtifactRef
     reused: bool
     record: StageRecord
 
 
-class GenerateInput(_Frozen):
+class GenerateInput(Frozen):
     """Everything the generate stage may see. There is no field for the confidential data: by construction."""
 
     measurements: ArtifactRef
@@ -126,7 +123,7 @@ class GenerateInput(_Frozen):
     out_dir: str
 
 
-class Generated(_Frozen):
+class Generated(Frozen):
     synthetic: ArtifactRef
     model_info: ArtifactRef
     rows: int
@@ -135,21 +132,21 @@ class Generated(_Frozen):
     record: StageRecord
 
 
-class Audited(_Frozen):
+class Audited(Frozen):
     report: ArtifactRef
     verdict: Literal["pass", "fail"]
     record: StageRecord
     evidence: dict[str, ArtifactRef] = Field(default_factory=dict)  # audit check name → <name>.json (when it ran)
 
 
-class UtilityReported(_Frozen):
+class UtilityReported(Frozen):
     report: ArtifactRef
     full_report: ArtifactRef | None = None  # utility_report.json: every generic and task measure (issue 5)
     full_report_html: ArtifactRef | None = None  # utility_report.html: the same, with plots, self-contained
     record: StageRecord
 
 
-class ReleaseResult(_Frozen):
+class ReleaseResult(Frozen):
     release_id: str
     path: str
     card_html: str

@@ -39,3 +39,15 @@ class RegistryError(SdgovError):
 
 class BudgetError(SdgovError):
     """The privacy budget does not allow the request."""
+
+
+class InternalError(Exception):
+    """A state sdgov's own code should never reach: a bug, not bad input.
+
+    Deliberately not an :class:`SdgovError`: the CLI does not present it as something the user can fix, but says
+    it is a bug to report, and exits 1 (a user error exits 2).
+    """
+
+    def one_line(self) -> str:
+        text = " ".join(str(self).split())
+        return f"internal error (a bug in sdgov, please report it with the command you ran): {text}"

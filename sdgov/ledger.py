@@ -38,10 +38,11 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat
+from pydantic import Field, PositiveFloat
 
 from sdgov.errors import BudgetError, SpecError
 from sdgov.hashing import sha256_file
+from sdgov.model import Frozen
 
 if TYPE_CHECKING:
     from sdgov.registry import Event, Registry
@@ -52,28 +53,24 @@ REFUSED = "budget_refused"
 TOLERANCE = 1e-9  # relative: float sums of ρ must not refuse an exact fit
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SetBy(_Strict):
+class SetBy(Frozen):
     name: str = Field(min_length=1)
     role: str = "controller"
 
 
-class DatasetBudget(_Strict):
+class DatasetBudget(Frozen):
     rho: PositiveFloat = Field(description="lifetime zCDP budget ρ for this dataset")
     sha256: str | None = Field(default=None, description="optional: the content hash this budget was set for")
     note: str = ""
 
 
-class BudgetPolicy(_Strict):
+class BudgetPolicy(Frozen):
     set_by: SetBy | None = None
     datasets: dict[str, DatasetBudget] = Field(default_factory=dict)
     default_rho: PositiveFloat | None = None
 
 
-class Spend(_Strict):
+class Spend(Frozen):
     seq: int
     time: str
     dataset: str
@@ -84,7 +81,7 @@ class Spend(_Strict):
     run_id: str
 
 
-class Account(_Strict):
+class Account(Frozen):
     """What a dataset has spent and may still spend."""
 
     dataset: str

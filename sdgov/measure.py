@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from sdgov.privacy import PrivacyPlan, add_noise
 from sdgov.schema import Schema
 from sdgov.spec import Agreement, Clique
+from sdgov.tables import contingency_table
 
 
 class Measurement(BaseModel):
@@ -49,9 +50,7 @@ class MeasurementSet(BaseModel):
 
 def marginal_counts(codes: pd.DataFrame, schema: Schema, clique: Clique) -> np.ndarray:
     """Exact contingency table of ``clique`` (axes in clique order) from encoded data."""
-    shape = schema.shape(clique)
-    flat = np.ravel_multi_index(tuple(codes[a].to_numpy() for a in clique), shape)
-    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.int64)
+    return contingency_table(codes, clique, schema.shape(clique)).astype(np.int64)
 
 
 def measure(
@@ -70,7 +69,7 @@ def measure(
         dataset_sha256=dataset_sha256,
         schema_sha256=agreement.schema_sha256,
         attributes=agreement.attributes,
-        domain={a: schema.by_name[a].size for a in agreement.attributes},
+        domain=schema.domain(agreement.attributes),
         noise=plan.noise,
         measurements=out,
     )

@@ -23,12 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from sdgov.atomic import atomic_write_bytes
 from sdgov.contracts import utcnow
 from sdgov.errors import RegistryError
 from sdgov.hashing import canonical_json, sha256_bytes, sha256_file
+from sdgov.model import Frozen
 
 GENESIS = "0" * 64
 LOG = "log.jsonl"
@@ -39,8 +38,7 @@ def default_root() -> Path:
     return Path(os.environ.get("SDGOV_REGISTRY", "registry"))
 
 
-class Event(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Event(Frozen):
     seq: int
     time: str
     event: str

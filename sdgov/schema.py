@@ -17,25 +17,25 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from sdgov.errors import DataError, SchemaError
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
+from sdgov.model import Frozen
 
 Code = int | str
+Clique = tuple[str, ...]  # a set of attributes in a fixed order: one marginal, one model table
 
 
-class Category(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Category(Frozen):
     code: Code
     label: str
 
 
-class Column(BaseModel):
+class Column(Frozen):
     """A categorical column lists its categories; a numeric one declares bin edges (left-closed intervals)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     kind: Literal["categorical", "numeric"] = "categorical"
     description: str = ""
@@ -96,10 +96,9 @@ class Column(BaseModel):
         return out + ([None] if self.nullable else [])
 
 
-class Schema(BaseModel):
+class Schema(Frozen):
     """A dataset's declared domain."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     description: str = ""
     source: str = ""
@@ -121,6 +120,11 @@ class Schema(BaseModel):
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+    def domain(self, attrs: tuple[str, ...] | list[str] | None = None) -> dict[str, int]:
+        """Attribute → number of categories, for ``attrs`` (default: every column) in that order: the form the
+        measurements, the generators and the audits take a domain in."""
+        return {a: self.by_name[a].size for a in (self.names if attrs is None else attrs)}
 
     def shape(self, attrs: tuple[str, ...] | list[str]) -> tuple[int, ...]:
         return tuple(self.by_name[a].size for a in attrs)

@@ -12,37 +12,33 @@ import itertools
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from sdgov.audits.decomposability.settings import DecomposabilitySettings
 from sdgov.audits.privacy.settings import PrivacyRiskSettings
 from sdgov.errors import SpecError
+from sdgov.generators.registry import GENERATORS, generator, registered_names
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
-from sdgov.schema import Schema, load_schema
+from sdgov.model import Frozen
+from sdgov.schema import Clique, Schema, load_schema
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
 
-Clique = tuple[str, ...]
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class DatasetRef(_Strict):
+class DatasetRef(Frozen):
     name: str = Field(min_length=1, description="Declared name of the confidential dataset (the budget ledger key)")
     path: str = Field(min_length=1, description="CSV path, relative to the spec file")
 
 
-class KWay(_Strict):
+class KWay(Frozen):
     k: PositiveInt
     attributes: list[str] = Field(min_length=1)
 
 
-class PhiSpec(_Strict):
+class PhiSpec(Frozen):
     marginals: list[list[str]] = Field(default_factory=list)
     all_kway: list[KWay] = Field(default_factory=list)
 
@@ -53,7 +49,7 @@ class PhiSpec(_Strict):
         return self
 
 
-class PrivacySpec(_Strict):
+class PrivacySpec(Frozen):
     """Exactly one of ``rho``, ``epsilon`` or ``sigma`` with ``noise: gaussian``; none with ``noise: none``."""
 
     noise: Literal["gaussian", "none"] = "gaussian"
@@ -77,17 +73,24 @@ class PrivacySpec(_Strict):
         return self
 
 
-class GeneratorSpec(_Strict):
-    name: Literal["pgm", "ipf"] = "pgm"
+class GeneratorSpec(Frozen):
+    name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = 2000
 
+    @field_validator("name")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        if name not in GENERATORS:
+            raise ValueError(f"unknown generator {name!r}: use {registered_names()}")
+        return name
 
-class LimitsSpec(_Strict):
+
+class LimitsSpec(Frozen):
     max_marginal_cells: PositiveInt = DEFAULT_CELL_LIMIT
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
 
 
-class ReleaseSpec(_Strict):
+class ReleaseSpec(Frozen):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     dataset: DatasetRef
@@ -112,10 +115,10 @@ class ReleaseSpec(_Strict):
     that re-spends budget. They are bound instead to the utility report, which records them with their own
     ``tasks_sha256`` beside the agreement hash (and the spec file's hash is in the provenance)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
 
-class Agreement(_Strict):
+class Agreement(Frozen):
     """The canonical, resolved Φ agreement. Its hash is what everybody signs."""
 
     spec_name: str
@@ -261,14 +264,14 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             f"choose one of {attributes}",
         )
 
-    model_cells = _model_cells(spec.generator.name, attributes, cliques, schema)
+    model_cells = generator(spec.generator.name).model_cells(attributes, cliques, schema.domain(attributes))
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(
             f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
             f"of {spec.limits.max_model_cells:,}",
             where,
-            ("use generator 'pgm' (IPF holds the full joint), " if spec.generator.name == "ipf" else "use ")
-            + "fewer attributes, smaller marginals, or coarser categories",
+            "use a generator with smaller tables (IPF holds the full joint, PGM the junction-tree cliques), "
+            "fewer attributes, smaller marginals, or coarser categories",
         )
 
     return Agreement(
@@ -287,16 +290,6 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         audit=spec.audit,
         privacy_risk=spec.privacy_risk,
     )
-
-
-def _model_cells(generator: str, attributes: list[str], cliques: list[Clique], schema: Schema) -> int:
-    """Cells of the largest table the generator must hold: the full joint for IPF, the largest junction-tree
-    clique for PGM (from mbi's own junction tree, so the check matches what the fit will allocate)."""
-    if generator == "ipf":
-        return schema.cells(attributes)
-    from sdgov.generators.pgm import largest_clique_cells
-
-    return largest_clique_cells(attributes, cliques, schema)
 
 
 def _fmt(c: Clique) -> str:

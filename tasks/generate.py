@@ -13,7 +13,7 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import read_measurements, read_schema
 from sdgov.contracts import ArtifactRef, Generated, GenerateInput
-from sdgov.generators import generator_version, get_generator
+from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
 from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
 from sdgov.tasks.common import logger, stage
@@ -28,7 +28,7 @@ def generate(inp: GenerateInput) -> Generated:
         mset = read_measurements(inp.measurements)
         schema = read_schema(inp.schema_file)
         rec.inputs = [inp.measurements, inp.schema_file]
-        model = get_generator(inp.generator.name)(mset, inp.generator)
+        model = generator(inp.generator.name).fit(mset, inp.generator)
         rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))
         out = Path(inp.out_dir)
         step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
@@ -42,7 +42,7 @@ def generate(inp: GenerateInput) -> Generated:
             out / "model_info.json",
             {
                 "generator": inp.generator.name,
-                "implementation": generator_version(inp.generator.name),
+                "implementation": generator(inp.generator.name).implementation(),
                 "parameters": inp.generator.model_dump(),
                 **model.fit_info,
             },

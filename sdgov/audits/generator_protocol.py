@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from sdgov.errors import SdgovError
+from sdgov.tables import contingency_table
 
 Clique = tuple[str, ...]
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -165,7 +166,4 @@ def weighted_marginal(
     records: pd.DataFrame, weights: np.ndarray | None, clique: Clique, domain: dict[str, int]
 ) -> np.ndarray:
     """Contingency table of ``clique`` (axes in clique order) from weighted records."""
-    shape = tuple(domain[a] for a in clique)
-    flat = np.ravel_multi_index(tuple(records[a].to_numpy() for a in clique), shape)
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    return np.bincount(flat, weights=w, minlength=int(np.prod(shape))).reshape(shape)
+    return contingency_table(records, clique, [domain[a] for a in clique], weights)

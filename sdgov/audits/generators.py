@@ -12,6 +12,9 @@ Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from 
 them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
 the pipeline's seeded sampler (:func:`sdgov.sampler.iter_chunks`).
 
+Every generator registered in :mod:`sdgov.generators.registry` has the same two variants, ``honest_<name>`` (its
+fit on Φ) and ``dishonest_<name>`` (on Φ plus the leaked marginal), without a line here: see :func:`__getattr__`.
+
 Memoised fits (``memo=True``, off by default). Every fit here is a deterministic function of the marginals it
 measured (mbi's mirror descent and IPF draw no random numbers), so K fits on one dataset — and, for an honest
 generator, the fits on D₊ and D₋, whose Φ marginals are equal — all produce the same model. With ``memo`` a fit
@@ -45,6 +48,7 @@ import pandas as pd
 
 from sdgov.audits.generator_protocol import AuditError, Clique, weighted_marginal
 from sdgov.generators.model import CliqueModel
+from sdgov.generators.registry import GENERATORS, generator
 from sdgov.measure import Measurement, MeasurementSet
 from sdgov.sampler import iter_chunks
 from sdgov.spec import GeneratorSpec
@@ -59,6 +63,8 @@ class _MarginalGenerator:
     """Fit = measure some marginals of the weighted records, build a :class:`CliqueModel`; sample = the sampler."""
 
     kind = "base"
+    generator_name = ""  # registry name of the pipeline generator whose fit this variant runs
+    default_iterations: int | None = None  # None: GeneratorSpec's default
 
     def __init__(
         self,
@@ -132,7 +138,11 @@ class _MarginalGenerator:
         self.model = _MEMO[key]
 
     def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
-        raise NotImplementedError
+        """The registered generator's own fit, on exactly the marginals this variant measured."""
+        plugin = generator(self.generator_name)
+        iterations = self.iterations or self.default_iterations
+        spec = GeneratorSpec(name=plugin.name, **({"iterations": iterations} if iterations else {}))
+        return plugin.fit(mset, spec)
 
     def sample(self, n: int, seed: int) -> pd.DataFrame:
         if self.model is None:
@@ -179,20 +189,13 @@ def default_leak(phi: list[Clique], domain: dict[str, int], max_cells: int = MAX
 
 class HonestPGM(_MarginalGenerator):
     kind = "honest PGM"
-
-    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
-        from sdgov.generators.pgm import fit_pgm
-
-        return fit_pgm(mset, GeneratorSpec(name="pgm", iterations=self.iterations or 1000))
+    generator_name = "pgm"
+    default_iterations = 1000
 
 
 class HonestIPF(_MarginalGenerator):
     kind = "honest IPF"
-
-    def _fit_model(self, mset: MeasurementSet) -> CliqueModel:
-        from sdgov.generators.ipf import fit_ipf
-
-        return fit_ipf(mset, GeneratorSpec(name="ipf", iterations=self.iterations or 2000))
+    generator_name = "ipf"
 
 
 class DishonestPGM(_Leaky, HonestPGM):
@@ -253,6 +256,22 @@ def honest_variant(generator: str) -> str:
     """Import path of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what the
     release's audits run when the spec names no generator of its own."""
     return f"sdgov.audits.generators:honest_{generator}"
+
+
+def __getattr__(attr: str) -> Any:
+    """``honest_<name>`` / ``dishonest_<name>`` for every registered generator without a class above: a new
+    generator gets its audit variants (and their import paths) from its registration alone."""
+    honesty, _, name = attr.partition("_")
+    if honesty not in ("honest", "dishonest") or name not in GENERATORS:
+        raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+    bases: tuple[type, ...] = (_MarginalGenerator,) if honesty == "honest" else (_Leaky, _MarginalGenerator)
+    variant = type(f"{honesty.title()}[{name}]", bases, {"kind": f"{honesty} {name}", "generator_name": name})
+
+    def factory(cliques: list[Clique], domain: dict[str, int], **params: Any) -> _MarginalGenerator:
+        return variant(cliques, domain, **params)
+
+    factory.__name__ = factory.__qualname__ = attr
+    return factory
 
 
 SHIPPED = {

@@ -33,7 +33,7 @@ def _cpt(rng: np.random.Generator, parent_sizes: list[int], k: int, concentratio
 
 def generate(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    sizes = {c.name: c.size for c in schema.columns}
+    sizes = schema.domain()
     codes: dict[str, np.ndarray] = {}
     for col, parents in PARENTS.items():
         table = _cpt(rng, [sizes[p] for p in parents], sizes[col], concentration=0.6)

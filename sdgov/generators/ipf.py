@@ -6,11 +6,18 @@ a distribution, and IPF cycles over them until the largest change in any cell is
 
 from __future__ import annotations
 
+from importlib.metadata import version
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from sdgov.generators.model import CliqueModel
-from sdgov.measure import MeasurementSet
-from sdgov.spec import GeneratorSpec
+from sdgov.generators.plugin import GeneratorPlugin
+from sdgov.schema import Clique
+
+if TYPE_CHECKING:
+    from sdgov.measure import MeasurementSet
+    from sdgov.spec import GeneratorSpec
 
 TOL = 1e-10
 
@@ -51,3 +58,17 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
             "converged": sweeps < params.iterations,
         },
     )
+
+
+def joint_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:
+    """IPF holds the full joint table, whatever Φ is."""
+    return int(np.prod([domain[a] for a in attributes], dtype=np.float64))
+
+
+IPF = GeneratorPlugin(
+    name="ipf",
+    label="IPF on the full joint, numpy",
+    version=lambda: f"sdgov {version('sdgov')}",
+    fit=fit_ipf,
+    model_cells=joint_cells,
+)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sdgov.spec import Clique
+from sdgov.errors import InternalError
+from sdgov.schema import Clique
 
 
 @dataclass(frozen=True)
@@ -27,4 +28,7 @@ class CliqueModel:
                 kept = [a for a in clique if a in attrs]
                 out = table.sum(axis=drop) if drop else table
                 return np.transpose(out, [kept.index(a) for a in attrs])
-        raise KeyError(f"no clique of the model contains {attrs}")
+        raise InternalError(
+            f"no clique of the fitted model contains {attrs}: a generator's sampling order must keep each attribute "
+            "in one clique with its parents"
+        )

@@ -1,64 +1,38 @@
-"""Private-PGM (mbi 2.x): the maximum-entropy graphical model consistent with the noisy marginals."""
+"""Private-PGM, the default generator: mbi's mirror descent on the junction tree of Φ (:mod:`.pgm_mbi`).
+
+This module is the registered plugin only; the mbi code (and JAX) is imported on the first fit or size check.
+"""
 
 from __future__ import annotations
 
-# isort: off
-import sdgov.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
-import mbi
-from mbi import junction_tree, marginal_oracles
-from mbi.estimation import MirrorDescent
-
-# isort: on
-import numpy as np
+from importlib.metadata import version
+from typing import TYPE_CHECKING
 
 from sdgov.generators.model import CliqueModel
-from sdgov.measure import MeasurementSet
-from sdgov.schema import Schema
-from sdgov.spec import Clique, GeneratorSpec
+from sdgov.generators.plugin import GeneratorPlugin
+from sdgov.schema import Clique
 
-
-def _domain(attributes: list[str] | tuple[str, ...], sizes: dict[str, int]) -> mbi.Domain:
-    return mbi.Domain(tuple(attributes), tuple(sizes[a] for a in attributes))
-
-
-def largest_clique_cells(attributes: list[str], cliques: list[Clique], schema: Schema) -> int:
-    domain = _domain(attributes, {a: schema.by_name[a].size for a in attributes})
-    jtree, _ = junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
-    return max(int(np.prod([domain[a] for a in node], dtype=np.float64)) for node in jtree.nodes)
+if TYPE_CHECKING:
+    from sdgov.measure import MeasurementSet
+    from sdgov.spec import GeneratorSpec
 
 
 def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
-    domain = _domain(mset.attributes, mset.domain)
-    measurements = [
-        mbi.LinearMeasurement(m.array().astype(np.float64).ravel(), tuple(m.clique), stddev=m.sigma or 1.0)
-        for m in mset.measurements
-    ]
-    total = max(mset.noisy_total(), 1.0)
-    model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations)
+    from sdgov.generators.pgm_mbi import fit_pgm
 
-    cliques = [tuple(c) for c in model.cliques]
-    jtree, elimination = junction_tree.make_junction_tree(domain, cliques)
-    nodes = list(jtree.nodes)
-    marginals = marginal_oracles.message_passing_stable(model.potentials.expand(nodes), 1.0)
-    tables, node_cliques = [], []
-    for node in nodes:
-        factor = marginals.project(tuple(node))
-        node_cliques.append(tuple(factor.domain.attributes))
-        t = np.clip(np.asarray(factor.datavector(flatten=False), dtype=np.float64), 0, None)
-        tables.append(t / t.sum())
-    order = list(elimination[::-1])
-    order += [a for a in mset.attributes if a not in order]
-    return CliqueModel(
-        attributes=tuple(mset.attributes),
-        domain=dict(mset.domain),
-        cliques=node_cliques,
-        marginals=tables,
-        order=order,
-        total=total,
-        fit_info={
-            "estimator": "mbi MirrorDescent",
-            "iterations": params.iterations,
-            "fitted_marginals": [list(c) for c in model.cliques],
-            "junction_tree_cliques": [list(c) for c in node_cliques],
-        },
-    )
+    return fit_pgm(mset, params)
+
+
+def largest_clique_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:
+    from sdgov.generators.pgm_mbi import largest_clique_cells
+
+    return largest_clique_cells(attributes, cliques, domain)
+
+
+PGM = GeneratorPlugin(
+    name="pgm",
+    label="Private-PGM, mirror descent",
+    version=lambda: f"mbi {version('mbi')}",
+    fit=fit_pgm,
+    model_cells=largest_clique_cells,
+)

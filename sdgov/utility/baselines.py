@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 
 from sdgov.schema import Schema
+from sdgov.seeds import stream
 
 
 def independent_marginals(
     real: pd.DataFrame, schema: Schema, attributes: list[str], rows: int, seed: int = 0
 ) -> pd.DataFrame:
-    rng = np.random.default_rng([seed, 101])
+    rng = stream(seed, 101)
     out = {}
     for a in attributes:
         size = schema.by_name[a].size
@@ -27,5 +28,5 @@ def independent_marginals(
 
 
 def bootstrap(train: pd.DataFrame, attributes: list[str], rows: int, seed: int = 0) -> pd.DataFrame:
-    idx = np.random.default_rng([seed, 202]).integers(0, len(train), rows)
+    idx = stream(seed, 202).integers(0, len(train), rows)
     return train[attributes].iloc[idx].reset_index(drop=True)

@@ -14,6 +14,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from sdgov.schema import Schema
+from sdgov.tables import contingency_table
 
 
 def cramers_v(table: np.ndarray) -> float:
@@ -33,8 +34,7 @@ def association(codes: pd.DataFrame, schema: Schema, a: str, b: str) -> float:
     if ca.kind == "numeric" and cb.kind == "numeric":
         rho = spearmanr(codes[a].to_numpy(), codes[b].to_numpy()).statistic
         return 0.0 if np.isnan(rho) else float(rho)
-    flat = codes[a].to_numpy().astype(np.int64) * cb.size + codes[b].to_numpy()
-    return cramers_v(np.bincount(flat, minlength=ca.size * cb.size).reshape(ca.size, cb.size))
+    return cramers_v(contingency_table(codes, (a, b), (ca.size, cb.size)))
 
 
 def association_matrix(codes: pd.DataFrame, schema: Schema, attributes: list[str]) -> np.ndarray:

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
+from sdgov.seeds import stream
+
 N_JOBS = 2  # the controller's machine: 2 cores
 
 
@@ -35,7 +37,7 @@ def pmse(
     """pMSE of a CART propensity model and its ratio to the permutation null (Snoke et al. 2018, §3.2)."""
     from sklearn.tree import DecisionTreeClassifier
 
-    rng = np.random.default_rng([seed, 303])
+    rng = stream(seed, 303)
     r, s = real[attributes].to_numpy(), synth[attributes].to_numpy()
     r = r[rng.choice(len(r), min(rows, len(r)), replace=False)]
     s = s[rng.choice(len(s), min(rows, len(s)), replace=False)]
@@ -73,7 +75,7 @@ def specks(
     m = min(rows, len(r), len(s))
     out = []
     for i in range(seeds):
-        rng = np.random.default_rng([seed, i])
+        rng = stream(seed, i)
         x = np.vstack([r[rng.choice(len(r), m, replace=False)], s[rng.choice(len(s), m, replace=False)]])
         y = np.r_[np.zeros(m), np.ones(m)]
         rf = RandomForestClassifier(

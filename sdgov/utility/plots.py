@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
+
+from sdgov.svg import pyplot, to_svg
 
 COLOURS = {"synthetic": "#1b7837", "independent": "#c51b7d", "bootstrap": "#4575b4"}
 LABELS = {
@@ -14,27 +14,9 @@ LABELS = {
 }
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _svg(fig) -> str:
-    plt = _plt()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    s = buf.getvalue()
-    return s[s.index("<svg") :]
-
-
 def univariate_bars(datasets: dict[str, dict]) -> str:
     """Coverage and similarity per column, one bar per dataset."""
-    plt = _plt()
+    plt = pyplot()
     names = list(datasets)
     cols = [r["column"] for r in datasets[names[0]]["univariate"]["columns"]]
     fig, axes = plt.subplots(1, 2, figsize=(9, 0.32 * len(cols) * len(names) / 2 + 1.6), sharey=True)
@@ -50,12 +32,12 @@ def univariate_bars(datasets: dict[str, dict]) -> str:
     axes[0].invert_yaxis()
     axes[1].legend(loc="lower left", fontsize=7)
     fig.tight_layout()
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def heatmap(b: list[list[float]], attributes: list[str], in_phi: list[list[bool]]) -> str:
     """B = 1 − |R − S|/2; agreed (Φ) pairs outlined in black."""
-    plt = _plt()
+    plt = pyplot()
     from matplotlib.patches import Rectangle
 
     m = np.asarray(b)
@@ -73,11 +55,11 @@ def heatmap(b: list[list[float]], attributes: list[str], in_phi: list[list[bool]
     fig.colorbar(im, ax=ax, shrink=0.7, label="B = 1 − |R − S| / 2")
     ax.set_title("pairwise association preserved (outlined: inside an agreed Φ marginal)", fontsize=8)
     fig.tight_layout()
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def specks_box(datasets: dict[str, dict]) -> str:
-    plt = _plt()
+    plt = pyplot()
     names = list(datasets)
     fig, ax = plt.subplots(figsize=(6, 2.8))
     bp = ax.boxplot([datasets[n]["specks"]["ks"] for n in names], orientation="horizontal", patch_artist=True)
@@ -88,12 +70,12 @@ def specks_box(datasets: dict[str, dict]) -> str:
     ax.set_xlim(0, 1)
     ax.set_xlabel("SPECKS: KS distance of propensity scores (0 = indistinguishable)", fontsize=8)
     fig.tight_layout()
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def radar(radar_data: dict) -> str:
     """Arnold & Neunhoeffer (2020) Fig. 4 style: one polygon per dataset, every axis scaled to [0, 1]."""
-    plt = _plt()
+    plt = pyplot()
     axes = radar_data["axes"]
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False).tolist()
     import textwrap
@@ -116,4 +98,4 @@ def radar(radar_data: dict) -> str:
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "0.5", "", "1"], fontsize=6)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize=7, frameon=False)
     fig.tight_layout()
-    return _svg(fig)
+    return to_svg(fig)

@@ -16,6 +16,8 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
 from sdgov.schema import Schema
+from sdgov.seeds import stream
+from sdgov.tables import contingency_table
 from sdgov.utility.distinguish import N_JOBS
 from sdgov.utility.jaro import ordering_similarity
 from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, TableTask
@@ -44,9 +46,7 @@ def _filter(codes: pd.DataFrame, schema: Schema, where: dict) -> pd.DataFrame:
 
 
 def _table(codes: pd.DataFrame, schema: Schema, attrs: list[str]) -> np.ndarray:
-    shape = schema.shape(attrs)
-    flat = np.ravel_multi_index(tuple(codes[a].to_numpy() for a in attrs), shape)
-    return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape).astype(np.float64)
+    return contingency_table(codes, attrs, schema.shape(attrs)).astype(np.float64)
 
 
 # --------------------------------------------------------------------------------------------- tables
@@ -264,7 +264,7 @@ def classifier_task(
             model = _forest(t, seed).fit(split.train[f].to_numpy(), split.train[t.target].to_numpy())
             order, imp = _importance_order(model, hx, hy, f, seed, repeats, rows)
             real_fit = {"acc": float(model.score(hx, hy)), "order": order, "importance": imp}
-        perm = np.random.default_rng([seed, 1]).permutation(len(synth))
+        perm = stream(seed, 1).permutation(len(synth))
         cut = int(round(len(synth) * len(split.holdout) / len(split.real)))
         s_hold, s_train = synth.iloc[perm[:cut]], synth.iloc[perm[cut:]]
         sx, sy = s_hold[f].to_numpy(), s_hold[t.target].to_numpy()

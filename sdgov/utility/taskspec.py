@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import Field, PositiveInt
 
 from sdgov.errors import SpecError
+from sdgov.model import Frozen
 
 Code = int | str
 
 
-class _Task(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Task(Frozen):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$")
     description: str = ""
 

@@ -287,7 +287,7 @@ def audit_agreement_privacy(
         }
     params = dict(params or {})
     attrs = list(agreement.attributes)
-    domain = {a: schema.by_name[a].size for a in attrs}
+    domain = schema.domain(attrs)
     labels = {a: [str(x) for x in schema.by_name[a].labels()] for a in attrs}
     numeric = {a for a in attrs if schema.by_name[a].kind == "numeric"}
     return audit_privacy(
