@@ -60,7 +60,6 @@ class Candidate(BaseModel):
         )
 
 
-
 def _section(ref: ArtifactRef) -> dict:
     return json.loads(ref.verified().read_text())["section"]
 

@@ -13,8 +13,8 @@ from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
 
 def test_card_renders_the_privacy_evidence_section(released):
     """The card model takes the section; HTML and Markdown show verdict, checks and the two plots."""
-    from sdgov.card import Card, render
     from sdgov.audits.privacy.report import audit_checks, privacy_section
+    from sdgov.card import Card, render
 
     real, attrs, dom = _rare_category_data()
     st = RiskSettings(

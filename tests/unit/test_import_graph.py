@@ -14,7 +14,7 @@ from tests.conftest import REPO
 
 MAPPED = {"flows": "sdgov.flows", "tasks": "sdgov.tasks", "cards": "sdgov.cards"}
 # The stages' shared toolkit (logger, provenance record), not a stage: every stage may import it.
-STAGE_TOOLKIT = {"sdgov.tasks", "sdgov.tasks.common"}
+STAGE_TOOLKIT = {"sdgov.tasks", "sdgov.tasks.common", "sdgov.tasks.executor"}  # shared stage plumbing, not stages
 
 
 def module_files() -> dict[str, Path]:
