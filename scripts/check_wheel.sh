@@ -24,11 +24,13 @@ print(f"wheel contents ok: {len(names)} files, one top-level package")
 PY
 "$PY" -m venv "$WORK/venv"
 "$WORK/venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-"$WORK/venv/bin/python" -m pip install -q -r "$REPO/requirements.lock" "$WHEEL" 2>&1 | grep -v "^WARNING: Location" || true
+"$WORK/venv/bin/python" -m pip install -q -r "$REPO/requirements.lock" "$WHEEL" > "$WORK/pip.log" 2>&1 \
+  || { tail -20 "$WORK/pip.log"; echo "installing the wheel and the lock into a fresh venv failed"; exit 1; }
+echo "installed into a fresh venv (${SECONDS} s so far)"
 mkdir "$WORK/empty" && cd "$WORK/empty"
 export PREFECT_HOME="$WORK/prefect" PREFECT_SERVER_ANALYTICS_ENABLED=false DVC_NO_ANALYTICS=1
 "$WORK/venv/bin/sdgov" demo --json > "$WORK/demo.json"
 "$WORK/venv/bin/python" -c "import json,sys; r=json.load(open(sys.argv[1])); print('demo released', r['release_id'])" "$WORK/demo.json"
 "$WORK/venv/bin/sdgov" registry verify
 test -z "$(ls -A "$WORK/empty" | grep -v '^registry$\|^build$')" || { echo "demo wrote outside registry/ and build/: $(ls "$WORK/empty")"; exit 1; }
-echo "wheel install ok (fresh venv outside the checkout, run from an empty directory)"
+echo "wheel install ok (fresh venv outside the checkout, run from an empty directory; ${SECONDS} s)"

@@ -9,7 +9,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -r requirements.lock
 .venv/bin/python -m pip install -q --no-deps -e .
-# Browser test (tests/test_browser.py): Debian's Chromium driven by Playwright (pinned in the lock file). Optional:
+# Browser test (tests/system/test_browser.py): Debian's Chromium driven by Playwright (pinned in the lock file). Optional:
 # the test is skipped without it; no apt, no root or no network just prints a note and setup carries on.
 if [ ! -x /usr/bin/chromium ] && [ "${SDGOV_SKIP_CHROMIUM:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo -n"

@@ -95,9 +95,16 @@ def _public_key(a: Approver):
 
 
 def sign(private_key_file: str | Path, message: bytes) -> str:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
     key = load_pem_private_key(Path(private_key_file).read_bytes(), password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SpecError(
+            f"{private_key_file} is not an Ed25519 private key",
+            str(private_key_file),
+            "make one with 'sdgov approvers keygen'",
+        )
     return base64.b64encode(key.sign(message)).decode()
 
 

@@ -119,7 +119,7 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
         sigmas = [float(p.sigma)] * len(cliques)
         budget = None
     else:
-        budget = float(p.rho) if p.rho is not None else rho_of_epsilon(float(p.epsilon), delta)
+        budget = float(p.rho) if p.rho is not None else rho_of_epsilon(_epsilon(p), delta)
         total_w = math.fsum(weights)
         sigmas = [math.sqrt(SENSITIVITY**2 / (2 * budget * w / total_w)) for w in weights]
     floor_binding = False
@@ -148,6 +148,12 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
         floor_max_epsilon=floor_max,
         marginals=marginals,
     )
+
+
+def _epsilon(p: PrivacySpec) -> float:
+    """ε of a spec that gives neither σ nor ρ: PrivacySpec's validator requires exactly one of the three."""
+    assert p.epsilon is not None
+    return float(p.epsilon)
 
 
 def _weights(p: PrivacySpec, cliques: list[Clique]) -> list[float]:

@@ -41,7 +41,8 @@ class _ColumnPlan:
 
 
 def plan_columns(model: CliqueModel) -> list[_ColumnPlan]:
-    plans, used = [], []
+    plans: list[_ColumnPlan] = []
+    used: list[str] = []
     for col in model.order:
         holding = [c for c in model.cliques if col in c]
         # the largest set of already-drawn attributes that shares a clique with col

@@ -83,7 +83,7 @@ class Column(Frozen):
         if self.kind == "categorical":
             out = [c.label for c in self.categories]  # type: ignore[union-attr]
         else:
-            edges = self.bins  # type: ignore[assignment]
+            edges = self.bins or []  # a numeric column has at least two edges (validated)
             out = self.bin_labels or [f"[{lo:g}, {hi:g})" for lo, hi in zip(edges, edges[1:])]
         return out + (["(missing)"] if self.nullable else [])
 
@@ -246,7 +246,7 @@ def _encode_distinct(text: pd.Series, rows: np.ndarray, col: Column) -> tuple[np
                     col, text[bad], rows[bad], "non-integer value(s) for integer codes (wrong type)"
                 )
             text = text.str.lstrip("+").str.replace(r"^(-?)0+(\d)", r"\1\2", regex=True)
-        idx = pd.Index(keys).get_indexer(text)
+        idx = pd.Index(keys).get_indexer(pd.Index(text))
         unknown = idx < 0
         if unknown.any():
             return np.empty(0), _bad(col, text[unknown], rows[unknown], "value(s) not among the declared categories")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_demo_inputs
+from tests.unit.test_malformed_inputs import demo_csv, inputs  # noqa: F401  (fixtures for test_entry_point_exit_codes)
 
 HERE = Path(__file__).resolve().parent
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_governed import cli, setup_registry
+from tests.system.test_governed import cli, setup_registry
 
 CHROMIUM = os.environ.get("SDGOV_CHROMIUM", "/usr/bin/chromium")
 ARGS = [

@@ -12,7 +12,7 @@ import yaml
 
 from sdgov import ledger
 from sdgov.registry import Registry
-from tests.test_governed import FlowThread, cli, setup_registry, wait_paused
+from tests.system.test_governed import FlowThread, cli, setup_registry, wait_paused
 
 
 def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_path):

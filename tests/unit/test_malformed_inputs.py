@@ -15,8 +15,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
-import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -618,25 +616,3 @@ def test_approvals_override_self_approval(
     rc = main(inputs.release_argv("--approvals", str(other)))
     _, err = capsys.readouterr()
     assert_refused(inputs, rc, err, ["other-approvals.yaml", "separation of duties"], before, tmp_path)
-
-
-SUBPROCESS_CASES = [
-    ("schema-not-yaml", [sys.executable, "-m", "sdgov.flows.cli"]),
-    ("data-wrong-type-text-for-integer-codes", [str(Path(sys.executable).with_name("sdgov"))]),
-    ("approvals-self-approval", [sys.executable, "-m", "sdgov.flows.cli"]),
-]
-
-
-@pytest.mark.parametrize("case_id, command", [pytest.param(c, cmd, id=c) for c, cmd in SUBPROCESS_CASES])
-def test_real_entry_point_exit_code(case_id: str, command: list[str], inputs: Inputs, tmp_path: Path) -> None:
-    if not Path(command[0]).exists():
-        pytest.skip(f"{command[0]} not installed")
-    _, mutate, expect = BY_ID[case_id]
-    mutate(inputs)
-    before = tree(tmp_path)
-    env = {k: v for k, v in os.environ.items() if k != "SDGOV_REGISTRY"}
-    proc = subprocess.run(
-        [*command, *inputs.release_argv()], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert proc.stdout == ""
-    assert_refused(inputs, proc.returncode, proc.stderr, expect, before, tmp_path)
