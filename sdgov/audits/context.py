@@ -18,7 +18,11 @@ from sdgov.spec import Agreement
 
 
 def audit_context(
-    agreed: Agreed, measured: Measured, generated: Generated, executor: Executor, log: Callable[[str], None]
+    agreed: Agreed,
+    measured: Measured,
+    generated: Generated,
+    executor_for: Callable[[int], Executor],
+    log: Callable[[str], None],
 ) -> AuditContext:
     schema = load_schema(agreed.schema_file.verified())
     return AuditContext(
@@ -33,6 +37,6 @@ def audit_context(
         synthetic=pd.read_parquet(generated.synthetic.verified()),
         requested_rows=generated.rows,
         read_confidential=lambda: load_encoded(agreed.data.as_artifact().verified(), schema),
-        executor=executor,
+        executor_for=executor_for,
         log=log,
     )
