@@ -2,7 +2,7 @@
 
 Runs the checks of :data:`sdgov.audits.registry.AUDITS` (structural checks always; the decomposability test and
 the privacy-risk evidence when the spec pre-registers them; they alone read the confidential data). Their trials
-run as Prefect task runs in one process pool (``tasks/executor.py``). A failed blocking check blocks the release.
+run as Prefect task runs (``tasks/executor.py``). A failed blocking check blocks the release.
 """
 
 from __future__ import annotations

@@ -61,6 +61,7 @@ def prefect_executors() -> Iterator[Callable[[int], PrefectExecutor]]:
         def executor_for(workers: int) -> PrefectExecutor:
             workers = (os.cpu_count() or 1) if workers < 1 else workers
             if workers not in executors:
+                runner: Any
                 if workers == 1:
                     runner = stack.enter_context(ThreadPoolTaskRunner(max_workers=1))
                 else:
