@@ -2,7 +2,7 @@
 
 Runs the checks of :data:`sdgov.audits.registry.AUDITS` (structural checks always; the decomposability test and
 the privacy-risk evidence when the spec pre-registers them; they alone read the confidential data). Their trials
-run as Prefect task runs in one process pool (``tasks/executor.py``). A failed blocking check blocks the release.
+run as Prefect task runs (``tasks/executor.py``). A failed blocking check blocks the release.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from sdgov.audits.run import run_audits
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
 from sdgov.hashing import write_json
 from sdgov.tasks.common import logger, stage
-from sdgov.tasks.executor import prefect_executor
+from sdgov.tasks.executor import prefect_executors
 
 VERSION = "1.3.0"  # 1.3: reads the encoded data artifact (codes.parquet), not the CSV
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)
 def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
-    with stage("audit", VERSION) as rec, prefect_executor(workers=0) as executor:
-        context = audit_context(agreed, measured, generated, executor, logger().info)
+    with stage("audit", VERSION) as rec, prefect_executors() as executor_for:
+        context = audit_context(agreed, measured, generated, executor_for, logger().info)
         report, evidence = run_audits(context)
         run_dir = Path(agreed.run_dir)
         refs = {name: _written(run_dir, name, e) for name, e in evidence.items()}

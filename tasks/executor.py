@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from prefect import task
@@ -49,13 +49,28 @@ class PrefectExecutor:
 
 
 @contextmanager
-def prefect_executor(workers: int) -> Iterator[PrefectExecutor]:
-    """A :class:`PrefectExecutor` over ``workers`` processes (``< 1``: every core) that reach the run's API."""
-    from prefect.task_runners import ProcessPoolTaskRunner
+def prefect_executors() -> Iterator[Callable[[int], PrefectExecutor]]:
+    """``executor_for(workers)`` for the audit stage: one task runner per worker count, opened on first use and
+    closed at the end. One worker: task runs in this process (a thread; nothing to spawn, JIT caches warm); more
+    (``< 1``: every core): a process pool whose workers reach the run's API."""
+    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
-    workers = (os.cpu_count() or 1) if workers < 1 else workers
-    with _run_api_exported(), ProcessPoolTaskRunner(max_workers=workers) as runner:
-        yield PrefectExecutor(runner, workers)
+    with ExitStack() as stack:
+        executors: dict[int, PrefectExecutor] = {}
+
+        def executor_for(workers: int) -> PrefectExecutor:
+            workers = (os.cpu_count() or 1) if workers < 1 else workers
+            if workers not in executors:
+                runner: Any
+                if workers == 1:
+                    runner = stack.enter_context(ThreadPoolTaskRunner(max_workers=1))
+                else:
+                    stack.enter_context(_run_api_exported())
+                    runner = stack.enter_context(ProcessPoolTaskRunner(max_workers=workers))
+                executors[workers] = PrefectExecutor(runner, workers)
+            return executors[workers]
+
+        yield executor_for
 
 
 @contextmanager

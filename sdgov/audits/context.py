@@ -17,7 +17,11 @@ from sdgov.privacy import PrivacyPlan
 
 
 def audit_context(
-    agreed: Agreed, measured: Measured, generated: Generated, executor: Executor, log: Callable[[str], None]
+    agreed: Agreed,
+    measured: Measured,
+    generated: Generated,
+    executor_for: Callable[[int], Executor],
+    log: Callable[[str], None],
 ) -> AuditContext:
     return AuditContext(
         agreement=load_agreement(agreed.agreement),
@@ -31,6 +35,6 @@ def audit_context(
         synthetic=pd.read_parquet(generated.synthetic.verified()),
         requested_rows=generated.rows,
         read_confidential=lambda: read_codes(agreed.codes),  # encoded once by the agree stage
-        executor=executor,
+        executor_for=executor_for,
         log=log,
     )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.audits.executor import Executor, SerialExecutor
+from sdgov.audits.executor import Executor, executor_for
 
 if TYPE_CHECKING:
     from sdgov.contracts import ArtifactRef, StageRecord
@@ -60,7 +60,7 @@ class AuditContext:
     synthetic: pd.DataFrame
     requested_rows: int
     read_confidential: Callable[[], pd.DataFrame]
-    executor: Executor = field(default_factory=SerialExecutor)
+    executor_for: Callable[[int], Executor] = executor_for  # workers (< 1: every core) → where trials run
     log: Callable[[str], None] = print
     _confidential: pd.DataFrame | None = field(default=None, repr=False)
 

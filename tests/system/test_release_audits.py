@@ -47,7 +47,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
         assert (d / "artifacts" / f"{name}.json").is_file()
         assert f"artifacts/{name}.json" in json.loads((d / "manifest.json").read_text())["files"]
     card = json.loads((d / "card.json").read_text())
-    dec, pe = card["decomposability"], card["privacy_evidence"]
+    dec, pe = card["audit_sections"]["decomposability"], card["audit_sections"]["privacy_evidence"]
     assert dec["verdict"] == "pass" and dec["K"] == 4 and dec["p_value"] >= 0.05
     assert pe["verdict"] in ("pass", "warn") and pe["key_figures"]["claimed_epsilon"] == pytest.approx(1.0)
     assert len(pe["targets"]) == 3

@@ -13,7 +13,8 @@ from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
 
 def test_card_renders_the_privacy_evidence_section(released):
     """The card model takes the section; HTML and Markdown show verdict, checks and the two plots."""
-    from sdgov.audits.privacy.report import audit_checks, privacy_section
+    from sdgov.audits.privacy.audit import audit_checks
+    from sdgov.audits.privacy.report import privacy_section
     from sdgov.card import Card, render
 
     real, attrs, dom = _rare_category_data()
@@ -33,11 +34,11 @@ def test_card_renders_the_privacy_evidence_section(released):
         real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-4
     )
     card = Card.model_validate_json(Path(released["result"].card_json).read_text())
-    assert card.privacy_evidence is None  # releases without the audit are unchanged
-    out = render(card.model_copy(update={"privacy_evidence": privacy_section(res)}))
+    assert card.audit_sections == {}  # releases without the audits are unchanged
+    out = render(card.model_copy(update={"audit_sections": {"privacy_evidence": privacy_section(res)}}))
     assert "<h2>Privacy evidence</h2>" in out["card.html"] and out["card.html"].count("<svg") >= 3
     assert "## Privacy evidence — " + res.verdict.upper() in out["card.md"]
-    assert json.loads(out["card.json"])["privacy_evidence"]["verdict"] == res.verdict
+    assert json.loads(out["card.json"])["audit_sections"]["privacy_evidence"]["verdict"] == res.verdict
     checks = audit_checks(res)
     assert [c.passed for c in checks] == [c.level == "pass" for c in res.checks]
     assert all(c.severity == "block" for c, r in zip(checks, res.checks) if r.level == "fail")

@@ -33,7 +33,8 @@ class DecomposabilityAudit:
         labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
         codes = context.confidential()[agreement.attributes]
         cliques = [tuple(c) for c in agreement.cliques]
-        result = run_decomposability(codes, cliques, domain, generator, settings, labels, executor=context.executor)
+        executor = context.executor_for(0)  # the fits are independent: every core
+        result = run_decomposability(codes, cliques, domain, generator, settings, labels, executor=executor)
         context.log(f"decomposability test: {result.verdict} (p = {result.p_value:.3g}, {result.seconds:.1f} s)")
         return AuditOutcome(
             checks=audit_checks(result),

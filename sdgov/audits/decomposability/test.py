@@ -192,7 +192,8 @@ class _Run:
     ) -> None:
         self.generator, self.st, self.params = generator, st, dict(st.generator_params)
         self.factory = factory  # an object handed in cannot be re-imported by path elsewhere: fitted here
-        self.executor = executor
+        # a memo lives in one process: memoised fits spread over workers would refit in every one of them
+        self.executor = SerialExecutor() if self.params.get("memo") else executor
         self.theta, self.pool, self.basis, self.explicit = space.theta, space.pool, space.basis, space.explicit
         self.rng = copy.deepcopy(space.rng)
         self.n = st.rows or 10 * int(self.theta.x.sum())
@@ -353,19 +354,33 @@ def _test(
     with clock("fits"):  # phase 2: K fresh fits on D±β*; g_β* = ⟨β*, Θ(synthetic)⟩
         gp = run.fits(plus2, seeds["phase2_plus"], "phase2-plus") @ w
         gm = run.fits(minus2, seeds["phase2_minus"], "phase2-minus") @ w
-    with clock("test"):  # eq. 7: two-sided Welch t-test
+    return _result(run, gp, gm, w, labels, {"basis": binfo, "extremal": ext, "seeds": seeds}, clock)
+
+
+def _result(
+    run: _Run,
+    gp: np.ndarray,
+    gm: np.ndarray,
+    w: np.ndarray,
+    labels: dict[str, list[str]] | None,
+    details: dict[str, Any],
+    clock: _Clock,
+) -> DecomposabilityResult:
+    """Eq. 7: the two-sided Welch t-test of g_β* between the D₊ and D₋ fits, and what the card shows beside it."""
+    st, theta = run.st, run.theta
+    with clock("test"):
         p, tval, dval = _welch(gp, gm)
         beta_cells = run.basis.cells_vector(w)
-        top_cells = _top_cells(run.theta, beta_cells, labels)
+        top_cells = _top_cells(theta, beta_cells, labels)
     return DecomposabilityResult(
-        generator=generator,
+        generator=run.generator,
         generator_params=run.params,
-        attributes=run.theta.attributes,
-        phi=[list(c) for c in run.theta.cliques],
+        attributes=theta.attributes,
+        phi=[list(c) for c in theta.cliques],
         alpha=st.alpha,
         K=st.K,
         rows=run.n,
-        records=int(run.theta.x.sum()),
+        records=int(theta.x.sum()),
         seed=st.seed,
         p_value=p,
         verdict="fail" if p < st.alpha else "pass",
@@ -374,13 +389,11 @@ def _test(
         mean_difference=float(np.mean(gp) - np.mean(gm)),
         g_plus=[float(v) for v in gp],
         g_minus=[float(v) for v in gm],
-        basis=binfo,
-        extremal=ext,
         top_cells=top_cells,
-        top_interactions=_interaction_shares(run.theta, beta_cells),
-        seeds=seeds,
+        top_interactions=_interaction_shares(theta, beta_cells),
         timing=clock.timing(),
         seconds=round(clock.total(), 4),
+        **details,
     )
 
 

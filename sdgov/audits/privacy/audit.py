@@ -37,7 +37,7 @@ class PrivacyRiskAudit:
             settings.policy,
             settings.generator_params,
             progress=progress,
-            executor=context.executor,
+            executor=context.executor_for(settings.settings.n_jobs),
         )
         context.log(
             f"privacy evidence: {risk.verdict} (ε_lower {risk.epsilon_lower}, min PG {risk.min_privacy_gain}, "
