@@ -41,6 +41,7 @@ from sdgov.errors import BudgetError, SdgovError
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.metrics import UtilitySummary
 from sdgov.privacy import PrivacyPlan, plan_privacy
+from sdgov.publishing import log_blocked
 from sdgov.registry import Registry
 from sdgov.summaries import agreement_md, budget_md, existing, release_md
 from sdgov.tasks.agree_phi import agree_phi
@@ -340,15 +341,7 @@ def _governed(
     report = AuditReport.model_validate_json(audited.report.verified().read_bytes())
     if report.verdict != "pass":
         msg = "the audit failed, so nothing was released (no approval can override a failed audit)"
-        registry.append(
-            "release_blocked",
-            "sdgov",
-            "system",
-            agreement_sha256=sha,
-            run_id=Path(agreed.run_dir).name,
-            artifacts={"audit": audited.report.sha256},
-            comment=msg,
-        )
+        log_blocked(registry, agreed, audited, msg)
         return _end("blocked", msg, sha)
     all_passed = all(c.passed for c in report.checks)
     if standing is not None and all_passed:

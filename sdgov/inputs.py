@@ -49,11 +49,12 @@ def validated_data(path: Path, schema: Schema) -> ValidatedData:
     process; hashing the file (no parse) tells the second check that the first one's result still holds.
     """
     global _last_validated
-    sha, schema_sha = sha256_file(path), schema.sha256()
-    last = _last_validated
-    if last is not None and (last.path, last.sha256, last.schema_sha256) == (path, sha, schema_sha):
+    last, schema_sha = _last_validated, schema.sha256()
+    same_file = last is not None and (last.path, last.schema_sha256) == (path, schema_sha) and path.is_file()
+    if last is not None and same_file and sha256_file(path) == last.sha256:
         return last
-    _last_validated = ValidatedData(path=path, sha256=sha, schema_sha256=schema_sha, codes=load_encoded(path, schema))
+    codes = load_encoded(path, schema)  # a missing or malformed file ends here, with one clear line
+    _last_validated = ValidatedData(path=path, sha256=sha256_file(path), schema_sha256=schema_sha, codes=codes)
     return _last_validated
 
 

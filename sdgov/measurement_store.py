@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from sdgov import ledger
 from sdgov.atomic import atomic_write_bytes
@@ -33,7 +34,7 @@ class Stored:
 
     path: Path
     key: str
-    how: str  # "reused" (logged earlier), "adopted" (persisted by an interrupted run) or "drawn" (now)
+    how: Literal["reused", "adopted", "drawn"]  # logged earlier; persisted by an interrupted run; drawn now
     logged_at: str | None = None  # when a reused measurement was logged
 
 

@@ -64,20 +64,25 @@ def _section(ref: ArtifactRef) -> dict:
     return json.loads(ref.verified().read_text())["section"]
 
 
+def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: str) -> None:
+    """A failed audit blocks the release: say so in the hash-chained log."""
+    registry.append(
+        "release_blocked",
+        "sdgov",
+        "system",
+        agreement_sha256=agreed.agreement_sha256,
+        run_id=Path(agreed.run_dir).name,
+        artifacts={"audit": audited.report.sha256},
+        comment=comment,
+    )
+
+
 def check_releasable(registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff]) -> None:
     """Refuse unless the audit passed (a failed one is logged as blocking) and a release sign-off names the
     candidate's hash."""
     run_dir, audited = Path(agreed.run_dir), candidate.audited
     if audited.verdict != "pass":
-        registry.append(
-            "release_blocked",
-            "sdgov",
-            "system",
-            agreement_sha256=agreed.agreement_sha256,
-            run_id=run_dir.name,
-            artifacts={"audit": audited.report.sha256},
-            comment="audit failed",
-        )
+        log_blocked(registry, agreed, audited, "audit failed")
         raise SdgovError("the audit failed, so nothing was released", audited.report.path, "read the audit report")
     sha = candidate.sha256
     if not any(s.subject == "release" and s.decision == "approve" and s.subject_sha256 == sha for s in signoffs):

@@ -78,4 +78,5 @@ def test_generate_stage_never_opens_the_raw_data(tmp_path, capsys):
     assert (tmp_path / "gen" / "synthetic.parquet").is_file()
     assert str(mpath.resolve()) in opened, "the watch saw the measurement being read"
     assert raw not in opened
+    assert not [p for p in opened if p.endswith("codes.parquet")], "nor the encoded data the agree stage wrote"
     assert not any(p.endswith(".csv") for p in opened)
