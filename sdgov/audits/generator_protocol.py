@@ -123,7 +123,7 @@ def fit_generator(gen: AuditGenerator, records: pd.DataFrame, weights: np.ndarra
     except (TypeError, ValueError):
         takes_seed = False
     if takes_seed:
-        gen.fit(records, weights, seed=seed)
+        gen.fit(records, weights, seed=seed)  # type: ignore[call-arg]  # the optional seed, checked above
     else:
         gen.fit(records, weights)
 

@@ -154,7 +154,7 @@ class _MarginalGenerator:
 class _Leaky:
     """Mixin: fit Φ plus one marginal outside span(Φ) — a generator whose card would be false."""
 
-    def _fitted_cliques(self, leak: Any, max_leak_cells: int) -> list[Clique]:  # type: ignore[override]
+    def _fitted_cliques(self, leak: Any, max_leak_cells: int) -> list[Clique]:
         chosen = tuple(leak) if leak else default_leak(self.phi, self.domain, max_leak_cells)  # type: ignore[attr-defined]
         bad = [a for a in chosen if a not in self.domain]  # type: ignore[attr-defined]
         if bad:

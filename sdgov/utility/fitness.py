@@ -38,6 +38,11 @@ def _grade(
     return ("fit" if fallback_value <= fit else "partly fit" if fallback_value <= partly else "not fit"), None
 
 
+def _of(task: dict | None, key: str) -> float | None:
+    """A baseline's figure for the task, or None when that baseline did not run it."""
+    return None if task is None else task[key]
+
+
 def task_verdicts(tasks: dict[str, list[dict]]) -> list[dict]:
     syn = tasks["synthetic"]
     ind = {t["name"]: t for t in tasks.get("independent", [])}
@@ -47,7 +52,7 @@ def task_verdicts(tasks: dict[str, list[dict]]) -> list[dict]:
         n, i, b = t["name"], ind.get(t["name"]), boot.get(t["name"])
         if t["kind"] == "table":
             what = f"the table {' × '.join(t['attributes'])}" + (" (restricted)" if t["where"] else "")
-            grade, pos = _grade(t["rmse"], i and i["rmse"], b and b["rmse"], (0.05, 0.15), t["tvd"])
+            grade, pos = _grade(t["rmse"], _of(i, "rmse"), _of(b, "rmse"), (0.05, 0.15), t["tvd"])
             detail = f"RMSE {t['rmse']:.1f} counts" + (
                 f" (real bootstrap {b['rmse']:.1f}, independent {i['rmse']:.1f})" if i and b else ""
             )
@@ -56,7 +61,7 @@ def task_verdicts(tasks: dict[str, list[dict]]) -> list[dict]:
             what = f"the gap between {t['groups'][0]} and {t['groups'][1]} by {', '.join(t['by'])}"
             size = float(np.sqrt(np.mean([c["real"] ** 2 for c in t["cells"]]))) if t["cells"] else 1.0
             grade, pos = _grade(
-                t["rmse_pp"], i and i["rmse_pp"], b and b["rmse_pp"], (0.2, 0.5), t["rmse_pp"] / max(size, 1e-9)
+                t["rmse_pp"], _of(i, "rmse_pp"), _of(b, "rmse_pp"), (0.2, 0.5), t["rmse_pp"] / max(size, 1e-9)
             )
             detail = (
                 f"RMSE {t['rmse_pp']:.2f} percentage points, sign right in {100 * t['sign_agreement']:.0f}% of "

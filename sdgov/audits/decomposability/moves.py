@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -28,7 +29,7 @@ class MoveBlock:
 
 
 class MovePool:
-    def __init__(self, theta: ThetaSpace, blocks: list[MoveBlock]):
+    def __init__(self, theta: ThetaSpace, blocks: Sequence[MoveBlock]):
         self.theta = theta
         self.blocks = [b for b in blocks if len(b)]
 
@@ -108,7 +109,9 @@ def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePo
     blocks = []
     for T in sets:
         sl, s = _slices(theta, T), len(T)
-        P, Q, Kk = [], [], []
+        lows: list[np.ndarray] = []
+        highs: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
         for k, a, c in zip(sl.keys, sl.starts, sl.counts):
             if c < 2**s:
                 continue
@@ -117,12 +120,12 @@ def move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator) -> MovePo
             i, j = np.nonzero(np.triu(diff, 1))
             if len(i) == 0:
                 continue
-            P.append(np.minimum(tv[i], tv[j]))
-            Q.append(np.maximum(tv[i], tv[j]))
-            Kk.append(np.full(len(i), k))
-        if not P:
+            lows.append(np.minimum(tv[i], tv[j]))
+            highs.append(np.maximum(tv[i], tv[j]))
+            keys.append(np.full(len(i), k))
+        if not lows:
             continue
-        P, Q, Kk = np.concatenate(P), np.concatenate(Q), np.concatenate(Kk)
+        P, Q, Kk = np.concatenate(lows), np.concatenate(highs), np.concatenate(keys)
         _, first = np.unique(np.column_stack([Kk, P, Q]), axis=0, return_index=True)
         P, Q, Kk = P[first], Q[first], Kk[first]
         E, even = _corner_parity(s)

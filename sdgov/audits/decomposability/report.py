@@ -20,7 +20,7 @@ def figure_svg(result: DecomposabilityResult) -> str:
     lo, hi = float(min(gp.min(), gm.min())), float(max(gp.max(), gm.max()))
     if hi <= lo:
         hi = lo + 1.0
-    bins = np.linspace(lo, hi, max(6, min(30, 2 * result.K)))
+    bins = np.linspace(lo, hi, max(6, min(30, 2 * result.K))).tolist()
     fig, ax = plt.subplots(figsize=(5.2, 2.8))
     ax.hist(gp, bins=bins, alpha=0.6, label="fits on D₊ (β*)", color="#1f77b4")
     ax.hist(gm, bins=bins, alpha=0.6, label="fits on D₋ (β*)", color="#d62728")

@@ -138,23 +138,23 @@ def evaluate(
                 )
             )
     if targets:
-        p = policy.membership
+        mp = policy.membership
         worst_t = min(targets, key=lambda r: r.privacy_gain)
-        fail = any(r.privacy_gain_ci[1] < p.fail_below_pg for r in targets)
+        fail = any(r.privacy_gain_ci[1] < mp.fail_below_pg for r in targets)
         above = [r for r in targets if dp_bound is not None and r.advantage_ci[0] > dp_bound]
-        few = n_worlds is not None and n_worlds < p.min_worlds
-        bad = fail or (p.fail_above_dp_bound and bool(above))
+        few = n_worlds is not None and n_worlds < mp.min_worlds
+        bad = fail or (mp.fail_above_dp_bound and bool(above))
         out.append(
             PolicyCheck(
                 name="membership inference (per-record privacy gain)",
                 level=_lvl(
-                    bad and not few, (bad and few) or any(r.privacy_gain_ci[1] < p.warn_below_pg for r in targets)
+                    bad and not few, (bad and few) or any(r.privacy_gain_ci[1] < mp.warn_below_pg for r in targets)
                 ),
                 detail=f"lowest PG = {worst_t.privacy_gain:.2f} (CI {worst_t.privacy_gain_ci[0]:.2f}–"
                 f"{worst_t.privacy_gain_ci[1]:.2f}, {worst_t.target.kind} record #{worst_t.target.index}, "
                 f"{worst_t.feature} features)"
                 + (f"; {len(above)} target(s) beat the DP bound Adv ≤ {dp_bound:.3f}" if above else "")
-                + (f"; only {n_worlds} shadow worlds (< {p.min_worlds}): CIs unreliable, not failing" if few else ""),
+                + (f"; only {n_worlds} shadow worlds (< {mp.min_worlds}): CIs unreliable, not failing" if few else ""),
             )
         )
         ai = [r.attribute for r in targets if r.attribute is not None]
@@ -170,17 +170,17 @@ def evaluate(
                 )
             )
     if disclosure is not None:
-        q = policy.exact_matches
+        xq = policy.exact_matches
         u = disclosure.unique
-        big = u.synthetic >= q.min_count
+        big = u.synthetic >= xq.min_count
         chance = u.synthetic / max(u.independent, 1)
-        copying = big and u.p_value < q.alpha and u.rate_ratio > q.fail_ratio
+        copying = big and u.p_value < xq.alpha and u.rate_ratio > xq.fail_ratio
         out.append(
             PolicyCheck(
                 name="exact matches of real-unique records",
                 level=_lvl(
-                    copying or (big and chance > q.fail_ratio),
-                    big and ((u.p_value < q.alpha and u.rate_ratio > q.warn_ratio) or chance > q.warn_ratio),
+                    copying or (big and chance > xq.fail_ratio),
+                    big and ((u.p_value < xq.alpha and u.rate_ratio > xq.warn_ratio) or chance > xq.warn_ratio),
                 ),
                 detail=f"{u.synthetic} of {u.real_unique_train} real-unique training records reproduced exactly vs "
                 f"{u.independent} by a same-size independent real sample; reproduced real-unique holdout records "

@@ -94,7 +94,7 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
     s = summary(result)
     c = result.canary
     lines = []
-    if result.epsilon_lower is not None:
+    if result.epsilon_lower is not None and c is not None:
         lines.append(
             f"Empirical DP lower bound ε_lower = {result.epsilon_lower:.3g} at confidence {1 - c.beta:g} "
             f"({c.m} canaries, {c.d} dimensions, ν̂ = {c.nu_hat:.4g})"
