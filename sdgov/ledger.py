@@ -17,7 +17,7 @@ data content). A spend counts against a dataset when it carries the same declare
 hash: renaming a dataset does not reset its budget, and a new version of the data under the same name (which
 mostly describes the same people) keeps spending from the same budget. ρ composes by addition (zCDP).
 
-Protocol (tasks/measure.py, all under the registry lock, so concurrent runs cannot overspend):
+Protocol (sdgov/measurement_store.py, all under the registry lock, so concurrent runs cannot overspend):
 
 1. measurement persisted *and* logged → reuse it, spend nothing;
 2. otherwise find this key's spend; if there is none, check the budget — refused (``budget_refused`` logged,

@@ -1,0 +1,44 @@
+"""Generation: fit the registered generator to the noisy marginals and stream synthetic records to Parquet.
+
+The generate stage's one core call. Its input is a :class:`~sdgov.contracts.GenerateInput`, which has no field for
+the confidential data: the fit sees the measurement set and the public schema, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sdgov.artifacts import read_measurements, read_schema
+from sdgov.contracts import ArtifactRef, GenerateInput
+from sdgov.generators.registry import generator
+from sdgov.hashing import write_json
+from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
+
+
+def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[ArtifactRef, ArtifactRef, int]:
+    """Fit, sample and describe the fit; return (synthetic, model_info, rows). ``log`` gets ~10 progress lines."""
+    mset = read_measurements(inp.measurements)
+    plugin = generator(inp.generator.name)
+    model = plugin.fit(mset, inp.generator)
+    rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))
+    out = Path(inp.out_dir)
+    step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
+
+    def progress(done: int, total: int) -> None:
+        if done % step == 0 or done == total:
+            log(f"sampled {done} / {total} rows ({100 * done / total:.0f}%)")
+
+    sample_to_parquet(model, read_schema(inp.schema_file), rows, inp.seed, out / "synthetic.parquet", progress=progress)
+    info = {
+        "generator": inp.generator.name,
+        "implementation": plugin.implementation(),
+        "parameters": inp.generator.model_dump(),
+        **model.fit_info,
+    }
+    write_json(out / "model_info.json", info)
+    return (
+        ArtifactRef.of("synthetic", out / "synthetic.parquet"),
+        ArtifactRef.of("model_info", out / "model_info.json"),
+        rows,
+    )
