@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,15 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None
 # ----------------------------------------------------------------------------------------- commands
 
 
-def cmd_release(args: argparse.Namespace) -> int:
+def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
     from sdgov.approvals import agreement_signoffs
     from sdgov.inputs import check_inputs
     from sdgov.registry import Registry
 
     checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
+    if api_starting is not None:
+        api_starting.join()  # the flow must find the server up, not half-started
     from sdgov.flows.release import release_flow
 
     root = Registry(args.root).root.resolve()
@@ -67,12 +70,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from sdgov.registry import Registry
     from sdgov.schema import load_schema
 
+    api_starting = _start_temporary_api()
     # the made-up confidential file lives beside the registry (never inside the installed package or a clone)
     data = Registry(args.root).root.resolve().parent / "build" / "demo" / "data.csv"
     if not data.exists():
         write_demo_data(load_schema(inputs() / "schema.yaml"), data)
     args.spec, args.approvals, args.data = str(inputs() / "spec.yaml"), None, str(data)
-    return cmd_release(args)
+    return cmd_release(args, api_starting=api_starting)
+
+
+def _start_temporary_api() -> threading.Thread | None:
+    """With no Prefect API configured, a flow starts Prefect's temporary server when it begins (~12 s on a fresh
+    PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
+    while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
+    them). ``cmd_release`` joins the thread before the flow starts, so the flow finds the server running."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return None
+    from prefect.server.api.server import SubprocessASGIServer
+
+    thread = threading.Thread(target=SubprocessASGIServer().start, name="prefect-temporary-api", daemon=True)
+    thread.start()
+    return thread
 
 
 def cmd_demo_data(args: argparse.Namespace) -> int:
