@@ -82,17 +82,20 @@ def test_directions_are_orthogonal_to_span_phi():
 
 
 @pytest.mark.parametrize("gen", ["honest_ipf", "honest_pgm", "independent"])
-def test_honest_generators_pass(gen):
-    res = run_decomposability(
-        _data(),
-        PHI,
-        DOMAIN,
-        f"sdgov.audits.generators:{gen}",
-        _settings(generator_params={"iterations": 200} if gen == "honest_pgm" else {}),
-    )
-    assert res.verdict == "pass", res.p_value
-    assert res.extremal["phi_unchanged"] is True
-    assert len(res.g_plus) == len(res.g_minus) == 4
+def test_honest_generators_pass_at_a_calibrated_rate(gen):
+    """An honest generator is rejected at rate ≈ α, so one seed fails somewhere (seed 3 of honest_ipf gives
+    p = 0.042 on some BLAS kernels and passes on others). Over 10 seeds a calibrated test rejects more than 3 times
+    with probability 0.001 at α = 0.05; a dishonest generator is rejected at every seed (the test below)."""
+    params = {"iterations": 200} if gen == "honest_pgm" else {}
+    results = [
+        run_decomposability(
+            _data(), PHI, DOMAIN, f"sdgov.audits.generators:{gen}", _settings(seed=seed, generator_params=params)
+        )
+        for seed in range(10)
+    ]
+    assert sum(r.verdict == "fail" for r in results) <= 3, [r.p_value for r in results]
+    assert all(r.extremal["phi_unchanged"] is True for r in results)
+    assert all(len(r.g_plus) == len(r.g_minus) == 4 for r in results)
 
 
 def test_dishonest_generator_fails_and_control_is_reported():
