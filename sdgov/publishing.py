@@ -10,8 +10,6 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from sdgov.artifacts import load_agreement, read_measurements, read_schema
 from sdgov.atomic import atomic_write_text
 from sdgov.audits.protocol import AuditReport
@@ -30,14 +28,14 @@ from sdgov.contracts import (
 from sdgov.errors import SdgovError
 from sdgov.hashing import md5_file, sha256_json, write_json
 from sdgov.metrics import UtilitySummary
+from sdgov.model import Frozen
 from sdgov.privacy import PrivacyPlan
 from sdgov.registry import Registry
 
 
-class Candidate(BaseModel):
+class Candidate(Frozen):
     """A release candidate: the noisy marginals and what was made and learnt from them, awaiting sign-off."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     measured: Measured
     generated: Generated
     audited: Audited

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
 from sdgov.errors import DataError
+from sdgov.model import Frozen
 from sdgov.schema import encode
 
 
-class NoSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class NoSettings(Frozen):
+    """The structural checks have nothing to pre-register: they always run."""
 
 
 class StructuralChecks:

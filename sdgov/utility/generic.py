@@ -10,15 +10,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
 from sdgov.metrics import UtilitySummary, utility_summary
+from sdgov.model import Frozen
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
 from sdgov.utility.metric import MetricContext
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def ratio_score(ratio: float | None) -> float | None:
@@ -28,7 +24,7 @@ def ratio_score(ratio: float | None) -> float | None:
     return float(1 - min(1.0, np.log10(max(ratio, 1.0)) / 2))
 
 
-class UnivariateResult(_Result):
+class UnivariateResult(Frozen):
     columns: list[dict[str, Any]]
     mean_coverage: float
     mean_similarity: float
@@ -47,7 +43,7 @@ class Univariate:
         return {"univariate similarity": result.mean_similarity, "coverage": result.mean_coverage}
 
 
-class BivariateResult(_Result):
+class BivariateResult(Frozen):
     synthetic: list[list[float]]
     B: list[list[float]]
     mean_B: float | None
@@ -71,7 +67,7 @@ class Bivariate:
         return {"bivariate 1 − |R − S|": 2 * result.mean_B - 1 if result.mean_B is not None else None}
 
 
-class SpecksResult(_Result):
+class SpecksResult(Frozen):
     ks: list[float]
     median_ks: float
     seeds: int
@@ -97,7 +93,7 @@ class Specks:
         return {"1 − SPECKS": 1 - result.median_ks}
 
 
-class PmseResult(_Result):
+class PmseResult(Frozen):
     pmse: float
     null_mean: float
     ratio: float | None
@@ -121,7 +117,7 @@ class Pmse:
         return {"pMSE ratio score": ratio_score(result.ratio)}
 
 
-class WassersteinResult(_Result):
+class WassersteinResult(Frozen):
     columns: list[dict[str, Any]]
     mean_ratio: float
     median_ratio: float

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
 from sdgov.hashing import sha256_json
 from sdgov.metrics import UtilitySummary
+from sdgov.model import Frozen
 from sdgov.schema import Schema
 from sdgov.utility import baselines, bivariate, fitness
 from sdgov.utility import tasks as tasks_mod
@@ -47,14 +47,13 @@ FAST = ReportSettings(
 )  # the release flow
 
 
-class UtilityReport(BaseModel):
+class UtilityReport(Frozen):
     """Every measure for the synthetic data and the baselines, as written to ``utility_report.json``.
 
     ``datasets`` maps each dataset (synthetic, and the baselines) to its row count, one result per registered
     metric (keyed by the metric's name) and its task results; ``metrics`` is the one-line overview of each.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     report_version: str
     spec_name: str | None = None
     agreement_sha256: str | None = None

@@ -29,7 +29,7 @@ class DecomposabilityAudit:
             settings = settings.model_copy(update={"generator_params": {"iterations": agreement.generator.iterations}})
         fits = 4 * settings.K * (2 if settings.positive_control else 1)
         context.log(f"decomposability test: {fits} fits of {generator}…")
-        domain = {c: schema.by_name[c].size for c in agreement.attributes}
+        domain = schema.domain(agreement.attributes)
         labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
         codes = context.confidential()[agreement.attributes]
         cliques = [tuple(c) for c in agreement.cliques]

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 from sdgov.audits.decomposability.test import DecomposabilityResult
+from sdgov.svg import pyplot, to_svg
 
 
 def figure_svg(result: DecomposabilityResult) -> str:
     """Histograms of g_β*(synthetic) for the fits on D₊β* and D₋β* (as the paper's Figure 1), as an SVG string."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    plt = pyplot()
 
     gp, gm = np.asarray(result.g_plus), np.asarray(result.g_minus)
     lo, hi = float(min(gp.min(), gm.min())), float(max(gp.max(), gm.max()))
@@ -29,11 +27,7 @@ def figure_svg(result: DecomposabilityResult) -> str:
     ax.set_title(f"{result.verdict.upper()}: p = {result.p_value:.3g} (α = {result.alpha}, K = {result.K})", fontsize=9)
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.find("<svg") :] if "<svg" in svg else svg
+    return to_svg(fig)
 
 
 def decomposability_section(result: DecomposabilityResult) -> dict[str, Any]:

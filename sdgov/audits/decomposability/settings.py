@@ -3,14 +3,16 @@ the test runs with (``sdgov audit decomposability`` overrides a few fields on th
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import Field, PositiveInt
+
+from sdgov.model import Frozen
 
 EXPLICIT_MAX_CELLS = 5_000  # occupied cells up to which Φ⊥ gets an explicit orthonormal basis
 
 Params = dict[str, float | int | str | bool | list[str]]
 
 
-class DecomposabilitySettings(BaseModel):
+class DecomposabilitySettings(Frozen):
     """Pre-registered settings of the black-box decomposability test (Houssiau et al. 2022).
 
     Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
@@ -19,7 +21,6 @@ class DecomposabilitySettings(BaseModel):
     line only.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     generator: str | None = Field(
         default=None,

@@ -475,7 +475,7 @@ def audit_spec(
     ag = loaded.agreement
     schema = loaded.schema_
     codes = load_encoded(data_path or loaded.data_path, schema)[ag.attributes]
-    domain = {a: schema.by_name[a].size for a in ag.attributes}
+    domain = schema.domain(ag.attributes)
     labels = {a: schema.by_name[a].labels() for a in ag.attributes}
     cliques = [tuple(c) for c in ag.cliques]
     return run_decomposability(codes, cliques, domain, generator, settings, labels, executor=executor)

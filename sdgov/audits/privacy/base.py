@@ -27,14 +27,14 @@ from sdgov.audits.generator_protocol import (
     load_generator,
     make_generator,
 )
+from sdgov.model import Frozen
 
 FEATURE_SETS = ("naive", "hist", "corr")
 
 
-class RiskSettings(BaseModel):
+class RiskSettings(Frozen):
     """Every knob of the privacy-risk audit (all have defaults; the policy file holds the thresholds)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     n_outliers: int = Field(5, ge=0, description="targets chosen by the outlier rule (see select_targets)")
     n_random: int = Field(5, ge=0, description="targets drawn uniformly at random from the remaining records")
     n_shadow: int = Field(10, ge=2, description="shadow worlds: base datasets, each with and without the target")

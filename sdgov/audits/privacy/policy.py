@@ -13,20 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.audits.generator_protocol import AuditError
 from sdgov.loading import load_model_file
+from sdgov.model import Frozen
 
 Level = Literal["pass", "warn", "fail"]
 
 
-class _P(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EpsilonPolicy(_P):
+class EpsilonPolicy(Frozen):
     fail_above_claimed: bool = Field(True, description="fail when ε_lower exceeds the claimed ε (claim refuted)")
     warn_fraction: float = Field(0.5, ge=0, description="warn when ε_lower exceeds this fraction of the claim")
 
 
-class MembershipPolicy(_P):
+class MembershipPolicy(Frozen):
     warn_below_pg: float = Field(
         0.8,
         description="warn when a target's PG upper CI bound is below this (point "
@@ -39,12 +36,12 @@ class MembershipPolicy(_P):
     min_worlds: int = Field(5, ge=2, description="with fewer shadow worlds the CIs are unreliable: warn, never fail")
 
 
-class AttributePolicy(_P):
+class AttributePolicy(Frozen):
     warn_above_adv: float = 0.1
     fail_above_adv: float = Field(0.3, description="on the lower CI bound of the attribute-inference advantage")
 
 
-class ExactMatchPolicy(_P):
+class ExactMatchPolicy(Frozen):
     """Real-unique records reproduced (see :mod:`sdgov.audits.privacy.disclosure`). The rate ratio (training
     vs never-seen holdout records) of an honest DP generator sits near 1; (ε, δ)-DP would permit up to about e^ε in
     the worst case, so this policy is stricter than the DP claim — a memorisation rule, as a controller may set
@@ -59,17 +56,17 @@ class ExactMatchPolicy(_P):
     min_count: int = Field(5, ge=0, description="no warn/fail below this many synthetic unique matches")
 
 
-class DCRPolicy(_P):
+class DCRPolicy(Frozen):
     warn_zero_ratio: float = Field(1.5, description="share of synthetic DCR = 0 / share of holdout DCR = 0")
     fail_zero_ratio: float = 3.0
 
 
-class SmallCellPolicy(_P):
+class SmallCellPolicy(Frozen):
     threshold: int = Field(10, ge=1)
     warn_above: int = Field(0, ge=0, description="warn when more small synthetic cells than this")
 
 
-class Policy(_P):
+class Policy(Frozen):
     name: str = "default"
     epsilon_lower: EpsilonPolicy = EpsilonPolicy()
     membership: MembershipPolicy = MembershipPolicy()

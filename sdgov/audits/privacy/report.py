@@ -4,31 +4,18 @@ per-record privacy-gain bars with their CIs beside the DP bound, and DCR histogr
 
 from __future__ import annotations
 
-import io
 import math
 from typing import Any
 
 from sdgov.audits.privacy.run import PrivacyAuditResult, summary
-
-
-def _svg(fig: Any) -> str:
-    import matplotlib.pyplot as plt
-
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
-    plt.close(fig)
-    s = buf.getvalue()
-    return s[s.find("<svg") :] if "<svg" in s else s
+from sdgov.svg import pyplot, to_svg
 
 
 def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
     """Per-record privacy gain PG = 1 − Adv with its CI; the DP floors PG ≥ 1 − bound as vertical lines."""
     if not result.targets:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = result.targets
     fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.6))
@@ -62,17 +49,14 @@ def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
         ax.barh([0], [0], color=c, label=f"{k} target")
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=7, frameon=False)
     fig.tight_layout()
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def dcr_plot_svg(result: PrivacyAuditResult) -> str | None:
     d = result.disclosure
     if d is None:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     hs = np.asarray(d.dcr_synthetic.histogram, float)
@@ -86,7 +70,7 @@ def dcr_plot_svg(result: PrivacyAuditResult) -> str | None:
     ax.set_ylabel("share of records")
     ax.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    return _svg(fig)
+    return to_svg(fig)
 
 
 def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str, Any]:

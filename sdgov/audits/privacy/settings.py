@@ -3,13 +3,14 @@ what the audit runs with."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.audits.privacy.base import RiskSettings
 from sdgov.audits.privacy.policy import Policy
+from sdgov.model import Frozen
 
 
-class PrivacyRiskSettings(BaseModel):
+class PrivacyRiskSettings(Frozen):
     """Pre-registered privacy-risk audit (:mod:`sdgov.audits.privacy`): attacks, DP lower bound and record checks.
 
     Like the ``audit:`` section, part of the agreement hash when given, and run inside the release's audit stage
@@ -18,7 +19,6 @@ class PrivacyRiskSettings(BaseModel):
     where omitted). The claimed (ε, δ) are the release's own privacy plan.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     enabled: bool = True
     generator: str | None = Field(
         default=None,
