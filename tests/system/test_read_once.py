@@ -1,7 +1,7 @@
 """The confidential CSV is parsed once per release (issue #10; it used to be parsed up to six times).
 
 The CLI's pre-flight check and the agree stage share one parse (same process, same file content); the agree
-stage writes the encoded records as the run's ``codes.parquet``, which measure and utility read instead.
+stage writes the encoded records as the run's ``codes.parquet``, which measure, the audits and utility read instead.
 """
 
 from __future__ import annotations
@@ -11,15 +11,21 @@ import io
 from pathlib import Path
 
 import pandas as pd
+import pytest
+import yaml
 
 from sdgov import schema
+from sdgov.demo import inputs
 from sdgov.flows.cli import main
 from sdgov.spec import load_spec
 from tests.conftest import make_demo_inputs
 
 
-def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch):
-    spec = make_demo_inputs(tmp_path / "inputs", rows=1500)
+@pytest.mark.parametrize("audits", [False, True], ids=["no-audits", "demo-audits"])
+def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch, audits):
+    demo = yaml.safe_load((inputs() / "spec.yaml").read_text())
+    sections = {k: demo[k] for k in ("audit", "privacy_risk")} if audits else {}
+    spec = make_demo_inputs(tmp_path / "inputs", rows=1500, **sections)
     data = (tmp_path / "inputs" / "data.csv").resolve()
     read = schema.read_csv_strict
     parsed: list[Path] = []
@@ -33,6 +39,9 @@ def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch):
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0
     assert parsed == [data]
+    if audits:  # the pre-registered audits ran and read the confidential records (from codes.parquet)
+        evidence = {p.name for p in (root / "releases").rglob("artifacts/*.json")}
+        assert {"decomposability.json", "privacy_evidence.json"} <= evidence
 
     [codes] = (root / "runs").glob("*/codes.parquet")
     pd.testing.assert_frame_equal(pd.read_parquet(codes), schema.encode(read(data), load_spec(spec).schema_))
