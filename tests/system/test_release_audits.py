@@ -5,6 +5,7 @@ registry and shown in the card; a failed audit blocks the release and the log sa
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
 
     spec = make_demo_inputs(tmp_path / "in", audit=AUDIT, privacy_risk=RISK)
     root = tmp_path / "registry"
+    started = datetime.now(UTC)  # the session's server also holds other tests' trials: count only this release's
     r = release_flow(spec_path=str(spec), registry_root=str(root))
     d = Path(r.path)
     assert Registry(root).verify() == []
@@ -65,12 +67,16 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data
     # every attack trial ran as its own Prefect task run (process pool): visible, by name, in the UI
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName, TaskRunFilterStartTime
 
     with get_client(sync_client=True) as client:
 
         def runs(prefix: str) -> list:
-            return client.read_task_runs(task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_=prefix)))
+            return client.read_task_runs(
+                task_run_filter=TaskRunFilter(
+                    name=TaskRunFilterName(like_=prefix), start_time=TaskRunFilterStartTime(after_=started)
+                )
+            )
 
         fits, classifiers = runs("shadow-fit-"), runs("attack-classifier-")
 
