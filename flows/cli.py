@@ -134,9 +134,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_registry(args: argparse.Namespace) -> int:
+    from sdgov import checkpoint
     from sdgov.registry import Registry
 
     reg = Registry(args.root)
+    if args.action == "verify":
+        return _verify(args, reg)
+    reg.require_existing()
     if args.action == "list":
         rels = reg.releases()
         _emit(
@@ -152,14 +156,53 @@ def cmd_registry(args: argparse.Namespace) -> int:
         m = reg.manifest(args.release_id)
         _emit(args, m, json.dumps(m, indent=2))
         return 0
-    problems = reg.verify()
+    if args.action == "recover":
+        removed = reg.recover()
+        _emit(
+            args,
+            {"removed": removed, "root": str(reg.root)},
+            "\n".join(
+                f"removed {r} (staging directory of a crashed publication; nothing was released from it)"
+                for r in removed
+            )
+            or "nothing to recover",
+        )
+        return 0
+    cp = checkpoint.make(reg)  # action "checkpoint": the signed head, to publish outside the registry
+    text = checkpoint.dumps(cp)
+    if not args.out:
+        print(text, end="")
+        return 0
+    from sdgov.atomic import atomic_write_text
+
+    atomic_write_text(Path(args.out), text)
+    _emit(args, cp.model_dump(), f"checkpoint of log event {cp.sequence} (head {cp.head}) → {args.out}")
+    return 0
+
+
+def _verify(args: argparse.Namespace, reg: Any) -> int:
+    """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok')."""
+    from sdgov import checkpoint
+
+    cp = checkpoint.load(args.checkpoint) if args.checkpoint else None
+    anchored = checkpoint.problems(reg, cp) if cp is not None else []
+    if cp is not None and not reg.is_registry():
+        problems = anchored  # wiped: the checkpoint says what was there
+    else:
+        problems = anchored + reg.verify()
+    stale = reg.stale_staging() if reg.is_registry() else []
     n_events = len(reg.events()) if not problems else None
     human = (
-        f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash matches"
+        f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash and signature matches"
+        + (f"; the log extends checkpoint event {cp.sequence} ({cp.head[:12]}…)" if cp is not None else "")
         if not problems
         else "FAILED:\n" + "\n".join(f"  {p}" for p in problems)
     )
-    _emit(args, {"ok": not problems, "problems": problems, "root": str(reg.root)}, human)
+    human += "".join(
+        f"\nstale: {s} (a crashed publication; nothing was released from it) — 'sdgov registry recover' removes it"
+        for s in stale
+    )
+    _emit(args, {"ok": not problems, "problems": problems, "stale": stale, "root": str(reg.root)}, human)
     return 0 if not problems else 1
 
 
@@ -274,10 +317,17 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--spec", required=True)
     v.add_argument("--data", help="override the spec's dataset path")
 
-    g = add("registry", cmd_registry, "list, show or verify releases and the event log")
-    g.add_argument("action", choices=["list", "show", "verify"])
+    g = add(
+        "registry",
+        cmd_registry,
+        "list, show or verify releases and the signed event log; 'checkpoint' prints a signed head to keep "
+        "elsewhere; 'recover' removes what a crashed publication left",
+    )
+    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover"])
     g.add_argument("release_id", nargs="?")
     g.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+    g.add_argument("--checkpoint", help="verify: also prove the log extends this checkpoint (no rollback/rewrite)")
+    g.add_argument("--out", help="checkpoint: write it to this file (kept outside the registry)")
 
     s = add(
         "stage",

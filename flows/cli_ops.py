@@ -299,6 +299,8 @@ def cmd_budget(args: argparse.Namespace) -> int:
     from sdgov.registry import Registry
 
     reg = Registry(args.root)
+    if args.record_policy:
+        return _record_policy(args, reg)
     policy, sha = load_policy(reg)
     accts = ledger_summary(reg)
     lines = [
@@ -323,6 +325,31 @@ def cmd_budget(args: argparse.Namespace) -> int:
         args,
         {"policy": policy.model_dump() if policy else None, "policy_sha256": sha, "datasets": accts},
         "\n".join(lines) or "no privacy budget spent yet",
+    )
+    return 0
+
+
+def _record_policy(args: argparse.Namespace, reg: Any) -> int:
+    """The data controller records the current budgets.yaml as the policy: spends are refused while the file
+    differs from the hash last logged (so an edit nobody recorded cannot raise a budget)."""
+    from sdgov.approvers import default_path, load_approvers
+    from sdgov.errors import SdgovError
+    from sdgov.ledger import record_policy
+
+    who = args.who
+    path = default_path(reg.root)
+    a = load_approvers(path).find(who or "") if who and path.is_file() else None
+    if a is None or a.role != "controller":
+        raise SdgovError(
+            f"{who!r} is not a data controller in the registry's approvers registry",
+            str(path),
+            "record the policy as a controller listed there: --record-policy --as 'NAME'",
+        )
+    sha = record_policy(reg, a.name, a.role, comment="budget policy recorded from the command line")
+    _emit(
+        args,
+        {"policy_sha256": sha, "by": a.name},
+        f"recorded budgets.yaml {sha or '(none)'} as the policy, by {a.name}",
     )
     return 0
 
@@ -388,3 +415,7 @@ def add_parser(add: Add) -> None:
 
     b = add("budget", cmd_budget, "show the privacy-budget ledger: spent and remaining ρ per dataset")
     b.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+    b.add_argument(
+        "--record-policy", action="store_true", help="log the current budgets.yaml as the policy (a controller)"
+    )
+    b.add_argument("--as", dest="who", help="with --record-policy: the data controller recording it")

@@ -191,6 +191,7 @@ def await_decision(
             via=via,
         )
         event = {"agreement": "agreement_approved", "release": "release_approved", "budget": "budget_retry_approved"}
+        retry_approved = subject == "budget" and d.decision == "approve"
         registry.append(
             event[subject] if d.decision == "approve" else f"{subject}_rejected",
             who.name,
@@ -199,7 +200,12 @@ def await_decision(
             run_id=run_id,
             decision=d.decision,
             comment=d.comment,
-            artifacts={subject: sha256, **({"ed25519_signature": d.signature} if d.signature else {})},
+            artifacts={
+                subject: sha256,
+                **({"ed25519_signature": d.signature} if d.signature else {}),
+                # approving a retry after the controller raised the budget records the new policy's hash
+                **({ledger.POLICY_FILE: ledger.load_policy(registry)[1] or ""} if retry_approved else {}),
+            },
         )
         log.info("%s %sd the %s %s…", who.name, d.decision, subject, sha256[:12])
         if d.decision == "reject":

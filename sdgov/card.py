@@ -171,6 +171,7 @@ def build_card(
     data_info: dict[str, Any],
     utility_report: dict[str, Any] | None = None,
     audit_sections: dict[str, dict[str, Any]] | None = None,
+    log_head: dict[str, Any] | None = None,
 ) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
@@ -219,7 +220,11 @@ def build_card(
         signoffs=signoffs,
         utility_report=utility_report_summary(utility_report),
         audit_sections=audit_sections or {},
-        provenance={"stages": [r.model_dump() for r in records], "environment": environment()},
+        provenance={
+            "stages": [r.model_dump() for r in records],
+            "environment": environment(),
+            **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log_head: the log this release joins
+        },
     )
 
 

@@ -17,6 +17,11 @@ data content). A spend counts against a dataset when it carries the same declare
 hash: renaming a dataset does not reset its budget, and a new version of the data under the same name (which
 mostly describes the same people) keeps spending from the same budget. ρ composes by addition (zCDP).
 
+Every account is computed from :meth:`~sdgov.registry.Registry.verified_events` only: a log whose chain or
+signatures fail (a deleted or shrunk ``budget_spent``) refuses every spend with one line
+(:class:`~sdgov.registry.LogBroken`). The policy's sha256 is logged with each spend, and a spend is refused while
+``budgets.yaml`` differs from the hash last logged (a lifetime budget raised by editing the file).
+
 Protocol (sdgov/measurement_store.py, all under the registry lock, so concurrent runs cannot overspend):
 
 1. measurement persisted *and* logged → reuse it, spend nothing;
@@ -150,7 +155,7 @@ def spends(events: list[Event]) -> list[Spend]:
 
 
 def account(registry: Registry, dataset: str, dataset_sha256: str, events: list[Event] | None = None) -> Account:
-    events = registry.events() if events is None else events
+    events = registry.verified_events() if events is None else events
     policy, policy_sha = load_policy(registry)
     lifetime = lifetime_for(policy, dataset, dataset_sha256, str(policy_path(registry)))
     mine = [s for s in spends(events) if s.dataset == dataset or s.dataset_sha256 == dataset_sha256]
@@ -168,7 +173,7 @@ def account(registry: Registry, dataset: str, dataset_sha256: str, events: list[
 
 def reservation(registry: Registry, measurement_key: str) -> Spend | None:
     """The spend already recorded for this measurement key (a run reserved it, and perhaps died), if any."""
-    return next((s for s in spends(registry.events()) if s.measurement_key == measurement_key), None)
+    return next((s for s in spends(registry.verified_events()) if s.measurement_key == measurement_key), None)
 
 
 def spend_locked(
@@ -185,7 +190,8 @@ def spend_locked(
 
     Returns the (new or existing) spend; ``None`` when nothing is spent (``noise: none``). Idempotent per key.
     """
-    events = registry.events()
+    events = registry.verified_events()
+    check_policy_logged(registry, events)
     existing = [s for s in spends(events) if s.measurement_key == measurement_key]
     if existing:
         return existing[0]
@@ -235,9 +241,30 @@ def spend_locked(
     return spend_of(e)
 
 
+def check_policy_logged(registry: Registry, events: list[Event]) -> None:
+    """Refuse to spend under a ``budgets.yaml`` that is not the one last logged (edited or deleted since)."""
+    from sdgov.registry import policy_problems
+
+    problems = policy_problems(registry, events)
+    if problems:
+        raise BudgetError(
+            f"the budget policy {problems[0].split(': ', 1)[1]}: no spend under an unrecorded policy",
+            str(policy_path(registry)),
+            "restore the logged budgets.yaml, or have the data controller record the change "
+            "(approve the budget retry in the flow, or 'sdgov budget --record-policy --as NAME')",
+        )
+
+
+def record_policy(registry: Registry, actor: str, role: str, comment: str = "") -> str | None:
+    """Log the current ``budgets.yaml`` hash ("" when there is none) as the controller's policy from now on."""
+    _, sha = load_policy(registry)  # refuses a malformed policy
+    registry.append("budget_policy_recorded", actor, role, artifacts={POLICY_FILE: sha or ""}, comment=comment)
+    return sha
+
+
 def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
     """Every dataset that has spent, with its account (for ``sdgov budget`` and the trail)."""
-    events = registry.events()
+    events = registry.verified_events()
     seen: dict[tuple[str, str], None] = {}
     for s in spends(events):
         seen.setdefault((s.dataset, s.dataset_sha256), None)

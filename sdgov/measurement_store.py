@@ -93,7 +93,7 @@ def logged_measurement(registry: Registry, key: str) -> Event | None:
     still has the logged hash; None if none was ever drawn."""
     path = registry.measurement_path(key)
     name = str(path.relative_to(registry.root))
-    logged = [e for e in registry.events() if e.event == "measured" and name in e.artifacts]
+    logged = [e for e in registry.verified_events() if e.event == "measured" and name in e.artifacts]
     if not logged:
         return None
     if not path.exists() or sha256_file(path) != logged[0].artifacts[name]:

@@ -30,7 +30,7 @@ from sdgov.hashing import md5_file, sha256_json, write_json
 from sdgov.metrics import UtilitySummary
 from sdgov.model import Frozen
 from sdgov.privacy import PrivacyPlan
-from sdgov.registry import Registry
+from sdgov.registry import Registry, log_head
 
 
 class Candidate(Frozen):
@@ -90,7 +90,17 @@ def check_releasable(registry: Registry, agreed: Agreed, candidate: Candidate, s
 def publish_release(
     registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], task_version: str
 ) -> ReleaseResult:
-    """Build the card from the artifacts, write the provenance, and publish the immutable release."""
+    """Build the card from the artifacts, write the provenance, and publish the immutable release.
+
+    All under the registry lock, so that the log head the card names is exactly the ``prev`` of this release's
+    ``released`` event (nothing else can be appended in between)."""
+    with registry.lock():
+        return _publish_locked(registry, agreed, candidate, signoffs, task_version)
+
+
+def _publish_locked(
+    registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], task_version: str
+) -> ReleaseResult:
     run_dir = Path(agreed.run_dir)
     measured, generated, audited, utility = (
         candidate.measured,
@@ -133,6 +143,7 @@ def publish_release(
             "rows": agreed.data.rows,
             "measurements_dvc_md5": md5_file(measured.measurements.verified()),
         },
+        log_head=log_head(*registry.head(), registry.registry_id()),
     )
     card_dir = run_dir / "card"
     for name, text in render(card).items():

@@ -12,6 +12,9 @@ from pathlib import Path
 
 _home = tempfile.mkdtemp(prefix="sdgov-prefect-")
 os.environ["PREFECT_HOME"] = _home
+# registry signing keys live outside every registry (sdgov/registry_key.py): here, never in ~/.config
+os.environ["SDGOV_KEY_DIR"] = tempfile.mkdtemp(prefix="sdgov-keys-")
+os.environ.pop("SDGOV_REGISTRY_KEY", None)
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["DVC_NO_ANALYTICS"] = "1"

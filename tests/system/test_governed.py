@@ -187,7 +187,7 @@ def test_rejection_ends_the_run_with_nothing_released_and_no_noise(tmp_path, pre
     st = pause_state(rid)
     assert st.name == "Rejected" and st.is_completed()
     assert not (root / "releases").exists() and not (root / "measurements").exists()
-    assert [e.event for e in Registry(root).events()] == ["agreement_proposed", "agreement_rejected"]
+    assert [e.event for e in Registry(root).events()] == ["registry_created", "agreement_proposed", "agreement_rejected"]
 
 
 def test_timeout_ends_the_run_cleanly_and_says_so(tmp_path, prefect_server):
@@ -198,9 +198,9 @@ def test_timeout_ends_the_run_cleanly_and_says_so(tmp_path, prefect_server):
     # Prefect's server turns a pause that timed out into Failed, with a message that says so
     assert "timed out and never resumed" in str(t.error), t.error
     events = Registry(root).events()
-    assert [e.event for e in events] == ["agreement_proposed", "approval_timeout"]
+    assert [e.event for e in events] == ["registry_created", "agreement_proposed", "approval_timeout"]
     assert "within the timeout" in events[-1].comment
-    st = pause_state(str(UUID(events[0].run_id)))
+    st = pause_state(str(UUID(events[1].run_id)))
     assert st.is_failed() and st.message == "The flow was timed out and never resumed."
     assert not (root / "releases").exists()
 

@@ -60,7 +60,8 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
             )
         assert out.status == "released"
     events = Registry(root).events()
-    assert [e.event for e in events][:6] == [
+    assert [e.event for e in events][:7] == [
+        "registry_created",  # the genesis: registry id and public key
         "agreement_signed",
         "agreement_signed",
         "budget_spent",
@@ -68,7 +69,7 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
         "release_approved",
         "released",
     ]
-    assert "every audit check passed" in events[4].comment
+    assert "every audit check passed" in events[5].comment
 
     # the third run would overspend (3ρ > 2.5ρ): refused before measuring → paused for a human, who declines
     next_run(3)
@@ -82,7 +83,7 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
     assert t.result.status == "rejected"
     events = [e.event for e in Registry(root).events()]
     assert events.count("measured") == 2 and events.count("released") == 2
-    assert events[12:] == ["agreement_signed", "agreement_signed", ledger.REFUSED, "budget_rejected"]
+    assert events[13:] == ["agreement_signed", "agreement_signed", ledger.REFUSED, "budget_rejected"]
     [acct] = ledger.ledger_summary(Registry(root))
     assert acct["spent_rho"] == pytest.approx(2 * rho) and len(acct["spends"]) == 2
     assert Registry(root).verify() == []
