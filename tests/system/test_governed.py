@@ -187,7 +187,11 @@ def test_rejection_ends_the_run_with_nothing_released_and_no_noise(tmp_path, pre
     st = pause_state(rid)
     assert st.name == "Rejected" and st.is_completed()
     assert not (root / "releases").exists() and not (root / "measurements").exists()
-    assert [e.event for e in Registry(root).events()] == ["registry_created", "agreement_proposed", "agreement_rejected"]
+    assert [e.event for e in Registry(root).events()] == [
+        "registry_created",
+        "agreement_proposed",
+        "agreement_rejected",
+    ]
 
 
 def test_timeout_ends_the_run_cleanly_and_says_so(tmp_path, prefect_server):

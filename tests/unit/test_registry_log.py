@@ -1,0 +1,184 @@
+"""The registry log: signed by a key kept outside the registry, anchored by checkpoints, the only source of the
+ledger, and robust to a wrong --root and to a crash while a release is staged."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sdgov import checkpoint, registry_key
+from sdgov.errors import BudgetError, RegistryError
+from sdgov.flows.cli import main
+from sdgov.registry import EVENT_DOMAIN, LogBroken, Registry
+from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
+
+
+def _registry(root: Path, n: int = 3) -> Registry:
+    reg = Registry(root)
+    for i in range(n):
+        reg.append("note", "Ada Analyst", "analyst", comment=f"event {i}")
+    return reg
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
+    root = tmp_path / "registry"
+    reg = _registry(root)
+    events = reg.events()
+    genesis, rid = events[0], reg.registry_id()
+    assert genesis.event == "registry_created" and genesis.artifacts["registry_id"] == rid
+    key_file = registry_key.key_path(rid)
+    assert key_file.is_file() and root.resolve() not in key_file.resolve().parents
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    public = registry_key.public_key_text(registry_key.require(rid).public_key())
+    assert (
+        genesis.artifacts["registry_public_key"]
+        == public
+        == json.loads((root / "registry.json").read_text())["public_key"]
+    )
+    pk = registry_key.parse_public_key(public, "test")
+    assert all(registry_key.signature_ok(pk, EVENT_DOMAIN, e.hash.encode(), e.sig) for e in events)
+    assert not any(b"PRIVATE KEY" in p.read_bytes() for p in root.rglob("*") if p.is_file())
+    assert reg.verify() == []
+
+
+def test_without_the_key_nothing_is_appended_but_anyone_can_verify(tmp_path, monkeypatch):
+    root = tmp_path / "registry"
+    reg = _registry(root)
+    monkeypatch.setenv("SDGOV_KEY_DIR", str(tmp_path / "elsewhere"))
+    with pytest.raises(RegistryError, match="signing key of registry .* is not on this machine"):
+        reg.append("note", "Mallory", "analyst")
+    assert len(reg.events()) == 4 and reg.verify() == []
+
+
+def test_an_event_signed_with_another_key_fails(tmp_path):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    root = tmp_path / "registry"
+    reg = _registry(root)
+    lines = (root / "log.jsonl").read_text().splitlines()
+    e = json.loads(lines[2])
+    e["sig"] = registry_key.sign(Ed25519PrivateKey.generate(), EVENT_DOMAIN, e["hash"].encode())
+    lines[2] = json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    (root / "log.jsonl").write_text("\n".join(lines) + "\n")
+    assert reg.verify() == ["log.jsonl line 3: registry signature does not verify (forged, edited or re-chained)"]
+
+
+def test_a_broken_log_refuses_every_spend_with_one_line(tmp_path, capsys):
+    """The issue's attack: delete one budget_spent line, and a release the intact ledger refuses would go out."""
+    root = tmp_path / "registry"
+    _policy(root, 2.5 * RHO)
+    _measure_only(_spec(tmp_path, 1), root)
+    _measure_only(_spec(tmp_path, 2), root)
+    lines = (root / "log.jsonl").read_text().splitlines(keepends=True)
+    i = next(n for n, line in enumerate(lines) if '"event":"budget_spent"' in line)
+    (root / "log.jsonl").write_text("".join(lines[:i] + lines[i + 1 :]))
+    with pytest.raises(LogBroken, match=rf"the registry log is broken at line {i + 1} \(chain broken"):
+        _measure_only(_spec(tmp_path, 3), root)
+    assert len(list((root / "measurements").glob("*.json"))) == 2, "no noise drawn"
+    code, out, err = _cli(capsys, "budget", "--root", str(root))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("sdgov: error: ")
+    assert f"the registry log is broken at line {i + 1}" in err and "run 'sdgov registry verify" in err
+
+
+def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_records_it(tmp_path, capsys):
+    root = tmp_path / "registry"
+    _policy(root, 1.5 * RHO)
+    (root / "approvers.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "approvers": [
+                    {"name": "Ada Analyst", "role": "analyst"},
+                    {"name": "Carl Controller", "role": "controller"},
+                ]
+            }
+        )
+    )
+    _measure_only(_spec(tmp_path, 1), root)
+    _policy(root, 10 * RHO)  # edited by someone with write access to the registry
+    with pytest.raises(BudgetError, match="the budget policy changed since its hash was logged"):
+        _measure_only(_spec(tmp_path, 2), root)
+    assert "budgets.yaml: changed" in Registry(root).verify()[0]
+    code, _, err = _cli(capsys, "budget", "--root", str(root), "--record-policy", "--as", "Ada Analyst")
+    assert code == 2 and "not a data controller" in err
+    code, out, _ = _cli(capsys, "budget", "--root", str(root), "--record-policy", "--as", "Carl Controller")
+    assert code == 0 and "by Carl Controller" in out
+    _measure_only(_spec(tmp_path, 2), root)
+    assert Registry(root).verify() == []
+    (root / "budgets.yaml").unlink()  # no policy = no limit: also a change
+    with pytest.raises(BudgetError, match="the budget policy deleted since"):
+        _measure_only(_spec(tmp_path, 3), root)
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "empty dir", "some other dir"])
+def test_verify_refuses_what_is_not_a_registry(kind, tmp_path, capsys):
+    root = tmp_path / "r"
+    if kind == "file":
+        root.write_text("not a registry\n")
+    elif kind != "missing":
+        root.mkdir()
+        if kind == "some other dir":
+            (root / "notes.txt").write_text("x")
+            (root / "releases").mkdir()
+    code, out, err = _cli(capsys, "registry", "verify", "--root", str(root))
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("sdgov: error: ")
+    assert "registry" in err and "ok" not in err.split(" — ")[0]
+    assert not (root / "log.jsonl").exists()
+
+
+def test_a_crashed_publication_is_reported_stale_then_removed(tmp_path, capsys):
+    root = tmp_path / "registry"
+    reg = _registry(root, 1)
+    staging = root / "releases" / ".staging-demo-1"
+    staging.mkdir(parents=True)
+    (staging / "synthetic.parquet").write_bytes(b"half")
+    (staging / "synthetic.parquet").chmod(0o444)
+    code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root))
+    assert code == 0 and "stale: releases/.staging-demo-1" in out and "sdgov registry recover" in out
+    code, out, _ = _cli(capsys, "registry", "recover", "--root", str(root))
+    assert code == 0 and out.startswith("removed releases/.staging-demo-1") and not staging.exists()
+    # the next publication clears one too, and verify stays clean
+    staging.mkdir()
+    src = tmp_path / "a.txt"
+    src.write_text("a\n")
+    reg.publish("demo-2", {"a.txt": src}, {}, actor="Carl Controller", role="controller")
+    assert not staging.exists() and reg.verify() == [] and reg.stale_staging() == []
+
+
+def test_a_checkpoint_is_extended_by_later_events_and_rollback_is_caught(tmp_path, capsys):
+    root = tmp_path / "registry"
+    reg = _registry(root, 2)
+    cp_file = tmp_path / "outside" / "cp.json"
+    assert _cli(capsys, "registry", "checkpoint", "--root", str(root), "--out", str(cp_file))[0] == 0
+    cp = checkpoint.load(cp_file)
+    assert (cp.sequence, cp.head, cp.registry_id) == (2, reg.events()[-1].hash, reg.registry_id())
+    reg.append("note", "Ada Analyst", "analyst")  # the log grows: still extends the checkpoint
+    code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root), "--checkpoint", str(cp_file))
+    assert code == 0 and "extends checkpoint event 2" in out
+    lines = (root / "log.jsonl").read_text().splitlines(keepends=True)
+    (root / "log.jsonl").write_text("".join(lines[:2]))  # back to an earlier (intact, signed) prefix
+    assert reg.verify() == [], "a rollback to a signed prefix is invisible without the checkpoint"
+    code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root), "--checkpoint", str(cp_file))
+    assert code == 1 and "rolled back or truncated" in out
+    code, _, err = _cli(capsys, "registry", "verify", "--root", str(root), "--checkpoint", str(tmp_path / "nope"))
+    assert code == 2 and "cannot read the checkpoint" in err
+
+
+def test_a_registry_json_without_its_log_is_not_silently_restarted(tmp_path):
+    root = tmp_path / "registry"
+    reg = _registry(root, 1)
+    os.remove(root / "log.jsonl")
+    with pytest.raises(RegistryError, match="its log is missing or empty"):
+        reg.append("note", "Ada Analyst", "analyst")
+    assert any("missing" in p for p in reg.verify())
