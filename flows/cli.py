@@ -36,6 +36,10 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     if api_starting is not None:
         api_starting.join()  # the flow must find the server up, not half-started
+    else:
+        from sdgov.flows.temporary_server import install
+
+        install()  # a temporary server the flow starts dies with this process, even on kill -9
     from sdgov.flows.release import release_flow
 
     root = Registry(args.root).root.resolve()
@@ -84,13 +88,12 @@ def _start_temporary_api() -> threading.Thread | None:
     PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
     while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
     them). ``cmd_release`` joins the thread before the flow starts, so the flow finds the server running."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+    from sdgov.flows.temporary_server import install
 
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+    server = install()  # stopped when this process dies, however it dies (flows/temporary_server.py)
+    if server is None:
         return None
-    from prefect.server.api.server import SubprocessASGIServer
-
-    thread = threading.Thread(target=SubprocessASGIServer().start, name="prefect-temporary-api", daemon=True)
+    thread = threading.Thread(target=server.start, name="prefect-temporary-api", daemon=True)
     thread.start()
     return thread
 
