@@ -29,9 +29,11 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None
 
 def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
     from sdgov.approvals import agreement_signoffs
+    from sdgov.controller import check_controller_files
     from sdgov.inputs import check_inputs
     from sdgov.registry import Registry
 
+    check_controller_files(Registry(args.root))  # the controller's files as last signed, or no release
     checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     if api_starting is not None:
