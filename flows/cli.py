@@ -302,7 +302,7 @@ def parser() -> argparse.ArgumentParser:
 
     from sdgov.flows.cli_ops import add_parser as add_ops
 
-    add_ops(add)  # sdgov server start | propose | runs | approve | approvers keygen | budget | trail | schedule
+    add_ops(add)  # server start | propose | runs | sign | approve | keygen | approvers commit | budget | trail | …
 
     dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
     dd.add_argument("--out", required=True)

@@ -47,8 +47,8 @@ def load_approvals(path: str | Path) -> StandingApproval:
             raise SpecError(f"{key} must have role 'controller', not {p.role!r}", where, f"fix '{key}.role'")
         if same_person(p.name, a.proposer.name):
             raise SpecError(
-                f"{p.name!r} cannot approve what {a.proposer.name!r} proposed: the names look alike "
-                "(separation of duties)",
+                f"{p.name!r} cannot approve what they proposed (separation of duties: the name is, or looks "
+                f"like, the proposer's {a.proposer.name!r})",
                 where,
                 f"name a different data controller as {key}",
             )
