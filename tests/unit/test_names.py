@@ -54,5 +54,5 @@ def test_a_standing_approval_by_a_look_alike_of_the_proposer_is_refused(tmp_path
         'release_approver: {name: "Carl Controller", role: controller}\n',
         encoding="utf-8",
     )
-    with pytest.raises(SpecError, match="look alike|invisible"):
+    with pytest.raises(SpecError, match="looks like|invisible"):
         load_approvals(path)
