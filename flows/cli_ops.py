@@ -219,6 +219,12 @@ def _paused_decision(c, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
     p = _pending(c, fr)
     if p is None or "nonce" not in p:
         raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
+    if p.get("run_id") != str(run_id):  # anyone with API access can write run inputs: never sign for another run
+        raise SdgovError(
+            f"the pending decision of run {run_id} names run {p.get('run_id')!r}: someone altered it",
+            str(run_id),
+            "do not sign; report it to the operators and reject the run",
+        )
     return run_id, fr, p
 
 

@@ -231,6 +231,23 @@ def test_a_statement_signed_for_run_a_is_refused_in_run_b(tmp_path, prefect_serv
     assert "run_id" in refused.comment and "replayed or stale" in refused.comment
     assert refused.artifacts["flow_run_id"] == run_b
     assert pause_state(run_b).is_paused() and pause_state(run_a).is_paused()
+    # a writer with API access copies run B's challenge into run A's pending input, hoping Carl signs "run A"
+    # and hands over a statement good for run B: sdgov sign/approve check the pending input names the run asked for
+    from prefect import get_client
+
+    from sdgov.flows.governed import PENDING_PREFIX
+
+    with get_client(sync_client=True) as c:
+        key_a = PENDING_PREFIX + pause_state(run_a).state_details.pause_key
+        key_b = PENDING_PREFIX + pause_state(run_b).state_details.pause_key
+        a_input, b_input = c.read_flow_run_input(UUID(run_a), key_a), c.read_flow_run_input(UUID(run_b), key_b)
+        c.delete_flow_run_input(UUID(run_a), key_a)
+        c.create_flow_run_input(UUID(run_a), key_a, b_input)
+    code, out, err = cli("sign", run_a, *carl)
+    assert code == 2 and out == "" and "someone altered it" in err, err
+    with get_client(sync_client=True) as c:  # put run A's own challenge back (its in-memory nonce is unchanged)
+        c.delete_flow_run_input(UUID(run_a), key_a)
+        c.create_flow_run_input(UUID(run_a), key_a, a_input)
     for run, thread in ((run_a, a), (run_b, b)):  # both end, rejected by Carl, with nothing released
         code, _, err = cli("approve", run, *carl, "--reject", "--wait", "60")
         assert code == 0, err

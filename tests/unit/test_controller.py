@@ -110,3 +110,17 @@ def test_the_approvers_file_location_is_the_configurations_and_its_own_commit(tm
     elsewhere.write_text(elsewhere.read_text() + "  - {name: Mallory, role: controller, public_key: x}\n")
     with pytest.raises(SdgovError, match="people.yaml"):
         check_controller_files(reg)
+
+
+def test_sdgov_release_refuses_in_one_line_while_a_controller_file_is_unsigned(tmp_path, capsys) -> None:
+    from sdgov.flows.cli import main
+    from tests.conftest import make_demo_inputs
+
+    spec = make_demo_inputs(tmp_path / "in", rows=200)
+    root = tmp_path / "registry"
+    root.mkdir()
+    (root / "budgets.yaml").write_text("datasets: {toyland_census: {rho: 1000}}\n")  # no controller signed this
+    assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "budgets.yaml" in err and "changed without a signed commit" in err
+    assert not (root / "runs").exists() and not (root / "log.jsonl").exists()  # nothing written
