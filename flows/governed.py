@@ -122,8 +122,11 @@ def await_decision(
     rid, flow_run_id = registry_id(registry), str(flow_run.id)
     while True:
         attempt += 1
-        approvers = controller_approvers(registry)  # re-read: the controller may commit a fix while paused
-        eligible = [a.name for a in approvers.with_role("controller") if not same_person(a.name, proposer)]
+        try:  # re-read: the controller may commit a fix while paused
+            people = controller_approvers(registry).with_role("controller")
+            eligible = [a.name for a in people if not same_person(a.name, proposer)]
+        except SdgovError as exc:  # e.g. an unsigned edit of approvers.yaml: nobody can decide until it is signed
+            eligible, note = [], note or exc.what
         key = f"{subject}-{attempt}"
         nonce = secrets.token_hex(16)
         challenge = Challenge(registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=subject, sha256=sha256)

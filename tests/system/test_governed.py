@@ -17,10 +17,12 @@ from pathlib import Path
 from uuid import UUID
 
 import pytest
+import yaml
 
 import sdgov.flows.governed
 import sdgov.flows.schedule  # noqa: F401
 from sdgov.flows.cli import main
+from sdgov.keys import keygen
 from sdgov.registry import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, write_approvers
@@ -315,6 +317,33 @@ def test_the_proposer_cannot_choose_the_approvers_registry(tmp_path, prefect_ser
     out.run()
     assert "changed without a signed commit" in str(out.error)
     assert not (root / "releases").exists() and not (root / "runs").exists()
+
+
+def test_an_unsigned_change_to_the_approvers_while_paused_blocks_decisions_until_a_controller_signs_it(
+    tmp_path, prefect_server
+):
+    spec, root, keys = setup_registry(tmp_path, rows=800)
+    carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
+    t = FlowThread(spec_path=str(spec), registry_root=str(root), proposer="Ada Analyst", timeout_s=300, poll_interval=1)
+    t.start()
+    rid = wait_paused(root, "agreement", thread=t)["run_id"]
+    code, token, err = cli("sign", rid, *carl)
+    assert code == 0, err
+    doc = yaml.safe_load((root / "approvers.yaml").read_text())  # someone adds a person while the run waits
+    doc["approvers"].append({"name": "Dana Controller", "role": "controller", "public_key": keygen(tmp_path / "d.pem")})
+    (root / "approvers.yaml").write_text(yaml.safe_dump(doc))
+    code, _, err = cli("approve", rid, *carl)
+    assert code == 2 and "changed without a signed commit" in err  # refused before resuming
+    assert raw_resume(rid, approver="Carl Controller", decision="approve", signature=token.strip()) == "ACCEPT"
+    again = wait_paused(root, "agreement", attempt=2, thread=t)
+    assert "changed without a signed commit" in again["note"] and again["eligible"] == []
+    code, _, err = cli("approvers", "commit", *carl, "--root", str(root))  # Carl reviews and signs the change
+    assert code == 0, err
+    code, _, err = cli("approve", rid, *carl, "--reject", "--comment", "start again")
+    assert code == 0, err
+    t.join(120)
+    assert t.result.status == "rejected"
+    assert [e for e, _ in decisions(root)] == ["agreement_proposed", "approval_refused", "agreement_rejected"]
 
 
 def test_rejection_ends_the_run_with_nothing_released_and_no_noise(tmp_path, prefect_server):
