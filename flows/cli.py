@@ -29,9 +29,11 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None
 
 def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
     from sdgov.approvals import agreement_signoffs
+    from sdgov.controller import check_controller_files
     from sdgov.inputs import check_inputs
     from sdgov.registry import Registry
 
+    check_controller_files(Registry(args.root))  # the controller's files as last signed, or no release
     checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     if api_starting is not None:
@@ -353,7 +355,7 @@ def parser() -> argparse.ArgumentParser:
 
     from sdgov.flows.cli_ops import add_parser as add_ops
 
-    add_ops(add)  # sdgov server start | propose | runs | approve | approvers keygen | budget | trail | schedule
+    add_ops(add)  # server start | propose | runs | sign | approve | keygen | approvers commit | budget | trail | …
 
     dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
     dd.add_argument("--out", required=True)

@@ -1,10 +1,12 @@
 """Operations commands: the Prefect server, governed releases, decisions from the command line, the ledger.
 
     sdgov server start [--port 4200] [--auth USER:PASS] [--home DIR] [--print-env]
-    sdgov propose --spec FILE --as ANALYST [--root DIR] [--approvers FILE] [--timeout S]   (runs and pauses)
+    sdgov propose --spec FILE --as ANALYST [--root DIR] [--timeout S]     (runs and pauses)
     sdgov runs [--json]                                        paused runs and whom they await
-    sdgov approve RUN_ID --as NAME [--reject] [--comment TEXT] [--key PEM] [--wait S]
-    sdgov approvers keygen --out KEY.pem                       Ed25519 key; prints the public_key line
+    sdgov sign RUN_ID --as NAME --key KEY [--reject]           the signed statement to paste into the UI form
+    sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S]   sign and resume
+    sdgov keygen --out KEY.pem                                 Ed25519 key; prints the public_key line
+    sdgov approvers commit --as CONTROLLER --key KEY [--root DIR]   sign the controller files' new hashes into the log
     sdgov budget [--root DIR] [--json]                         the privacy-budget ledger
     sdgov trail [--dataset NAME] [--html FILE] [--prov FILE] [--json]   the audit trail, chain verified
 
@@ -86,14 +88,12 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
-    from sdgov.approvers import default_path
     from sdgov.inputs import check_proposal
     from sdgov.registry import Registry
 
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
-    approvers = Path(args.approvers).resolve() if args.approvers else default_path(root)
-    check_proposal(args.spec, str(approvers), args.who, args.data)  # fail fast, before the orchestrator
+    check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
@@ -103,7 +103,6 @@ def cmd_propose(args: argparse.Namespace) -> int:
             spec_path=str(Path(args.spec).resolve()),
             registry_root=str(root),
             proposer=args.who,
-            approvers_path=str(approvers),
             data_path=str(Path(args.data).resolve()) if args.data else None,
             timeout_s=args.timeout,
             poll_interval=args.poll,
@@ -199,47 +198,85 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_approve(args: argparse.Namespace) -> int:
-    from prefect import get_client
+def _paused_decision(c, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
+    """The paused flow run and what its pause awaits (subject, hash, the nonce to sign), or a one-line error."""
     from prefect.exceptions import ObjectNotFound
 
-    from sdgov.approvers import check_decision, load_approvers, sign, signing_message
+    try:
+        run_id = UUID(run_id_text)
+    except ValueError:
+        raise SdgovError(f"{run_id_text!r} is not a flow run id", "RUN_ID", "see 'sdgov runs'") from None
+    try:
+        fr = c.read_flow_run(run_id)
+    except ObjectNotFound:
+        raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
+    if not (fr.state and fr.state.is_paused()):
+        raise SdgovError(
+            f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})",
+            str(run_id),
+            "only paused runs await a decision: see 'sdgov runs'",
+        )
+    p = _pending(c, fr)
+    if p is None or "nonce" not in p:
+        raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
+    if p.get("run_id") != str(run_id):  # anyone with API access can write run inputs: never sign for another run
+        raise SdgovError(
+            f"the pending decision of run {run_id} names run {p.get('run_id')!r}: someone altered it",
+            str(run_id),
+            "do not sign; report it to the operators and reject the run",
+        )
+    return run_id, fr, p
+
+
+def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str) -> str:
+    """Sign (registry id, run, nonce, subject, hash, decision, name, time), after the checks the flow will make."""
+    from sdgov.approvers import Challenge, check_decision
+    from sdgov.contracts import utcnow
+    from sdgov.controller import controller_approvers
+    from sdgov.registry import Registry
+    from sdgov.statements import SignOffStatement, encode
+
+    challenge = Challenge(**{k: p[k] for k in ("registry_id", "run_id", "nonce", "subject", "sha256")})
+    stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
+    token = encode(stmt, args.key)
+    # the same check the flow makes after resuming: refused here, the run is never resumed (stays paused)
+    check_decision(
+        controller_approvers(Registry(p["registry"])),
+        name=args.who,
+        decision=decision,
+        proposer=p["proposer"],
+        challenge=challenge,
+        signature=token,
+    )
+    return token
+
+
+def cmd_sign(args: argparse.Namespace) -> int:
+    from prefect import get_client
 
     _require_server()
     decision = "reject" if args.reject else "approve"
-    try:
-        run_id = UUID(args.run_id)
-    except ValueError:
-        raise SdgovError(f"{args.run_id!r} is not a flow run id", "RUN_ID", "see 'sdgov runs'") from None
     with get_client(sync_client=True) as c:
-        try:
-            fr = c.read_flow_run(run_id)
-        except ObjectNotFound:
-            raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
-        if not (fr.state and fr.state.is_paused()):
-            raise SdgovError(
-                f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})",
-                str(run_id),
-                "only paused runs await a decision: see 'sdgov runs'",
-            )
-        p = _pending(c, fr)
-        if p is None:
-            raise SdgovError(
-                f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI"
-            )
-        approvers_file = args.approvers or p["approvers_file"]
-        sig = sign(args.key, signing_message(args.who, p["subject"], decision, p["sha256"])) if args.key else ""
-        # the same check the flow makes after resuming: refuse here, and the run is never resumed (stays paused)
-        check_decision(
-            load_approvers(approvers_file),
-            name=args.who,
-            subject=p["subject"],
-            decision=decision,
-            sha256=p["sha256"],
-            proposer=p["proposer"],
-            signature=sig,
-            where=approvers_file,
-        )
+        run_id, _, p = _paused_decision(c, args.run_id)
+        token = _signed_statement(args, p, decision)
+    payload = {"run_id": str(run_id), "subject": p["subject"], "decision": decision, "signature": token}
+    _emit(args, payload, token)
+    print(
+        f"sdgov: paste the line above into the 'Signature' field of run {run_id}'s resume form, with your name "
+        f"{args.who!r} and decision {decision!r}; it is valid for this pause only",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    from prefect import get_client
+
+    _require_server()
+    decision = "reject" if args.reject else "approve"
+    with get_client(sync_client=True) as c:
+        run_id, fr, p = _paused_decision(c, args.run_id)
+        sig = _signed_statement(args, p, decision)
         res = c.resume_flow_run(
             run_id,
             run_input={"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig},
@@ -272,7 +309,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
         "sha256": p["sha256"],
         "approver": args.who,
         "decision": decision,
-        "signed": bool(sig),
+        "signed": True,
         "state": outcome,
     }
     _emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256'][:12]}… of run {run_id} ({outcome})")
@@ -282,8 +319,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------------ keys, budget
 
 
-def cmd_approvers(args: argparse.Namespace) -> int:
-    from sdgov.approvers import keygen
+def cmd_keygen(args: argparse.Namespace) -> int:
+    from sdgov.keys import keygen
 
     pub = keygen(args.out)
     _emit(
@@ -294,13 +331,29 @@ def cmd_approvers(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_approvers(args: argparse.Namespace) -> int:
+    """``commit``: a controller signs the controller files' new hashes into the log (approvers, budgets, policy)."""
+    from sdgov.controller import commit
+    from sdgov.registry import Registry
+
+    events = commit(Registry(args.root), args.who, args.key)
+    lines = [
+        f"{e.event}: {e.artifacts['file']} {e.artifacts['sha256'][:12] or 'removed'} signed by {e.actor}"
+        for e in events
+    ]
+    _emit(
+        args,
+        {"committed": [e.model_dump() for e in events]},
+        "\n".join(lines) or "nothing to commit: every controller file is as last signed",
+    )
+    return 0
+
+
 def cmd_budget(args: argparse.Namespace) -> int:
     from sdgov.ledger import ledger_summary, load_policy
     from sdgov.registry import Registry
 
     reg = Registry(args.root)
-    if args.record_policy:
-        return _record_policy(args, reg)
     policy, sha = load_policy(reg)
     accts = ledger_summary(reg)
     lines = [
@@ -325,31 +378,6 @@ def cmd_budget(args: argparse.Namespace) -> int:
         args,
         {"policy": policy.model_dump() if policy else None, "policy_sha256": sha, "datasets": accts},
         "\n".join(lines) or "no privacy budget spent yet",
-    )
-    return 0
-
-
-def _record_policy(args: argparse.Namespace, reg: Any) -> int:
-    """The data controller records the current budgets.yaml as the policy: spends are refused while the file
-    differs from the hash last logged (so an edit nobody recorded cannot raise a budget)."""
-    from sdgov.approvers import default_path, load_approvers
-    from sdgov.errors import SdgovError
-    from sdgov.ledger import record_policy
-
-    who = args.who
-    path = default_path(reg.root)
-    a = load_approvers(path).find(who or "") if who and path.is_file() else None
-    if a is None or a.role != "controller":
-        raise SdgovError(
-            f"{who!r} is not a data controller in the registry's approvers registry",
-            str(path),
-            "record the policy as a controller listed there: --record-policy --as 'NAME'",
-        )
-    sha = record_policy(reg, a.name, a.role, comment="budget policy recorded from the command line")
-    _emit(
-        args,
-        {"policy_sha256": sha, "by": a.name},
-        f"recorded budgets.yaml {sha or '(none)'} as the policy, by {a.name}",
     )
     return 0
 
@@ -383,25 +411,33 @@ def add_parser(add: Add) -> None:
     p.add_argument("--spec", required=True)
     p.add_argument("--as", dest="who", required=True, help="the proposing analyst (in the approvers registry)")
     p.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
-    p.add_argument("--approvers", help="approvers registry (default: ROOT/approvers.yaml)")
     p.add_argument("--data", help="override the spec's dataset path")
     p.add_argument("--timeout", type=int, default=3600, help="seconds to wait for the decisions (default 3600)")
     p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
 
     add("runs", cmd_runs, "list paused runs and whom they await")
 
-    a = add("approve", cmd_approve, "decide on a paused run (resumes it through the Prefect API)")
-    a.add_argument("run_id")
-    a.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
-    a.add_argument("--reject", action="store_true", help="reject (default: approve)")
-    a.add_argument("--comment", default="")
-    a.add_argument("--key", help="your Ed25519 private key (PEM), if your registry entry has a public key")
-    a.add_argument("--approvers", help="approvers registry to check against (default: the one the run uses)")
-    a.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")
+    for name, fn, help_ in (
+        ("sign", cmd_sign, "print your signed decision on a paused run, to paste into the Prefect UI form"),
+        ("approve", cmd_approve, "sign your decision on a paused run and resume it through the Prefect API"),
+    ):
+        a = add(name, fn, help_)
+        a.add_argument("run_id")
+        a.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
+        a.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")
+        a.add_argument("--reject", action="store_true", help="reject (default: approve)")
+        if fn is cmd_approve:
+            a.add_argument("--comment", default="")
+            a.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")
 
-    k = add("approvers", cmd_approvers, "manage approver keys")
-    k.add_argument("action", choices=["keygen"])
-    k.add_argument("--out", required=True, help="where to write the private key (PEM)")
+    k = add("keygen", cmd_keygen, "make an Ed25519 key pair: writes the private key, prints the public_key line")
+    k.add_argument("--out", required=True, help="where to write the private key (PEM, mode 600)")
+
+    c = add("approvers", cmd_approvers, "the controller's files: sign their new hashes into the log")
+    c.add_argument("action", choices=["commit"])
+    c.add_argument("--as", dest="who", required=True, help="a data controller (of the approvers registry in force)")
+    c.add_argument("--key", required=True, help="that controller's private key")
+    c.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
 
     t = add("trail", cmd_trail, "review the audit trail: every event, who/role/what/when/hashes, chain verified")
     t.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
@@ -415,7 +451,3 @@ def add_parser(add: Add) -> None:
 
     b = add("budget", cmd_budget, "show the privacy-budget ledger: spent and remaining ρ per dataset")
     b.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
-    b.add_argument(
-        "--record-policy", action="store_true", help="log the current budgets.yaml as the policy (a controller)"
-    )
-    b.add_argument("--as", dest="who", help="with --record-policy: the data controller recording it")

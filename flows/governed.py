@@ -5,8 +5,13 @@
 
 ``approval="interactive"`` pauses at both brackets with ``pause_flow_run(wait_for_input=Decision)``: the form's
 description is the summary an approver needs (budget and ledger, audit verdicts, key utility numbers, evidence
-files). The submitted identity is checked against the approvers registry (:mod:`sdgov.approvers`); a refused
-attempt is logged and the run pauses again; a rejection ends the run with nothing released (final state
+files). A decision counts only with a signed statement (the form's *Signature* field, from ``sdgov sign``, or
+``sdgov approve --key``) over this registry's id, this flow run, a nonce issued for this very pause, the subject,
+its hash and the decision, verified with the key the controller's approvers registry lists for the approver
+(:mod:`sdgov.approvers`, :mod:`sdgov.controller`). An unsigned, forged, replayed or wrongly-keyed resume — a raw
+``POST /api/flow_runs/{id}/resume`` included — is refused, logged as ``approval_refused``, and the run pauses
+again with a fresh nonce (unless the controller's sandbox switch ``allow_unsigned_ui_approvals`` lets unsigned
+decisions count, recorded as identity not verified); a rejection ends the run with nothing released (final state
 ``Rejected``); no decision within ``timeout_s`` ends it (Prefect's server turns a
 timed-out pause into ``Failed``: "The flow was timed out and never resumed."). Every decision is in the
 hash-chained log and in the card's sign-offs.
@@ -19,6 +24,7 @@ measurement — it pauses for a human exactly like the interactive mode.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from pathlib import Path
 from typing import Literal
@@ -32,14 +38,16 @@ from prefect.states import Completed
 from pydantic import BaseModel, Field
 
 from sdgov import __version__, ledger
-from sdgov.approvals import load_approvals, same_person
-from sdgov.approvers import ApprovalRefused, Approvers, check_decision, default_path, load_approvers
+from sdgov.approvals import load_approvals
+from sdgov.approvers import ApprovalRefused, Challenge, check_decision
 from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import ReleaseResult, SignOff, utcnow
+from sdgov.controller import check_controller_files, controller_approvers, load_config, registry_id
 from sdgov.errors import BudgetError, SdgovError
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.metrics import UtilitySummary
+from sdgov.names import same_person
 from sdgov.privacy import PrivacyPlan, plan_privacy
 from sdgov.publishing import log_blocked
 from sdgov.registry import Registry
@@ -60,7 +68,7 @@ class Decision(RunInput):
     signature: str = Field(
         default="",
         title="Signature",
-        description="only if your registry entry has a public key (sdgov approve --key does it)",
+        description="paste the output of 'sdgov sign RUN_ID --as NAME --key KEY' (sdgov approve --key does it all)",
     )
 
 
@@ -87,9 +95,12 @@ class _Stop(Exception):
         self.state = state
 
 
+def _used_nonces(registry: Registry) -> set[str]:
+    return {e.artifacts["nonce"] for e in registry.events() if e.artifacts.get("nonce")}
+
+
 def await_decision(
     registry: Registry,
-    approvers_file: Path,
     *,
     subject: str,
     sha256: str,
@@ -100,25 +111,34 @@ def await_decision(
     deadline: float,
     poll_interval: int,
 ) -> tuple[SignOff, dict]:
-    """Pause until an eligible approver decides; refused attempts are logged and the run pauses again."""
+    """Pause until an eligible approver decides; refused attempts are logged and the run pauses again.
+
+    Each pause gets a fresh nonce, kept here in the flow (the copy in the pending input only tells ``sdgov sign``
+    what to sign): a statement signed for an earlier pause, or another run, names another nonce and is refused."""
+    from prefect.runtime import flow_run
+
     log = get_run_logger()
     note, attempt = "", 0
+    rid, flow_run_id = registry_id(registry), str(flow_run.id)
     while True:
         attempt += 1
-        approvers: Approvers = load_approvers(approvers_file)  # re-read: the controller may fix it while paused
-        eligible = [a.name for a in approvers.with_role("controller") if not same_person(a.name, proposer)]
+        try:  # re-read: the controller may commit a fix while paused
+            people = controller_approvers(registry).with_role("controller")
+            eligible = [a.name for a in people if not same_person(a.name, proposer)]
+        except SdgovError as exc:  # e.g. an unsigned edit of approvers.yaml: nobody can decide until it is signed
+            eligible, note = [], note or exc.what
         key = f"{subject}-{attempt}"
+        nonce = secrets.token_hex(16)
+        challenge = Challenge(registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=subject, sha256=sha256)
         create_flow_run_input(
             PENDING_PREFIX + key,
             {
-                "subject": subject,
-                "sha256": sha256,
+                **challenge.model_dump(),
                 "required_role": "controller",
                 "eligible": eligible,
                 "proposer": proposer,
                 "attempt": attempt,
                 "note": note,
-                "approvers_file": str(approvers_file),
                 "agreement_sha256": agreement_sha256,
                 "registry": str(registry.root),
                 "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
@@ -155,17 +175,19 @@ def await_decision(
             log.warning(msg)
             raise _Stop(_end("timed_out", msg, agreement_sha256)) from None
         try:
-            who = check_decision(
+            approvers = controller_approvers(registry)  # as committed now: a change while paused must be signed
+            if nonce in _used_nonces(registry):
+                raise ApprovalRefused("the nonce of this pause was already used", "log.jsonl", "sign again")
+            who, verified = check_decision(
                 approvers,
                 name=d.approver,
-                subject=subject,
                 decision=d.decision,
-                sha256=sha256,
                 proposer=proposer,
+                challenge=challenge,
                 signature=d.signature,
-                where=str(approvers_file),
+                allow_unsigned=load_config(registry).allow_unsigned_ui_approvals,
             )
-        except ApprovalRefused as exc:
+        except SdgovError as exc:  # ApprovalRefused, or controller files changed without a signed commit
             registry.append(
                 "approval_refused",
                 d.approver or "?",
@@ -174,12 +196,17 @@ def await_decision(
                 run_id=run_id,
                 decision=d.decision,
                 comment=f"{exc.what} | comment: {d.comment}",
-                artifacts={subject: sha256},
+                artifacts={subject: sha256, "nonce": nonce, "flow_run_id": flow_run_id},
             )
             note = f"Attempt {attempt} by {d.approver!r} was refused: {exc.what}. The run is paused again."
             log.warning("refused: %s — pausing again", exc.one_line())
             continue
-        via = f"Prefect resume form / sdgov approve (flow run {run_id})" + (", Ed25519-signed" if d.signature else "")
+        via = f"Prefect resume form / sdgov approve (flow run {flow_run_id}), " + (
+            f"identity verified: Ed25519 signature with {who.name}'s registered key"
+            if verified
+            else "identity NOT verified: unsigned decision accepted under the sandbox policy "
+            "allow_unsigned_ui_approvals (anyone who could reach the Prefect API could have typed this name)"
+        )
         s = SignOff(
             name=who.name,
             role=who.role,
@@ -189,9 +216,9 @@ def await_decision(
             time=utcnow(),
             comment=d.comment,
             via=via,
+            identity_verified=verified,
         )
         event = {"agreement": "agreement_approved", "release": "release_approved", "budget": "budget_retry_approved"}
-        retry_approved = subject == "budget" and d.decision == "approve"
         registry.append(
             event[subject] if d.decision == "approve" else f"{subject}_rejected",
             who.name,
@@ -202,9 +229,10 @@ def await_decision(
             comment=d.comment,
             artifacts={
                 subject: sha256,
-                **({"ed25519_signature": d.signature} if d.signature else {}),
-                # approving a retry after the controller raised the budget records the new policy's hash
-                **({ledger.POLICY_FILE: ledger.load_policy(registry)[1] or ""} if retry_approved else {}),
+                "nonce": nonce,
+                "flow_run_id": flow_run_id,
+                "identity_verified": str(verified).lower(),
+                **({"statement": d.signature} if verified else {}),
             },
         )
         log.info("%s %sd the %s %s…", who.name, d.decision, subject, sha256[:12])
@@ -220,7 +248,6 @@ def governed_release_flow(
     registry_root: str,
     proposer: str | None = None,
     approval: Literal["interactive", "standing"] = "interactive",
-    approvers_path: str | None = None,
     approvals_path: str | None = None,
     data_path: str | None = None,
     timeout_s: int = 3600,
@@ -235,7 +262,6 @@ def governed_release_flow(
             registry_root,
             proposer,
             approval,
-            approvers_path,
             approvals_path,
             data_path,
             timeout_s,
@@ -275,12 +301,10 @@ def _is_import(data: Path) -> bool:
         return False
 
 
-def _governed(
-    spec_path, registry_root, proposer, approval, approvers_path, approvals_path, data_path, timeout_s, poll_interval
-):
+def _governed(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval):
     log = get_run_logger()
     registry = Registry(registry_root)
-    approvers_file = Path(approvers_path or default_path(registry.root)).resolve()
+    check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
     deadline = time.monotonic() + timeout_s
     run_id = new_run_id()
     if approval == "standing":
@@ -294,7 +318,7 @@ def _governed(
                 "proposer",
                 "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
             )
-        agreed = propose_phi(spec_path, registry_root, run_id, proposer, str(approvers_file), data_path)
+        agreed = propose_phi(spec_path, registry_root, run_id, proposer, data_path)
         standing = None
     sha = agreed.agreement_sha256
     agreement = load_agreement(agreed.agreement)
@@ -317,7 +341,6 @@ def _governed(
     if standing is None:
         s, _ = await_decision(
             registry,
-            approvers_file,
             subject="agreement",
             sha256=sha,
             description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.sha256),
@@ -331,7 +354,6 @@ def _governed(
         log.warning("%s", exc.one_line())
         await_decision(
             registry,
-            approvers_file,
             subject="budget",
             sha256=sha,
             description=budget_md(agreed.data.name, exc.what),
@@ -386,7 +408,7 @@ def _governed(
             evidence,
             full,
         )
-        s, _ = await_decision(registry, approvers_file, subject="release", sha256=candidate, description=desc, **common)
+        s, _ = await_decision(registry, subject="release", sha256=candidate, description=desc, **common)
         signoffs.append(s)
     result = publish(agreed, evaluated, signoffs, registry_root)
     return GovernedOutcome(

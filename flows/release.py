@@ -16,6 +16,7 @@ from sdgov import __version__
 from sdgov.approvals import StandingApproval, load_approvals, release_signoff
 from sdgov.artifacts import load_agreement
 from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult, SignOff
+from sdgov.controller import check_controller_files
 from sdgov.publishing import Candidate
 from sdgov.registry import Registry
 from sdgov.tasks.agree_phi import agree_phi
@@ -76,6 +77,7 @@ def publish(agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], regis
 def release_flow(
     spec_path: str, registry_root: str, approvals_path: str | None = None, data_path: str | None = None
 ) -> ReleaseResult:
+    check_controller_files(Registry(registry_root))  # approvers, budgets, policy as last signed, or no release
     agreed = agree_phi(spec_path, registry_root, new_run_id(), approvals_path, data_path)
     get_run_logger().info(
         "agreement %s signed by %s", agreed.agreement_sha256[:12], ", ".join(s.name for s in agreed.signoffs)

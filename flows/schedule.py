@@ -26,7 +26,6 @@ def deployment(
     root: str,
     cron: str,
     name: str | None = None,
-    approvers: str | None = None,
     approvals: str | None = None,
     timeout_s: int = DEFAULT_DECISION_TIMEOUT,
     dvc_pull: bool = True,
@@ -52,8 +51,6 @@ def deployment(
         "poll_interval": 30,
         "dvc_pull": dvc_pull,
     }
-    if approvers:
-        params["approvers_path"] = str(Path(approvers).resolve())
     if approvals:
         params["approvals_path"] = str(Path(approvals).resolve())
     return governed_release_flow.to_deployment(
@@ -75,9 +72,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from sdgov.registry import Registry
 
     root = str(Registry(args.root).root.resolve())
-    dep = deployment(
-        args.spec, root, args.cron, args.name, args.approvers, args.approvals, args.timeout, not args.no_dvc_pull
-    )
+    dep = deployment(args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull)
     info = {
         "name": dep.name,
         "flow": "sdgov-governed-release",
@@ -102,7 +97,6 @@ def add_parser(add) -> None:
     s.add_argument("--cron", required=True, help="cron expression, e.g. '0 6 1 * *'")
     s.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
     s.add_argument("--name", help="deployment name (default: scheduled-<spec name>)")
-    s.add_argument("--approvers", help="approvers registry for runs that pause (default: ROOT/approvers.yaml)")
     s.add_argument("--approvals", help="standing-approval file (default: the spec's)")
     s.add_argument("--timeout", type=int, default=DEFAULT_DECISION_TIMEOUT, help="seconds a paused run waits")
     s.add_argument("--no-dvc-pull", action="store_true", help="do not update the DVC-tracked data before each run")

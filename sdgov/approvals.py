@@ -18,6 +18,7 @@ from sdgov.contracts import Role, SignOff, utcnow
 from sdgov.errors import SpecError
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
+from sdgov.names import check_name, same_person
 
 
 class Person(Frozen):
@@ -33,14 +34,11 @@ class StandingApproval(Frozen):
     agreement_sha256: str | None = None
 
 
-def same_person(a: str, b: str) -> bool:
-    """Names compared case- and spacing-insensitively, so ' ada  ANALYST' cannot approve Ada Analyst's work."""
-    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
-
-
 def load_approvals(path: str | Path) -> StandingApproval:
     a = load_model_file(StandingApproval, path, SpecError, "standing approval")
     where = str(path)
+    for person in (a.proposer, a.agreement_approver, a.release_approver):
+        check_name(person.name, where)
     if a.proposer.role != "analyst":
         raise SpecError(f"the proposer must have role 'analyst', not {a.proposer.role!r}", where, "fix 'proposer.role'")
     for key in ("agreement_approver", "release_approver"):
@@ -49,7 +47,8 @@ def load_approvals(path: str | Path) -> StandingApproval:
             raise SpecError(f"{key} must have role 'controller', not {p.role!r}", where, f"fix '{key}.role'")
         if same_person(p.name, a.proposer.name):
             raise SpecError(
-                f"{p.name!r} cannot approve what they proposed (separation of duties)",
+                f"{p.name!r} cannot approve what they proposed (separation of duties: the name is, or looks "
+                f"like, the proposer's {a.proposer.name!r})",
                 where,
                 f"name a different data controller as {key}",
             )

@@ -1,32 +1,34 @@
-"""The approvers registry and the rules an interactive decision must pass (separation of duties).
+"""The approvers registry and the rules a decision must pass: identity is a key, plus separation of duties.
 
-``approvers.yaml`` (in the registry root by default, written by the data controller)::
+``approvers.yaml`` is the data controller's file (its place is fixed by the registry's ``controller.yaml``,
+default ``ROOT/approvers.yaml``; a change takes effect only once a controller signs it — :mod:`sdgov.controller`)::
 
     approvers:
-      - {name: Ada Analyst, role: analyst}
-      - {name: Carl Controller, role: controller, public_key: "ed25519:BASE64..."}   # then approvals must be signed
-      - {name: Cora Compliance, role: compliance}
+      - {name: Ada Analyst, role: analyst, public_key: "ed25519:BASE64..."}
+      - {name: Carl Controller, role: controller, public_key: "ssh-ed25519 AAAAC3Nza... carl@laptop"}
 
-Prefect OSS records no user identity on resume: the identity typed into the form (or given to ``sdgov approve
---as``) is *declared*. What we enforce and record: the name must be in this registry with the role the decision
-needs; the proposer can never approve their own agreement or release; when the approver has a public key the
-decision must carry an Ed25519 signature of :func:`signing_message`, which binds name, subject, decision and the
-exact hash approved. Every decision — and every refused attempt — goes into the hash-chained log.
+Prefect OSS records no user identity on resume, so the typed name proves nothing: a decision counts only with a
+signed :class:`~sdgov.statements.SignOffStatement` that names this registry, this flow run, the nonce the flow
+issued for this very pause, the subject, its exact hash and the decision, and verifies with the key registered
+for the approver. Names are compared by visual skeleton (:mod:`sdgov.names`), so a look-alike of the proposer
+cannot approve. Every decision — and every refused attempt — goes into the hash-chained log.
 """
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Literal
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field
 
-from sdgov.approvals import same_person
 from sdgov.contracts import Role
 from sdgov.errors import SdgovError, SpecError
+from sdgov.keys import parse_public_key, verifies
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
+from sdgov.names import check_name, same_person, skeleton
+from sdgov.statements import SignOffStatement, decode, signed_bytes
 
 FILE = "approvers.yaml"
 Subject = Literal["agreement", "release", "budget"]
@@ -42,7 +44,10 @@ class ApprovalRefused(SdgovError):
 class Approver(Frozen):
     name: str = Field(min_length=1)
     role: Role
-    public_key: str | None = Field(default=None, description="'ed25519:<base64 raw key>': decisions must be signed")
+    public_key: str = Field(description="'ed25519:<base64>' or 'ssh-ed25519 AAAA…': checks this person's decisions")
+
+    def key(self) -> Ed25519PublicKey:
+        return parse_public_key(self.public_key, f"{FILE}: {self.name}")
 
 
 class Approvers(Frozen):
@@ -56,16 +61,31 @@ class Approvers(Frozen):
         return [a for a in self.approvers if a.role == role]
 
 
+class Challenge(Frozen):
+    """What the flow asks to be signed for one pause: the statement must repeat every field."""
+
+    registry_id: str
+    run_id: str
+    nonce: str
+    subject: str
+    sha256: str
+
+
 def load_approvers(path: str | Path) -> Approvers:
+    """The registry, refusing hidden characters in names, look-alike pairs and unreadable keys (one line)."""
     a = load_model_file(Approvers, path, SpecError, "approvers registry")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for p in a.approvers:
-        key = " ".join(p.name.split()).casefold()
-        if key in seen:
-            raise SpecError(f"approver {p.name!r} is listed twice", str(path), "list each person once, with one role")
-        seen.add(key)
-        if p.public_key:
-            _public_key(p)
+        check_name(p.name, str(path))
+        k = skeleton(p.name)
+        if k in seen:
+            raise SpecError(
+                f"approvers {seen[k]!r} and {p.name!r} look alike (same Unicode skeleton): one person or an impostor",
+                str(path),
+                "list each person once, under a name no other entry can be mistaken for",
+            )
+        seen[k] = p.name
+        p.key()
     return a
 
 
@@ -73,68 +93,21 @@ def default_path(registry_root: str | Path) -> Path:
     return Path(registry_root) / FILE
 
 
-def signing_message(name: str, subject: str, decision: str, sha256: str) -> bytes:
-    """What a signed decision signs: who, about what, which decision, on exactly which hash."""
-    return f"sdgov-decision:v1\n{' '.join(name.split())}\n{subject}\n{decision}\n{sha256}".encode()
-
-
-def _public_key(a: Approver):
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    scheme, _, b64 = (a.public_key or "").partition(":")
-    try:
-        if scheme != "ed25519":
-            raise ValueError
-        return Ed25519PublicKey.from_public_bytes(base64.b64decode(b64, validate=True))
-    except ValueError:
-        raise SpecError(
-            f"public key of {a.name!r} is not 'ed25519:<base64 of 32 bytes>'",
-            FILE,
-            "generate one with 'sdgov approvers keygen'",
-        ) from None
-
-
-def sign(private_key_file: str | Path, message: bytes) -> str:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-    key = load_pem_private_key(Path(private_key_file).read_bytes(), password=None)
-    if not isinstance(key, Ed25519PrivateKey):
-        raise SpecError(
-            f"{private_key_file} is not an Ed25519 private key",
-            str(private_key_file),
-            "make one with 'sdgov approvers keygen'",
-        )
-    return base64.b64encode(key.sign(message)).decode()
-
-
-def keygen(private_key_file: str | Path) -> str:
-    """Write a new Ed25519 private key (PEM, mode 600); return the public key line for approvers.yaml."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.generate()
-    path = Path(private_key_file)
-    path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    path.chmod(0o600)
-    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return "ed25519:" + base64.b64encode(raw).decode()
-
-
 def check_decision(
     approvers: Approvers,
     *,
     name: str,
-    subject: str,
     decision: str,
-    sha256: str,
     proposer: str,
+    challenge: Challenge,
     signature: str = "",
+    allow_unsigned: bool = False,
     where: str = FILE,
-) -> Approver:
-    """The registered approver who may take this decision, or :class:`ApprovalRefused` saying why not."""
+) -> tuple[Approver, bool]:
+    """The registered approver who may take this decision and whether their identity was verified by their key —
+    or :class:`ApprovalRefused` saying why not. ``allow_unsigned`` (the controller's sandbox switch) lets an
+    unsigned decision count, recorded as not verified; a signature that is present must still verify."""
+    subject = challenge.subject
     role = REQUIRED_ROLE[subject]
     a = approvers.find(name or "")
     if a is None:
@@ -155,18 +128,24 @@ def check_decision(
             where,
             "ask a " + role + ": " + ", ".join(p.name for p in approvers.with_role(role)),
         )
-    if a.public_key:
-        from cryptography.exceptions import InvalidSignature
-
-        try:
-            _public_key(a).verify(
-                base64.b64decode(signature or "", validate=True), signing_message(a.name, subject, decision, sha256)
-            )
-        except (InvalidSignature, ValueError):
-            raise ApprovalRefused(
-                f"{a.name!r} must sign decisions, and the signature is missing or does not match "
-                f"this {subject} ({sha256[:12]}…) and decision {decision!r}",
-                where,
-                "approve with 'sdgov approve RUN_ID --as NAME --key PRIVATE_KEY.pem'",
-            ) from None
-    return a
+    how = "sign with 'sdgov approve RUN_ID --as NAME --key KEY' (or paste 'sdgov sign' output into the form)"
+    if not signature.strip():
+        if allow_unsigned:
+            return a, False
+        raise ApprovalRefused(f"the decision by {a.name!r} is not signed", where, how)
+    try:
+        stmt, sig = decode(signature, SignOffStatement)
+    except ValueError as exc:
+        raise ApprovalRefused(f"the signature of {a.name!r} is unreadable: {exc}", where, how) from None
+    expected = {**challenge.model_dump(), "decision": decision}
+    wrong = [k for k, v in expected.items() if getattr(stmt, k) != v]
+    if wrong or not same_person(stmt.approver, a.name):
+        raise ApprovalRefused(
+            f"the signed statement does not match this pause ({', '.join(wrong or ['approver'])} differ): "
+            "a statement from another run, pause or decision (replayed or stale)",
+            where,
+            how,
+        )
+    if not verifies(a.key(), sig, signed_bytes(stmt)):
+        raise ApprovalRefused(f"the signature does not verify with {a.name!r}'s registered key", where, how)
+    return a, True

@@ -77,6 +77,7 @@ class SignOff(Frozen):
     time: str = ""
     comment: str = ""
     via: str = "standing approval"
+    identity_verified: bool | None = None  # True: a signature with the approver's registered key; None: not asked
 
 
 class StageRecord(Frozen):

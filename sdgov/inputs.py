@@ -17,10 +17,13 @@ from pathlib import Path
 import pandas as pd
 
 from sdgov.approvals import StandingApproval, load_approvals
-from sdgov.approvers import Approver, load_approvers
+from sdgov.approvers import Approver
+from sdgov.controller import APPROVERS, controller_approvers, controller_files
 from sdgov.errors import SpecError
 from sdgov.hashing import sha256_file
+from sdgov.names import check_name
 from sdgov.privacy import plan_privacy
+from sdgov.registry import Registry
 from sdgov.schema import Schema, load_encoded
 from sdgov.spec import LoadedSpec, load_spec
 
@@ -123,15 +126,19 @@ def check_inputs(
 
 
 def check_proposal(
-    spec_path: str | Path, approvers_path: str | Path, proposer: str, data_path: str | Path | None = None
+    spec_path: str | Path, registry_root: str | Path, proposer: str, data_path: str | Path | None = None
 ) -> CheckedProposal:
-    """A governed proposal: spec, data and budget, and a proposer who is an analyst in the approvers registry."""
+    """A governed proposal: spec, data and budget, and a proposer who is an analyst in the controller's approvers
+    registry (the committed one: nothing the proposer passes can stand in for it)."""
+    registry = Registry(registry_root)
+    approvers = controller_approvers(registry)
     loaded, data = check_spec_and_data(spec_path, data_path)
-    who = load_approvers(approvers_path).find(proposer)
+    check_name(proposer, "--as")
+    who = approvers.find(proposer)
     if who is None or who.role != "analyst":
         raise SpecError(
             f"the proposer {proposer!r} must be an analyst in the approvers registry",
-            str(approvers_path),
+            str(controller_files(registry)[APPROVERS]),
             "add them with role 'analyst' or name the analyst who proposes Φ",
         )
     return CheckedProposal(loaded=loaded, data=data, proposer=who)

@@ -250,16 +250,9 @@ def check_policy_logged(registry: Registry, events: list[Event]) -> None:
         raise BudgetError(
             f"the budget policy {problems[0].split(': ', 1)[1]}: no spend under an unrecorded policy",
             str(policy_path(registry)),
-            "restore the logged budgets.yaml, or have the data controller record the change "
-            "(approve the budget retry in the flow, or 'sdgov budget --record-policy --as NAME')",
+            "restore the committed file, or have a data controller sign the change in: "
+            "'sdgov approvers commit --as NAME --key KEY'",
         )
-
-
-def record_policy(registry: Registry, actor: str, role: str, comment: str = "") -> str | None:
-    """Log the current ``budgets.yaml`` hash ("" when there is none) as the controller's policy from now on."""
-    _, sha = load_policy(registry)  # refuses a malformed policy
-    registry.append("budget_policy_recorded", actor, role, artifacts={POLICY_FILE: sha or ""}, comment=comment)
-    return sha
 
 
 def ledger_summary(registry: Registry) -> list[dict[str, Any]]:

@@ -174,7 +174,7 @@ class Registry:
     def registry_id(self) -> str:
         return str(self.config().get("registry_id", ""))
 
-    def _genesis_locked(self) -> Ed25519PrivateKey:
+    def genesis_locked(self) -> Ed25519PrivateKey:
         """The signing key, creating the registry (id, key outside, config, genesis event) on first write."""
         cfg = self.config()
         if cfg.get("registry_id"):
@@ -241,7 +241,7 @@ class Registry:
 
     def append_locked(self, event: str, actor: str, role: str, **fields: Any) -> Event:
         """Append an event; the caller already holds :meth:`lock` (so a check and its record are one step)."""
-        key = self._genesis_locked()
+        key = self.genesis_locked()
         existing = self.events()
         prev = existing[-1].hash if existing else GENESIS
         e = Event(seq=len(existing), time=utcnow(), event=event, actor=actor, role=role, prev=prev, **fields)
@@ -282,7 +282,7 @@ class Registry:
                     "publish under a new release id",
                 )
             self.recover_locked()  # a crashed publish's staging directory: nothing was released from it
-            self._genesis_locked()
+            self.genesis_locked()
             seq, head = self.head()
             staging = self.root / "releases" / f"{STAGING_PREFIX}{release_id}"
             staging.mkdir(parents=True)

@@ -17,7 +17,6 @@ from sdgov.registry import Event, Registry
 
 WHAT = {
     "registry_created": "created the registry (its id and signing key)",
-    "budget_policy_recorded": "recorded the budget policy (budgets.yaml) in force",
     "agreement_signed": "signed the Φ agreement (standing approval)",
     "agreement_proposed": "proposed the Φ agreement",
     "agreement_approved": "approved the Φ agreement",

@@ -2,8 +2,9 @@
 
 Same checks and the same ``agreement.json`` as :mod:`sdgov.tasks.agree_phi`, but no standing approval is read: the
 only sign-off recorded here is the proposer's (``agreement_proposed``), checked against the approvers
-registry (role analyst) by :func:`sdgov.inputs.check_proposal`. The controller's decision is taken by the
-governed flow (flows/governed.py).
+registry in force (role analyst) by :func:`sdgov.inputs.check_proposal` — the controller's committed file, fixed by
+the registry's configuration (:mod:`sdgov.controller`), never one the proposer names. The controller's decision is
+taken by the governed flow (flows/governed.py).
 """
 
 from __future__ import annotations
@@ -13,19 +14,19 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef, SignOff, utcnow
+from sdgov.controller import APPROVERS, controller_files
 from sdgov.inputs import check_proposal
 from sdgov.registry import Registry
 from sdgov.tasks.common import stage
 
-VERSION = "1.1.0"  # 1.1: writes the encoded data (codes.parquet) for the later controller-side stages
+VERSION = "1.2.0"  # 1.2: approvers are the controller's committed registry (no approvers_path); 1.1: codes.parquet
 
 
 @task(name="propose_phi", version=VERSION, cache_policy=NO_CACHE)
-def propose_phi(
-    spec_path: str, registry_root: str, run_id: str, proposer: str, approvers_path: str, data_path: str | None = None
-) -> Agreed:
+def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, data_path: str | None = None) -> Agreed:
     with stage("propose_phi", VERSION) as rec:
-        checked = check_proposal(spec_path, approvers_path, proposer, data_path)
+        checked = check_proposal(spec_path, registry_root, proposer, data_path)
+        approvers_path = controller_files(Registry(registry_root))[APPROVERS]
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers = checked.proposer, ArtifactRef.of("approvers", approvers_path)
         Registry(registry_root).append(

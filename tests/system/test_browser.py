@@ -109,7 +109,19 @@ def _wait(env, root, subject, attempt, proc, timeout=240) -> dict:
     raise AssertionError(f"no pause for {subject} attempt {attempt}")
 
 
-def _decide_in_browser(url: str, run_id: str, name: str, decision: str, comment: str, expect: list[str]) -> None:
+def _sign(env: dict[str, str], run_id: str, name: str, key: Path) -> str:
+    """What the controller pastes into the form's Signature field: ``sdgov sign`` for this pause."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: AUTH}):
+        code, out, err = cli("sign", run_id, "--as", name, "--key", str(key))
+    assert code == 0, err
+    return out.strip()
+
+
+def _decide_in_browser(
+    url: str, run_id: str, name: str, decision: str, comment: str, expect: list[str], signature: str = ""
+) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
@@ -132,6 +144,7 @@ def _decide_in_browser(url: str, run_id: str, name: str, decision: str, comment:
             page.keyboard.press("ArrowDown")
             page.get_by_role("option", name=decision, exact=True).click()
             fields.nth(2).locator("textarea").fill(comment)
+            fields.nth(3).locator("textarea").fill(signature)
             form.get_by_role("button", name="Submit").click()
             form.wait_for(state="detached")
         finally:
@@ -141,7 +154,7 @@ def _decide_in_browser(url: str, run_id: str, name: str, decision: str, comment:
 def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
     pytest.importorskip("playwright.sync_api")
     url, env = ui_server
-    spec, root = setup_registry(tmp_path, rows=800)
+    spec, root, keys = setup_registry(tmp_path, rows=800)
     proc = subprocess.Popen(
         [
             _bin("sdgov"),
@@ -176,13 +189,19 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             ["Approve the Φ agreement", "Privacy budget of this release", run["sha256"]],
         )
         _wait(env, root, "agreement", 2, proc)
+        # typing the controller's name without his signature: refused too (the UI cannot tell who typed it)
+        _decide_in_browser(
+            url, run["run_id"], "Carl Controller", "approve", "unsigned", ["was refused", "separation of duties"]
+        )
+        _wait(env, root, "agreement", 3, proc)
         _decide_in_browser(
             url,
             run["run_id"],
             "Carl Controller",
             "approve",
             "agreed in the browser",
-            ["was refused", "separation of duties"],
+            ["was refused", "is not signed"],
+            _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
         )
         rel = _wait(env, root, "release", 1, proc)
         _decide_in_browser(
@@ -192,6 +211,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "approve",
             "released from the browser",
             ["Audit verdict: PASS", "max TVD over Φ", "card.html", rel["sha256"]],
+            _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
         )
         out, err = proc.communicate(timeout=240)
     finally:
@@ -207,6 +227,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
     ]
     code, out, _ = cli("trail", "--root", str(root), "--json")
     events = [(e["event"], e["who"]) for e in json.loads(out)["events"]]
-    assert ("approval_refused", "Ada Analyst") in events and events[-1] == ("released", "Carl Controller")
+    assert ("approval_refused", "Ada Analyst") in events and ("approval_refused", "Carl Controller") in events
+    assert events[-1] == ("released", "Carl Controller")
     assert json.loads(out)["verified"] is True
     shutil.rmtree(tmp_path / "home", ignore_errors=True)

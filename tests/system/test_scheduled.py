@@ -12,7 +12,7 @@ import yaml
 
 from sdgov import ledger
 from sdgov.registry import Registry
-from tests.system.test_governed import FlowThread, cli, setup_registry, wait_paused
+from tests.system.test_governed import CONTROLLER_EVENTS, FlowThread, cli, decisions, setup_registry, wait_paused
 
 
 def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_path):
@@ -40,12 +40,15 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
     from sdgov.privacy import plan_privacy
     from sdgov.spec import load_spec
 
-    spec, root = setup_registry(tmp_path, rows=1200)
+    spec, root, keys = setup_registry(tmp_path, rows=1200)
     loaded = load_spec(spec)
     rho = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, 1200).rho
     (root / "budgets.yaml").write_text(
         yaml.safe_dump({"set_by": {"name": "Carl Controller"}, "datasets": {"toyland_census": {"rho": 2.5 * rho}}})
     )
+    carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
+    code, _, err = cli("approvers", "commit", *carl, "--root", str(root))  # the controller signs the new budget
+    assert code == 0, err
 
     def next_run(seed: int) -> None:  # each scheduled run: a new agreement (seed) on the same dataset → new ρ
         s = yaml.safe_load(spec.read_text())
@@ -59,9 +62,8 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
                 spec_path=str(spec), registry_root=str(root), approval="standing", poll_interval=1, timeout_s=120
             )
         assert out.status == "released"
-    events = Registry(root).events()
-    assert [e.event for e in events][:7] == [
-        "registry_created",  # the genesis: registry id and public key
+    events = [e for e in Registry(root).events() if e.event not in CONTROLLER_EVENTS]
+    assert [e.event for e in events][:6] == [
         "agreement_signed",
         "agreement_signed",
         "budget_spent",
@@ -77,13 +79,16 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
     t.start()
     run = wait_paused(root, "budget", thread=t)
     assert "budget" in run["subject"]
-    code, _, err = cli("approve", run["run_id"], "--as", "Carl Controller", "--reject", "--comment", "budget stays")
+    code, _, err = cli(
+        "approve", run["run_id"], "--as", "Carl Controller", "--key", str(keys["Carl Controller"]), "--reject",
+        "--comment", "budget stays",
+    )  # fmt: skip
     assert code == 0, err
     t.join(120)
     assert t.result.status == "rejected"
-    events = [e.event for e in Registry(root).events()]
+    events = [e for e, _ in decisions(root)]
     assert events.count("measured") == 2 and events.count("released") == 2
-    assert events[13:] == ["agreement_signed", "agreement_signed", ledger.REFUSED, "budget_rejected"]
+    assert events[12:] == ["agreement_signed", "agreement_signed", ledger.REFUSED, "budget_rejected"]
     [acct] = ledger.ledger_summary(Registry(root))
     assert acct["spent_rho"] == pytest.approx(2 * rho) and len(acct["spends"]) == 2
     assert Registry(root).verify() == []

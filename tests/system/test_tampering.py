@@ -178,7 +178,7 @@ def swap_two_log_lines(root: Path, rid: str, tmp: Path) -> None:
 
 def append_a_forged_event(root: Path, rid: str, tmp: Path) -> None:
     events = _events(root)
-    events.append({**events[-1], "event": "budget_policy_recorded", "comment": "budget reset", "sig": ""})
+    events.append({**events[-1], "event": "policy_changed", "comment": "budget reset", "sig": ""})
     _write_events(root, events)
 
 

@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 
 from sdgov import checkpoint, registry_key
 from sdgov.errors import BudgetError, RegistryError
 from sdgov.flows.cli import main
 from sdgov.registry import EVENT_DOMAIN, LogBroken, Registry
+from tests.governance import controller_registry
 from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
 
@@ -92,28 +92,21 @@ def test_a_broken_log_refuses_every_spend_with_one_line(tmp_path, capsys):
     assert f"the registry log is broken at line {i + 1}" in err and "run 'sdgov registry verify" in err
 
 
-def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_records_it(tmp_path, capsys):
+def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_signs_it_in(tmp_path, capsys):
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)
-    (root / "approvers.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "approvers": [
-                    {"name": "Ada Analyst", "role": "analyst"},
-                    {"name": "Carl Controller", "role": "controller"},
-                ]
-            }
-        )
-    )
+    keys = controller_registry(root, tmp_path / "keys")  # approvers and budgets adopted by Carl's signed commit
     _measure_only(_spec(tmp_path, 1), root)
     _policy(root, 10 * RHO)  # edited by someone with write access to the registry
     with pytest.raises(BudgetError, match="the budget policy changed since its hash was logged"):
         _measure_only(_spec(tmp_path, 2), root)
     assert "budgets.yaml: changed" in Registry(root).verify()[0]
-    code, _, err = _cli(capsys, "budget", "--root", str(root), "--record-policy", "--as", "Ada Analyst")
+    code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Ada Analyst", "--key",
+                        str(keys["Ada Analyst"]))  # fmt: skip
     assert code == 2 and "not a data controller" in err
-    code, out, _ = _cli(capsys, "budget", "--root", str(root), "--record-policy", "--as", "Carl Controller")
-    assert code == 0 and "by Carl Controller" in out
+    code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Carl Controller", "--key",
+                        str(keys["Carl Controller"]))  # fmt: skip
+    assert code == 0, err
     _measure_only(_spec(tmp_path, 2), root)
     assert Registry(root).verify() == []
     (root / "budgets.yaml").unlink()  # no policy = no limit: also a change

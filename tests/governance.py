@@ -1,0 +1,43 @@
+"""Test helper: a registry whose controller files are committed, and the people's private keys."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from sdgov.controller import commit
+from sdgov.keys import keygen
+from sdgov.registry import Registry
+
+PEOPLE = [("Ada Analyst", "analyst"), ("Carl Controller", "controller"), ("Cora Compliance", "compliance")]
+
+
+def key_path(keys: Path, name: str) -> Path:
+    return keys / (name.split()[0].lower() + ".pem")
+
+
+def write_approvers(root: Path, keys: Path, people=PEOPLE) -> dict[str, Path]:
+    """Write ``root/approvers.yaml`` with a fresh key for each person; their private key files by name."""
+    root.mkdir(parents=True, exist_ok=True)
+    keys.mkdir(parents=True, exist_ok=True)
+    paths, entries = {}, []
+    for name, role in people:
+        paths[name] = key_path(keys, name)
+        pub = keygen(paths[name]) if not paths[name].exists() else None
+        entries.append({"name": name, "role": role, "public_key": pub or _public(paths[name])})
+    (root / "approvers.yaml").write_text(yaml.safe_dump({"approvers": entries}, sort_keys=False, allow_unicode=True))
+    return paths
+
+
+def _public(private: Path) -> str:
+    from sdgov.keys import load_private_key, public_line
+
+    return public_line(load_private_key(private).public_key())
+
+
+def controller_registry(root: Path, keys: Path, people=PEOPLE, signer: str = "Carl Controller") -> dict[str, Path]:
+    """An approvers registry adopted by a signed commit (what a controller does once per registry)."""
+    paths = write_approvers(root, keys, people)
+    commit(Registry(root), signer, paths[signer])
+    return paths
