@@ -17,6 +17,7 @@ import pytest
 from sdgov import ledger
 from sdgov.registry import Registry
 from tests.conftest import REPO
+from tests.governance import controller_registry
 from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
 
@@ -67,6 +68,7 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
 
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)  # room for ONE spend only: a second spend would fail the re-run
+    controller_registry(root, tmp_path / "keys")  # the controller signs the budget in: the release flow checks it
     spec = _spec(tmp_path, 7, rows=1200)
     marker = tmp_path / "fault"
     child = subprocess.Popen(
