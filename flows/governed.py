@@ -40,7 +40,8 @@ from sdgov.contracts import ReleaseResult, SignOff, utcnow
 from sdgov.errors import BudgetError, SdgovError
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.metrics import UtilitySummary
-from sdgov.privacy import PrivacyPlan, plan_privacy
+from sdgov.policy import preflight
+from sdgov.privacy import PrivacyPlan
 from sdgov.publishing import log_blocked
 from sdgov.registry import Registry
 from sdgov.summaries import agreement_md, budget_md, existing, release_md
@@ -292,13 +293,13 @@ def _governed(
         standing = None
     sha = agreed.agreement_sha256
     agreement = load_agreement(agreed.agreement)
-    plan = plan_privacy(agreement.privacy, agreement.cliques, agreed.data.rows)
+    plan = preflight(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
     signoffs = list(agreed.signoffs)
 
     def acct():
         try:
-            return ledger.account(registry, agreed.data.name, agreed.data.sha256)
-        except BudgetError:
+            return ledger.account(registry, agreed.data.name, agreed.data.fingerprint)
+        except SdgovError:
             return None
 
     common = {
@@ -314,7 +315,7 @@ def _governed(
             approvers_file,
             subject="agreement",
             sha256=sha,
-            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.sha256),
+            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.fingerprint),
             **common,
         )
         signoffs.append(s)

@@ -64,6 +64,39 @@ class Card(Strict):
     audit: AuditReport
     signoffs: list[SignOff]
     provenance: dict[str, Any]
+    ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
+
+
+def ledger_statement(ledger: dict[str, Any] | None) -> str:
+    """The lifetime ledger in words: what this release spent, what was reused, and from which releases."""
+    if ledger is None:
+        return ""
+    reused = [s for s in ledger["statistics"] if s["how"] == "reused"]
+    s = (
+        f"Dataset {ledger['dataset']!r} (content fingerprint {ledger['fingerprint'][:12]}…) had spent "
+        f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
+        f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
+    )
+    if reused:
+        s += (
+            f" {len(reused)} of its {len(ledger['statistics'])} tables were measured before at the same σ and are "
+            "reused as they were drawn (post-processing: no new noise, no new spend): "
+            + "; ".join(
+                " × ".join(r["attributes"])
+                + f" (drawn {r['measured_at']} in run {(r['measured_in_run'] or '')[:8]}"
+                + (f", released in {', '.join(r['earlier_releases'])}" if r["earlier_releases"] else "")
+                + ")"
+                for r in reused
+            )
+            + "."
+        )
+    if ledger["earlier_releases_sharing"]:
+        s += (
+            " Earlier releases sharing measurements with this one: "
+            + ", ".join(ledger["earlier_releases_sharing"])
+            + "."
+        )
+    return s
 
 
 def environment() -> dict[str, Any]:
@@ -145,7 +178,7 @@ def privacy_statement(plan: PrivacyPlan) -> str:
     )
     if plan.sigma_floor is not None:
         s += (
-            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (ONS small-count rule)"
+            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (the data controller's policy; ONS small-count rule)"
             f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
             f"ε = {plan.floor_max_epsilon:.4g}."
         )
@@ -171,6 +204,7 @@ def build_card(
     data_info: dict[str, Any],
     utility_report: dict[str, Any] | None = None,
     audit_sections: dict[str, dict[str, Any]] | None = None,
+    ledger: dict[str, Any] | None = None,
 ) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
@@ -220,6 +254,7 @@ def build_card(
         utility_report=utility_report_summary(utility_report),
         audit_sections=audit_sections or {},
         provenance={"stages": [r.model_dump() for r in records], "environment": environment()},
+        ledger=ledger,
     )
 
 
@@ -283,7 +318,7 @@ def _env() -> Environment:
 def render(card: Card) -> dict[str, str]:
     """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``."""
     env = _env()
-    ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility)}
+    ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility), "ledger_statement": ledger_statement(card.ledger)}
     if card.utility_report:
         from sdgov.utility.plots import radar
 

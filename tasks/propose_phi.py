@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef, SignOff, utcnow
 from sdgov.inputs import check_proposal
+from sdgov.policy import preflight
 from sdgov.registry import Registry
 from sdgov.tasks.common import stage
 
@@ -26,6 +27,8 @@ def propose_phi(
 ) -> Agreed:
     with stage("propose_phi", VERSION) as rec:
         checked = check_proposal(spec_path, approvers_path, proposer, data_path)
+        ag, data = checked.loaded.agreement, checked.data
+        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers = checked.proposer, ArtifactRef.of("approvers", approvers_path)
         Registry(registry_root).append(

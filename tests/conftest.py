@@ -48,6 +48,19 @@ def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
     return dest / "spec.yaml"
 
 
+def init_registry(root: Path, **defaults: object) -> Path:
+    """A registry with the controller's default policy (what ``sdgov init`` writes), ``defaults`` overriding its
+    defaults; returns ``root``. Every release needs a policy."""
+    from sdgov.policy import init_policy, policy_path
+
+    init_policy(root, controller="Carl Controller")
+    if defaults:
+        policy = yaml.safe_load(policy_path(root).read_text())
+        policy["defaults"].update(defaults)
+        policy_path(root).write_text(yaml.safe_dump(policy, sort_keys=False))
+    return root
+
+
 @pytest.fixture
 def demo_spec(tmp_path: Path) -> Path:
     return make_demo_inputs(tmp_path / "inputs")
@@ -58,5 +71,6 @@ def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
+    init_registry(root)
     agreed = agree_phi.fn(str(spec), str(root), run_id)
     return Path(measure.fn(agreed, str(root)).measurements.path)

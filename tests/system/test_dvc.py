@@ -72,10 +72,10 @@ def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsy
     """`sdgov stage measure` (what dvc.yaml calls) only exports ψ drawn by the flow under the ledger."""
     from sdgov.flows.cli import main
     from sdgov.registry import Registry
-    from tests.conftest import draw_measurement, make_demo_inputs
+    from tests.conftest import draw_measurement, init_registry, make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "a", rows=500)
-    root, out = tmp_path / "registry", tmp_path / "m.json"
+    root, out = init_registry(tmp_path / "registry"), tmp_path / "m.json"
     assert main(["stage", "measure", "--spec", str(spec), "--out", str(out), "--root", str(root)]) == 2
     assert "noise is drawn only there" in capsys.readouterr().err and not out.exists()
 

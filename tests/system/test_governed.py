@@ -23,7 +23,7 @@ import sdgov.flows.governed
 import sdgov.flows.schedule  # noqa: F401
 from sdgov.flows.cli import main
 from sdgov.registry import Registry
-from tests.conftest import make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs
 
 APPROVERS = {
     "approvers": [
@@ -36,8 +36,7 @@ APPROVERS = {
 
 def setup_registry(tmp: Path, rows: int = 1500) -> tuple[Path, Path]:
     spec = make_demo_inputs(tmp / "in", rows=rows)
-    root = tmp / "registry"
-    root.mkdir()
+    root = init_registry(tmp / "registry")
     (root / "approvers.yaml").write_text(yaml.safe_dump(APPROVERS, sort_keys=False))
     return spec, root
 

@@ -14,6 +14,7 @@ from sdgov.flows.cli import main
 from sdgov.privacy import epsilon_of_rho
 from sdgov.registry import Registry
 from sdgov.schema import encode, load_schema
+from tests.conftest import init_registry
 
 
 def test_release_has_every_artifact_and_verifies(released):
@@ -131,7 +132,7 @@ def test_rerun_reuses_the_noise_and_never_redraws(tmp_path, prefect_server):
     from sdgov.flows.release import release_flow
 
     spec = _spec(tmp_path)
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     first = release_flow(spec_path=str(spec), registry_root=str(root))
     second = release_flow(spec_path=str(spec), registry_root=str(root))
     m1 = (Path(first.path) / "artifacts" / "measurements.json").read_bytes()
