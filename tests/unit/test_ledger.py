@@ -168,6 +168,16 @@ def test_a_registry_without_policy_refuses_every_release(tmp_path):
     assert not root.exists(), "refused before anything was written"
 
 
+def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_path, capsys):
+    from sdgov.flows.cli import main
+
+    spec, root = _spec(tmp_path, 1), tmp_path / "registry"
+    assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("sdgov: error: ") and "no controller policy" in line and "sdgov init --root" in line
+    assert not root.exists()
+
+
 @pytest.mark.parametrize(
     ("defaults", "over", "match"),
     [
