@@ -237,7 +237,11 @@ def _budget_record(
     policy_sha: str,
 ) -> dict[str, Any]:
     """The dataset's lifetime ledger as this release leaves it, and where each of its statistics came from."""
-    this = spend.rho if spend is not None else 0.0
+    # this release: the statistics drawn for it — now, or by an interrupted run of it (adopted, or reserved and
+    # drawn now); everything else the account holds was spent before
+    fresh = {keys[m.clique]: m.rho for m in plan.marginals if how.get(keys[m.clique]) in ("drawn", "adopted")}
+    this = math.fsum(fresh.values()) if plan.noise != "none" else 0.0
+    total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
@@ -262,10 +266,10 @@ def _budget_record(
         "policy_entry": entry,
         "policy_sha256": policy_sha,
         "lifetime_rho": before.lifetime_rho,
-        "spent_before_rho": before.spent_rho,
+        "spent_before_rho": total - this,
         "this_release_rho": this,
-        "spent_after_rho": before.spent_rho + this,
-        "remaining_rho": max(0.0, before.lifetime_rho - before.spent_rho - this),
+        "spent_after_rho": total,
+        "remaining_rho": max(0.0, before.lifetime_rho - total),
         "max_epsilon_per_release": limits.max_epsilon_per_release,
         "sigma_floor": limits.sigma_floor,
         "statistics": stats,
