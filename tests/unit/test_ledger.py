@@ -252,3 +252,27 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     with pytest.raises(RegistryError, match="no run ever reserved budget for it"):
         measure.fn(agreed, str(root))
     assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0, "refused before spending"
+
+
+def test_policy_overrides_by_fingerprint_win_over_the_name_label(tmp_path):
+    from sdgov.policy import load_policy
+
+    root = init_registry(tmp_path / "registry")
+    policy = yaml.safe_load((root / "policy.yaml").read_text())
+    fp = "ab" * 32
+    policy["datasets"] = {"toyland_census": {"lifetime_rho": 0.3}, fp: {"lifetime_rho": 0.2, "max_rows": 500}}
+    (root / "policy.yaml").write_text(yaml.safe_dump(policy))
+    p, _ = load_policy(root)
+    by_fp, entry = p.limits(fp, "toyland_census")
+    assert (by_fp.lifetime_rho, by_fp.max_rows, entry) == (0.2, 500, f"datasets.{fp}")
+    by_name, entry = p.limits("cd" * 32, "toyland_census")
+    assert (by_name.lifetime_rho, by_name.sigma_floor, entry) == (0.3, 10, "datasets.toyland_census")
+    assert p.limits("cd" * 32, "other") == (p.defaults, "defaults")
+
+
+def test_a_policy_allowing_an_unknown_generator_is_refused(tmp_path):
+    from sdgov.policy import load_policy
+
+    root = init_registry(tmp_path / "registry", generators=["pgm", "gan"])
+    with pytest.raises(PolicyError, match=r"unknown generator\(s\) \['gan'\]"):
+        load_policy(root)
