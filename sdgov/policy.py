@@ -9,7 +9,7 @@ A registry without one refuses every release (``sdgov init`` writes a sensible d
       max_epsilon_per_release: 2.0     # the ε of one release (all its statistics, reused or new)
       max_delta: null                  # null: δ ≤ 1/N; a number can only lower that
       sigma_floor: 10                  # every marginal gets σ ≥ 10 (raised to it, never refused)
-      generators: [pgm, ipf, independent]
+      generators: [ipf, pgm]
       max_rows: 10000000               # synthetic records per release
     datasets:                          # overrides, keyed by the dataset's content fingerprint or its name label
       toyland_census: {lifetime_rho: 0.25}

@@ -3,7 +3,8 @@
 Layout under the store root (default ``./registry``, or ``$SDGOV_REGISTRY``, or ``--root``)::
 
     log.jsonl                      one canonical-JSON event per line; each carries the hash of the one before
-    measurements/<key>.json        noisy marginals, drawn once per (agreement, dataset) and reused ever after
+    policy.yaml                    the data controller's release policy (sdgov/policy.py; `sdgov init` writes it)
+    measurements/<key>.json        one noisy marginal, drawn once per (dataset fingerprint, attributes, σ)
     runs/<run_id>/                 stage work directories (intermediate artifacts, provenance records)
     releases/<release_id>/         immutable: synthetic data, card.{html,md,json}, artifacts, manifest.json
 
