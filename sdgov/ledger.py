@@ -72,13 +72,16 @@ def spend_of(e: Event) -> Spend | None:
     if e.event != SPENT:
         return None
     d = json.loads(e.comment)
+    # spends logged before statistics were keyed by content (one per agreement × file hash) still
+    # count: their file hash stands in for the fingerprint, their measurement key for the statistics
+    statistics = d.get("statistics") or {d.get("measurement_key", f"legacy-{e.seq}"): d["rho"]}
     return Spend(
         seq=e.seq,
         time=e.time,
         dataset=d["dataset"],
-        fingerprint=d["fingerprint"],
+        fingerprint=d.get("fingerprint") or d.get("dataset_sha256", ""),
         rho=float(d["rho"]),
-        statistics={k: float(v) for k, v in d["statistics"].items()},
+        statistics={k: float(v) for k, v in statistics.items()},
         agreement_sha256=e.agreement_sha256,
         run_id=e.run_id,
     )

@@ -92,7 +92,7 @@ def measure_once(
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.events()
         keys = {m.clique: statistic_key(fp, m.clique, m.sigma) for m in plan.marginals}
-        rhos = {keys[m.clique]: m.rho for m in plan.marginals}
+        rhos = {keys[m.clique]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
         logged = {k: e for k in keys.values() if (e := logged_statistic(registry, events, k)) is not None}
         how: dict[str, How] = dict.fromkeys(logged, "reused")
         adopted: dict[str, bytes] = {}
@@ -239,8 +239,8 @@ def _budget_record(
     """The dataset's lifetime ledger as this release leaves it, and where each of its statistics came from."""
     # this release: the statistics drawn for it — now, or by an interrupted run of it (adopted, or reserved and
     # drawn now); everything else the account holds was spent before
-    fresh = {keys[m.clique]: m.rho for m in plan.marginals if how.get(keys[m.clique]) in ("drawn", "adopted")}
-    this = math.fsum(fresh.values()) if plan.noise != "none" else 0.0
+    fresh = [m.rho or 0.0 for m in plan.marginals if how.get(keys[m.clique]) in ("drawn", "adopted")]
+    this = math.fsum(fresh)
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     stats: list[dict[str, Any]] = []

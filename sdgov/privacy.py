@@ -70,7 +70,7 @@ class MarginalBudget(BaseModel):
     clique: Clique
     weight: float
     sigma: float
-    rho: float
+    rho: float | None  # None: measured exactly (noise 'none'), no DP accounting at all
 
 
 class PrivacyPlan(BaseModel):
@@ -114,7 +114,7 @@ def plan_privacy(
             sigma_floor=None,
             floor_binding=False,
             floor_max_epsilon=None,
-            marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=math.inf) for c in cliques],
+            marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=None) for c in cliques],
         )
     delta = p.delta if p.delta is not None else default_delta(n_records)
     weights = _weights(p, cliques)
@@ -131,10 +131,11 @@ def plan_privacy(
     if floor is not None:
         floor_binding = any(s < floor for s in sigmas)
         sigmas = [max(s, floor) for s in sigmas]
+    rhos = [rho_of_sigma(s) for s in sigmas]
     marginals = [
-        MarginalBudget(clique=c, weight=w, sigma=s, rho=rho_of_sigma(s)) for c, w, s in zip(cliques, weights, sigmas)
+        MarginalBudget(clique=c, weight=w, sigma=s, rho=r) for c, w, s, r in zip(cliques, weights, sigmas, rhos)
     ]
-    rho = math.fsum(m.rho for m in marginals)
+    rho = math.fsum(rhos)
     if budget is not None and rho > budget * (1 + 1e-9):
         raise SpecError(f"internal accounting error: spent ρ={rho} exceeds budget {budget}", "privacy")
     floor_max = None

@@ -276,3 +276,23 @@ def test_a_policy_allowing_an_unknown_generator_is_refused(tmp_path):
     root = init_registry(tmp_path / "registry", generators=["pgm", "gan"])
     with pytest.raises(PolicyError, match=r"unknown generator\(s\) \['gan'\]"):
         load_policy(root)
+
+
+def test_legacy_spends_keyed_by_agreement_still_count(tmp_path):
+    """A registry written before per-statistic keys: its spends (file hash, measurement key) stay on the ledger."""
+    root = init_registry(tmp_path / "registry", lifetime_rho=1.5 * RHO)
+    agreed, _ = _measure_only(_spec(tmp_path, 1), root)
+    legacy = {"dataset": "toyland_census", "dataset_sha256": "f" * 64, "rho": RHO, "measurement_key": "k" * 64}
+    Registry(root).append(ledger.SPENT, "sdgov", "system", comment=json.dumps(legacy))
+    acct = ledger.account(Registry(root), "toyland_census", agreed.data.fingerprint)
+    assert acct.spent_rho == pytest.approx(2 * RHO) and len(acct.spends) == 2  # counted by its name label
+
+
+def test_public_statistics_spend_nothing_and_are_reused(tmp_path):
+    root = init_registry(tmp_path / "registry")
+    spec = _spec(tmp_path, 1, privacy={"noise": "none"})
+    _, first = _measure_only(spec, root)
+    _, second = _measure_only(spec, root)
+    assert _psi(first) == _psi(second)
+    assert _events(root).count(ledger.SPENT) == 0 and _events(root).count("measured") == 1
+    assert json.loads(Path(first.budget.path).read_text())["this_release_rho"] == 0
