@@ -111,4 +111,4 @@ def test_unimportable_audit_generator_is_refused_before_anything_is_written(tmp_
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "audit.generator" in err[0] and "cannot import module 'no_such_module'" in err[0]
-    assert not root.exists()
+    assert [p.name for p in root.iterdir()] == ["policy.yaml"], "nothing written but the controller's policy"
