@@ -90,6 +90,20 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
             )
             + "."
         )
+    rescaled = [s for s in ledger["statistics"] if s.get("other_sigmas")]
+    if rescaled:
+        s += (
+            " Measured before on this dataset at another noise scale, so two measurements that both count in the "
+            "lifetime ρ: "
+            + "; ".join(
+                " × ".join(r["attributes"])
+                + f" (σ = {r['sigma']:.4g} now; before: "
+                + ", ".join(f"σ = {o['sigma']:.4g} on {o['measured_at']}" for o in r["other_sigmas"])
+                + ")"
+                for r in rescaled
+            )
+            + "."
+        )
     if ledger["earlier_releases_sharing"]:
         s += (
             " Earlier releases sharing measurements with this one: "

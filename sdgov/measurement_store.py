@@ -243,6 +243,7 @@ def _budget_record(
     this = math.fsum(fresh)
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
+    scales = other_scales(registry, before.fingerprint, set(keys.values()))
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
         key = keys[m.clique]
@@ -257,6 +258,7 @@ def _budget_record(
                 "measured_at": src.time if src else None,
                 "measured_in_run": src.run_id if src else None,
                 "earlier_releases": used_by.get(key, []),
+                "other_sigmas": scales.get(frozenset(m.clique), []),
             }
         )
     sharing = sorted({r for key in keys.values() for r in used_by.get(key, [])})
@@ -276,6 +278,29 @@ def _budget_record(
         "reused": sum(s["how"] == "reused" for s in stats),
         "earlier_releases_sharing": sharing,
     }
+
+
+def other_scales(registry: Registry, fingerprint: str, exclude: set[str]) -> dict[frozenset[str], list[dict[str, Any]]]:
+    """Attribute set → every *other* noise scale it was measured at on this dataset (σ, when, which run): the
+    same table at two scales is two measurements, and both count in the lifetime ρ."""
+    out: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for e in registry.events():
+        if e.event != "measured":
+            continue
+        for name in e.artifacts:
+            key = Path(name).stem
+            path = registry.root / name
+            if key in exclude or not name.startswith("measurements/") or not path.is_file():
+                continue
+            try:
+                stat = Statistic.model_validate_json(path.read_bytes())
+            except ValueError:  # a measurement persisted before per-statistic keys: not one table
+                continue
+            if stat.fingerprint == fingerprint:
+                out.setdefault(frozenset(stat.attributes), []).append(
+                    {"sigma": stat.sigma, "measured_at": e.time, "measured_in_run": e.run_id}
+                )
+    return out
 
 
 def releases_using(registry: Registry, keys: set[str]) -> dict[str, list[str]]:

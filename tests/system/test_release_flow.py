@@ -182,8 +182,8 @@ def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(t
     from sdgov.flows.release import release_flow
     from tests.conftest import make_demo_inputs
 
-    def spec(d: str, marginals: list[list[str]]) -> str:
-        p = make_demo_inputs(tmp_path / d, rows=2000, phi={"marginals": marginals}, privacy={"sigma": 12})
+    def spec(d: str, marginals: list[list[str]], sigma: float = 12) -> str:
+        p = make_demo_inputs(tmp_path / d, rows=2000, phi={"marginals": marginals}, privacy={"sigma": sigma})
         return str(p)
 
     root = init_registry(tmp_path / "registry")
@@ -200,6 +200,14 @@ def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(t
     reused = [s for s in c2["statistics"] if s["how"] == "reused"]
     assert [r["attributes"] for r in reused] == [["Sex", "Age"]] and reused[0]["earlier_releases"] == [first.release_id]
     assert c2["earlier_releases_sharing"] == [first.release_id]
+
+    # the same marginal at another σ: a new statistic, drawn and charged, and the card shows both measurements
+    third = release_flow(spec_path=spec("c", [["Age", "Sex"]], sigma=15), registry_root=str(root))
+    c3 = json.loads(Path(third.card_json).read_text())["ledger"]
+    assert c3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and c3["earlier_releases_sharing"] == []
+    assert [o["sigma"] for o in c3["statistics"][0]["other_sigmas"]] == [12]
+    md = Path(third.card_md).read_text()
+    assert "Sex × Age (σ = 15 now; before: σ = 12 on" in md and "lifetime ρ" in md
 
 
 def _spec(tmp_path: Path) -> Path:

@@ -113,6 +113,8 @@ def test_two_agreements_sharing_a_marginal_draw_it_once(tmp_path):
     _, third = _measure_only(c, root)  # another σ: a new statistic, drawn and charged
     b3 = json.loads(Path(third.budget.path).read_text())
     assert b3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and b3["statistics"][0]["how"] == "drawn"
+    [earlier] = b3["statistics"][0]["other_sigmas"]  # both measurements of Sex × Age are on the record
+    assert earlier["sigma"] == 12 and earlier["measured_in_run"] == Path(agreed.run_dir).name
     assert _events(root).count("measured") == 3 and reg.verify() == []
 
 
