@@ -306,7 +306,7 @@ def cmd_budget(args: argparse.Namespace) -> int:
     policy, sha = load_policy(reg.root)
     accts = ledger_summary(reg)
     lines = [
-        f"{a['dataset']} (fingerprint {a['fingerprint'][:12]}…): spent ρ={a['spent_rho']:.6g}"
+        f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
         + (
             f" of {a['lifetime_rho']:.6g} ({a['policy_entry']}), remaining {a['remaining_rho']:.6g}"
             if "error" not in a

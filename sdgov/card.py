@@ -77,6 +77,8 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
         f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
         f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
     )
+    if ledger["reused"]:
+        s += " The guarantee above covers all of this release's tables; those reused from earlier draws were paid then."
     if reused:
         s += (
             f" {len(reused)} of its {len(ledger['statistics'])} tables were measured before at the same σ and are "
@@ -185,7 +187,7 @@ def privacy_statement(plan: PrivacyPlan) -> str:
             "this release carries no differential-privacy guarantee."
         )
     s = (
-        f"The agreed statistics were measured with {plan.mechanism}, spending ρ = {plan.rho:.6g} in total "
+        f"The agreed statistics were measured with {plan.mechanism}, at ρ = {plan.rho:.6g} in total "
         f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
         f"neighbouring datasets that differ by {plan.neighbours}. Everything after measurement is post-processing "
         "of the noisy statistics and spends no further budget."
