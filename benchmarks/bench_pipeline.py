@@ -160,7 +160,7 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
             t0 = time.perf_counter()
             codes = encode(df, schema, where="benchmark")
             t1 = time.perf_counter()
-            mset = measure(codes, schema, agreement, plan, dataset_sha256="benchmark")
+            mset = measure(codes, schema, agreement, plan, dataset_fingerprint="benchmark")
             t2 = time.perf_counter()
             t_enc.append(t1 - t0)
             t_meas.append(t2 - t1)

@@ -31,11 +31,15 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     from sdgov.approvals import agreement_signoffs
     from sdgov.controller import check_controller_files
     from sdgov.inputs import check_inputs
+    from sdgov.policy import preflight
     from sdgov.registry import Registry
 
     check_controller_files(Registry(args.root))  # the controller's files as last signed, or no release
     checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
+    root = Registry(args.root).root.resolve()
+    ag, data = checked.loaded.agreement, checked.data
+    preflight(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
     if api_starting is not None:
         api_starting.join()  # the flow must find the server up, not half-started
     else:
@@ -44,7 +48,6 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
         install()  # a temporary server the flow starts dies with this process, even on kill -9
     from sdgov.flows.release import release_flow
 
-    root = Registry(args.root).root.resolve()
     result = release_flow(
         spec_path=str(Path(args.spec).resolve()),
         registry_root=str(root),
@@ -71,12 +74,14 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from sdgov.controller import init
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
     from sdgov.registry import Registry
     from sdgov.schema import load_schema
 
     api_starting = _start_temporary_api()
+    init(Registry(args.root), controller="Carl Controller")  # the demo's registry: the default policy, adopted
     # the made-up confidential file lives beside the registry (never inside the installed package or a clone)
     data = Registry(args.root).root.resolve().parent / "build" / "demo" / "data.csv"
     if not data.exists():
@@ -98,6 +103,28 @@ def _start_temporary_api() -> threading.Thread | None:
     thread = threading.Thread(target=server.start, name="prefect-temporary-api", daemon=True)
     thread.start()
     return thread
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the controller's default policy into a registry (kept as it is when there is one already)."""
+    from sdgov.controller import init
+    from sdgov.registry import Registry
+
+    reg = Registry(args.root)
+    path, written, adopted = init(reg, controller=args.controller)
+    human = (
+        f"wrote the default controller policy: {path}\n  review it (lifetime ρ, max ε per release, σ floor, "
+        "generators, rows) before the first release"
+        if written
+        else f"kept the existing controller policy: {path}"
+    ) + (
+        "\n  adopted in the log (first policy of this registry); later changes need a controller's signed "
+        "'sdgov approvers commit'"
+        if adopted
+        else ""
+    )
+    _emit(args, {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}, human)
+    return 0
 
 
 def cmd_demo_data(args: argparse.Namespace) -> int:
@@ -261,37 +288,35 @@ def cmd_stage(args: argparse.Namespace) -> int:
 def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     """Export ψ — the noisy marginals the governed flow drew for this agreement and data — from the registry.
 
-    It never draws noise: drawing happens only in the release flow's measure stage, under the signed agreement
-    and the budget ledger. A second copy of ψ under DVC is the same bytes, so it leaks nothing more.
+    It never draws noise: drawing happens only in the release flow's measure stage, under the signed agreement,
+    the controller's policy and the budget ledger. A second copy of ψ under DVC is the same bytes, so it leaks
+    nothing more.
     """
     from sdgov.atomic import atomic_write_bytes
     from sdgov.errors import RegistryError
-    from sdgov.hashing import sha256_file
-    from sdgov.measurement_store import logged_measurement, measurement_key
+    from sdgov.inputs import validated_data
+    from sdgov.measurement_store import assemble_logged
     from sdgov.registry import Registry
 
     registry = Registry(args.root)
-    key = measurement_key(loaded.agreement.sha256(), sha256_file(loaded.data_path))
-    if logged_measurement(registry, key) is None:
-        raise RegistryError(
-            f"no noisy marginals were drawn for this agreement and data in registry {registry.root}",
-            str(loaded.spec_path),
-            "run the governed release first ('sdgov release --spec ...' or "
-            "'sdgov propose'): noise is drawn only there, once, under the budget ledger",
-        )
-    payload = registry.measurement_path(key).read_bytes()
+    data = validated_data(loaded.data_path, loaded.schema_)
+    ag = loaded.agreement
+    mset = assemble_logged(
+        registry, data.fingerprint, ag.dataset_name, data.rows, ag, loaded.schema_, str(loaded.spec_path)
+    )
+    payload = (mset.model_dump_json(indent=None) + "\n").encode()
     out = Path(args.out)
     if out.exists() and out.read_bytes() != payload:
         raise RegistryError(
             "a different measurement is already there",
             str(out),
-            "move it away deliberately; noise for one agreement is drawn once",
+            "move it away deliberately; noise for one statistic is drawn once",
         )
     atomic_write_bytes(out, payload)
     _emit(
         args,
-        {"measurements": str(out), "measurement_key": key},
-        f"exported the noisy marginals drawn for agreement {loaded.agreement.sha256()[:12]}… → {out}",
+        {"measurements": str(out), "statistics": [m.statistic for m in mset.measurements]},
+        f"exported the noisy marginals drawn for agreement {ag.sha256()[:12]}… → {out}",
     )
     return 0
 
@@ -311,6 +336,10 @@ def parser() -> argparse.ArgumentParser:
 
     d = add("demo", cmd_demo, "run a whole release on the built-in demo data and print where the card is")
     d.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+
+    i = add("init", cmd_init, "write the data controller's default policy (policy.yaml) into a registry")
+    i.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+    i.add_argument("--controller", default="Data Controller", help="the controller who owns the policy")
 
     r = add("release", cmd_release, "run the release flow for a spec")
     r.add_argument("--spec", required=True)

@@ -89,11 +89,14 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 def cmd_propose(args: argparse.Namespace) -> int:
     from sdgov.inputs import check_proposal
+    from sdgov.policy import preflight
     from sdgov.registry import Registry
 
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
-    check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
+    checked = check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
+    ag = checked.loaded.agreement
+    preflight(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)  # the controller's policy
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
@@ -350,34 +353,27 @@ def cmd_approvers(args: argparse.Namespace) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    from sdgov.ledger import ledger_summary, load_policy
+    from sdgov.ledger import ledger_summary
+    from sdgov.policy import load_policy
     from sdgov.registry import Registry
 
     reg = Registry(args.root)
-    policy, sha = load_policy(reg)
+    policy, sha = load_policy(reg.root)
     accts = ledger_summary(reg)
     lines = [
-        f"{a['dataset']} ({a['dataset_sha256'][:12]}…): spent ρ={a['spent_rho']:.6g}"
+        f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
         + (
-            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}"
-            if a.get("lifetime_rho") is not None
-            else " (no lifetime limit)"
+            f" of {a['lifetime_rho']:.6g} ({a['policy_entry']}), remaining {a['remaining_rho']:.6g}"
             if "error" not in a
             else f" — {a['error']}"
         )
-        + f" in {len(a.get('spends', []))} measurement(s)"
+        + f" in {len(a.get('spends', []))} spend(s)"
         for a in accts
-    ]
-    spent_names = {a["dataset"] for a in accts}
-    lines += [
-        f"{name}: nothing spent yet of lifetime ρ={b.rho:.6g}"
-        for name, b in (policy.datasets.items() if policy else [])
-        if name not in spent_names
     ]
     _emit(
         args,
-        {"policy": policy.model_dump() if policy else None, "policy_sha256": sha, "datasets": accts},
-        "\n".join(lines) or "no privacy budget spent yet",
+        {"policy": policy.model_dump(), "policy_sha256": sha, "datasets": accts},
+        "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)",
     )
     return 0
 

@@ -48,7 +48,8 @@ from sdgov.errors import BudgetError, SdgovError
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.metrics import UtilitySummary
 from sdgov.names import same_person
-from sdgov.privacy import PrivacyPlan, plan_privacy
+from sdgov.policy import preflight
+from sdgov.privacy import PrivacyPlan
 from sdgov.publishing import log_blocked
 from sdgov.registry import Registry
 from sdgov.summaries import agreement_md, budget_md, existing, release_md
@@ -322,13 +323,13 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
         standing = None
     sha = agreed.agreement_sha256
     agreement = load_agreement(agreed.agreement)
-    plan = plan_privacy(agreement.privacy, agreement.cliques, agreed.data.rows)
+    plan = preflight(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
     signoffs = list(agreed.signoffs)
 
     def acct():
         try:
-            return ledger.account(registry, agreed.data.name, agreed.data.sha256)
-        except BudgetError:
+            return ledger.account(registry, agreed.data.name, agreed.data.fingerprint)
+        except SdgovError:
             return None
 
     common = {
@@ -343,7 +344,7 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             registry,
             subject="agreement",
             sha256=sha,
-            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.sha256),
+            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.fingerprint),
             **common,
         )
         signoffs.append(s)

@@ -111,6 +111,7 @@ def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: V
             name=loaded.spec.dataset.name,
             path=str(data.path),
             sha256=data.sha256,
+            fingerprint=data.fingerprint,
             dvc_md5=md5_file(data.path),
             rows=data.rows,
         ),

@@ -64,6 +64,55 @@ class Card(Strict):
     audit: AuditReport
     signoffs: list[SignOff]
     provenance: dict[str, Any]
+    ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
+
+
+def ledger_statement(ledger: dict[str, Any] | None) -> str:
+    """The lifetime ledger in words: what this release spent, what was reused, and from which releases."""
+    if ledger is None:
+        return ""
+    reused = [s for s in ledger["statistics"] if s["how"] == "reused"]
+    s = (
+        f"Dataset {ledger['dataset']!r} (content fingerprint {ledger['fingerprint'][:12]}…) had spent "
+        f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
+        f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
+    )
+    if ledger["reused"]:
+        s += " The guarantee above covers all of this release's tables; those reused from earlier draws were paid then."
+    if reused:
+        s += (
+            f" {len(reused)} of its {len(ledger['statistics'])} tables were measured before at the same σ and are "
+            "reused as they were drawn (post-processing: no new noise, no new spend): "
+            + "; ".join(
+                " × ".join(r["attributes"])
+                + f" (drawn {r['measured_at']} in run {(r['measured_in_run'] or '')[:8]}"
+                + (f", released in {', '.join(r['earlier_releases'])}" if r["earlier_releases"] else "")
+                + ")"
+                for r in reused
+            )
+            + "."
+        )
+    rescaled = [s for s in ledger["statistics"] if s.get("other_sigmas")]
+    if rescaled:
+        s += (
+            " Measured before on this dataset at another noise scale, so two measurements that both count in the "
+            "lifetime ρ: "
+            + "; ".join(
+                " × ".join(r["attributes"])
+                + f" (σ = {r['sigma']:.4g} now; before: "
+                + ", ".join(f"σ = {o['sigma']:.4g} on {o['measured_at']}" for o in r["other_sigmas"])
+                + ")"
+                for r in rescaled
+            )
+            + "."
+        )
+    if ledger["earlier_releases_sharing"]:
+        s += (
+            " Earlier releases sharing measurements with this one: "
+            + ", ".join(ledger["earlier_releases_sharing"])
+            + "."
+        )
+    return s
 
 
 def environment() -> dict[str, Any]:
@@ -138,14 +187,14 @@ def privacy_statement(plan: PrivacyPlan) -> str:
             "this release carries no differential-privacy guarantee."
         )
     s = (
-        f"The agreed statistics were measured with {plan.mechanism}, spending ρ = {plan.rho:.6g} in total "
+        f"The agreed statistics were measured with {plan.mechanism}, at ρ = {plan.rho:.6g} in total "
         f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
         f"neighbouring datasets that differ by {plan.neighbours}. Everything after measurement is post-processing "
         "of the noisy statistics and spends no further budget."
     )
     if plan.sigma_floor is not None:
         s += (
-            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (ONS small-count rule)"
+            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (the data controller's policy; ONS small-count rule)"
             f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
             f"ε = {plan.floor_max_epsilon:.4g}."
         )
@@ -172,6 +221,7 @@ def build_card(
     utility_report: dict[str, Any] | None = None,
     audit_sections: dict[str, dict[str, Any]] | None = None,
     log_head: dict[str, Any] | None = None,
+    ledger: dict[str, Any] | None = None,
 ) -> Card:
     tvd = {tuple(m.clique): m.tvd for m in utility.phi}
     sig = {tuple(m.clique): m for m in plan.marginals}
@@ -225,6 +275,7 @@ def build_card(
             "environment": environment(),
             **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log_head: the log this release joins
         },
+        ledger=ledger,
     )
 
 
@@ -288,7 +339,7 @@ def _env() -> Environment:
 def render(card: Card) -> dict[str, str]:
     """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``."""
     env = _env()
-    ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility)}
+    ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility), "ledger_statement": ledger_statement(card.ledger)}
     if card.utility_report:
         from sdgov.utility.plots import radar
 

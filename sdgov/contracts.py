@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from sdgov.errors import RegistryError
-from sdgov.hashing import md5_file, sha256_file
+from sdgov.hashing import sha256_file
 from sdgov.model import Frozen
 from sdgov.spec import GeneratorSpec
 
@@ -54,15 +54,12 @@ class ArtifactRef(Frozen):
 class DataRef(Frozen):
     """The confidential input. Only agree, measure, audit and utility stages ever hold one."""
 
-    name: str
+    name: str  # the declared name: a label only
     path: str
-    sha256: str
+    sha256: str  # the file's bytes (provenance, DVC)
+    fingerprint: str  # the content's identity (sdgov.fingerprint): the budget account and every statistic key
     dvc_md5: str
     rows: int
-
-    @classmethod
-    def of(cls, name: str, path: Path, rows: int) -> DataRef:
-        return cls(name=name, path=str(path), sha256=sha256_file(path), dvc_md5=md5_file(path), rows=rows)
 
     def as_artifact(self) -> ArtifactRef:
         return ArtifactRef(name="data", path=self.path, sha256=self.sha256, bytes=Path(self.path).stat().st_size)
@@ -109,8 +106,9 @@ class Agreed(Frozen):
 class Measured(Frozen):
     measurements: ArtifactRef
     privacy_plan: ArtifactRef
-    reused: bool
+    reused: bool  # every statistic was drawn before (nothing new drawn or spent)
     record: StageRecord
+    budget: ArtifactRef | None = None  # budget.json: the dataset's lifetime ledger and each statistic's origin
 
 
 class GenerateInput(Frozen):

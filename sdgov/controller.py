@@ -8,7 +8,7 @@ Three files belong to the data controller, never to the proposer:
       allow_unsigned_ui_approvals: false      # sandbox only: unsigned resumes count, recorded as unverified
 
 * the approvers registry (``ROOT/approvers.yaml`` unless ``approvers_file`` says otherwise);
-* ``ROOT/budgets.yaml`` — lifetime privacy budgets (its format is :mod:`sdgov.ledger`'s; only its bytes matter here).
+* ``ROOT/policy.yaml`` — the release policy (its format is :mod:`sdgov.policy`'s; only its bytes matter here).
 
 A file takes effect only once a controller has *committed* it: ``sdgov approvers commit --as NAME --key KEY``
 appends an ``approvers_changed`` / ``policy_changed`` event holding the file's new sha256 and a
@@ -37,12 +37,14 @@ from sdgov.hashing import sha256_file
 from sdgov.keys import fingerprint, verifies
 from sdgov.ledger import POLICY_FILE
 from sdgov.model import Frozen
+from sdgov.policy import init_policy
 from sdgov.registry import Event, Registry
 from sdgov.statements import CommitStatement, decode, encode, signed_bytes
 
 CONFIG_FILE = "controller.yaml"
 APPROVERS = "approvers.yaml"  # the label of the approvers registry in the log, wherever the file lives
 SNAPSHOTS = "controller"
+INIT = "sdgov init"  # marks the bootstrap adoption of a registry's first policy
 COMMIT_EVENTS = {APPROVERS: "approvers_changed", CONFIG_FILE: "policy_changed", POLICY_FILE: "policy_changed"}
 
 
@@ -106,6 +108,13 @@ def committed(registry: Registry) -> tuple[dict[str, str], Approvers | None]:
         if e.event not in ("approvers_changed", "policy_changed"):
             continue
         label, sha = e.artifacts.get("file", ""), e.artifacts.get("sha256", "")
+        if e.artifacts.get("adopted") == INIT:
+            # bootstrap: the first policy of a registry that has no approvers registry yet, adopted by `sdgov init`
+            # (the event is signed by the registry key like every other; later changes need a controller's commit)
+            if label != POLICY_FILE or not sha or state[label] or in_force is not None:
+                raise _bad(e, "an unsigned adoption counts only for the first policy, before any approvers registry")
+            state[label] = sha
+            continue
         try:
             stmt, sig = decode(e.artifacts.get("statement", ""), CommitStatement)
         except ValueError:
@@ -227,3 +236,24 @@ def commit(registry: Registry, signer: str, private_key_file: str | Path) -> lis
         if proposed is not None:
             in_force = proposed
     return events
+
+
+def init(registry: Registry, controller: str = "Data Controller") -> tuple[Path, bool, bool]:
+    """``sdgov init``: write the default policy (an existing file is kept) and, in a registry that has no committed
+    policy and no approvers registry yet, adopt it in the log — the bootstrap a standing-approval registry (the
+    demo, scheduled runs) needs. Returns (path, written now, adopted now). Once an approvers registry is in force,
+    a policy counts only through a controller's signed :func:`commit`."""
+    path, written = init_policy(registry.root, controller=controller)
+    with registry.lock():
+        state, in_force = committed(registry)
+        sha = sha256_file(path)
+        if state[POLICY_FILE] or in_force is not None:
+            return path, written, False
+        registry.append_locked(
+            COMMIT_EVENTS[POLICY_FILE],
+            "sdgov",
+            "system",
+            comment=f"{POLICY_FILE} adopted by sdgov init ({path})",
+            artifacts={"file": POLICY_FILE, "sha256": sha, "previous_sha256": "", "adopted": INIT, POLICY_FILE: sha},
+        )
+    return path, written, True

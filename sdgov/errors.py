@@ -51,3 +51,7 @@ class InternalError(Exception):
     def one_line(self) -> str:
         text = " ".join(str(self).split())
         return f"internal error (a bug in sdgov, please report it with the command you ran): {text}"
+
+
+class PolicyError(SdgovError):
+    """A release the data controller's policy (``policy.yaml``) does not allow, or a registry without one."""

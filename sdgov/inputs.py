@@ -20,6 +20,7 @@ from sdgov.approvals import StandingApproval, load_approvals
 from sdgov.approvers import Approver
 from sdgov.controller import APPROVERS, controller_approvers, controller_files
 from sdgov.errors import SpecError
+from sdgov.fingerprint import fingerprint
 from sdgov.hashing import sha256_file
 from sdgov.names import check_name
 from sdgov.privacy import plan_privacy
@@ -36,6 +37,7 @@ class ValidatedData:
     sha256: str
     schema_sha256: str
     codes: pd.DataFrame
+    fingerprint: str  # the content's identity, independent of file encoding, column and row order
 
     @property
     def rows(self) -> int:
@@ -57,7 +59,13 @@ def validated_data(path: Path, schema: Schema) -> ValidatedData:
     if last is not None and same_file and sha256_file(path) == last.sha256:
         return last
     codes = load_encoded(path, schema)  # a missing or malformed file ends here, with one clear line
-    _last_validated = ValidatedData(path=path, sha256=sha256_file(path), schema_sha256=schema_sha, codes=codes)
+    _last_validated = ValidatedData(
+        path=path,
+        sha256=sha256_file(path),
+        schema_sha256=schema_sha,
+        codes=codes,
+        fingerprint=fingerprint(codes, schema),
+    )
     return _last_validated
 
 

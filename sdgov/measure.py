@@ -1,7 +1,9 @@
 """Noisy measurement of the agreed marginals: the only place the confidential data meets the noise.
 
 The result, a :class:`MeasurementSet`, is the *only* input the generate stage receives. It holds no record,
-no exact count and no record total — just each agreed marginal with its noise scale.
+no exact count and no record total — just each agreed marginal with its noise scale. Each noisy marginal is
+drawn once per dataset and noise scale and reused by every later agreement that asks for it
+(:mod:`sdgov.measurement_store`); ``statistic`` names it there.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Measurement(BaseModel):
     shape: tuple[int, ...]
     sigma: float
     noisy_counts: list[int]
+    statistic: str = ""  # its key in the registry's draw-once store (dataset × attributes × σ); "" outside it
 
     def array(self) -> np.ndarray:
         return np.asarray(self.noisy_counts, dtype=np.int64).reshape(self.shape)
@@ -32,7 +35,7 @@ class MeasurementSet(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     agreement_sha256: str
-    dataset_sha256: str
+    dataset_fingerprint: str  # the content fingerprint of the data (sdgov.fingerprint), not a file hash
     schema_sha256: str
     attributes: list[str]
     domain: dict[str, int]
@@ -53,23 +56,30 @@ def marginal_counts(codes: pd.DataFrame, schema: Schema, clique: Clique) -> np.n
     return contingency_table(codes, clique, schema.shape(clique)).astype(np.int64)
 
 
-def measure(
-    codes: pd.DataFrame, schema: Schema, agreement: Agreement, plan: PrivacyPlan, dataset_sha256: str
-) -> MeasurementSet:
-    sigmas = plan.sigmas
+def measure_cliques(
+    codes: pd.DataFrame, schema: Schema, cliques: list[Clique], sigmas: dict[Clique, float]
+) -> list[Measurement]:
+    """Each clique's exact table plus fresh noise at its σ: the one place noise meets the data."""
     out = []
-    for clique in agreement.cliques:
+    for clique in cliques:
         exact = marginal_counts(codes, schema, clique)
         noisy = add_noise(exact, sigmas[clique])
         out.append(
             Measurement(clique=clique, shape=exact.shape, sigma=sigmas[clique], noisy_counts=noisy.ravel().tolist())
         )
+    return out
+
+
+def measure(
+    codes: pd.DataFrame, schema: Schema, agreement: Agreement, plan: PrivacyPlan, dataset_fingerprint: str
+) -> MeasurementSet:
+    """Every agreed marginal drawn afresh (simulations and benchmarks; a release draws through the store)."""
     return MeasurementSet(
         agreement_sha256=agreement.sha256(),
-        dataset_sha256=dataset_sha256,
+        dataset_fingerprint=dataset_fingerprint,
         schema_sha256=agreement.schema_sha256,
         attributes=agreement.attributes,
         domain=schema.domain(agreement.attributes),
         noise=plan.noise,
-        measurements=out,
+        measurements=measure_cliques(codes, schema, agreement.cliques, plan.sigmas),
     )

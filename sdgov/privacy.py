@@ -70,7 +70,7 @@ class MarginalBudget(BaseModel):
     clique: Clique
     weight: float
     sigma: float
-    rho: float
+    rho: float | None  # None: measured exactly (noise 'none'), no DP accounting at all
 
 
 class PrivacyPlan(BaseModel):
@@ -94,10 +94,13 @@ class PrivacyPlan(BaseModel):
         return {m.clique: m.sigma for m in self.marginals}
 
 
-def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> PrivacyPlan:
+def plan_privacy(
+    p: PrivacySpec, cliques: list[Clique], n_records: int, sigma_floor: float | None = None
+) -> PrivacyPlan:
     """Resolve a privacy spec into σ per marginal, ρ spent, and (ε, δ).
 
-    ``n_records`` only sets the default δ (ONS rule); it never changes σ for a ρ budget.
+    ``n_records`` only sets the default δ (ONS rule); it never changes σ for a ρ budget. ``sigma_floor`` is the
+    data controller's (:mod:`sdgov.policy`); a spec's own ``sigma_floor`` can only raise it.
     """
     if p.noise == "none":
         return PrivacyPlan(
@@ -111,7 +114,7 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
             sigma_floor=None,
             floor_binding=False,
             floor_max_epsilon=None,
-            marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=math.inf) for c in cliques],
+            marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=None) for c in cliques],
         )
     delta = p.delta if p.delta is not None else default_delta(n_records)
     weights = _weights(p, cliques)
@@ -122,19 +125,22 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
         budget = float(p.rho) if p.rho is not None else rho_of_epsilon(_epsilon(p), delta)
         total_w = math.fsum(weights)
         sigmas = [math.sqrt(SENSITIVITY**2 / (2 * budget * w / total_w)) for w in weights]
+    floors = [float(f) for f in (p.sigma_floor, sigma_floor) if f is not None]
+    floor = max(floors) if floors else None
     floor_binding = False
-    if p.sigma_floor is not None:
-        floor_binding = any(s < p.sigma_floor for s in sigmas)
-        sigmas = [max(s, float(p.sigma_floor)) for s in sigmas]
+    if floor is not None:
+        floor_binding = any(s < floor for s in sigmas)
+        sigmas = [max(s, floor) for s in sigmas]
+    rhos = [rho_of_sigma(s) for s in sigmas]
     marginals = [
-        MarginalBudget(clique=c, weight=w, sigma=s, rho=rho_of_sigma(s)) for c, w, s in zip(cliques, weights, sigmas)
+        MarginalBudget(clique=c, weight=w, sigma=s, rho=r) for c, w, s, r in zip(cliques, weights, sigmas, rhos)
     ]
-    rho = math.fsum(m.rho for m in marginals)
+    rho = math.fsum(rhos)
     if budget is not None and rho > budget * (1 + 1e-9):
         raise SpecError(f"internal accounting error: spent ρ={rho} exceeds budget {budget}", "privacy")
     floor_max = None
-    if p.sigma_floor is not None:
-        floor_max = epsilon_of_rho(len(cliques) * rho_of_sigma(float(p.sigma_floor)), delta)
+    if floor is not None:
+        floor_max = epsilon_of_rho(len(cliques) * rho_of_sigma(floor), delta)
     return PrivacyPlan(
         noise="gaussian",
         mechanism=MECHANISM,
@@ -143,7 +149,7 @@ def plan_privacy(p: PrivacySpec, cliques: list[Clique], n_records: int) -> Priva
         rho=rho,
         epsilon=epsilon_of_rho(rho, delta),
         delta=delta,
-        sigma_floor=p.sigma_floor,
+        sigma_floor=floor,
         floor_binding=floor_binding,
         floor_max_epsilon=floor_max,
         marginals=marginals,

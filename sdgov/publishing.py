@@ -137,7 +137,9 @@ def _publish_locked(
         audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
         signoffs=signoffs,
         records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
+        ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
         data_info={
+            "fingerprint": agreed.data.fingerprint,
             "sha256": agreed.data.sha256,
             "dvc_md5": agreed.data.dvc_md5,
             "rows": agreed.data.rows,
@@ -160,6 +162,7 @@ def _publish_locked(
         "artifacts/agreement.json": agreed.agreement.verified(),
         "artifacts/measurements.json": measured.measurements.verified(),
         "artifacts/privacy_plan.json": measured.privacy_plan.verified(),
+        **({"artifacts/budget.json": measured.budget.verified()} if measured.budget else {}),
         "artifacts/model_info.json": generated.model_info.verified(),
         "artifacts/audit.json": audited.report.verified(),
         "artifacts/utility.json": utility.report.verified(),

@@ -5,7 +5,8 @@ Layout under the store root (default ``./registry``, or ``$SDGOV_REGISTRY``, or 
     registry.json                  the registry's id and public key (also in the log's first, genesis event)
     log.jsonl                      one canonical-JSON event per line; each carries the hash of the one before
                                    and an Ed25519 signature by the registry key, kept outside this directory
-    measurements/<key>.json        noisy marginals, drawn once per (agreement, dataset) and reused ever after
+    policy.yaml                    the data controller's release policy (sdgov/policy.py; `sdgov init` writes it)
+    measurements/<key>.json        one noisy marginal, drawn once per (dataset fingerprint, attributes, σ)
     runs/<run_id>/                 stage work directories (intermediate artifacts, provenance records)
     releases/<release_id>/         immutable: synthetic data, card.{html,md,json}, artifacts, manifest.json
 
@@ -48,7 +49,7 @@ GENESIS = "0" * 64
 LOG = "log.jsonl"
 MANIFEST = "manifest.json"
 CONFIG = "registry.json"
-POLICY_FILE = "budgets.yaml"  # the controller's budget policy; its hash is logged with every spend
+POLICY_FILE = "policy.yaml"  # the controller's release policy (sdgov/policy.py); its hash is logged with every spend
 CREATED = "registry_created"  # the genesis event: registry id and public key
 EVENT_DOMAIN = "sdgov-log-event:v1"
 STAGING_PREFIX = ".staging-"
@@ -527,7 +528,7 @@ def logged_policy(events: list[Event]) -> tuple[str | None, int]:
 
 
 def policy_problems(registry: Registry, events: list[Event]) -> list[str]:
-    """The controller's ``budgets.yaml`` must be the one last logged: raising a lifetime budget by editing the
+    """The controller's ``policy.yaml`` must be the one last logged: raising a lifetime budget by editing the
     file (or deleting it: no limit) is detected, and refused by the ledger, until the change is recorded."""
     logged, line = logged_policy(events)
     if logged is None:

@@ -24,11 +24,11 @@ def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
             f"δ = {plan.delta:.3g}; σ per marginal: " + ", ".join(sorted({f"{m.sigma:.4g}" for m in plan.marginals}))
         ]
     if acct is not None:
-        life = "no lifetime limit set" if acct.lifetime_rho is None else f"lifetime ρ = {acct.lifetime_rho:.6g}"
-        left = "" if acct.remaining_rho is None else f", remaining ρ = {acct.remaining_rho:.6g}"
         lines.append(
-            f"- **Ledger for dataset `{acct.dataset}`:** spent ρ = {acct.spent_rho:.6g} in "
-            f"{len(acct.spends)} measurement(s){left} ({life})"
+            f"- **Ledger for dataset `{acct.dataset}`** (fingerprint `{acct.fingerprint[:12]}…`): spent ρ = "
+            f"{acct.spent_rho:.6g} in {len(acct.spends)} spend(s), remaining ρ = {acct.remaining_rho:.6g} "
+            f"(lifetime ρ = {acct.lifetime_rho:.6g}, policy {acct.policy_entry}); marginals already measured at "
+            "the same σ are reused and spend nothing"
         )
     return lines
 
@@ -39,7 +39,7 @@ def agreement_md(
     proposer: str,
     plan: PrivacyPlan,
     acct: Account | None,
-    dataset_sha256: str,
+    dataset_fingerprint: str,
     note: str = "",
 ) -> str:
     phi = "\n".join(f"  - {' × '.join(c)}" for c in agreement.cliques)
@@ -48,7 +48,7 @@ def agreement_md(
             f"## Approve the Φ agreement `{agreement.spec_name}`?",
             "",
             f"**{proposer}** (analyst) proposes publishing these {len(agreement.cliques)} noisy marginal tables of "
-            f"dataset `{agreement.dataset_name}` (sha256 `{dataset_sha256[:16]}…`):",
+            f"dataset `{agreement.dataset_name}` (content fingerprint `{dataset_fingerprint[:16]}…`):",
             "",
             phi,
             "",
@@ -131,8 +131,9 @@ def budget_md(dataset: str, message: str, note: str = "") -> str:
             "",
             message,
             "",
-            "No noise was drawn. To go on, a data controller raises the lifetime budget in `budgets.yaml` and then "
-            "**approves** here (the measurement is retried once under the new policy); **reject** ends the run.",
+            "No noise was drawn. To go on, a data controller raises the lifetime budget in the registry's "
+            "`policy.yaml` and then **approves** here (the measurement is retried once under the new policy); "
+            "**reject** ends the run.",
             *([f"\n> **{note}**"] if note else []),
         ]
     )

@@ -13,6 +13,7 @@ from sdgov.approvals import agreement_signoffs
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.inputs import check_inputs
+from sdgov.policy import preflight
 from sdgov.registry import Registry
 from sdgov.tasks.common import stage
 
@@ -25,6 +26,8 @@ def agree_phi(
 ) -> Agreed:
     with stage("agree_phi", VERSION) as rec:
         checked = check_inputs(spec_path, approvals_path, data_path)
+        ag, data = checked.loaded.agreement, checked.data
+        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         signoffs = agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         for s in signoffs:

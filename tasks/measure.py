@@ -1,7 +1,9 @@
-"""Stage 2 — measure: the agreed marginals on the confidential data, with discrete Gaussian noise, drawn once.
+"""Stage 2 — measure: the agreed marginals on the confidential data, with discrete Gaussian noise, drawn once
+per statistic (dataset × marginal × σ).
 
-The draw-once transaction (ledger, crash recovery, reuse) is :mod:`sdgov.measurement_store`; the data is the
-encoded artifact the agree stage wrote (:func:`sdgov.artifacts.read_codes`), read only when noise is drawn.
+The draw-once transaction (policy, ledger, crash recovery, reuse of statistics drawn by earlier releases) is
+:mod:`sdgov.measurement_store`; the data is the encoded artifact the agree stage wrote
+(:func:`sdgov.artifacts.read_codes`), read only when noise is drawn.
 """
 
 from __future__ import annotations
@@ -14,13 +16,12 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.artifacts import load_agreement, read_codes, read_schema
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.hashing import write_json
-from sdgov.measure import measure as measure_marginals
-from sdgov.measurement_store import read_logged_or_draw_once
-from sdgov.privacy import plan_privacy
+from sdgov.measure import measure_cliques
+from sdgov.measurement_store import measure_once
 from sdgov.registry import Registry
 from sdgov.tasks.common import logger, stage
 
-VERSION = "1.2.0"  # 1.2: reads the encoded data artifact (codes.parquet) instead of parsing the CSV
+VERSION = "2.0.0"  # 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked
 
 
 @task(name="measure", version=VERSION, cache_policy=NO_CACHE)
@@ -28,31 +29,41 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
     log = logger()
     with stage("measure", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)
-        plan = plan_privacy(agreement.privacy, agreement.cliques, agreed.data.rows)
-        write_json(Path(agreed.run_dir) / "privacy_plan.json", plan.model_dump(mode="json"))
-        stored = read_logged_or_draw_once(
+        schema = read_schema(agreed.schema_file)
+        outcome = measure_once(
             Registry(registry_root),
             agreed,
-            plan,
-            len(agreement.cliques),
-            draw=lambda: measure_marginals(
-                read_codes(agreed.codes), read_schema(agreed.schema_file), agreement, plan, agreed.data.sha256
-            ),
+            agreement,
+            schema,
+            draw=lambda cliques, sigmas: measure_cliques(read_codes(agreed.codes), schema, cliques, sigmas),
         )
-        if stored.how == "reused":
-            log.info("reusing the noisy marginals drawn at %s (no new noise)", stored.logged_at)
-        else:
-            if stored.how == "adopted":
-                log.warning("adopting the noisy marginals persisted by an interrupted run (no new noise)")
-            log.info(
-                "measured %d marginals (ρ=%s, ε=%s, δ=%s)", len(agreement.cliques), plan.rho, plan.epsilon, plan.delta
+        plan = outcome.plan
+        write_json(Path(agreed.run_dir) / "privacy_plan.json", plan.model_dump(mode="json"))
+        counts = {h: list(outcome.how.values()).count(h) for h in ("reused", "adopted", "drawn")}
+        if counts["adopted"]:
+            log.warning(
+                "adopting %d noisy marginal(s) persisted by an interrupted run (no new noise)", counts["adopted"]
             )
+        log.info(
+            "%d marginals: %d drawn now, %d reused (no new noise); ρ spent now %s, ε of the release %s, δ %s",
+            len(agreement.cliques),
+            counts["drawn"],
+            counts["reused"],
+            outcome.budget["this_release_rho"],
+            plan.epsilon,
+            plan.delta,
+        )
         rec.inputs = [agreed.agreement, agreed.data.as_artifact(), agreed.codes]
         rec.outputs = [
-            ArtifactRef.of("measurements", stored.path),
+            ArtifactRef.of("measurements", outcome.path),
             ArtifactRef.of("privacy_plan", Path(agreed.run_dir) / "privacy_plan.json"),
+            ArtifactRef.of("budget", Path(agreed.run_dir) / "budget.json"),
         ]
-        rec.params = {"reused": stored.how == "reused", "measurement_key": stored.key}
+        rec.params = {"reused": outcome.reused_all, "statistics": outcome.how}
     return Measured(
-        measurements=rec.outputs[0], privacy_plan=rec.outputs[1], reused=stored.how == "reused", record=rec.record()
+        measurements=rec.outputs[0],
+        privacy_plan=rec.outputs[1],
+        budget=rec.outputs[2],
+        reused=outcome.reused_all,
+        record=rec.record(),
     )

@@ -16,10 +16,13 @@ from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef, SignOff, utcnow
 from sdgov.controller import APPROVERS, controller_files
 from sdgov.inputs import check_proposal
+from sdgov.policy import preflight
 from sdgov.registry import Registry
 from sdgov.tasks.common import stage
 
-VERSION = "1.2.0"  # 1.2: approvers are the controller's committed registry (no approvers_path); 1.1: codes.parquet
+VERSION = (
+    "1.3.0"  # 1.3: the controller's policy (preflight); 1.2: approvers from the committed registry; 1.1: codes.parquet
+)
 
 
 @task(name="propose_phi", version=VERSION, cache_policy=NO_CACHE)
@@ -27,6 +30,8 @@ def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, 
     with stage("propose_phi", VERSION) as rec:
         checked = check_proposal(spec_path, registry_root, proposer, data_path)
         approvers_path = controller_files(Registry(registry_root))[APPROVERS]
+        ag, data = checked.loaded.agreement, checked.data
+        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers = checked.proposer, ArtifactRef.of("approvers", approvers_path)
         Registry(registry_root).append(

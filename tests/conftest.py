@@ -51,6 +51,25 @@ def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
     return dest / "spec.yaml"
 
 
+def init_registry(root: Path, datasets: dict | None = None, **defaults: object) -> Path:
+    """A registry with the controller's default policy (what ``sdgov init`` writes), ``defaults`` overriding its
+    defaults and ``datasets`` its per-dataset entries, adopted in the log as ``sdgov init`` does (only if the
+    registry has no policy adopted yet: a later call edits the file behind the log's back); returns ``root``."""
+    from sdgov.controller import init
+    from sdgov.policy import init_policy, policy_path
+    from sdgov.registry import Registry
+
+    init_policy(root, controller="Carl Controller")
+    if defaults or datasets is not None:
+        policy = yaml.safe_load(policy_path(root).read_text())
+        policy["defaults"].update(defaults)
+        if datasets is not None:
+            policy["datasets"] = datasets
+        policy_path(root).write_text(yaml.safe_dump(policy, sort_keys=False))
+    init(Registry(root), controller="Carl Controller")
+    return root
+
+
 @pytest.fixture
 def demo_spec(tmp_path: Path) -> Path:
     return make_demo_inputs(tmp_path / "inputs")
@@ -61,5 +80,6 @@ def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
+    init_registry(root)
     agreed = agree_phi.fn(str(spec), str(root), run_id)
     return Path(measure.fn(agreed, str(root)).measurements.path)

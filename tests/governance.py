@@ -37,7 +37,11 @@ def _public(private: Path) -> str:
 
 
 def controller_registry(root: Path, keys: Path, people=PEOPLE, signer: str = "Carl Controller") -> dict[str, Path]:
-    """An approvers registry adopted by a signed commit (what a controller does once per registry)."""
+    """An approvers registry and the default policy adopted by a signed commit (what a controller does once per
+    registry)."""
+    from sdgov.policy import init_policy
+
+    init_policy(root, controller=signer)
     paths = write_approvers(root, keys, people)
     commit(Registry(root), signer, paths[signer])
     return paths

@@ -117,7 +117,7 @@ class _MarginalGenerator:
             )
         mset = MeasurementSet(
             agreement_sha256="audit",
-            dataset_sha256="audit",
+            dataset_fingerprint="audit",
             schema_sha256="audit",
             attributes=self.attributes,
             domain=self.domain,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs
 from tests.unit.test_malformed_inputs import demo_csv, inputs  # noqa: F401  (fixtures for test_entry_point_exit_codes)
 
 HERE = Path(__file__).resolve().parent
@@ -38,6 +38,6 @@ def released(tmp_path_factory, prefect_server):
 
     base = tmp_path_factory.mktemp("released")
     spec = make_demo_inputs(base / "inputs")
-    root = base / "registry"
+    root = init_registry(base / "registry")
     result = release_flow(spec_path=str(spec), registry_root=str(root))
     return {"result": result, "root": root, "spec": spec}

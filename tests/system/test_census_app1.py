@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sdgov.privacy import epsilon_of_rho
-from tests.conftest import CENSUS, REPO
+from tests.conftest import CENSUS, REPO, init_registry
 
 pytestmark = pytest.mark.skipif(not CENSUS.exists(), reason="census extract not beside the repo (../shared/data)")
 
@@ -18,6 +18,7 @@ pytestmark = pytest.mark.skipif(not CENSUS.exists(), reason="census extract not 
 def test_app1_release_meets_tvd_and_states_privacy_consistently(tmp_path, prefect_server):
     from sdgov.flows.cli import main
 
+    init_registry(tmp_path)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         rc = main(["release", "--spec", str(REPO / "examples/census2011/app1.yaml"), "--root", str(tmp_path), "--json"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from sdgov.hashing import md5_file, sha256_file
-from tests.conftest import REPO
+from tests.conftest import REPO, init_registry
 
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 
@@ -40,7 +40,7 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
     run(["dvc", "repro", "demo_data"], repo)  # the confidential input, tracked by DVC
 
     # 1. the orchestrated release draws the noise (once) and generates
-    registry = tmp_path / "registry"
+    registry = init_registry(tmp_path / "registry")
     result = release_flow(spec_path=str(repo / "sdgov/demo/spec.yaml"), registry_root=str(registry))
     rel = Path(result.path)
 
@@ -75,7 +75,7 @@ def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsy
     from tests.conftest import draw_measurement, make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "a", rows=500)
-    root, out = tmp_path / "registry", tmp_path / "m.json"
+    root, out = init_registry(tmp_path / "registry"), tmp_path / "m.json"
     assert main(["stage", "measure", "--spec", str(spec), "--out", str(out), "--root", str(root)]) == 2
     assert "noise is drawn only there" in capsys.readouterr().err and not out.exists()
 

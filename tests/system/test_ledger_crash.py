@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from sdgov import ledger
+from sdgov.hashing import sha256_bytes, sha256_file
 from sdgov.registry import Registry
 from tests.conftest import REPO
 from tests.governance import controller_registry
@@ -25,7 +26,7 @@ def test_concurrent_runs_cannot_overspend(tmp_path):
     """Two processes race for the last ρ: exactly one gets it (the registry lock serialises check-and-spend)."""
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)
-    specs = [_spec(tmp_path, s) for s in (1, 2)]
+    specs = [_spec(tmp_path, 1, rho=RHO), _spec(tmp_path, 2, rho=0.9 * RHO)]  # different σ: no statistic shared
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(s), str(root)],
@@ -85,9 +86,8 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
         time.sleep(0.1)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    persisted = list((root / "measurements").glob("*.json"))
-    assert len(persisted) == (1 if point == "after_persist" else 0)
-    before = persisted[0].read_bytes() if persisted else None
+    persisted = {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")}
+    assert len(persisted) == (11 if point == "after_persist" else 0)  # the demo's 11 marginals, one file each
 
     if point == "after_draw":  # nothing persisted: the re-run draws once, under the spend already reserved
         _measure_only(spec, root)
@@ -99,18 +99,23 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     with contextlib.redirect_stdout(io.StringIO()):
         result = release_flow(spec_path=str(spec), registry_root=str(root))
     reg = Registry(root)
-    events = [e.event for e in reg.events()]
-    assert events.count(ledger.SPENT) == 1 and events.count("measured") == 1, events
-    [m] = list((root / "measurements").glob("*.json"))
-    released = (Path(result.path) / "artifacts" / "measurements.json").read_bytes()
-    assert released == m.read_bytes()
-    if before is not None:
-        assert released == before, "the draw persisted before the crash is the one released"
+    events = reg.events()
+    assert [e.event for e in events].count(ledger.SPENT) == 1 and [e.event for e in events].count("measured") == 1
+    stored = {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")}
+    assert len(stored) == 11
+    if persisted:
+        assert stored == persisted, "the draws persisted before the crash are the ones released"
+    [measured] = [e for e in events if e.event == "measured"]
+    assert measured.artifacts == {f"measurements/{n}": sha256_bytes(b) for n, b in stored.items()}
+    released = json.loads((Path(result.path) / "artifacts" / "measurements.json").read_text())
+    by_key = {n.removesuffix(".json"): json.loads(b) for n, b in stored.items()}
+    for m in released["measurements"]:  # ψ is assembled from exactly the stored statistics
+        assert m["noisy_counts"] == by_key[m["statistic"]]["noisy_counts"]
     [acct] = ledger.ledger_summary(reg)
     assert acct["spent_rho"] == pytest.approx(RHO)
     assert reg.verify() == []
     card = json.loads(Path(result.card_json).read_text())
-    assert (
-        card["psi_sha256"]
-        == reg.events()[[e.event for e in reg.events()].index("measured")].artifacts[str(m.relative_to(root))]
-    )
+    assert card["psi_sha256"] == sha256_file(Path(result.path) / "artifacts" / "measurements.json")
+    this = 0 if point == "after_draw" else RHO  # after_draw: the re-run above drew it; after_persist: adopted here
+    assert card["ledger"]["this_release_rho"] == pytest.approx(this)
+    assert card["ledger"]["spent_before_rho"] + card["ledger"]["this_release_rho"] == pytest.approx(RHO)

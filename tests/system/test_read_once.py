@@ -18,7 +18,7 @@ from sdgov import schema
 from sdgov.demo import inputs
 from sdgov.flows.cli import main
 from sdgov.spec import load_spec
-from tests.conftest import make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs
 
 
 @pytest.mark.parametrize("audits", [False, True], ids=["no-audits", "demo-audits"])
@@ -35,7 +35,7 @@ def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch, 
         return read(path)
 
     monkeypatch.setattr(schema, "read_csv_strict", counting_read)
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0
     assert parsed == [data]

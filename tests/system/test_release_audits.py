@@ -13,7 +13,7 @@ import pytest
 from sdgov.errors import SdgovError
 from sdgov.flows.cli import main
 from sdgov.registry import Registry
-from tests.conftest import make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs
 
 # Small but real: every fit, attack and canary run really happens, on 3,000 Toyland records.
 FAST_PGM = {"iterations": 200}
@@ -40,7 +40,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     from sdgov.flows.release import release_flow
 
     spec = make_demo_inputs(tmp_path / "in", audit=AUDIT, privacy_risk=RISK)
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     started = datetime.now(UTC)  # the session's server also holds other tests' trials: count only this release's
     r = release_flow(spec_path=str(spec), registry_root=str(root))
     d = Path(r.path)
@@ -93,7 +93,7 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
 
     audit = {**AUDIT, "generator": "sdgov.audits.generators:dishonest_ipf", "generator_params": {}}
     spec = make_demo_inputs(tmp_path / "in", audit=audit)
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     with pytest.raises(SdgovError, match="the audit failed"):
         release_flow(spec_path=str(spec), registry_root=str(root))
     reg = Registry(root)
@@ -107,8 +107,8 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
 
 def test_unimportable_audit_generator_is_refused_before_anything_is_written(tmp_path, capsys):
     spec = make_demo_inputs(tmp_path / "in", audit={"generator": "no_such_module:factory"})
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "audit.generator" in err[0] and "cannot import module 'no_such_module'" in err[0]
-    assert not root.exists()
+    assert [p.name for p in root.iterdir()] == ["policy.yaml"], "nothing written but the controller's policy"

@@ -14,6 +14,7 @@ from sdgov.flows.cli import main
 from sdgov.privacy import epsilon_of_rho
 from sdgov.registry import Registry
 from sdgov.schema import encode, load_schema
+from tests.conftest import init_registry
 
 
 def test_release_has_every_artifact_and_verifies(released):
@@ -132,7 +133,7 @@ def test_rerun_reuses_the_noise_and_never_redraws(tmp_path, prefect_server):
     from sdgov.flows.release import release_flow
 
     spec = _spec(tmp_path)
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     first = release_flow(spec_path=str(spec), registry_root=str(root))
     second = release_flow(spec_path=str(spec), registry_root=str(root))
     m1 = (Path(first.path) / "artifacts" / "measurements.json").read_bytes()
@@ -142,6 +143,72 @@ def test_rerun_reuses_the_noise_and_never_redraws(tmp_path, prefect_server):
     assert [e.event for e in events].count("measured") == 1
     assert [e.event for e in events].count("released") == 2
     assert Registry(root).verify() == []
+
+
+def _noisy(result) -> dict[tuple[str, ...], list[int]]:
+    mset = json.loads((Path(result.path) / "artifacts" / "measurements.json").read_text())
+    return {tuple(m["clique"]): m["noisy_counts"] for m in mset["measurements"]}
+
+
+def _spent(root: Path) -> list[str]:
+    return [e.comment for e in Registry(root).events() if e.event == "budget_spent"]
+
+
+def test_seed_only_change_rereleases_without_new_noise_or_spend(tmp_path, prefect_server):
+    """Issue 12: a new public sampling seed is a new agreement, but not a new measurement: nothing is drawn or
+    spent, and the card says every table was reused from the first release."""
+    from sdgov.flows.release import release_flow
+    from tests.conftest import make_demo_inputs
+
+    root = init_registry(tmp_path / "registry")
+    first = release_flow(spec_path=str(make_demo_inputs(tmp_path / "a", rows=2000, seed=2011)), registry_root=str(root))
+    spent, stats = _spent(root), {p.name: p.read_bytes() for p in (root / "measurements").iterdir()}
+    second = release_flow(
+        spec_path=str(make_demo_inputs(tmp_path / "b", rows=2000, seed=2012)), registry_root=str(root)
+    )
+    assert first.agreement_sha256 != second.agreement_sha256
+    assert _noisy(first) == _noisy(second), "the noisy bytes are identical"
+    assert _spent(root) == spent and len(spent) == 1, "the ledger is unchanged"
+    assert {p.name: p.read_bytes() for p in (root / "measurements").iterdir()} == stats
+    card = json.loads(Path(second.card_json).read_text())
+    ledger = card["ledger"]
+    assert ledger["this_release_rho"] == 0 and ledger["spent_before_rho"] == ledger["spent_after_rho"] > 0
+    assert ledger["reused"] == len(card["phi"]) and ledger["earlier_releases_sharing"] == [first.release_id]
+    md = Path(second.card_md).read_text()
+    assert f"this release spent ρ = 0, leaving {ledger['remaining_rho']:.6g}" in md and first.release_id in md
+    assert Registry(root).verify() == []
+
+
+def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(tmp_path, prefect_server):
+    from sdgov.flows.release import release_flow
+    from tests.conftest import make_demo_inputs
+
+    def spec(d: str, marginals: list[list[str]], sigma: float = 12) -> str:
+        p = make_demo_inputs(tmp_path / d, rows=2000, phi={"marginals": marginals}, privacy={"sigma": sigma})
+        return str(p)
+
+    root = init_registry(tmp_path / "registry")
+    first = release_flow(spec_path=spec("a", [["Age", "Sex"], ["Region", "Health"]]), registry_root=str(root))
+    second = release_flow(spec_path=spec("b", [["Sex", "Age"], ["Education", "Health"]]), registry_root=str(root))
+    assert _noisy(first)[("Sex", "Age")] == _noisy(second)[("Sex", "Age")], "the second drew nothing for it"
+    c1, c2 = (json.loads(Path(r.card_json).read_text())["ledger"] for r in (first, second))
+    rho = 1 / (2 * 12**2)
+    spends = [json.loads(c)["rho"] for c in _spent(root)]
+    assert spends == pytest.approx([2 * rho, rho]), "ρ of the shared marginal charged once"
+    assert c1["this_release_rho"] == pytest.approx(2 * rho) and c1["spent_before_rho"] == 0
+    assert c2["spent_before_rho"] == pytest.approx(c1["spent_after_rho"])
+    assert c2["this_release_rho"] == pytest.approx(rho) and c2["spent_after_rho"] == pytest.approx(sum(spends))
+    reused = [s for s in c2["statistics"] if s["how"] == "reused"]
+    assert [r["attributes"] for r in reused] == [["Sex", "Age"]] and reused[0]["earlier_releases"] == [first.release_id]
+    assert c2["earlier_releases_sharing"] == [first.release_id]
+
+    # the same marginal at another σ: a new statistic, drawn and charged, and the card shows both measurements
+    third = release_flow(spec_path=spec("c", [["Age", "Sex"]], sigma=15), registry_root=str(root))
+    c3 = json.loads(Path(third.card_json).read_text())["ledger"]
+    assert c3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and c3["earlier_releases_sharing"] == []
+    assert [o["sigma"] for o in c3["statistics"][0]["other_sigmas"]] == [12]
+    md = Path(third.card_md).read_text()
+    assert "Sex × Age (σ = 15 now; before: σ = 12 on" in md and "lifetime ρ" in md
 
 
 def _spec(tmp_path: Path) -> Path:

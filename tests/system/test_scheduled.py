@@ -37,22 +37,19 @@ def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_pat
 
 def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_server):
     from sdgov.flows.governed import governed_release_flow
-    from sdgov.privacy import plan_privacy
-    from sdgov.spec import load_spec
 
     spec, root, keys = setup_registry(tmp_path, rows=1200)
-    loaded = load_spec(spec)
-    rho = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, 1200).rho
-    (root / "budgets.yaml").write_text(
-        yaml.safe_dump({"set_by": {"name": "Carl Controller"}, "datasets": {"toyland_census": {"rho": 2.5 * rho}}})
-    )
+    rhos = {1: 0.03, 2: 0.031, 3: 0.032}  # σ above the policy's floor of 10 for the demo's 11 marginals
+    policy = yaml.safe_load((root / "policy.yaml").read_text())
+    policy["datasets"] = {"toyland_census": {"lifetime_rho": rhos[1] + rhos[2] + rhos[3] / 2}}
+    (root / "policy.yaml").write_text(yaml.safe_dump(policy))
     carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
-    code, _, err = cli("approvers", "commit", *carl, "--root", str(root))  # the controller signs the new budget
+    code, _, err = cli("approvers", "commit", *carl, "--root", str(root))  # the controller signs the new policy
     assert code == 0, err
 
-    def next_run(seed: int) -> None:  # each scheduled run: a new agreement (seed) on the same dataset → new ρ
+    def next_run(k: int) -> None:  # each scheduled run: a new budget (so new σ) on the same dataset → new ρ
         s = yaml.safe_load(spec.read_text())
-        s["seed"] = seed
+        s["privacy"] = {"rho": rhos[k]}
         spec.write_text(yaml.safe_dump(s))
 
     for seed in (1, 2):
@@ -71,9 +68,9 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
         "release_approved",
         "released",
     ]
-    assert "every audit check passed" in events[5].comment
+    assert "every audit check passed" in events[4].comment
 
-    # the third run would overspend (3ρ > 2.5ρ): refused before measuring → paused for a human, who declines
+    # the third run would overspend (ρ1 + ρ2 + ρ3 > lifetime): refused before measuring → paused; a human declines
     next_run(3)
     t = FlowThread(spec_path=str(spec), registry_root=str(root), approval="standing", poll_interval=1, timeout_s=120)
     t.start()
@@ -90,5 +87,5 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
     assert events.count("measured") == 2 and events.count("released") == 2
     assert events[12:] == ["agreement_signed", "agreement_signed", ledger.REFUSED, "budget_rejected"]
     [acct] = ledger.ledger_summary(Registry(root))
-    assert acct["spent_rho"] == pytest.approx(2 * rho) and len(acct["spends"]) == 2
+    assert acct["spent_rho"] == pytest.approx(rhos[1] + rhos[2]) and len(acct["spends"]) == 2
     assert Registry(root).verify() == []

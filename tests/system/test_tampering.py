@@ -20,7 +20,7 @@ import yaml
 from sdgov.flows.cli import main
 from sdgov.hashing import canonical_json, sha256_bytes, sha256_file
 from sdgov.registry import Registry
-from tests.conftest import make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs
 
 LIFETIME = 5.0
 
@@ -31,9 +31,7 @@ def anchored(tmp_path_factory, prefect_server):
     from sdgov.flows.release import release_flow
 
     base = tmp_path_factory.mktemp("anchored")
-    root = base / "registry"
-    root.mkdir()
-    (root / "budgets.yaml").write_text(yaml.safe_dump({"datasets": {"toyland_census": {"rho": LIFETIME}}}))
+    root = init_registry(base / "registry", lifetime_rho=LIFETIME)  # the controller's policy, adopted at init
     result = release_flow(spec_path=str(make_demo_inputs(base / "in", rows=1500)), registry_root=str(root))
     cp = base / "outside" / "checkpoint.json"
     assert main(["registry", "checkpoint", "--root", str(root), "--out", str(cp)]) == 0
@@ -123,7 +121,9 @@ def shrink_budget_spent(root: Path, rid: str, tmp: Path) -> None:
 
 
 def raise_the_lifetime_budget(root: Path, rid: str, tmp: Path) -> None:
-    (root / "budgets.yaml").write_text(yaml.safe_dump({"datasets": {"toyland_census": {"rho": 1000.0}}}))
+    policy = yaml.safe_load((root / "policy.yaml").read_text())
+    policy["defaults"]["lifetime_rho"] = 1000.0
+    _writable(root / "policy.yaml").write_text(yaml.safe_dump(policy))
 
 
 def replace_noisy_counts(root: Path, rid: str, tmp: Path) -> None:
@@ -219,7 +219,7 @@ SCENARIOS: dict[str, tuple[Callable[[Path, str, Path], None], str]] = {
     "roll back to an earlier prefix": (roll_back_to_an_earlier_prefix, "rolled back"),
     "delete budget_spent, re-chained": (delete_budget_spent, "signature"),
     "shrink budget_spent, re-chained": (shrink_budget_spent, "signature"),
-    "raise the lifetime budget in budgets.yaml": (raise_the_lifetime_budget, "budgets.yaml: changed"),
+    "raise the lifetime budget in policy.yaml": (raise_the_lifetime_budget, "policy.yaml: changed"),
     "replace the noisy counts, re-chained": (replace_noisy_counts, "signature"),
     "forge a whole release": (forge_a_whole_release, "signature"),
     "wipe the registry": (wipe_the_registry, "wiped"),

@@ -49,16 +49,16 @@ def test_an_uncommitted_change_to_any_controller_file_stops_releases_until_a_con
     root, keys = tmp_path / "registry", tmp_path / "keys"
     paths = controller_registry(root, keys)
     reg = Registry(root)
-    (root / "budgets.yaml").write_text("datasets: {toy: {rho: 99}}\n")  # raise the budget behind the log's back
-    with pytest.raises(SdgovError, match=r"changed without a signed commit: .*budgets.yaml") as e:
+    (root / "policy.yaml").write_text("datasets: {toy: {rho: 99}}\n")  # raise the budget behind the log's back
+    with pytest.raises(SdgovError, match=r"changed without a signed commit: .*policy.yaml") as e:
         check_controller_files(reg)
     assert "\n" not in e.value.one_line()
     with pytest.raises(SdgovError, match="not a data controller"):  # the analyst cannot adopt it
         commit(reg, "Ada Analyst", paths["Ada Analyst"])
     [e1] = commit(reg, "Carl Controller", paths["Carl Controller"])
-    assert e1.event == "policy_changed" and e1.artifacts["file"] == "budgets.yaml"
+    assert e1.event == "policy_changed" and e1.artifacts["file"] == "policy.yaml"
     check_controller_files(reg)
-    (root / "budgets.yaml").unlink()  # removing it is a change too
+    (root / "policy.yaml").unlink()  # removing it is a change too
     with pytest.raises(SdgovError, match="removed"):
         check_controller_files(reg)
 
@@ -80,7 +80,7 @@ def test_a_forged_commit_event_in_the_log_is_detected(tmp_path) -> None:
     root, keys = tmp_path / "registry", tmp_path / "keys"
     controller_registry(root, keys)
     reg = Registry(root)
-    (root / "budgets.yaml").write_text("datasets: {toy: {rho: 99}}\n")
+    (root / "policy.yaml").write_text("datasets: {toy: {rho: 99}}\n")
     from sdgov.hashing import sha256_file
 
     # a writer appends a policy_changed event with a made-up statement, keeping the hash chain intact
@@ -88,7 +88,7 @@ def test_a_forged_commit_event_in_the_log_is_detected(tmp_path) -> None:
         "policy_changed",
         "Carl Controller",
         "controller",
-        artifacts={"file": "budgets.yaml", "sha256": sha256_file(root / "budgets.yaml"), "statement": "sdgov1.e30.AA"},
+        artifacts={"file": "policy.yaml", "sha256": sha256_file(root / "policy.yaml"), "statement": "sdgov1.e30.AA"},
     )
     with pytest.raises(SdgovError, match="is not valid"):
         check_controller_files(reg)
@@ -120,8 +120,8 @@ def test_sdgov_release_refuses_in_one_line_while_a_controller_file_is_unsigned(t
     spec = make_demo_inputs(tmp_path / "in", rows=200)
     root = tmp_path / "registry"
     root.mkdir()
-    (root / "budgets.yaml").write_text("datasets: {toyland_census: {rho: 1000}}\n")  # no controller signed this
+    (root / "policy.yaml").write_text("datasets: {toyland_census: {rho: 1000}}\n")  # no controller signed this
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "budgets.yaml" in err and "changed without a signed commit" in err
+    assert err.count("\n") == 1 and "policy.yaml" in err and "changed without a signed commit" in err
     assert not (root / "runs").exists() and not (root / "log.jsonl").exists()  # nothing written

@@ -45,7 +45,7 @@ def _context(synthetic_codes: pd.DataFrame, codes: pd.DataFrame, schema) -> Audi
     exact = [weighted_marginal(codes, None, c, domain) for c in cliques]
     mset = MeasurementSet(
         agreement_sha256="test",
-        dataset_sha256="test",
+        dataset_fingerprint="test",
         schema_sha256="test",
         attributes=attributes,
         domain=domain,

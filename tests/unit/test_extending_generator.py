@@ -63,7 +63,7 @@ def test_the_documented_generator_fits_samples_and_labels_the_card(plugin, tmp_p
 
     codes = load_encoded(loaded.data_path, loaded.schema_)
     plan = plan_privacy(agreement.privacy, agreement.cliques, len(codes))
-    mset = measure(codes, loaded.schema_, agreement, plan, dataset_sha256="test")
+    mset = measure(codes, loaded.schema_, agreement, plan, dataset_fingerprint="test")
     model = registry.generator("independent").fit(mset, agreement.generator)
     rows = list(iter_chunks(model, 4000, seed=7))
     synth = {a: np.concatenate([ch[a] for ch in rows]) for a in agreement.attributes}

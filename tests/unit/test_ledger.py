@@ -1,4 +1,5 @@
-"""Privacy-budget ledger: lifetime ρ per dataset, refusal before any noise, one spend per draw, crash safety."""
+"""Privacy-budget ledger and the controller's policy: one account per dataset *content*, one draw per statistic
+(dataset × marginal × σ), refusal before any noise, crash safety."""
 
 from __future__ import annotations
 
@@ -6,31 +7,25 @@ import json
 import uuid
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from sdgov import ledger
-from sdgov.errors import BudgetError
+from sdgov.errors import BudgetError, PolicyError
 from sdgov.registry import Registry
-from tests.conftest import make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs
 
-RHO = 0.1
-
-
-def _policy(root: Path, rho: float, **extra) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "budgets.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "set_by": {"name": "Carl Controller", "role": "controller"},
-                "datasets": {"toyland_census": {"rho": rho, **extra}},
-            }
-        )
-    )
+RHO = 0.03  # the demo's 11 marginals at ρ = 0.03 have σ ≈ 13.5, above the default floor of 10
 
 
-def _spec(tmp: Path, seed: int, rows: int = 1500) -> Path:
-    return make_demo_inputs(tmp / f"in{seed}", rows=rows, privacy={"rho": RHO}, seed=seed)
+def _policy(root: Path, lifetime: float, **extra) -> None:
+    """A registry whose policy gives the demo dataset (by name label) ``lifetime`` ρ."""
+    init_registry(root, datasets={"toyland_census": {"lifetime_rho": lifetime, **extra}})
+
+
+def _spec(tmp: Path, seed: int, rows: int = 1500, rho: float = RHO, **over) -> Path:
+    return make_demo_inputs(tmp / f"in{seed}-{rho}", rows=rows, seed=seed, **{"privacy": {"rho": rho}, **over})
 
 
 def _measure_only(spec: Path, root: Path):
@@ -42,88 +37,261 @@ def _measure_only(spec: Path, root: Path):
     return agreed, measure.fn(agreed, str(root))
 
 
+def _events(root: Path) -> list[str]:
+    return [e.event for e in Registry(root).events()]
+
+
+def _psi(measured) -> dict[tuple[str, ...], list[int]]:
+    mset = json.loads(Path(measured.measurements.path).read_text())
+    return {tuple(m["clique"]): m["noisy_counts"] for m in mset["measurements"]}
+
+
 def test_three_releases_against_two_and_a_half_rho(tmp_path):
     root = tmp_path / "registry"
     _policy(root, 2.5 * RHO)
-    # same data each time (make_demo_inputs is deterministic), three different agreements (seed differs)
-    specs = [_spec(tmp_path, s) for s in (1, 2, 3)]
-    _measure_only(specs[0], root)
+    # same data each time (make_demo_inputs is deterministic), three budgets → three noise scales
+    specs = [_spec(tmp_path, 1, rho=RHO), _spec(tmp_path, 1, rho=RHO * 0.99), _spec(tmp_path, 1, rho=RHO * 0.98)]
+    agreed, _ = _measure_only(specs[0], root)
     _measure_only(specs[1], root)
-    reg = Registry(root)
     n_measured = len(list((root / "measurements").glob("*.json")))
     with pytest.raises(BudgetError, match=r"budget exceeded.*Refused before any noise was drawn"):
         _measure_only(specs[2], root)
+    reg = Registry(root)
     events = reg.events()
     assert [e.event for e in events].count("measured") == 2
-    assert len(list((root / "measurements").glob("*.json"))) == n_measured == 2, "no noise drawn for the third"
+    assert len(list((root / "measurements").glob("*.json"))) == n_measured == 22, "no noise drawn for the third"
     assert events[-1].event == ledger.REFUSED
-    name, sha = "toyland_census", events[-1].artifacts["dataset"]
-    acct = ledger.account(reg, name, sha)
-    assert acct.spent_rho == pytest.approx(2 * RHO, rel=1e-12) and len(acct.spends) == 2
-    assert acct.remaining_rho == pytest.approx(0.5 * RHO, rel=1e-9)
+    acct = ledger.account(reg, "toyland_census", agreed.data.fingerprint)
+    assert acct.spent_rho == pytest.approx(RHO * 1.99, rel=1e-9) and len(acct.spends) == 2
+    assert acct.remaining_rho == pytest.approx(RHO * 0.51, rel=1e-6)
     assert reg.verify() == []
     # a reused measurement spends nothing: re-running the first agreement is still allowed
     _measure_only(specs[0], root)
-    assert ledger.account(reg, name, sha).spent_rho == pytest.approx(2 * RHO, rel=1e-12)
+    assert ledger.account(reg, "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO * 1.99)
 
 
-def test_renaming_the_dataset_does_not_reset_its_budget(tmp_path):
+def test_seed_only_change_draws_nothing_and_spends_nothing(tmp_path):
+    """Issue 12: changing only the public sampling seed released new noise on the same tables."""
+    root = init_registry(tmp_path / "registry")
+    _, first = _measure_only(_spec(tmp_path, 2011), root)
+    log_before = (root / "log.jsonl").read_bytes()
+    files_before = {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")}
+    _, second = _measure_only(_spec(tmp_path, 2012), root)
+    assert _psi(first) == _psi(second), "the noisy counts are the same bytes"
+    assert {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")} == files_before
+    new_events = (root / "log.jsonl").read_bytes()[len(log_before) :].decode().splitlines()
+    assert [json.loads(line)["event"] for line in new_events] == ["agreement_signed", "agreement_signed"]
+    budget = json.loads(Path(second.budget.path).read_text())
+    assert budget["this_release_rho"] == 0 and budget["reused"] == len(budget["statistics"]) == 11
+    assert second.reused and not first.reused
+
+
+def test_two_agreements_sharing_a_marginal_draw_it_once(tmp_path):
+    """A second agreement reuses the marginal the first drew at the same σ, draws only its new one, and the
+    ledger charges the shared ρ once; the same marginal at another σ is a new, charged statistic."""
+    root = init_registry(tmp_path / "registry")
+    a = _spec(tmp_path, 1, phi={"marginals": [["Age", "Sex"], ["Region", "Health"]]}, privacy={"sigma": 12})
+    b = _spec(tmp_path, 2, phi={"marginals": [["Sex", "Age"], ["Education", "Occupation"]]}, privacy={"sigma": 12})
+    c = _spec(tmp_path, 3, phi={"marginals": [["Age", "Sex"]]}, privacy={"sigma": 15})
+    agreed, first = _measure_only(a, root)
+    _, second = _measure_only(b, root)
+    assert _psi(first)[("Sex", "Age")] == _psi(second)[("Sex", "Age")], "the shared marginal is the same noisy table"
+    rho12 = 1 / (2 * 12**2)
+    reg = Registry(root)
+    spends = ledger.account(reg, "toyland_census", agreed.data.fingerprint).spends
+    assert [s.rho for s in spends] == pytest.approx([2 * rho12, rho12]), "the shared marginal is charged once"
+    b1, b2 = (json.loads(Path(m.budget.path).read_text()) for m in (first, second))
+    assert b2["spent_before_rho"] == pytest.approx(b1["spent_after_rho"]) == pytest.approx(2 * rho12)
+    assert b2["this_release_rho"] == pytest.approx(rho12)
+    how = {tuple(s["attributes"]): s["how"] for s in b2["statistics"]}
+    assert how == {("Sex", "Age"): "reused", ("Education", "Occupation"): "drawn"}
+    shared = next(s for s in b2["statistics"] if s["how"] == "reused")
+    assert shared["measured_in_run"] == Path(agreed.run_dir).name and shared["measured_at"]
+    _, third = _measure_only(c, root)  # another σ: a new statistic, drawn and charged
+    b3 = json.loads(Path(third.budget.path).read_text())
+    assert b3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and b3["statistics"][0]["how"] == "drawn"
+    [earlier] = b3["statistics"][0]["other_sigmas"]  # both measurements of Sex × Age are on the record
+    assert earlier["sigma"] == 12 and earlier["measured_in_run"] == Path(agreed.run_dir).name
+    assert _events(root).count("measured") == 3 and reg.verify() == []
+
+
+def test_renaming_and_crlf_open_no_new_account(tmp_path):
+    """Issue 11: renaming toyland_census → Toyland_Census and converting the file to CRLF reset the budget."""
     root = tmp_path / "registry"
-    _policy(root, 1.5 * RHO)
-    (root / "budgets.yaml").write_text(
-        yaml.safe_dump({"datasets": {"toyland_census": {"rho": 1.5 * RHO}, "alias": {"rho": 1.5 * RHO}}})
-    )
-    _measure_only(_spec(tmp_path, 1), root)
-    spec2 = _spec(tmp_path, 2)
+    init_registry(root, lifetime_rho=1.5 * RHO)
+    first, _ = _measure_only(_spec(tmp_path, 1), root)
+    spec2 = _spec(tmp_path, 2, rho=RHO * 0.9)
     s = yaml.safe_load(spec2.read_text())
-    s["dataset"]["name"] = "alias"
+    s["dataset"]["name"] = "Toyland_Census"
     spec2.write_text(yaml.safe_dump(s))
-    with pytest.raises(BudgetError, match="budget exceeded"):
+    data = spec2.parent / "data.csv"
+    data.write_bytes(b"\xef\xbb\xbf" + data.read_bytes().replace(b"\n", b"\r\n"))
+    with pytest.raises(BudgetError, match="budget exceeded for dataset 'Toyland_Census'"):
         _measure_only(spec2, root)
+    [refused] = [e for e in Registry(root).events() if e.event == ledger.REFUSED]
+    assert refused.artifacts["dataset"] == first.data.fingerprint
 
 
-def test_unlisted_dataset_is_refused_when_a_policy_exists(tmp_path):
+def test_fingerprint_ignores_encoding_column_and_row_order(tmp_path):
+    from sdgov.fingerprint import fingerprint
+    from sdgov.schema import load_encoded, load_schema
+
+    spec = make_demo_inputs(tmp_path / "in", rows=2000)
+    schema = load_schema(spec.parent / "schema.yaml")
+    data = spec.parent / "data.csv"
+    base = fingerprint(load_encoded(data, schema), schema)
+    df = pd.read_csv(data, dtype=str, keep_default_na=False)
+    variants = {
+        "crlf+bom": b"\xef\xbb\xbf" + data.read_bytes().replace(b"\n", b"\r\n"),
+        "columns reversed": df[df.columns[::-1]].to_csv(index=False).encode(),
+        "rows shuffled": df.sample(frac=1, random_state=3).to_csv(index=False).encode(),
+    }
+    for name, payload in variants.items():
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(payload)
+        assert fingerprint(load_encoded(path, schema), schema) == base, name
+    # and it does see content: one record changed, or one record dropped
+    changed = df.copy()
+    changed.loc[0, "Sex"] = "2" if changed.loc[0, "Sex"] == "1" else "1"
+    for name, frame in {"one value changed": changed, "one record dropped": df.iloc[1:]}.items():
+        path = tmp_path / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        assert fingerprint(load_encoded(path, schema), schema) != base, name
+
+
+def test_a_registry_without_policy_refuses_every_release(tmp_path):
     root = tmp_path / "registry"
-    root.mkdir()
-    (root / "budgets.yaml").write_text(yaml.safe_dump({"datasets": {"other": {"rho": 1.0}}}))
-    with pytest.raises(BudgetError, match="no lifetime privacy budget is set for dataset 'toyland_census'"):
+    with pytest.raises(PolicyError, match="no controller policy") as exc:
         _measure_only(_spec(tmp_path, 1), root)
-    assert not (root / "measurements").exists()
+    assert "sdgov init --root" in exc.value.one_line()
+    assert not root.exists(), "refused before anything was written"
 
 
-def test_no_policy_records_spends_without_a_limit(tmp_path):
-    root = tmp_path / "registry"
-    _measure_only(_spec(tmp_path, 1), root)
-    [acct] = ledger.ledger_summary(Registry(root))
-    assert acct["lifetime_rho"] is None and acct["spent_rho"] == pytest.approx(RHO)
+def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_path, capsys):
+    from sdgov.flows.cli import main
+
+    spec, root = _spec(tmp_path, 1), tmp_path / "registry"
+    assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("sdgov: error: ") and "no controller policy" in line and "sdgov init --root" in line
+    assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    ("defaults", "over", "match"),
+    [
+        ({"max_epsilon_per_release": 0.5}, {}, "exceeds the policy's max_epsilon_per_release of 0.5"),
+        ({"generators": ["ipf"]}, {}, "generator 'pgm' is not allowed"),
+        ({"max_rows": 1000}, {}, "1,500 synthetic rows exceed the policy's max_rows of 1,000"),
+        ({}, {"privacy": {"rho": RHO, "delta": 0.001}}, r"δ = 0.001 exceeds the policy's maximum 0.000666667"),
+    ],
+)
+def test_policy_violations_are_refused_before_anything_is_written(tmp_path, defaults, over, match):
+    root = init_registry(tmp_path / "registry", **defaults)
+    spec = make_demo_inputs(tmp_path / "in", rows=1500, **{"privacy": {"rho": RHO}, **over})
+    before = sorted(p.name for p in root.iterdir())
+    with pytest.raises(PolicyError, match=match):
+        _measure_only(spec, root)
+    assert sorted(p.name for p in root.iterdir()) == before == ["policy.yaml"]
+
+
+def test_the_controllers_sigma_floor_raises_sigma(tmp_path):
+    root = init_registry(tmp_path / "registry", sigma_floor=20)
+    _, measured = _measure_only(_spec(tmp_path, 1), root)
+    plan = json.loads(Path(measured.privacy_plan.path).read_text())
+    assert plan["floor_binding"] and all(m["sigma"] == 20 for m in plan["marginals"])
+    assert plan["rho"] == pytest.approx(11 / (2 * 20**2))
+
+
+def test_init_writes_a_loadable_default_policy_once(tmp_path, capsys):
+    from sdgov.flows.cli import main
+    from sdgov.policy import load_policy
+
+    root = tmp_path / "reg"
+    assert main(["init", "--root", str(root), "--controller", "Carl Controller"]) == 0
+    policy, _ = load_policy(root)
+    assert policy.defaults.sigma_floor == 10 and policy.defaults.lifetime_rho == 1.0
+    assert policy.set_by.name == "Carl Controller"
+    (root / "policy.yaml").write_text(
+        (root / "policy.yaml").read_text().replace("lifetime_rho: 1.0", "lifetime_rho: 0.2")
+    )
+    assert main(["init", "--root", str(root)]) == 0 and "kept the existing" in capsys.readouterr().out
+    assert load_policy(root)[0].defaults.lifetime_rho == 0.2
 
 
 def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     """Only a file persisted by a run that had reserved budget (and died) is adopted; anything else is refused."""
     from sdgov.errors import RegistryError
-    from sdgov.measurement_store import measurement_key
+    from sdgov.measurement_store import Statistic, statistic_key
+    from sdgov.policy import planned
+    from sdgov.spec import load_spec
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
-    root = tmp_path / "registry"
+    root = init_registry(tmp_path / "registry")
     spec = _spec(tmp_path, 5)
     agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
-    path = Registry(root).measurement_path(measurement_key(agreed.agreement_sha256, agreed.data.sha256))
+    loaded = load_spec(spec)
+    from sdgov.policy import load_policy
+
+    limits, _ = load_policy(root)[0].limits(agreed.data.fingerprint, "toyland_census")
+    m = planned(limits, loaded.agreement, agreed.data.rows).marginals[0]
+    path = Registry(root).measurement_path(statistic_key(agreed.data.fingerprint, m.clique, m.sigma))
     path.parent.mkdir(parents=True)
-    path.write_text(
-        json.dumps(
-            {
-                "agreement_sha256": agreed.agreement_sha256,
-                "dataset_sha256": agreed.data.sha256,
-                "schema_sha256": "",
-                "attributes": [],
-                "domain": {},
-                "noise": "gaussian",
-                "measurements": [],
-            }
-        )
-    )  # e.g. exact counts dressed up as noisy ones
+    shape = loaded.schema_.shape(m.clique)
+    path.write_text(  # e.g. exact counts dressed up as noisy ones
+        Statistic(
+            fingerprint=agreed.data.fingerprint,
+            attributes=list(m.clique),
+            shape=list(shape),
+            sigma=m.sigma,
+            noisy_counts=[0] * (shape[0] * shape[1]),
+        ).model_dump_json()
+    )
     with pytest.raises(RegistryError, match="no run ever reserved budget for it"):
         measure.fn(agreed, str(root))
-    events = [e.event for e in Registry(root).events()]
-    assert events.count("measured") == 0 and events.count(ledger.SPENT) == 0, "refused before spending"
+    assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0, "refused before spending"
+
+
+def test_policy_overrides_by_fingerprint_win_over_the_name_label(tmp_path):
+    from sdgov.policy import load_policy
+
+    root = init_registry(tmp_path / "registry")
+    policy = yaml.safe_load((root / "policy.yaml").read_text())
+    fp = "ab" * 32
+    policy["datasets"] = {"toyland_census": {"lifetime_rho": 0.3}, fp: {"lifetime_rho": 0.2, "max_rows": 500}}
+    (root / "policy.yaml").write_text(yaml.safe_dump(policy))
+    p, _ = load_policy(root)
+    by_fp, entry = p.limits(fp, "toyland_census")
+    assert (by_fp.lifetime_rho, by_fp.max_rows, entry) == (0.2, 500, f"datasets.{fp}")
+    by_name, entry = p.limits("cd" * 32, "toyland_census")
+    assert (by_name.lifetime_rho, by_name.sigma_floor, entry) == (0.3, 10, "datasets.toyland_census")
+    assert p.limits("cd" * 32, "other") == (p.defaults, "defaults")
+
+
+def test_a_policy_allowing_an_unknown_generator_is_refused(tmp_path):
+    from sdgov.policy import load_policy
+
+    root = init_registry(tmp_path / "registry", generators=["pgm", "gan"])
+    with pytest.raises(PolicyError, match=r"unknown generator\(s\) \['gan'\]"):
+        load_policy(root)
+
+
+def test_legacy_spends_keyed_by_agreement_still_count(tmp_path):
+    """A registry written before per-statistic keys: its spends (file hash, measurement key) stay on the ledger."""
+    root = init_registry(tmp_path / "registry", lifetime_rho=1.5 * RHO)
+    agreed, _ = _measure_only(_spec(tmp_path, 1), root)
+    legacy = {"dataset": "toyland_census", "dataset_sha256": "f" * 64, "rho": RHO, "measurement_key": "k" * 64}
+    Registry(root).append(ledger.SPENT, "sdgov", "system", comment=json.dumps(legacy))
+    acct = ledger.account(Registry(root), "toyland_census", agreed.data.fingerprint)
+    assert acct.spent_rho == pytest.approx(2 * RHO) and len(acct.spends) == 2  # counted by its name label
+
+
+def test_public_statistics_spend_nothing_and_are_reused(tmp_path):
+    root = init_registry(tmp_path / "registry")
+    spec = _spec(tmp_path, 1, privacy={"noise": "none"})
+    _, first = _measure_only(spec, root)
+    _, second = _measure_only(spec, root)
+    assert _psi(first) == _psi(second)
+    assert _events(root).count(ledger.SPENT) == 0 and _events(root).count("measured") == 1
+    assert json.loads(Path(first.budget.path).read_text())["this_release_rho"] == 0

@@ -507,6 +507,9 @@ def test_valid_inputs_validate(inputs: Inputs, no_flow: None, capsys: pytest.Cap
 
 def test_valid_inputs_reach_the_flow(inputs: Inputs, no_flow: None) -> None:
     """Control: with valid inputs, ``release`` does get past validation (to the stubbed flow)."""
+    from tests.conftest import init_registry
+
+    init_registry(inputs.root)  # the controller's policy: a registry without one refuses every release
     with pytest.raises(AssertionError, match="reached the release flow"):
         main(inputs.release_argv())
 
