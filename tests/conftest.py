@@ -70,6 +70,11 @@ def init_registry(root: Path, datasets: dict | None = None, **defaults: object) 
     return root
 
 
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` with its bytes: "nothing written" means this is unchanged."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
 @pytest.fixture
 def demo_spec(tmp_path: Path) -> Path:
     return make_demo_inputs(tmp_path / "inputs")

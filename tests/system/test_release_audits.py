@@ -13,7 +13,7 @@ import pytest
 from sdgov.errors import SdgovError
 from sdgov.flows.cli import main
 from sdgov.registry import Registry
-from tests.conftest import init_registry, make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 
 # Small but real: every fit, attack and canary run really happens, on 3,000 Toyland records.
 FAST_PGM = {"iterations": 200}
@@ -108,7 +108,8 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
 def test_unimportable_audit_generator_is_refused_before_anything_is_written(tmp_path, capsys):
     spec = make_demo_inputs(tmp_path / "in", audit={"generator": "no_such_module:factory"})
     root = init_registry(tmp_path / "registry")
+    before = tree_bytes(root)
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "audit.generator" in err[0] and "cannot import module 'no_such_module'" in err[0]
-    assert [p.name for p in root.iterdir()] == ["policy.yaml"], "nothing written but the controller's policy"
+    assert tree_bytes(root) == before, "nothing written"

@@ -14,7 +14,7 @@ import yaml
 from sdgov import ledger
 from sdgov.errors import BudgetError, PolicyError
 from sdgov.registry import Registry
-from tests.conftest import init_registry, make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 
 RHO = 0.03  # the demo's 11 marginals at ρ = 0.03 have σ ≈ 13.5, above the default floor of 10
 
@@ -189,10 +189,10 @@ def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_p
 def test_policy_violations_are_refused_before_anything_is_written(tmp_path, defaults, over, match):
     root = init_registry(tmp_path / "registry", **defaults)
     spec = make_demo_inputs(tmp_path / "in", rows=1500, **{"privacy": {"rho": RHO}, **over})
-    before = sorted(p.name for p in root.iterdir())
+    before = tree_bytes(root)
     with pytest.raises(PolicyError, match=match):
         _measure_only(spec, root)
-    assert sorted(p.name for p in root.iterdir()) == before == ["policy.yaml"]
+    assert tree_bytes(root) == before and not (root / "measurements").exists()
 
 
 def test_the_controllers_sigma_floor_raises_sigma(tmp_path):

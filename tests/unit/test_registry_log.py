@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sdgov import checkpoint, registry_key
-from sdgov.errors import BudgetError, RegistryError
+from sdgov.errors import BudgetError, RegistryError, SdgovError
 from sdgov.flows.cli import main
 from sdgov.registry import EVENT_DOMAIN, LogBroken, Registry
 from tests.governance import controller_registry
@@ -79,13 +79,14 @@ def test_a_broken_log_refuses_every_spend_with_one_line(tmp_path, capsys):
     root = tmp_path / "registry"
     _policy(root, 2.5 * RHO)
     _measure_only(_spec(tmp_path, 1), root)
-    _measure_only(_spec(tmp_path, 2), root)
+    _measure_only(_spec(tmp_path, 2, rho=1.01 * RHO), root)  # another σ: new statistics, a second spend
+    drawn = sorted((root / "measurements").glob("*.json"))
     lines = (root / "log.jsonl").read_text().splitlines(keepends=True)
     i = next(n for n, line in enumerate(lines) if '"event":"budget_spent"' in line)
     (root / "log.jsonl").write_text("".join(lines[:i] + lines[i + 1 :]))
     with pytest.raises(LogBroken, match=rf"the registry log is broken at line {i + 1} \(chain broken"):
-        _measure_only(_spec(tmp_path, 3), root)
-    assert len(list((root / "measurements").glob("*.json"))) == 2, "no noise drawn"
+        _measure_only(_spec(tmp_path, 3, rho=1.02 * RHO), root)
+    assert sorted((root / "measurements").glob("*.json")) == drawn, "no noise drawn"
     code, out, err = _cli(capsys, "budget", "--root", str(root))
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("sdgov: error: ")
@@ -99,19 +100,20 @@ def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_signs_it_in
     _measure_only(_spec(tmp_path, 1), root)
     _policy(root, 10 * RHO)  # edited by someone with write access to the registry
     with pytest.raises(BudgetError, match="the budget policy changed since its hash was logged"):
-        _measure_only(_spec(tmp_path, 2), root)
-    assert "budgets.yaml: changed" in Registry(root).verify()[0]
+        _measure_only(_spec(tmp_path, 2, rho=1.01 * RHO), root)
+    assert "policy.yaml: changed" in Registry(root).verify()[0]
     code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Ada Analyst", "--key",
                         str(keys["Ada Analyst"]))  # fmt: skip
     assert code == 2 and "not a data controller" in err
     code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Carl Controller", "--key",
                         str(keys["Carl Controller"]))  # fmt: skip
     assert code == 0, err
-    _measure_only(_spec(tmp_path, 2), root)
+    _measure_only(_spec(tmp_path, 2, rho=1.01 * RHO), root)
     assert Registry(root).verify() == []
-    (root / "budgets.yaml").unlink()  # no policy = no limit: also a change
-    with pytest.raises(BudgetError, match="the budget policy deleted since"):
-        _measure_only(_spec(tmp_path, 3), root)
+    (root / "policy.yaml").unlink()  # deleting the policy is a change too
+    assert "policy.yaml: deleted" in Registry(root).verify()[0]
+    with pytest.raises(SdgovError, match="policy"):
+        _measure_only(_spec(tmp_path, 3, rho=1.02 * RHO), root)
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "empty dir", "some other dir"])
