@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from sdgov import registry_key
 from sdgov.atomic import atomic_write_bytes
+from sdgov.attestation import FILE as STATEMENT
+from sdgov.attestation import release_statement
 from sdgov.contracts import utcnow
 from sdgov.errors import RegistryError
 from sdgov.hashing import canonical_json, sha256_bytes, sha256_file
@@ -287,18 +289,27 @@ class Registry:
             staging = self.root / "releases" / f"{STAGING_PREFIX}{release_id}"
             staging.mkdir(parents=True)
             try:
-                entries = {}
+                entries: dict[str, dict[str, Any]] = {}
                 for name, src in sorted(files.items()):
                     dst = staging / name
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(src, dst)
                     entries[name] = {"sha256": sha256_file(dst), "bytes": dst.stat().st_size}
-                manifest = {
-                    "release_id": release_id,
-                    "files": entries,
-                    **manifest_extra,
-                    "log_head": log_head(seq, head, self.registry_id()),
+                head_info = log_head(seq, head, self.registry_id())
+                statement = release_statement(
+                    release_id,
+                    {k: v["sha256"] for k, v in entries.items()},
+                    manifest_extra,
+                    head_info,
+                    run_id=str(event_fields.get("run_id", "")),
+                    approver=actor,
+                )
+                atomic_write_bytes(staging / STATEMENT, json.dumps(statement, indent=2).encode() + b"\n")
+                entries[STATEMENT] = {
+                    "sha256": sha256_file(staging / STATEMENT),
+                    "bytes": (staging / STATEMENT).stat().st_size,
                 }
+                manifest = {"release_id": release_id, "files": entries, **manifest_extra, "log_head": head_info}
                 manifest_bytes = json.dumps(manifest, sort_keys=True, indent=2).encode() + b"\n"
                 atomic_write_bytes(staging / MANIFEST, manifest_bytes)
                 for p in staging.rglob("*"):

@@ -163,6 +163,7 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     reg = Registry(root)
     events = [(e.event, e.actor) for e in reg.events()]
     assert events == [
+        ("registry_created", "sdgov"),
         ("agreement_proposed", "Ada Analyst"),
         ("approval_refused", "Ada Analyst"),
         ("agreement_approved", "Carl Controller"),
