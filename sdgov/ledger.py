@@ -48,11 +48,11 @@ from pydantic import Field, PositiveFloat
 from sdgov.errors import BudgetError, SpecError
 from sdgov.hashing import sha256_file
 from sdgov.model import Frozen
+from sdgov.registry import POLICY_FILE, policy_problems  # the registry checks the policy hash the ledger logs
 
 if TYPE_CHECKING:
     from sdgov.registry import Event, Registry
 
-POLICY_FILE = "budgets.yaml"
 SPENT = "budget_spent"
 REFUSED = "budget_refused"
 TOLERANCE = 1e-9  # relative: float sums of ρ must not refuse an exact fit
@@ -243,8 +243,6 @@ def spend_locked(
 
 def check_policy_logged(registry: Registry, events: list[Event]) -> None:
     """Refuse to spend under a ``budgets.yaml`` that is not the one last logged (edited or deleted since)."""
-    from sdgov.registry import policy_problems
-
     problems = policy_problems(registry, events)
     if problems:
         raise BudgetError(

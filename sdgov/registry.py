@@ -7,7 +7,8 @@ Layout under the store root (default ``./registry``, or ``$SDGOV_REGISTRY``, or 
                                    and an Ed25519 signature by the registry key, kept outside this directory
     measurements/<key>.json        noisy marginals, drawn once per (agreement, dataset) and reused ever after
     runs/<run_id>/                 stage work directories (intermediate artifacts, provenance records)
-    releases/<release_id>/         immutable: synthetic data, card.{html,md,json}, artifacts, manifest.json
+    releases/<release_id>/         immutable: synthetic data, card.{html,md,json}, artifacts, manifest.json,
+                                   provenance.intoto.json (an in-toto statement, sdgov/attestation.py)
 
 A release directory is assembled in a staging directory and renamed into place in one step, its files made
 read-only, and its manifest's sha256 written into the log's ``released`` event. :func:`verify` recomputes
@@ -229,7 +230,7 @@ class Registry:
         events = self._verify_log(problems)
         if problems:
             line, reason = problems[0]
-            raise LogBroken(line, reason, str(self.log_path), self.root)
+            raise LogBroken(max(line, 1), reason, str(self.log_path), self.root)
         return events
 
     def head(self) -> tuple[int, str]:
@@ -393,7 +394,7 @@ class Registry:
         problems: list[str] = []
         lines: list[tuple[int, str]] = []
         events = self._verify_log(lines)
-        problems += [f"{LOG} line {i}: {reason}" for i, reason in lines]
+        problems += [f"{LOG} line {i}: {reason}" if i else f"{LOG}: {reason}" for i, reason in lines]
         released = {e.release_id: e for e in events if e.event == "released"}
         rel_root = self.root / "releases"
         if rel_root.is_symlink():
@@ -417,15 +418,16 @@ class Registry:
         return problems
 
     def _verify_log(self, problems: list[tuple[int, str]]) -> list[Event]:
-        """Parse, chain and signature checks of the log; appends (line, reason) for each problem."""
+        """Parse, chain and signature checks of the log; appends (line, reason) for each problem (line 0: the
+        file as a whole)."""
         if self.log_path.is_symlink():
             problems.append((1, "the log is a symbolic link (refused)"))
             return []
         if not self.log_path.exists():
             if (self.root / "releases").is_dir() and any((self.root / "releases").iterdir()):
-                problems.append((1, "missing, but releases exist"))
+                problems.append((0, "missing, but releases exist"))
             if self.registry_id():
-                problems.append((1, f"missing, but {CONFIG} names registry {self.registry_id()}"))
+                problems.append((0, f"missing, but {CONFIG} names registry {self.registry_id()}"))
             return []
         events: list[Event] = []
         prev = GENESIS
