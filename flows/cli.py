@@ -13,7 +13,10 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sdgov.registry import Registry
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -212,7 +215,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify(args: argparse.Namespace, reg: Any) -> int:
+def _verify(args: argparse.Namespace, reg: Registry) -> int:
     """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok')."""
     from sdgov import checkpoint
 

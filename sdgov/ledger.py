@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from sdgov.errors import BudgetError, SdgovError
 from sdgov.model import Frozen
 from sdgov.policy import POLICY_FILE, load_policy, policy_path
+from sdgov.registry import policy_problems  # the registry checks the policy hash the ledger logs
 
 if TYPE_CHECKING:
     from sdgov.registry import Event, Registry
@@ -188,8 +189,6 @@ def spend_locked(
 
 def check_policy_logged(registry: Registry, events: list[Event]) -> None:
     """Refuse to spend under a ``policy.yaml`` that is not the one last logged (edited or deleted since)."""
-    from sdgov.registry import policy_problems
-
     problems = policy_problems(registry, events)
     if problems:
         raise BudgetError(

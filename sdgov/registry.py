@@ -8,7 +8,8 @@ Layout under the store root (default ``./registry``, or ``$SDGOV_REGISTRY``, or 
     policy.yaml                    the data controller's release policy (sdgov/policy.py; `sdgov init` writes it)
     measurements/<key>.json        one noisy marginal, drawn once per (dataset fingerprint, attributes, σ)
     runs/<run_id>/                 stage work directories (intermediate artifacts, provenance records)
-    releases/<release_id>/         immutable: synthetic data, card.{html,md,json}, artifacts, manifest.json
+    releases/<release_id>/         immutable: synthetic data, card.{html,md,json}, artifacts, manifest.json,
+                                   provenance.intoto.json (an in-toto statement, sdgov/attestation.py)
 
 A release directory is assembled in a staging directory and renamed into place in one step, its files made
 read-only, and its manifest's sha256 written into the log's ``released`` event. :func:`verify` recomputes
@@ -37,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from sdgov import registry_key
 from sdgov.atomic import atomic_write_bytes
+from sdgov.attestation import FILE as STATEMENT
+from sdgov.attestation import release_statement
 from sdgov.contracts import utcnow
 from sdgov.errors import RegistryError
 from sdgov.hashing import canonical_json, sha256_bytes, sha256_file
@@ -228,7 +231,7 @@ class Registry:
         events = self._verify_log(problems)
         if problems:
             line, reason = problems[0]
-            raise LogBroken(line, reason, str(self.log_path), self.root)
+            raise LogBroken(max(line, 1), reason, str(self.log_path), self.root)
         return events
 
     def head(self) -> tuple[int, str]:
@@ -288,18 +291,27 @@ class Registry:
             staging = self.root / "releases" / f"{STAGING_PREFIX}{release_id}"
             staging.mkdir(parents=True)
             try:
-                entries = {}
+                entries: dict[str, dict[str, Any]] = {}
                 for name, src in sorted(files.items()):
                     dst = staging / name
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(src, dst)
                     entries[name] = {"sha256": sha256_file(dst), "bytes": dst.stat().st_size}
-                manifest = {
-                    "release_id": release_id,
-                    "files": entries,
-                    **manifest_extra,
-                    "log_head": log_head(seq, head, self.registry_id()),
+                head_info = log_head(seq, head, self.registry_id())
+                statement = release_statement(
+                    release_id,
+                    {k: v["sha256"] for k, v in entries.items()},
+                    manifest_extra,
+                    head_info,
+                    run_id=str(event_fields.get("run_id", "")),
+                    approver=actor,
+                )
+                atomic_write_bytes(staging / STATEMENT, json.dumps(statement, indent=2).encode() + b"\n")
+                entries[STATEMENT] = {
+                    "sha256": sha256_file(staging / STATEMENT),
+                    "bytes": (staging / STATEMENT).stat().st_size,
                 }
+                manifest = {"release_id": release_id, "files": entries, **manifest_extra, "log_head": head_info}
                 manifest_bytes = json.dumps(manifest, sort_keys=True, indent=2).encode() + b"\n"
                 atomic_write_bytes(staging / MANIFEST, manifest_bytes)
                 for p in staging.rglob("*"):
@@ -383,7 +395,7 @@ class Registry:
         problems: list[str] = []
         lines: list[tuple[int, str]] = []
         events = self._verify_log(lines)
-        problems += [f"{LOG} line {i}: {reason}" for i, reason in lines]
+        problems += [f"{LOG} line {i}: {reason}" if i else f"{LOG}: {reason}" for i, reason in lines]
         released = {e.release_id: e for e in events if e.event == "released"}
         rel_root = self.root / "releases"
         if rel_root.is_symlink():
@@ -407,15 +419,16 @@ class Registry:
         return problems
 
     def _verify_log(self, problems: list[tuple[int, str]]) -> list[Event]:
-        """Parse, chain and signature checks of the log; appends (line, reason) for each problem."""
+        """Parse, chain and signature checks of the log; appends (line, reason) for each problem (line 0: the
+        file as a whole)."""
         if self.log_path.is_symlink():
             problems.append((1, "the log is a symbolic link (refused)"))
             return []
         if not self.log_path.exists():
             if (self.root / "releases").is_dir() and any((self.root / "releases").iterdir()):
-                problems.append((1, "missing, but releases exist"))
+                problems.append((0, "missing, but releases exist"))
             if self.registry_id():
-                problems.append((1, f"missing, but {CONFIG} names registry {self.registry_id()}"))
+                problems.append((0, f"missing, but {CONFIG} names registry {self.registry_id()}"))
             return []
         events: list[Event] = []
         prev = GENESIS

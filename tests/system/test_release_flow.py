@@ -39,6 +39,7 @@ def test_log_records_each_decision_in_order(released):
     events = Registry(released["root"]).events()
     assert [e.event for e in events] == [
         "registry_created",  # the genesis: registry id and public key (sdgov/registry.py)
+        "policy_changed",  # the controller's policy, adopted by `sdgov init` (sdgov/controller.py)
         "agreement_signed",
         "agreement_signed",
         "budget_spent",
@@ -46,9 +47,9 @@ def test_log_records_each_decision_in_order(released):
         "release_approved",
         "released",
     ]  # budget_spent: the ledger (sdgov/ledger.py)
-    assert [e.role for e in events[1:3]] == ["analyst", "controller"]
-    assert events[1].actor != events[2].actor
-    assert len({e.agreement_sha256 for e in events[1:]}) == 1
+    assert [e.role for e in events[2:4]] == ["analyst", "controller"]
+    assert events[2].actor != events[3].actor
+    assert len({e.agreement_sha256 for e in events[2:]}) == 1
     assert events[-1].release_id == released["result"].release_id
 
 

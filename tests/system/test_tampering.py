@@ -279,3 +279,19 @@ def test_the_card_and_manifest_name_the_log_head_before_their_release(anchored):
         assert head["released_event"] == released.seq
     md = (root / "releases" / rid / "card.md").read_text()
     assert f"Registry log: released as event {released.seq}" in md and released.prev in md
+
+
+def test_the_release_carries_an_in_toto_provenance_statement(anchored):
+    root, rid = anchored["root"], anchored["release"]
+    d = root / "releases" / rid
+    statement = json.loads((d / "provenance.intoto.json").read_text())
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
+    subjects = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
+    assert subjects == {k: v["sha256"] for k, v in manifest["files"].items() if k != "provenance.intoto.json"}
+    assert "synthetic.parquet" in subjects and "card.html" in subjects
+    predicate = statement["predicate"]
+    assert predicate["buildDefinition"]["externalParameters"]["agreement_sha256"] == manifest["agreement_sha256"]
+    assert predicate["buildDefinition"]["internalParameters"]["registry_log_head"] == manifest["log_head"]
+    assert manifest["files"]["provenance.intoto.json"]["sha256"] == sha256_file(d / "provenance.intoto.json")

@@ -33,7 +33,9 @@ def test_trail_lists_every_event_and_exports(released, tmp_path):
     t = json.loads(out)
     assert t["verified"] is True and t["problems"] == []
     assert [e["event"] for e in t["events"]][-1] == "released"
-    first = t["events"][0]
+    assert t["events"][0]["event"] == "registry_created"  # the genesis: registry id and public key
+    assert t["events"][1]["event"] == "policy_changed"  # the controller's policy, adopted by `sdgov init`
+    first = t["events"][2]
     assert first["who"] == "Ada Analyst" and first["role"] == "analyst" and first["dataset"] == "toyland_census"
     assert {"who", "role", "what", "time", "artifacts", "decision", "comment", "hash"} <= set(first)
     rel = t["events"][-1]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -177,3 +180,26 @@ def test_a_registry_json_without_its_log_is_not_silently_restarted(tmp_path):
     with pytest.raises(RegistryError, match="its log is missing or empty"):
         reg.append("note", "Ada Analyst", "analyst")
     assert any("missing" in p for p in reg.verify())
+
+
+def test_a_process_killed_while_staging_a_release_does_not_fail_verify_for_ever(tmp_path, capsys):
+    """The issue's report: a crash mid-publication left .staging-* and verify failed even after a good re-run."""
+    root = tmp_path / "registry"
+    _registry(root, 1)
+    src = tmp_path / "a.txt"
+    src.write_text("a\n")
+    child = textwrap.dedent(
+        f"""
+        import os
+        from sdgov.registry import Registry
+        os.rename = lambda *a: os._exit(9)  # dies like kill -9 at the worst moment: staged, not yet renamed
+        Registry({str(root)!r}).publish("demo-1", {{"a.txt": {str(src)!r}}}, {{}}, actor="C", role="controller")
+        """
+    )
+    assert subprocess.run([sys.executable, "-c", child], env=os.environ).returncode == 9
+    assert (root / "releases" / ".staging-demo-1").is_dir() and not (root / "releases" / "demo-1").exists()
+    code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root))
+    assert code == 0 and "stale: releases/.staging-demo-1" in out
+    Registry(root).publish("demo-1", {"a.txt": src}, {}, actor="C", role="controller")  # the re-run
+    code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root), "--json")
+    assert code == 0 and json.loads(out)["stale"] == [] and json.loads(out)["problems"] == []
