@@ -129,11 +129,12 @@ def raise_the_lifetime_budget(root: Path, rid: str, tmp: Path) -> None:
 def replace_noisy_counts(root: Path, rid: str, tmp: Path) -> None:
     events = _events(root)
     measured = _event(events, "measured")
-    [name] = measured["artifacts"]
+    name = sorted(measured["artifacts"])[0]  # one stored noisy marginal (one file per statistic)
     forged = (root / name).read_bytes().replace(b"1", b"2")
     (root / name).write_bytes(forged)
-    measured["artifacts"] = {name: sha256_bytes(forged)}
-    _rewrite_released_file(root, rid, "artifacts/measurements.json", forged, events)
+    measured["artifacts"] = {**measured["artifacts"], name: sha256_bytes(forged)}
+    released = root / "releases" / rid / "artifacts" / "measurements.json"
+    _rewrite_released_file(root, rid, "artifacts/measurements.json", released.read_bytes().replace(b"1", b"2"), events)
     _write_events(root, events)
 
 
