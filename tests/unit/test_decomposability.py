@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdgov.audits.decomposability.basis import ExplicitBasis, MarginalCellBasis
+from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
 from sdgov.audits.decomposability.moves import extremal_pair, greedy_extremal, greedy_half, half_move_pool, move_pool
 from sdgov.audits.decomposability.report import decomposability_section
 from sdgov.audits.decomposability.settings import DecomposabilitySettings
@@ -46,9 +46,9 @@ def test_extremal_datasets_keep_phi_exactly_and_stay_valid():
     rng = np.random.default_rng(1)
     pool = move_pool(theta, 10**5, rng)
     assert len(pool) > 0
-    basis = ExplicitBasis(theta, pool)
+    basis = ProjectionBasis(theta)
     for _ in range(5):
-        delta = greedy_extremal(pool, basis.scores(pool, rng.standard_normal(basis.d)), theta.x)
+        delta = greedy_extremal(pool, basis.scores(pool, basis.random_direction(rng)), theta.x)
         assert np.any(delta) and delta.dtype == np.int64
         plus, minus = extremal_pair(theta, delta)  # raises if φ changes or a count goes negative
         assert plus.min() >= 0 and minus.min() >= 0
@@ -58,23 +58,29 @@ def test_extremal_datasets_keep_phi_exactly_and_stay_valid():
         assert not np.array_equal(plus, theta.x)
 
 
-def test_directions_are_orthogonal_to_span_phi():
-    theta = ThetaSpace(_data(), PHI, DOMAIN)
-    A = theta.indicator_matrix().toarray()  # marginal-indicator rows on the occupied cells
-    pool = move_pool(theta, 10**5, np.random.default_rng(0))
-    basis = ExplicitBasis(theta, pool)
-    beta = basis.direction(np.random.default_rng(2).standard_normal(basis.d))
-    assert np.abs(A @ beta).max() < 1e-9 * max(1.0, np.abs(beta).max())
-    # projection onto span(Φ) vanishes
-    coef, *_ = np.linalg.lstsq(A.T, beta, rcond=None)
-    assert np.linalg.norm(A.T @ coef) < 1e-9
+def test_directions_are_the_projection_onto_phi_perp_whatever_the_basis():
+    """β = P_Φ⊥ g: orthogonal to every Φ marginal, idempotent, and equal to the projection computed from a
+    numerical basis of span(Φ) — the interaction decomposition is the unique projection, not one basis of many."""
+    grid = pd.DataFrame(np.stack(np.unravel_index(np.arange(24), (2, 3, 4)), axis=1), columns=list("abc"))
+    dense = ThetaSpace(grid, PHI, DOMAIN)  # every cell occupied once: the indicator matrix covers the full table
+    A = dense.indicator_matrix().toarray()
+    basis = ProjectionBasis(dense)
+    g = np.random.default_rng(2).standard_normal(basis.d)
+    beta = basis.random_direction(np.random.default_rng(2))
+    assert np.abs(A @ beta).max() < 1e-12
+    assert np.allclose(basis.perp(beta), beta, atol=1e-12)  # a projection
+    coef, *_ = np.linalg.lstsq(A.T, g, rcond=None)
+    assert np.allclose(basis.perp(g), g - A.T @ coef, atol=1e-10)  # = (I − A⁺A) g
+    assert np.allclose(beta, basis.perp(g) / np.sqrt(6), atol=1e-12)  # one interaction set (a×b×c), 6 dimensions
+    assert basis.info["phi_perp_dim"] == basis.d - np.linalg.matrix_rank(A) == 6
     # integer moves are exactly in the kernel
+    theta = ThetaSpace(_data(), PHI, DOMAIN)
+    pool = move_pool(theta, 10**5, np.random.default_rng(0))
     U = pool.matrix().toarray()
-    assert np.array_equal(U @ A.T, np.zeros((U.shape[0], A.shape[0])))
+    At = theta.indicator_matrix().toarray()
+    assert np.array_equal(U @ At.T, np.zeros((U.shape[0], At.shape[0])))
     # the random-subspace basis (marginal-cell projections) is orthogonal to span(Φ) on the full table
     mb = MarginalCellBasis(theta, 10, np.random.default_rng(0))
-    grid = pd.DataFrame(np.stack(np.unravel_index(np.arange(24), (2, 3, 4)), axis=1), columns=list("abc"))
-    dense = ThetaSpace(grid, PHI, DOMAIN)  # every cell occupied once: cells_vector is the full β
     mbd = MarginalCellBasis(dense, 10, np.random.default_rng(0))
     bfull = mbd.cells_vector(np.random.default_rng(4).standard_normal(mbd.d))
     assert np.abs(dense.indicator_matrix().toarray() @ bfull).max() < 1e-9

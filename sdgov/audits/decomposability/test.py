@@ -47,17 +47,20 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
-from sdgov.audits.decomposability.basis import ExplicitBasis, MarginalCellBasis
+from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
 from sdgov.audits.decomposability.moves import (
     MovePool,
     extremal_pair,
+    ranked_by_magnitude,
     greedy_extremal,
     greedy_half,
     half_move_pool,
     move_pool,
 )
+from sdgov.audits.decomposability.selection import select_sets
 from sdgov.audits.decomposability.settings import DecomposabilitySettings
 from sdgov.audits.decomposability.theta import ThetaSpace
+from sdgov.audits.environment import numeric_environment
 from sdgov.audits.executor import Executor, SerialExecutor
 from sdgov.audits.generator_protocol import (
     AuditError,
@@ -107,6 +110,9 @@ class DecomposabilityResult(BaseModel):
     seeds: dict[str, list[int]]
     timing: dict[str, float]
     seconds: float
+    environment: dict[str, Any] = Field(
+        default_factory=dict, description="numpy/scipy versions and BLAS kernel (recorded; the p-value ignores them)"
+    )
     control: ControlResult | None = None
 
 
@@ -147,10 +153,10 @@ class _Space:
     ) -> None:
         self.theta = ThetaSpace(records, cliques, domain)
         self.rng = np.random.default_rng(np.random.SeedSequence([st.seed, 1]))
-        self.explicit = st.explicit_max_cells >= self.theta.C
+        self.explicit = st.explicit_max_cells >= math.prod(self.theta.shape)
         self.pool = self._moves(st)
         self.basis: Any = (
-            ExplicitBasis(self.theta, self.pool)
+            ProjectionBasis(self.theta)
             if self.explicit
             else MarginalCellBasis(self.theta, st.candidate_basis, self.rng)
         )
@@ -241,40 +247,32 @@ def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
 
 
 def _critical_direction(
-    run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, ext: dict[str, Any]
+    run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, change: np.ndarray, ext: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eqs. 5–6: â per basis direction and the critical direction β* (unit norm), with the components kept."""
-    K = run.st.K
-    a_hat = G1p.mean(axis=0) - G1m.mean(axis=0)
-    se = np.sqrt(G1p.var(axis=0, ddof=1) / K + G1m.var(axis=0, ddof=1) / K)
-    tstat = np.divide(a_hat, se, out=np.zeros_like(a_hat), where=se > 0)
-    if run.explicit:
-        keep = np.abs(tstat) >= run.st.beta_star_min_t
-    else:
-        keep = _responsive_sets(run, tstat, ext)
-    if not keep.any():
-        keep = np.abs(tstat) >= np.sort(np.abs(tstat))[-min(10, len(tstat))]
-    w = np.where(keep, a_hat, 0.0)
+    """Eqs. 5–6: the mean response â of the phase-1 fits, restricted to the interaction sets that respond beyond
+    chance (:mod:`.selection`), is the critical direction β* (unit norm); also which coordinates it uses."""
+    st = run.st
+    sel = select_sets(
+        run.basis.groups(np.vstack([G1p, G1m])),
+        [g[0] for g in run.basis.groups(run.basis.data_features(change)[None, :])],
+        st.K,
+        st.beta_star_alpha,
+        st.beta_star_permutations,
+        np.random.default_rng(np.random.SeedSequence([st.seed, 2])),
+    )
+    names = run.basis.set_names()
+    ext["beta_star_sets"] = [names[i] for i in sel.chosen]
+    ext["responding_sets"] = [names[i] for i in sel.responding]  # Holm at beta_star_alpha
+    ext["set_tests"] = [
+        {"set": n, "p_value": ps, "p_directed": pd_, "p_omnibus": po, "sum_t2": round(t, 6), "cells": q}
+        for n, ps, pd_, po, t, q in zip(
+            names, sel.p_set, sel.p_directed, sel.p_omnibus, sel.statistics, sel.cells
+        )
+    ]
+    w = run.basis.critical(G1p.mean(axis=0) - G1m.mean(axis=0), sel.chosen)
     if not np.any(w):
         w = z
-    return w / np.linalg.norm(w), keep
-
-
-def _responsive_sets(run: _Run, tstat: np.ndarray, ext: dict[str, Any]) -> np.ndarray:
-    """Random subspace: keep the interaction sets whose components respond more than chance (Σt² over the set),
-    all their cells."""
-    basis, K = run.basis, run.st.K
-    keep = np.zeros(basis.d, dtype=bool)
-    zs = {}
-    for t in basis.used:
-        sel = basis.t_of == t
-        zt = stats.norm.isf(np.clip(stats.t.sf(np.abs(tstat[sel]), df=2 * K - 2), 1e-300, 1)) ** 2
-        zs[t] = float((zt.sum() - sel.sum()) / math.sqrt(2 * sel.sum()))  # t → z first: heavy tails at small K
-    chosen = [t for t, zt in zs.items() if zt >= run.st.beta_star_min_z] or [max(zs, key=zs.__getitem__)]
-    for t in chosen:
-        keep |= basis.t_of == t
-    ext["beta_star_sets"] = [" × ".join(basis.sets[t]) for t in chosen]
-    return keep
+    return w / math.sqrt(math.fsum(w * w)), w != 0
 
 
 def run_decomposability(
@@ -326,7 +324,7 @@ def _test(
         run = _Run(space, generator, st, factory, executor or SerialExecutor())
         binfo = space.info()
     with clock("extremal"):  # phase 1: a random direction β ∈ Φ⊥ and its extremal datasets D±β
-        z = run.rng.standard_normal(run.basis.d)
+        z = run.basis.random_direction(run.rng)
         plus1, minus1, moved1, cos1 = run.extremal(z)
         if moved1 == 0:
             raise AuditError(
@@ -340,7 +338,7 @@ def _test(
         G1p = run.fits(plus1, seeds["phase1_plus"], "phase1-plus")
         G1m = run.fits(minus1, seeds["phase1_minus"], "phase1-minus")
     with clock("extremal"):  # the critical direction β* and its extremal datasets
-        w, keep = _critical_direction(run, G1p, G1m, z, ext)
+        w, keep = _critical_direction(run, G1p, G1m, z, (plus1 - minus1).astype(np.float64), ext)
         plus2, minus2, moved2, cos2 = run.extremal(w)
         if moved2 == 0:
             plus2, minus2 = plus1, minus1
@@ -348,7 +346,7 @@ def _test(
             {
                 "phase2_records_moved": moved2,
                 "phase2_cosine_to_beta_star": cos2,
-                "beta_star_components": int(keep.sum()),
+                "beta_star_cells": int(keep.sum()),
             }
         )
     with clock("fits"):  # phase 2: K fresh fits on D±β*; g_β* = ⟨β*, Θ(synthetic)⟩
@@ -393,6 +391,7 @@ def _result(
         top_interactions=_interaction_shares(theta, beta_cells),
         timing=clock.timing(),
         seconds=round(clock.total(), 4),
+        environment=numeric_environment(),
         **details,
     )
 
@@ -422,7 +421,7 @@ class _Clock:
 
 def _top_cells(theta: ThetaSpace, beta_cells: np.ndarray, labels: dict[str, list[str]] | None) -> list[dict[str, Any]]:
     """The ten cells carrying most of β* (what the card shows behind the verdict)."""
-    top = np.argsort(-np.abs(beta_cells))[:10]
+    top = ranked_by_magnitude(beta_cells)[:10]
     return [
         {"cell": theta.describe_cell(int(i), labels), "weight": float(beta_cells[i]), "count_in_data": int(theta.x[i])}
         for i in top
@@ -444,8 +443,8 @@ def _interaction_shares(theta: ThetaSpace, beta: np.ndarray, top: int = 5) -> li
         m = np.bincount(flat, weights=beta, minlength=math.prod(theta.shape[i] for i in idx))
         out.append((float(m @ m), s))
     tot = sum(v for v, _ in out) or 1.0
-    out.sort(key=lambda t: -t[0])
-    return [{"attributes": list(s), "share": v / tot} for v, s in out[:top]]
+    order = ranked_by_magnitude(np.array([v for v, _ in out]))
+    return [{"attributes": list(out[i][1]), "share": out[i][0] / tot} for i in order[:top]]
 
 
 # ----------------------------------------------------------------------------------------------- spec entry point
