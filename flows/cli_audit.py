@@ -78,6 +78,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         "timing": result.timing,
         "control": result.control.model_dump() if result.control else None,
         "top_interactions": result.top_interactions,
+        "beta_star_sets": result.extremal.get("beta_star_sets"),
+        "environment": result.environment,
     }
     if args.out:
         section = decomposability_section(result)
