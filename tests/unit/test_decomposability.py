@@ -114,7 +114,11 @@ def test_weak_blend_is_caught_and_the_leaked_set_chosen():
     """The 10 % blend of the a×b×c leak (the only non-Φ set here) is rejected at most seeds."""
     results = [
         run_decomposability(
-            _data(), PHI, DOMAIN, "sdgov.audits.generators:blend10_ipf", _settings(seed=s, generator_params={"memo": True})
+            _data(),
+            PHI,
+            DOMAIN,
+            "sdgov.audits.generators:blend10_ipf",
+            _settings(seed=s, generator_params={"memo": True}),
         )
         for s in range(10)
     ]
@@ -221,3 +225,20 @@ def test_memoised_fits_sample_exactly_like_refits():
     other = ag.dishonest_pgm(PHI, DOMAIN, iterations=50, memo=True)
     other.fit(d)
     assert other.model is not out[(True, 0)][1]  # Φ + a leaked marginal: a different key, a fresh fit
+
+
+def test_generator_crash_is_its_own_error_and_survives_a_worker():
+    """Anything a third-party generator raises becomes a GeneratorCrash naming it and the call (the CLI exits 2);
+    it pickles with its fields (fits may run in worker processes)."""
+    import pickle
+
+    from sdgov.audits.generator_protocol import GeneratorCrash
+
+    for name, call in [("in_factory", "the factory"), ("in_fit", "fit()"), ("in_sample", "sample()")]:
+        path = f"tests.crashing_generators:{name}"
+        with pytest.raises(GeneratorCrash) as err:
+            run_decomposability(_data(), PHI, DOMAIN, path, _settings(K=2))
+        assert path in err.value.one_line() and call in err.value.one_line() and "\n" not in err.value.one_line()
+        assert err.value.partial["generator"] == path and err.value.partial["basis"]["mode"] == "projection"
+        back = pickle.loads(pickle.dumps(err.value))
+        assert type(back) is GeneratorCrash and back.one_line() == err.value.one_line()

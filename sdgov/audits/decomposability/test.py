@@ -51,11 +51,11 @@ from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasi
 from sdgov.audits.decomposability.moves import (
     MovePool,
     extremal_pair,
-    ranked_by_magnitude,
     greedy_extremal,
     greedy_half,
     half_move_pool,
     move_pool,
+    ranked_by_magnitude,
 )
 from sdgov.audits.decomposability.selection import select_sets
 from sdgov.audits.decomposability.settings import DecomposabilitySettings
@@ -66,10 +66,11 @@ from sdgov.audits.generator_protocol import (
     AuditError,
     Clique,
     Factory,
-    check_sample,
+    GeneratorCrash,
     fit_generator,
     load_generator,
     make_generator,
+    sample_generator,
 )
 
 # ----------------------------------------------------------------------------------------------- result
@@ -134,8 +135,8 @@ def _sample(
     """One fit on weighted records and one seeded sample of ``n`` rows, as compact cell indices (the basis features
     are computed where the basis is: an explicit basis of Φ⊥ is far larger than a sample to send)."""
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
-    fit_generator(gen, recs, w, seed=seed)
-    df = check_sample(gen.sample(n, seed ^ 0x5EED), n, theta.domain, where=gen_name)
+    fit_generator(gen, recs, w, seed, where=gen_name)
+    df = sample_generator(gen, n, seed ^ 0x5EED, theta.domain, where=gen_name)
     return df[theta.attributes].astype(np.int16 if max(theta.shape) <= 2**15 else np.int32)
 
 
@@ -265,9 +266,7 @@ def _critical_direction(
     ext["responding_sets"] = [names[i] for i in sel.responding]  # Holm at beta_star_alpha
     ext["set_tests"] = [
         {"set": n, "p_value": ps, "p_directed": pd_, "p_omnibus": po, "sum_t2": round(t, 6), "cells": q}
-        for n, ps, pd_, po, t, q in zip(
-            names, sel.p_set, sel.p_directed, sel.p_omnibus, sel.statistics, sel.cells
-        )
+        for n, ps, pd_, po, t, q in zip(names, sel.p_set, sel.p_directed, sel.p_omnibus, sel.statistics, sel.cells)
     ]
     w = run.basis.critical(G1p.mean(axis=0) - G1m.mean(axis=0), sel.chosen)
     if not np.any(w):
@@ -291,11 +290,19 @@ def run_decomposability(
     start = time.perf_counter()
     space = _Space(records, cliques, domain, st)
     basis_seconds = time.perf_counter() - start
-    result = _test(space, generator, st, labels, factory, executor, basis_seconds)
+    try:
+        result = _test(space, generator, st, labels, factory, executor, basis_seconds)
+    except GeneratorCrash as exc:  # no verdict; keep what is known for --out
+        exc.partial = {"generator": generator, "settings": st.model_dump(mode="json"), "basis": space.info()}
+        raise
     if not st.positive_control:
         return result
     control_settings = st.model_copy(update={"generator_params": st.control_params})
-    cres = _test(space, st.positive_control, control_settings, labels, None, executor, 0.0)
+    try:
+        cres = _test(space, st.positive_control, control_settings, labels, None, executor, 0.0)
+    except GeneratorCrash as exc:  # the audited generator's result stands; the control reached no verdict
+        exc.partial = {"result": result.model_dump(mode="json"), "control": st.positive_control}
+        raise
     control = ControlResult(
         generator=st.positive_control,
         p_value=cres.p_value,
