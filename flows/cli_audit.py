@@ -63,9 +63,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise AuditError("--K must be at least 2 (a t-test needs two fits per group)", "--K")
     if args.control:
         overrides["positive_control"] = None if args.control.lower() == "none" else args.control
+    from sdgov.audits.executor import executor_for
+
+    if args.jobs is not None and args.jobs < 0:
+        raise AuditError("--jobs must be 0 (every core) or more", "--jobs")
+    executor = executor_for(args.jobs) if args.jobs is not None else None  # joblib workers, as for privacy
     try:
         result = audit_spec(
-            args.spec, args.generator, K=args.K, seed=args.seed, data_path=args.data, overrides=overrides
+            args.spec,
+            args.generator,
+            K=args.K,
+            seed=args.seed,
+            data_path=args.data,
+            overrides=overrides,
+            executor=executor,
         )
     except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), what is done in --out
         crash_written(args, exc, "decomposability")

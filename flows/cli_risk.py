@@ -51,7 +51,12 @@ def add_privacy_args(a: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--sensitive", help="attribute-inference target (default: the last audited attribute)")
     g.add_argument("--parts", default="mia,canary,disclosure", help="comma list of mia, canary, disclosure")
-    g.add_argument("--jobs", type=int, help="parallel workers for attack trials (default 2)")
+    g.add_argument(
+        "--jobs",
+        type=int,
+        help="parallel workers (joblib) for the trials: privacy attack trials (default 2), decomposability fits "
+        "(default 1: in this process; 0: every core)",
+    )
     g.add_argument("--settings", help="further RiskSettings as JSON, e.g. '{\"rf_trees\": 50}'")
 
 

@@ -14,20 +14,25 @@ so u ∈ Φ⊥ exactly; integer combinations keep counts integral and φ *exactl
 ``φ(D±) == φ(D*)`` on integer tables), and a move only ever takes records from cells that hold enough of them,
 so every extremal dataset is a valid dataset (non-negative integer counts).
 
-Two regimes for the directions (the "basis"):
+Two regimes for the directions, neither tied to a basis a linear-algebra library picks (the p-value is a function
+of the data, Φ, the generator, its params and the seed only; ``environment`` records the libraries anyway):
 
-* **explicit** (few occupied cells, e.g. Applications 1–2): an orthonormal basis V of Φ⊥ restricted to the
-  occupied cells (``scipy.linalg.null_space`` of the marginal-indicator matrix), β = V z with z ~ N(0, I);
-  â = Vᵀ(Θ̄₊ − Θ̄₋) (eq. 5), β* = V â over the components with |t| ≥ ``beta_star_min_t`` (eq. 6). The extremal
-  change δ is built greedily from moves (all 2^|T| corners occupied) in order of |⟨β, u⟩|, each pushed to the
-  capacity left in its cells, and D± = Θ(D*) ± δ.
-* **random subspace** (large tables, e.g. Application 3, 1.56M cells): ``candidate_basis`` random cells (T, v) of
-  the minimal non-Φ marginals (the paper used 1000 3-way cells), each projected onto Φ⊥:
+* **projection** (joint table up to ``explicit_max_cells``, e.g. Applications 1–2): Φ⊥ of the full joint table is
+  the orthogonal sum of the interaction spaces W_S of the attribute sets S not inside a Φ marginal (the ANOVA
+  decomposition; :class:`~.basis.ProjectionBasis`); P_S is computed by centring and averaging along axes. The
+  random direction is β = Σ_S P_S g / √dim W_S, g seeded Gaussian (every set gets the same expected share), and
+  features are the synthetic joint table. The extremal change δ is built greedily from moves (all 2^|T| corners
+  occupied) in order of |⟨β, u⟩| (ties broken by index), each pushed to the capacity left in its cells, and
+  D± = Θ(D*) ± δ.
+* **random subspace** (large tables, e.g. Application 3, 1.56M cells): ``candidate_basis`` seeded random cells
+  (T, v) of the minimal non-Φ marginals (the paper used 1000 3-way cells), each projected onto Φ⊥:
   b = ⊗_{a∈T}(e_v − 1/k_a) ⊗ 1, whose inner product with Θ(S) is the fully centred T-marginal of S at v — the
   statistics need only synthetic marginals. Here D* is sparse, so moves need only *half* of their corners occupied:
   D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along +β and −β), each move oriented so that
-  it only removes records from occupied corners (cells D* leaves empty are added to Θ's cell list). β* keeps the
-  interaction sets whose phase-1 responses exceed chance (standardised Σz² ≥ ``beta_star_min_z``).
+  it only removes records from occupied corners (cells D* leaves empty are added to Θ's cell list).
+
+In both, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is most
+significant — two permutation tests per set, directed along the data change and omnibus (:mod:`.selection`).
 
 Then K fresh fits on each of D±β* and a two-sided Welch t-test of g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩
 (eq. 7). The fits of the two phases are independent, so the test is exact in its null whatever β* is.
