@@ -51,3 +51,27 @@ def test_p_value_is_the_same_under_two_blas_kernels(app, generator):
     assert len(kernels) == 2, kernels  # the two runs really used different kernels (and recorded them)
     assert a["p_value"] == pytest.approx(b["p_value"], rel=1e-9, abs=0)
     assert a["beta_star_sets"] == b["beta_star_sets"]
+
+
+SMALL = """
+import json
+from tests.unit.test_decomposability import DOMAIN, PHI, _data, _settings
+from sdgov.audits.decomposability.test import run_decomposability
+r = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:honest_ipf",
+                        _settings(explicit_max_cells=1, candidate_basis=24, generator_params={"memo": True}))
+print(json.dumps({"p": r.p_value, "mode": r.basis["mode"], "blas": r.environment["blas"][0]["architecture"]}))
+"""
+
+
+def test_random_subspace_p_value_is_the_same_under_two_blas_kernels():
+    """The random-subspace regime (large tables) forced on small data: the same guarantee."""
+    runs = []
+    for coretype in ("Prescott", "Haswell"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": coretype}
+        out = subprocess.run(
+            [sys.executable, "-c", SMALL], cwd=REPO, capture_output=True, text=True, timeout=300, env=env
+        )
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert {r["mode"] for r in runs} == {"random subspace"} and runs[0]["blas"] != runs[1]["blas"]
+    assert runs[0]["p"] == pytest.approx(runs[1]["p"], rel=1e-9, abs=0)
