@@ -255,8 +255,9 @@ def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
 def _critical_direction(
     run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, change: np.ndarray, ext: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eqs. 5–6: the mean response â of the phase-1 fits, restricted to the interaction sets that respond beyond
-    chance (:mod:`.selection`), is the critical direction β* (unit norm); also which coordinates it uses."""
+    """Eqs. 5–6: the mean response â of the phase-1 fits inside the interaction set that responds most
+    significantly (:mod:`.selection`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
+    β* (unit norm); also which coordinates it uses."""
     st = run.st
     sel = select_sets(
         run.basis.groups(np.vstack([G1p, G1m])),
