@@ -108,6 +108,7 @@ def main() -> None:
     ap.add_argument("--power-apps", default="app1,app2,app3")
     ap.add_argument("--power-gens", default="blend2_ipf,blend5_ipf,blend10_ipf")
     ap.add_argument("--power-seeds", type=int, default=5)
+    ap.add_argument("--power-from", type=int, default=0, help="first power seed (extend an earlier run)")
     ap.add_argument("--workers", type=int, default=1, help="fit processes for the main and FPR runs")
     ap.add_argument("--gens", default="honest_ipf,dishonest_ipf,independent,honest_pgm,dishonest_pgm")
     args = ap.parse_args()
@@ -133,9 +134,10 @@ def main() -> None:
     if "power" not in skip:  # the weak positive controls: caught in how many seeds?
         for app in args.power_apps.split(","):
             for gen in args.power_gens.split(","):
-                rows = [run(app, gen, args.K, s, workers=args.workers) for s in range(args.power_seeds)]
+                seeds = range(args.power_from, args.power_from + args.power_seeds)
+                rows = [run(app, gen, args.K, s, workers=args.workers) for s in seeds]
                 out["power"][f"{app}/{gen}"] = {
-                    "seeds": [0, args.power_seeds - 1],
+                    "seeds": list(seeds),
                     "p_values": [r["p_value"] for r in rows],
                     "caught": sum(r["p_value"] < 0.05 for r in rows),
                     "beta_star_sets": [r["beta_star_sets"] for r in rows],
