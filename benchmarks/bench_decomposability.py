@@ -1,10 +1,11 @@
 """Acceptance benchmark for issue 3 (decomposability audit) on the census extract. Not a test: it takes minutes.
 
-    python benchmarks/bench_decomposability.py [--quick] [--out FILE] [--only app1,app2] [--fpr-seeds 20]
+    python benchmarks/bench_decomposability.py [--out FILE] [--only app1,app2] [--fpr-seeds 20] [--skip ...]
 
 Runs Applications 1–3 with the honest PGM/IPF, dishonest PGM/IPF and independent generators, the false-positive
-rate of the honest generators over seeds, and the App 3 K=10 end-to-end timing with its breakdown. Results are
-printed as they come and written to JSON.
+rate of the honest generators over seeds, the power against the weak blend controls (2 / 5 / 10 % of the rows from
+IPF on Φ plus one non-Φ 3-way) over seeds, and the App 3 K=10 end-to-end timing with its breakdown. Results are
+printed as they come and written to JSON (with the command line that produced them).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ APP3_PARAMS = {
     "honest_ipf": {"iterations": 30, "memo": True},
     "dishonest_ipf": {"iterations": 30, "memo": True},
     "independent": {},
+    "blend2_ipf": {"iterations": 30, "memo": True},
+    "blend5_ipf": {"iterations": 30, "memo": True},
+    "blend10_ipf": {"iterations": 30, "memo": True},
 }
 NO_MEMO = {"iterations": 30}  # the timing run: every fit really runs
 
@@ -83,6 +87,8 @@ def run(
         "basis": {k: v for k, v in r.basis.items() if k not in ("move_sets", "minimal_non_phi_sets")},
         "extremal": r.extremal,
         "top_interactions": r.top_interactions[:3],
+        "beta_star_sets": r.extremal.get("beta_star_sets"),
+        "environment": r.environment,
         "control": r.control.model_dump() if r.control else None,
     }
     print(json.dumps(row), flush=True)
@@ -98,12 +104,16 @@ def main() -> None:
     ap.add_argument("--fpr-apps", default="app1,app2,app3")
     ap.add_argument("--fpr-from", type=int, default=1, help="first FPR seed (extend an earlier run with new seeds)")
     ap.add_argument("--fpr-gens", default="honest_ipf,honest_pgm")
-    ap.add_argument("--skip", default="", help="comma list of sections to skip: main,fpr,timing")
+    ap.add_argument("--skip", default="", help="comma list of sections to skip: main,fpr,power,timing")
+    ap.add_argument("--power-apps", default="app1,app2,app3")
+    ap.add_argument("--power-gens", default="blend2_ipf,blend5_ipf,blend10_ipf")
+    ap.add_argument("--power-seeds", type=int, default=5)
+    ap.add_argument("--power-from", type=int, default=0, help="first power seed (extend an earlier run)")
     ap.add_argument("--workers", type=int, default=1, help="fit processes for the main and FPR runs")
     ap.add_argument("--gens", default="honest_ipf,dishonest_ipf,independent,honest_pgm,dishonest_pgm")
     args = ap.parse_args()
     apps, skip = args.only.split(","), set(filter(None, args.skip.split(",")))
-    out: dict = {"main": [], "fpr": {}, "timing": None}
+    out: dict = {"command": " ".join(["python", *sys.argv]), "main": [], "fpr": {}, "power": {}, "timing": None}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:
@@ -120,6 +130,19 @@ def main() -> None:
         for app in apps:
             for gen in args.gens.split(","):
                 out["main"].append(run(app, gen, args.K, 0, workers=args.workers))
+                save()
+    if "power" not in skip:  # the weak positive controls: caught in how many seeds?
+        for app in args.power_apps.split(","):
+            for gen in args.power_gens.split(","):
+                seeds = range(args.power_from, args.power_from + args.power_seeds)
+                rows = [run(app, gen, args.K, s, workers=args.workers) for s in seeds]
+                out["power"][f"{app}/{gen}"] = {
+                    "seeds": list(seeds),
+                    "p_values": [r["p_value"] for r in rows],
+                    "caught": sum(r["p_value"] < 0.05 for r in rows),
+                    "beta_star_sets": [r["beta_star_sets"] for r in rows],
+                }
+                print(f"POWER {app}/{gen}: {out['power'][f'{app}/{gen}']['caught']}/{len(rows)}", flush=True)
                 save()
     if "fpr" not in skip:
         for app in args.fpr_apps.split(","):

@@ -10,9 +10,9 @@ import argparse
 import json
 from pathlib import Path
 
-from sdgov.audits.generator_protocol import AuditError
+from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
 from sdgov.flows.cli_args import json_object_arg
-from sdgov.flows.cli_risk import add_privacy_args, cmd_privacy
+from sdgov.flows.cli_risk import add_privacy_args, cmd_privacy, crash_written
 
 
 def add_audit_parser(sub: argparse._SubParsersAction) -> None:
@@ -63,7 +63,24 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise AuditError("--K must be at least 2 (a t-test needs two fits per group)", "--K")
     if args.control:
         overrides["positive_control"] = None if args.control.lower() == "none" else args.control
-    result = audit_spec(args.spec, args.generator, K=args.K, seed=args.seed, data_path=args.data, overrides=overrides)
+    from sdgov.audits.executor import executor_for
+
+    if args.jobs is not None and args.jobs < 0:
+        raise AuditError("--jobs must be 0 (every core) or more", "--jobs")
+    executor = executor_for(args.jobs) if args.jobs is not None else None  # joblib workers, as for privacy
+    try:
+        result = audit_spec(
+            args.spec,
+            args.generator,
+            K=args.K,
+            seed=args.seed,
+            data_path=args.data,
+            overrides=overrides,
+            executor=executor,
+        )
+    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), what is done in --out
+        crash_written(args, exc, "decomposability")
+        raise
     payload = {
         "ok": True,
         "test": "decomposability",
@@ -78,6 +95,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         "timing": result.timing,
         "control": result.control.model_dump() if result.control else None,
         "top_interactions": result.top_interactions,
+        "beta_star_sets": result.extremal.get("beta_star_sets"),
+        "environment": result.environment,
     }
     if args.out:
         section = decomposability_section(result)

@@ -6,7 +6,9 @@ parser and dispatches ``audit privacy`` here; this module adds the privacy-only 
 
     {"verdict": "pass|warn|fail", "epsilon_lower": …, "min_privacy_gain": …, "exact_matches": …, "seconds": …, …}
 
-Exit status: 0 pass or warn, 1 fail, 2 bad input.
+Exit status: 0 pass or warn, 1 fail, 2 bad input or a generator that crashed (its factory, ``fit`` or ``sample``
+raised: one line naming the generator and the call, ``{"ok": false, "error": …}`` with ``--json``, and with
+``--out`` a file holding the error and whatever the audit had finished).
 """
 
 from __future__ import annotations
@@ -16,8 +18,16 @@ import json
 import sys
 from pathlib import Path
 
-from sdgov.audits.generator_protocol import AuditError
+from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
 from sdgov.flows.cli_args import json_object_arg
+
+
+def crash_written(args: argparse.Namespace, exc: GeneratorCrash, test: str) -> None:
+    """``--out`` after a generator crash: the error and the partial results the audit attached (a crash is a
+    verdict of its own, so the file says so instead of being left unwritten)."""
+    if getattr(args, "out", None):
+        payload = {"ok": False, "test": test, "error": exc.one_line(), "partial": exc.partial}
+        Path(args.out).write_text(json.dumps(payload, indent=2, default=str))
 
 
 def add_privacy_args(a: argparse.ArgumentParser) -> None:
@@ -41,7 +51,12 @@ def add_privacy_args(a: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--sensitive", help="attribute-inference target (default: the last audited attribute)")
     g.add_argument("--parts", default="mia,canary,disclosure", help="comma list of mia, canary, disclosure")
-    g.add_argument("--jobs", type=int, help="parallel workers for attack trials (default 2)")
+    g.add_argument(
+        "--jobs",
+        type=int,
+        help="parallel workers (joblib) for the trials: privacy attack trials (default 2), decomposability fits "
+        "(default 1: in this process; 0: every core)",
+    )
     g.add_argument("--settings", help="further RiskSettings as JSON, e.g. '{\"rf_trees\": 50}'")
 
 
@@ -90,17 +105,28 @@ def cmd_privacy(args: argparse.Namespace) -> int:
         if done == total or done % max(1, total // 10) == 0:
             print(f"[privacy audit] {what}: {done}/{total}", file=sys.stderr, flush=True)
 
-    result = audit_spec_privacy(
-        args.spec,
-        args.generator,
-        settings,
-        policy,
-        getattr(args, "data", None),
-        params,
-        parts,
-        getattr(args, "canary_metric", "unit") or "unit",
-        progress,
-    )
+    try:
+        result = audit_spec_privacy(
+            args.spec,
+            args.generator,
+            settings,
+            policy,
+            getattr(args, "data", None),
+            params,
+            parts,
+            getattr(args, "canary_metric", "unit") or "unit",
+            progress,
+        )
+    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), the request in --out
+        exc.partial = {
+            "generator": args.generator,
+            "params": params,
+            "parts": list(parts),
+            "settings": settings.model_dump(mode="json"),
+            **exc.partial,
+        }
+        crash_written(args, exc, "privacy")
+        raise
     payload = summary(result)
     if getattr(args, "out", None):
         Path(args.out).write_text(

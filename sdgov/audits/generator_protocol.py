@@ -44,6 +44,30 @@ _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 class AuditError(SdgovError):
     """An audit cannot run as asked (bad generator path, unusable generator, data, settings)."""
 
+    def __reduce__(self):  # survives the trip back from a worker process with what/where/fix intact
+        return (type(self), (self.what, self.where, self.fix))
+
+
+class GeneratorCrash(AuditError):
+    """The audited (third-party) generator raised in its factory, ``fit`` or ``sample``: a verdict of its own,
+    neither pass nor fail (the command line exits 2 with one line naming the generator and the call).
+    ``partial`` holds what the audit had finished when it crashed, for ``--out``."""
+
+    partial: dict[str, Any]
+
+    def __init__(self, what: str, where: str = "", fix: str = "") -> None:
+        super().__init__(what, where, fix)
+        self.partial = {}
+
+    @classmethod
+    def of(cls, exc: BaseException, generator: str, call: str) -> GeneratorCrash:
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        return cls(
+            f"generator {generator} crashed in {call}: {type(exc).__name__}: {first}",
+            generator,
+            "fix the generator; the audit reached no verdict (neither pass nor fail)",
+        )
+
 
 @runtime_checkable
 class AuditGenerator(Protocol):
@@ -107,6 +131,8 @@ def make_generator(
             where,
             "a factory takes (cliques, domain, **params); check the generator params",
         ) from None
+    except Exception as exc:
+        raise GeneratorCrash.of(exc, where, "the factory") from None
     if not (callable(getattr(gen, "fit", None)) and callable(getattr(gen, "sample", None))):
         raise AuditError(
             f"the factory returned {type(gen).__name__}, which has no fit()/sample()",
@@ -116,16 +142,35 @@ def make_generator(
     return gen
 
 
-def fit_generator(gen: AuditGenerator, records: pd.DataFrame, weights: np.ndarray, seed: int) -> None:
-    """Call ``gen.fit`` with the seed when its signature accepts one."""
+def fit_generator(
+    gen: AuditGenerator, records: pd.DataFrame, weights: np.ndarray, seed: int, where: str = "generator"
+) -> None:
+    """Call ``gen.fit`` with the seed when its signature accepts one; anything it raises is a
+    :class:`GeneratorCrash` naming ``where`` (the generator) and the call."""
     try:
         takes_seed = "seed" in inspect.signature(gen.fit).parameters
     except (TypeError, ValueError):
         takes_seed = False
-    if takes_seed:
-        gen.fit(records, weights, seed=seed)  # type: ignore[call-arg]  # the optional seed, checked above
-    else:
-        gen.fit(records, weights)
+    try:
+        if takes_seed:
+            gen.fit(records, weights, seed=seed)  # type: ignore[call-arg]  # the optional seed, checked above
+        else:
+            gen.fit(records, weights)
+    except SdgovError:
+        raise
+    except Exception as exc:
+        raise GeneratorCrash.of(exc, where, "fit()") from None
+
+
+def sample_generator(gen: AuditGenerator, n: int, seed: int, domain: dict[str, int], where: str = "generator"):
+    """``gen.sample(n, seed)``, checked (:func:`check_sample`); anything it raises is a :class:`GeneratorCrash`."""
+    try:
+        df = gen.sample(int(n), int(seed))
+    except SdgovError:
+        raise
+    except Exception as exc:
+        raise GeneratorCrash.of(exc, where, "sample()") from None
+    return check_sample(df, int(n), domain, where)
 
 
 def check_sample(df: Any, n: int, domain: dict[str, int], where: str = "generator") -> pd.DataFrame:

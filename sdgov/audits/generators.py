@@ -7,6 +7,9 @@ Import paths (pass them to ``sdgov audit decomposability --generator``):
 ``sdgov.audits.generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
 ``sdgov.audits.generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
 ``sdgov.audits.generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
+``sdgov.audits.generators:blend2_ipf``        98 % honest IPF rows, 2 % from IPF on Φ plus one non-Φ 3-way (a weak
+                                              positive control: the audit's power floor); ``blend5_ipf``,
+                                              ``blend10_ipf`` the 5 % and 10 % blends; ``blend_ipf`` takes ``share``
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
@@ -232,6 +235,69 @@ class Independent(_MarginalGenerator):
         )
 
 
+class BlendIPF:
+    """A weak cheat: ``share`` of the rows from IPF on Φ plus one non-Φ **3-way** marginal, the rest from the honest
+    IPF on Φ. It reads the leaked marginal but shows it only in a small fraction of its output — the kind of leak
+    (a 2 % blend on Application 2) that the |t| ≥ 2 β* rule of the earlier audit missed in 6 of 6 seeds (issue 13).
+
+    The leaked set (``leak``) defaults to Application 3's Marital Status × Occupation × Hours when audited, else the
+    first 3-way set (in the domain's attribute order) not inside a Φ marginal."""
+
+    def __init__(
+        self,
+        cliques: list[Clique],
+        domain: dict[str, int],
+        *,
+        share: float = 0.02,
+        leak: list[str] | tuple[str, ...] | None = None,
+        **params: Any,
+    ) -> None:
+        if not 0 < float(share) <= 1:
+            raise AuditError(f"share {share} is not in (0, 1]", "blend generator", "give the leaked rows' share")
+        self.share = float(share)
+        chosen = tuple(leak) if leak else _first_non_phi(list(cliques), domain, 3)
+        self.honest = HonestIPF(cliques, domain, **params)
+        self.leaky = DishonestIPF(cliques, domain, leak=chosen, **params)
+        self.attributes = list(domain)
+
+    def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
+        self.honest.fit(records, weights, seed=seed)
+        self.leaky.fit(records, weights, seed=seed)
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        k = int(round(self.share * int(n)))
+        parts = [self.leaky.sample(k, seed), self.honest.sample(int(n) - k, seed + 1)]
+        rows = pd.concat(parts, ignore_index=True)
+        order = np.random.default_rng(seed).permutation(len(rows))
+        return rows.iloc[order].reset_index(drop=True)
+
+
+def _first_non_phi(phi: list[Clique], domain: dict[str, int], k: int) -> Clique:
+    if set(APP3_LEAK) <= set(domain) and not any(set(APP3_LEAK) <= set(c) for c in phi):
+        return APP3_LEAK
+    for size in [k, *range(2, len(domain) + 1)]:
+        for s in itertools.combinations(domain, size):
+            if not any(set(s) <= set(c) for c in phi):
+                return s
+    raise AuditError("Φ already contains the full joint: nothing is left to leak", "blend generator")
+
+
+def blend_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    return BlendIPF(cliques, domain, **params)
+
+
+def blend2_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    return BlendIPF(cliques, domain, **{"share": 0.02, **params})
+
+
+def blend5_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    return BlendIPF(cliques, domain, **{"share": 0.05, **params})
+
+
+def blend10_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    return BlendIPF(cliques, domain, **{"share": 0.10, **params})
+
+
 def honest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestPGM:
     return HonestPGM(cliques, domain, **params)
 
@@ -280,6 +346,9 @@ SHIPPED = {
     "sdgov.audits.generators:independent": "independent 1-way marginals (honest: a subset of Φ)",
     "sdgov.audits.generators:dishonest_pgm": "PGM on Φ plus one non-Φ marginal (positive control)",
     "sdgov.audits.generators:dishonest_ipf": "IPF on Φ plus one non-Φ marginal (positive control)",
+    "sdgov.audits.generators:blend2_ipf": "2 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
+    "sdgov.audits.generators:blend5_ipf": "5 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
+    "sdgov.audits.generators:blend10_ipf": "10 % of rows from IPF on Φ plus one non-Φ 3-way (positive control)",
 }
 
 #: the positive control paired with each shipped generator (a dishonest variant of the same family)

@@ -1,46 +1,109 @@
-"""Directions in Φ⊥: an explicit orthonormal basis (few occupied cells) or a random subspace of centred
-higher-order marginal cells (large tables)."""
+"""Directions in Φ⊥, basis-free: the canonical interaction decomposition of the full joint table (small tables) or a
+seeded random subspace of centred higher-order marginal cells (large tables).
+
+Neither depends on a basis that a linear-algebra library chooses: an earlier version drew β = V z in the orthonormal
+basis V = ``scipy.linalg.null_space(A)``, which differs between LAPACK code paths (CPU kernels), so the same audit
+gave p = 0.035 on one CPU and 0.446 on another (issue 13). Here every direction and every statistic is built from
+objects that are unique given (data, Φ, seed): orthogonal projections computed by averaging along axes (no BLAS, no
+factorisation), and table cells.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pandas as pd
-from scipy import linalg
 
 from sdgov.audits.decomposability.moves import MovePool
 from sdgov.audits.decomposability.theta import ThetaSpace
 
 
-class ExplicitBasis:
-    """Orthonormal basis V of Φ⊥ on the occupied cells; features = Vᵀ Θ; directions are cell vectors."""
+def non_phi_sets(theta: ThetaSpace) -> list[tuple[str, ...]]:
+    """Every attribute set not inside a Φ marginal, by size then attribute order (a canonical order)."""
+    return [
+        s
+        for k in range(1, len(theta.attributes) + 1)
+        for s in itertools.combinations(theta.attributes, k)
+        if not theta.inside_phi(s)
+    ]
 
-    mode = "explicit"
 
-    def __init__(self, theta: ThetaSpace, pool: MovePool):
+class ProjectionBasis:
+    """Φ⊥ of the full joint table as the orthogonal sum of its interaction spaces (the ANOVA decomposition):
+
+        W_S = ⊗_{a∈S} (I − J_a/k_a) ⊗_{a∉S} J_a/k_a,        Φ⊥ = ⊕_{S not inside any Φ marginal} W_S
+
+    (J_a the all-ones matrix). Every marginal in Φ is spanned by the W_T with T inside it, and the W_S are mutually
+    orthogonal, so the sum over the other sets is exactly Φ⊥. P_S x is computed by centring x along every a ∈ S and
+    averaging along every a ∉ S — means along axes, the same numbers on any CPU up to rounding (~1e-16). A
+    random direction is β = P_Φ⊥ g with g ~ N(0, I) seeded (the same law as V z for any orthonormal basis V, but
+    one value whatever basis a library would return); features are the synthetic joint table itself."""
+
+    mode = "projection"
+
+    def __init__(self, theta: ThetaSpace):
         self.theta = theta
-        self.V = linalg.null_space(theta.indicator_matrix().toarray())
-        self.d = self.V.shape[1]
-        U = pool.matrix().toarray()
-        self.info = {
-            "phi_perp_dim": self.d,
-            "moves": len(pool),
-            "move_rank": int(np.linalg.matrix_rank(U)) if len(U) else 0,
-        }
+        self.sets = non_phi_sets(theta)
+        self.d = math.prod(theta.shape)
+        self.dims = [math.prod(theta.domain[a] - 1 for a in s) for s in self.sets]
+        self.info = {"joint_cells": self.d, "interaction_sets": len(self.sets), "phi_perp_dim": sum(self.dims)}
+
+    def project(self, x: np.ndarray, s: tuple[str, ...]) -> np.ndarray:
+        """P_S of one table or a stack of tables (leading axis: fits), flattened like the input."""
+        th = self.theta
+        lead = x.shape[:-1]
+        t = x.reshape(lead + th.shape)
+        off = len(lead)
+        for i, a in enumerate(th.attributes):
+            m = t.mean(axis=off + i, keepdims=True)
+            t = t - m if a in s else m
+        return np.broadcast_to(t, lead + th.shape).reshape(lead + (self.d,))
+
+    def perp(self, x: np.ndarray) -> np.ndarray:
+        """P_Φ⊥ x = Σ_S P_S x over the non-Φ sets."""
+        out = np.zeros_like(x, dtype=np.float64)
+        for s in self.sets:
+            out += self.project(x, s)
+        return out
+
+    def random_direction(self, rng: np.random.Generator) -> np.ndarray:
+        """β = Σ_S P_S g / √dim W_S: every interaction set gets the same expected share of β, however many
+        dimensions it has (a leak of one small 3-way set is otherwise drowned by the 4-way set's many more)."""
+        g = rng.standard_normal(self.d)
+        return sum((self.project(g, s) / math.sqrt(dim) for s, dim in zip(self.sets, self.dims)), np.zeros(self.d))
 
     def features(self, df: pd.DataFrame) -> np.ndarray:
-        return self.V.T @ self.theta.theta_of_sample(df)
+        """Θ of a synthetic sample on the full joint table (integer counts as floats)."""
+        th = self.theta
+        flat = np.ravel_multi_index(tuple(df[a].to_numpy().astype(np.int64) for a in th.attributes), th.shape)
+        return np.bincount(flat, minlength=self.d).astype(np.float64)
 
-    def direction(self, coef: np.ndarray) -> np.ndarray:
-        return self.V @ coef
+    def data_features(self, weights: np.ndarray) -> np.ndarray:
+        """Θ of a weighted dataset on Θ's cells (e.g. D₊ − D₋), on the full joint table."""
+        out = np.zeros(self.d)
+        out[self.theta.cells] = weights
+        return out
 
-    def scores(self, pool: MovePool, coef: np.ndarray) -> list[np.ndarray]:
-        beta = self.direction(coef)
-        return [(beta[b.cells] * b.sign).sum(axis=1) for b in pool.blocks]
+    def groups(self, F: np.ndarray) -> list[np.ndarray]:
+        """Per interaction set, the fits' coordinates in it: P_S Θ (fits × cells), the canonical cell coordinates."""
+        return [self.project(F, s) for s in self.sets]
 
-    def cells_vector(self, coef: np.ndarray) -> np.ndarray:
-        return self.direction(coef)
+    def critical(self, diff: np.ndarray, chosen: list[int]) -> np.ndarray:
+        """β* = Σ_{S chosen} P_S(Θ̄₊ − Θ̄₋): the mean response of the fits inside the chosen interaction sets."""
+        return sum((self.project(diff, self.sets[i]) for i in chosen), np.zeros(self.d))
+
+    def scores(self, pool: MovePool, beta: np.ndarray) -> list[np.ndarray]:
+        at = beta[self.theta.cells]
+        return [(at[b.cells] * b.sign).sum(axis=1) for b in pool.blocks]
+
+    def cells_vector(self, beta: np.ndarray) -> np.ndarray:
+        """β at the occupied cells of D* (for the card's cells and the cosine to D₊ − D₋)."""
+        return beta[self.theta.cells]
+
+    def set_names(self) -> list[str]:
+        return [" × ".join(s) for s in self.sets]
 
 
 class MarginalCellBasis:
@@ -72,21 +135,40 @@ class MarginalCellBasis:
         self.d = len(pick)
         self.info = {"marginal_cells": self.d, "of_cells": total, "sets": len(self.sets)}
 
-    def _centred(self, df: pd.DataFrame, t: int) -> np.ndarray:
+    def random_direction(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.standard_normal(self.d)
+
+    def groups(self, F: np.ndarray) -> list[np.ndarray]:
+        """Per interaction set in use, the fits' features on its chosen cells (fits × cells of that set)."""
+        return [F[:, self.t_of == t] for t in self.used]
+
+    def critical(self, diff: np.ndarray, chosen: list[int]) -> np.ndarray:
+        """β* coefficients: the mean response on every chosen cell of the chosen sets, zero elsewhere."""
+        keep = np.isin(self.t_of, [self.used[i] for i in chosen])
+        return np.where(keep, diff, 0.0)
+
+    def set_names(self) -> list[str]:
+        return [" × ".join(self.sets[t]) for t in self.used]
+
+    def _centred(self, df: pd.DataFrame, t: int, weights: np.ndarray | None = None) -> np.ndarray:
         T = self.sets[t]
         shape = tuple(self.theta.domain[a] for a in T)
         flat = np.ravel_multi_index(tuple(df[a].to_numpy().astype(np.int64) for a in T), shape)
-        m = np.bincount(flat, minlength=math.prod(shape)).reshape(shape).astype(np.float64)
+        m = np.bincount(flat, weights=weights, minlength=math.prod(shape)).reshape(shape).astype(np.float64)
         for ax in range(len(shape)):
             m = m - m.mean(axis=ax, keepdims=True)
         return m.ravel()
 
-    def features(self, df: pd.DataFrame) -> np.ndarray:
+    def features(self, df: pd.DataFrame, weights: np.ndarray | None = None) -> np.ndarray:
         out = np.zeros(self.d)
         for t in self.used:
             sel = self.t_of == t
-            out[sel] = self._centred(df, t)[self.v_of[sel]]
+            out[sel] = self._centred(df, t, weights)[self.v_of[sel]]
         return out / self.norm
+
+    def data_features(self, weights: np.ndarray) -> np.ndarray:
+        """The features of a weighted dataset on Θ's cells (e.g. D₊ − D₋)."""
+        return self.features(self.theta.records, weights)
 
     def scores(self, pool: MovePool, coef: np.ndarray) -> list[np.ndarray]:
         tables: dict[tuple[str, ...], np.ndarray] = {}

@@ -213,6 +213,16 @@ def half_move_pool(theta: ThetaSpace, limit: int, rng: np.random.Generator, per_
     return MovePool(theta, blocks)
 
 
+def ranked_by_magnitude(values: np.ndarray, digits: int = 9) -> np.ndarray:
+    """Indices by decreasing |value|, compared at ``digits`` significant digits relative to the largest, ties by
+    index: the same order on every machine although the values may differ in their last bits between BLAS kernels
+    (only values within 1e-9 of each other could still swap, which rounding cannot rule out but makes rare)."""
+    mag = np.abs(np.asarray(values, dtype=np.float64))
+    top = float(mag.max(initial=0.0))
+    key = np.round(mag / top, digits) if top > 0 else mag
+    return np.lexsort((np.arange(len(mag)), -key))
+
+
 def _ranked_moves(pool: MovePool, scores: list[np.ndarray], min_frac: float):
     """(score, block, cells) of every move in order of |score|, down to ``min_frac`` of the largest (none if all 0)."""
     allsc = np.concatenate(scores) if scores else np.zeros(0)
@@ -221,7 +231,7 @@ def _ranked_moves(pool: MovePool, scores: list[np.ndarray], min_frac: float):
     which = np.concatenate([np.full(len(s), bi) for bi, s in enumerate(scores)])
     row = np.concatenate([np.arange(len(s)) for s in scores])
     thr = min_frac * np.abs(allsc).max()
-    for g in np.argsort(-np.abs(allsc), kind="stable"):
+    for g in ranked_by_magnitude(allsc):
         sc = allsc[g]
         if abs(sc) < thr or sc == 0:
             return

@@ -7,7 +7,7 @@ from pydantic import Field, PositiveInt
 
 from sdgov.model import Frozen
 
-EXPLICIT_MAX_CELLS = 5_000  # occupied cells up to which Φ⊥ gets an explicit orthonormal basis
+EXPLICIT_MAX_CELLS = 20_000  # joint cells up to which Φ⊥ is handled exactly (its interaction decomposition)
 
 Params = dict[str, float | int | str | bool | list[str]]
 
@@ -39,13 +39,19 @@ class DecomposabilitySettings(Frozen):
         description="random higher-order marginal cells spanning the random "
         "subspace of Φ⊥ (large tables; the paper used 1000 3-way cells)",
     )
-    beta_star_min_z: float = Field(
-        3.0,
-        description="random-subspace β* keeps the interaction sets whose standardised Σt² is at least this (else "
-        "the best one)",
+    beta_star_alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="family-wise level (Holm) at which the result reports the interaction sets whose phase-1 "
+        "response exceeds chance; β* uses the most significant one",
     )
+    beta_star_permutations: int = Field(1999, ge=99, description="relabellings of the phase-1 fits per set test")
     move_pool: PositiveInt = Field(200_000, description="most integer moves considered for extremal datasets")
-    explicit_max_cells: PositiveInt = EXPLICIT_MAX_CELLS
-    beta_star_min_t: float = Field(2.0, ge=0, description="explicit-basis β* keeps components with |t| ≥ this")
+    explicit_max_cells: PositiveInt = Field(
+        EXPLICIT_MAX_CELLS,
+        description="joint tables up to this many cells use the exact interaction decomposition of Φ⊥ (else a "
+        "random subspace of higher-order marginal cells)",
+    )
     positive_control: str | None = Field(None, description="import path of a dishonest generator run beside")
     control_params: Params = Field(default_factory=dict, description="the positive control's generator params")

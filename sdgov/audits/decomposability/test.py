@@ -14,20 +14,25 @@ so u ∈ Φ⊥ exactly; integer combinations keep counts integral and φ *exactl
 ``φ(D±) == φ(D*)`` on integer tables), and a move only ever takes records from cells that hold enough of them,
 so every extremal dataset is a valid dataset (non-negative integer counts).
 
-Two regimes for the directions (the "basis"):
+Two regimes for the directions, neither tied to a basis a linear-algebra library picks (the p-value is a function
+of the data, Φ, the generator, its params and the seed only; ``environment`` records the libraries anyway):
 
-* **explicit** (few occupied cells, e.g. Applications 1–2): an orthonormal basis V of Φ⊥ restricted to the
-  occupied cells (``scipy.linalg.null_space`` of the marginal-indicator matrix), β = V z with z ~ N(0, I);
-  â = Vᵀ(Θ̄₊ − Θ̄₋) (eq. 5), β* = V â over the components with |t| ≥ ``beta_star_min_t`` (eq. 6). The extremal
-  change δ is built greedily from moves (all 2^|T| corners occupied) in order of |⟨β, u⟩|, each pushed to the
-  capacity left in its cells, and D± = Θ(D*) ± δ.
-* **random subspace** (large tables, e.g. Application 3, 1.56M cells): ``candidate_basis`` random cells (T, v) of
-  the minimal non-Φ marginals (the paper used 1000 3-way cells), each projected onto Φ⊥:
+* **projection** (joint table up to ``explicit_max_cells``, e.g. Applications 1–2): Φ⊥ of the full joint table is
+  the orthogonal sum of the interaction spaces W_S of the attribute sets S not inside a Φ marginal (the ANOVA
+  decomposition; :class:`~.basis.ProjectionBasis`); P_S is computed by centring and averaging along axes. The
+  random direction is β = Σ_S P_S g / √dim W_S, g seeded Gaussian (every set gets the same expected share), and
+  features are the synthetic joint table. The extremal change δ is built greedily from moves (all 2^|T| corners
+  occupied) in order of |⟨β, u⟩| (ties broken by index), each pushed to the capacity left in its cells, and
+  D± = Θ(D*) ± δ.
+* **random subspace** (large tables, e.g. Application 3, 1.56M cells): ``candidate_basis`` seeded random cells
+  (T, v) of the minimal non-Φ marginals (the paper used 1000 3-way cells), each projected onto Φ⊥:
   b = ⊗_{a∈T}(e_v − 1/k_a) ⊗ 1, whose inner product with Θ(S) is the fully centred T-marginal of S at v — the
   statistics need only synthetic marginals. Here D* is sparse, so moves need only *half* of their corners occupied:
   D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along +β and −β), each move oriented so that
-  it only removes records from occupied corners (cells D* leaves empty are added to Θ's cell list). β* keeps the
-  interaction sets whose phase-1 responses exceed chance (standardised Σz² ≥ ``beta_star_min_z``).
+  it only removes records from occupied corners (cells D* leaves empty are added to Θ's cell list).
+
+In both, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is most
+significant — two permutation tests per set, directed along the data change and omnibus (:mod:`.selection`).
 
 Then K fresh fits on each of D±β* and a two-sided Welch t-test of g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩
 (eq. 7). The fits of the two phases are independent, so the test is exact in its null whatever β* is.
@@ -47,7 +52,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
-from sdgov.audits.decomposability.basis import ExplicitBasis, MarginalCellBasis
+from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
 from sdgov.audits.decomposability.moves import (
     MovePool,
     extremal_pair,
@@ -55,18 +60,22 @@ from sdgov.audits.decomposability.moves import (
     greedy_half,
     half_move_pool,
     move_pool,
+    ranked_by_magnitude,
 )
+from sdgov.audits.decomposability.selection import select_sets
 from sdgov.audits.decomposability.settings import DecomposabilitySettings
 from sdgov.audits.decomposability.theta import ThetaSpace
+from sdgov.audits.environment import numeric_environment
 from sdgov.audits.executor import Executor, SerialExecutor
 from sdgov.audits.generator_protocol import (
     AuditError,
     Clique,
     Factory,
-    check_sample,
+    GeneratorCrash,
     fit_generator,
     load_generator,
     make_generator,
+    sample_generator,
 )
 
 # ----------------------------------------------------------------------------------------------- result
@@ -107,6 +116,9 @@ class DecomposabilityResult(BaseModel):
     seeds: dict[str, list[int]]
     timing: dict[str, float]
     seconds: float
+    environment: dict[str, Any] = Field(
+        default_factory=dict, description="numpy/scipy versions and BLAS kernel (recorded; the p-value ignores them)"
+    )
     control: ControlResult | None = None
 
 
@@ -128,8 +140,8 @@ def _sample(
     """One fit on weighted records and one seeded sample of ``n`` rows, as compact cell indices (the basis features
     are computed where the basis is: an explicit basis of Φ⊥ is far larger than a sample to send)."""
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
-    fit_generator(gen, recs, w, seed=seed)
-    df = check_sample(gen.sample(n, seed ^ 0x5EED), n, theta.domain, where=gen_name)
+    fit_generator(gen, recs, w, seed, where=gen_name)
+    df = sample_generator(gen, n, seed ^ 0x5EED, theta.domain, where=gen_name)
     return df[theta.attributes].astype(np.int16 if max(theta.shape) <= 2**15 else np.int32)
 
 
@@ -147,10 +159,10 @@ class _Space:
     ) -> None:
         self.theta = ThetaSpace(records, cliques, domain)
         self.rng = np.random.default_rng(np.random.SeedSequence([st.seed, 1]))
-        self.explicit = st.explicit_max_cells >= self.theta.C
+        self.explicit = st.explicit_max_cells >= math.prod(self.theta.shape)
         self.pool = self._moves(st)
         self.basis: Any = (
-            ExplicitBasis(self.theta, self.pool)
+            ProjectionBasis(self.theta)
             if self.explicit
             else MarginalCellBasis(self.theta, st.candidate_basis, self.rng)
         )
@@ -241,40 +253,31 @@ def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
 
 
 def _critical_direction(
-    run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, ext: dict[str, Any]
+    run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, change: np.ndarray, ext: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eqs. 5–6: â per basis direction and the critical direction β* (unit norm), with the components kept."""
-    K = run.st.K
-    a_hat = G1p.mean(axis=0) - G1m.mean(axis=0)
-    se = np.sqrt(G1p.var(axis=0, ddof=1) / K + G1m.var(axis=0, ddof=1) / K)
-    tstat = np.divide(a_hat, se, out=np.zeros_like(a_hat), where=se > 0)
-    if run.explicit:
-        keep = np.abs(tstat) >= run.st.beta_star_min_t
-    else:
-        keep = _responsive_sets(run, tstat, ext)
-    if not keep.any():
-        keep = np.abs(tstat) >= np.sort(np.abs(tstat))[-min(10, len(tstat))]
-    w = np.where(keep, a_hat, 0.0)
+    """Eqs. 5–6: the mean response â of the phase-1 fits inside the interaction set that responds most
+    significantly (:mod:`.selection`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
+    β* (unit norm); also which coordinates it uses."""
+    st = run.st
+    sel = select_sets(
+        run.basis.groups(np.vstack([G1p, G1m])),
+        [g[0] for g in run.basis.groups(run.basis.data_features(change)[None, :])],
+        st.K,
+        st.beta_star_alpha,
+        st.beta_star_permutations,
+        np.random.default_rng(np.random.SeedSequence([st.seed, 2])),
+    )
+    names = run.basis.set_names()
+    ext["beta_star_sets"] = [names[i] for i in sel.chosen]
+    ext["responding_sets"] = [names[i] for i in sel.responding]  # Holm at beta_star_alpha
+    ext["set_tests"] = [
+        {"set": n, "p_value": ps, "p_directed": pd_, "p_omnibus": po, "sum_t2": round(t, 6), "cells": q}
+        for n, ps, pd_, po, t, q in zip(names, sel.p_set, sel.p_directed, sel.p_omnibus, sel.statistics, sel.cells)
+    ]
+    w = run.basis.critical(G1p.mean(axis=0) - G1m.mean(axis=0), sel.chosen)
     if not np.any(w):
         w = z
-    return w / np.linalg.norm(w), keep
-
-
-def _responsive_sets(run: _Run, tstat: np.ndarray, ext: dict[str, Any]) -> np.ndarray:
-    """Random subspace: keep the interaction sets whose components respond more than chance (Σt² over the set),
-    all their cells."""
-    basis, K = run.basis, run.st.K
-    keep = np.zeros(basis.d, dtype=bool)
-    zs = {}
-    for t in basis.used:
-        sel = basis.t_of == t
-        zt = stats.norm.isf(np.clip(stats.t.sf(np.abs(tstat[sel]), df=2 * K - 2), 1e-300, 1)) ** 2
-        zs[t] = float((zt.sum() - sel.sum()) / math.sqrt(2 * sel.sum()))  # t → z first: heavy tails at small K
-    chosen = [t for t, zt in zs.items() if zt >= run.st.beta_star_min_z] or [max(zs, key=zs.__getitem__)]
-    for t in chosen:
-        keep |= basis.t_of == t
-    ext["beta_star_sets"] = [" × ".join(basis.sets[t]) for t in chosen]
-    return keep
+    return w / math.sqrt(math.fsum(w * w)), w != 0
 
 
 def run_decomposability(
@@ -293,11 +296,19 @@ def run_decomposability(
     start = time.perf_counter()
     space = _Space(records, cliques, domain, st)
     basis_seconds = time.perf_counter() - start
-    result = _test(space, generator, st, labels, factory, executor, basis_seconds)
+    try:
+        result = _test(space, generator, st, labels, factory, executor, basis_seconds)
+    except GeneratorCrash as exc:  # no verdict; keep what is known for --out
+        exc.partial = {"generator": generator, "settings": st.model_dump(mode="json"), "basis": space.info()}
+        raise
     if not st.positive_control:
         return result
     control_settings = st.model_copy(update={"generator_params": st.control_params})
-    cres = _test(space, st.positive_control, control_settings, labels, None, executor, 0.0)
+    try:
+        cres = _test(space, st.positive_control, control_settings, labels, None, executor, 0.0)
+    except GeneratorCrash as exc:  # the audited generator's result stands; the control reached no verdict
+        exc.partial = {"result": result.model_dump(mode="json"), "control": st.positive_control}
+        raise
     control = ControlResult(
         generator=st.positive_control,
         p_value=cres.p_value,
@@ -326,7 +337,7 @@ def _test(
         run = _Run(space, generator, st, factory, executor or SerialExecutor())
         binfo = space.info()
     with clock("extremal"):  # phase 1: a random direction β ∈ Φ⊥ and its extremal datasets D±β
-        z = run.rng.standard_normal(run.basis.d)
+        z = run.basis.random_direction(run.rng)
         plus1, minus1, moved1, cos1 = run.extremal(z)
         if moved1 == 0:
             raise AuditError(
@@ -340,7 +351,7 @@ def _test(
         G1p = run.fits(plus1, seeds["phase1_plus"], "phase1-plus")
         G1m = run.fits(minus1, seeds["phase1_minus"], "phase1-minus")
     with clock("extremal"):  # the critical direction β* and its extremal datasets
-        w, keep = _critical_direction(run, G1p, G1m, z, ext)
+        w, keep = _critical_direction(run, G1p, G1m, z, (plus1 - minus1).astype(np.float64), ext)
         plus2, minus2, moved2, cos2 = run.extremal(w)
         if moved2 == 0:
             plus2, minus2 = plus1, minus1
@@ -348,7 +359,7 @@ def _test(
             {
                 "phase2_records_moved": moved2,
                 "phase2_cosine_to_beta_star": cos2,
-                "beta_star_components": int(keep.sum()),
+                "beta_star_cells": int(keep.sum()),
             }
         )
     with clock("fits"):  # phase 2: K fresh fits on D±β*; g_β* = ⟨β*, Θ(synthetic)⟩
@@ -393,6 +404,7 @@ def _result(
         top_interactions=_interaction_shares(theta, beta_cells),
         timing=clock.timing(),
         seconds=round(clock.total(), 4),
+        environment=numeric_environment(),
         **details,
     )
 
@@ -422,7 +434,7 @@ class _Clock:
 
 def _top_cells(theta: ThetaSpace, beta_cells: np.ndarray, labels: dict[str, list[str]] | None) -> list[dict[str, Any]]:
     """The ten cells carrying most of β* (what the card shows behind the verdict)."""
-    top = np.argsort(-np.abs(beta_cells))[:10]
+    top = ranked_by_magnitude(beta_cells)[:10]
     return [
         {"cell": theta.describe_cell(int(i), labels), "weight": float(beta_cells[i]), "count_in_data": int(theta.x[i])}
         for i in top
@@ -444,8 +456,8 @@ def _interaction_shares(theta: ThetaSpace, beta: np.ndarray, top: int = 5) -> li
         m = np.bincount(flat, weights=beta, minlength=math.prod(theta.shape[i] for i in idx))
         out.append((float(m @ m), s))
     tot = sum(v for v, _ in out) or 1.0
-    out.sort(key=lambda t: -t[0])
-    return [{"attributes": list(s), "share": v / tot} for v, s in out[:top]]
+    order = ranked_by_magnitude(np.array([v for v, _ in out]))
+    return [{"attributes": list(out[i][1]), "share": out[i][0] / tot} for i in order[:top]]
 
 
 # ----------------------------------------------------------------------------------------------- spec entry point

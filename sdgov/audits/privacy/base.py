@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from sdgov.audits.generator_protocol import (
     AuditError,
     Clique,
-    check_sample,
     fit_generator,
     load_generator,
     make_generator,
+    sample_generator,
 )
 from sdgov.model import Frozen
 
@@ -104,10 +104,10 @@ class GeneratorRef:
         """Fit on ``rows`` (records × attributes, cell indices) and return one int array per sample seed."""
         gen = make_generator(load_generator(self.path), list(self.cliques), self.domain, self.params, self.path)
         records, weights = weighted_unique(rows, self.attributes)
-        fit_generator(gen, records, weights, fit_seed)
+        fit_generator(gen, records, weights, fit_seed, self.path)
         out = []
         for s in sample_seeds:
-            df = check_sample(gen.sample(int(n), int(s)), int(n), self.domain, self.path)
+            df = sample_generator(gen, int(n), int(s), self.domain, self.path)
             out.append(df[self.attributes].to_numpy(dtype=np.int64))
         return out
 
