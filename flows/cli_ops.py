@@ -93,7 +93,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
     approvers = Path(args.approvers).resolve() if args.approvers else default_path(root)
-    check_proposal(args.spec, str(approvers), args.who, args.data)  # fail fast, before the orchestrator
+    check_proposal(args.spec, str(approvers), args.who, args.data, root=root)  # fail fast, before the orchestrator
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow

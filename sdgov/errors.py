@@ -6,6 +6,24 @@ can print exactly one line and exit non-zero. Nothing is written before inputs a
 
 from __future__ import annotations
 
+MAX_LINE = 300
+"""The longest error line the CLI prints, ``sdgov: error: `` included: a value pasted from a 200k-column header
+or a 100 MB YAML scalar must not become a 'one-line' error of 189,114 characters."""
+PREFIX = "sdgov: error: "
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis in the middle (head and tail both
+    carry information: a path's file name, a value's end)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    if limit < 8:
+        return text[: max(limit - 1, 0)] + "…"
+    head = (limit - 1) * 2 // 3
+    tail = limit - 1 - head
+    return text[:head] + "…" + text[len(text) - tail :]
+
 
 class SdgovError(Exception):
     """A user-facing error: one line of what/where/fix."""
@@ -15,10 +33,21 @@ class SdgovError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        parts = [f"{self.where}: {self.what}" if self.where else self.what]
-        if self.fix:
-            parts.append(f"fix: {self.fix}")
-        return " — ".join(parts).replace("\n", " ")
+        """what/where/fix on one line that fits :data:`MAX_LINE` with the CLI's prefix: the *what* keeps most
+        of the room, the *where* (usually a path) and the *fix* are shortened first when they are long."""
+        room = MAX_LINE - len(PREFIX)
+        where, what, fix = (" ".join(x.split()) for x in (self.where, self.what, self.fix))
+        line = _join(where, what, fix)
+        if len(line) <= room:
+            return line
+        where, fix = shorten(where, 90), shorten(fix, 70)
+        fixed = len(_join(where, "", fix))
+        return _join(where, shorten(what, room - fixed), fix)
+
+
+def _join(where: str, what: str, fix: str) -> str:
+    line = f"{where}: {what}" if where else what
+    return f"{line} — fix: {fix}" if fix else line
 
 
 class SchemaError(SdgovError):
@@ -49,5 +78,5 @@ class InternalError(Exception):
     """
 
     def one_line(self) -> str:
-        text = " ".join(str(self).split())
+        text = shorten(str(self), 160)
         return f"internal error (a bug in sdgov, please report it with the command you ran): {text}"

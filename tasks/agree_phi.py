@@ -24,7 +24,7 @@ def agree_phi(
     spec_path: str, registry_root: str, run_id: str, approvals_path: str | None = None, data_path: str | None = None
 ) -> Agreed:
     with stage("agree_phi", VERSION) as rec:
-        checked = check_inputs(spec_path, approvals_path, data_path)
+        checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
         signoffs = agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         for s in signoffs:

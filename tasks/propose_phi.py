@@ -25,7 +25,7 @@ def propose_phi(
     spec_path: str, registry_root: str, run_id: str, proposer: str, approvers_path: str, data_path: str | None = None
 ) -> Agreed:
     with stage("propose_phi", VERSION) as rec:
-        checked = check_proposal(spec_path, approvers_path, proposer, data_path)
+        checked = check_proposal(spec_path, approvers_path, proposer, data_path, root=registry_root)
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers = checked.proposer, ArtifactRef.of("approvers", approvers_path)
         Registry(registry_root).append(
