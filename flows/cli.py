@@ -37,7 +37,10 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     if api_starting is not None:
         api_starting.join()  # the flow must find the server up, not half-started
+    from sdgov.flows.refusals import quiet_refusals
     from sdgov.flows.release import release_flow
+
+    quiet_refusals()
 
     result = release_flow(
         spec_path=str(Path(args.spec).resolve()),

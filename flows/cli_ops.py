@@ -97,7 +97,9 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
+    from sdgov.flows.refusals import quiet_refusals
 
+    quiet_refusals()
     try:
         out = governed_release_flow(
             spec_path=str(Path(args.spec).resolve()),
@@ -205,6 +207,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
     from sdgov.approvers import check_decision, load_approvers, sign, signing_message
 
+    if args.key:
+        sign(args.key, b"key check")  # a missing or non-PEM key is one line before the server is contacted
     _require_server()
     decision = "reject" if args.reject else "approve"
     try:

@@ -98,7 +98,14 @@ def sign(private_key_file: str | Path, message: bytes) -> str:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
-    key = load_pem_private_key(Path(private_key_file).read_bytes(), password=None)
+    try:
+        key = load_pem_private_key(Path(private_key_file).read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:  # missing, unreadable, not PEM, encrypted
+        raise SpecError(
+            f"cannot read the private key ({getattr(exc, 'strerror', None) or 'not an unencrypted PEM key'})",
+            str(private_key_file),
+            "pass the PEM file written by 'sdgov approvers keygen'",
+        ) from None
     if not isinstance(key, Ed25519PrivateKey):
         raise SpecError(
             f"{private_key_file} is not an Ed25519 private key",
