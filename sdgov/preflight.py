@@ -34,7 +34,7 @@ import pandas as pd
 from sdgov.errors import SdgovError, SpecError, shorten
 from sdgov.privacy import PrivacyPlan, default_delta, plan_privacy
 from sdgov.schema import Schema, encode
-from sdgov.spec import Agreement, LoadedSpec
+from sdgov.spec import MAX_ROWS, Agreement, LoadedSpec
 
 MAX_NAME = 100  # spec and dataset names: the release id is '<name>-<stamp>-<run>' and must fit a file name
 MAX_FILE_NAME_BYTES = 255  # ext4, APFS, NTFS
@@ -42,7 +42,10 @@ MAX_PATH_BYTES = 4096  # Linux PATH_MAX
 LONGEST_RELEASE_FILE = "releases/{id}/artifacts/decomposability.json"  # the deepest path a release writes
 RELEASE_ID_SUFFIX = len("-20261123T102859Z-abcdef12")
 MAX_EPSILON = 100.0  # beyond this a "privacy guarantee" promises nothing (US Census 2020 spent ~20 in total)
-MAX_ROWS = 1_000_000_000
+
+MIN_EPSILON = 1e-3  # and the smallest ε / ρ a spec may ask for: below, the accounting underflows
+MIN_RHO = 1e-12
+MAX_SIGMA = 1e9  # noise of a billion on counts: every table is noise (and ρ underflows soon after)
 DRY_RUN_ROWS = 8
 DISK_MARGIN_BYTES = 64 * 2**20
 
@@ -62,15 +65,19 @@ def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None
     problems: list[SdgovError] = []
     where = str(loaded.spec_path)
 
+    def located(exc: SdgovError) -> SdgovError:
+        """A problem at a spec field (``privacy.delta``) is named with the spec file; one at a file keeps it."""
+        if exc.where.startswith("/"):
+            return exc
+        return type(exc)(exc.what, f"{where}: {exc.where}" if exc.where else where, exc.fix)
+
     def run(check, *args) -> object:  # type: ignore[no-untyped-def]
         try:
             return check(*args)
         except PreflightError as exc:
-            problems.extend(exc.problems)
+            problems.extend(located(p) for p in exc.problems)
         except SdgovError as exc:
-            problems.append(
-                type(exc)(exc.what, exc.where if exc.where.startswith(where) else _at(where, exc.where), exc.fix)
-            )
+            problems.append(located(exc))
         return None
 
     run(check_names, loaded)
@@ -85,10 +92,6 @@ def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None
         raise PreflightError(problems)
     assert isinstance(plan, PrivacyPlan)
     return plan
-
-
-def _at(spec: str, where: str) -> str:
-    return f"{spec}: {where}" if where else spec
 
 
 # ------------------------------------------------------------------------------------------- names and paths
@@ -112,8 +115,8 @@ def check_names(loaded: LoadedSpec) -> None:
     ):
         problem = _name_problem(name, what)
         if problem:
-            where = str(loaded.schema_file) + ": name" if field == "name" and "schema" in what else field
-            problems.append(SpecError(problem, where, f"shorten it to at most {MAX_NAME} plain characters"))
+            at = f"{loaded.schema_file}: name" if "schema" in what else field
+            problems.append(SpecError(problem, at, f"shorten it to at most {MAX_NAME} plain characters"))
     if problems:
         raise PreflightError(problems)
 
@@ -121,6 +124,9 @@ def check_names(loaded: LoadedSpec) -> None:
 def check_root(root: Path, loaded: LoadedSpec) -> None:
     """The registry root is a directory (or can become one), and the release's deepest path fits the system."""
     check_root_is_usable(root)
+    check_log_readable(root)
+    if len(loaded.spec.name) > MAX_NAME:
+        return  # reported by check_names
     release_id = loaded.spec.name + "x" * RELEASE_ID_SUFFIX
     deepest = root.resolve() / LONGEST_RELEASE_FILE.format(id=release_id)
     if any(len(part.encode()) > MAX_FILE_NAME_BYTES for part in deepest.parts):
@@ -131,6 +137,14 @@ def check_root(root: Path, loaded: LoadedSpec) -> None:
         raise SpecError(
             f"the release's files would have paths over {MAX_PATH_BYTES} bytes", str(root), "use a shorter --root"
         )
+
+
+def check_log_readable(root: Path) -> None:
+    """Every line of the registry's log parses: a corrupt line found at the spend would stop the run after its
+    sign-offs were logged. (Whether the chain is intact is ``registry verify``'s business.)"""
+    from sdgov.registry import Registry
+
+    Registry(root).events()
 
 
 def check_root_is_usable(root: Path) -> None:
@@ -199,14 +213,22 @@ def check_plan(plan: PrivacyPlan, ag: Agreement) -> PrivacyPlan:
     fix = "choose a meaningful budget (σ between about 1 and 10^4, or ε between about 0.01 and 100)"
     if rho is None or eps is None or not (math.isfinite(rho) and math.isfinite(eps)) or rho <= 0:
         raise SpecError(f"the plan is not a privacy guarantee (ρ = {rho}, ε = {eps})", "privacy", fix)
-    if any(not math.isfinite(m.sigma) or m.sigma <= 0 for m in plan.marginals):
-        raise SpecError("a marginal's noise scale σ is not a positive finite number", "privacy", fix)
+    if any(not math.isfinite(m.sigma) or not 0 < m.sigma <= MAX_SIGMA for m in plan.marginals):
+        raise SpecError(f"a marginal's noise scale σ is not a number in (0, {MAX_SIGMA:g}]", "privacy", fix)
     if eps > MAX_EPSILON:
         raise SpecError(
             f"the plan spends ε = {eps:.4g} (ρ = {rho:.4g}), over the sanity limit of {MAX_EPSILON:g}",
             "privacy.sigma" if p.sigma is not None else "privacy",
             "raise σ or lower the budget: an ε this large promises nothing",
         )
+    if p.epsilon is not None and p.epsilon < MIN_EPSILON:
+        raise SpecError(
+            f"ε = {p.epsilon:g} is too small to account (below {MIN_EPSILON:g}: every table would be pure noise)",
+            "privacy.epsilon",
+            fix,
+        )
+    if p.rho is not None and p.rho < MIN_RHO:
+        raise SpecError(f"ρ = {p.rho:g} is too small to account (below {MIN_RHO:g})", "privacy.rho", fix)
     if p.epsilon is not None and eps > p.epsilon * (1 + 1e-6):
         raise SpecError(
             f"the plan spends ε = {eps:.4g}, more than the ε = {p.epsilon:.4g} asked for (too small to account)",

@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_serializer, field_validator, model_validator
 
 from sdgov.errors import DataError, SchemaError, shorten
 from sdgov.hashing import sha256_json
@@ -85,6 +85,11 @@ class Column(Frozen):
     @classmethod
     def _nfc_name(cls, name: str) -> str:
         return nfc(name)
+
+    @field_serializer("bins", when_used="json")
+    def _json_bins(self, bins: list[float] | None) -> list[float | str] | None:
+        """An open top edge as the string "inf" in JSON (the schema hash, artifacts): JSON has no infinity."""
+        return None if bins is None else [b if math.isfinite(b) else "inf" for b in bins]
 
     @model_validator(mode="after")
     def _check(self) -> Column:

@@ -42,6 +42,13 @@ class DatasetRef(Frozen):
     def _nfc(cls, name: str) -> str:
         return nfc(name)
 
+    @field_validator("path")
+    @classmethod
+    def _plain_path(cls, path: str) -> str:
+        if any(ord(c) < 32 for c in path):
+            raise ValueError("the path holds a control character (a NUL or a line break)")
+        return path
+
 
 class KWay(Frozen):
     k: PositiveInt
@@ -97,7 +104,7 @@ class PrivacySpec(Frozen):
 
 class GeneratorSpec(Frozen):
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
-    iterations: PositiveInt = 2000
+    iterations: PositiveInt = Field(default=2000, le=1_000_000)
 
     @field_validator("name")
     @classmethod
@@ -116,7 +123,7 @@ class ReleaseSpec(Frozen):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     dataset: DatasetRef
-    schema_path: str = Field(alias="schema", min_length=1)
+    schema_path: str = Field(alias="schema", min_length=1, pattern=r"^[^\x00-\x1f]+$")
     attributes: list[str] | None = Field(default=None, description="modelled columns; default all in Φ")
     phi: PhiSpec
     privacy: PrivacySpec
@@ -124,7 +131,9 @@ class ReleaseSpec(Frozen):
     rows: PositiveInt | None = Field(default=None, le=MAX_ROWS, description="synthetic rows; default: the noisy total")
     seed: int = Field(ge=0, lt=2**63, description="public sampling seed (recorded; unlike the noise, which has none)")
     limits: LimitsSpec = LimitsSpec()
-    approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
+    approvals: str | None = Field(
+        default=None, pattern=r"^[^\x00-\x1f]+$", description="standing-approval file, relative to the spec"
+    )
     audit: DecomposabilitySettings | None = Field(default=None, description="pre-registered decomposability test")
     privacy_risk: PrivacyRiskSettings | None = Field(default=None, description="pre-registered privacy-risk audit")
     tasks: list[TaskSpec] = Field(
@@ -180,21 +189,33 @@ class LoadedSpec(BaseModel):
     agreement: Agreement
 
 
+def resolved(path: str | Path, where: str = "") -> Path:
+    """``path`` made absolute; a symlink loop or an unusable name is one :class:`SpecError` line."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: Python 3.11's "Symlink loop from ..."
+        raise SpecError(
+            f"the path cannot be resolved ({getattr(exc, 'strerror', None) or exc})",
+            where or str(path),
+            "check the path (a symlink loop? a name too long?)",
+        ) from None
+
+
 def load_spec(path: str | Path) -> LoadedSpec:
-    path = Path(path).resolve()
+    path = resolved(path)
     spec = load_model_file(ReleaseSpec, path, SpecError, "release spec")
     base = path.parent
-    schema_file = (base / spec.schema_path).resolve()
+    schema_file = resolved(base / spec.schema_path, f"{path}: schema")
     schema = load_schema(schema_file)
     agreement = resolve(spec, schema, where=str(path))
     check_tasks(spec.tasks, schema, agreement.attributes, where=str(path))
-    approvals = (base / spec.approvals).resolve() if spec.approvals else None
+    approvals = resolved(base / spec.approvals, f"{path}: approvals") if spec.approvals else None
     return LoadedSpec(
         spec=spec,
         spec_path=path,
         schema=schema,
         schema_file=schema_file,
-        data_path=(base / spec.dataset.path).resolve(),
+        data_path=resolved(base / spec.dataset.path, f"{path}: dataset.path"),
         approvals_path=approvals,
         agreement=agreement,
     )
