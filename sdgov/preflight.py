@@ -26,6 +26,7 @@ import math
 import shutil
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,7 @@ def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None
             return exc
         return type(exc)(exc.what, f"{where}: {exc.where}" if exc.where else where, exc.fix)
 
-    def run(check, *args) -> object:  # type: ignore[no-untyped-def]
+    def run(check: Callable[..., object], *args: object) -> object:
         try:
             return check(*args)
         except PreflightError as exc:
@@ -107,7 +108,7 @@ def _name_problem(name: str, what: str) -> str | None:
 
 
 def check_names(loaded: LoadedSpec) -> None:
-    problems = []
+    problems: list[SdgovError] = []
     for name, what, field in (
         (loaded.spec.name, "the spec name", "name"),
         (loaded.spec.dataset.name, "the dataset name", "dataset.name"),
