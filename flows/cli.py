@@ -328,8 +328,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from sdgov.errors import InternalError, SdgovError
-    from sdgov.preflight import PreflightError
+    from sdgov.errors import InternalError, PreflightError, SdgovError
 
     try:
         return args.fn(args)

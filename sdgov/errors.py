@@ -50,6 +50,16 @@ def _join(where: str, what: str, fix: str) -> str:
     return f"{line} — fix: {fix}" if fix else line
 
 
+class PreflightError(SdgovError):
+    """Several problems found before the first draw; the CLI prints one line for each."""
+
+    def __init__(self, problems: list[SdgovError]) -> None:
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        super().__init__(first.what + more, first.where, first.fix)
+
+
 class SchemaError(SdgovError):
     """The schema file itself is malformed."""
 

@@ -28,14 +28,17 @@ import tempfile
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from sdgov.errors import SdgovError, SpecError, shorten
-from sdgov.privacy import PrivacyPlan, default_delta, plan_privacy
+from sdgov.errors import PreflightError, SdgovError, SpecError, shorten
 from sdgov.schema import Schema, encode
 from sdgov.spec import MAX_ROWS, Agreement, LoadedSpec
+
+if TYPE_CHECKING:
+    from sdgov.privacy import PrivacyPlan
 
 MAX_NAME = 100  # spec and dataset names: the release id is '<name>-<stamp>-<run>' and must fit a file name
 MAX_FILE_NAME_BYTES = 255  # ext4, APFS, NTFS
@@ -49,16 +52,6 @@ MIN_RHO = 1e-12
 MAX_SIGMA = 1e9  # noise of a billion on counts: every table is noise (and ρ underflows soon after)
 DRY_RUN_ROWS = 8
 DISK_MARGIN_BYTES = 64 * 2**20
-
-
-class PreflightError(SdgovError):
-    """Several problems found before the first draw; the CLI prints one line for each."""
-
-    def __init__(self, problems: list[SdgovError]) -> None:
-        self.problems = problems
-        first = problems[0]
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        super().__init__(first.what + more, first.where, first.fix)
 
 
 def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None) -> PrivacyPlan:
@@ -91,8 +84,7 @@ def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None
         run(check_disk_space, Path(root), loaded, n_records)
     if problems:
         raise PreflightError(problems)
-    assert isinstance(plan, PrivacyPlan)
-    return plan
+    return plan  # type: ignore[return-value]  # check_privacy returned it: no problem was found
 
 
 # ------------------------------------------------------------------------------------------- names and paths
@@ -184,6 +176,8 @@ def check_disk_space(root: Path, loaded: LoadedSpec, n_records: int) -> None:
 def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
     """The plan as the measure stage will compute it, and sane: what the issue's σ = 0.1, σ = 1e-300, δ = 0.999999
     and ε = 1e-300 specs got past ``validate`` with."""
+    from sdgov.privacy import default_delta, plan_privacy  # OpenDP: imported when a release gets this far
+
     ag = loaded.agreement
     p = ag.privacy
     rows = ag.rows
