@@ -206,7 +206,7 @@ def read_yaml(path: str | Path, error: type[SdgovError], what: str) -> object:
         raise error(
             f"{what} file refused: {shorten(str(exc), 120) or type(exc).__name__}",
             str(path),
-            f"write the {what} plainly: no deep nesting, no alias expansions, no huge values",
+            f"write the {what} as plain YAML data: each key once, no custom tags, no deep nesting or alias bombs",
         ) from None
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov.errors import MAX_LINE, DataError, PreflightError, SpecError
+from sdgov.errors import MAX_LINE, DataError, PreflightError, SchemaError, SpecError
 from sdgov.flows.cli import main
 from sdgov.generators.registry import GENERATORS
 from sdgov.inputs import check_spec_and_data
@@ -46,6 +46,12 @@ def test_norway_and_yes_stay_codes_not_booleans(tmp_path: Path) -> None:
     assert codes == ["NO", "SE", "yes", "on", "off", "y", "n"]
     df = pd.DataFrame({"Country": ["NO", "yes", "SE"]})
     assert encode(df, schema)["Country"].tolist() == [0, 2, 1]
+
+
+def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
+    """PyYAML keeps the last of two equal keys silently; a spec with two 'privacy' sections is a mistake."""
+    with pytest.raises(SchemaError, match="the key 'name' appears twice"):
+        _schema(tmp_path, "name: a\nname: b\ncolumns: []\n")
 
 
 def test_yaml_12_numbers() -> None:
@@ -191,6 +197,7 @@ def test_validate_refuses_what_a_release_would(
 def test_spec_file_is_yaml_12(inputs: Inputs) -> None:  # noqa: F811
     """A spec is read by the same bounded loader (checked here through the whole check path)."""
     doc = yaml.safe_load(inputs.spec.read_text(encoding="utf-8"))
+    doc.pop("description", None)
     inputs.write("spec.yaml", yaml.safe_dump(doc, sort_keys=False) + "description: NO\n")
     loaded, _ = check_spec_and_data(inputs.spec)
     assert loaded.spec.description == "NO"
