@@ -33,16 +33,21 @@ class SdgovError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        """what/where/fix on one line that fits :data:`MAX_LINE` with the CLI's prefix: the *what* keeps most
-        of the room, the *where* (usually a path) and the *fix* are shortened first when they are long."""
-        room = MAX_LINE - len(PREFIX)
+        """what/where/fix on one line that fits :data:`MAX_LINE` with the CLI's prefix. When it is too long, the
+        *fix* (what the user acts on) keeps up to all the room but 130 characters, the *what* then takes what it
+        needs of the rest (at least 80), and the *where* (usually a path) what is left (at least 50); each is cut
+        in the middle, keeping both ends."""
         where, what, fix = (" ".join(x.split()) for x in (self.where, self.what, self.fix))
         line = _join(where, what, fix)
+        room = MAX_LINE - len(PREFIX)
         if len(line) <= room:
             return line
-        where, fix = shorten(where, 90), shorten(fix, 70)
-        fixed = len(_join(where, "", fix))
-        return _join(where, shorten(what, room - fixed), fix)
+        avail = room - len(_join(where and "w", "", fix and "f")) + int(bool(where)) + int(bool(fix))
+        where_min, what_min = min(len(where), 50), min(len(what), 80)
+        fix_len = min(len(fix), max(avail - where_min - what_min, 40))
+        rest = avail - fix_len
+        what_len = min(len(what), max(rest - where_min, what_min))
+        return _join(shorten(where, rest - what_len), shorten(what, what_len), shorten(fix, fix_len))
 
 
 def _join(where: str, what: str, fix: str) -> str:

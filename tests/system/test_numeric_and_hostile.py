@@ -144,3 +144,27 @@ def test_hostile_strings_are_inert_in_every_html_page(release: dict) -> None:
     card = pages["card.html"].read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card, "the description is shown, escaped"
     assert "{{7*7}}" in card, "user text is never evaluated as a template"
+
+
+def test_a_run_refused_inside_the_flow_prints_one_line_and_no_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A refusal raised in a stage (here the ledger's, as for a concurrent run over budget) reaches the user as
+    the CLI's one ``sdgov: error:`` line; Prefect's ~70 lines of traceback for it are dropped."""
+    from sdgov.errors import BudgetError
+    from sdgov.tasks import measure as measure_stage
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise BudgetError("another run spent the remaining budget", "budgets.yaml", "wait for the controller")
+
+    monkeypatch.setattr(measure_stage, "read_logged_or_draw_once", refuse)
+    spec = _inputs(tmp_path / "inputs")
+    capfd.readouterr()
+    rc = main(["release", "--spec", str(spec), "--root", str(tmp_path / "registry")])
+    err = capfd.readouterr().err
+    assert rc == 2
+    assert "Traceback" not in err, err[-3000:]
+    errors = [ln for ln in err.splitlines() if "sdgov: error:" in ln]
+    assert errors == [
+        "sdgov: error: budgets.yaml: another run spent the remaining budget — fix: wait for the controller"
+    ]
