@@ -1,6 +1,6 @@
 """Input hardening and pre-flight (issue 12 items 3–4): what is *accepted* correctly, and what the pre-flight finds.
 
-The refusals themselves are in ``test_fuzz_inputs.py`` (134 hostile cases); here are the behaviours that must
+The refusals themselves are in ``test_fuzz_inputs.py`` (183 hostile cases); here are the behaviours that must
 keep working: YAML 1.2 codes, Unicode NFC across schema and data, open-ended bins, left-closed bins, linear
 validation of a schema with 10^5 categories, one bounded error line, and a pre-flight that reports every problem
 at once and dry-runs the generator before the first draw.
