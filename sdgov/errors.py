@@ -12,17 +12,16 @@ or a 100 MB YAML scalar must not become a 'one-line' error of 189,114 characters
 PREFIX = "sdgov: error: "
 
 
-def shorten(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis in the middle (head and tail both
-    carry information: a path's file name, a value's end)."""
+def shorten(text: str, limit: int, head: float = 0.75) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis inside: ``head`` is the share kept from
+    the start (a message's start says the most; a path's end, its file name, does: pass a small ``head``)."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
     if limit < 8:
         return text[: max(limit - 1, 0)] + "…"
-    head = (limit - 1) * 2 // 3
-    tail = limit - 1 - head
-    return text[:head] + "…" + text[len(text) - tail :]
+    keep = int((limit - 1) * head)
+    return text[:keep] + "…" + text[len(text) - (limit - 1 - keep) :]
 
 
 class SdgovError(Exception):
@@ -34,20 +33,26 @@ class SdgovError(Exception):
 
     def one_line(self) -> str:
         """what/where/fix on one line that fits :data:`MAX_LINE` with the CLI's prefix. When it is too long, the
-        *fix* (what the user acts on) keeps up to all the room but 130 characters, the *what* then takes what it
-        needs of the rest (at least 80), and the *where* (usually a path) what is left (at least 50); each is cut
-        in the middle, keeping both ends."""
+        *where* (usually a path) keeps up to 80 characters (its end: the file name), then whichever of the *fix*
+        and the *what* fits whole beside at least 60 characters of the other stays whole (the fix first: it is
+        what the user acts on), else they share; each is cut inside, keeping both ends."""
         where, what, fix = (" ".join(x.split()) for x in (self.where, self.what, self.fix))
         line = _join(where, what, fix)
         room = MAX_LINE - len(PREFIX)
         if len(line) <= room:
             return line
         avail = room - len(_join(where and "w", "", fix and "f")) + int(bool(where)) + int(bool(fix))
-        where_min, what_min = min(len(where), 50), min(len(what), 80)
-        fix_len = min(len(fix), max(avail - where_min - what_min, 40))
-        rest = avail - fix_len
-        what_len = min(len(what), max(rest - where_min, what_min))
-        return _join(shorten(where, rest - what_len), shorten(what, what_len), shorten(fix, fix_len))
+        where_len = min(len(where), 80)  # a path: its end (the file name) is kept
+        rest = avail - where_len
+        if len(fix) <= rest - 60:  # the fix whole, the what the rest (at least 60)
+            fix_len = len(fix)
+        elif len(what) <= rest - 60:  # the what whole, the fix the rest
+            fix_len = rest - len(what)
+        else:
+            fix_len = rest // 2
+        what_len = min(len(what), rest - fix_len)
+        where_len = min(len(where), avail - fix_len - what_len)  # room a short *what* left over
+        return _join(shorten(where, where_len, head=0.3), shorten(what, what_len), shorten(fix, fix_len))
 
 
 def _join(where: str, what: str, fix: str) -> str:
