@@ -29,7 +29,8 @@ class SdgovError(Exception):
 
     def __init__(self, what: str, where: str = "", fix: str = "") -> None:
         self.what, self.where, self.fix = what, where, fix
-        super().__init__(self.one_line())
+        # str(exc) is the whole line (logs, tests); the CLI prints one_line(), bounded to MAX_LINE
+        super().__init__(_join(*(" ".join(x.split()) for x in (where, what, fix))))
 
     def one_line(self) -> str:
         """what/where/fix on one line that fits :data:`MAX_LINE` with the CLI's prefix. When it is too long, the
