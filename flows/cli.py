@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from sdgov.registry import Registry
@@ -37,10 +37,10 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     from sdgov.policy import preflight
     from sdgov.registry import Registry
 
-    check_controller_files(Registry(args.root))  # the controller's files as last signed, or no release
-    checked = check_inputs(args.spec, args.approvals, args.data)  # fail fast, before the orchestrator starts
-    agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     root = Registry(args.root).root.resolve()
+    check_controller_files(Registry(root))  # the controller's files as last signed, or no release
+    checked = check_inputs(args.spec, args.approvals, args.data, root=root)  # fail fast, before the orchestrator
+    agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     ag, data = checked.loaded.agreement, checked.data
     preflight(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
     if api_starting is not None:
@@ -49,7 +49,10 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
         from sdgov.flows.temporary_server import install
 
         install()  # a temporary server the flow starts dies with this process, even on kill -9
+    from sdgov.flows.refusals import quiet_refusals
     from sdgov.flows.release import release_flow
+
+    quiet_refusals()
 
     result = release_flow(
         spec_path=str(Path(args.spec).resolve()),
@@ -141,14 +144,13 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from sdgov.privacy import plan_privacy
-    from sdgov.schema import load_encoded
+    from sdgov.inputs import validated_data
+    from sdgov.preflight import preflight
     from sdgov.spec import load_spec
 
     loaded = load_spec(args.spec)
-    data = Path(args.data) if args.data else loaded.data_path
-    codes = load_encoded(data, loaded.schema_)
-    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+    codes = validated_data(Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_).codes
+    plan = preflight(loaded, len(codes))  # what a release would refuse before its first draw, validate refuses too
     payload = {
         "ok": True,
         "agreement_sha256": loaded.agreement.sha256(),
@@ -327,8 +329,20 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
 # ----------------------------------------------------------------------------------------- parser
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one ``sdgov: error:`` line and exit 2 like every other refusal (argparse's own
+    usage block plus its error would be several lines, and a non-integer ``--K 2^40`` would read like a crash).
+    Sub-commands inherit the class (argparse builds sub-parsers with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        from sdgov.errors import SdgovError
+
+        err = SdgovError(message, self.prog, f"see '{self.prog} --help'")
+        self.exit(2, f"sdgov: error: {err.one_line()}\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sdgov", description="Governed, auditable synthetic-data releases.")
+    p = OneLineParser(prog="sdgov", description="Governed, auditable synthetic-data releases.")
     sub = p.add_subparsers(dest="command", required=True)
 
     def add(name: str, fn: Callable[[argparse.Namespace], int], help_: str) -> argparse.ArgumentParser:
@@ -401,15 +415,28 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from sdgov.errors import InternalError, SdgovError
+    from sdgov.errors import InternalError, PreflightError, SdgovError
 
     try:
         return args.fn(args)
+    except PreflightError as exc:  # every problem found before the first draw, one line each
+        for problem in exc.problems:
+            print(f"sdgov: error: {problem.one_line()}", file=sys.stderr)
+        if getattr(args, "json", False):
+            lines = [p.one_line() for p in exc.problems]
+            print(json.dumps({"ok": False, "error": lines[0], "errors": lines, "type": "PreflightError"}))
+        return 2
     except (SdgovError, InternalError) as exc:
         print(f"sdgov: error: {exc.one_line()}", file=sys.stderr)
         if getattr(args, "json", False):
             print(json.dumps({"ok": False, "error": exc.one_line(), "type": type(exc).__name__}))
         return 2 if isinstance(exc, SdgovError) else 1
+    except OSError as exc:  # the file system refused a path the user gave (too long, a loop, a directory...)
+        err = SdgovError(exc.strerror or type(exc).__name__, str(exc.filename or ""), "check the path")
+        print(f"sdgov: error: {err.one_line()}", file=sys.stderr)
+        if getattr(args, "json", False):
+            print(json.dumps({"ok": False, "error": err.one_line(), "type": type(exc).__name__}))
+        return 2
 
 
 if __name__ == "__main__":

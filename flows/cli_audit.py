@@ -10,6 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
+from sdgov.audits.decomposability.settings import MAX_K, MAX_ROWS
 from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
 from sdgov.flows.cli_args import json_object_arg
 from sdgov.flows.cli_risk import add_privacy_args, cmd_privacy, crash_written
@@ -56,11 +57,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.params:
         overrides["generator_params"] = json_object_arg(args.params, "--params", '{"iterations": 300}')
     if args.rows is not None:
-        if args.rows < 1:
-            raise AuditError("--rows must be positive", "--rows")
+        if not 1 <= args.rows <= MAX_ROWS:
+            raise AuditError(f"--rows must be between 1 and {MAX_ROWS:,}", "--rows")
         overrides["rows"] = args.rows
-    if args.K is not None and args.K < 2:
-        raise AuditError("--K must be at least 2 (a t-test needs two fits per group)", "--K")
+    if args.K is not None and not 2 <= args.K <= MAX_K:
+        raise AuditError(
+            f"--K must be between 2 (a t-test needs two fits per group) and {MAX_K:,} (4·K fits are run)", "--K"
+        )
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise AuditError("--seed must be between 0 and 2^63 - 1", "--seed")
     if args.control:
         overrides["positive_control"] = None if args.control.lower() == "none" else args.control
     from sdgov.audits.executor import executor_for

@@ -100,7 +100,9 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
+    from sdgov.flows.refusals import quiet_refusals
 
+    quiet_refusals()
     try:
         out = governed_release_flow(
             spec_path=str(Path(args.spec).resolve()),
@@ -257,6 +259,9 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
 def cmd_sign(args: argparse.Namespace) -> int:
     from prefect import get_client
 
+    from sdgov.keys import load_private_key
+
+    load_private_key(args.key)  # a missing or non-PEM key is one line before the server is contacted
     _require_server()
     decision = "reject" if args.reject else "approve"
     with get_client(sync_client=True) as c:
@@ -275,6 +280,9 @@ def cmd_sign(args: argparse.Namespace) -> int:
 def cmd_approve(args: argparse.Namespace) -> int:
     from prefect import get_client
 
+    from sdgov.keys import load_private_key
+
+    load_private_key(args.key)  # a missing or non-PEM key is one line before the server is contacted
     _require_server()
     decision = "reject" if args.reject else "approve"
     with get_client(sync_client=True) as c:

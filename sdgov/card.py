@@ -24,7 +24,7 @@ from sdgov.measure import MeasurementSet
 from sdgov.metrics import UtilitySummary
 from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan
-from sdgov.schema import Schema
+from sdgov.schema import Column, Schema
 from sdgov.spec import Agreement, Clique
 from sdgov.svg import pyplot, to_svg
 
@@ -148,6 +148,20 @@ def git_commit() -> str:
     return sha.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
 
 
+RELEASED_AS = {
+    "label": "the bin's label (text)",
+    "midpoint": "numbers: the middle of each bin (an open-ended top bin: its lower edge)",
+    "uniform": "numbers drawn uniformly within each bin with the public seed (an open-ended top bin: its lower edge)",
+}
+"""How the card states a numeric column's release rule (``release_as`` in the schema)."""
+
+
+def _categories(col: Column) -> list[str]:
+    if col.kind == "numeric":
+        return col.labels()
+    return [f"{code} = {label}" for code, label in zip(col.codes(), col.labels())]
+
+
 def _plain(clique: Clique, schema: Schema) -> str:
     if len(clique) == 1:
         return f"how many people fall in each category of {clique[0]}"
@@ -240,9 +254,8 @@ def build_card(
         {
             "name": a,
             "description": schema.by_name[a].description,
-            "categories": [
-                f"{code} = {label}" for code, label in zip(schema.by_name[a].codes(), schema.by_name[a].labels())
-            ],
+            "categories": _categories(schema.by_name[a]),
+            "released_as": RELEASED_AS[schema.by_name[a].rule] if schema.by_name[a].kind == "numeric" else "",
         }
         for a in agreement.attributes
     ]

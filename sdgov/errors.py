@@ -6,19 +6,69 @@ can print exactly one line and exit non-zero. Nothing is written before inputs a
 
 from __future__ import annotations
 
+MAX_LINE = 300
+"""The longest error line the CLI prints, ``sdgov: error: `` included: a value pasted from a 200k-column header
+or a 100 MB YAML scalar must not become a 'one-line' error of 189,114 characters."""
+PREFIX = "sdgov: error: "
+
+
+def shorten(text: str, limit: int, head: float = 0.75) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis inside: ``head`` is the share kept from
+    the start (a message's start says the most; a path's end, its file name, does: pass a small ``head``)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    if limit < 8:
+        return text[: max(limit - 1, 0)] + "…"
+    keep = int((limit - 1) * head)
+    return text[:keep] + "…" + text[len(text) - (limit - 1 - keep) :]
+
 
 class SdgovError(Exception):
     """A user-facing error: one line of what/where/fix."""
 
     def __init__(self, what: str, where: str = "", fix: str = "") -> None:
         self.what, self.where, self.fix = what, where, fix
-        super().__init__(self.one_line())
+        # str(exc) is the whole line (logs, tests); the CLI prints one_line(), bounded to MAX_LINE
+        super().__init__(_join(*(" ".join(x.split()) for x in (where, what, fix))))
 
     def one_line(self) -> str:
-        parts = [f"{self.where}: {self.what}" if self.where else self.what]
-        if self.fix:
-            parts.append(f"fix: {self.fix}")
-        return " — ".join(parts).replace("\n", " ")
+        """what/where/fix on one line that fits :data:`MAX_LINE` with the CLI's prefix. When it is too long, the
+        *where* (usually a path) keeps up to 80 characters (its end: the file name), then whichever of the *fix*
+        and the *what* fits whole beside at least 60 characters of the other stays whole (the fix first: it is
+        what the user acts on), else they share; each is cut inside, keeping both ends."""
+        where, what, fix = (" ".join(x.split()) for x in (self.where, self.what, self.fix))
+        line = _join(where, what, fix)
+        room = MAX_LINE - len(PREFIX)
+        if len(line) <= room:
+            return line
+        avail = room - len(_join(where and "w", "", fix and "f")) + int(bool(where)) + int(bool(fix))
+        where_len = min(len(where), 80)  # a path: its end (the file name) is kept
+        rest = avail - where_len
+        if len(fix) <= rest - 60:  # the fix whole, the what the rest (at least 60)
+            fix_len = len(fix)
+        elif len(what) <= rest - 60:  # the what whole, the fix the rest
+            fix_len = rest - len(what)
+        else:
+            fix_len = rest // 2
+        what_len = min(len(what), rest - fix_len)
+        where_len = min(len(where), avail - fix_len - what_len)  # room a short *what* left over
+        return _join(shorten(where, where_len, head=0.3), shorten(what, what_len), shorten(fix, fix_len))
+
+
+def _join(where: str, what: str, fix: str) -> str:
+    line = f"{where}: {what}" if where else what
+    return f"{line} — fix: {fix}" if fix else line
+
+
+class PreflightError(SdgovError):
+    """Several problems found before the first draw; the CLI prints one line for each."""
+
+    def __init__(self, problems: list[SdgovError]) -> None:
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        super().__init__(first.what + more, first.where, first.fix)
 
 
 class SchemaError(SdgovError):
@@ -49,7 +99,7 @@ class InternalError(Exception):
     """
 
     def one_line(self) -> str:
-        text = " ".join(str(self).split())
+        text = shorten(str(self), 160)
         return f"internal error (a bug in sdgov, please report it with the command you ran): {text}"
 
 

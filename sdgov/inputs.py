@@ -23,7 +23,7 @@ from sdgov.errors import SpecError
 from sdgov.fingerprint import fingerprint
 from sdgov.hashing import sha256_file
 from sdgov.names import check_name
-from sdgov.privacy import plan_privacy
+from sdgov.preflight import check_root_is_usable, preflight
 from sdgov.registry import Registry
 from sdgov.schema import Schema, load_encoded
 from sdgov.spec import LoadedSpec, load_spec
@@ -84,43 +84,27 @@ class CheckedProposal:
     proposer: Approver
 
 
-def check_spec_and_data(spec_path: str | Path, data_path: str | Path | None = None) -> tuple[LoadedSpec, ValidatedData]:
-    """Spec, schema, data and an accountable budget: the checks every way into a release shares."""
+def check_spec_and_data(
+    spec_path: str | Path, data_path: str | Path | None = None, root: str | Path | None = None
+) -> tuple[LoadedSpec, ValidatedData]:
+    """Spec, schema, data, and the pre-flight (names, paths, privacy plan, generator and audit dry runs, disk
+    space under ``root``): the checks every way into a release shares, all before the first draw."""
+    if root is not None:
+        check_root_is_usable(Path(root))
     loaded = load_spec(spec_path)
     data = validated_data(Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_)
-    try:  # an unaccountable budget fails here, not inside the flow
-        plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, data.rows)
-    except SpecError as exc:
-        raise SpecError(exc.what, f"{loaded.spec_path}: {exc.where}", exc.fix) from None
-    check_audit_generators(loaded)
+    preflight(loaded, data.rows, root)
     return loaded, data
 
 
-def check_audit_generators(loaded: LoadedSpec) -> None:
-    """Every generator the pre-registered audits name must import: found out after measuring, it would have
-    spent budget on a release that can never pass its audit."""
-    from sdgov.audits.generator_protocol import AuditError, load_generator
-
-    ag = loaded.agreement
-    named = []
-    if ag.audit is not None and ag.audit.enabled:
-        named += [("audit.generator", ag.audit.generator), ("audit.positive_control", ag.audit.positive_control)]
-    if ag.privacy_risk is not None and ag.privacy_risk.enabled:
-        named.append(("privacy_risk.generator", ag.privacy_risk.generator))
-    for where, path in named:
-        if path is None:
-            continue
-        try:
-            load_generator(path)
-        except AuditError as exc:
-            raise SpecError(exc.what, f"{loaded.spec_path}: {where}", exc.fix) from None
-
-
 def check_inputs(
-    spec_path: str | Path, approvals_path: str | Path | None = None, data_path: str | Path | None = None
+    spec_path: str | Path,
+    approvals_path: str | Path | None = None,
+    data_path: str | Path | None = None,
+    root: str | Path | None = None,
 ) -> CheckedInputs:
-    """A release under a standing approval: spec, data, budget and the approval file."""
-    loaded, data = check_spec_and_data(spec_path, data_path)
+    """A release under a standing approval: spec, data, pre-flight and the approval file."""
+    loaded, data = check_spec_and_data(spec_path, data_path, root)
     approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
     if approvals_file is None:
         raise SpecError(
@@ -136,11 +120,11 @@ def check_inputs(
 def check_proposal(
     spec_path: str | Path, registry_root: str | Path, proposer: str, data_path: str | Path | None = None
 ) -> CheckedProposal:
-    """A governed proposal: spec, data and budget, and a proposer who is an analyst in the controller's approvers
+    """A governed proposal: spec, data, pre-flight, and a proposer who is an analyst in the controller's approvers
     registry (the committed one: nothing the proposer passes can stand in for it)."""
     registry = Registry(registry_root)
     approvers = controller_approvers(registry)
-    loaded, data = check_spec_and_data(spec_path, data_path)
+    loaded, data = check_spec_and_data(spec_path, data_path, registry_root)
     check_name(proposer, "--as")
     who = approvers.find(proposer)
     if who is None or who.role != "analyst":

@@ -112,6 +112,19 @@ def log_head(seq: int, head: str, registry_id: str) -> dict[str, Any]:
 class Registry:
     def __init__(self, root: str | Path | None = None) -> None:
         self.root = Path(root) if root is not None else default_root()
+        try:  # a root that is a file or a symlink loop is one line here, not a traceback deep in a command
+            usable = not self.root.exists() or self.root.is_dir()
+            self.root.resolve(strict=self.root.is_symlink())
+        except (OSError, RuntimeError) as exc:
+            raise RegistryError(
+                f"the registry root cannot be used ({getattr(exc, 'strerror', None) or exc})",
+                str(self.root),
+                "point --root (or $SDGOV_REGISTRY) at a registry directory",
+            ) from None
+        if not usable:
+            raise RegistryError(
+                "the registry root is not a directory", str(self.root), "point --root at a registry directory"
+            )
 
     # ---------------------------------------------------------------- paths
     @property
@@ -217,10 +230,23 @@ class Registry:
     # ---------------------------------------------------------------- log
     def events(self) -> list[Event]:
         """The events as written, unverified (for display); anything that computes from them uses
-        :meth:`verified_events`."""
+        :meth:`verified_events`. A line that is not an event is one :class:`RegistryError` naming it (commands
+        that read the log — list, budget, release — stop there; ``verify`` reports it among its problems)."""
         if not self.log_path.exists():
             return []
-        return [Event.model_validate_json(line) for line in self.log_path.read_text().splitlines() if line]
+        out = []
+        for i, line in enumerate(self.log_path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+            if not line:
+                continue
+            try:
+                out.append(Event.model_validate_json(line))
+            except ValueError:
+                raise RegistryError(
+                    f"log line {i} is not a valid event (corrupt or edited)",
+                    str(self.log_path),
+                    "run 'sdgov registry verify' and restore the log from a backup",
+                ) from None
+        return out
 
     def verified_events(self) -> list[Event]:
         """The events, after checking the chain and every signature; :class:`LogBroken` names the first bad line.

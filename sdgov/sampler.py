@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdgov.generators.model import CliqueModel
-from sdgov.schema import Schema
+from sdgov.schema import Column, Schema
 
 CHUNK_ROWS = 262_144
 
@@ -86,17 +86,34 @@ def iter_chunks(
         yield sample_chunk(plans, n, np.random.default_rng(child))
 
 
+def _arrow_type(col: Column) -> pa.DataType:
+    """Integer codes as int64, numeric columns released as numbers as float64, everything else as text."""
+    return pa.int64() if col.integer_codes else pa.float64() if col.released_numbers else pa.string()
+
+
 def _arrow_schema(schema: Schema, attributes: tuple[str, ...]) -> pa.Schema:
-    fields = []
-    for a in attributes:
-        col = schema.by_name[a]
-        fields.append(pa.field(a, pa.int64() if col.integer_codes else pa.string(), nullable=col.nullable))
+    fields = [pa.field(a, _arrow_type(schema.by_name[a]), nullable=schema.by_name[a].nullable) for a in attributes]
     return pa.schema(fields, metadata={b"sdgov": b"synthetic records; codes as declared in the schema"})
 
 
 def _lookup(schema: Schema, a: str) -> pa.Array:
     col = schema.by_name[a]
-    return pa.array(col.codes(), type=pa.int64() if col.integer_codes else pa.string())
+    return pa.array(col.codes(), type=_arrow_type(col))
+
+
+def _spread_uniformly(col: Column, cells: np.ndarray, rng: np.random.Generator) -> pa.Array:
+    """A ``uniform`` numeric column: each record's number drawn uniformly in its bin ``[lo, hi)`` (an open top
+    bin and the missing cell keep their value from :meth:`Column.codes`)."""
+    edges = np.asarray(col.bins, dtype=float)
+    n_bins = len(edges) - 1
+    binned = cells < n_bins
+    lo = edges[np.minimum(cells, n_bins - 1)]
+    hi = edges[np.minimum(cells, n_bins - 1) + 1]
+    closed = binned & np.isfinite(hi)
+    u = rng.random(len(cells))
+    value = np.where(closed, lo + u * np.where(closed, hi - lo, 0.0), lo)
+    value = np.where(closed, np.minimum(value, np.nextafter(hi, lo)), value)  # stay below hi despite rounding
+    return pa.array(value, type=pa.float64(), mask=~binned if col.nullable else None)
 
 
 def sample_to_parquet(
@@ -113,11 +130,22 @@ def sample_to_parquet(
     tmp = path.with_name(f".{path.name}.tmp")
     arrow_schema = _arrow_schema(schema, model.attributes)
     lookups = {a: _lookup(schema, a) for a in model.attributes}
+    uniform = [
+        a for a in model.attributes if schema.by_name[a].kind == "numeric" and schema.by_name[a].rule == "uniform"
+    ]
+    # the within-bin draws use their own stream of the public seed, so the records' cells are the same bits
+    # whatever the columns' release rule
+    spread_rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2**31,)))
     done = 0
     try:
         with pq.ParquetWriter(tmp, arrow_schema, compression="zstd") as writer:
             for chunk in iter_chunks(model, rows, seed, chunk_rows):
-                cols = [lookups[a].take(pa.array(chunk[a])) for a in model.attributes]
+                cols = [
+                    _spread_uniformly(schema.by_name[a], chunk[a], spread_rng)
+                    if a in uniform
+                    else lookups[a].take(pa.array(chunk[a]))
+                    for a in model.attributes
+                ]
                 writer.write_table(pa.Table.from_arrays(cols, schema=arrow_schema))
                 done += len(chunk[model.attributes[0]])
                 if progress:

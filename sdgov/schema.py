@@ -11,15 +11,18 @@ counts, the model and the sampler work with; decoding maps indices back to the s
 from __future__ import annotations
 
 import csv
+import math
+import unicodedata
+from collections import Counter
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import Field, field_serializer, field_validator, model_validator
 
-from sdgov.errors import DataError, SchemaError
+from sdgov.errors import DataError, SchemaError, shorten
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
@@ -27,46 +30,128 @@ from sdgov.model import Frozen
 Code = int | str
 Clique = tuple[str, ...]  # a set of attributes in a fixed order: one marginal, one model table
 
+MAX_COLUMNS = 10_000  # columns in a schema or a data file's header (a 200k-column header is refused up front)
+MAX_CATEGORIES = 1_000_000  # per column: more than the ONS cell limit, so it could not be measured even 1-way
+MAX_EDGE = 1e15  # bin edges beyond this are a unit mistake (or 1e300); only an explicit open top bin (.inf)
+MAX_HEADER_BYTES = 4 * 1024 * 1024
+ReleaseRule = Literal["uniform", "midpoint", "label"]
+
+
+def nfc(text: str) -> str:
+    """Unicode NFC: the same name typed on two systems (a precomposed 'é' or 'e' + combining accent) is one name."""
+    return unicodedata.normalize("NFC", text)
+
+
+def repeated(items: list[str]) -> list[str]:
+    """The items that occur more than once, sorted (one pass: schemas may list 10^5 categories)."""
+    return sorted(k for k, n in Counter(items).items() if n > 1)
+
 
 class Category(Frozen):
     code: Code
     label: str
 
+    @field_validator("code")
+    @classmethod
+    def _nfc_code(cls, code: Code) -> Code:
+        return nfc(code) if isinstance(code, str) else code
+
+    @field_validator("label")
+    @classmethod
+    def _nfc_label(cls, label: str) -> str:
+        return nfc(label)
+
 
 class Column(Frozen):
-    """A categorical column lists its categories; a numeric one declares bin edges (left-closed intervals)."""
+    """A categorical column lists its categories; a numeric one declares bin edges.
+
+    Bins are **left-closed, right-open** ``[lo, hi)``: a value equal to the top edge is outside the domain and
+    refused (declare a higher edge, or ``.inf`` as the top edge for an open-ended last bin ``[lo, ∞)``).
+    ``release_as`` says what the synthetic data holds for a numeric column: ``label`` (the bin's label, text —
+    the default), ``midpoint`` (the bin's middle) or ``uniform`` (a number drawn uniformly within the bin with
+    the public seed). An open-ended bin has no middle: ``midpoint`` and ``uniform`` release its lower edge.
+    """
 
     name: str = Field(min_length=1)
     kind: Literal["categorical", "numeric"] = "categorical"
     description: str = ""
-    categories: list[Category] | None = None
-    bins: list[float] | None = None
+    categories: list[Category] | None = Field(default=None, max_length=MAX_CATEGORIES)
+    bins: list[float] | None = Field(default=None, max_length=MAX_CATEGORIES + 1)
     bin_labels: list[str] | None = None
+    release_as: ReleaseRule | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
     nullable: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _nfc_name(cls, name: str) -> str:
+        return nfc(name)
+
+    @field_serializer("bins", when_used="json")
+    def _json_bins(self, bins: list[float] | None) -> list[float | str] | None:
+        """An open top edge as the string "inf" in JSON (the schema hash, artifacts): JSON has no infinity."""
+        return None if bins is None else [b if math.isfinite(b) else "inf" for b in bins]
 
     @model_validator(mode="after")
     def _check(self) -> Column:
         if self.kind == "categorical":
-            if not self.categories:
-                raise ValueError(f"categorical column {self.name!r} needs a non-empty 'categories' list")
-            if self.bins is not None:
-                raise ValueError(f"categorical column {self.name!r} must not declare 'bins'")
-            keys = [str(c.code) for c in self.categories]
-            dupes = sorted({k for k in keys if keys.count(k) > 1})
-            if dupes:
-                raise ValueError(f"column {self.name!r} declares category code(s) {dupes} more than once")
-            if len({type(c.code) for c in self.categories}) > 1:
-                raise ValueError(f"column {self.name!r} mixes integer and text codes; use one type")
+            self._check_categories()
         else:
-            if not self.bins or len(self.bins) < 2:
-                raise ValueError(f"numeric column {self.name!r} needs 'bins': at least two increasing edges")
-            if any(b <= a for a, b in zip(self.bins, self.bins[1:])):
-                raise ValueError(f"numeric column {self.name!r}: bin edges must be strictly increasing")
-            if self.categories is not None:
-                raise ValueError(f"numeric column {self.name!r} must not declare 'categories'")
-            if self.bin_labels is not None and len(self.bin_labels) != len(self.bins) - 1:
-                raise ValueError(f"numeric column {self.name!r}: need one bin label per bin ({len(self.bins) - 1})")
+            self._check_bins()
         return self
+
+    def _check_categories(self) -> None:
+        if not self.categories:
+            raise ValueError(f"categorical column {self.name!r} needs a non-empty 'categories' list")
+        if self.bins is not None or self.release_as is not None:
+            raise ValueError(f"categorical column {self.name!r} must not declare 'bins' or 'release_as'")
+        # data values are read stripped: codes that differ only by surrounding space would be one category
+        dupes = repeated([str(c.code).strip() for c in self.categories])
+        if dupes:
+            shown = shorten(repr(dupes), 120)
+            raise ValueError(
+                f"column {self.name!r} declares category code(s) {shown} more than once "
+                "(after Unicode NFC and trimming spaces)"
+            )
+        padded = [c.code for c in self.categories if isinstance(c.code, str) and c.code != c.code.strip()]
+        if padded:
+            raise ValueError(f"column {self.name!r}: code {shorten(repr(padded[0]), 60)} has surrounding spaces")
+        if len({type(c.code) for c in self.categories}) > 1:
+            raise ValueError(f"column {self.name!r} mixes integer and text codes; use one type")
+
+    def _check_bins(self) -> None:
+        bins = self.bins
+        if not bins or len(bins) < 2:
+            raise ValueError(f"numeric column {self.name!r} needs 'bins': at least two increasing edges")
+        inner = bins if bins[-1] != math.inf else bins[:-1]
+        bad = [b for b in inner if not math.isfinite(b) or abs(b) > MAX_EDGE]
+        if bad:
+            raise ValueError(
+                f"numeric column {self.name!r}: bin edge {bad[0]!r} is not a finite number within ±{MAX_EDGE:g} "
+                "(only the top edge may be .inf, for an open-ended last bin)"
+            )
+        if any(b <= a for a, b in zip(bins, bins[1:])):
+            raise ValueError(f"numeric column {self.name!r}: bin edges must be strictly increasing")
+        if self.categories is not None:
+            raise ValueError(f"numeric column {self.name!r} must not declare 'categories'")
+        if self.bin_labels is not None and len(self.bin_labels) != len(bins) - 1:
+            raise ValueError(f"numeric column {self.name!r}: need one bin label per bin ({len(bins) - 1})")
+        if self.bin_labels is not None and repeated([nfc(b).strip() for b in self.bin_labels]):
+            raise ValueError(f"numeric column {self.name!r}: bin labels must differ")
+
+    @property
+    def rule(self) -> ReleaseRule:
+        """How a numeric column's synthetic values are written (``label`` unless the schema says otherwise)."""
+        return self.release_as or "label"
+
+    @property
+    def released_numbers(self) -> bool:
+        """True when the synthetic file holds numbers for this column (a numeric column not released as labels)."""
+        return self.kind == "numeric" and self.rule != "label"
+
+    def representatives(self) -> list[float]:
+        """The number released for each bin by ``midpoint`` (also the fallback of ``uniform`` for an open bin)."""
+        edges = self.bins or []
+        return [lo if math.isinf(hi) else lo + (hi - lo) / 2 for lo, hi in zip(edges, edges[1:])]
 
     @property
     def size(self) -> int:
@@ -84,15 +169,20 @@ class Column(Frozen):
             out = [c.label for c in self.categories]  # type: ignore[union-attr]
         else:
             edges = self.bins or []  # a numeric column has at least two edges (validated)
-            out = self.bin_labels or [f"[{lo:g}, {hi:g})" for lo, hi in zip(edges, edges[1:])]
+            out = self.bin_labels or [
+                f"[{lo:g}, ∞)" if math.isinf(hi) else f"[{lo:g}, {hi:g})" for lo, hi in zip(edges, edges[1:])
+            ]
         return out + (["(missing)"] if self.nullable else [])
 
-    def codes(self) -> list[Code | None]:
-        """The value written back for every cell index when decoding synthetic data."""
+    def codes(self) -> list[Code | float | None]:
+        """The value written back for every cell index when decoding synthetic data (a ``uniform`` numeric
+        column writes its bin's lower edge here; the sampler spreads it within the bin)."""
         if self.kind == "categorical":
-            out: list[Code | None] = [c.code for c in self.categories]  # type: ignore[union-attr]
-        else:
+            out: list[Code | float | None] = [c.code for c in self.categories]  # type: ignore[union-attr]
+        elif self.rule == "label":
             out = list(self.labels()[: len(self.bins) - 1])  # type: ignore[arg-type]
+        else:
+            out = list(self.representatives())
         return out + ([None] if self.nullable else [])
 
 
@@ -102,13 +192,19 @@ class Schema(Frozen):
     name: str = Field(min_length=1)
     description: str = ""
     source: str = ""
-    identifiers: list[str] = Field(default_factory=list, description="ID columns: required in the data, never used")
-    columns: list[Column] = Field(min_length=1)
+    identifiers: list[str] = Field(
+        default_factory=list, max_length=MAX_COLUMNS, description="ID columns: required in the data, never used"
+    )
+    columns: list[Column] = Field(min_length=1, max_length=MAX_COLUMNS)
+
+    @field_validator("identifiers")
+    @classmethod
+    def _nfc_identifiers(cls, names: list[str]) -> list[str]:
+        return [nfc(n) for n in names]
 
     @model_validator(mode="after")
     def _unique(self) -> Schema:
-        names = [c.name for c in self.columns] + list(self.identifiers)
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = repeated([c.name for c in self.columns] + list(self.identifiers))
         if dupes:
             raise ValueError(f"column name(s) {dupes} declared more than once")
         return self
@@ -148,6 +244,7 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise DataError("data file not found", str(path), "check the 'dataset.path' in the spec")
+    header = _header(path)  # checked before pandas sees the file: a 200k-column header would take gigabytes
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     except pd.errors.EmptyDataError:
@@ -163,12 +260,36 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
     except pd.errors.ParserError as exc:
         first = str(exc).strip().splitlines()[0]
         raise DataError(f"not a readable CSV ({first})", str(path), "export as UTF-8 CSV with one header row") from None
-    with open(path, newline="", encoding="utf-8") as f:
-        header = next(csv.reader(f))
-    dup = sorted({c for c in header if header.count(c) > 1})
-    if dup:
-        raise DataError(f"duplicate column header(s) {dup}", str(path), "give every column a unique name")
+    df.columns = pd.Index(header if len(header) == len(df.columns) else [nfc(str(c)) for c in df.columns])
     return df
+
+
+def _header(path: Path) -> list[str]:
+    """The header row, NFC-normalised, within the width cap and without duplicates."""
+    with open(path, "rb") as f:
+        raw = f.readline(MAX_HEADER_BYTES + 1)
+    try:
+        first = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(
+            "not UTF-8 text (first bad byte on line 1)", str(path), "export the file as UTF-8 CSV"
+        ) from None
+    if len(raw) > MAX_HEADER_BYTES or first.count(",") >= MAX_COLUMNS:
+        raise DataError(
+            f"the header row is wider than {MAX_COLUMNS:,} columns or {MAX_HEADER_BYTES // 2**20} MiB",
+            str(path),
+            "is it the right file? export only the schema's columns",
+        )
+    try:
+        header = [nfc(c) for c in next(csv.reader([first]), [])]
+    except csv.Error:
+        return []  # pandas reports the malformed file below
+    dup = repeated(header)
+    if dup:
+        raise DataError(
+            f"duplicate column header(s) {shorten(repr(dup), 120)}", str(path), "give every column a unique name"
+        )
+    return header
 
 
 def _first_non_utf8_line(path: Path) -> int:
@@ -225,7 +346,7 @@ def _encode_column(values: pd.Series, col: Column) -> tuple[np.ndarray, str]:
     if null.any() and not col.nullable:
         return np.empty(0), f"column {col.name!r}: {int(null.sum())} empty/NaN value(s) where none are allowed"
     rows = np.bincount(inverse[~null], minlength=len(uniques))  # rows holding each distinct value
-    text = pd.Series(np.asarray(uniques, dtype=object), dtype=object).astype(str).str.strip()
+    text = pd.Series([nfc(str(u)).strip() for u in uniques], dtype=object)
     idx, problem = _encode_distinct(text, rows, col)
     if problem:
         return np.empty(0), problem
@@ -252,24 +373,28 @@ def _encode_distinct(text: pd.Series, rows: np.ndarray, col: Column) -> tuple[np
             return np.empty(0), _bad(col, text[unknown], rows[unknown], "value(s) not among the declared categories")
         return idx, ""
     nums = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-    bad = np.isnan(nums)
+    by_label = np.full(len(text), -1)
+    if col.rule == "label":  # the released file holds bin labels: they read back as their bins
+        by_label = pd.Index([nfc(x).strip() for x in col.labels()[: col.size - int(col.nullable)]]).get_indexer(
+            pd.Index(text)
+        )
+    bad = ~np.isfinite(nums) & (by_label < 0)
     if bad.any():
         return np.empty(0), _bad(col, text[bad], rows[bad], "non-numeric value(s) (wrong type)")
     edges = np.asarray(col.bins, dtype=float)
-    out_of_range = (nums < edges[0]) | (nums > edges[-1])
+    out_of_range = ((nums < edges[0]) | (nums >= edges[-1])) & (by_label < 0)
     if out_of_range.any():
+        top = "∞)" if math.isinf(edges[-1]) else f"{edges[-1]:g}) — bins are left-closed, the top edge is outside"
         return np.empty(0), _bad(
-            col,
-            text[out_of_range],
-            rows[out_of_range],
-            f"value(s) outside the declared range [{edges[0]:g}, {edges[-1]:g}]",
+            col, text[out_of_range], rows[out_of_range], f"value(s) outside the declared range [{edges[0]:g}, {top}"
         )
-    return np.clip(np.searchsorted(edges, nums, side="right") - 1, 0, len(edges) - 2), ""
+    found = np.searchsorted(edges, np.where(by_label < 0, nums, edges[0]), side="right") - 1
+    return np.where(by_label < 0, np.clip(found, 0, len(edges) - 2), by_label), ""
 
 
 def _bad(col: Column, values: pd.Series, rows: np.ndarray, what: str) -> str:
     order = np.argsort(-rows, kind="stable")
-    shown = ", ".join(repr(v) for v in values.iloc[order[:5]]) + (", …" if len(order) > 5 else "")
+    shown = ", ".join(shorten(repr(v), 40) for v in values.iloc[order[:5]]) + (", …" if len(order) > 5 else "")
     return f"column {col.name!r}: {what}: {shown} in {int(rows.sum())} row(s)"
 
 
@@ -281,6 +406,8 @@ def decode(codes: dict[str, np.ndarray] | pd.DataFrame, schema: Schema) -> pd.Da
         lookup = col.codes()
         if col.integer_codes and not col.nullable:
             out[col.name] = np.asarray(lookup, dtype=np.int64)[idx]
+        elif col.released_numbers:
+            out[col.name] = pd.array(np.asarray(lookup, dtype=object)[idx], dtype="Float64")
         else:
             out[col.name] = pd.array(
                 np.asarray(lookup, dtype=object)[idx], dtype="string" if not col.integer_codes else "Int64"

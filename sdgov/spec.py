@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from sdgov.audits.decomposability.settings import DecomposabilitySettings
 from sdgov.audits.privacy.settings import PrivacyRiskSettings
@@ -21,26 +21,53 @@ from sdgov.generators.registry import GENERATORS, generator, registered_names
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
-from sdgov.schema import Clique, Schema, load_schema
+from sdgov.schema import Clique, Schema, load_schema, nfc, repeated
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
+MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
+MAX_MARGINALS = 10_000  # agreed marginals (the nesting check is quadratic in them)
+
+PositiveFinite = Annotated[float, Field(gt=0, le=1e12, allow_inf_nan=False)]
+"""A privacy number (ρ, ε, σ, a weight): positive and finite — NaN, ±inf and 1e300 are refused at load."""
 
 
 class DatasetRef(Frozen):
     name: str = Field(min_length=1, description="Declared name of the confidential dataset (the budget ledger key)")
     path: str = Field(min_length=1, description="CSV path, relative to the spec file")
 
+    @field_validator("name")
+    @classmethod
+    def _nfc(cls, name: str) -> str:
+        return nfc(name)
+
+    @field_validator("path")
+    @classmethod
+    def _plain_path(cls, path: str) -> str:
+        if any(ord(c) < 32 for c in path):
+            raise ValueError("the path holds a control character (a NUL or a line break)")
+        return path
+
 
 class KWay(Frozen):
     k: PositiveInt
     attributes: list[str] = Field(min_length=1)
 
+    @field_validator("attributes")
+    @classmethod
+    def _nfc(cls, names: list[str]) -> list[str]:
+        return [nfc(n) for n in names]
+
 
 class PhiSpec(Frozen):
-    marginals: list[list[str]] = Field(default_factory=list)
+    marginals: list[list[str]] = Field(default_factory=list, max_length=MAX_MARGINALS)
     all_kway: list[KWay] = Field(default_factory=list)
+
+    @field_validator("marginals")
+    @classmethod
+    def _nfc(cls, marginals: list[list[str]]) -> list[list[str]]:
+        return [[nfc(n) for n in m] for m in marginals]
 
     @model_validator(mode="after")
     def _nonempty(self) -> PhiSpec:
@@ -53,12 +80,14 @@ class PrivacySpec(Frozen):
     """Exactly one of ``rho``, ``epsilon`` or ``sigma`` with ``noise: gaussian``; none with ``noise: none``."""
 
     noise: Literal["gaussian", "none"] = "gaussian"
-    rho: PositiveFloat | None = None
-    epsilon: PositiveFloat | None = None
-    delta: float | None = Field(default=None, gt=0, lt=1)
-    sigma: PositiveFloat | None = Field(default=None, description="fixed noise scale for every marginal")
-    sigma_floor: PositiveFloat | None = Field(default=None, description="ONS small-count rule: σ ≥ floor")
-    weights: dict[str, PositiveFloat] = Field(default_factory=dict, description="'A,B' → share of the budget")
+    rho: PositiveFinite | None = None
+    epsilon: PositiveFinite | None = None
+    delta: float | None = Field(default=None, gt=0, lt=1, allow_inf_nan=False)
+    sigma: PositiveFinite | None = Field(default=None, description="fixed noise scale for every marginal")
+    sigma_floor: PositiveFinite | None = Field(default=None, description="ONS small-count rule: σ ≥ floor")
+    weights: dict[str, Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]] = Field(
+        default_factory=dict, description="'A,B' → share of the budget (each at most 10^6: a ratio, not a count)"
+    )
 
     @model_validator(mode="after")
     def _one_budget(self) -> PrivacySpec:
@@ -75,7 +104,7 @@ class PrivacySpec(Frozen):
 
 class GeneratorSpec(Frozen):
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
-    iterations: PositiveInt = 2000
+    iterations: PositiveInt = Field(default=2000, le=1_000_000)
 
     @field_validator("name")
     @classmethod
@@ -94,15 +123,17 @@ class ReleaseSpec(Frozen):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     dataset: DatasetRef
-    schema_path: str = Field(alias="schema", min_length=1)
+    schema_path: str = Field(alias="schema", min_length=1, pattern=r"^[^\x00-\x1f]+$")
     attributes: list[str] | None = Field(default=None, description="modelled columns; default all in Φ")
     phi: PhiSpec
     privacy: PrivacySpec
     generator: GeneratorSpec = GeneratorSpec()
-    rows: PositiveInt | None = Field(default=None, description="synthetic rows; default: the noisy total")
-    seed: int = Field(ge=0, description="public sampling seed (recorded; unlike the noise, which has none)")
+    rows: PositiveInt | None = Field(default=None, le=MAX_ROWS, description="synthetic rows; default: the noisy total")
+    seed: int = Field(ge=0, lt=2**63, description="public sampling seed (recorded; unlike the noise, which has none)")
     limits: LimitsSpec = LimitsSpec()
-    approvals: str | None = Field(default=None, description="standing-approval file, relative to the spec")
+    approvals: str | None = Field(
+        default=None, pattern=r"^[^\x00-\x1f]+$", description="standing-approval file, relative to the spec"
+    )
     audit: DecomposabilitySettings | None = Field(default=None, description="pre-registered decomposability test")
     privacy_risk: PrivacyRiskSettings | None = Field(default=None, description="pre-registered privacy-risk audit")
     tasks: list[TaskSpec] = Field(
@@ -116,6 +147,11 @@ class ReleaseSpec(Frozen):
     ``tasks_sha256`` beside the agreement hash (and the spec file's hash is in the provenance)."""
 
     model_config = ConfigDict(populate_by_name=True)
+
+    @field_validator("attributes")
+    @classmethod
+    def _nfc(cls, names: list[str] | None) -> list[str] | None:
+        return None if names is None else [nfc(n) for n in names]
 
 
 class Agreement(Frozen):
@@ -153,21 +189,33 @@ class LoadedSpec(BaseModel):
     agreement: Agreement
 
 
+def resolved(path: str | Path, where: str = "") -> Path:
+    """``path`` made absolute; a symlink loop or an unusable name is one :class:`SpecError` line."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: Python 3.11's "Symlink loop from ..."
+        raise SpecError(
+            f"the path cannot be resolved ({getattr(exc, 'strerror', None) or exc})",
+            where or str(path),
+            "check the path (a symlink loop? a name too long?)",
+        ) from None
+
+
 def load_spec(path: str | Path) -> LoadedSpec:
-    path = Path(path).resolve()
+    path = resolved(path)
     spec = load_model_file(ReleaseSpec, path, SpecError, "release spec")
     base = path.parent
-    schema_file = (base / spec.schema_path).resolve()
+    schema_file = resolved(base / spec.schema_path, f"{path}: schema")
     schema = load_schema(schema_file)
     agreement = resolve(spec, schema, where=str(path))
     check_tasks(spec.tasks, schema, agreement.attributes, where=str(path))
-    approvals = (base / spec.approvals).resolve() if spec.approvals else None
+    approvals = resolved(base / spec.approvals, f"{path}: approvals") if spec.approvals else None
     return LoadedSpec(
         spec=spec,
         spec_path=path,
         schema=schema,
         schema_file=schema_file,
-        data_path=(base / spec.dataset.path).resolve(),
+        data_path=resolved(base / spec.dataset.path, f"{path}: dataset.path"),
         approvals_path=approvals,
         agreement=agreement,
     )
@@ -185,7 +233,7 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
                 where,
                 f"use column names from schema {schema.name!r}: {schema.names}",
             )
-        dup = sorted({a for a in attrs if attrs.count(a) > 1})
+        dup = repeated(attrs)
         if dup:
             raise SpecError(f"{ctx} repeats attribute(s) {dup}", where, "name each attribute once")
 
@@ -217,13 +265,20 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
                 "remove the duplicate (check shorthands that already generate it)",
             )
         seen[c] = 1
-    for a, b in itertools.permutations(cliques, 2):
-        if set(a) < set(b):
-            raise SpecError(
-                f"marginal {_fmt(a)} is nested in {_fmt(b)} (it is implied by it)",
-                where,
-                f"remove {_fmt(a)}: measuring it again only spends budget",
-            )
+    if len(cliques) > MAX_MARGINALS:
+        raise SpecError(
+            f"Φ resolves to {len(cliques):,} marginals, over the limit of {MAX_MARGINALS:,}",
+            where,
+            "agree fewer marginals (check all_kway shorthands)",
+        )
+    nested = _nested_pair(cliques)
+    if nested is not None:
+        a, b = nested
+        raise SpecError(
+            f"marginal {_fmt(a)} is nested in {_fmt(b)} (it is implied by it)",
+            where,
+            f"remove {_fmt(a)}: measuring it again only spends budget",
+        )
     for c in cliques:
         cells = schema.cells(c)
         if cells > spec.limits.max_marginal_cells:
@@ -290,6 +345,24 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         audit=spec.audit,
         privacy_risk=spec.privacy_risk,
     )
+
+
+def _nested_pair(cliques: list[Clique]) -> tuple[Clique, Clique] | None:
+    """A marginal nested in another one, or None — in about linear time: a small marginal's proper subsets are
+    looked up in a set (2^k of them), a large one is compared with every marginal (rare)."""
+    by_set = {frozenset(c): c for c in cliques}
+    for b in cliques:
+        if 2 ** len(b) <= len(cliques):
+            for k in range(1, len(b)):
+                for sub in itertools.combinations(b, k):
+                    if frozenset(sub) in by_set:
+                        return by_set[frozenset(sub)], b
+        else:
+            big = frozenset(b)
+            for a in cliques:
+                if frozenset(a) < big:
+                    return a, b
+    return None
 
 
 def _fmt(c: Clique) -> str:

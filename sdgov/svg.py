@@ -2,6 +2,11 @@
 
 pyplot is imported on first use (it is slow to import) on the Agg backend (no display), and the SVG carries no
 date, so the same figure always gives the same bytes.
+
+Labels in the figures come from users (schema labels, attribute names): matplotlib escapes them in the SVG
+(``&lt;script&gt;``), and ``text.parse_math`` is off so that a label holding ``$`` is drawn as written instead of
+being parsed as mathtext — a label like ``$x^{$`` would otherwise raise deep inside the utility report, after
+the noise was drawn.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ def pyplot() -> ModuleType:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # user labels are text, never mathtext
+    matplotlib.rcParams["svg.fonttype"] = "path"  # text as paths (the default): no user text in SVG elements
     import matplotlib.pyplot as plt
 
     return plt

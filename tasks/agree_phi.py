@@ -25,7 +25,7 @@ def agree_phi(
     spec_path: str, registry_root: str, run_id: str, approvals_path: str | None = None, data_path: str | None = None
 ) -> Agreed:
     with stage("agree_phi", VERSION) as rec:
-        checked = check_inputs(spec_path, approvals_path, data_path)
+        checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
         ag, data = checked.loaded.agreement, checked.data
         preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         signoffs = agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))

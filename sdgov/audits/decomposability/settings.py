@@ -7,6 +7,8 @@ from pydantic import Field, PositiveInt
 
 from sdgov.model import Frozen
 
+MAX_K = 1_000  # 4·K generator fits (plus as many for the positive control): 2^40 would never end
+MAX_ROWS = 1_000_000_000
 EXPLICIT_MAX_CELLS = 20_000  # joint cells up to which Φ⊥ is handled exactly (its interaction decomposition)
 
 Params = dict[str, float | int | str | bool | list[str]]
@@ -30,10 +32,12 @@ class DecomposabilitySettings(Frozen):
     generator_params: Params = Field(
         default_factory=dict, description="default for the shipped variants: the spec's generator iterations"
     )
-    alpha: float = Field(0.05, gt=0, lt=1, description="pre-registered significance level")
-    K: int = Field(10, ge=2, description="fits per extremal dataset, in each phase")
-    rows: PositiveInt | None = Field(None, description="synthetic rows per fit; default 10 × the records of D*")
-    seed: int = Field(0, ge=0)
+    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, description="pre-registered significance level")
+    K: int = Field(10, ge=2, le=MAX_K, description="fits per extremal dataset, in each phase")
+    rows: PositiveInt | None = Field(
+        None, le=MAX_ROWS, description="synthetic rows per fit; default 10 × the records of D*"
+    )
+    seed: int = Field(0, ge=0, lt=2**63)
     candidate_basis: PositiveInt = Field(
         1000,
         description="random higher-order marginal cells spanning the random "
