@@ -40,7 +40,8 @@ def header(schema: Schema) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for col in sorted(schema.columns, key=lambda c: c.name):
         cells = [str(c) for c in col.codes()] if col.kind == "categorical" else None
-        out.append({"name": col.name, "kind": col.kind, "cells": cells, "bins": col.bins, "nullable": col.nullable})
+        bins = None if col.bins is None else [b if math.isfinite(b) else "inf" for b in col.bins]  # an open top bin
+        out.append({"name": col.name, "kind": col.kind, "cells": cells, "bins": bins, "nullable": col.nullable})
     return out
 
 

@@ -183,7 +183,7 @@ def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_p
         ({"max_epsilon_per_release": 0.5}, {}, "exceeds the policy's max_epsilon_per_release of 0.5"),
         ({"generators": ["ipf"]}, {}, "generator 'pgm' is not allowed"),
         ({"max_rows": 1000}, {}, "1,500 synthetic rows exceed the policy's max_rows of 1,000"),
-        ({}, {"privacy": {"rho": RHO, "delta": 0.001}}, r"δ = 0.001 exceeds the policy's maximum 0.000666667"),
+        ({"max_delta": 1e-5}, {"privacy": {"rho": RHO, "delta": 1e-4}}, "δ = 0.0001 exceeds the policy.s maximum"),
     ],
 )
 def test_policy_violations_are_refused_before_anything_is_written(tmp_path, defaults, over, match):
