@@ -467,11 +467,11 @@ APPROVALS: list[Case] = [
 
 
 def budget_policy(text: str | bytes) -> Callable[[Inputs], None]:
-    """A registry root holding only a (hostile) budgets.yaml, read by ``sdgov budget``."""
+    """A registry root holding only a (hostile) controller policy.yaml, read by ``sdgov budget``."""
 
     def fn(i: Inputs) -> None:
         i.root.mkdir()
-        p = i.root / "budgets.yaml"
+        p = i.root / "policy.yaml"
         p.write_bytes(text) if isinstance(text, bytes) else p.write_text(text, encoding="utf-8")
 
     return fn
@@ -487,13 +487,13 @@ RISK = cli("audit", "privacy", "--spec", "{spec}", "--policy", "{dir}/policy.yam
 POLICY: list[Case] = [
     ("policy-alias-bomb", budget_policy(ALIAS_BOMB), BUDGET),
     ("policy-deep", budget_policy(DEEP_YAML), BUDGET),
-    ("policy-rho-nan", budget_policy("datasets: {toyland_census: {rho: .nan}}\n"), BUDGET),
-    ("policy-rho-negative", budget_policy("datasets: {toyland_census: {rho: -1}}\n"), BUDGET),
-    ("policy-default-text", budget_policy("default_rho: lots\n"), BUDGET),
+    ("policy-rho-nan", budget_policy("defaults: {lifetime_rho: .nan}\n"), BUDGET),
+    ("policy-rho-negative", budget_policy("datasets: {toyland_census: {lifetime_rho: -1}}\n"), BUDGET),
+    ("policy-default-text", budget_policy("defaults: {lifetime_rho: lots}\n"), BUDGET),
     ("policy-datasets-list", budget_policy("datasets: [a, b]\n"), BUDGET),
     ("policy-scalar", budget_policy("NO\n"), BUDGET),
     ("policy-binary", budget_policy(b"\x89PNG\x00\x00"), BUDGET),
-    ("policy-over-64mib", lambda i: (i.root.mkdir(), sparse("../registry/budgets.yaml", 65 * 2**20)(i)), BUDGET),
+    ("policy-over-64mib", lambda i: (i.root.mkdir(), sparse("../registry/policy.yaml", 65 * 2**20)(i)), BUDGET),
     ("privacy-policy-alias-bomb", privacy_policy(ALIAS_BOMB), RISK),
     ("privacy-policy-deep", privacy_policy(DEEP_YAML), RISK),
     ("privacy-policy-scalar", privacy_policy("yes\n"), RISK),
