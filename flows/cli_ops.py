@@ -256,17 +256,23 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     return token
 
 
-def cmd_sign(args: argparse.Namespace) -> int:
+def _sign_paused(args: argparse.Namespace) -> tuple[UUID, Any, dict[str, Any], str, str]:
+    """The paused run, its pending decision, the decision and the statement signed for it (``sign`` and
+    ``approve``); a missing or unreadable key is one line before the server is contacted."""
     from prefect import get_client
 
     from sdgov.keys import load_private_key
 
-    load_private_key(args.key)  # a missing or non-PEM key is one line before the server is contacted
+    load_private_key(args.key)
     _require_server()
     decision = "reject" if args.reject else "approve"
     with get_client(sync_client=True) as c:
-        run_id, _, p = _paused_decision(c, args.run_id)
-        token = _signed_statement(args, p, decision)
+        run_id, fr, p = _paused_decision(c, args.run_id)
+        return run_id, fr, p, decision, _signed_statement(args, p, decision)
+
+
+def cmd_sign(args: argparse.Namespace) -> int:
+    run_id, _, p, decision, token = _sign_paused(args)
     payload = {"run_id": str(run_id), "subject": p["subject"], "decision": decision, "signature": token}
     _emit(args, payload, token)
     print(
@@ -280,14 +286,8 @@ def cmd_sign(args: argparse.Namespace) -> int:
 def cmd_approve(args: argparse.Namespace) -> int:
     from prefect import get_client
 
-    from sdgov.keys import load_private_key
-
-    load_private_key(args.key)  # a missing or non-PEM key is one line before the server is contacted
-    _require_server()
-    decision = "reject" if args.reject else "approve"
+    run_id, fr, p, decision, sig = _sign_paused(args)
     with get_client(sync_client=True) as c:
-        run_id, fr, p = _paused_decision(c, args.run_id)
-        sig = _signed_statement(args, p, decision)
         res = c.resume_flow_run(
             run_id,
             run_input={"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig},
