@@ -156,7 +156,7 @@ def check_controller_files(registry: Registry) -> Approvers | None:
     if changed:
         raise SdgovError(
             "controller file(s) changed without a signed commit: "
-            + ", ".join(f"{paths[k]} ({'removed' if not now[k] else now[k][:12] + '…'})" for k in changed),
+            + ", ".join(f"{paths[k].name} ({'removed' if not now[k] else now[k][:12] + '…'})" for k in changed),
             str(registry.root),
             "a data controller reviews the change and runs 'sdgov approvers commit --as NAME --key KEY'",
         )

@@ -22,6 +22,7 @@ import yaml
 
 from sdgov.flows.cli import main
 from sdgov.registry import Registry
+from tests.conftest import init_registry
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", '"><svg onload=alert(1)>', "{{7*7}} $x^{$"]
 RAW = ["<script>alert(1)", "<img src=x onerror", "<svg onload", "onerror=alert(1)>"]  # must never appear unescaped
@@ -94,7 +95,7 @@ def release(tmp_path_factory: pytest.TempPathFactory, prefect_server: None) -> d
 
     base = tmp_path_factory.mktemp("numeric-hostile")
     spec = _inputs(base / "inputs")
-    root = base / "registry"
+    root = init_registry(base / "registry")  # the controller's policy, adopted
     result = release_flow(spec_path=str(spec), registry_root=str(root))
     return {"result": result, "root": root, "base": base}
 
@@ -157,10 +158,11 @@ def test_a_run_refused_inside_the_flow_prints_one_line_and_no_traceback(
     def refuse(*args: object, **kwargs: object) -> None:
         raise BudgetError("another run spent the remaining budget", "budgets.yaml", "wait for the controller")
 
-    monkeypatch.setattr(measure_stage, "read_logged_or_draw_once", refuse)
+    monkeypatch.setattr(measure_stage, "measure_once", refuse)
     spec = _inputs(tmp_path / "inputs")
+    root = init_registry(tmp_path / "registry")
     capfd.readouterr()
-    rc = main(["release", "--spec", str(spec), "--root", str(tmp_path / "registry")])
+    rc = main(["release", "--spec", str(spec), "--root", str(root)])
     err = capfd.readouterr().err
     assert rc == 2
     assert "Traceback" not in err, err[-3000:]
