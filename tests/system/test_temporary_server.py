@@ -17,7 +17,10 @@ import pytest
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    # Ctrl-C as at a terminal: a job started in the background (nohup, `&`, some CI runners) inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from sdgov.flows.temporary_server import install
     server = install()
     server.start()
