@@ -133,12 +133,14 @@ def spend_locked(
     statistics: dict[str, float],
     agreement_sha256: str,
     run_id: str,
+    events: list[Event],
 ) -> Spend | None:
     """Reserve the ρ of new statistics (key → ρ), or refuse them all. Call with the registry lock held, before
-    any draw, with only statistics no earlier spend reserved. ``None`` when there is nothing to spend."""
+    any draw, with only statistics no earlier spend reserved and ``events`` the log as verified under that same
+    lock (:meth:`~sdgov.registry.Registry.verified_events`: verifying every signature again would find the same
+    log). ``None`` when there is nothing to spend."""
     if not statistics:
         return None
-    events = registry.verified_events()
     check_policy_logged(registry, events)
     acct = account(registry, dataset, fingerprint, events)
     rho = math.fsum(statistics.values())

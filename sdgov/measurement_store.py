@@ -115,6 +115,7 @@ def measure_once(
             statistics=new,
             agreement_sha256=agreed.agreement_sha256,
             run_id=run_id,
+            events=events,
         )
         fault_point("after_spend")
         missing = [c for c, k in keys.items() if k not in logged and k not in adopted]
