@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from sdgov import registry_key
+from sdgov import keys, registry_key
 from sdgov.contracts import utcnow
 from sdgov.errors import RegistryError
 from sdgov.hashing import canonical_json
@@ -56,7 +56,7 @@ def make(registry: Registry) -> Checkpoint:
     head = events[-1]
     cp = Checkpoint(
         registry_id=rid,
-        public_key=registry_key.public_key_text(key.public_key()),
+        public_key=keys.public_line(key.public_key()),
         sequence=head.seq,
         head=head.hash,
         time=utcnow(),

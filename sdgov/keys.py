@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -32,35 +33,67 @@ def fingerprint(key: Ed25519PublicKey) -> str:
 def keygen(private_key_file: str | Path) -> str:
     """Write a new Ed25519 private key (PEM, mode 600, never overwriting); return its public key line."""
     path = Path(private_key_file)
-    if path.exists():
-        raise SpecError(f"{path} already exists", str(path), "choose a new file name (a key is never overwritten)")
+    key = write_new_private_key(
+        path, SpecError(f"{path} already exists", str(path), "choose a new file name (a key is never overwritten)")
+    )
+    return public_line(key.public_key())
+
+
+def write_new_private_key(path: Path, exists: Exception) -> Ed25519PrivateKey:
+    """Generate a key and write it as PEM (PKCS#8) to a file created exclusively with mode 600 (its directory 700
+    when made here); raise ``exists`` if the file is already there: a key is never overwritten, not even in a race."""
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600)
-    path.write_bytes(pem)
-    return public_line(key.public_key())
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise exists from None
+    with os.fdopen(fd, "wb") as f:
+        f.write(pem)
+        f.flush()
+        os.fsync(f.fileno())
+    return key
+
+
+def decode_public_key(text: str, ssh: bool = True) -> Ed25519PublicKey | None:
+    """``ed25519:BASE64`` (or, with ``ssh``, an ``ssh-ed25519 AAAA…`` line) → the key; None if it is not one."""
+    text = text.strip()
+    try:
+        if ssh and text.startswith("ssh-ed25519 "):
+            key = serialization.load_ssh_public_key(text.encode())
+            return key if isinstance(key, Ed25519PublicKey) else None
+        scheme, _, b64 = text.partition(":")
+        if scheme != "ed25519":
+            return None
+        return Ed25519PublicKey.from_public_bytes(base64.b64decode(b64, validate=True))
+    except (ValueError, TypeError):
+        return None
+
+
+def decode_private_key(data: bytes) -> Ed25519PrivateKey | None:
+    """An unencrypted PEM (PKCS#8) or OpenSSH Ed25519 private key → the key; None if it is not one."""
+    try:
+        key = (
+            serialization.load_ssh_private_key(data, password=None)
+            if data.startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
+            else serialization.load_pem_private_key(data, password=None)
+        )
+    except (ValueError, TypeError):
+        return None
+    return key if isinstance(key, Ed25519PrivateKey) else None
 
 
 def parse_public_key(text: str, where: str) -> Ed25519PublicKey:
     """``ed25519:BASE64`` or ``ssh-ed25519 AAAA… [comment]`` → the key, or a one-line :class:`SpecError`."""
-    text = text.strip()
-    try:
-        if text.startswith("ssh-ed25519 "):
-            key = serialization.load_ssh_public_key(text.encode())
-            if isinstance(key, Ed25519PublicKey):
-                return key
-            raise ValueError
-        scheme, _, b64 = text.partition(":")
-        if scheme != "ed25519":
-            raise ValueError
-        return Ed25519PublicKey.from_public_bytes(base64.b64decode(b64, validate=True))
-    except (ValueError, TypeError):
+    key = decode_public_key(text)
+    if key is None:
         raise SpecError(
-            f"{text[:40]!r} is not an Ed25519 public key",
+            f"{text.strip()[:40]!r} is not an Ed25519 public key",
             where,
             "write 'ed25519:<base64>' (printed by 'sdgov keygen') or an 'ssh-ed25519 AAAA…' line",
-        ) from None
+        )
+    return key
 
 
 def load_private_key(private_key_file: str | Path) -> Ed25519PrivateKey:
@@ -69,15 +102,8 @@ def load_private_key(private_key_file: str | Path) -> Ed25519PrivateKey:
         data = path.read_bytes()
     except OSError as exc:
         raise SpecError(f"cannot read the key {path}: {exc.strerror}", str(path), "give your private key") from None
-    try:
-        key = (
-            serialization.load_ssh_private_key(data, password=None)
-            if data.startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
-            else serialization.load_pem_private_key(data, password=None)
-        )
-    except (ValueError, TypeError):
-        key = None
-    if not isinstance(key, Ed25519PrivateKey):
+    key = decode_private_key(data)
+    if key is None:
         raise SpecError(
             f"{path} is not an unencrypted Ed25519 private key", str(path), "make one with 'sdgov keygen --out KEY.pem'"
         )

@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdgov import registry_key
+from sdgov import keys, registry_key
 from sdgov.atomic import atomic_write_bytes
 from sdgov.attestation import FILE as STATEMENT
 from sdgov.attestation import release_statement
@@ -210,7 +210,7 @@ class Registry:
             )
         rid = uuid.uuid4().hex
         key = registry_key.create(rid)
-        public = registry_key.public_key_text(key.public_key())
+        public = keys.public_line(key.public_key())
         config = {"registry_id": rid, "public_key": public, "key_hint": str(registry_key.key_path(rid))}
         atomic_write_bytes(self.root / CONFIG, json.dumps(config, sort_keys=True, indent=2).encode() + b"\n")
         self._write_event(
@@ -502,7 +502,7 @@ class Registry:
         if cfg.get("registry_id") != rid or cfg.get("public_key") != text:
             problems.append((1, f"the genesis event and {CONFIG} disagree on the registry id or public key"))
         private = registry_key.load(rid)
-        if private is not None and registry_key.public_key_text(private.public_key()) != text:
+        if private is not None and keys.public_line(private.public_key()) != text:
             problems.append(
                 (
                     1,

@@ -20,14 +20,11 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from sdgov import keys
 from sdgov.errors import RegistryError
-
-if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-
-SCHEME = "ed25519"
 
 
 def key_path(registry_id: str) -> Path:
@@ -42,69 +39,40 @@ def key_path(registry_id: str) -> Path:
     return config / "sdgov" / "keys" / f"{registry_id}.pem"
 
 
-def public_key_text(key: Ed25519PublicKey) -> str:
-    """``ed25519:<base64 of the 32 raw bytes>`` — the same form as approvers' keys."""
-    from cryptography.hazmat.primitives import serialization
-
-    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return f"{SCHEME}:{base64.b64encode(raw).decode()}"
-
-
 def parse_public_key(text: str, where: str) -> Ed25519PublicKey:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    scheme, _, b64 = text.partition(":")
-    try:
-        if scheme != SCHEME:
-            raise ValueError
-        return Ed25519PublicKey.from_public_bytes(base64.b64decode(b64, validate=True))
-    except ValueError:
+    """The registry's public key, in the ``ed25519:<base64>`` form :func:`sdgov.keys.public_line` writes."""
+    key = keys.decode_public_key(text, ssh=False)
+    if key is None:
         raise RegistryError(
             f"registry public key {text[:24]!r} is not 'ed25519:<base64 of 32 bytes>'",
             where,
             "the registry's genesis event and registry.json must name its Ed25519 public key",
-        ) from None
+        )
+    return key
 
 
 def create(registry_id: str) -> Ed25519PrivateKey:
     """A new key for a new registry, written to :func:`key_path` (mode 600, directory 700). Never overwrites."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
     path = key_path(registry_id)
-    key = Ed25519PrivateKey.generate()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise RegistryError(
+    return keys.write_new_private_key(
+        path,
+        RegistryError(
             "a registry signing key already exists for this registry id",
             str(path),
             "a new registry never reuses a key: point SDGOV_KEY_DIR at an empty directory",
-        ) from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(pem)
-        f.flush()
-        os.fsync(f.fileno())
-    return key
+        ),
+    )
 
 
 def load(registry_id: str) -> Ed25519PrivateKey | None:
     """The private key of this registry, or None if it is not on this machine (verification still works)."""
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
     path = key_path(registry_id)
     if not path.is_file():
         return None
-    try:
-        key = load_pem_private_key(path.read_bytes(), password=None)
-    except ValueError:
-        key = None
-    if not isinstance(key, Ed25519PrivateKey):
+    key = keys.decode_private_key(path.read_bytes())
+    if key is None:
         raise RegistryError(
-            "the registry signing key is not an unencrypted Ed25519 PEM private key",
+            "the registry signing key is not an unencrypted Ed25519 private key",
             str(path),
             "restore the registry's key from its backup",
         )
@@ -123,17 +91,16 @@ def require(registry_id: str) -> Ed25519PrivateKey:
     return key
 
 
+def _framed(domain: str, message: bytes) -> bytes:
+    """``domain NUL message``: the domain keeps an event's signature from being passed off as a checkpoint's and
+    vice versa."""
+    return domain.encode() + b"\x00" + message
+
+
 def sign(key: Ed25519PrivateKey, domain: str, message: bytes) -> str:
-    """Base64 Ed25519 signature of ``domain NUL message``: the domain keeps an event's signature from being
-    passed off as a checkpoint's and vice versa."""
-    return base64.b64encode(key.sign(domain.encode() + b"\x00" + message)).decode()
+    """Base64 Ed25519 signature of ``message`` in ``domain``."""
+    return base64.b64encode(key.sign(_framed(domain, message))).decode()
 
 
 def signature_ok(public: Ed25519PublicKey, domain: str, message: bytes, signature: str) -> bool:
-    from cryptography.exceptions import InvalidSignature
-
-    try:
-        public.verify(base64.b64decode(signature, validate=True), domain.encode() + b"\x00" + message)
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    return keys.verifies(public, signature, _framed(domain, message))

@@ -194,11 +194,11 @@ def re_key_the_whole_log(root: Path, rid: str, tmp: Path) -> None:
     """The attacker makes a key of their own, names it in a new genesis and registry.json, and signs it all."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from sdgov import registry_key
+    from sdgov import keys, registry_key
     from sdgov.registry import EVENT_DOMAIN
 
     key = Ed25519PrivateKey.generate()
-    public = registry_key.public_key_text(key.public_key())
+    public = keys.public_line(key.public_key())
     cfg = json.loads((root / "registry.json").read_text())
     (root / "registry.json").write_text(json.dumps({**cfg, "public_key": public}))
     events = [e for e in _events(root) if e["event"] != "budget_spent"]  # and gives the budget back

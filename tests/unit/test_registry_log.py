@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sdgov import checkpoint, registry_key
+from sdgov import checkpoint, keys, registry_key
 from sdgov.errors import BudgetError, RegistryError, SdgovError
 from sdgov.flows.cli import main
 from sdgov.registry import EVENT_DOMAIN, LogBroken, Registry
@@ -43,7 +43,7 @@ def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
     key_file = registry_key.key_path(rid)
     assert key_file.is_file() and root.resolve() not in key_file.resolve().parents
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
-    public = registry_key.public_key_text(registry_key.require(rid).public_key())
+    public = keys.public_line(registry_key.require(rid).public_key())
     assert (
         genesis.artifacts["registry_public_key"]
         == public
