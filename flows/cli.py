@@ -40,8 +40,8 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     root = Registry(args.root).root.resolve()
     check_controller_files(Registry(root))  # the controller's files as last signed, or no release
     checked = check_inputs(args.spec, args.approvals, args.data, root=root)  # fail fast, before the orchestrator
-    agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
     ag, data = checked.loaded.agreement, checked.data
+    agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(root))
     preflight(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
     if api_starting is not None:
         api_starting.join()  # the flow must find the server up, not half-started
@@ -83,8 +83,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from sdgov.controller import init
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
+    from sdgov.demo.people import signed_demo_approval
     from sdgov.registry import Registry
     from sdgov.schema import load_schema
+    from sdgov.spec import load_spec
 
     api_starting = _start_temporary_api()
     init(Registry(args.root), controller="Carl Controller")  # the demo's registry: the default policy, adopted
@@ -92,7 +94,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     data = Registry(args.root).root.resolve().parent / "build" / "demo" / "data.csv"
     if not data.exists():
         write_demo_data(load_schema(inputs() / "schema.yaml"), data)
-    args.spec, args.approvals, args.data = str(inputs() / "spec.yaml"), None, str(data)
+    spec = inputs() / "spec.yaml"
+    # the demo people sign a standing approval with their (demo) keys, as a real registry's people do
+    approvals = signed_demo_approval(
+        Registry(args.root), inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data.parent
+    )
+    args.spec, args.approvals, args.data = str(spec), str(approvals), str(data)
     return cmd_release(args, api_starting=api_starting)
 
 

@@ -7,6 +7,7 @@
     sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S]   sign and resume
     sdgov keygen --out KEY.pem                                 Ed25519 key; prints the public_key line
     sdgov approvers commit --as CONTROLLER --key KEY [--root DIR]   sign the controller files' new hashes into the log
+    sdgov approvals sign FILE --as NAME --key KEY [--root DIR]      sign a standing approval (demo, scheduled runs)
     sdgov budget [--root DIR] [--json]                         the privacy-budget ledger
     sdgov trail [--dataset NAME] [--html FILE] [--prov FILE] [--json]   the audit trail, chain verified
 
@@ -360,6 +361,18 @@ def cmd_approvers(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_approvals(args: argparse.Namespace) -> int:
+    """``sign``: a person named in a standing approval signs it for this registry (appended to the file)."""
+    from sdgov.approvals import sign_standing
+    from sdgov.registry import Registry
+
+    reg = Registry(args.root)
+    reg.require_existing()
+    token = sign_standing(args.file, reg, args.who, args.key)
+    _emit(args, {"file": str(args.file), "signer": args.who, "token": token}, f"signed {args.file} as {args.who}")
+    return 0
+
+
 def cmd_budget(args: argparse.Namespace) -> int:
     from sdgov.ledger import ledger_summary
     from sdgov.policy import load_policy
@@ -442,6 +455,13 @@ def add_parser(add: Add) -> None:
     c.add_argument("--as", dest="who", required=True, help="a data controller (of the approvers registry in force)")
     c.add_argument("--key", required=True, help="that controller's private key")
     c.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
+
+    sa = add("approvals", cmd_approvals, "standing approvals: sign one for this registry (appended to the file)")
+    sa.add_argument("action", choices=["sign"])
+    sa.add_argument("file", help="the standing approval (approvals.yaml)")
+    sa.add_argument("--as", dest="who", required=True, help="a person it names, as in the approvers registry")
+    sa.add_argument("--key", required=True, help="that person's private key")
+    sa.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
 
     t = add("trail", cmd_trail, "review the audit trail: every event, who/role/what/when/hashes, chain verified")
     t.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")

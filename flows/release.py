@@ -53,7 +53,7 @@ def standing_release_signoff(
     registry: Registry, standing: StandingApproval, agreed: Agreed, candidate: str, comment: str | None = None
 ) -> SignOff:
     """Release approval from a standing-approval file, recorded in the hash-chained log before publication."""
-    s = release_signoff(standing, candidate)
+    s = release_signoff(standing, agreed.agreement_sha256, candidate, agreed.approvals.path, registry)
     registry.append(
         "release_approved",
         s.name,

@@ -49,7 +49,21 @@ class CommitStatement(Frozen):
     time: str
 
 
-S = TypeVar("S", SignOffStatement, CommitStatement)
+class StandingStatement(Frozen):
+    """A person signs a standing approval (``approvals.yaml``) for one registry: the file's content hash, the
+    agreement it is pinned to and the date it lapses. Scheduled releases apply it without a human at each run, so
+    it names no run and no nonce; what bounds it instead is the pinned agreement and ``valid_until``."""
+
+    type: Literal["sdgov.standing-approval/v1"] = "sdgov.standing-approval/v1"
+    registry_id: str
+    approval_sha256: str
+    agreement_sha256: str
+    valid_until: str
+    signer: str
+    time: str
+
+
+S = TypeVar("S", SignOffStatement, CommitStatement, StandingStatement)
 
 
 def signed_bytes(statement: Frozen) -> bytes:

@@ -17,7 +17,7 @@ from sdgov.policy import preflight
 from sdgov.registry import Registry
 from sdgov.tasks.common import stage
 
-VERSION = "1.1.0"  # 1.1: writes the encoded data (codes.parquet) for the later controller-side stages
+VERSION = "1.2.0"  # 1.2: standing approvals signed with registered keys; 1.1: codes.parquet for later stages
 
 
 @task(name="agree_phi", version=VERSION, cache_policy=NO_CACHE)
@@ -28,7 +28,9 @@ def agree_phi(
         checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
         ag, data = checked.loaded.agreement, checked.data
         preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
-        signoffs = agreement_signoffs(checked.approvals, checked.loaded.agreement.sha256(), str(checked.approvals_path))
+        signoffs = agreement_signoffs(
+            checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(registry_root)
+        )
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         for s in signoffs:
             Registry(registry_root).append(

@@ -45,3 +45,24 @@ def controller_registry(root: Path, keys: Path, people=PEOPLE, signer: str = "Ca
     paths = write_approvers(root, keys, people)
     commit(Registry(root), signer, paths[signer])
     return paths
+
+
+def sign_standing_approval(spec: Path, root: Path, keys: dict[str, Path], days: int = 30) -> Path:
+    """Pin the spec's standing approval (``approvals:`` beside it) to its agreement and a lapse date, and have the
+    people it names sign it for this registry — what a registry with an approvers registry requires."""
+    import datetime as dt
+
+    from sdgov.approvals import load_approvals, sign_standing
+    from sdgov.spec import load_spec
+
+    loaded = load_spec(spec)
+    path = loaded.approvals_path
+    assert path is not None
+    body = yaml.safe_load(path.read_text())
+    body["agreement_sha256"] = loaded.agreement.sha256()
+    body["valid_until"] = (dt.date.today() + dt.timedelta(days=days)).isoformat()
+    body.pop("signatures", None)
+    path.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+    for name in load_approvals(path).people():
+        sign_standing(path, Registry(root), name, keys[name])
+    return path

@@ -18,7 +18,7 @@ from sdgov import ledger
 from sdgov.hashing import sha256_bytes, sha256_file
 from sdgov.registry import Registry
 from tests.conftest import REPO
-from tests.governance import controller_registry
+from tests.governance import controller_registry, sign_standing_approval
 from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
 
@@ -69,8 +69,9 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
 
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)  # room for ONE spend only: a second spend would fail the re-run
-    controller_registry(root, tmp_path / "keys")  # the controller signs the budget in: the release flow checks it
+    keys = controller_registry(root, tmp_path / "keys")  # the controller signs the budget in: the flow checks it
     spec = _spec(tmp_path, 7, rows=1200)
+    sign_standing_approval(spec, root, keys)  # with an approvers registry in force, typed names no longer count
     marker = tmp_path / "fault"
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(spec), str(root)],

@@ -1,0 +1,143 @@
+"""Standing approvals count only when every person they name signed them with their registered key, for this
+registry, this agreement and before the lapse date (sdgov/approvals.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sdgov.approvals import agreement_signoffs, load_approvals, release_signoff, sign_standing, verify_standing
+from sdgov.errors import SpecError
+from sdgov.registry import Registry
+from tests.conftest import init_registry
+from tests.governance import controller_registry
+
+AGREEMENT = "ab" * 32
+LATER = (dt.date.today() + dt.timedelta(days=30)).isoformat()
+
+
+def _approval(path: Path, **changes: object) -> Path:
+    body = {
+        "proposer": {"name": "Ada Analyst", "role": "analyst"},
+        "agreement_approver": {"name": "Carl Controller", "role": "controller"},
+        "release_approver": {"name": "Carl Controller", "role": "controller"},
+        "agreement_sha256": AGREEMENT,
+        "valid_until": LATER,
+        **changes,
+    }
+    path.write_text("# the controller's comment survives signing\n" + yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def governed(tmp_path: Path) -> tuple[Registry, dict[str, Path]]:
+    root = tmp_path / "registry"
+    keys = controller_registry(root, tmp_path / "keys")
+    return Registry(root), keys
+
+
+def _sign_all(path: Path, reg: Registry, keys: dict[str, Path]) -> None:
+    for name in ("Ada Analyst", "Carl Controller"):
+        sign_standing(path, reg, name, keys[name])
+
+
+def _verify(path: Path, reg: Registry, agreement: str = AGREEMENT):
+    return verify_standing(load_approvals(path), agreement, str(path), reg)
+
+
+def test_signed_by_everyone_it_names_counts_with_the_signing_time(governed, tmp_path: Path) -> None:
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    _sign_all(path, reg, keys)
+    assert path.read_text().startswith("# the controller's comment survives signing")
+    a = load_approvals(path)
+    signoffs = agreement_signoffs(a, AGREEMENT, str(path), reg)
+    assert [s.identity_verified for s in signoffs] == [True, True]
+    assert all("standing approval signed" in s.via and LATER in s.via for s in signoffs)
+    release = release_signoff(a, AGREEMENT, "cd" * 32, str(path), reg)
+    assert release.subject_sha256 == "cd" * 32 and release.identity_verified
+    assert "every audit check passed" in release.comment
+
+
+def test_a_typed_name_without_a_signature_is_refused(governed, tmp_path: Path) -> None:
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    sign_standing(path, reg, "Ada Analyst", keys["Ada Analyst"])  # the controller never signed
+    with pytest.raises(SpecError, match="no valid signature by 'Carl Controller'"):
+        _verify(path, reg)
+
+
+def test_signing_with_someone_elses_key_is_refused(governed, tmp_path: Path) -> None:
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    sign_standing(path, reg, "Ada Analyst", keys["Ada Analyst"])
+    sign_standing(path, reg, "Carl Controller", keys["Ada Analyst"])  # Ada signs in Carl's name
+    with pytest.raises(SpecError, match="no valid signature by 'Carl Controller'"):
+        _verify(path, reg)
+
+
+def test_an_edit_after_signing_voids_the_signatures(governed, tmp_path: Path) -> None:
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    _sign_all(path, reg, keys)
+    path.write_text(path.read_text().replace(LATER, (dt.date.today() + dt.timedelta(days=3650)).isoformat()))
+    with pytest.raises(SpecError, match="no valid signature"):
+        _verify(path, reg)
+
+
+def test_a_signature_for_another_registry_does_not_replay_here(tmp_path: Path) -> None:
+    keys = controller_registry(tmp_path / "a", tmp_path / "keys")
+    controller_registry(tmp_path / "b", tmp_path / "keys")  # same people and keys, another registry
+    path = _approval(tmp_path / "approvals.yaml")
+    _sign_all(path, Registry(tmp_path / "a"), keys)
+    _verify(path, Registry(tmp_path / "a"))
+    with pytest.raises(SpecError, match="no valid signature"):
+        _verify(path, Registry(tmp_path / "b"))
+
+
+def test_another_agreement_or_a_lapsed_approval_is_refused(governed, tmp_path: Path) -> None:
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    _sign_all(path, reg, keys)
+    with pytest.raises(SpecError, match="covers agreement"):
+        _verify(path, reg, agreement="ef" * 32)
+    old = _approval(tmp_path / "old.yaml", valid_until="2020-01-31")
+    _sign_all(old, reg, keys)
+    with pytest.raises(SpecError, match="lapsed on 2020-01-31"):
+        _verify(old, reg)
+
+
+def test_unpinned_approvals_are_not_signed(governed, tmp_path: Path) -> None:
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml", agreement_sha256=None)
+    with pytest.raises(SpecError, match="pins 'agreement_sha256'"):
+        sign_standing(path, reg, "Ada Analyst", keys["Ada Analyst"])
+    with pytest.raises(SpecError, match="must set 'agreement_sha256'"):
+        _verify(path, reg)
+
+
+def test_a_sandbox_registry_records_typed_names_as_unverified(tmp_path: Path) -> None:
+    reg = Registry(init_registry(tmp_path / "registry"))  # no approvers registry: no keys to check names against
+    path = _approval(tmp_path / "approvals.yaml")
+    signoffs = agreement_signoffs(load_approvals(path), AGREEMENT, str(path), reg)
+    assert [s.identity_verified for s in signoffs] == [False, False]
+    assert all("unsigned" in s.via and "not verified" in s.via for s in signoffs)
+
+
+def test_the_sign_command_signs_and_refuses_a_stranger_in_one_line(governed, tmp_path: Path, capsys) -> None:
+    from sdgov.flows.cli import main
+
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    args = ["approvals", "sign", str(path), "--root", str(reg.root), "--key"]
+    before = path.read_bytes()
+    assert main([*args, str(keys["Cora Compliance"]), "--as", "Cora Compliance"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not named in this standing approval" in err and path.read_bytes() == before
+    assert main([*args, str(keys["Ada Analyst"]), "--as", "Ada Analyst"]) == 0
+    assert main([*args, str(keys["Carl Controller"]), "--as", "Carl Controller", "--json"]) == 0
+    assert '"signer": "Carl Controller"' in capsys.readouterr().out
+    _verify(path, reg)
