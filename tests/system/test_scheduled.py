@@ -12,6 +12,7 @@ import yaml
 
 from sdgov import ledger
 from sdgov.registry import Registry
+from tests.governance import sign_standing_approval
 from tests.system.test_governed import CONTROLLER_EVENTS, FlowThread, cli, decisions, setup_registry, wait_paused
 
 
@@ -51,6 +52,7 @@ def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_s
         s = yaml.safe_load(spec.read_text())
         s["privacy"] = {"rho": rhos[k]}
         spec.write_text(yaml.safe_dump(s))
+        sign_standing_approval(spec, root, keys)  # a new agreement needs its people's signatures again
 
     for seed in (1, 2):
         next_run(seed)
