@@ -399,6 +399,10 @@ def parser() -> argparse.ArgumentParser:
 
     add_report(add)  # sdgov report utility --spec FILE --synthetic FILE [--out DIR] --json
 
+    from sdgov.flows.cli_schema import add_parser as add_schema
+
+    add_schema(add)  # sdgov schema check --schema FILE --data FILE
+
     from sdgov.flows.cli_ops import add_parser as add_ops
 
     add_ops(add)  # server start | propose | runs | sign | approve | keygen | approvers commit | budget | trail | …

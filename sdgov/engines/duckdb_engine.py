@@ -103,6 +103,11 @@ def _source(path: Path, schema: Schema) -> tuple[str, list[str]]:
     )
 
 
+def source_columns(path: Path, schema: Schema) -> list[str]:
+    """The data file's column names (NFC): its header, its Parquet schema, or the schema's for a header-less CSV."""
+    return _source(path, schema)[1]
+
+
 def _refusal(exc: duckdb.Error, path: Path) -> DataError:
     """A DuckDB read error as the one line sdgov gives for a file it cannot read (an error in sdgov's own SQL
     is a bug, not the file's fault: it is raised as it is)."""
