@@ -11,7 +11,7 @@ from tests.conftest import init_registry
 from tests.unit.test_ingest import _cli, adult  # noqa: F401  (fixture)
 
 
-def test_uci_adult_like_input_releases(adult, tmp_path: Path)  # noqa: F811 -> None:
+def test_uci_adult_like_input_releases(adult, tmp_path: Path) -> None:  # noqa: F811
     inputs, schema, records = adult
     root = init_registry(tmp_path / "registry")
     rc, out, err = _cli("release", "--spec", str(inputs / "spec.yaml"), "--root", str(root), "--json")
