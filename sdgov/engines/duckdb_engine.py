@@ -11,8 +11,8 @@ Encoding takes two scans of the source and none of it is held in memory:
 The fingerprint is then one ``GROUP BY … ORDER BY`` of the packed cells (bounded, spilling beyond the memory
 limit), streamed into :func:`sdgov.fingerprint.fingerprint_of_groups`; the marginals are one ``GROUPING SETS``
 scan of the encoded copy. DuckDB's memory is capped (:data:`MEMORY_LIMIT`); it spills to a scratch directory
-beside the file it writes or reads (the run directory: the confidential copy never goes to a shared /tmp) and
-removes it.
+beside the file it writes or reads (a release's private 0700 scratch directory or its run directory, never a
+shared one) and removes it.
 """
 
 from __future__ import annotations
