@@ -197,12 +197,13 @@ def main() -> None:
                 print(res, flush=True)
                 results.append(res)
         if len(results) >= 2:
-            out["peak_increase_ratio_largest_vs_smallest"] = float(results[-1]["peak_increase_bytes"]) / float(  # type: ignore[arg-type]
-                results[0]["peak_increase_bytes"]  # type: ignore[arg-type]
-            )
-            out["peak_rss_ratio_largest_vs_smallest"] = float(results[-1]["peak_rss_bytes"]) / float(  # type: ignore[arg-type]
-                results[0]["peak_rss_bytes"]  # type: ignore[arg-type]
-            )
+            first, last = results[0], results[-1]
+            out["peak_rss_ratio_largest_vs_smallest"] = float(last["peak_rss_bytes"]) / float(first["peak_rss_bytes"])  # type: ignore[arg-type]
+            small = float(first["peak_increase_bytes"])  # type: ignore[arg-type]
+            # an increase of 0 at both sizes: sampling never rose above the loaded model's high-water mark
+            out["peak_increase_ratio_largest_vs_smallest"] = (
+                float(last["peak_increase_bytes"]) / small if small else None
+            )  # type: ignore[arg-type]
     out["load_end"] = os.getloadavg()
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
