@@ -26,7 +26,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.schema import load_encoded, load_schema  # noqa: E402
+from sdgov.engines import load_encoded  # noqa: E402
+from sdgov.schema import load_schema  # noqa: E402
 
 
 def best_of(n: int, fn) -> tuple[float, object]:  # type: ignore[no-untyped-def]

@@ -156,12 +156,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from sdgov.spec import load_spec
 
     loaded = load_spec(args.spec)
-    codes = validated_data(Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_).codes
-    plan = preflight(loaded, len(codes))  # what a release would refuse before its first draw, validate refuses too
+    rows = validated_data(Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_).rows
+    plan = preflight(loaded, rows)  # what a release would refuse before its first draw, validate refuses too
     payload = {
         "ok": True,
         "agreement_sha256": loaded.agreement.sha256(),
-        "rows": len(codes),
+        "rows": rows,
         "marginals": [list(c) for c in loaded.agreement.cliques],
         "rho": plan.rho,
         "epsilon": plan.epsilon,
@@ -171,7 +171,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     _emit(
         args,
         payload,
-        f"ok: agreement {payload['agreement_sha256']}, {len(codes)} rows, "
+        f"ok: agreement {payload['agreement_sha256']}, {rows} rows, "
         f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}",
     )
     return 0
@@ -405,6 +405,10 @@ def parser() -> argparse.ArgumentParser:
     from sdgov.flows.cli_report import add_parser as add_report
 
     add_report(add)  # sdgov report utility --spec FILE --synthetic FILE [--out DIR] --json
+
+    from sdgov.flows.cli_schema import add_parser as add_schema
+
+    add_schema(add)  # sdgov schema check --schema FILE --data FILE
 
     from sdgov.flows.cli_ops import add_parser as add_ops
 

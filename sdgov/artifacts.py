@@ -4,7 +4,7 @@ after checking the hash it was handed over with.
 One place for what every stage after the agreement reads: the canonical agreement, the noisy marginals, the
 public schema, the synthetic records and — controller side only — the encoded confidential data.
 
-The encoded data (``codes.parquet``) is written once, by the agree stage, from the CSV it has just validated;
+The encoded data (``codes.parquet``) is written once, by the agree stage, from the file it has just validated;
 the measure, audit and utility stages read it here instead of parsing the confidential CSV again. It lives in
 the run directory, is never published, and is only ever passed to controller-side stages (never to generate).
 """
@@ -12,6 +12,7 @@ the run directory, is never published, and is only ever passed to controller-sid
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,10 +56,11 @@ def read_synthetic(ref: ArtifactRef, schema: Schema, attributes: list[str]) -> p
     return encode(pd.read_parquet(ref.verified()), schema, where=ref.path, columns=attributes)
 
 
-def write_codes(codes: pd.DataFrame, run_dir: Path) -> ArtifactRef:
-    """Persist the validated, encoded confidential data for the controller-side stages of this run."""
+def write_codes(data: ValidatedData, run_dir: Path) -> ArtifactRef:
+    """Persist the validated, encoded confidential data for the controller-side stages of this run (a copy of
+    the engine's encoding: the data is not read again)."""
     path = run_dir / CODES_FILE
-    codes.reset_index(drop=True).to_parquet(path, index=False)
+    shutil.copyfile(data.codes_path, path)
     return ArtifactRef.of("codes", path)
 
 
@@ -115,5 +117,5 @@ def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: V
             dvc_md5=md5_file(data.path),
             rows=data.rows,
         ),
-        codes=write_codes(data.codes, run_dir),
+        codes=write_codes(data, run_dir),
     )

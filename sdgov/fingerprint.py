@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,19 +47,43 @@ def header(schema: Schema) -> list[dict[str, object]]:
     return out
 
 
-def fingerprint(codes: pd.DataFrame, schema: Schema) -> str:
-    """sha256 of the encoded records as a multiset (order-free), under the schema's cell encoding."""
+def _start(schema: Schema, records: int) -> tuple[Any, list[str], list[int]]:
     names = sorted(c.name for c in schema.columns)
     sizes = [schema.by_name[n].size for n in names]
     h = hashlib.sha256()
-    h.update(canonical_json({"sdgov_fingerprint": VERSION, "columns": header(schema), "records": len(codes)}))
+    h.update(canonical_json({"sdgov_fingerprint": VERSION, "columns": header(schema), "records": records}))
     h.update(b"\n")
+    return h, names, sizes
+
+
+def packs(schema: Schema) -> bool:
+    """True when a record's cells pack into one int64 (mixed radix over the column sizes, sorted-name order)."""
+    return math.prod(c.size for c in schema.columns) < 2**63
+
+
+def fingerprint(codes: pd.DataFrame, schema: Schema) -> str:
+    """sha256 of the encoded records as a multiset (order-free), under the schema's cell encoding."""
+    h, names, sizes = _start(schema, len(codes))
     matrix = [np.asarray(codes[n].to_numpy(), dtype=np.int64) for n in names]
-    if math.prod(sizes) < 2**63:
+    if packs(schema):
         packed = np.ravel_multi_index(tuple(matrix), tuple(sizes)) if matrix else np.zeros(len(codes), np.int64)
         h.update(np.sort(packed.astype("<i8")).tobytes())
     else:
         stacked = np.stack(matrix, axis=1).astype("<i8")
         order = np.lexsort(tuple(reversed(matrix)))  # first column is the primary key
         h.update(np.ascontiguousarray(stacked[order]).tobytes())
+    return h.hexdigest()
+
+
+def fingerprint_of_groups(schema: Schema, records: int, groups: Iterable[tuple[np.ndarray, np.ndarray]]) -> str:
+    """The same fingerprint from the distinct records in ascending order, each with its count — what an
+    out-of-core engine's ``GROUP BY … ORDER BY`` returns, batch by batch — without holding N records.
+
+    Each batch is ``(keys, counts)``: ``keys`` the packed int64 of each distinct record when :func:`packs`,
+    else a 2-D array of its cells (columns in sorted-name order). Repeating each key by its count gives the
+    very bytes :func:`fingerprint` hashes after its sort.
+    """
+    h, _, _ = _start(schema, records)
+    for keys, counts in groups:
+        h.update(np.ascontiguousarray(np.repeat(np.asarray(keys, dtype="<i8"), counts, axis=0)).tobytes())
     return h.hexdigest()

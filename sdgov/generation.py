@@ -10,14 +10,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sdgov.artifacts import read_measurements, read_schema
+from sdgov.audits.executor import Executor
 from sdgov.contracts import ArtifactRef, GenerateInput
 from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
-from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
+from sdgov.sampler import CHUNK_ROWS, PART_CHUNKS, sample_to_parquet
 
 
-def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[ArtifactRef, ArtifactRef, int]:
-    """Fit, sample and describe the fit; return (synthetic, model_info, rows). ``log`` gets ~10 progress lines."""
+def generate_synthetic(
+    inp: GenerateInput, log: Callable[[str], None], executor: Executor | None = None
+) -> tuple[ArtifactRef, ArtifactRef, int]:
+    """Fit, sample and describe the fit; return (synthetic, model_info, rows). ``log`` gets ~10 progress lines
+    (one per batch of parts at scale); the sample's parts run through ``executor`` (the stage's task runner)."""
     mset = read_measurements(inp.measurements)
     plugin = generator(inp.generator.name)
     model = plugin.fit(mset, inp.generator)
@@ -26,10 +30,11 @@ def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[
     step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
 
     def progress(done: int, total: int) -> None:
-        if done % step == 0 or done == total:
+        if done % step == 0 or done == total or done % (PART_CHUNKS * CHUNK_ROWS) == 0:
             log(f"sampled {done} / {total} rows ({100 * done / total:.0f}%)")
 
-    sample_to_parquet(model, read_schema(inp.schema_file), rows, inp.seed, out / "synthetic.parquet", progress=progress)
+    schema = read_schema(inp.schema_file)
+    sample_to_parquet(model, schema, rows, inp.seed, out / "synthetic.parquet", progress=progress, executor=executor)
     info = {
         "generator": inp.generator.name,
         "implementation": plugin.implementation(),

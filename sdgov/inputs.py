@@ -3,15 +3,20 @@
 Used by the agree and propose stages and by the CLI (which calls it before starting the orchestrator, so a bad
 file costs a second, not a server start).
 
-The confidential CSV is parsed, validated and encoded here and nowhere else in a release: the agree stage
-writes the result as the run's ``codes.parquet`` (:mod:`sdgov.artifacts`), which later stages read. When the
-CLI has already checked the file in this process, the stage's check finds the same content hash and reuses that
-parse (:func:`validated_data`).
+The confidential file (CSV or Parquet) is read, validated and encoded here and nowhere else in a release, by the
+embedded engine (:mod:`sdgov.engines`, out of core: memory does not grow with the number of records) into a
+private scratch copy of cell indices; the agree stage copies it into the run as ``codes.parquet``
+(:mod:`sdgov.artifacts`), which later stages read. When the CLI has already checked the file in this process,
+the stage's check finds the same content hash and reuses that encoding (:func:`validated_data`).
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -19,36 +24,38 @@ import pandas as pd
 from sdgov.approvals import StandingApproval, load_approvals
 from sdgov.approvers import Approver
 from sdgov.controller import APPROVERS, controller_approvers, controller_files
+from sdgov.engines import engine
 from sdgov.errors import SpecError
-from sdgov.fingerprint import fingerprint
 from sdgov.hashing import sha256_file
 from sdgov.names import check_name
 from sdgov.preflight import check_root_is_usable, preflight
 from sdgov.registry import Registry
-from sdgov.schema import Schema, load_encoded
+from sdgov.schema import Schema
 from sdgov.spec import LoadedSpec, load_spec
 
 
 @dataclass(frozen=True)
 class ValidatedData:
-    """The confidential file as checked: where it is, its content hash, and its records as cell indices."""
+    """The confidential file as checked: where it is, its content hash, and its records as cell indices
+    (a Parquet file; :attr:`codes` loads it into memory for the stages that need the records themselves)."""
 
     path: Path
     sha256: str
     schema_sha256: str
-    codes: pd.DataFrame
+    codes_path: Path
+    rows: int
     fingerprint: str  # the content's identity, independent of file encoding, column and row order
 
-    @property
-    def rows(self) -> int:
-        return len(self.codes)
+    @cached_property
+    def codes(self) -> pd.DataFrame:
+        return pd.read_parquet(self.codes_path)
 
 
 _last_validated: ValidatedData | None = None  # the latest parse in this process (one file: the release's)
 
 
 def validated_data(path: Path, schema: Schema) -> ValidatedData:
-    """Parse, validate and encode the confidential CSV — once per process for one file content and schema.
+    """Read, validate and encode the confidential file — once per process for one file content and schema.
 
     The CLI checks the inputs before the orchestrator starts and the agree stage checks them again in the same
     process; hashing the file (no parse) tells the second check that the first one's result still holds.
@@ -58,13 +65,17 @@ def validated_data(path: Path, schema: Schema) -> ValidatedData:
     same_file = last is not None and (last.path, last.schema_sha256) == (path, schema_sha) and path.is_file()
     if last is not None and same_file and sha256_file(path) == last.sha256:
         return last
-    codes = load_encoded(path, schema)  # a missing or malformed file ends here, with one clear line
+    scratch = Path(tempfile.mkdtemp(prefix="sdgov-codes-"))  # private (0700), removed at exit
+    atexit.register(shutil.rmtree, scratch, True)
+    # a missing or malformed file ends here, with one clear line
+    encoded = engine().encode(path, schema, scratch / "codes.parquet")
     _last_validated = ValidatedData(
         path=path,
         sha256=sha256_file(path),
         schema_sha256=schema_sha,
-        codes=codes,
-        fingerprint=fingerprint(codes, schema),
+        codes_path=encoded.path,
+        rows=encoded.rows,
+        fingerprint=encoded.fingerprint,
     )
     return _last_validated
 

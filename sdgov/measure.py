@@ -56,18 +56,24 @@ def marginal_counts(codes: pd.DataFrame, schema: Schema, clique: Clique) -> np.n
     return contingency_table(codes, clique, schema.shape(clique)).astype(np.int64)
 
 
+def noisy_measurements(exact: dict[Clique, np.ndarray], sigmas: dict[Clique, float]) -> list[Measurement]:
+    """Each clique's exact table plus fresh noise at its σ: the one place noise meets the data. The exact
+    tables come from the engine's one grouped scan (:meth:`sdgov.engines.base.Engine.marginals`) in a release,
+    or from :func:`marginal_counts` on records in memory."""
+    out = []
+    for clique, table in exact.items():
+        noisy = add_noise(table, sigmas[clique])
+        out.append(
+            Measurement(clique=clique, shape=table.shape, sigma=sigmas[clique], noisy_counts=noisy.ravel().tolist())
+        )
+    return out
+
+
 def measure_cliques(
     codes: pd.DataFrame, schema: Schema, cliques: list[Clique], sigmas: dict[Clique, float]
 ) -> list[Measurement]:
-    """Each clique's exact table plus fresh noise at its σ: the one place noise meets the data."""
-    out = []
-    for clique in cliques:
-        exact = marginal_counts(codes, schema, clique)
-        noisy = add_noise(exact, sigmas[clique])
-        out.append(
-            Measurement(clique=clique, shape=exact.shape, sigma=sigmas[clique], noisy_counts=noisy.ravel().tolist())
-        )
-    return out
+    """:func:`noisy_measurements` of records held in memory (simulations, audits, benchmarks)."""
+    return noisy_measurements({c: marginal_counts(codes, schema, c) for c in cliques}, sigmas)
 
 
 def measure(

@@ -80,6 +80,7 @@ class Column(Frozen):
     bin_labels: list[str] | None = None
     release_as: ReleaseRule | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
     nullable: bool = False
+    missing_as: Code | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
 
     @field_validator("name")
     @classmethod
@@ -117,6 +118,12 @@ class Column(Frozen):
             raise ValueError(f"column {self.name!r}: code {shorten(repr(padded[0]), 60)} has surrounding spaces")
         if len({type(c.code) for c in self.categories}) > 1:
             raise ValueError(f"column {self.name!r} mixes integer and text codes; use one type")
+        if self.missing_as is not None and str(self.missing_as) not in {str(c.code) for c in self.categories}:
+            raise ValueError(
+                f"column {self.name!r}: missing_as {shorten(repr(self.missing_as), 40)} is not one of its categories"
+            )
+        if self.missing_as is not None and self.nullable:
+            raise ValueError(f"column {self.name!r}: declare either 'missing_as' or 'nullable', not both")
 
     def _check_bins(self) -> None:
         bins = self.bins
@@ -133,6 +140,8 @@ class Column(Frozen):
             raise ValueError(f"numeric column {self.name!r}: bin edges must be strictly increasing")
         if self.categories is not None:
             raise ValueError(f"numeric column {self.name!r} must not declare 'categories'")
+        if self.missing_as is not None:
+            raise ValueError(f"numeric column {self.name!r}: 'missing_as' is for categorical columns (use 'nullable')")
         if self.bin_labels is not None and len(self.bin_labels) != len(bins) - 1:
             raise ValueError(f"numeric column {self.name!r}: need one bin label per bin ({len(bins) - 1})")
         if self.bin_labels is not None and repeated([nfc(b).strip() for b in self.bin_labels]):
@@ -196,11 +205,31 @@ class Schema(Frozen):
         default_factory=list, max_length=MAX_COLUMNS, description="ID columns: required in the data, never used"
     )
     columns: list[Column] = Field(min_length=1, max_length=MAX_COLUMNS)
+    # How the data file is written (issue 15 item 7); absent: the schema's hash is as before.
+    header: bool = Field(
+        default=True,
+        exclude_if=lambda v: v is True,
+        description="false: the CSV has no header row; its fields are the identifiers then the columns, in order",
+    )
+    missing_values: list[str] = Field(
+        default_factory=list,
+        exclude_if=lambda v: not v,
+        max_length=100,
+        description="tokens that mean 'missing' in the data (e.g. UCI Adult's '?'), besides an empty field",
+    )
 
     @field_validator("identifiers")
     @classmethod
     def _nfc_identifiers(cls, names: list[str]) -> list[str]:
         return [nfc(n) for n in names]
+
+    @field_validator("missing_values")
+    @classmethod
+    def _nfc_tokens(cls, tokens: list[str]) -> list[str]:
+        out = [nfc(t).strip() for t in tokens]
+        if any(not t for t in out):
+            raise ValueError("a missing-value token must not be empty (an empty field is always missing)")
+        return out
 
     @model_validator(mode="after")
     def _unique(self) -> Schema:
@@ -208,6 +237,11 @@ class Schema(Frozen):
         if dupes:
             raise ValueError(f"column name(s) {dupes} declared more than once")
         return self
+
+    @property
+    def file_columns(self) -> list[str]:
+        """The data file's columns: the identifiers, then the modelled columns (the order of a header-less file)."""
+        return list(self.identifiers) + self.names
 
     @cached_property
     def by_name(self) -> dict[str, Column]:
@@ -244,7 +278,7 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise DataError("data file not found", str(path), "check the 'dataset.path' in the spec")
-    header = _header(path)  # checked before pandas sees the file: a 200k-column header would take gigabytes
+    header = csv_header(path)  # checked before pandas sees the file: a 200k-column header would take gigabytes
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     except pd.errors.EmptyDataError:
@@ -253,7 +287,7 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
         ) from None
     except UnicodeDecodeError:
         raise DataError(
-            f"not UTF-8 text (first bad byte on line {_first_non_utf8_line(path)})",
+            f"not UTF-8 text (first bad byte on line {first_non_utf8_line(path)})",
             str(path),
             "export the file as UTF-8 CSV",
         ) from None
@@ -264,7 +298,7 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def _header(path: Path) -> list[str]:
+def csv_header(path: Path) -> list[str]:
     """The header row, NFC-normalised, within the width cap and without duplicates."""
     with open(path, "rb") as f:
         raw = f.readline(MAX_HEADER_BYTES + 1)
@@ -292,7 +326,7 @@ def _header(path: Path) -> list[str]:
     return header
 
 
-def _first_non_utf8_line(path: Path) -> int:
+def first_non_utf8_line(path: Path) -> int:
     with open(path, "rb") as f:
         for i, line in enumerate(f, start=1):
             try:
@@ -309,26 +343,15 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[
     by default every schema column and identifier must be present, and nothing else.
     Raises one :class:`DataError` naming the first offending column, its bad values and how many rows are hit.
     """
-    wanted = [c for c in schema.columns if columns is None or c.name in columns]
-    required = [c.name for c in wanted] + (schema.identifiers if columns is None else [])
-    expected = set(required)
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        raise DataError(f"missing column(s) {missing}", where, "add them, or fix the names in the schema")
-    extra = [c for c in df.columns if c not in expected]
-    if extra:
-        raise DataError(
-            f"column(s) {extra} are not in schema {schema.name!r}",
-            where,
-            "declare them in the schema (or under 'identifiers' if they are IDs), or drop them from the data",
-        )
+    wanted = check_file_columns(list(df.columns), schema, where, columns)
     if len(df) == 0:
         raise DataError("no data rows", where, "the file has a header but no records")
     problems: list[str] = []
     out = {}
+    missing = frozenset(schema.missing_values)
     for col in wanted:
         values = df[col.name]
-        codes, problem = _encode_column(values, col)
+        codes, problem = _encode_column(values, col, missing)
         if problem:
             problems.append(problem)
         out[col.name] = codes
@@ -338,22 +361,68 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[
     return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
 
 
-def _encode_column(values: pd.Series, col: Column) -> tuple[np.ndarray, str]:
+def check_file_columns(names: list[str], schema: Schema, where: str, columns: list[str] | None = None) -> list[Column]:
+    """The schema columns to encode, after checking the file has exactly the columns it must: every schema
+    column and identifier (or only ``columns`` when given), and nothing else. One :class:`DataError` otherwise."""
+    wanted = [c for c in schema.columns if columns is None or c.name in columns]
+    required = [c.name for c in wanted] + (schema.identifiers if columns is None else [])
+    expected = set(required)
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise DataError(f"missing column(s) {missing}", where, "add them, or fix the names in the schema")
+    extra = [c for c in names if c not in expected]
+    if extra:
+        raise DataError(
+            f"column(s) {extra} are not in schema {schema.name!r}",
+            where,
+            "declare them in the schema (or under 'identifiers' if they are IDs), or drop them from the data",
+        )
+    return wanted
+
+
+def _encode_column(values: pd.Series, col: Column, missing: frozenset[str] = frozenset()) -> tuple[np.ndarray, str]:
     """Validate and encode one column. Work is done once per *distinct* value (a column has a few dozen),
     then broadcast to the rows: this keeps encoding at millions of rows per second."""
     inverse, uniques = pd.factorize(values, use_na_sentinel=True)
-    null = inverse < 0
-    if null.any() and not col.nullable:
-        return np.empty(0), f"column {col.name!r}: {int(null.sum())} empty/NaN value(s) where none are allowed"
-    rows = np.bincount(inverse[~null], minlength=len(uniques))  # rows holding each distinct value
-    text = pd.Series([nfc(str(u)).strip() for u in uniques], dtype=object)
-    idx, problem = _encode_distinct(text, rows, col)
+    rows = np.bincount(inverse[inverse >= 0], minlength=len(uniques))  # rows holding each distinct value
+    nulls = int((inverse < 0).sum())
+    distinct = [*(str(u) for u in uniques), *([None] if nulls else [])]
+    cells, problem = encode_distinct(distinct, np.append(rows, [nulls] if nulls else []).astype(np.int64), col, missing)
     if problem:
         return np.empty(0), problem
-    codes = idx[np.where(null, 0, inverse)] if len(idx) else np.zeros(len(values), dtype=np.int64)
-    if col.nullable:
-        codes = np.where(null, col.size - 1, codes)
-    return codes.astype(np.int32), ""
+    return cells[np.where(inverse < 0, len(uniques), inverse)].astype(np.int32), ""
+
+
+def encode_distinct(
+    values: list[str | None], rows: np.ndarray, col: Column, missing: frozenset[str] = frozenset()
+) -> tuple[np.ndarray, str]:
+    """The cell index of each *distinct* raw value of a column (``None``: an empty field), given how many rows
+    hold it, or the first problem found. The one place a data value becomes a cell: the in-memory encoder and
+    the out-of-core engines (:mod:`sdgov.engines`) both call it, so they encode alike.
+
+    A value that is empty or, after trimming, one of the schema's ``missing_values`` tokens is missing: it is
+    the column's ``missing_as`` category if declared, else the missing cell of a ``nullable`` column, else refused.
+    """
+    text = [None if v is None else nfc(v).strip() for v in values]
+    null = np.array([t is None or t in missing for t in text], dtype=bool)
+    out = np.zeros(len(text), dtype=np.int64)
+    if null.any():
+        if col.missing_as is not None:
+            out[null] = [str(c.code) for c in col.categories].index(str(col.missing_as))  # type: ignore[union-attr]
+        elif col.nullable:
+            out[null] = col.size - 1
+        else:
+            what = "empty/NaN" if not missing else "empty/NaN or missing-token"
+            return np.empty(0), f"column {col.name!r}: {int(rows[null].sum())} {what} value(s) where none are allowed"
+    present = ~null
+    if present.any():
+        idx, problem = _encode_distinct(
+            pd.Series([t for t, n in zip(text, null) if not n], dtype=object), rows[present], col
+        )
+        if problem:
+            return np.empty(0), problem
+        out[present] = idx
+    return out, ""
 
 
 def _encode_distinct(text: pd.Series, rows: np.ndarray, col: Column) -> tuple[np.ndarray, str]:
@@ -413,8 +482,3 @@ def decode(codes: dict[str, np.ndarray] | pd.DataFrame, schema: Schema) -> pd.Da
                 np.asarray(lookup, dtype=object)[idx], dtype="string" if not col.integer_codes else "Int64"
             )
     return pd.DataFrame(out)
-
-
-def load_encoded(path: str | Path, schema: Schema) -> pd.DataFrame:
-    """Read and validate a CSV in one step."""
-    return encode(read_csv_strict(path), schema, where=str(path))

@@ -11,17 +11,23 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.contracts import Generated, GenerateInput
 from sdgov.generation import generate_synthetic
-from sdgov.sampler import CHUNK_ROWS
+from sdgov.sampler import CHUNK_ROWS, PART_CHUNKS
 from sdgov.tasks.common import logger, stage
+from sdgov.tasks.executor import prefect_executors
 
-VERSION = "1.0.0"
+PARALLEL_FROM_PARTS = 8  # below this many parts (~34M rows) spawning a process pool costs more than it saves
+
+VERSION = "1.1.0"  # 1.1: the sample is drawn in parts, each a task run, streamed into one file
 
 
 @task(name="generate", version=VERSION, cache_policy=NO_CACHE)
 def generate(inp: GenerateInput) -> Generated:
     with stage("generate", VERSION) as rec:
         rec.inputs = [inp.measurements, inp.schema_file]
-        synthetic, model_info, rows = generate_synthetic(inp, logger().info)
+        parts = -(-(inp.rows or 0) // (PART_CHUNKS * CHUNK_ROWS))
+        with prefect_executors() as executor_for:  # each part of the sample is a task run (progress in the UI)
+            executor = executor_for(0 if parts >= PARALLEL_FROM_PARTS else 1)
+            synthetic, model_info, rows = generate_synthetic(inp, logger().info, executor)
         rec.outputs = [synthetic, model_info]
         rec.params = {"rows": rows, "seed": inp.seed, "chunk_rows": CHUNK_ROWS}
     return Generated(

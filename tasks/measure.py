@@ -3,7 +3,8 @@ per statistic (dataset × marginal × σ).
 
 The draw-once transaction (policy, ledger, crash recovery, reuse of statistics drawn by earlier releases) is
 :mod:`sdgov.measurement_store`; the data is the encoded artifact the agree stage wrote
-(:func:`sdgov.artifacts.read_codes`), read only when noise is drawn.
+(``codes.parquet``), counted by the engine (:mod:`sdgov.engines`: all marginals in one grouped scan, out of core)
+only when noise is drawn.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.artifacts import load_agreement, read_codes, read_schema
+from sdgov.artifacts import load_agreement, read_schema
 from sdgov.contracts import Agreed, ArtifactRef, Measured
+from sdgov.engines import engine
 from sdgov.hashing import write_json
-from sdgov.measure import measure_cliques
+from sdgov.measure import noisy_measurements
 from sdgov.measurement_store import measure_once
 from sdgov.registry import Registry
 from sdgov.tasks.common import logger, stage
@@ -35,7 +37,10 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             agreed,
             agreement,
             schema,
-            draw=lambda cliques, sigmas: measure_cliques(read_codes(agreed.codes), schema, cliques, sigmas),
+            # every marginal in one grouped scan of the encoded copy, out of core
+            draw=lambda cliques, sigmas: noisy_measurements(
+                engine().marginals(agreed.codes.verified(), schema, cliques), sigmas
+            ),
         )
         plan = outcome.plan
         write_json(Path(agreed.run_dir) / "privacy_plan.json", plan.model_dump(mode="json"))

@@ -1,7 +1,8 @@
-"""The confidential CSV is parsed once per release (issue #10; it used to be parsed up to six times).
+"""The confidential CSV is read once per release (issue #10; it used to be parsed up to six times).
 
-The CLI's pre-flight check and the agree stage share one parse (same process, same file content); the agree
-stage writes the encoded records as the run's ``codes.parquet``, which measure, the audits and utility read instead.
+The CLI's pre-flight check and the agree stage share one encoding by the engine (same process, same file
+content); the agree stage writes the encoded records as the run's ``codes.parquet``, which measure, the audits
+and utility read instead. The engine's encoding is the in-memory encoder's, bit for bit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import yaml
 
 from sdgov import schema
 from sdgov.demo import inputs
+from sdgov.engines.duckdb_engine import DuckDBEngine
 from sdgov.flows.cli import main
 from sdgov.spec import load_spec
 from tests.conftest import init_registry, make_demo_inputs
@@ -27,14 +29,14 @@ def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch, 
     sections = {k: demo[k] for k in ("audit", "privacy_risk")} if audits else {}
     spec = make_demo_inputs(tmp_path / "inputs", rows=1500, **sections)
     data = (tmp_path / "inputs" / "data.csv").resolve()
-    read = schema.read_csv_strict
+    read, encode = schema.read_csv_strict, DuckDBEngine.encode
     parsed: list[Path] = []
 
-    def counting_read(path):
+    def counting_encode(self, path, *args):
         parsed.append(Path(path).resolve())
-        return read(path)
+        return encode(self, path, *args)
 
-    monkeypatch.setattr(schema, "read_csv_strict", counting_read)
+    monkeypatch.setattr(DuckDBEngine, "encode", counting_encode)
     root = init_registry(tmp_path / "registry")
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0

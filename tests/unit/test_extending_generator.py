@@ -14,13 +14,13 @@ import pandas as pd
 import pytest
 
 from sdgov.audits.generator_protocol import load_generator
+from sdgov.engines import load_encoded
 from sdgov.errors import SpecError
 from sdgov.generators import registry
 from sdgov.generators.plugin import GeneratorPlugin
 from sdgov.measure import measure
 from sdgov.privacy import plan_privacy
 from sdgov.sampler import iter_chunks
-from sdgov.schema import load_encoded
 from sdgov.spec import GeneratorSpec, load_spec, resolve
 from tests.conftest import make_demo_inputs
 

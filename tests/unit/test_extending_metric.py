@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sdgov.schema import load_encoded
+from sdgov.engines import load_encoded
 from sdgov.spec import load_spec
 from sdgov.utility.registry import METRICS
 from sdgov.utility.report import ReportSettings, build_report, render_html

@@ -133,8 +133,9 @@ def test_renaming_and_crlf_open_no_new_account(tmp_path):
 
 
 def test_fingerprint_ignores_encoding_column_and_row_order(tmp_path):
+    from sdgov.engines import load_encoded
     from sdgov.fingerprint import fingerprint
-    from sdgov.schema import load_encoded, load_schema
+    from sdgov.schema import load_schema
 
     spec = make_demo_inputs(tmp_path / "in", rows=2000)
     schema = load_schema(spec.parent / "schema.yaml")

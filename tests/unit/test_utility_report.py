@@ -15,8 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdgov.engines import load_encoded
 from sdgov.errors import SpecError
-from sdgov.schema import decode, load_encoded
+from sdgov.schema import decode
 from sdgov.spec import load_spec
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
 from sdgov.utility import tasks as T

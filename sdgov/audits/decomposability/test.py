@@ -474,7 +474,7 @@ def audit_spec(
 ) -> DecomposabilityResult:
     """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings (``K``, ``seed`` and
     ``overrides`` replace some of them, e.g. from the command line)."""
-    from sdgov.schema import load_encoded
+    from sdgov.engines import load_encoded
     from sdgov.spec import load_spec
 
     loaded = load_spec(spec_path)

@@ -231,8 +231,8 @@ def audit_spec_privacy(
 ) -> PrivacyAuditResult:
     """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
     from the spec's :class:`~sdgov.privacy.PrivacyPlan` on the full data."""
+    from sdgov.engines import load_encoded
     from sdgov.privacy import plan_privacy
-    from sdgov.schema import load_encoded
     from sdgov.spec import load_spec
 
     loaded = load_spec(spec_path)

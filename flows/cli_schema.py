@@ -1,0 +1,83 @@
+"""``sdgov schema check``: what in a data file the schema does not declare — for the data controller's eyes only.
+
+    sdgov schema check --schema FILE --data FILE [--json]
+    sdgov schema check --spec FILE [--data FILE] [--json]
+
+A release refuses data that does not fit its schema, naming the first few bad values. When a real file is first
+brought in (e.g. UCI Adult, whose documentation lists categories the file spells differently), the controller
+needs the whole list to fix the schema *from the public documentation*: every column's undeclared values with
+their row counts, every column the file has that the schema lacks, and every schema column the file lacks.
+
+The list comes from the confidential data, so it is printed on the controller's terminal only: nothing is written
+(no file, no registry event, no artifact, nothing on a card), and values must never be copied into the schema
+from here unless the public documentation lists them. Exit status 0 when everything is declared, 1 when something
+is listed, 2 (one error line) when the files cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from sdgov.errors import SpecError
+
+SHOWN = 50  # values listed per column in the human output (all of them with --json)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from sdgov.engines import engine
+    from sdgov.engines.duckdb_engine import source_columns
+    from sdgov.schema import load_schema
+
+    if args.spec:
+        from sdgov.spec import load_spec
+
+        loaded = load_spec(args.spec)
+        schema, data = loaded.schema_, Path(args.data).resolve() if args.data else loaded.data_path
+    elif args.schema and args.data:
+        schema, data = load_schema(args.schema), Path(args.data)
+    else:
+        raise SpecError("nothing to check", "sdgov schema check", "give --spec FILE, or --schema FILE and --data FILE")
+    names = source_columns(data, schema)
+    expected = schema.file_columns
+    found: dict[str, Any] = {
+        "data": str(data),
+        "columns_not_in_schema": [n for n in names if n not in expected],
+        "schema_columns_not_in_data": [n for n in expected if n not in names],
+        "undeclared_values": {
+            col: [{"value": v, "rows": n} for v, n in values]
+            for col, values in engine().undeclared(data, schema).items()
+        },
+    }
+    clean = not (found["columns_not_in_schema"] or found["schema_columns_not_in_data"] or found["undeclared_values"])
+    if args.json:
+        print(json.dumps({"ok": clean, **found}, indent=2))
+        return 0 if clean else 1
+    print(f"{data} against schema {schema.name!r} — for the data controller only: do not copy these values anywhere")
+    if clean:
+        print("ok: every column and value is declared")
+        return 0
+    if found["columns_not_in_schema"]:
+        print(f"columns not in the schema: {found['columns_not_in_schema']}")
+    if found["schema_columns_not_in_data"]:
+        print(f"schema columns missing from the data: {found['schema_columns_not_in_data']}")
+    for col, values in found["undeclared_values"].items():
+        shown = ", ".join(
+            f"{v['value']!r} ({v['rows']} rows)" if v["value"] else f"(empty) ({v['rows']} rows)"
+            for v in values[:SHOWN]
+        )
+        more = f", … {len(values) - SHOWN} more" if len(values) > SHOWN else ""
+        print(f"column {col!r}: {len(values)} undeclared value(s): {shown}{more}")
+    print("fix the schema from the public documentation (or declare missing-value tokens), then check again")
+    return 1
+
+
+def add_parser(add) -> None:
+    """Register ``schema`` with the CLI's ``add(name, fn, help)`` helper (see flows/cli.py)."""
+    s = add("schema", cmd_schema, "list the values in a data file that the schema does not declare (controller only)")
+    s.add_argument("action", choices=["check"])
+    s.add_argument("--schema", help="the schema file (with --data)")
+    s.add_argument("--data", help="the data file (CSV or Parquet); with --spec, overrides its dataset path")
+    s.add_argument("--spec", help="a release spec: its schema and dataset")

@@ -1,0 +1,42 @@
+"""Engines: where the confidential records are read, validated, encoded, fingerprinted and counted.
+
+One interface (:class:`~sdgov.engines.base.Engine`) so that a distributed engine (``dask``, ``spark``) can take the
+place of the embedded one without touching the stages. Only the embedded DuckDB engine exists today; it was
+chosen over Polars streaming by measurement (``benchmarks/bench_engine_choice.py``,
+``benchmarks/results/engine-choice-2026-11-23.json``): on the same 2 threads it counted App 3's 21 marginals over 5M
+census-like Parquet rows 2.2x faster in 3.7x less memory, as one ``GROUPING SETS`` scan, and it bounds its own
+memory (``memory_limit``, spilling to disk beyond it) where Polars' streaming engine does not promise to. On the
+CSV Polars was 1.5x faster (in 1.3x the memory); a release reads the CSV once and the encoded Parquet for every
+count after.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from sdgov.engines.base import Encoded, Engine
+from sdgov.schema import Schema
+
+ENGINES = ("duckdb",)
+
+
+def engine(name: str = "duckdb") -> Engine:
+    """The engine called ``name`` (the spec/config's ``engine:``; only ``duckdb`` today)."""
+    if name != "duckdb":
+        raise ValueError(f"unknown engine {name!r}: one of {', '.join(ENGINES)}")
+    from sdgov.engines.duckdb_engine import DuckDBEngine
+
+    return DuckDBEngine()
+
+
+def load_encoded(path: str | Path, schema: Schema) -> pd.DataFrame:
+    """Read, validate and encode a data file (CSV or Parquet) into memory through the engine a release uses, so
+    a file is accepted, refused and encoded one way. For files that fit in memory (tests, examples, benchmarks)."""
+    with tempfile.TemporaryDirectory(prefix="sdgov-encode-") as tmp:
+        return pd.read_parquet(engine().encode(Path(path), schema, Path(tmp) / "codes.parquet").path)
+
+
+__all__ = ["ENGINES", "Encoded", "Engine", "engine", "load_encoded"]
