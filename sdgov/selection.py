@@ -121,9 +121,11 @@ def select_mst(
     spec: SelectionSpec,
     rho: float,
     max_marginal_cells: int,
+    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True,
 ) -> Proposal:
     """MST selection with ``rho`` (the exponential mechanism's rounds + the noisy scores). Reads the data only
-    through ``exact_pair`` (exact 2-way tables), and only inside the mechanisms."""
+    through ``exact_pair`` (exact 2-way tables), and only inside the mechanisms. ``spec.extra`` rounds after the
+    tree add the best remaining pairs for which ``fits`` (the model within the domain limit) holds."""
     known = set(attributes)
     for kind, edges in (("force", spec.force), ("exclude", spec.exclude)):
         unknown = sorted({a for e in edges for a in e} - known)
@@ -162,7 +164,8 @@ def select_mst(
     components = DisjointSet(attributes)
     for a, b in forced:
         components.merge(a, b)
-    rounds = _rounds_needed(components, candidates)
+    tree_rounds = _rounds_needed(components, candidates)
+    rounds = tree_rounds + min(spec.extra, len(candidates) - tree_rounds)
     share_scores = spec.scores if candidates else 0.0
     rho_scores = rho * share_scores
     rho_mech = rho - rho_scores
@@ -180,11 +183,18 @@ def select_mst(
     ]
     scale = gumbel_scale(rho_mech / rounds) if rounds else None
     index = {p: i for i, p in enumerate(candidates)}
+    taken = set(forced)
     for r in range(rounds):
-        joining = [p for p in candidates if not components.connected(*p)]
+        if r < tree_rounds:  # Kruskal: a pair joining two components
+            joining = [p for p in candidates if not components.connected(*p)]
+        else:  # extra pairs: any not yet taken whose model stays within the domain limit
+            joining = [p for p in candidates if p not in taken and fits([*taken, p])]
+            if not joining:
+                break
         assert scale is not None
         pick = joining[_noisy_max(scale)([float(scores[index[p]]) for p in joining])]
         components.merge(*pick)
+        taken.add(pick)
         chosen.append(
             SelectedEdge(pair=list(pick), cells=cells[pick], noisy_score=noisy[pick], how="selected", round=r + 1)
         )

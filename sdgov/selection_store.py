@@ -21,6 +21,7 @@ from sdgov import ledger
 from sdgov.atomic import atomic_write_bytes
 from sdgov.contracts import Agreed
 from sdgov.errors import SpecError
+from sdgov.generators.registry import generator
 from sdgov.hashing import sha256_bytes, sha256_json
 from sdgov.measure import Measurement, marginal_counts, measure_cliques
 from sdgov.measurement_store import Outcome, logged_statistic, measure_once
@@ -90,6 +91,9 @@ def select_once(
                 events=events,
             )
         data = codes()
+        plugin, attrs = generator(agreement.generator.name), agreement.attributes
+        ones: list[Clique] = [(a,) for a in attrs]
+        sizes = schema.domain(attrs)
         proposal = select_mst(
             agreement.attributes,
             schema.domain(agreement.attributes),
@@ -98,6 +102,7 @@ def select_once(
             sel,
             rho,
             agreement.limits.max_marginal_cells,
+            fits=lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= agreement.limits.max_model_cells,
         )
         payload = (proposal.model_dump_json() + "\n").encode()
         atomic_write_bytes(path, payload)

@@ -87,6 +87,9 @@ class SelectionSpec(Frozen):
     scores: float = Field(
         default=0.1, ge=0, lt=1, description="part of the rest spent on the noisy scores shown to reviewers"
     )
+    extra: int = Field(
+        default=0, ge=0, le=1000, description="pairs selected beyond the spanning tree (within the domain limit)"
+    )
     force: list[list[str]] = Field(default_factory=list, description="pairs always in Φ (stakeholders' knowledge)")
     exclude: list[list[str]] = Field(default_factory=list, description="pairs never in Φ")
 
@@ -130,6 +133,11 @@ class PrivacySpec(Frozen):
 class GeneratorSpec(Frozen):
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = Field(default=2000, le=1_000_000)
+    inference: Literal["auto", "exact", "approximate"] = Field(
+        default="auto",
+        exclude_if=lambda v: v == "auto",  # absent: same hash as before
+        description="pgm: 'auto' resolves to approximate when the junction tree exceeds the domain limit",
+    )
 
     @field_validator("name")
     @classmethod
@@ -356,7 +364,12 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             f"choose one of {attributes}",
         )
 
-    model_cells = generator(spec.generator.name).model_cells(attributes, cliques, schema.domain(attributes))
+    plugin, gen = generator(spec.generator.name), spec.generator
+    model_cells = plugin.model_cells(attributes, cliques, schema.domain(attributes))
+    if model_cells > spec.limits.max_model_cells and plugin.approximate and gen.inference != "exact":
+        # dense Φ: approximate inference holds only Φ's own tables (and a sampled model within the limit)
+        gen = gen.model_copy(update={"inference": "approximate"})
+        model_cells = max(schema.cells(c) for c in cliques)
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(
             f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
@@ -375,7 +388,7 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         attributes=attributes,
         cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
         privacy=spec.privacy,
-        generator=spec.generator,
+        generator=gen,
         rows=spec.rows,
         seed=spec.seed,
         limits=spec.limits,
