@@ -166,3 +166,46 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     acct = ledger.account(Registry(root), agreed.data.name, agreed.data.fingerprint)
     assert acct.spent_rho == pytest.approx(plan["rho"], rel=1e-9)  # ρ(1-ways) + ρ(selection) + ρ(pairs), once
     assert plan["selection_rho"] == pytest.approx(proposal.budget.rho)
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from sdgov.flows.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, capsys):
+    from sdgov.spec import load_spec
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+    out = tmp_path / "elsewhere" / "proposed.yaml"
+    out.parent.mkdir()
+    code, stdout, err = _cli(
+        capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root", str(root),
+        "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "forced   Age × Health" in stdout and "proposed spec:" in stdout
+    ag = load_spec(out).agreement  # paths made absolute: it resolves from another directory
+    assert sum(len(c) == 1 for c in ag.cliques) == 5 and sum(len(c) == 2 for c in ag.cliques) == 4
+    assert ("Age", "Health") in ag.cliques
+    events = [e.event for e in Registry(root).events()]
+    assert events.count("budget_spent") == 2 and events[-1] == "phi_selected"  # 1-ways, then the selection
+
+
+def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, capsys):
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+    raw = yaml.safe_load(draft.read_text())
+    raw["phi"]["marginals"] = [["Age", "Sex"]]
+    draft.write_text(yaml.safe_dump(raw, sort_keys=False))
+    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root",
+                        str(root))  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "lists only 1-way marginals" in err
+    assert "budget_spent" not in [e.event for e in Registry(root).events()]
