@@ -209,3 +209,13 @@ def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, ca
                         str(root))  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "lists only 1-way marginals" in err
     assert "budget_spent" not in [e.event for e in Registry(root).events()]
+
+
+def test_the_card_states_the_selection_budget():
+    from sdgov.card import privacy_statement
+
+    p = PrivacySpec(rho=0.03, selection=SelectionSpec(share=0.5, one_way=0.5))
+    plan = plan_privacy(p, [("a",), ("b",), ("a", "b")], 1000)
+    text = privacy_statement(plan)
+    assert f"ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to the exponential mechanism" in text
+    assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], 1000))
