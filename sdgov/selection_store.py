@@ -36,7 +36,8 @@ from sdgov.spec import Agreement
 class Selected:
     proposal: Proposal
     key: str  # the selection's statistic key in the ledger
-    how: str  # "drawn" now, or "reused": this draft was selected before, on this dataset
+    how: str  # "drawn" now; "reused": this draft was selected before, on this dataset; "adopted": persisted by a
+    # run that died before logging it (selected once, under that run's reservation)
     one_ways: Outcome
 
 
@@ -80,7 +81,15 @@ def select_once(
         events = registry.verified_events()
         if logged_statistic(registry, events, key) is not None:
             return Selected(Proposal.model_validate_json(path.read_bytes()), key, "reused", one_ways)
-        if ledger.reservation(events, key) is None:
+        reserved = ledger.reservation(events, key) is not None
+        if reserved and path.exists():  # persisted by a run that died before logging it: adopt, never re-select
+            payload = path.read_bytes()
+            proposal = Proposal.model_validate_json(payload)
+            _log(
+                registry, agreed, run_id, path, payload, f"private selection adopted from an interrupted run, rho={rho}"
+            )
+            return Selected(proposal, key, "adopted", one_ways)
+        if not reserved:
             ledger.spend_locked(
                 registry,
                 dataset=agreed.data.name,
@@ -105,18 +114,21 @@ def select_once(
             fits=lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= agreement.limits.max_model_cells,
         )
         payload = (proposal.model_dump_json() + "\n").encode()
-        atomic_write_bytes(path, payload)
-        name = str(path.relative_to(registry.root))
-        registry.append_locked(
-            "measured",
-            "sdgov",
-            "system",
-            agreement_sha256=agreed.agreement_sha256,
-            run_id=run_id,
-            artifacts={name: sha256_bytes(payload)},
-            comment=f"private selection ({proposal.method}) of dataset {fp[:12]}…, rho={rho}",
-        )
+        atomic_write_bytes(path, payload)  # persisted before it is logged or used
+        _log(registry, agreed, run_id, path, payload, f"private selection ({proposal.method}) of {fp[:12]}…, rho={rho}")
     return Selected(proposal, key, "drawn", one_ways)
+
+
+def _log(registry: Registry, agreed: Agreed, run_id: str, path: Path, payload: bytes, comment: str) -> None:
+    registry.append_locked(
+        "measured",
+        "sdgov",
+        "system",
+        agreement_sha256=agreed.agreement_sha256,
+        run_id=run_id,
+        artifacts={str(path.relative_to(registry.root)): sha256_bytes(payload)},
+        comment=comment,
+    )
 
 
 def _read_one_ways(path: Path) -> dict[str, np.ndarray]:

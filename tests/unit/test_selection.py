@@ -219,3 +219,28 @@ def test_the_card_states_the_selection_budget():
     text = privacy_statement(plan)
     assert f"ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to the exponential mechanism" in text
     assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], 1000))
+
+
+def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(tmp_path, monkeypatch):
+    """Crash after the proposal was persisted but before it was logged: the re-run adopts that proposal under the
+    earlier reservation — a second selection would be a second noisy look at the same scores."""
+    import sdgov.selection_store as store
+    from sdgov.tasks.select_phi import select_phi
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+
+    def die(*args, **kwargs):
+        raise SystemExit("killed after persisting the proposal")
+
+    with monkeypatch.context() as m:
+        m.setattr(store, "_log", die)
+        with pytest.raises(SystemExit):
+            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst")
+    before = [json.loads(p.read_text()) for p in (root / "measurements").glob("*.json")]
+    before = [d for d in before if d.get("method") == "mst"]  # the proposal, beside the 1-way statistics
+    assert len(before) == 1
+    proposal, summary = select_phi.fn(str(draft), str(root), "sel2", "Ada Analyst")
+    assert summary["how"] == "adopted" and proposal.model_dump(mode="json") == before[0]
+    assert [e.event for e in Registry(root).events()].count("budget_spent") == 2  # 1-ways once, selection once
