@@ -164,7 +164,8 @@ def main() -> None:
         for s in range(args.seeds):
             runs = {}
             if not args.no_mst:
-                runs["sdgov MST"] = lambda s=s: sdgov_mst(
+                mst = "sdgov MST" + (f" + {args.extra} pairs" if args.extra else "")
+                runs[mst] = lambda s=s: sdgov_mst(
                     real,
                     schema,
                     attrs,
@@ -253,7 +254,10 @@ def report(result: dict, out: str | None) -> None:
 def combine(files: list[str], out: str | None) -> None:
     """Arms run side by side as separate processes (same data, ε, seeds, same time window) in one result."""
     parts = [json.loads(Path(f).read_text()) for f in files]
-    arms = {k: v["runs"] for p in parts for k, v in p["arms"].items()}
+    arms: dict[str, list[dict]] = {}
+    for p in parts:
+        for k, v in p["arms"].items():
+            arms.setdefault(k, []).extend(v["runs"])
     result = {**parts[0], "command": [p["command"] for p in parts], "arms": summarize(arms)}
     report(result, out)
 
