@@ -132,6 +132,7 @@ def peer(python: str, script: str, codes: Path, domain: Path, args: argparse.Nam
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (split runs over processes)")
     ap.add_argument("--eps", type=float, default=1.0)
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--share", type=float, default=2 / 3)
@@ -161,7 +162,7 @@ def main() -> None:
         codes, domain = work / "codes.csv", work / "domain.json"
         real.to_csv(codes, index=False)
         domain.write_text(json.dumps(sizes))
-        for s in range(args.seeds):
+        for s in range(args.first_seed, args.first_seed + args.seeds):
             runs = {}
             if not args.no_mst:
                 mst = "sdgov MST" + (f" + {args.extra} pairs" if args.extra else "")
