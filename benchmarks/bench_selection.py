@@ -221,7 +221,7 @@ def summarize(arms: dict[str, list[dict]]) -> dict[str, dict]:
         name: {
             "tvd_median": float(np.median([r["tvd"] for r in runs])),
             "seconds_median": float(np.median([r["seconds"] for r in runs])),
-            "cpu_seconds_median": float(np.median([r["info"].get("cpu_seconds", np.nan) for r in runs])),
+            "cpu_seconds_median": _median([r["info"].get("cpu_seconds") for r in runs]),
             "runs": runs,
         }
         for name, runs in arms.items()
@@ -230,24 +230,30 @@ def summarize(arms: dict[str, list[dict]]) -> dict[str, dict]:
     if peers:
         best_tvd = min(p["tvd_median"] for p in peers)
         fastest = min(p["seconds_median"] for p in peers)
-        fastest_cpu = min(p["cpu_seconds_median"] for p in peers)
+        cpus = [p["cpu_seconds_median"] for p in peers if p["cpu_seconds_median"] is not None]
         for v in summary.values():
             v["tvd_vs_best_peer"] = v["tvd_median"] / best_tvd
             v["seconds_vs_fastest_peer"] = v["seconds_median"] / fastest
-            v["cpu_seconds_vs_fastest_peer"] = v["cpu_seconds_median"] / fastest_cpu
+            cpu = v["cpu_seconds_median"]
+            v["cpu_seconds_vs_fastest_peer"] = cpu / min(cpus) if cpus and cpu is not None else None
     return summary
+
+
+def _median(values: list) -> float | None:
+    known = [float(x) for x in values if x is not None]
+    return float(np.median(known)) if known else None
 
 
 def report(result: dict, out: str | None) -> None:
     for k, v in result["arms"].items():
         extra = (
             f"  ({v['tvd_vs_best_peer']:.2f}× best peer TVD, {v['seconds_vs_fastest_peer']:.2f}× fastest peer wall, "
-            f"{v['cpu_seconds_vs_fastest_peer']:.2f}× CPU)"
+            f"{v['cpu_seconds_vs_fastest_peer'] or float('nan'):.2f}× CPU)"
             if "tvd_vs_best_peer" in v
             else ""
         )
         wall, cpu = v["seconds_median"], v["cpu_seconds_median"]
-        print(f"{k:32} TVD {v['tvd_median']:.4f}  {wall:6.1f} s  CPU {cpu:6.1f} s{extra}")
+        print(f"{k:32} TVD {v['tvd_median']:.4f}  {wall:6.1f} s  CPU {cpu or float('nan'):6.1f} s{extra}")
     if out:
         Path(out).write_text(json.dumps(result, indent=2) + "\n")
 
