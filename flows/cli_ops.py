@@ -93,6 +93,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from sdgov.policy import preflight
     from sdgov.registry import Registry
 
+    if args.select:
+        return _propose_selection(args)
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
     checked = check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
@@ -122,6 +124,30 @@ def cmd_propose(args: argparse.Namespace) -> int:
     payload = out.model_dump(mode="json")
     _emit(args, payload, out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
     return 0 if out.status == "released" else 1
+
+
+def _propose_selection(args: argparse.Namespace) -> int:
+    """``propose --select mst``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
+    from sdgov.flows.release import new_run_id
+    from sdgov.registry import Registry
+    from sdgov.tasks.select_phi import select_phi, write_proposed_spec
+
+    root = Registry(args.root).root.resolve()
+    draft = Path(args.spec).resolve()
+    out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
+    run_id = "select-" + new_run_id()
+    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data)
+    write_proposed_spec(draft, proposal.pairs, out)
+    lines = [f"Φ proposal ({proposal.method}, ρ {proposal.budget.rho:.6g} for selection, {summary['how']}):"]
+    lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
+    lines += [f"  near     {' × '.join(c.pair)}  score≈{_score(c.noisy_score)}" for c in proposal.near_threshold]
+    lines += [f"  proposal: {root / 'runs' / run_id / 'phi_proposal.json'}", f"  proposed spec: {out}"]
+    _emit(args, {**summary, "proposed_spec": str(out), "run_id": run_id}, "\n".join(lines))
+    return 0
+
+
+def _score(s: float | None) -> str:
+    return "–" if s is None else f"{s:,.0f}"
 
 
 # ------------------------------------------------------------------------------------------------ runs / approve
@@ -431,6 +457,12 @@ def add_parser(add: Add) -> None:
     p.add_argument("--data", help="override the spec's dataset path")
     p.add_argument("--timeout", type=int, default=3600, help="seconds to wait for the decisions (default 3600)")
     p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
+    p.add_argument(
+        "--select",
+        choices=["mst"],
+        help="private selection: spend the draft's privacy.selection share, write a Φ proposal and a proposed spec",
+    )
+    p.add_argument("--out", help="with --select: where to write the proposed spec (default DRAFT.proposed.yaml)")
 
     add("runs", cmd_runs, "list paused runs and whom they await")
 

@@ -206,6 +206,11 @@ def privacy_statement(plan: PrivacyPlan) -> str:
         f"neighbouring datasets that differ by {plan.neighbours}. Everything after measurement is post-processing "
         "of the noisy statistics and spends no further budget."
     )
+    if plan.selection_rho:
+        s += (
+            f" Φ itself was chosen by private selection (MST): ρ = {plan.selection_rho:.6g} of that total went to the "
+            "exponential mechanism and the reviewers' noisy scores; the 1-way tables it measured are reused here."
+        )
     if plan.sigma_floor is not None:
         s += (
             f" A noise floor σ ≥ {plan.sigma_floor:g} applies (the data controller's policy; ONS small-count rule)"

@@ -88,6 +88,7 @@ class PrivacyPlan(BaseModel):
     floor_binding: bool
     floor_max_epsilon: float | None
     marginals: list[MarginalBudget]
+    selection_rho: float | None = None  # private selection's exponential mechanism + noisy scores (in ``rho``)
 
     @property
     def sigmas(self) -> dict[Clique, float]:
@@ -123,8 +124,8 @@ def plan_privacy(
         budget = None
     else:
         budget = float(p.rho) if p.rho is not None else rho_of_epsilon(_epsilon(p), delta)
-        total_w = math.fsum(weights)
-        sigmas = [math.sqrt(SENSITIVITY**2 / (2 * budget * w / total_w)) for w in weights]
+        shares = _shares(p, cliques, weights)
+        sigmas = [math.sqrt(SENSITIVITY**2 / (2 * budget * share)) for share in shares]
     floors = [float(f) for f in (p.sigma_floor, sigma_floor) if f is not None]
     floor = max(floors) if floors else None
     floor_binding = False
@@ -135,7 +136,8 @@ def plan_privacy(
     marginals = [
         MarginalBudget(clique=c, weight=w, sigma=s, rho=r) for c, w, s, r in zip(cliques, weights, sigmas, rhos)
     ]
-    rho = math.fsum(rhos)
+    selection_rho = selection_budget(p, budget) if budget is not None else None
+    rho = math.fsum(rhos) + (selection_rho or 0.0)
     if budget is not None and rho > budget * (1 + 1e-9):
         raise SpecError(f"internal accounting error: spent ρ={rho} exceeds budget {budget}", "privacy")
     floor_max = None
@@ -153,7 +155,29 @@ def plan_privacy(
         floor_binding=floor_binding,
         floor_max_epsilon=floor_max,
         marginals=marginals,
+        selection_rho=selection_rho,
     )
+
+
+def selection_budget(p: PrivacySpec, budget: float) -> float | None:
+    """ρ of private selection itself (exponential mechanism + the reviewers' noisy scores), or None without one."""
+    if p.selection is None:
+        return None
+    return budget * p.selection.share * (1 - p.selection.one_way)
+
+
+def _shares(p: PrivacySpec, cliques: list[Clique], weights: list[float]) -> list[float]:
+    """Each marginal's share of ρ. With private selection the 1-ways split ``share × one_way`` equally — fixed
+    by the draft, whatever pairs are selected or reviewed in, so the measurement stage finds them at the σ they
+    were drawn at during selection — and the other marginals split what selection leaves, by weight."""
+    if p.selection is None:
+        total_w = math.fsum(weights)
+        return [w / total_w for w in weights]
+    ones = [len(c) == 1 for c in cliques]
+    one_share = p.selection.share * p.selection.one_way / max(sum(ones), 1)
+    rest_w = math.fsum(w for w, one in zip(weights, ones) if not one)
+    rest = 1 - p.selection.share
+    return [one_share if one else rest * w / rest_w for w, one in zip(weights, ones)]
 
 
 def _epsilon(p: PrivacySpec) -> float:

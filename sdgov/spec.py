@@ -76,6 +76,31 @@ class PhiSpec(Frozen):
         return self
 
 
+class SelectionSpec(Frozen):
+    """Private selection of Φ (MST): a declared share of the release's ρ measures the 1-way marginals of Φ and
+    picks the pairs to add with the exponential mechanism (:mod:`sdgov.selection`). In the agreement hash, so the
+    1-ways' σ — which the measurement stage must reuse, not draw again — is fixed by the agreement."""
+
+    method: Literal["mst"] = "mst"
+    share: float = Field(default=2 / 3, gt=0, lt=1, description="share of ρ: 1-way measurements + selection")
+    one_way: float = Field(default=0.5, gt=0, lt=1, description="part of the share spent measuring the 1-ways")
+    scores: float = Field(
+        default=0.1, ge=0, lt=1, description="part of the rest spent on the noisy scores shown to reviewers"
+    )
+    extra: int = Field(
+        default=0, ge=0, le=1000, description="pairs selected beyond the spanning tree (within the domain limit)"
+    )
+    force: list[list[str]] = Field(default_factory=list, description="pairs always in Φ (stakeholders' knowledge)")
+    exclude: list[list[str]] = Field(default_factory=list, description="pairs never in Φ")
+
+    @field_validator("force", "exclude")
+    @classmethod
+    def _pairs(cls, edges: list[list[str]]) -> list[list[str]]:
+        if any(len(e) != 2 or e[0] == e[1] for e in edges):
+            raise ValueError("each edge is a pair of two different attributes")
+        return [[nfc(n) for n in e] for e in edges]
+
+
 class PrivacySpec(Frozen):
     """Exactly one of ``rho``, ``epsilon`` or ``sigma`` with ``noise: gaussian``; none with ``noise: none``."""
 
@@ -88,6 +113,7 @@ class PrivacySpec(Frozen):
     weights: dict[str, Annotated[float, Field(gt=0, le=1e6, allow_inf_nan=False)]] = Field(
         default_factory=dict, description="'A,B' → share of the budget (each at most 10^6: a ratio, not a count)"
     )
+    selection: SelectionSpec | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
 
     @model_validator(mode="after")
     def _one_budget(self) -> PrivacySpec:
@@ -99,12 +125,19 @@ class PrivacySpec(Frozen):
             raise ValueError(f"give exactly one of rho, epsilon, sigma (got {given or 'none'})")
         if self.sigma is not None and self.weights:
             raise ValueError("'weights' split a budget; with a fixed 'sigma' there is none to split")
+        if self.selection is not None and (self.noise == "none" or self.sigma is not None):
+            raise ValueError("'selection' spends a share of a budget: give rho or epsilon, not sigma or noise none")
         return self
 
 
 class GeneratorSpec(Frozen):
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = Field(default=2000, le=1_000_000)
+    inference: Literal["auto", "exact", "approximate"] = Field(
+        default="auto",
+        exclude_if=lambda v: v == "auto",  # absent: same hash as before
+        description="pgm: 'auto' resolves to approximate when the junction tree exceeds the domain limit",
+    )
 
     @field_validator("name")
     @classmethod
@@ -271,7 +304,9 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             where,
             "agree fewer marginals (check all_kway shorthands)",
         )
-    nested = _nested_pair(cliques)
+    # with private selection the 1-ways are measured first (to select) and reused in the fit: nested, but paid once
+    selected = spec.privacy.selection is not None
+    nested = _nested_pair([c for c in cliques if not (selected and len(c) == 1)])
     if nested is not None:
         a, b = nested
         raise SpecError(
@@ -302,6 +337,16 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     else:
         attributes = sorted(in_phi, key=order.__getitem__)
 
+    if selected:
+        ones = {c[0] for c in cliques if len(c) == 1}
+        lacking = [a for a in attributes if a not in ones]
+        if lacking:
+            raise SpecError(
+                f"privacy.selection measures the 1-way marginal of every attribute, but Φ lacks {lacking}",
+                where,
+                "list every modelled attribute as a 1-way marginal (phi.all_kway with k: 1)",
+            )
+
     for key in spec.privacy.weights:
         names = [s.strip() for s in key.split(",")]
         if any(n not in order for n in names) or canon(names) not in seen:
@@ -319,7 +364,12 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             f"choose one of {attributes}",
         )
 
-    model_cells = generator(spec.generator.name).model_cells(attributes, cliques, schema.domain(attributes))
+    plugin, gen = generator(spec.generator.name), spec.generator
+    model_cells = plugin.model_cells(attributes, cliques, schema.domain(attributes))
+    if model_cells > spec.limits.max_model_cells and plugin.approximate and gen.inference != "exact":
+        # dense Φ: approximate inference holds only Φ's own tables (and a sampled model within the limit)
+        gen = gen.model_copy(update={"inference": "approximate"})
+        model_cells = max(schema.cells(c) for c in cliques)
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(
             f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
@@ -338,7 +388,7 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         attributes=attributes,
         cliques=sorted(cliques, key=lambda c: [order[a] for a in c]),
         privacy=spec.privacy,
-        generator=spec.generator,
+        generator=gen,
         rows=spec.rows,
         seed=spec.seed,
         limits=spec.limits,

@@ -35,4 +35,5 @@ PGM = GeneratorPlugin(
     version=lambda: f"mbi {version('mbi')}",
     fit=fit_pgm,
     model_cells=largest_clique_cells,
+    approximate=True,
 )

@@ -1,5 +1,13 @@
 """Private-PGM (mbi 2.x): the maximum-entropy graphical model consistent with the noisy marginals.
 
+Exact inference runs on the junction tree of Φ. When that tree is larger than the domain limit (a dense Φ: all
+pairs of 17 census attributes triangulate into a 10^12-cell clique), the agreement says ``inference: approximate``
+(:func:`sdgov.spec.resolve`) and :func:`fit_pgm` uses mbi's approximate inference instead of refusing: mirror
+descent over the region graph of Φ with convex generalized belief propagation (``ApproxMirrorDescent``) estimates
+consistent pseudo-marginals for *every* agreed marginal from all of them at once. Region graphs cannot be sampled,
+so the sampled model is then the maximum-entropy model, fitted exactly, of the strongest of those denoised
+marginals (by mutual information) whose junction tree stays within ``SAMPLING_CELLS``; the card lists which.
+
 Importing this module loads JAX; :mod:`sdgov.generators.pgm` (the registered plugin) imports it only when a PGM
 is fitted or sized, so that reading a spec does not pay for JAX.
 """
@@ -11,7 +19,8 @@ from typing import TYPE_CHECKING
 # isort: off
 import sdgov.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
 import mbi
-from mbi import junction_tree, marginal_oracles
+from mbi import junction_tree, marginal_loss, marginal_oracles
+from mbi.approximate_oracles import ApproxMirrorDescent
 from mbi.estimation import MirrorDescent
 
 # isort: on
@@ -36,6 +45,9 @@ def largest_clique_cells(attributes: list[str], cliques: list[Clique], sizes: di
     return max(int(np.prod([domain[a] for a in node], dtype=np.float64)) for node in jtree.nodes)
 
 
+SAMPLING_CELLS = 100_000  # the approximate path's sampled model: largest junction-tree clique it may hold
+
+
 def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
     domain = _domain(mset.attributes, mset.domain)
     measurements = [
@@ -43,6 +55,9 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
         for m in mset.measurements
     ]
     total = max(mset.noisy_total(), 1.0)
+    info: dict[str, object] = {"inference": "exact (junction tree)"}
+    if params.inference == "approximate":
+        measurements, info = _approximate(domain, measurements, total, params.iterations)
     model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations)
 
     cliques = [tuple(c) for c in model.cliques]
@@ -65,9 +80,72 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
         order=order,
         total=total,
         fit_info={
+            **info,
             "estimator": "mbi MirrorDescent",
             "iterations": params.iterations,
             "fitted_marginals": [list(c) for c in model.cliques],
             "junction_tree_cliques": [list(c) for c in node_cliques],
         },
     )
+
+
+def _approximate(
+    domain: mbi.Domain, measurements: list[mbi.LinearMeasurement], total: float, iters: int
+) -> tuple[list[mbi.LinearMeasurement], dict[str, object]]:
+    """Pseudo-marginals of every agreed marginal by approximate inference; the sub-Φ the sampled model keeps."""
+    loss = marginal_loss.from_linear_measurements(measurements, domain)
+    stepsize = 2.0 / (loss.lipschitz * total)
+    mu = ApproxMirrorDescent(stepsize=stepsize).estimate(domain, loss, known_total=total, iters=iters)
+    tables = {}
+    for m in measurements:
+        t = np.clip(np.asarray(mu.project(m.clique).datavector(flatten=False), dtype=np.float64), 0, None)
+        tables[m.clique] = t / t.sum() if t.sum() > 0 else np.full(t.shape, 1.0 / t.size)
+    kept: list[tuple[str, ...]] = []
+    for clique in sorted(tables, key=lambda c: -_mutual_information(tables[c])):
+        trial = kept + [clique]
+        if len(clique) == 1 or _largest(domain, trial) <= SAMPLING_CELLS:
+            kept = trial
+    kept_set = set(kept)
+    ones = {a for c in kept for a in c}
+    kept += [(a,) for a in domain.attributes if a not in ones]
+    denoised = [
+        mbi.LinearMeasurement(
+            total * (tables[c] if c in tables else _one_way(tables, c[0], domain)).ravel(), c, stddev=1.0
+        )
+        for c in kept
+    ]
+    info: dict[str, object] = {
+        "inference": "approximate (mbi ApproxMirrorDescent: convex generalized belief propagation on the region "
+        "graph of Φ)",
+        "approximate_iterations": iters,
+        "sampled_marginals": [list(c) for c in kept if c in kept_set],
+        "not_in_sampled_model": [list(c) for c in tables if c not in kept_set],
+        "sampling_cells_limit": SAMPLING_CELLS,
+    }
+    return denoised, info
+
+
+def _largest(domain: mbi.Domain, cliques: list[tuple[str, ...]]) -> int:
+    jtree, _ = junction_tree.make_junction_tree(domain, cliques)
+    return max(int(np.prod([domain[a] for a in node], dtype=np.float64)) for node in jtree.nodes)
+
+
+def _one_way(tables: dict[tuple[str, ...], np.ndarray], attr: str, domain: mbi.Domain) -> np.ndarray:
+    for clique, t in tables.items():
+        if attr in clique:
+            return t.sum(axis=tuple(i for i, a in enumerate(clique) if a != attr))
+    return np.full(domain[attr], 1.0 / domain[attr])
+
+
+def _mutual_information(p: np.ndarray) -> float:
+    """Total correlation of a probability table (0 for a 1-way): how much the marginal says beyond its 1-ways."""
+    if p.ndim < 2:
+        return 0.0
+    prod = np.ones_like(p)
+    for axis in range(p.ndim):
+        other = tuple(i for i in range(p.ndim) if i != axis)
+        shape = [1] * p.ndim
+        shape[axis] = p.shape[axis]
+        prod = prod * p.sum(axis=other).reshape(shape)
+    mask = p > 0
+    return float((p[mask] * np.log(p[mask] / prod[mask])).sum())

@@ -37,6 +37,7 @@ class GeneratorPlugin:
     version: Callable[[], str]
     fit: Fit
     model_cells: ModelCells
+    approximate: bool = False  # fits a Φ whose exact model exceeds the domain limit (``inference: approximate``)
 
     def implementation(self) -> str:
         """The card's line for this generator, e.g. 'mbi 2.0.1 (Private-PGM, mirror descent)'."""

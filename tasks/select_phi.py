@@ -1,0 +1,92 @@
+"""Stage 0 (optional) — private selection: the analyst's draft (Φ = 1-ways + ``privacy.selection``) becomes a
+Φ proposal for the stakeholders, and a proposed spec that goes through the normal agreement.
+
+The selection spends its declared share of the budget here, through the ledger and the draw-once store
+(:mod:`sdgov.selection_store`); the 1-ways it measured are reused by the release of the proposed spec.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from sdgov.artifacts import read_codes, write_agreement
+from sdgov.contracts import ArtifactRef
+from sdgov.controller import APPROVERS, controller_files
+from sdgov.hashing import write_json
+from sdgov.inputs import check_proposal
+from sdgov.policy import preflight
+from sdgov.registry import Registry
+from sdgov.selection import Proposal
+from sdgov.selection_store import check_draft, select_once
+from sdgov.tasks.common import stage
+
+VERSION = "1.0.0"
+
+
+def proposed_spec(draft_path: Path, pairs: list[list[str]]) -> dict[str, Any]:
+    """The draft with Φ = its 1-ways + the proposed pairs (everything else, the selection block included, kept:
+    the 1-ways' σ depends on it, and the release must find them at that σ to reuse them)."""
+    raw = yaml.safe_load(draft_path.read_text(encoding="utf-8"))
+    phi = raw["phi"]
+    ones = [list(m) for m in phi.get("marginals", [])]
+    for kw in phi.get("all_kway", []):
+        ones += [[a] for a in kw["attributes"]]
+    raw["phi"] = {"marginals": ones + [list(p) for p in pairs]}
+    return dict(raw)
+
+
+def write_proposed_spec(draft_path: Path, pairs: list[list[str]], out: Path) -> Path:
+    spec = proposed_spec(draft_path, pairs)
+    base = draft_path.parent.resolve()
+    if out.parent.resolve() != base:  # paths in a spec are relative to it: elsewhere, make them absolute
+        spec["schema"] = str((base / spec["schema"]).resolve())
+        spec["dataset"]["path"] = str((base / spec["dataset"]["path"]).resolve())
+    out.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return out
+
+
+@task(name="select_phi", version=VERSION, cache_policy=NO_CACHE)
+def select_phi(
+    spec_path: str, registry_root: str, run_id: str, proposer: str, data_path: str | None = None
+) -> tuple[Proposal, dict[str, Any]]:
+    """Select, log the proposal as the analyst's, and return it with a summary for the card and the reviewers."""
+    with stage("select_phi", VERSION) as rec:
+        checked = check_proposal(spec_path, registry_root, proposer, data_path)
+        ag, data = checked.loaded.agreement, checked.data
+        check_draft(ag, spec_path)
+        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)
+        files = write_agreement(registry_root, run_id, checked.loaded, data)
+        approvers = ArtifactRef.of("approvers", controller_files(Registry(registry_root))[APPROVERS])
+        agreed = files.agreed(approvers, [], rec.record())
+        registry = Registry(registry_root)
+        sel = select_once(registry, agreed, ag, checked.loaded.schema_, lambda: read_codes(files.codes))
+        out = files.run_dir / "phi_proposal.json"
+        summary = {
+            "draft_agreement_sha256": files.sha256,
+            "selection_statistic": sel.key,
+            "how": sel.how,
+            "one_ways": sel.one_ways.how,
+            "one_way_rho": sel.one_ways.budget["this_release_rho"],
+            "selection_rho": sel.proposal.budget.rho,
+            "proposal": sel.proposal.model_dump(mode="json"),
+        }
+        write_json(out, summary)
+        who = checked.proposer
+        registry.append(
+            "phi_selected",
+            who.name,
+            who.role,
+            agreement_sha256=files.sha256,
+            run_id=run_id,
+            decision="approve",
+            comment=f"private selection ({sel.proposal.method}): {len(sel.proposal.selected)} pair(s) proposed",
+            artifacts={"phi_proposal": ArtifactRef.of("phi_proposal", out).sha256},
+        )
+        rec.outputs = [ArtifactRef.of("phi_proposal", out)]
+        rec.params = {"selection_rho": sel.proposal.budget.rho, "how": sel.how}
+    return sel.proposal, summary

@@ -1,0 +1,246 @@
+"""Private selection (MST): the composed budget, the mechanism's choices, and the draw-once reuse of the 1-ways."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdgov import ledger
+from sdgov.errors import SpecError
+from sdgov.privacy import plan_privacy, rho_of_sigma
+from sdgov.registry import Registry
+from sdgov.selection import gumbel_scale, rho_of_gumbel, select_mst
+from sdgov.spec import PrivacySpec, SelectionSpec
+from tests.conftest import make_demo_inputs
+from tests.governance import controller_registry
+
+ATTRS = [f"a{i}" for i in range(8)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rho=st.floats(1e-3, 10),
+    share=st.floats(0.05, 0.95),
+    one_way=st.floats(0.05, 0.95),
+    n_ones=st.integers(2, 8),
+    n_pairs=st.integers(0, 20),
+)
+def test_the_composed_plan_spends_exactly_the_budget_and_fixes_the_one_ways_sigma(rho, share, one_way, n_ones, n_pairs):
+    """ρ(1-ways) + ρ(selection) + ρ(pairs) = the declared ρ (the pairs take what selection leaves), and the 1-ways'
+    σ does not depend on how many pairs end up in Φ — so the release finds them at the σ they were drawn at."""
+    p = PrivacySpec(rho=rho, selection=SelectionSpec(share=share, one_way=one_way))
+    ones = [(a,) for a in ATTRS[:n_ones]]
+    pairs = [(ATTRS[i % n_ones], f"b{i}") for i in range(n_pairs)]
+    draft, final = plan_privacy(p, ones, 1000), plan_privacy(p, ones + pairs, 1000)
+    assert final.selection_rho == pytest.approx(rho * share * (1 - one_way), rel=1e-12)
+    ones_rho = math.fsum(m.rho or 0 for m in final.marginals if len(m.clique) == 1)
+    assert ones_rho == pytest.approx(rho * share * one_way, rel=1e-9)
+    expected = rho if pairs else rho * share  # a draft with no pairs leaves the pairs' share unspent
+    assert final.rho == pytest.approx(expected, rel=1e-9) and final.rho <= rho * (1 + 1e-9)
+    assert {m.clique: m.sigma for m in draft.marginals} == {m.clique: m.sigma for m in final.marginals[:n_ones]}
+    assert final.epsilon is not None and final.rho == pytest.approx(
+        math.fsum(rho_of_sigma(m.sigma) for m in final.marginals) + final.selection_rho, rel=1e-9
+    )
+
+
+def test_without_selection_the_plan_is_unchanged():
+    p = PrivacySpec(rho=0.5)
+    plan = plan_privacy(p, [("a",), ("b", "c")], 100)
+    assert plan.selection_rho is None and plan.rho == pytest.approx(0.5)
+    assert "selection" not in p.model_dump(mode="json")  # the agreement hash of every existing spec is unchanged
+
+
+def test_a_selection_needs_a_rho_budget():
+    with pytest.raises(ValueError, match="spends a share of a budget"):
+        PrivacySpec(sigma=3.0, selection=SelectionSpec())
+
+
+@pytest.mark.parametrize("rho_round", [1e-4, 0.01, 0.3])
+def test_the_gumbel_scale_is_opendps_for_the_round_budget(rho_round):
+    scale = gumbel_scale(rho_round)
+    assert rho_of_gumbel(scale) <= rho_round * (1 + 1e-9)
+    assert rho_of_gumbel(scale * 0.99) > rho_round  # the smallest scale: no budget left on the table
+
+
+def _toy(n=20000, seed=0):
+    """x→y and z→w strongly dependent, the rest independent: MST's tree must contain x–y and z–w."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 3, n)
+    y = (x + (rng.random(n) < 0.1)) % 3
+    z = rng.integers(0, 4, n)
+    w = (z + rng.integers(0, 2, n)) % 4
+    v = rng.integers(0, 5, n)
+    cols = {"x": x, "y": y, "z": z, "w": w, "v": v}
+    sizes = {"x": 3, "y": 3, "z": 4, "w": 4, "v": 5}
+    ones = {a: np.bincount(c, minlength=sizes[a]).astype(float) for a, c in cols.items()}
+
+    def pair(a, b):
+        t = np.zeros((sizes[a], sizes[b]))
+        np.add.at(t, (cols[a], cols[b]), 1)
+        return t
+
+    return list(cols), sizes, ones, pair
+
+
+def test_mst_finds_the_dependent_pairs_and_respects_forced_excluded_and_cell_limits():
+    attrs, sizes, ones, pair = _toy()
+    spec = SelectionSpec(force=[["v", "x"]], exclude=[["x", "z"]])
+    p = select_mst(attrs, sizes, ones, pair, spec, rho=1.0, max_marginal_cells=16)
+    pairs = {frozenset(e.pair) for e in p.selected}
+    assert {frozenset("xy"), frozenset("zw"), frozenset("vx")} <= pairs
+    assert len(pairs) == len(attrs) - 1  # a spanning tree
+    assert frozenset("xz") not in pairs and ["x", "z"] in p.excluded
+    assert all(e.cells <= 16 for e in p.selected) and ["z", "v"] in p.over_cell_limit  # 20 cells
+    assert [e.how for e in p.selected if frozenset(e.pair) == frozenset("vx")] == ["forced"]
+    assert p.budget.rounds == 3 and p.budget.rho_mechanism + p.budget.rho_scores == pytest.approx(1.0)
+    assert all(c.noisy_score is not None for c in p.near_threshold) and len(p.near_threshold) <= 5
+
+
+def test_the_selection_refuses_unknown_or_contradictory_edges():
+    attrs, sizes, ones, pair = _toy()
+    with pytest.raises(SpecError, match="not modelled attributes"):
+        select_mst(attrs, sizes, ones, pair, SelectionSpec(force=[["x", "nope"]]), 1.0, 10**6)
+    with pytest.raises(SpecError, match="forces and excludes the same pair"):
+        select_mst(attrs, sizes, ones, pair, SelectionSpec(force=[["x", "y"]], exclude=[["y", "x"]]), 1.0, 10**6)
+
+
+def test_at_tiny_budget_the_choice_is_noisy_at_a_calibrated_rate():
+    """With ρ → 0 the mechanism is nearly uniform: over many draws the strongest pair is not always first
+    (a selection that ignored its noise would always pick it)."""
+    attrs, sizes, ones, pair = _toy(n=2000)
+    firsts = [
+        frozenset(select_mst(attrs, sizes, ones, pair, SelectionSpec(scores=0), 1e-9, 10**6).selected[0].pair)
+        for _ in range(60)
+    ]
+    assert len(set(firsts)) > 3
+
+
+def _draft(tmp_path: Path) -> Path:
+    spec = make_demo_inputs(tmp_path / "inputs", rows=3000)
+    raw = yaml.safe_load(spec.read_text())
+    raw.pop("approvals", None)
+    raw["phi"] = {"all_kway": [{"k": 1, "attributes": ["Region", "Sex", "Age", "Education", "Health"]}]}
+    raw["privacy"] = {"epsilon": 1.0, "selection": {"share": 0.5, "force": [["Age", "Health"]]}}
+    raw["generator"] = {"name": "pgm", "iterations": 50}
+    draft = tmp_path / "inputs" / "draft.yaml"
+    draft.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return draft
+
+
+def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path):
+    """sdgov propose --select mst (task code): the 1-ways drawn by selection are *reused* by the release of the
+    proposed spec, the ledger holds ρ(1-ways) + ρ(selection) + ρ(pairs) = the agreed ρ, and proposing the same
+    draft again reads the logged proposal back (no second selection, no second spend)."""
+    from sdgov.tasks.agree_phi import agree_phi
+    from sdgov.tasks.measure import measure
+    from sdgov.tasks.select_phi import select_phi, write_proposed_spec
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+    proposal, summary = select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst")
+    assert summary["how"] == "drawn" and set(summary["one_ways"].values()) == {"drawn"}
+    assert len(proposal.selected) == 4 and proposal.selected[0].how == "forced"
+    again, summary2 = select_phi.fn(str(draft), str(root), "sel2", "Ada Analyst")
+    assert summary2["how"] == "reused" and set(summary2["one_ways"].values()) == {"reused"}
+    assert again.pairs == proposal.pairs
+
+    proposed = write_proposed_spec(draft, proposal.pairs, draft.with_name("proposed.yaml"))
+    spec = yaml.safe_load(proposed.read_text())
+    spec["approvals"] = "approvals.yaml"
+    proposed.write_text(yaml.safe_dump(spec, sort_keys=False))
+    agreed = agree_phi.fn(str(proposed), str(root), "rel1")
+    measured = measure.fn(agreed, str(root))
+    budget = json.loads(Path(measured.budget.path).read_text())
+    hows = {tuple(s["attributes"]): s["how"] for s in budget["statistics"]}
+    assert all(h == "reused" for c, h in hows.items() if len(c) == 1)
+    assert all(h == "drawn" for c, h in hows.items() if len(c) == 2)
+    plan = json.loads((Path(agreed.run_dir) / "privacy_plan.json").read_text())
+    acct = ledger.account(Registry(root), agreed.data.name, agreed.data.fingerprint)
+    assert acct.spent_rho == pytest.approx(plan["rho"], rel=1e-9)  # ρ(1-ways) + ρ(selection) + ρ(pairs), once
+    assert plan["selection_rho"] == pytest.approx(proposal.budget.rho)
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from sdgov.flows.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, capsys):
+    from sdgov.spec import load_spec
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+    out = tmp_path / "elsewhere" / "proposed.yaml"
+    out.parent.mkdir()
+    code, stdout, err = _cli(
+        capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root", str(root),
+        "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "forced   Age × Health" in stdout and "proposed spec:" in stdout
+    ag = load_spec(out).agreement  # paths made absolute: it resolves from another directory
+    assert sum(len(c) == 1 for c in ag.cliques) == 5 and sum(len(c) == 2 for c in ag.cliques) == 4
+    assert ("Age", "Health") in ag.cliques
+    events = [e.event for e in Registry(root).events()]
+    assert events.count("budget_spent") == 2 and events[-1] == "phi_selected"  # 1-ways, then the selection
+
+
+def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, capsys):
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+    raw = yaml.safe_load(draft.read_text())
+    raw["phi"]["marginals"] = [["Age", "Sex"]]
+    draft.write_text(yaml.safe_dump(raw, sort_keys=False))
+    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root",
+                        str(root))  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and "lists only 1-way marginals" in err
+    assert "budget_spent" not in [e.event for e in Registry(root).events()]
+
+
+def test_the_card_states_the_selection_budget():
+    from sdgov.card import privacy_statement
+
+    p = PrivacySpec(rho=0.03, selection=SelectionSpec(share=0.5, one_way=0.5))
+    plan = plan_privacy(p, [("a",), ("b",), ("a", "b")], 1000)
+    text = privacy_statement(plan)
+    assert f"ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to the exponential mechanism" in text
+    assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], 1000))
+
+
+def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(tmp_path, monkeypatch):
+    """Crash after the proposal was persisted but before it was logged: the re-run adopts that proposal under the
+    earlier reservation — a second selection would be a second noisy look at the same scores."""
+    import sdgov.selection_store as store
+    from sdgov.tasks.select_phi import select_phi
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+
+    def die(*args, **kwargs):
+        raise SystemExit("killed after persisting the proposal")
+
+    with monkeypatch.context() as m:
+        m.setattr(store, "_log", die)
+        with pytest.raises(SystemExit):
+            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst")
+    before = [json.loads(p.read_text()) for p in (root / "measurements").glob("*.json")]
+    before = [d for d in before if d.get("method") == "mst"]  # the proposal, beside the 1-way statistics
+    assert len(before) == 1
+    proposal, summary = select_phi.fn(str(draft), str(root), "sel2", "Ada Analyst")
+    assert summary["how"] == "adopted" and proposal.model_dump(mode="json") == before[0]
+    assert [e.event for e in Registry(root).events()].count("budget_spent") == 2  # 1-ways once, selection once
