@@ -15,6 +15,21 @@ from sdgov.privacy import PrivacyPlan
 from sdgov.spec import Agreement
 
 
+def overall_verdict(audit: AuditReport) -> str:
+    """One verdict from every check: ``fail``, ``pass with N warning(s)`` or ``pass``.
+
+    HOOK: issue 14 item 3 (one overall verdict computed by one rule) replaces this with the card's own rule."""
+    if audit.verdict != "pass":
+        return "fail"
+    warned = [c for c in audit.checks if not c.passed]
+    return f"pass with {len(warned)} warning{'s' if len(warned) != 1 else ''}" if warned else "pass"
+
+
+def hash_lines(sha256: str) -> str:
+    """A 64-hex-digit hash as four groups of 16 (a line that wraps in the Prefect form instead of being cut off)."""
+    return " ".join(f"`{sha256[i : i + 16]}`" for i in range(0, len(sha256), 16))
+
+
 def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
     if plan.noise == "none":
         lines = ["- **Privacy: NO NOISE** — the statistics are declared public; no DP guarantee."]
