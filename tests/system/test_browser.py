@@ -146,7 +146,7 @@ def _decide_in_browser(
             _login(page, url)
             if artifact_id:  # the approver reads the draft card on the run before deciding
                 page.goto(f"{url}/runs/flow-run/{run_id}")
-                page.get_by_role("tab", name="Artifacts").click()
+                page.locator("li.p-tab", has_text="Artifacts").click()  # the run page's Artifacts tab
                 sync_api.expect(page.get_by_text("draft-card").first).to_be_visible(timeout=30_000)
                 page.goto(f"{url}/artifacts/artifact/{artifact_id}")
                 for needle in artifact_expect:  # wait for the Markdown to render, then read it
