@@ -164,6 +164,9 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     ):
         assert needle in desc, needle
     assert rel["summary"]["verdict"] == "pass" and Path(rel["summary"]["draft_card"]).is_file()
+    code, out, _ = cli("runs")  # the full hash, the verdict and the draft card, not a shortened hash
+    assert code == 0 and f"release hash: {rel['sha256']}" in out and "overall verdict: pass" in out, out
+    assert rel["summary"]["draft_card"] in out
     code, _, err = cli("approve", rid, "--as", "Cora Compliance", "--key", str(keys["Cora Compliance"]))
     assert code == 2 and "needs role 'controller'" in err
     carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
