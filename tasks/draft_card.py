@@ -8,8 +8,11 @@ hash is added by :func:`summary_artifact` once the candidate (whose hash covers 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.audits.protocol import AuditReport
@@ -21,6 +24,8 @@ from sdgov.summaries import overall_verdict
 from sdgov.tasks.common import logger, stage
 
 VERSION = "1.0.0"
+RUNS_URL = "SDGOV_RUNS_URL"
+"""Where the registry's ``runs/`` folder is served over HTTP, if it is: the draft's HTML files get link artifacts."""
 
 
 @task(name="draft_card", version=VERSION, cache_policy=NO_CACHE)
@@ -76,6 +81,16 @@ def _card_artifacts(drafted: Drafted) -> None:
             key="evidence-report",
             description="Controller-only evidence report (not part of the release)",
         )
+    base = os.environ.get(RUNS_URL, "").rstrip("/")
+    if base:  # the registry's runs/ folder is served (e.g. behind the same proxy as the UI): link the HTML files
+        for key, ref, text in (
+            ("draft-card-html", drafted.card_html, "Draft generator card (HTML)"),
+            ("evidence-report-html", drafted.evidence_report, "Evidence report (controller only, HTML)"),
+        ):
+            if ref is not None:
+                run_dir = Path(ref.path).parent.parent
+                link = f"{base}/{run_dir.name}/{Path(ref.path).relative_to(run_dir).as_posix()}"
+                create_link_artifact(link=link, link_text=text, key=key, description=text)
     logger().info("draft card of release %s: %s", drafted.release_id, drafted.card_html.path)
 
 

@@ -87,3 +87,56 @@ def test_the_draft_card_is_shown_on_the_flow_run_as_artifacts(released):
     table = by_key["release-candidate"].data
     table = json.loads(table) if isinstance(table, str) else table
     assert card["signoffs"][-1]["subject_sha256"] in json.dumps(table)
+
+
+def test_link_artifacts_to_the_html_files_when_the_runs_folder_is_served(tmp_path, monkeypatch):
+    from uuid import UUID
+
+    from prefect import flow, get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from sdgov.contracts import ArtifactRef, StageRecord
+    from sdgov.drafting import Drafted
+    from sdgov.tasks.draft_card import RUNS_URL, _card_artifacts
+
+    draft = tmp_path / "runs" / "0a1b2c" / "draft"
+    draft.mkdir(parents=True)
+    for name in ("card.html", "card.md", "card.json", "evidence_report.html"):
+        (draft / name).write_text(f"# {name}\n")
+    ref = {name: ArtifactRef.of(name, draft / name) for name in ("card.html", "card.md", "card.json")}
+    drafted = Drafted(
+        release_id="demo-x",
+        created="2026-01-01T00:00:00Z",
+        card_html=ref["card.html"],
+        card_md=ref["card.md"],
+        card_json=ref["card.json"],
+        evidence_report=ArtifactRef.of("evidence", draft / "evidence_report.html"),
+        record=StageRecord(stage="draft_card", task_version="1", started="", finished="", seconds=0, inputs=[],
+                           outputs=[]),
+    )  # fmt: skip
+
+    @flow
+    def show(served: bool) -> str:
+        from prefect.runtime import flow_run
+
+        with monkeypatch.context() as m:
+            if served:
+                m.setenv(RUNS_URL, "https://sdgov.example/runs/")
+            else:
+                m.delenv(RUNS_URL, raising=False)
+            _card_artifacts(drafted)
+        return str(flow_run.id)
+
+    def links(run_id: str) -> dict[str, str]:
+        with get_client(sync_client=True) as c:
+            arts = c.read_artifacts(
+                artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)]))
+            )
+        return {a.key: str(a.data) for a in arts if a.key.endswith("-html")}  # Prefect stores a link as Markdown
+
+    assert links(show(served=False)) == {}  # nothing served: no link that would lead nowhere
+    served = links(show(served=True))
+    assert (
+        served["draft-card-html"] == "[Draft generator card (HTML)](https://sdgov.example/runs/0a1b2c/draft/card.html)"
+    )
+    assert "(https://sdgov.example/runs/0a1b2c/draft/evidence_report.html)" in served["evidence-report-html"]
