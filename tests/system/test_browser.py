@@ -1,9 +1,10 @@
 """Browser test: headless Chromium opens the Prefect UI, logs in (basic auth), resumes a paused run through the form.
 
 Runs the documented deployment for real: ``sdgov server start --auth`` (own server: the session test server does
-not serve the UI), ``sdgov propose`` as the analyst in a second process; the controller works in the browser. At the release he
-opens the run's Artifacts tab and reads the draft card, sees the full candidate hash in the form and approves by
-typing its first 8 characters; the published card must be that draft, byte for byte, plus the sign-off section.
+not serve the UI), ``sdgov propose`` as the analyst in a second process; the controller works in the browser.
+At the release he opens the run's Artifacts tab and reads the draft card, sees the full candidate hash in the form
+and approves by typing its first 8 characters; the published card must be that draft, byte for byte, plus the
+sign-off section.
 Skipped where Chromium or Playwright is missing (scripts/setup.sh installs both when it can).
 """
 

@@ -74,19 +74,24 @@ def test_the_candidate_hash_covers_the_draft_and_the_evidence_report_is_not_publ
 
 
 def test_the_draft_card_is_shown_on_the_flow_run_as_artifacts(released):
+    from uuid import UUID
+
     from prefect import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     card = json.loads(Path(released["result"].card_json).read_text())
+    draft_html = Path(_draft_outputs(card)["draft_card_html"]["path"])
+    flow_run_id = UUID(draft_html.parent.parent.name)  # the run directory is named for the flow run
     with get_client(sync_client=True) as c:
-        arts = c.read_artifacts(
-            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["draft-card", "release-candidate"]))
-        )
-    by_key = {a.key: a for a in arts if card["release_id"] in (a.description or "") or a.type == "table"}
+        arts = c.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+    by_key = {a.key: a for a in arts}
     assert by_key["draft-card"].type == "markdown" and card["title"] in by_key["draft-card"].data
+    assert draft_html.with_name("card.md").read_text() in by_key["draft-card"].data  # the whole draft
+    assert by_key["evidence-report"].type == "markdown"
     table = by_key["release-candidate"].data
     table = json.loads(table) if isinstance(table, str) else table
     assert card["signoffs"][-1]["subject_sha256"] in json.dumps(table)
+    assert {"draft-card-html", "evidence-report-html"}.isdisjoint(by_key)  # no served runs folder: no links
 
 
 def test_link_artifacts_to_the_html_files_when_the_runs_folder_is_served(tmp_path, monkeypatch):
