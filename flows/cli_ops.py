@@ -4,7 +4,8 @@
     sdgov propose --spec FILE --as ANALYST [--root DIR] [--timeout S]     (runs and pauses)
     sdgov runs [--json]                                        paused runs and whom they await
     sdgov sign RUN_ID --as NAME --key KEY [--reject]           the signed statement to paste into the UI form
-    sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S]   sign and resume
+    sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S] [--yes --hash PREFIX]
+                                                               show Φ, ε/δ, verdict, hash, draft card; sign, resume
     sdgov keygen --out KEY.pem                                 Ed25519 key; prints the public_key line
     sdgov approvers commit --as CONTROLLER --key KEY [--root DIR]   sign the controller files' new hashes into the log
     sdgov approvals sign FILE --as NAME --key KEY [--root DIR]      sign a standing approval (demo, scheduled runs)
@@ -67,8 +68,13 @@ def cmd_server(args: argparse.Namespace) -> int:
     if args.print_env:
         _emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
         return 0
+    read, write = os.pipe()  # the server's lifeline (sdgov.lifeline): it stops when this process dies, kill -9 too
     cmd = [
-        str(Path(sys.executable).with_name("prefect")),
+        sys.executable,
+        "-m",
+        "sdgov.lifeline",
+        str(read),
+        "prefect",
         "server",
         "start",
         "--host",
@@ -82,7 +88,33 @@ def cmd_server(args: argparse.Namespace) -> int:
         + " ".join(f"{k}={'***' if 'AUTH' in k else v}" for k, v in client_env.items()),
         file=sys.stderr,
     )
-    return subprocess.call(cmd, env={**os.environ, **env})
+    if auth:
+        print(
+            f"  the UI asks for the password at http://127.0.0.1:{args.port}/login (once per browser); a link "
+            "into the UI opened before that answers 'Authentication failed' — log in, then open it again",
+            file=sys.stderr,
+        )
+    try:
+        proc = subprocess.Popen(cmd, env={**os.environ, **env}, pass_fds=(read,))
+    finally:
+        os.close(read)
+    return _wait_forwarding_signals(proc)
+
+
+def _wait_forwarding_signals(proc: subprocess.Popen) -> int:
+    """Wait for the server; SIGTERM or SIGHUP to ``sdgov server start`` stops it too (its child is not left behind)."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        proc.send_signal(signal.SIGTERM)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # Ctrl-C: the terminal sent SIGINT to the server too; let it finish stopping
+            proc.send_signal(signal.SIGTERM)
 
 
 # ------------------------------------------------------------------------------------------------ propose
@@ -176,10 +208,9 @@ def _pending(client, fr) -> dict[str, Any] | None:
 
 
 def _ui_url(run_id: Any) -> str:
-    from prefect.settings import PREFECT_UI_URL
+    from sdgov.flows.governed import ui_link
 
-    base = PREFECT_UI_URL.value() or ""
-    return f"{base}/runs/flow-run/{run_id}" if base else ""
+    return ui_link(run_id)
 
 
 def paused_runs() -> list[dict[str, Any]]:
@@ -211,6 +242,7 @@ def paused_runs() -> list[dict[str, Any]]:
                     "note": p.get("note", ""),
                     "deadline": p.get("deadline", ""),
                     "registry": p.get("registry", ""),
+                    "summary": p.get("summary") or {},
                     "ui": _ui_url(fr.id),
                 }
             )
@@ -220,8 +252,11 @@ def paused_runs() -> list[dict[str, Any]]:
 def cmd_runs(args: argparse.Namespace) -> int:
     runs = paused_runs()
     lines = [
-        f"{r['run_id']}  {r['name']}: {r['subject']} {r['sha256'][:12]}… awaits a {r['awaiting_role']} "
+        f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
         f"({', '.join(r['eligible']) or 'nobody eligible!'}; not {r['proposer']}) until {r['deadline']}"
+        f"\n    {r['subject']} hash: {r['sha256']}"
+        + (f"\n    overall verdict: {r['summary']['verdict']}" if r["summary"].get("verdict") else "")
+        + (f"\n    draft card: {r['summary']['draft_card']}" if r["summary"].get("draft_card") else "")
         + (f"\n    {r['note']}" if r["note"] else "")
         + (f"\n    {r['ui']}" if r["ui"] else "")
         for r in runs
@@ -310,15 +345,71 @@ def cmd_sign(args: argparse.Namespace) -> int:
     return 0
 
 
+def approval_summary(p: dict[str, Any]) -> str:
+    """What ``sdgov approve`` shows before asking for the hash: Φ, ε/δ, the verdict, the full hash, the draft card."""
+    s = p.get("summary") or {}
+    eps = "no noise (no DP guarantee)" if s.get("phi") and s.get("epsilon") is None else None
+    lines = [f"sdgov: run {p['run_id']} awaits a decision on the {p['subject']} proposed by {p.get('proposer', '?')}"]
+    if s.get("phi"):
+        lines.append("  Φ: " + "; ".join(s["phi"]))
+        lines.append("  privacy: " + (eps or f"ε = {s['epsilon']:.4g}, δ = {s['delta']:.3g}"))
+    if s.get("verdict"):
+        lines.append(f"  overall verdict: {s['verdict']}")
+    lines.append(f"  {p['subject']} hash: {p['sha256']}")
+    if s.get("draft_card"):
+        lines.append(f"  draft card (published as is, plus the sign-offs): {s['draft_card']}")
+        lines.append(f"    Markdown: {s.get('draft_card_md', '')}")
+    if s.get("evidence_report"):
+        lines.append(f"  evidence report (controller only): {s['evidence_report']}")
+    return "\n".join(lines)
+
+
+def _confirmation(args: argparse.Namespace, p: dict[str, Any]) -> str:
+    """Show the summary, then take the first 8 characters of the hash, typed by the approver (``--yes --hash
+    PREFIX`` in scripts); a missing or wrong prefix is one line and nothing is sent."""
+    from sdgov.flows.governed import CONFIRM_CHARS
+
+    if args.yes and not args.hash:
+        raise SdgovError(
+            "--yes needs --hash PREFIX", "--hash", f"pass the first {CONFIRM_CHARS} characters of the hash"
+        )
+    if not args.hash and not sys.stdin.isatty():
+        raise SdgovError(
+            f"approving needs the first {CONFIRM_CHARS} characters of the {p['subject']} hash {p['sha256']}",
+            args.run_id,
+            "run it at a terminal and type them when asked, or pass --yes --hash PREFIX",
+        )
+    print(approval_summary(p), file=sys.stderr)
+    if args.hash:
+        typed = args.hash
+    else:
+        print(
+            f"Type the first {CONFIRM_CHARS} characters of the {p['subject']} hash to approve: ",
+            end="",
+            file=sys.stderr,
+        )
+        sys.stderr.flush()
+        typed = sys.stdin.readline()
+    typed = typed.strip().lower()
+    if typed != p["sha256"][:CONFIRM_CHARS]:
+        raise SdgovError(
+            f"{typed[:16]!r} is not the first {CONFIRM_CHARS} characters of the {p['subject']} hash",
+            args.run_id,
+            "read the hash above and type its first 8 characters; nothing was sent",
+        )
+    return typed
+
+
 def cmd_approve(args: argparse.Namespace) -> int:
     from prefect import get_client
 
     run_id, fr, p, decision, sig = _sign_paused(args)
+    confirm = _confirmation(args, p) if decision == "approve" else ""
+    run_input = {"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig}
+    if p["subject"] == "release":
+        run_input["confirm_hash"] = confirm  # the release form's field (required, checked by the flow)
     with get_client(sync_client=True) as c:
-        res = c.resume_flow_run(
-            run_id,
-            run_input={"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig},
-        )
+        res = c.resume_flow_run(run_id, run_input=run_input)
         if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
             reason = getattr(res.details, "reason", "") or str(res.details)
             raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")
@@ -350,7 +441,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
         "signed": True,
         "state": outcome,
     }
-    _emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256'][:12]}… of run {run_id} ({outcome})")
+    _emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256']} of run {run_id} ({outcome})")
     return 0
 
 
@@ -478,6 +569,8 @@ def add_parser(add: Add) -> None:
         if fn is cmd_approve:
             a.add_argument("--comment", default="")
             a.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")
+            a.add_argument("--hash", help="the first 8 characters of the hash you approve (asked for when omitted)")
+            a.add_argument("--yes", action="store_true", help="do not ask: for scripts, with --hash PREFIX")
 
     k = add("keygen", cmd_keygen, "make an Ed25519 key pair: writes the private key, prints the public_key line")
     k.add_argument("--out", required=True, help="where to write the private key (PEM, mode 600)")

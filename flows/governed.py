@@ -1,11 +1,16 @@
 """The governed release flow: human decisions in the Prefect UI (or ``sdgov approve``), with separation of duties.
 
-    propose Φ ─► [controller approves Φ] ─► measure (ledger) ─► generate ─► audit ─► utility
+    propose Φ ─► [controller approves Φ] ─► measure (ledger) ─► generate ─► audit ─► utility ─► draft card
       ─► [controller signs off] ─► release
 
 ``approval="interactive"`` pauses at both brackets with ``pause_flow_run(wait_for_input=Decision)``: the form's
 description is the summary an approver needs (budget and ledger, audit verdicts, key utility numbers, evidence
-files). A decision counts only with a signed statement (the form's *Signature* field, from ``sdgov sign``, or
+files). Before the release pause the candidate stage has rendered the draft generator card — the card exactly as
+it will be published, less the sign-offs — and shown it as artifacts on the run; the release form
+(:class:`ReleaseDecision`) shows Φ, ε/δ, the overall verdict and the full candidate hash, and an approval counts
+only with the first 8 characters of that hash typed back (a wrong one is refused like a bad signature).
+
+A decision counts only with a signed statement (the form's *Signature* field, from ``sdgov sign``, or
 ``sdgov approve --key``) over this registry's id, this flow run, a nonce issued for this very pause, the subject,
 its hash and the decision, verified with the key the controller's approvers registry lists for the approver
 (:mod:`sdgov.approvers`, :mod:`sdgov.controller`). An unsigned, forged, replayed or wrongly-keyed resume — a raw
@@ -52,7 +57,7 @@ from sdgov.policy import preflight
 from sdgov.privacy import PrivacyPlan
 from sdgov.publishing import log_blocked
 from sdgov.registry import Registry
-from sdgov.summaries import agreement_md, budget_md, existing, release_md
+from sdgov.summaries import agreement_md, budget_md, existing, overall_verdict, release_md
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
@@ -71,6 +76,32 @@ class Decision(RunInput):
         title="Signature",
         description="paste the output of 'sdgov sign RUN_ID --as NAME --key KEY' (sdgov approve --key does it all)",
     )
+
+
+class ReleaseDecision(Decision):
+    """The release form: also the first 8 characters of the candidate hash, typed by the approver (required)."""
+
+    confirm_hash: str = Field(
+        title="Confirm hash",
+        description="type the first 8 characters of the release candidate hash shown above",
+    )
+
+
+CONFIRM_CHARS = 8
+
+
+def check_confirmation(subject: str, sha256: str, decision: Decision) -> None:
+    """A release is approved only with the first 8 characters of its candidate hash typed back (a rejection needs
+    none): the approver has the hash in front of them, not just a button."""
+    if subject != "release" or decision.decision != "approve":
+        return
+    typed = getattr(decision, "confirm_hash", "").strip().lower()
+    if typed != sha256[:CONFIRM_CHARS]:
+        raise ApprovalRefused(
+            f"the confirmation {typed[:16]!r} is not the first {CONFIRM_CHARS} characters of the candidate hash",
+            "confirm_hash",
+            "read the hash in the form and type its first 8 characters",
+        )
 
 
 class GovernedOutcome(BaseModel):
@@ -96,6 +127,18 @@ class _Stop(Exception):
         self.state = state
 
 
+def ui_link(flow_run_id: object) -> str:
+    """The run's page in the Prefect UI; with basic auth on, through ``/login?redirect=…`` (Prefect's own "View at"
+    link answers 'Authentication failed' in a browser that has not logged in yet)."""
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_UI_URL
+
+    base = PREFECT_UI_URL.value() or ""
+    if not base:
+        return ""
+    page = f"/runs/flow-run/{flow_run_id}"
+    return f"{base}/login?redirect={page}" if PREFECT_API_AUTH_STRING.value() else base + page
+
+
 def _used_nonces(registry: Registry) -> set[str]:
     return {e.artifacts["nonce"] for e in registry.events() if e.artifacts.get("nonce")}
 
@@ -111,6 +154,7 @@ def await_decision(
     description: str,
     deadline: float,
     poll_interval: int,
+    summary: dict | None = None,
 ) -> tuple[SignOff, dict]:
     """Pause until an eligible approver decides; refused attempts are logged and the run pauses again.
 
@@ -142,17 +186,20 @@ def await_decision(
                 "note": note,
                 "agreement_sha256": agreement_sha256,
                 "registry": str(registry.root),
+                "summary": summary or {},  # what `sdgov approve` prints before asking for the hash
                 "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
             },
         )
-        form = Decision.with_initial_data(description=description + (f"\n\n> **{note}**" if note else ""))
+        form_class = ReleaseDecision if subject == "release" else Decision
+        form = form_class.with_initial_data(description=description + (f"\n\n> **{note}**" if note else ""))
         remaining = int(deadline - time.monotonic())
         log.info(
-            "waiting for a data controller to decide on the %s %s… (eligible: %s; %ds left)",
+            "waiting for a data controller to decide on the %s %s (eligible: %s; %ds left)%s",
             subject,
-            sha256[:12],
+            sha256,
             ", ".join(eligible) or "nobody — fix the approvers registry",
             remaining,
+            f"; decide at {link}" if (link := ui_link(flow_run_id)) else "",
         )
         try:
             if remaining <= 0:
@@ -179,6 +226,7 @@ def await_decision(
             approvers = controller_approvers(registry)  # as committed now: a change while paused must be signed
             if nonce in _used_nonces(registry):
                 raise ApprovalRefused("the nonce of this pause was already used", "log.jsonl", "sign again")
+            check_confirmation(subject, sha256, d)
             who, verified = check_decision(
                 approvers,
                 name=d.approver,
@@ -345,6 +393,11 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             subject="agreement",
             sha256=sha,
             description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.fingerprint),
+            summary={
+                "phi": [" × ".join(c) for c in agreement.cliques],
+                "epsilon": None if plan.noise == "none" else plan.epsilon,
+                "delta": None if plan.noise == "none" else plan.delta,
+            },
             **common,
         )
         signoffs.append(s)
@@ -395,21 +448,34 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
                 "synthetic data": evaluated.generated.synthetic.path,
             }
         )
-        evidence["generator card"] = (
-            f"{registry.root.resolve()}/releases/<release id>/card.html (written on approval, with this sign-off)"
-        )
+        evidence["draft generator card (published as is, plus the sign-offs)"] = evaluated.draft.card_html.path
+        if evaluated.draft.evidence_report is not None:
+            evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
+        plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+        summary = {
+            "phi": [" × ".join(c) for c in agreement.cliques],
+            "epsilon": None if plan.noise == "none" else plan.epsilon,
+            "delta": None if plan.noise == "none" else plan.delta,
+            "verdict": overall_verdict(report),
+            "draft_card": evaluated.draft.card_html.path,
+            "draft_card_md": evaluated.draft.card_md.path,
+            "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
+            "release_id": evaluated.draft.release_id,
+        }
         desc = release_md(
             agreement,
             candidate,
             proposer,
-            PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
+            plan,
             acct(),
             report,
             UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
             evidence,
             full,
         )
-        s, _ = await_decision(registry, subject="release", sha256=candidate, description=desc, **common)
+        s, _ = await_decision(
+            registry, subject="release", sha256=candidate, description=desc, summary=summary, **common
+        )
         signoffs.append(s)
     result = publish(agreed, evaluated, signoffs, registry_root)
     return GovernedOutcome(

@@ -1,4 +1,4 @@
-"""The release flow: agree Φ → measure → generate → audit → utility → sign-off → release.
+"""The release flow: agree Φ → measure → generate → audit → utility → draft card → sign-off → release.
 
 :func:`evaluate` (generate → audit → utility) and :func:`publish` are the spine it shares with the governed flow
 (flows/governed.py), which adds human decisions around them.
@@ -21,6 +21,7 @@ from sdgov.publishing import Candidate
 from sdgov.registry import Registry
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.audit import audit
+from sdgov.tasks.draft_card import draft_card, summary_artifact
 from sdgov.tasks.generate import generate
 from sdgov.tasks.measure import measure
 from sdgov.tasks.release import release
@@ -33,7 +34,10 @@ def new_run_id() -> str:
 
 
 def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
-    """generate → audit → utility: everything between the noisy marginals and the release decision."""
+    """generate → audit → utility → draft card: everything between the noisy marginals and the release decision.
+
+    The draft card is the card as it will be published, less the sign-offs: the approver reads it before deciding
+    and its hash is part of the candidate's."""
     agreement = load_agreement(agreed.agreement)
     generated = generate(
         GenerateInput(
@@ -46,7 +50,11 @@ def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
         )
     )
     audited = audit(agreed, measured, generated)
-    return Candidate(measured=measured, generated=generated, audited=audited, utility=utility_report(agreed, generated))
+    utility = utility_report(agreed, generated)
+    drafted = draft_card(agreed, measured, generated, audited, utility)
+    candidate = Candidate(measured=measured, generated=generated, audited=audited, utility=utility, draft=drafted)
+    summary_artifact(candidate)
+    return candidate
 
 
 def standing_release_signoff(

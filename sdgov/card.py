@@ -354,10 +354,20 @@ def _env() -> Environment:
     return env
 
 
-def render(card: Card) -> dict[str, str]:
-    """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``."""
+SIGNOFF_MARKER = "<!-- sdgov: sign-off section -->\n"
+"""Where the sign-off section starts in card.html and card.md: everything before it is the draft the approver read."""
+
+
+def render(card: Card, *, draft: bool = False) -> dict[str, str]:
+    """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``; ``draft=True``: a notice that sign-off is pending
+    after :data:`SIGNOFF_MARKER` instead of the sign-offs (see :func:`sign_draft`)."""
     env = _env()
-    ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility), "ledger_statement": ledger_statement(card.ledger)}
+    ctx = {
+        "c": card,
+        "draft": draft,
+        "plot_svg": tvd_plot_svg(card.utility),
+        "ledger_statement": ledger_statement(card.ledger),
+    }
     if card.utility_report:
         from sdgov.utility.plots import radar
 
@@ -367,3 +377,18 @@ def render(card: Card) -> dict[str, str]:
         "card.md": env.get_template("card.md.j2").render(**ctx),
         "card.json": card.model_dump_json(indent=2) + "\n",
     }
+
+
+def draft_part(text: str) -> str:
+    """The part of a rendered card.html / card.md before its sign-off section: what the approver signs off."""
+    return text[: text.index(SIGNOFF_MARKER)]
+
+
+def sign_draft(draft: dict[str, str], signed: Card) -> dict[str, str]:
+    """The published card: the draft's bytes up to the sign-off marker, then the signed card's sign-off section.
+
+    The common part is taken from the draft the approver read, never re-rendered, so nothing in it can differ."""
+    full = render(signed)
+    out = {name: draft_part(draft[name]) + full[name][full[name].index(SIGNOFF_MARKER) :] for name in draft}
+    out["card.json"] = full["card.json"]
+    return out

@@ -1,35 +1,21 @@
 """Publishing a release: the sign-off gate, the generator card built from the artifacts, the immutable copy.
 
 Runs only after a passing audit and a release sign-off bound to :attr:`Candidate.sha256` (the hash of exactly
-what is being released).
+what is being released, the draft card included). The card is not rebuilt here: the published card.html and
+card.md are the draft the approver read (:mod:`sdgov.drafting`), byte for byte, plus the sign-off section.
 """
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from pathlib import Path
 
-from sdgov.artifacts import load_agreement, read_measurements, read_schema
 from sdgov.atomic import atomic_write_text
-from sdgov.audits.protocol import AuditReport
-from sdgov.card import build_card, render
-from sdgov.contracts import (
-    Agreed,
-    ArtifactRef,
-    Audited,
-    Generated,
-    Measured,
-    ReleaseResult,
-    SignOff,
-    UtilityReported,
-    utcnow,
-)
+from sdgov.card import sign_draft
+from sdgov.contracts import Agreed, Audited, Generated, Measured, ReleaseResult, SignOff, UtilityReported
+from sdgov.drafting import Drafted, read_draft
 from sdgov.errors import SdgovError
-from sdgov.hashing import md5_file, sha256_json, write_json
-from sdgov.metrics import UtilitySummary
+from sdgov.hashing import sha256_json, write_json
 from sdgov.model import Frozen
-from sdgov.privacy import PrivacyPlan
 from sdgov.registry import Registry, log_head
 
 
@@ -40,10 +26,12 @@ class Candidate(Frozen):
     generated: Generated
     audited: Audited
     utility: UtilityReported
+    draft: Drafted  # the card as it will be published, less the sign-offs; and the controller's evidence report
 
     @property
     def sha256(self) -> str:
-        """What a release approver signs: the noisy statistics, the synthetic data and the evidence about them."""
+        """What a release approver signs: the noisy statistics, the synthetic data, the evidence about them and the
+        draft card."""
         utility = self.utility
         return sha256_json(
             {
@@ -54,12 +42,13 @@ class Candidate(Frozen):
                 "utility": utility.report.sha256,
                 **({"utility_report": utility.full_report.sha256} if utility.full_report else {}),
                 **{k: ref.sha256 for k, ref in self.audited.evidence.items()},
+                # the draft card the approver reads: what is published is these bytes plus the sign-offs
+                "draft_card_html": self.draft.card_html.sha256,
+                "draft_card_md": self.draft.card_md.sha256,
+                "draft_card_json": self.draft.card_json.sha256,
+                **({"evidence_report": self.draft.evidence_report.sha256} if self.draft.evidence_report else {}),
             }
         )
-
-
-def _section(ref: ArtifactRef) -> dict:
-    return json.loads(ref.verified().read_text())["section"]
 
 
 def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: str) -> None:
@@ -102,53 +91,27 @@ def _publish_locked(
     registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], task_version: str
 ) -> ReleaseResult:
     run_dir = Path(agreed.run_dir)
-    measured, generated, audited, utility = (
+    measured, generated, audited, utility, drafted = (
         candidate.measured,
         candidate.generated,
         candidate.audited,
         candidate.utility,
+        candidate.draft,
     )
-    agreement = load_agreement(agreed.agreement)
-    schema = read_schema(agreed.schema_file)
-    mset = read_measurements(measured.measurements)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    release_id = f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}"
-    model_info = json.loads(generated.model_info.verified().read_text())
-    card = build_card(
-        release_id=release_id,
-        created=utcnow(),
-        agreement=agreement,
-        agreement_sha256=agreed.agreement_sha256,
-        schema=schema,
-        mset=mset,
-        psi_sha256=measured.measurements.sha256,
-        plan=PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
-        model_info=model_info,
-        synthetic={
-            "rows": generated.rows,
-            "seed": generated.seed,
-            "chunk_rows": generated.chunk_rows,
-            "file": "synthetic.parquet",
-            "sha256": generated.synthetic.sha256,
-        },
-        utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
-        utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
-        audit_sections={name: _section(ref) for name, ref in audited.evidence.items()},
-        audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
-        signoffs=signoffs,
-        records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
-        ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
-        data_info={
-            "fingerprint": agreed.data.fingerprint,
-            "sha256": agreed.data.sha256,
-            "dvc_md5": agreed.data.dvc_md5,
-            "rows": agreed.data.rows,
-            "measurements_dvc_md5": md5_file(measured.measurements.verified()),
-        },
-        log_head=log_head(*registry.head(), registry.registry_id()),
+    draft, texts = read_draft(drafted)  # the very files the approver read, hash-checked
+    release_id = drafted.release_id
+    card = draft.model_copy(
+        update={
+            "signoffs": signoffs,
+            "provenance": {
+                **draft.provenance,
+                "stages": [*draft.provenance["stages"], drafted.record.model_dump()],
+                "log_head": log_head(*registry.head(), registry.registry_id()),
+            },
+        }
     )
     card_dir = run_dir / "card"
-    for name, text in render(card).items():
+    for name, text in sign_draft(texts, card).items():
         atomic_write_text(card_dir / name, text)
     write_json(
         run_dir / "provenance.json",

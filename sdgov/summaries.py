@@ -15,6 +15,21 @@ from sdgov.privacy import PrivacyPlan
 from sdgov.spec import Agreement
 
 
+def overall_verdict(audit: AuditReport) -> str:
+    """One verdict from every check: ``fail``, ``pass with N warning(s)`` or ``pass``.
+
+    HOOK: issue 14 item 3 (one overall verdict computed by one rule) replaces this with the card's own rule."""
+    if audit.verdict != "pass":
+        return "fail"
+    warned = [c for c in audit.checks if not c.passed]
+    return f"pass with {len(warned)} warning{'s' if len(warned) != 1 else ''}" if warned else "pass"
+
+
+def hash_lines(sha256: str) -> str:
+    """A 64-hex-digit hash as four groups of 16 (a line that wraps in the Prefect form instead of being cut off)."""
+    return " ".join(f"`{sha256[i : i + 16]}`" for i in range(0, len(sha256), 16))
+
+
 def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
     if plan.noise == "none":
         lines = ["- **Privacy: NO NOISE** — the statistics are declared public; no DP guarantee."]
@@ -55,7 +70,7 @@ def agreement_md(
             *_budget_lines(plan, acct),
             f"- **Generator:** {agreement.generator.name}, {agreement.rows or 'noisy total'} rows, public seed "
             f"{agreement.seed}",
-            f"- **Agreement hash (what you approve):** `{sha256}`",
+            f"- **Agreement hash (what you approve):** {hash_lines(sha256)}",
             "",
             "Decide as a **data controller** listed in the approvers registry; the proposer cannot decide. "
             "Rejecting ends the run: no noise is drawn, nothing is released.",
@@ -76,8 +91,11 @@ def release_md(
     utility_report: dict[str, Any] | None = None,
     note: str = "",
 ) -> str:
-    failed = [c for c in audit.checks if not c.passed]
-    verdict = "PASS" if audit.verdict == "pass" else "FAIL — the release is blocked whatever you decide"
+    """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
+    where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut."""
+    verdict = overall_verdict(audit)
+    if verdict == "fail":
+        verdict = "FAIL — the release is blocked whatever you decide"
     checks = [
         f"  - **{'pass' if c.passed else ('WARN' if c.severity == 'warn' else 'FAIL')}** — {c.name}: {c.detail}"
         for c in audit.checks
@@ -91,30 +109,41 @@ def release_md(
     if utility_report and utility_report.get("fitness"):
         fit = utility_report["fitness"]
         if isinstance(fit, dict):
-            parts = [
+            fit = fit.get("statement") or "; ".join(
                 f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
                 for k, v in fit.items()
-                if v
-            ]
-            fit = "; ".join(parts)[:600] or "none stated"
-        util.append(f"- **Fitness statement (utility report):** {fit}")
-    links = [f"  - {k}: `{v}`" for k, v in evidence.items()]
+                if v and k != "caveats"
+            )
+        util.append(f"- **Fitness statement (utility report):** {fit or 'none stated'}")
+    privacy = (
+        "**no noise** — the statistics are declared public; no DP guarantee"
+        if plan.noise == "none"
+        else f"ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g} (ρ = {plan.rho:.6g} zCDP)"
+    )
+    links = [f"  - {k}: {v}" for k, v in evidence.items()]
     return "\n".join(
         [
             f"## Sign off the release of `{agreement.spec_name}`?",
             "",
-            f"Proposed by **{proposer}**. Audit verdict: **{verdict}**"
-            + (f" ({len(failed)} check(s) not passed)" if failed else ""),
+            f"Proposed by **{proposer}**.",
+            "",
+            f"- **Overall verdict:** **{verdict.upper() if verdict == 'pass' else verdict}**",
+            f"- **Φ:** {'; '.join(' × '.join(c) for c in agreement.cliques)}",
+            f"- **Privacy:** {privacy}",
+            f"- **Release candidate hash (what you approve):** {hash_lines(candidate)}",
+            "- **To approve**, type the first 8 characters of this hash in the form's *Confirm hash* field.",
+            "- **Draft card:** the *Artifacts* tab of this run shows the generator card exactly as it will be "
+            "published (draft-card), the release summary (release-candidate) and the controller-only evidence "
+            "report (evidence-report). On approval the card is published unchanged, with your sign-off appended.",
+            "",
+            f"Audit verdict: **{'PASS' if audit.verdict == 'pass' else 'FAIL'}**",
             "",
             *checks,
             "",
             *_budget_lines(plan, acct),
             *util,
             f"- **Rows:** {utility.synthetic_rows:,} synthetic",
-            f"- **Release candidate hash (what you approve):** `{candidate}` "
-            "(noisy marginals + synthetic data + audit + "
-            "utility)",
-            "- **Evidence (files):**",
+            "- **Evidence (files on the server, controller side):**",
             *links,
             "",
             "Approving publishes an immutable release whose generator card lists this decision under *Sign-offs*. "

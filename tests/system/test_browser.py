@@ -2,6 +2,9 @@
 
 Runs the documented deployment for real: ``sdgov server start --auth`` (own server: the session test server does
 not serve the UI), ``sdgov propose`` as the analyst in a second process; the controller works in the browser.
+At the release he opens the run's Artifacts tab and reads the draft card, sees the full candidate hash in the form
+and approves by typing its first 8 characters; the published card must be that draft, byte for byte, plus the
+sign-off section.
 Skipped where Chromium or Playwright is missing (scripts/setup.sh installs both when it can).
 """
 
@@ -119,25 +122,44 @@ def _sign(env: dict[str, str], run_id: str, name: str, key: Path) -> str:
     return out.strip()
 
 
+def _login(page, url: str) -> None:
+    page.goto(f"{url}/login")
+    page.locator("input[type=password]").fill(AUTH)  # the server's basic auth, through the UI's login
+    page.get_by_role("button", name="Login").click()
+    page.wait_for_function("() => !location.pathname.startsWith('/login')")
+
+
 def _decide_in_browser(
-    url: str, run_id: str, name: str, decision: str, comment: str, expect: list[str], signature: str = ""
+    url: str,
+    run_id: str,
+    name: str,
+    decision: str,
+    comment: str,
+    expect: list[str],
+    signature: str = "",
+    confirm_hash: str | None = None,
+    artifact_id: str | None = None,
+    artifact_expect: tuple[str, ...] = (),
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1400})
-            page.goto(f"{url}/login")
-            page.locator("input[type=password]").fill(AUTH)  # the server's basic auth, through the UI's login
-            page.get_by_role("button", name="Login").click()
-            page.wait_for_function("() => !location.pathname.startsWith('/login')")
+            _login(page, url)
+            if artifact_id:  # the approver reads the draft card on the run before deciding
+                page.goto(f"{url}/runs/flow-run/{run_id}")
+                page.locator("li.p-tab", has_text="Artifacts").click()  # the run page's Artifacts tab
+                sync_api.expect(page.get_by_text("draft-card").first).to_be_visible(timeout=30_000)
+                page.goto(f"{url}/artifacts/artifact/{artifact_id}")
+                for needle in artifact_expect:  # wait for the Markdown to render, then read it
+                    sync_api.expect(page.locator("body")).to_contain_text(needle, timeout=30_000)
             page.goto(f"{url}/runs/flow-run/{run_id}")
             page.get_by_role("button", name="Resume").click()
             form = page.locator(".p-modal__card")
             form.locator(".schema-form-property").first.wait_for()  # the form is built from the run's input schema
-            text = form.inner_text()
-            for needle in expect:
-                assert needle in text, (needle, text[:3000])
+            for needle in expect:  # the description renders after the fields: wait for each text, never read early
+                sync_api.expect(form).to_contain_text(needle, timeout=30_000)
             fields = form.locator(".schema-form-property")
             fields.nth(0).locator("textarea").fill(name)
             fields.nth(1).locator("button.p-select-button__control").click()
@@ -145,10 +167,33 @@ def _decide_in_browser(
             page.get_by_role("option", name=decision, exact=True).click()
             fields.nth(2).locator("textarea").fill(comment)
             fields.nth(3).locator("textarea").fill(signature)
+            if confirm_hash is not None:
+                assert "Confirm hash" in fields.nth(4).inner_text()
+                fields.nth(4).locator("textarea").fill(confirm_hash)
             form.get_by_role("button", name="Submit").click()
             form.wait_for(state="detached")
         finally:
             browser.close()
+
+
+def _draft_artifact(env: dict[str, str], run_id: str) -> tuple[str, str]:
+    """The id and Markdown of the draft-card artifact on this flow run (through the API, as the UI reads it)."""
+    from uuid import UUID
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+    with (
+        temporary_settings(updates={PREFECT_API_URL: env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: AUTH}),
+        get_client(sync_client=True) as c,
+    ):
+        [art] = c.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=["draft-card"]), flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)])
+            )
+        )
+    return str(art.id), art.data
 
 
 def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
@@ -186,7 +231,8 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "Ada Analyst",
             "approve",
             "self-approval",
-            ["Approve the Φ agreement", "Privacy budget of this release", run["sha256"]],
+            ["Approve the Φ agreement", "Privacy budget of this release"]
+            + [run["sha256"][i : i + 16] for i in range(0, 64, 16)],
         )
         _wait(env, root, "agreement", 2, proc)
         # typing the controller's name without his signature: refused too (the UI cannot tell who typed it)
@@ -204,14 +250,25 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
         )
         rel = _wait(env, root, "release", 1, proc)
+        draft_html = Path(rel["summary"]["draft_card"]).read_bytes()
+        draft_md = Path(rel["summary"]["draft_card_md"]).read_bytes()
+        card_title = json.loads(Path(rel["summary"]["draft_card"]).with_name("card.json").read_text())["title"]
+        art_id, art_md = _draft_artifact(env, run["run_id"])
+        assert draft_md.decode() in art_md  # the artifact is the draft card, whole
+        sha = rel["sha256"]
         _decide_in_browser(
             url,
             run["run_id"],
             "Carl Controller",
             "approve",
             "released from the browser",
-            ["Audit verdict: PASS", "max TVD over Φ", "card.html", rel["sha256"]],
+            # the full hash, in four groups that wrap (the form's Markdown shows each as code)
+            ["Overall verdict: PASS", "Audit verdict: PASS", "max TVD over Φ", "draft/card.html"]
+            + [sha[i : i + 16] for i in range(0, 64, 16)],
             _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
+            confirm_hash=sha[:8],
+            artifact_id=art_id,
+            artifact_expect=("DRAFT generator card, awaiting sign-off", card_title, "What was not preserved"),
         )
         out, err = proc.communicate(timeout=240)
     finally:
@@ -230,4 +287,15 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
     assert ("approval_refused", "Ada Analyst") in events and ("approval_refused", "Carl Controller") in events
     assert events[-1] == ("released", "Carl Controller")
     assert json.loads(out)["verified"] is True
+    # what was published is the draft the approver read, byte for byte, plus the sign-off section
+    from sdgov.card import SIGNOFF_MARKER
+
+    marker = SIGNOFF_MARKER.encode()
+    for draft, published in (
+        (draft_html, Path(result["release"]["card_html"]).read_bytes()),
+        (draft_md, Path(result["release"]["card_md"]).read_bytes()),
+    ):
+        assert published.split(marker)[0] == draft.split(marker)[0]
+        assert b"released from the browser" in published.split(marker)[1]
+        assert sha.encode() in published.split(marker)[1]
     shutil.rmtree(tmp_path / "home", ignore_errors=True)

@@ -24,6 +24,7 @@ import sdgov.flows.schedule  # noqa: F401
 from sdgov.flows.cli import main
 from sdgov.keys import keygen
 from sdgov.registry import Registry
+from sdgov.summaries import hash_lines
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, write_approvers
 
@@ -154,20 +155,44 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
         )
     for needle in (
         "Audit verdict: **PASS**",
+        "**Overall verdict:** **PASS**",
         "Privacy budget of this release",
         "max TVD over Φ",
-        rel["sha256"],
-        "card.html",
+        hash_lines(rel["sha256"]),  # the full hash, in groups that wrap
+        "draft-card",
+        "draft/card.html",
     ):
         assert needle in desc, needle
+    assert rel["summary"]["verdict"] == "pass" and Path(rel["summary"]["draft_card"]).is_file()
+    code, out, _ = cli("runs")  # the full hash, the verdict and the draft card, not a shortened hash
+    assert code == 0 and f"release hash: {rel['sha256']}" in out and "overall verdict: pass" in out, out
+    assert rel["summary"]["draft_card"] in out
     code, _, err = cli("approve", rid, "--as", "Cora Compliance", "--key", str(keys["Cora Compliance"]))
     assert code == 2 and "needs role 'controller'" in err
+    carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
+    # sdgov approve asks for the first 8 characters of the candidate hash: none (no terminal), or wrong → not sent
+    code, _, err = cli("approve", rid, *carl)
+    assert code == 2 and "needs the first 8 characters" in err and rel["sha256"] in err, err
+    code, _, err = cli("approve", rid, *carl, "--yes", "--hash", "00000000")
+    assert code == 2 and "is not the first 8 characters" in err and rel["sha256"] in err, err  # summary shown
+    assert pause_state(rid).is_paused() and wait_paused(root, "release", thread=t)["attempt"] == 1
+    # the form's field, typed wrong (a signed statement, all else right): refused, logged, paused again
+    code, token, err = cli("sign", rid, *carl)
+    assert code == 0, err
+    assert (
+        raw_resume(
+            rid, approver="Carl Controller", decision="approve", signature=token.strip(), confirm_hash="deadbeef"
+        )
+        == "ACCEPT"
+    )
+    again = wait_paused(root, "release", attempt=2, thread=t)
+    assert "is not the first 8 characters of the candidate hash" in again["note"], again
     code, out, err = cli(
-        "approve", rid, "--as", "Carl Controller", "--key", str(keys["Carl Controller"]), "--comment", "ship it",
-        "--json",
-    )  # fmt: skip
+        "approve", rid, *carl, "--comment", "ship it", "--yes", "--hash", rel["sha256"][:8].upper(), "--json"
+    )
     assert code == 0, err
     assert json.loads(out)["decision"] == "approve" and json.loads(out)["signed"]
+    assert rel["sha256"] in err and "draft card" in err  # the summary sdgov approve printed
 
     t.join(240)
     assert not t.is_alive() and t.error is None, t.error
@@ -193,6 +218,7 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
         ("agreement_approved", "Carl Controller"),
         ("budget_spent", "sdgov"),
         ("measured", "sdgov"),
+        ("approval_refused", "Carl Controller"),
         ("release_approved", "Carl Controller"),
         ("released", "Carl Controller"),
     ], decisions(root)
@@ -201,7 +227,7 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     assert "is not signed" in refused[0].comment and "replayed or stale" in refused[1].comment
     approved = [e for e in events if e.event.endswith("_approved")]
     nonces = [e.artifacts["nonce"] for e in refused + approved]
-    assert len(set(nonces)) == len(nonces) == 4  # a fresh nonce for every pause
+    assert len(set(nonces)) == len(nonces) == 5  # a fresh nonce for every pause
     assert all(e.artifacts["identity_verified"] == "true" and e.artifacts["statement"] for e in approved)
     assert Registry(root).verify() == []
     assert pause_state(rid).is_completed()
@@ -273,11 +299,14 @@ def test_the_sandbox_switch_allows_unsigned_ui_decisions_and_the_card_says_ident
     t.start()
     rid = wait_paused(root, "agreement", thread=t)["run_id"]
     assert raw_resume(rid, approver="Carl Controller", decision="approve") == "ACCEPT"
-    wait_paused(root, "release", thread=t)
+    prefix = wait_paused(root, "release", thread=t)["sha256"][:8]
     # a signature that is present must still verify, sandbox or not
-    assert raw_resume(rid, approver="Carl Controller", decision="approve", signature="sdgov1.e30.AA") == "ACCEPT"
+    assert (
+        raw_resume(rid, approver="Carl Controller", decision="approve", signature="sdgov1.e30.AA", confirm_hash=prefix)
+        == "ACCEPT"
+    )
     wait_paused(root, "release", attempt=2, thread=t)
-    assert raw_resume(rid, approver="Carl Controller", decision="approve") == "ACCEPT"
+    assert raw_resume(rid, approver="Carl Controller", decision="approve", confirm_hash=prefix) == "ACCEPT"
     t.join(240)
     assert t.result.status == "released", t.result
     card = json.loads(Path(t.result.release.card_json).read_text())

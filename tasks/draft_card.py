@@ -1,0 +1,110 @@
+"""Stage 5b — draft card (controller side): the generator card as it will be published, before anyone signs off.
+
+Writes ``draft/card.{html,md,json}`` and the controller-only ``draft/evidence_report.html`` in the run directory
+(:mod:`sdgov.drafting`), and shows them on the flow run as Prefect artifacts, so the approver reads in the UI the
+very document that publishing will release (plus the sign-off section). The summary table with the candidate
+hash is added by :func:`summary_artifact` once the candidate (whose hash covers the draft) exists.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from prefect import task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from sdgov.audits.protocol import AuditReport
+from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
+from sdgov.drafting import Drafted, write_draft
+from sdgov.privacy import PrivacyPlan
+from sdgov.publishing import Candidate
+from sdgov.summaries import overall_verdict
+from sdgov.tasks.common import logger, stage
+
+VERSION = "1.0.0"
+RUNS_URL = "SDGOV_RUNS_URL"
+"""Where the registry's ``runs/`` folder is served over HTTP, if it is: the draft's HTML files get link artifacts."""
+
+
+@task(name="draft_card", version=VERSION, cache_policy=NO_CACHE)
+def draft_card(
+    agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
+) -> Drafted:
+    with stage("draft_card", VERSION) as rec:
+        written = write_draft(agreed, measured, generated, audited, utility)
+        paths = written["paths"]
+        refs = {name: ArtifactRef.of(f"draft_{name.replace('.', '_')}", p) for name, p in paths.items() if p}
+        rec.inputs = [
+            agreed.agreement,
+            measured.measurements,
+            measured.privacy_plan,
+            generated.synthetic,
+            generated.model_info,
+            audited.report,
+            utility.report,
+        ]
+        rec.outputs = list(refs.values())
+    drafted = Drafted(
+        release_id=written["card"].release_id,
+        created=written["card"].created,
+        card_html=refs["card.html"],
+        card_md=refs["card.md"],
+        card_json=refs["card.json"],
+        evidence_report=refs.get("evidence_report.html"),
+        record=rec.record(),
+    )
+    _card_artifacts(drafted)
+    return drafted
+
+
+def _card_artifacts(drafted: Drafted) -> None:
+    """The draft card (Markdown) and where the controller-only evidence report is, as artifacts on the run."""
+    md = drafted.card_md.verified().read_bytes().decode()
+    create_markdown_artifact(
+        markdown=(
+            "> **DRAFT generator card, awaiting sign-off.** On approval this document is published unchanged, "
+            f"with the sign-off section appended. Files: `{drafted.card_html.path}` (HTML), "
+            f"`{drafted.card_md.path}` (Markdown).\n\n" + md
+        ),
+        key="draft-card",
+        description=f"Draft generator card of release {drafted.release_id} (what the approver signs off)",
+    )
+    if drafted.evidence_report is not None:
+        create_markdown_artifact(
+            markdown=(
+                "## Evidence report (controller only — never published)\n\n"
+                "Everything computed on the confidential data, for the data controller's decision: "
+                f"`{drafted.evidence_report.path}` (sha256 `{drafted.evidence_report.sha256}`)."
+            ),
+            key="evidence-report",
+            description="Controller-only evidence report (not part of the release)",
+        )
+    base = os.environ.get(RUNS_URL, "").rstrip("/")
+    if base:  # the registry's runs/ folder is served (e.g. behind the same proxy as the UI): link the HTML files
+        for key, ref, text in (
+            ("draft-card-html", drafted.card_html, "Draft generator card (HTML)"),
+            ("evidence-report-html", drafted.evidence_report, "Evidence report (controller only, HTML)"),
+        ):
+            if ref is not None:
+                run_dir = Path(ref.path).parent.parent
+                link = f"{base}/{run_dir.name}/{Path(ref.path).relative_to(run_dir).as_posix()}"
+                create_link_artifact(link=link, link_text=text, key=key, description=text)
+    logger().info("draft card of release %s: %s", drafted.release_id, drafted.card_html.path)
+
+
+def summary_artifact(candidate: Candidate) -> None:
+    """Φ, ε/δ, the overall verdict and the full candidate hash, as a table artifact on the flow run."""
+    plan = PrivacyPlan.model_validate_json(candidate.measured.privacy_plan.verified().read_bytes())
+    audit = AuditReport.model_validate_json(candidate.audited.report.verified().read_bytes())
+    rows = [
+        {"item": "Φ (agreed tables)", "value": "; ".join(" × ".join(m.clique) for m in plan.marginals)},
+        {"item": "ε", "value": "none (no noise)" if plan.noise == "none" else f"{plan.epsilon:.4g}"},
+        {"item": "δ", "value": "—" if plan.noise == "none" else f"{plan.delta:.3g}"},
+        {"item": "ρ (zCDP)", "value": f"{plan.rho:.6g}"},
+        {"item": "overall verdict", "value": overall_verdict(audit)},
+        {"item": "candidate hash (type its first 8 characters to approve)", "value": candidate.sha256},
+        {"item": "draft card", "value": candidate.draft.card_html.path},
+    ]
+    create_table_artifact(table=rows, key="release-candidate", description="What the release approver signs")
