@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sdgov.artifacts import load_agreement, read_measurements, read_schema
+from sdgov.artifacts import load_agreement, read_measurements, read_schema, read_spec, read_synthetic
 from sdgov.atomic import atomic_write_text
 from sdgov.audits.protocol import AuditReport
 from sdgov.card import build_card, render
@@ -26,7 +26,8 @@ from sdgov.contracts import (
     utcnow,
 )
 from sdgov.errors import SdgovError
-from sdgov.hashing import md5_file, sha256_json, write_json
+from sdgov.evidence import build_evidence, render_evidence
+from sdgov.hashing import md5_file, sha256_bytes, sha256_json, write_json
 from sdgov.metrics import UtilitySummary
 from sdgov.model import Frozen
 from sdgov.privacy import PrivacyPlan
@@ -60,6 +61,11 @@ class Candidate(Frozen):
 
 def _section(ref: ArtifactRef) -> dict:
     return json.loads(ref.verified().read_text())["section"]
+
+
+def _model_card(agreed: Agreed) -> dict | None:
+    card = read_spec(agreed.spec).model_card
+    return None if card is None else card.model_dump(mode="json")
 
 
 def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: str) -> None:
@@ -114,6 +120,9 @@ def _publish_locked(
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     release_id = f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}"
     model_info = json.loads(generated.model_info.verified().read_text())
+    utility_report = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
+    audit_sections = {name: _section(ref) for name, ref in audited.evidence.items()}
+    audit = AuditReport.model_validate_json(audited.report.verified().read_bytes())
     card = build_card(
         release_id=release_id,
         created=utcnow(),
@@ -131,10 +140,10 @@ def _publish_locked(
             "file": "synthetic.parquet",
             "sha256": generated.synthetic.sha256,
         },
-        utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
-        utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
-        audit_sections={name: _section(ref) for name, ref in audited.evidence.items()},
-        audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
+        synthetic_codes=read_synthetic(generated.synthetic, schema, agreement.attributes),
+        utility_report=utility_report,
+        audit_sections=audit_sections,
+        audit=audit,
         signoffs=signoffs,
         records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
         ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
@@ -142,14 +151,26 @@ def _publish_locked(
             "fingerprint": agreed.data.fingerprint,
             "sha256": agreed.data.sha256,
             "dvc_md5": agreed.data.dvc_md5,
-            "rows": agreed.data.rows,
             "measurements_dvc_md5": md5_file(measured.measurements.verified()),
         },
         log_head=log_head(*registry.head(), registry.registry_id()),
+        model_card=_model_card(agreed),
     )
     card_dir = run_dir / "card"
-    for name, text in render(card).items():
+    rendered = render(card)
+    for name, text in rendered.items():
         atomic_write_text(card_dir / name, text)
+    evidence = build_evidence(  # the controller's: beside the run, never in the release
+        card,
+        sha256_bytes(rendered["card.json"].encode()),
+        real_rows=agreed.data.rows,
+        audit=audit,
+        audit_sections=audit_sections,
+        utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+        utility_report=utility_report,
+    )
+    for name, text in render_evidence(evidence).items():
+        atomic_write_text(run_dir / "evidence" / name, text)
     write_json(
         run_dir / "provenance.json",
         {"stages": card.provenance["stages"], "signoffs": [s.model_dump() for s in signoffs]},
@@ -164,17 +185,8 @@ def _publish_locked(
         "artifacts/privacy_plan.json": measured.privacy_plan.verified(),
         **({"artifacts/budget.json": measured.budget.verified()} if measured.budget else {}),
         "artifacts/model_info.json": generated.model_info.verified(),
-        "artifacts/audit.json": audited.report.verified(),
-        "artifacts/utility.json": utility.report.verified(),
-        **(
-            {
-                "utility_report.html": utility.full_report_html.verified(),
-                "artifacts/utility_report.json": utility.full_report.verified(),
-            }
-            if utility.full_report and utility.full_report_html
-            else {}
-        ),
-        **{f"artifacts/{k}.json": ref.verified() for k, ref in candidate.audited.evidence.items()},
+        # not the audit and utility artifacts: computed on the confidential data, they are the controller's
+        # evidence (run dir), bound into the candidate hash the approver signs but never published
         "artifacts/provenance.json": run_dir / "provenance.json",
     }
     approver = next(s for s in signoffs if s.subject == "release")
