@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_demo import RESULTS, run_demo
 
 
-def one_run(i: int) -> dict:
+def one_run(i: int, keep: Path | None = None) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix=f"sdgov-bench-verdict-{i}-"))
     try:
         demo = run_demo(workdir)
@@ -54,6 +54,8 @@ def one_run(i: int) -> dict:
             "wall_seconds": round(demo["wall_seconds"], 1),
         }
     finally:
+        if keep is not None and (workdir / "registry").is_dir():
+            shutil.copytree(workdir / "registry", keep, dirs_exist_ok=True)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -61,11 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--out", type=Path)
+    p.add_argument("--keep", type=Path, help="copy the first run's registry (card, evidence report) here")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     runs = []
     for i in range(args.runs):
-        runs.append(one_run(i))
+        runs.append(one_run(i, args.keep if i == 0 else None))
         print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     clean = sum(r["verdict"] == "pass" for r in runs)
     result = {

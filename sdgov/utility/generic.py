@@ -64,7 +64,7 @@ class Bivariate:
         return "mean B —" if result.mean_B is None else f"mean B {result.mean_B:.4f}"
 
     def radar(self, result: BivariateResult) -> dict[str, float | None]:
-        return {"bivariate 1 − |R − S|": 2 * result.mean_B - 1 if result.mean_B is not None else None}
+        return {"pairwise association (mean B)": result.mean_B}  # one B everywhere: 1 − |R − S| / 2
 
 
 class SpecksResult(Frozen):
