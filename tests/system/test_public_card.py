@@ -72,11 +72,7 @@ def printed(text: str) -> set[str]:
 
 
 def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(tmp_path, prefect_server):
-    from sdgov.card import noisy_tvd
     from sdgov.flows.release import release_flow
-    from sdgov.measure import MeasurementSet
-    from sdgov.privacy import PrivacyPlan, epsilon_pld
-    from sdgov.schema import encode, load_schema
 
     spec = make_demo_inputs(tmp_path / "in", rows=3000, audit=AUDIT, privacy_risk=RISK)
     s = yaml.safe_load(spec.read_text())
@@ -84,20 +80,36 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(tmp_p
     spec.write_text(yaml.safe_dump(s, sort_keys=False))
     root = init_registry(tmp_path / "registry")
     result = release_flow(spec_path=str(spec), registry_root=str(root))
-    released = Path(result.path)
-    run_dir = next((root / "runs").iterdir())
+    [run_dir] = (root / "runs").iterdir()
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
     assert evidence["real_rows"] == 3000
+    assert_card_is_public(Path(result.path), run_dir, tmp_path / "in" / "schema.yaml")
+    assert Registry(root).verify() == []
 
-    # what is public: the published artifacts, and the card's own figures recomputed from ψ and the synthetic data
+
+def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> None:
+    """No figure of the evidence report in the published card, except public ones; the evidence is not published."""
+    from sdgov.card import noisy_tvd
+    from sdgov.measure import MeasurementSet
+    from sdgov.privacy import PrivacyPlan, epsilon_pld
+    from sdgov.schema import encode, load_schema
+
+    evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
+    # what is public: the published artifacts, the schema's table sizes, and the card's own figures recomputed
+    # from ψ and the synthetic data
     public: set[str] = set()
     for name in ("agreement", "privacy_plan", "budget", "model_info"):
         public |= figures(json.loads((released / "artifacts" / f"{name}.json").read_text()))
     card = json.loads((released / "card.json").read_text())
     mset = MeasurementSet.model_validate_json((released / "artifacts" / "measurements.json").read_text())
     plan = PrivacyPlan.model_validate_json((released / "artifacts" / "privacy_plan.json").read_text())
-    schema = load_schema(tmp_path / "in" / "schema.yaml")
-    synthetic = encode(pd.read_parquet(released / "synthetic.parquet"), schema, columns=mset.attributes)
+    schema = load_schema(schema_file)
+    attrs = mset.attributes
+    tables = [m.clique for m in mset.measurements] + [(a,) for a in attrs]
+    tables += [(a, b) for i, a in enumerate(attrs) for b in attrs[i + 1 :]]
+    for t in tables:
+        public |= renderings(schema.cells(t))
+    synthetic = encode(pd.read_parquet(released / "synthetic.parquet"), schema, columns=attrs)
     tvd = noisy_tvd(mset, synthetic, schema)
     assert {tuple(p["attributes"]): p["tvd"] for p in card["phi"]} == tvd
     assert card["dataset"]["noisy_rows"] == round(mset.noisy_total())
@@ -106,7 +118,8 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(tmp_p
         public |= renderings(x)
 
     confidential = figures(evidence, skip=frozenset(NOT_FIGURES)) - public
-    assert "3000" in confidential and "3,000" in confidential
+    real = evidence["real_rows"]
+    assert str(real) in confidential and f"{real:,}" in confidential
     assert len(confidential) > 100, len(confidential)
     found_in_evidence = confidential & printed((run_dir / "evidence" / "evidence.html").read_text())
     assert len(found_in_evidence) > 50, "the search finds the figures where they are printed"
@@ -117,4 +130,3 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(tmp_p
     # the evidence is the controller's: beside the run, never in the release
     files = json.loads((released / "manifest.json").read_text())["files"]
     assert not any("evidence" in f or "utility" in f or "audit" in f or "privacy_evidence" in f for f in files)
-    assert Registry(root).verify() == []
