@@ -66,23 +66,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, help="copy the first run's registry (card, evidence report) here")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    runs = []
+    out = args.out or RESULTS / f"demo-verdict-{datetime.now(UTC):%Y-%m-%d}.json"
+    runs: list[dict] = []
     for i in range(args.runs):
         runs.append(one_run(i, args.keep if i == 0 else None))
         print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-    clean = sum(r["verdict"] == "pass" for r in runs)
-    result = {
-        "benchmark": "sdgov demo: overall verdict over fresh runs (each its own noise draw)",
-        "command": f"python benchmarks/bench_demo_verdict.py --runs {args.runs}",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
-        "runs": runs,
-        "passed_without_warnings": clean,
-        "of": args.runs,
-        "total_seconds": round(time.perf_counter() - t0, 1),
-    }
-    out = args.out or RESULTS / f"demo-verdict-{datetime.now(UTC):%Y-%m-%d}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
+        clean = sum(r["verdict"] == "pass" for r in runs)
+        result = {  # written after every run: an interrupted benchmark keeps what it measured
+            "benchmark": "sdgov demo: overall verdict over fresh runs (each its own noise draw)",
+            "command": f"python benchmarks/bench_demo_verdict.py --runs {args.runs}",
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "runs": runs,
+            "passed_without_warnings": clean,
+            "of": len(runs),
+            "asked_for": args.runs,
+            "total_seconds": round(time.perf_counter() - t0, 1),
+        }
+        out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"{clean} of {args.runs} runs passed with no warnings; results in {out}")
     return 0 if clean == args.runs else 1
 

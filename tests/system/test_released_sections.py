@@ -75,7 +75,7 @@ def test_the_utility_report_stays_with_the_controller_and_the_card_states_its_ve
     assert all(p in " ".join(card["fitness"]["not_fit_for"]) for p in pairs)
     assert "B = " not in json.dumps(card["fitness"]), "the association figures are the controller's"
     card_html = (d / "card.html").read_text()
-    assert "utility_report.html" not in card_html and "What this data is and is not fit for" in card_html
+    assert 'href="utility_report.html"' not in card_html and "What this data is and is not fit for" in card_html
     from sdgov.registry import Registry
 
     assert Registry(released["root"]).verify() == []
