@@ -83,7 +83,8 @@ def real_tvd_plot_svg(utility: UtilitySummary) -> str:
         if tuple(m.clique) not in phi_set
     ]
     colours = {"Φ marginal": "#1b7837", "2-way in Φ": "#7fbf7b", "2-way not in Φ": "#c51b7d"}
-    fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(rows) + 1.6))
+    height = 0.28 * len(rows) + 1.6
+    fig, ax = plt.subplots(figsize=(7.5, height))
     ax.barh(range(len(rows)), [r[1] for r in rows], color=[colours[r[2]] for r in rows])
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.invert_yaxis()
@@ -91,8 +92,8 @@ def real_tvd_plot_svg(utility: UtilitySummary) -> str:
     ax.set_xlabel("total variation distance, real vs synthetic (0 = identical)")
     for label, colour in colours.items():
         ax.barh([0], [0], color=colour, label=label)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 1.2 / (0.28 * len(rows) + 1.6)), ncol=3, fontsize=8)
-    fig.tight_layout()
+    fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)  # below the axis, never on the bars
+    fig.tight_layout(rect=(0, 0.35 / height, 1, 1))
     return to_svg(fig)
 
 
