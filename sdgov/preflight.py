@@ -123,8 +123,7 @@ def check_model_card(loaded: LoadedSpec) -> None:
         raise SpecError(
             "the spec has no model_card section, which a release must state",
             "model_card",
-            "add model_card: with contact, data_controller, licence, intended_users, out_of_scope (a list) and "
-            "review_by (a date), as in sdgov/demo/spec.yaml",
+            "add model_card: contact, data_controller, licence, intended_users, out_of_scope, review_by",
         )
 
 
