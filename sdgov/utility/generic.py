@@ -120,6 +120,7 @@ class Pmse:
 class WassersteinResult(Frozen):
     columns: list[dict[str, Any]]
     mean_ratio: float
+    mean_score: float  # columns scored 1 within the randomisation's 95th percentile (sdgov.utility.wasserstein)
     median_ratio: float
     replicates: int
 
@@ -138,7 +139,7 @@ class Wasserstein:
         return f"mean ratio {result.mean_ratio:.3g}"
 
     def radar(self, result: WassersteinResult) -> dict[str, float | None]:
-        return {"Wasserstein ratio score": ratio_score(result.mean_ratio)}
+        return {"Wasserstein score": result.mean_score}
 
 
 class Marginals:
