@@ -49,6 +49,7 @@ from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import ReleaseResult, SignOff, utcnow
 from sdgov.controller import check_controller_files, controller_approvers, load_config, registry_id
+from sdgov.drafting import audit_sections
 from sdgov.errors import BudgetError, SdgovError
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.metrics import UtilitySummary
@@ -456,7 +457,7 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             "phi": [" × ".join(c) for c in agreement.cliques],
             "epsilon": None if plan.noise == "none" else plan.epsilon,
             "delta": None if plan.noise == "none" else plan.delta,
-            "verdict": overall_verdict(report),
+            "verdict": overall_verdict(report, audit_sections(audited)),
             "draft_card": evaluated.draft.card_html.path,
             "draft_card_md": evaluated.draft.card_md.path,
             "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
@@ -472,6 +473,7 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
             evidence,
             full,
+            sections=audit_sections(audited),
         )
         s, _ = await_decision(
             registry, subject="release", sha256=candidate, description=desc, summary=summary, **common

@@ -1,18 +1,27 @@
-"""The generator card ⟨ψ, Φ, G⟩: built from the artifacts, never typed by hand.
+"""The public generator card ⟨ψ, Φ, G⟩: built from the artifacts, never typed by hand.
 
-:func:`build_card` reads the stage artifacts and produces a :class:`Card` (the JSON form); :func:`render`
-turns it into self-contained HTML and Markdown with the Jinja templates in ``cards/``.
+The card is the published document, so it holds only what is public or differentially private: Φ and the
+privacy guarantee, ψ's hash, the generator, figures computed from the *noisy* statistics (the synthetic data's
+distance to ψ, the noisy record total) and the verdicts. Everything computed on the confidential data — the real
+record count, distances to the real tables, the audits' figures — goes to the controller's evidence report
+(:mod:`sdgov.evidence`), which is written beside the run and never published.
+
+:func:`build_card` produces a :class:`Card` (the JSON form); :func:`render` turns it into self-contained HTML and
+Markdown with the Jinja templates in ``cards/``.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from jinja2 import Environment
 from pydantic import BaseModel
 
@@ -20,13 +29,13 @@ from sdgov import __version__
 from sdgov.audits.protocol import AuditReport
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
-from sdgov.measure import MeasurementSet
-from sdgov.metrics import UtilitySummary
+from sdgov.measure import MeasurementSet, marginal_counts
 from sdgov.model import Strict
-from sdgov.privacy import PrivacyPlan
+from sdgov.privacy import PrivacyPlan, epsilon_pld
 from sdgov.schema import Column, Schema
 from sdgov.spec import Agreement, Clique
 from sdgov.svg import pyplot, to_svg
+from sdgov.verdict import Verdict, overall_verdict
 
 PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +47,7 @@ class PhiEntry(BaseModel):
     cells: int
     sigma: float
     rho: float | None
-    tvd: float | None
+    tvd: float | None  # synthetic vs the noisy table ψ (public: post-processing of ψ), never vs the real table
 
 
 class Card(Strict):
@@ -49,19 +58,21 @@ class Card(Strict):
     agreement_sha256: str
     psi_sha256: str
     description: str
+    model_card: dict[str, Any] | None = None  # the spec's model_card: contact, controller, licence, uses, review date
     dataset: dict[str, Any]
     attributes: list[dict[str, Any]]
     phi: list[PhiEntry]
     not_preserved: list[str]
     privacy: PrivacyPlan
+    epsilon_pld: float | None  # ε of the exact composition of the discrete Gaussians (sdgov.privacy.epsilon_pld)
     privacy_statement: str
     generator: dict[str, Any]
     synthetic: dict[str, Any]
-    utility: UtilitySummary
     utility_note: str
-    utility_report: dict[str, Any] | None = None  # fitness statement, radar data and link to the full report
-    audit_sections: dict[str, dict[str, Any]] = {}  # audit check name → its section (cards/audits/<name>.*.j2)
-    audit: AuditReport
+    fitness: dict[str, Any] | None = None  # the uses judged fit / partly fit / not fit, without the figures
+    verdict: Verdict  # the one overall verdict (sdgov.verdict), shown first
+    audit: dict[str, Any]  # each check's name and result (its figures are in the evidence report)
+    audit_sections: dict[str, dict[str, Any]] = {}  # audit check name → its title and verdict
     signoffs: list[SignOff]
     provenance: dict[str, Any]
     ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
@@ -194,7 +205,7 @@ def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
     return out
 
 
-def privacy_statement(plan: PrivacyPlan) -> str:
+def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
     if plan.noise == "none":
         return (
             "NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "
@@ -203,21 +214,93 @@ def privacy_statement(plan: PrivacyPlan) -> str:
     s = (
         f"The agreed statistics were measured with {plan.mechanism}, at ρ = {plan.rho:.6g} in total "
         f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
-        f"neighbouring datasets that differ by {plan.neighbours}. Everything after measurement is post-processing "
-        "of the noisy statistics and spends no further budget."
+        f"neighbouring datasets that differ by {plan.neighbours} (the zCDP bound: it holds for any ρ-zCDP "
+        "mechanism)."
     )
     if plan.selection_rho:
         s += (
             f" Φ itself was chosen by private selection (MST): ρ = {plan.selection_rho:.6g} of that total went to the "
             "exponential mechanism and the reviewers' noisy scores; the 1-way tables it measured are reused here."
         )
+    if eps_pld is not None:
+        s += (
+            f" Composing these discrete Gaussians exactly (privacy-loss-distribution accounting) gives the smaller "
+            f"ε = {eps_pld:.4g} at the same δ: the guarantee these mechanisms actually have."
+        )
+    s += " Everything after measurement is post-processing of the noisy statistics and spends no further budget."
     if plan.sigma_floor is not None:
         s += (
             f" A noise floor σ ≥ {plan.sigma_floor:g} applies (the data controller's policy; ONS small-count rule)"
             f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
-            f"ε = {plan.floor_max_epsilon:.4g}."
+            f"ε = {plan.floor_max_epsilon:.4g} (zCDP bound)."
         )
     return s
+
+
+def epsilon_plain(epsilon: float | None, delta: float | None) -> str:
+    """ε in plain language: how much more likely any outcome can become because one person's record is in the data."""
+    if epsilon is None or delta is None:
+        return "No guarantee: the statistics were published exactly, so nothing limits what they reveal about anyone."
+    factor = math.exp(epsilon)
+    return (
+        f"Whatever anyone concludes from this release, the chance of reaching that conclusion changes by at most a "
+        f"factor of {factor:.3g} (e^ε) whether or not any one person's record was in the data — apart from a "
+        f"probability δ = {delta:.3g} that this fails. So an attacker who gave 50% odds to a fact about someone "
+        f"before could give it at most {100 * factor / (1 + factor):.0f}% after seeing the release."
+    )
+
+
+def noisy_tvd(mset: MeasurementSet, synthetic: pd.DataFrame, schema: Schema) -> dict[Clique, float]:
+    """TVD between each synthetic marginal and the noisy measured table ψ (negative noisy counts taken as 0).
+
+    Public: ψ is differentially private and the synthetic data is post-processing of it, so this distance spends
+    no budget and says nothing about the confidential data beyond what ψ already does."""
+    out = {}
+    for m in mset.measurements:
+        noisy = np.clip(m.array().astype(np.float64).ravel(), 0, None)
+        synth = marginal_counts(synthetic, schema, m.clique).astype(np.float64).ravel()
+        p, q = noisy / max(noisy.sum(), 1.0), synth / max(synth.sum(), 1.0)
+        out[tuple(m.clique)] = round(float(0.5 * np.abs(p - q).sum()), 6)
+    return out
+
+
+def public_fitness(report: dict[str, Any] | None, agreement: Agreement) -> dict[str, Any] | None:
+    """The uses the utility report judged fit, partly fit and not fit — the words, not the figures (those were
+    computed on the confidential data and are in the evidence report)."""
+    if report is None:
+        return None
+    verdicts = report["verdicts"]
+    by = {
+        key: [v["use"] for v in verdicts if v["verdict"] == grade]
+        for key, grade in (("fit_for", "fit"), ("partly_fit_for", "partly fit"), ("not_fit_for", "not fit"))
+    }
+    pairs = report["fitness"].get("not_fit_pairs", [])
+    if pairs:
+        by["not_fit_for"].append(
+            "analysing the association between "
+            + "; ".join(" × ".join(p) for p in pairs)
+            + ": these pairs were not in Φ and their association is not preserved"
+        )
+    return {
+        **by,
+        "tasks_assessed": bool(verdicts),
+        "caveats": [
+            "Not fit for anything about individual people: records are not real and cannot be linked to anyone."
+        ],
+        "rules": "The judgements follow the utility report's stated rules; the figures behind them were computed on "
+        "the confidential data and are kept in the data controller's evidence report.",
+    }
+
+
+def public_stages(records: list[StageRecord]) -> list[dict[str, Any]]:
+    """The stages' provenance without the files' sizes (the confidential data's size would tell its record count)."""
+    out = []
+    for r in records:
+        d = r.model_dump()
+        for side in ("inputs", "outputs"):
+            d[side] = [{k: v for k, v in a.items() if k != "bytes"} for a in d[side]]
+        out.append(d)
+    return out
 
 
 def build_card(
@@ -232,7 +315,7 @@ def build_card(
     plan: PrivacyPlan,
     model_info: dict[str, Any],
     synthetic: dict[str, Any],
-    utility: UtilitySummary,
+    synthetic_codes: pd.DataFrame,
     audit: AuditReport,
     signoffs: list[SignOff],
     records: list[StageRecord],
@@ -241,8 +324,11 @@ def build_card(
     audit_sections: dict[str, dict[str, Any]] | None = None,
     log_head: dict[str, Any] | None = None,
     ledger: dict[str, Any] | None = None,
+    model_card: dict[str, Any] | None = None,
 ) -> Card:
-    tvd = {tuple(m.clique): m.tvd for m in utility.phi}
+    """The public card. ``audit``, ``audit_sections`` and ``utility_report`` are read only for their verdicts;
+    ``data_info`` for the confidential data's hashes (its record count stays out: the card states ψ's noisy total)."""
+    tvd = noisy_tvd(mset, synthetic_codes, schema)
     sig = {tuple(m.clique): m for m in plan.marginals}
     phi = [
         PhiEntry(
@@ -264,6 +350,9 @@ def build_card(
         }
         for a in agreement.attributes
     ]
+    sections = audit_sections or {}
+    eps_pld = epsilon_pld(plan)
+    public_data = {k: v for k, v in data_info.items() if k != "rows"}
     return Card(
         title=f"Generator card — {agreement.spec_name}",
         release_id=release_id,
@@ -271,25 +360,40 @@ def build_card(
         agreement_sha256=agreement_sha256,
         psi_sha256=psi_sha256,
         description=agreement.description,
-        dataset={"name": agreement.dataset_name, "schema": schema.name, "source": schema.source, **data_info},
+        model_card=model_card,
+        dataset={
+            "name": agreement.dataset_name,
+            "schema": schema.name,
+            "source": schema.source,
+            **public_data,
+            "noisy_rows": round(mset.noisy_total()),
+        },
         attributes=attrs,
         phi=phi,
         not_preserved=not_preserved(agreement, schema),
         privacy=plan,
-        privacy_statement=privacy_statement(plan),
+        epsilon_pld=eps_pld,
+        privacy_statement=privacy_statement(plan, eps_pld),
         generator=model_info,
         synthetic=synthetic,
-        utility=utility,
         utility_note=(
-            "Utility figures compare the synthetic data with the confidential data. They are computed by "
-            "the data controller and are not covered by the differential-privacy guarantee."
+            "The distances below compare the synthetic data with the noisy agreed tables ψ, which are public: they "
+            "say how faithfully the generator reproduces what it was given. How the synthetic data compares with "
+            "the confidential data is assessed by the data controller in an evidence report that is not published."
         ),
-        audit=audit,
+        fitness=public_fitness(utility_report, agreement),
+        verdict=overall_verdict(audit, sections),
+        audit={
+            "checks": [{"name": c.name, "result": check_result(c.passed, c.severity)} for c in audit.checks],
+            "not_run": audit.not_run,
+        },
+        audit_sections={
+            name: {"title": sec.get("title") or name.replace("_", " ").capitalize(), "verdict": sec.get("verdict")}
+            for name, sec in sections.items()
+        },
         signoffs=signoffs,
-        utility_report=utility_report_summary(utility_report),
-        audit_sections=audit_sections or {},
         provenance={
-            "stages": [r.model_dump() for r in records],
+            "stages": public_stages(records),
             "environment": environment(),
             **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log_head: the log this release joins
         },
@@ -297,42 +401,24 @@ def build_card(
     )
 
 
-def utility_report_summary(report: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What the card shows of the full utility report (sdgov.utility): the fitness statement, the radar, links."""
-    if report is None:
-        return None
-    return {
-        "html": "utility_report.html",
-        "json": "artifacts/utility_report.json",
-        "tasks_sha256": report.get("tasks_sha256"),
-        "fitness": report["fitness"],
-        "verdicts": report["verdicts"],
-        "radar": report["radar"],
-    }
+def check_result(passed: bool, severity: str) -> str:
+    """One word per audit row: ``pass``, ``warning`` (a failed warn check) or ``fail`` (a failed blocking one)."""
+    return "pass" if passed else ("warning" if severity == "warn" else "fail")
 
 
 # ------------------------------------------------------------------------------------------------ render
 
 
-def tvd_plot_svg(utility: UtilitySummary) -> str:
-    """Bar chart of TVD for every Φ marginal and every 2-way pair (inline SVG, no external file)."""
+def tvd_plot_svg(phi: list[PhiEntry]) -> str:
+    """Bar chart of each Φ table's TVD to its noisy version ψ (inline SVG, no external file), axis from 0."""
     plt = pyplot()
-    rows = [(" × ".join(m.clique), m.tvd, "Φ marginal") for m in utility.phi]
-    phi_set = {tuple(m.clique) for m in utility.phi}
-    rows += [
-        (" × ".join(m.clique), m.tvd, "2-way in Φ" if m.in_phi else "2-way not in Φ")
-        for m in utility.two_way
-        if tuple(m.clique) not in phi_set
-    ]
-    colours = {"Φ marginal": "#1b7837", "2-way in Φ": "#7fbf7b", "2-way not in Φ": "#c51b7d"}
+    rows = [(" × ".join(p.attributes), p.tvd or 0.0) for p in phi]
     fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(rows) + 1.2))
-    ax.barh(range(len(rows)), [r[1] for r in rows], color=[colours[r[2]] for r in rows])
+    ax.barh(range(len(rows)), [r[1] for r in rows], color="#1b7837")
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("total variation distance, real vs synthetic (0 = identical)")
-    for label, colour in colours.items():
-        ax.barh([0], [0], color=colour, label=label)
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, frameon=False)
+    ax.set_xlim(0, max([r[1] for r in rows] + [0.01]) * 1.15)
+    ax.set_xlabel("total variation distance, synthetic vs the noisy table ψ (0 = identical)")
     fig.tight_layout()
     return to_svg(fig)
 
@@ -351,6 +437,7 @@ def _env() -> Environment:
     env.filters["short"] = lambda h: (h or "")[:12] + "…" if h else ""
     env.filters["g"] = lambda x, p=4: "—" if x is None else f"{x:.{p}g}"
     env.filters["pretty"] = _pretty
+    env.filters["basename"] = lambda p: Path(p).name if p else ""
     return env
 
 
@@ -365,13 +452,10 @@ def render(card: Card, *, draft: bool = False) -> dict[str, str]:
     ctx = {
         "c": card,
         "draft": draft,
-        "plot_svg": tvd_plot_svg(card.utility),
+        "plot_svg": tvd_plot_svg(card.phi),
         "ledger_statement": ledger_statement(card.ledger),
+        "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
     }
-    if card.utility_report:
-        from sdgov.utility.plots import radar
-
-        ctx["radar_svg"] = radar(card.utility_report["radar"])
     return {
         "card.html": env.get_template("card.html.j2").render(**ctx),
         "card.md": env.get_template("card.md.j2").render(**ctx),

@@ -5,30 +5,32 @@ directory) before deciding; publishing (:mod:`sdgov.publishing`) appends only th
 (:func:`sdgov.card.sign_draft`), so the published card.html and card.md are the draft byte for byte up to
 :data:`sdgov.card.SIGNOFF_MARKER`. The draft's hashes are part of the candidate hash the approver signs.
 
-The controller-only evidence report (everything computed on the confidential data) is written beside the draft
-and never published with the release.
+The controller-only evidence report (:mod:`sdgov.evidence`: everything computed on the confidential data) is
+written to the run's ``evidence/`` folder and never published with the release.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sdgov.artifacts import load_agreement, read_measurements, read_schema
+from sdgov.artifacts import load_agreement, read_measurements, read_schema, read_spec, read_synthetic
 from sdgov.atomic import atomic_write_text
 from sdgov.audits.protocol import AuditReport
 from sdgov.card import Card, build_card, render
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, StageRecord, UtilityReported, utcnow
-from sdgov.hashing import md5_file
+from sdgov.evidence import build_evidence, render_evidence
+from sdgov.hashing import md5_file, sha256_bytes
 from sdgov.metrics import UtilitySummary
 from sdgov.model import Frozen
 from sdgov.privacy import PrivacyPlan
 
 DRAFT_DIR = "draft"
-"""The run directory's folder for the draft card and the evidence report."""
+"""The run directory's folder for the draft card."""
+EVIDENCE_DIR = "evidence"
+"""The run directory's folder for the controller's evidence report (never published)."""
 
 
 class Drafted(Frozen):
@@ -43,23 +45,27 @@ class Drafted(Frozen):
     record: StageRecord
 
 
-def _section(ref: ArtifactRef) -> dict:
-    return json.loads(ref.verified().read_text())["section"]
+def audit_sections(audited: Audited) -> dict[str, dict[str, Any]]:
+    """Each audit's own section (decomposability, privacy evidence), hash-checked: the card and the pause form
+    take the one overall verdict (:mod:`sdgov.verdict`) from these and the audit rows."""
+    return {name: json.loads(ref.verified().read_text())["section"] for name, ref in audited.evidence.items()}
 
 
 def draft_card(
     agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
 ) -> Card:
-    """The card built from the stage artifacts, with no sign-offs yet (they are appended at publishing)."""
+    """The public card built from the stage artifacts, with no sign-offs yet (they are appended at publishing)."""
     run_dir = Path(agreed.run_dir)
     agreement = load_agreement(agreed.agreement)
+    schema = read_schema(agreed.schema_file)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    model_card = read_spec(agreed.spec).model_card
     return build_card(
         release_id=f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}",
         created=utcnow(),
         agreement=agreement,
         agreement_sha256=agreed.agreement_sha256,
-        schema=read_schema(agreed.schema_file),
+        schema=schema,
         mset=read_measurements(measured.measurements),
         psi_sha256=measured.measurements.sha256,
         plan=PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
@@ -71,45 +77,55 @@ def draft_card(
             "file": "synthetic.parquet",
             "sha256": generated.synthetic.sha256,
         },
-        utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+        synthetic_codes=read_synthetic(generated.synthetic, schema, agreement.attributes),
         utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
-        audit_sections={name: _section(ref) for name, ref in audited.evidence.items()},
+        audit_sections=audit_sections(audited),
         audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
         signoffs=[],
         records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
         ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
-        data_info={
+        data_info={  # the confidential file's hashes; its record count stays out (the card states ψ's noisy total)
             "fingerprint": agreed.data.fingerprint,
             "sha256": agreed.data.sha256,
             "dvc_md5": agreed.data.dvc_md5,
-            "rows": agreed.data.rows,
             "measurements_dvc_md5": md5_file(measured.measurements.verified()),
         },
+        model_card=None if model_card is None else model_card.model_dump(mode="json"),
     )
 
 
-def write_evidence_report(utility: UtilityReported, out: Path) -> Path | None:
-    """The controller-only evidence report.
-
-    HOOK: until the evidence-report module (issue 14, item 2) lands, the controller's document is the full
-    utility report (every measure computed on the confidential data); replace the body with its renderer."""
-    if utility.full_report_html is None:
-        return None
-    shutil.copyfile(utility.full_report_html.verified(), out)
-    return out
+def write_evidence_report(
+    card: Card, card_json: str, agreed: Agreed, audited: Audited, utility: UtilityReported
+) -> Path:
+    """The controller's evidence report (``evidence/evidence.{html,json}`` in the run directory) for this draft."""
+    evidence = build_evidence(
+        card,
+        sha256_bytes(card_json.encode()),
+        real_rows=agreed.data.rows,
+        audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
+        audit_sections=audit_sections(audited),
+        utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+        utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
+    )
+    out = Path(agreed.run_dir) / EVIDENCE_DIR
+    for name, text in render_evidence(evidence).items():
+        atomic_write_text(out / name, text)
+    return out / "evidence.html"
 
 
 def write_draft(
     agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
 ) -> dict[str, Any]:
-    """Write ``draft/card.{html,md,json}`` and ``draft/evidence_report.html`` in the run directory."""
+    """Write ``draft/card.{html,md,json}`` and the controller's ``evidence/evidence.{html,json}`` in the run
+    directory; the evidence report is listed as ``evidence_report.html``."""
     card = draft_card(agreed, measured, generated, audited, utility)
     out = Path(agreed.run_dir) / DRAFT_DIR
     paths: dict[str, Path | None] = {}
-    for name, text in render(card, draft=True).items():
+    rendered = render(card, draft=True)
+    for name, text in rendered.items():
         atomic_write_text(out / name, text)
         paths[name] = out / name
-    paths["evidence_report.html"] = write_evidence_report(utility, out / "evidence_report.html")
+    paths["evidence_report.html"] = write_evidence_report(card, rendered["card.json"], agreed, audited, utility)
     return {"card": card, "paths": paths}
 
 

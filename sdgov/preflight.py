@@ -6,6 +6,8 @@ nothing and cannot be re-run for free. So before the first draw, every way into 
 (:func:`sdgov.inputs.check_spec_and_data`: the CLI, the agree and propose stages of both flows) runs
 :func:`preflight`, which checks:
 
+- the model card: a release must state its contact, data controller, licence, intended users, out-of-scope
+  uses and review date (the spec's ``model_card:``);
 - names and paths: lengths and characters of the spec and dataset names, and of every path the release will
   write under the registry root (a file name over 255 bytes or a path over 4096 fails only at publish);
 - the privacy settings: finite, sane numbers (σ such that ρ is finite and ε at most :data:`MAX_EPSILON`), δ
@@ -75,6 +77,7 @@ def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None
         return None
 
     run(check_names, loaded)
+    run(check_model_card, loaded)
     if root is not None:
         run(check_root, Path(root), loaded)
     plan = run(check_privacy, loaded, n_records)
@@ -112,6 +115,16 @@ def check_names(loaded: LoadedSpec) -> None:
             problems.append(SpecError(problem, at, f"shorten it to at most {MAX_NAME} plain characters"))
     if problems:
         raise PreflightError(problems)
+
+
+def check_model_card(loaded: LoadedSpec) -> None:
+    """A release states who answers for it and what it is for (the card's model-card fields): refuse one without."""
+    if loaded.spec.model_card is None:
+        raise SpecError(
+            "the spec has no model_card section, which a release must state",
+            "model_card",
+            "add model_card: contact, data_controller, licence, intended_users, out_of_scope, review_by",
+        )
 
 
 def check_root(root: Path, loaded: LoadedSpec) -> None:

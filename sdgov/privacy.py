@@ -191,6 +191,27 @@ def _weights(p: PrivacySpec, cliques: list[Clique]) -> list[float]:
     return [float(by_key.get(frozenset(c), 1.0)) for c in cliques]
 
 
+def epsilon_pld(plan: PrivacyPlan) -> float | None:
+    """ε at the plan's δ for the exact composition of its discrete Gaussians (privacy-loss distributions).
+
+    The zCDP conversion (:attr:`PrivacyPlan.epsilon`) is an upper bound for *any* ρ-zCDP mechanism; composing the
+    discrete Gaussians' own privacy-loss distributions (Google's ``dp-accounting``, pessimistic discretisation, so
+    still a valid upper bound) gives the ε these mechanisms actually have — smaller. One record moves one cell of
+    each marginal by 1, so each marginal is a one-dimensional discrete Gaussian with sensitivity 1. ``None`` when
+    no noise was added.
+    """
+    if plan.noise == "none" or plan.delta is None:
+        return None
+    from dp_accounting.pld import privacy_loss_distribution as pld  # slow import: only when a card is made
+
+    composed = None
+    for sigma in sorted(m.sigma for m in plan.marginals):
+        one = pld.from_discrete_gaussian_mechanism(sigma, sensitivity=SENSITIVITY)
+        composed = one if composed is None else composed.compose(one)
+    assert composed is not None  # a plan always has at least one marginal
+    return float(composed.get_epsilon_for_delta(plan.delta))
+
+
 def add_noise(counts: np.ndarray, sigma: float) -> np.ndarray:
     """Exact integer counts + discrete Gaussian noise from OpenDP's sampler (OS randomness, no seed to store)."""
     if sigma == 0:

@@ -91,13 +91,7 @@ def _publish_locked(
     registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], task_version: str
 ) -> ReleaseResult:
     run_dir = Path(agreed.run_dir)
-    measured, generated, audited, utility, drafted = (
-        candidate.measured,
-        candidate.generated,
-        candidate.audited,
-        candidate.utility,
-        candidate.draft,
-    )
+    measured, generated, drafted = candidate.measured, candidate.generated, candidate.draft
     draft, texts = read_draft(drafted)  # the very files the approver read, hash-checked
     release_id = drafted.release_id
     card = draft.model_copy(
@@ -127,17 +121,8 @@ def _publish_locked(
         "artifacts/privacy_plan.json": measured.privacy_plan.verified(),
         **({"artifacts/budget.json": measured.budget.verified()} if measured.budget else {}),
         "artifacts/model_info.json": generated.model_info.verified(),
-        "artifacts/audit.json": audited.report.verified(),
-        "artifacts/utility.json": utility.report.verified(),
-        **(
-            {
-                "utility_report.html": utility.full_report_html.verified(),
-                "artifacts/utility_report.json": utility.full_report.verified(),
-            }
-            if utility.full_report and utility.full_report_html
-            else {}
-        ),
-        **{f"artifacts/{k}.json": ref.verified() for k, ref in candidate.audited.evidence.items()},
+        # not the audit and utility artifacts: computed on the confidential data, they are the controller's
+        # evidence (run dir), bound into the candidate hash the approver signs but never published
         "artifacts/provenance.json": run_dir / "provenance.json",
     }
     approver = next(s for s in signoffs if s.subject == "release")

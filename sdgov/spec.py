@@ -9,6 +9,7 @@ agreement in every artifact, log entry and card.
 from __future__ import annotations
 
 import itertools
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -152,6 +153,25 @@ class LimitsSpec(Frozen):
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
 
 
+Text = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S")]
+
+
+class ModelCardSpec(Frozen):
+    """What the card must state about who answers for a release and what it is for (a model card's fields).
+
+    Required for a release (:func:`sdgov.preflight.check_model_card` refuses one without it, before any noise is
+    drawn), not for the checks and reports that never publish. Not part of the agreement hash: it describes the
+    release, it does not change what is measured. The plain-language reading of ε is written by sdgov from the
+    privacy plan, so it always matches the guarantee."""
+
+    contact: Text = Field(description="responsible contact for questions about the release (name, e-mail)")
+    data_controller: Text = Field(description="the organisation that controls the confidential data")
+    licence: Text = Field(description="the licence under which the synthetic data is released")
+    intended_users: Text = Field(description="who the synthetic data is for")
+    out_of_scope: list[Text] = Field(min_length=1, description="uses the synthetic data must not be put to")
+    review_by: date = Field(description="expiry / review date: the release is to be reviewed or withdrawn by then")
+
+
 class ReleaseSpec(Frozen):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
@@ -169,6 +189,7 @@ class ReleaseSpec(Frozen):
     )
     audit: DecomposabilitySettings | None = Field(default=None, description="pre-registered decomposability test")
     privacy_risk: PrivacyRiskSettings | None = Field(default=None, description="pre-registered privacy-risk audit")
+    model_card: ModelCardSpec | None = Field(default=None, description="contact, controller, licence, uses, review")
     tasks: list[TaskSpec] = Field(
         default_factory=list,
         description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)",

@@ -13,16 +13,12 @@ from sdgov.ledger import Account
 from sdgov.metrics import UtilitySummary
 from sdgov.privacy import PrivacyPlan
 from sdgov.spec import Agreement
+from sdgov.verdict import overall_verdict as verdict_of
 
 
-def overall_verdict(audit: AuditReport) -> str:
-    """One verdict from every check: ``fail``, ``pass with N warning(s)`` or ``pass``.
-
-    HOOK: issue 14 item 3 (one overall verdict computed by one rule) replaces this with the card's own rule."""
-    if audit.verdict != "pass":
-        return "fail"
-    warned = [c for c in audit.checks if not c.passed]
-    return f"pass with {len(warned)} warning{'s' if len(warned) != 1 else ''}" if warned else "pass"
+def overall_verdict(audit: AuditReport, sections: dict[str, dict[str, Any]] | None = None) -> str:
+    """The card's one verdict (:func:`sdgov.verdict.overall_verdict`, the only rule), as the form states it."""
+    return verdict_of(audit, sections).label
 
 
 def hash_lines(sha256: str) -> str:
@@ -90,10 +86,11 @@ def release_md(
     evidence: dict[str, str],
     utility_report: dict[str, Any] | None = None,
     note: str = "",
+    sections: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
     where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut."""
-    verdict = overall_verdict(audit)
+    verdict = overall_verdict(audit, sections)
     if verdict == "fail":
         verdict = "FAIL — the release is blocked whatever you decide"
     checks = [

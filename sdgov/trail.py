@@ -17,6 +17,7 @@ from sdgov.registry import Event, Registry
 
 WHAT = {
     "registry_created": "created the registry (its id and signing key)",
+    "policy_changed": "adopted a new version of a controller file",
     "agreement_signed": "signed the Φ agreement (standing approval)",
     "agreement_proposed": "proposed the Φ agreement",
     "agreement_approved": "approved the Φ agreement",
@@ -33,6 +34,49 @@ WHAT = {
     "release_blocked": "release blocked",
     "released": "published the release",
 }
+
+PERFORMED_BY_SDGOV = {"released"}
+"""Events sdgov performs on a person's decision: the log names the approver, the trail says sdgov acted."""
+
+DECISIONS = {
+    "agreement_approved",
+    "agreement_rejected",
+    "agreement_signed",
+    "approval_refused",
+    "budget_retry_approved",
+    "budget_rejected",
+    "release_approved",
+    "release_rejected",
+}
+"""Events that record a person's decision: only these show it (a system event is never tagged [approve])."""
+
+
+def readable(r: dict[str, Any]) -> tuple[str, str]:
+    """Who did it and what, as a reader should see it: sdgov publishes, on the approver's decision."""
+    if r["event"] in PERFORMED_BY_SDGOV:
+        return "sdgov (system)", f"{r['what']}, approved by {r['who']} ({r['role']})"
+    return f"{r['who']} ({r['role']})", r["what"]
+
+
+ARTIFACT_LABELS = {"agreement": "agreement.json (file)", "spec": "spec file"}
+"""One name per hash: the log's ``agreement`` artifact is the file's hash, not the agreement hash (canonical JSON)."""
+
+
+def decision_of(r: dict[str, Any]) -> str:
+    return r["decision"] if r["event"] in DECISIONS and r["role"] != "system" else ""
+
+
+def comment_fields(comment: str) -> list[tuple[str, str]] | None:
+    """A comment that holds a JSON object (the ledger's) as readable ``key: value`` pairs; None for plain text."""
+    if not comment.startswith("{"):
+        return None
+    try:
+        d = json.loads(comment)
+    except ValueError:
+        return None
+    if not isinstance(d, dict):
+        return None
+    return [(str(k), v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)) for k, v in d.items()]
 
 
 def dataset_index(registry: Registry) -> dict[str, str]:
@@ -115,16 +159,17 @@ def render_text(t: dict[str, Any]) -> str:
         + (f" for dataset {t['dataset']!r}" if t["dataset"] else "")
     ]
     for r in t["events"]:
+        who, what = readable(r)
         lines.append(
-            f"#{r['seq']:<3} {r['time']}  {r['who']} ({r['role']}) {r['what']}"
-            + (f" [{r['decision']}]" if r["decision"] else "")
-            + (f" agreement {r['agreement_sha256'][:12]}…" if r["agreement_sha256"] else "")
+            f"#{r['seq']:<3} {r['time']}  {who} {what}"
+            + (f" [{decision_of(r)}]" if decision_of(r) else "")
+            + (f" agreement hash {r['agreement_sha256'][:12]}…" if r["agreement_sha256"] else "")
             + (f" release {r['release_id']}" if r["release_id"] else "")
         )
         if r["comment"]:
             lines.append(f"      comment: {r['comment']}")
         for k, v in r["artifacts"].items():
-            lines.append(f"      {k}: {v}")
+            lines.append(f"      {ARTIFACT_LABELS.get(k, k)}: {v}")
     return "\n".join(lines)
 
 
@@ -137,25 +182,37 @@ def render_html(t: dict[str, Any]) -> str:
         + "".join(f"<li>{e(p)}</li>" for p in t["problems"])
         + "</ul>"
     )
+
+    def comment(text: str) -> str:
+        fields = comment_fields(text)
+        if fields is None:
+            return e(text)
+        return "<dl>" + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in fields) + "</dl>"
+
     rows = "".join(
-        f"<tr><td>{r['seq']}</td><td>{e(r['time'])}</td><td>{e(r['who'])}</td><td>{e(r['role'])}</td>"
-        f"<td>{e(r['what'])}<br><code>{e(r['event'])}</code></td><td>{e(r['dataset'])}</td><td>{e(r['decision'])}</td>"
-        f"<td>{e(r['comment'])}</td><td class='h'>"
-        + (f"agreement {e(r['agreement_sha256'])}<br>" if r["agreement_sha256"] else "")
+        f"<tr><td>{r['seq']}</td><td>{e(r['time'])}</td><td>{e(readable(r)[0])}</td>"
+        f"<td>{e(readable(r)[1])}<br><code>{e(r['event'])}</code></td><td>{e(r['dataset'])}</td>"
+        f"<td>{e(decision_of(r))}</td><td class='c'>{comment(r['comment'])}</td><td class='h'>"
+        + (f"agreement hash {e(r['agreement_sha256'])}<br>" if r["agreement_sha256"] else "")
         + (f"release {e(r['release_id'])}<br>" if r["release_id"] else "")
-        + "".join(f"{e(k)}: {e(v)}<br>" for k, v in r["artifacts"].items())
+        + "".join(f"{e(ARTIFACT_LABELS.get(k, k))}: {e(v)}<br>" for k, v in r["artifacts"].items())
         + f"</td><td class='h'>{e(r['hash'])}</td></tr>"
         for r in t["events"]
     )
     title = "Audit trail" + (f" — dataset {t['dataset']}" if t["dataset"] else "")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title><style>
-body{{font-family:system-ui,sans-serif;margin:2em;color:#222}} table{{border-collapse:collapse;font-size:13px}}
-td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}} th{{background:#f3f3f3}}
-.h{{font-family:monospace;font-size:11px;word-break:break-all;max-width:32em}} .ok{{color:#1b7837;font-weight:bold}}
+body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}
+table{{border-collapse:collapse;font-size:13px;width:100%;table-layout:fixed}}
+td,th{{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}}
+th{{background:#f3f3f3}} .c dl{{margin:0}} .c dt{{font-weight:600}} .c dd{{margin:0 0 .2em .8em}}
+.h{{font-family:monospace;font-size:11px;word-break:break-all}} .ok{{color:#1b7837;font-weight:bold}}
 .bad{{color:#b2182b;font-weight:bold}}</style></head><body>
 <h1>{e(title)}</h1><p>Registry <code>{e(t["root"])}</code>: {len(t["events"])} of {t["total_events"]} event(s).
 Each event carries the sha256 of the one before; re-check with <code>sdgov registry verify</code>.</p>{status}
-<table><tr><th>#</th><th>When (UTC)</th><th>Who</th><th>Role</th><th>What</th><th>Dataset</th><th>Decision</th>
+<table><colgroup><col style="width:3%"><col style="width:11%"><col style="width:11%"><col style="width:15%">
+<col style="width:8%"><col style="width:6%"><col style="width:16%"><col style="width:18%">
+<col style="width:12%"></colgroup>
+<tr><th>#</th><th>When (UTC)</th><th>Who (role)</th><th>What</th><th>Dataset</th><th>Decision</th>
 <th>Comment</th><th>Artifacts (sha256)</th><th>Event hash</th></tr>{rows}</table></body></html>
 """
 

@@ -64,7 +64,7 @@ class Bivariate:
         return "mean B —" if result.mean_B is None else f"mean B {result.mean_B:.4f}"
 
     def radar(self, result: BivariateResult) -> dict[str, float | None]:
-        return {"bivariate 1 − |R − S|": 2 * result.mean_B - 1 if result.mean_B is not None else None}
+        return {"pairwise association (mean B)": result.mean_B}  # one B everywhere: 1 − |R − S| / 2
 
 
 class SpecksResult(Frozen):
@@ -120,6 +120,7 @@ class Pmse:
 class WassersteinResult(Frozen):
     columns: list[dict[str, Any]]
     mean_ratio: float
+    mean_score: float  # columns scored 1 within the randomisation's 95th percentile (sdgov.utility.wasserstein)
     median_ratio: float
     replicates: int
 
@@ -138,7 +139,7 @@ class Wasserstein:
         return f"mean ratio {result.mean_ratio:.3g}"
 
     def radar(self, result: WassersteinResult) -> dict[str, float | None]:
-        return {"Wasserstein ratio score": ratio_score(result.mean_ratio)}
+        return {"Wasserstein score": result.mean_score}
 
 
 class Marginals:

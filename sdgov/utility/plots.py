@@ -19,19 +19,20 @@ def univariate_bars(datasets: dict[str, dict]) -> str:
     plt = pyplot()
     names = list(datasets)
     cols = [r["column"] for r in datasets[names[0]]["univariate"]["columns"]]
-    fig, axes = plt.subplots(1, 2, figsize=(9, 0.32 * len(cols) * len(names) / 2 + 1.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 0.32 * len(cols) * len(names) / 2 + 2.2), sharey=True)
     h = 0.8 / len(names)
     y = np.arange(len(cols))
     for ax, key, title in ((axes[0], "coverage", "coverage"), (axes[1], "similarity", "similarity (1 − TVD / 1 − KS)")):
         for i, n in enumerate(names):
             vals = [r[key] for r in datasets[n]["univariate"]["columns"]]
             ax.barh(y + i * h, vals, height=h, color=COLOURS.get(n, "grey"), label=LABELS.get(n, n))
-        ax.set_xlim(min(0.5, min(r[key] for n in names for r in datasets[n]["univariate"]["columns"])), 1.0)
+        ax.set_xlim(0, 1.0)  # from 0: a bar's length is its value
         ax.set_title(title, fontsize=9)
     axes[0].set_yticks(y + h * (len(names) - 1) / 2, cols, fontsize=8)
     axes[0].invert_yaxis()
-    axes[1].legend(loc="lower left", fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(names), fontsize=8, frameon=False)  # below, not on bars
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return to_svg(fig)
 
 
@@ -42,14 +43,14 @@ def heatmap(b: list[list[float]], attributes: list[str], in_phi: list[list[bool]
 
     m = np.asarray(b)
     n = len(attributes)
-    fig, ax = plt.subplots(figsize=(0.42 * n + 3, 0.42 * n + 2))
+    fig, ax = plt.subplots(figsize=(0.62 * n + 3, 0.62 * n + 2))
     im = ax.imshow(m, vmin=0.5, vmax=1.0, cmap="RdYlGn")
     for i in range(n):
         for j in range(n):
             if in_phi[i][j]:
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.6))
             if n <= 12 and i != j:
-                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=6)
+                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=9)
     ax.set_xticks(range(n), attributes, rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(n), attributes, fontsize=7)
     fig.colorbar(im, ax=ax, shrink=0.7, label="B = 1 − |R − S| / 2")
@@ -92,7 +93,7 @@ def radar(radar_data: dict) -> str:
             linewidth=1.6 if name == "synthetic" else 1.0,
         )
         ax.fill(angles + angles[:1], v + v[:1], color=COLOURS.get(name, "grey"), alpha=0.12)
-    ax.set_xticks(angles, [textwrap.fill(a, 16, break_long_words=False) for a in axes], fontsize=7)
+    ax.set_xticks(angles, [textwrap.fill(a, 18, break_long_words=False) for a in axes], fontsize=8)
     ax.tick_params(axis="x", pad=14)
     ax.set_ylim(0, 1)
     ax.set_yticks([0.25, 0.5, 0.75, 1.0], ["", "0.5", "", "1"], fontsize=6)

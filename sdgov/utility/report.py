@@ -113,8 +113,10 @@ def radar_data(scores: dict[str, dict[str, float | None]], tasks: dict[str, list
     return {
         "axes": axes,
         "series": series,
-        "note": "every axis in [0, 1], 1 = as the real data; the pMSE and Wasserstein ratios (≈ 1 when "
-        "indistinguishable from a random split) are scored 1 − log10(ratio) / 2, capped to [0, 1]",
+        "note": "every axis in [0, 1], 1 = as the real data; the pMSE ratio (≈ 1 when indistinguishable from a "
+        "random split) is scored 1 − log10(ratio) / 2, capped to [0, 1]; the Wasserstein score averages the "
+        "columns, each 1 when its distance is within a random split's (95th percentile), else scored as pMSE; "
+        "pairwise association is the mean B = 1 − |R − S| / 2",
     }
 
 

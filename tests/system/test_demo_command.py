@@ -22,9 +22,12 @@ def test_sdgov_demo_json_produces_a_verified_release(tmp_path):
     assert {"release_id", "path", "card_html"} <= set(out)
     assert Path(out["card_html"]).is_file() and Path(out["path"]).parent.parent == tmp_path / "registry"
     card = json.loads((Path(out["path"]) / "card.json").read_text())  # the demo runs both pre-registered audits
-    dec, pe = card["audit_sections"]["decomposability"], card["audit_sections"]["privacy_evidence"]
+    [run_dir] = (tmp_path / "registry" / "runs").iterdir()
+    evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())  # the controller's, unpublished
+    dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_evidence"]
     assert dec["verdict"] == "pass" and dec["control"]["caught"]
     assert pe["verdict"] in ("pass", "warn") and card["audit"]["not_run"] == []
+    assert card["audit_sections"]["decomposability"]["verdict"] == "pass"
 
     v = subprocess.run(
         [str(SDGOV), "registry", "verify", "--json"], env=env, capture_output=True, text=True, timeout=120

@@ -52,7 +52,8 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
     gen = repo / "build/demo/generate"
     assert sha256_file(gen / "synthetic.parquet") == sha256_file(rel / "synthetic.parquet")
     assert sha256_file(gen / "model_info.json") == sha256_file(rel / "artifacts/model_info.json")
-    assert sha256_file(repo / "build/demo/utility.json") == sha256_file(rel / "artifacts/utility.json")
+    [utility] = (registry / "runs").glob("*/utility.json")  # the controller's evidence: not in the release
+    assert sha256_file(repo / "build/demo/utility.json") == sha256_file(utility)
 
     # 3. forced re-run: identical bytes again, and the frozen measurement is never re-drawn
     before = sha256_file(repo / "build/demo/measurements.json")

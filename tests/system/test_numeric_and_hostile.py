@@ -77,6 +77,14 @@ def _inputs(d: Path) -> Path:
         "rows": ROWS,
         "seed": 7,
         "approvals": "approvals.yaml",
+        "model_card": {  # hostile text in every field the card shows
+            "contact": HOSTILE[0],
+            "data_controller": HOSTILE[1],
+            "licence": HOSTILE[2],
+            "intended_users": HOSTILE[3],
+            "out_of_scope": [HOSTILE[0]],
+            "review_by": "2027-01-01",
+        },
     }
     (d / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
     approvals = {
@@ -134,7 +142,8 @@ def test_hostile_strings_are_inert_in_every_html_page(release: dict) -> None:
     assert main(["trail", "--root", str(release["root"]), "--html", str(trail_html)]) == 0
     pages = {
         "card.html": released / "card.html",
-        "utility_report.html": next(released.rglob("utility_report.html")),
+        "utility_report.html": next((release["root"] / "runs").rglob("utility_report.html")),
+        "evidence.html": next((release["root"] / "runs").rglob("evidence/evidence.html")),
         "trail.html": trail_html,
     }
     for name, path in pages.items():

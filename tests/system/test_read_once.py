@@ -42,7 +42,7 @@ def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch, 
         assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0
     assert parsed == [data]
     if audits:  # the pre-registered audits ran and read the confidential records (from codes.parquet)
-        evidence = {p.name for p in (root / "releases").rglob("artifacts/*.json")}
+        evidence = {p.name for p in (root / "runs").glob("*/*.json")}  # the controller's, in the run directory
         assert {"decomposability.json", "privacy_evidence.json"} <= evidence
 
     [codes] = (root / "runs").glob("*/codes.parquet")

@@ -45,11 +45,16 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     r = release_flow(spec_path=str(spec), registry_root=str(root))
     d = Path(r.path)
     assert Registry(root).verify() == []
-    for name in ("decomposability", "privacy_evidence"):  # published, hashed in the manifest, bound to sign-off
-        assert (d / "artifacts" / f"{name}.json").is_file()
-        assert f"artifacts/{name}.json" in json.loads((d / "manifest.json").read_text())["files"]
+    [run_dir] = (root / "runs").iterdir()
+    for name in ("decomposability", "privacy_evidence"):  # the controller's evidence, bound to sign-off, unpublished
+        assert (run_dir / f"{name}.json").is_file() and not (d / "artifacts" / f"{name}.json").exists()
+        assert f"artifacts/{name}.json" not in json.loads((d / "manifest.json").read_text())["files"]
+    evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
     card = json.loads((d / "card.json").read_text())
-    dec, pe = card["audit_sections"]["decomposability"], card["audit_sections"]["privacy_evidence"]
+    assert {n: s["verdict"] for n, s in card["audit_sections"].items()} == {
+        n: s["verdict"] for n, s in evidence["audit_sections"].items()
+    }
+    dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_evidence"]
     assert dec["verdict"] == "pass" and dec["K"] == 4 and dec["p_value"] >= 0.05
     assert pe["verdict"] in ("pass", "warn") and pe["key_figures"]["claimed_epsilon"] == pytest.approx(1.0)
     assert len(pe["targets"]) == 3
@@ -57,11 +62,13 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     assert "decomposability test (black-box, Houssiau et al. 2022)" in names
     assert any(n.startswith("privacy: ") for n in names)
     assert card["audit"]["not_run"] == []  # both ran, so neither is reported as missing
-    html = (d / "card.html").read_text()
+    html = (run_dir / "evidence" / "evidence.html").read_text()
     assert "Black-box decomposability test" in html and "<h2>Privacy evidence</h2>" in html
     assert "contributing most to β*" in html and len(dec["top_cells"]) >= 1  # the Φ⊥ cells behind β*
     assert html.count("<svg") >= 4  # TVD plot, Figure-1 histograms, per-record PG bars, DCR histogram
-    assert "### Black-box decomposability test (Houssiau et al. 2022) — PASS" in (d / "card.md").read_text()
+    md = (d / "card.md").read_text()
+    assert "**Black-box decomposability test (Houssiau et al. 2022) (overall)** — pass" in md
+    assert "contributing most to β*" not in (d / "card.html").read_text()  # the cells' counts are confidential
     stage = next(s for s in card["provenance"]["stages"] if s["stage"] == "audit")
     assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_evidence"}
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data

@@ -29,8 +29,10 @@ def test_release_has_every_artifact_and_verifies(released):
         "manifest.json",
         "artifacts/measurements.json",
         "artifacts/agreement.json",
-        "artifacts/audit.json",
+        "artifacts/privacy_plan.json",
     } <= names
+    # computed on the confidential data: the controller's evidence (run dir), never published (issue 14)
+    assert not any(n.startswith(("artifacts/audit", "artifacts/utility", "utility_report")) for n in names)
     assert Registry(released["root"]).verify() == []
     assert all(not (p.stat().st_mode & 0o222) for p in d.rglob("*") if p.is_file()), "released files are read-only"
 

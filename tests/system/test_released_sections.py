@@ -11,11 +11,18 @@ from sdgov.audits.privacy.run import audit_privacy
 from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
 
 
-def test_card_renders_the_privacy_evidence_section(released):
-    """The card model takes the section; HTML and Markdown show verdict, checks and the two plots."""
+def _evidence(released) -> tuple[Path, dict]:
+    [run_dir] = (released["root"] / "runs").iterdir()
+    return run_dir, json.loads((run_dir / "evidence" / "evidence.json").read_text())
+
+
+def test_evidence_report_renders_the_privacy_evidence_section(released):
+    """The controller's evidence report takes the section; its HTML shows verdict, checks and the two plots. The
+    public card shows only the section's verdict."""
     from sdgov.audits.privacy.audit import audit_checks
     from sdgov.audits.privacy.report import privacy_section
     from sdgov.card import Card, render
+    from sdgov.evidence import EvidenceReport, render_evidence
 
     real, attrs, dom = _rare_category_data()
     st = RiskSettings(
@@ -33,30 +40,42 @@ def test_card_renders_the_privacy_evidence_section(released):
     res = audit_privacy(
         real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-4
     )
+    section = privacy_section(res)
+    _, evidence = _evidence(released)
+    assert evidence["audit_sections"] == {}  # releases without the audits have no sections
+    report = EvidenceReport.model_validate(evidence).model_copy(
+        update={"audit_sections": {"privacy_evidence": section}}
+    )
+    html = render_evidence(report)["evidence.html"]
+    assert "<h2>Privacy evidence</h2>" in html and html.count("<svg") >= 3
+    assert section["summary"] and section["summary"] in html.replace("&#39;", "'")
     card = Card.model_validate_json(Path(released["result"].card_json).read_text())
-    assert card.audit_sections == {}  # releases without the audits are unchanged
-    out = render(card.model_copy(update={"audit_sections": {"privacy_evidence": privacy_section(res)}}))
-    assert "<h2>Privacy evidence</h2>" in out["card.html"] and out["card.html"].count("<svg") >= 3
-    assert "## Privacy evidence — " + res.verdict.upper() in out["card.md"]
-    assert json.loads(out["card.json"])["audit_sections"]["privacy_evidence"]["verdict"] == res.verdict
+    public = {"privacy_evidence": {"title": "Privacy evidence", "verdict": res.verdict}}
+    out = render(card.model_copy(update={"audit_sections": public}))
+    assert f'Privacy evidence (overall)</td><td class="{res.verdict}">{res.verdict}' in out["card.html"]
+    assert "<h2>Privacy evidence</h2>" not in out["card.html"] and section["summary"] not in out["card.html"]
     checks = audit_checks(res)
     assert [c.passed for c in checks] == [c.level == "pass" for c in res.checks]
     assert all(c.severity == "block" for c, r in zip(checks, res.checks) if r.level == "fail")
 
 
-def test_release_publishes_the_full_report_and_the_card_links_it(released):
-    """The utility_report stage keeps its summary (utility.json) and adds the full report; the card shows it."""
+def test_the_utility_report_stays_with_the_controller_and_the_card_states_its_verdicts(released):
+    """The utility_report stage keeps its summary (utility.json) and the full report in the run directory (computed
+    on the confidential data: never published); the card states the fitness verdicts without the figures."""
     d = Path(released["result"].path)
-    assert (d / "artifacts" / "utility.json").is_file()  # the existing summary contract is unchanged
-    full = json.loads((d / "artifacts" / "utility_report.json").read_text())
+    run_dir, evidence = _evidence(released)
+    assert (run_dir / "utility.json").is_file()  # the existing summary contract is unchanged
+    full = json.loads((run_dir / "utility_report.json").read_text())
     assert full["datasets"]["synthetic"]["specks"]["seeds"] == 20
-    html = (d / "utility_report.html").read_text()
-    assert "What this data is and is not fit for" in html
+    assert "What this data is and is not fit for" in (run_dir / "utility_report.html").read_text()
+    assert not list(d.rglob("utility*")), "the utility report is not published"
+    assert evidence["utility_report"]["fitness"]["statement"] == full["fitness"]["statement"]
     card = json.loads((d / "card.json").read_text())
-    assert card["utility_report"]["fitness"]["statement"] == full["fitness"]["statement"]
+    pairs = [" × ".join(p) for p in full["fitness"]["not_fit_pairs"]]
+    assert all(p in " ".join(card["fitness"]["not_fit_for"]) for p in pairs)
+    assert "B = " not in json.dumps(card["fitness"]), "the association figures are the controller's"
     card_html = (d / "card.html").read_text()
-    assert 'href="utility_report.html"' in card_html and "What this data is and is not fit for" in card_html
-    assert "utility_report.html" in (d / "card.md").read_text()
+    assert 'href="utility_report.html"' not in card_html and "What this data is and is not fit for" in card_html
     from sdgov.registry import Registry
 
     assert Registry(released["root"]).verify() == []

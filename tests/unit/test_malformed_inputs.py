@@ -314,6 +314,16 @@ DATA_CASES: list[Case] = [
 ]
 
 SPEC_CASES: list[Case] = [
+    (  # issue 14: a release states who answers for it and what it is for
+        "spec-without-model-card",
+        _spec(lambda s: s.pop("model_card")),
+        ["spec.yaml", "model_card", "review_by"],
+    ),
+    (
+        "spec-model-card-without-review-date",
+        _spec(lambda s: s["model_card"].pop("review_by")),
+        ["spec.yaml", "model_card.review_by"],
+    ),
     (
         "spec-unknown-attribute-in-phi",
         _spec(lambda s: s["phi"]["marginals"].append(["Region", "Planet"])),
