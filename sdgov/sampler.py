@@ -85,7 +85,11 @@ def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> 
             row = np.ravel_multi_index(tuple(data[a] for a in p.parents), p.parent_shape).astype(np.int64)
         else:
             row = np.zeros(n, dtype=np.int64)
-        idx = np.searchsorted(p.shifted_cdf, row + rng.random(n), side="right") - row * p.k
+        # searchsorted(shifted_cdf, row + u, side="right") − row·k, counted inside each record's own row of k
+        # entries: every earlier row ends at ≤ row, so it is the same number, but reads k neighbouring values per
+        # record instead of ~log₂(P·k) scattered ones (App 3's last column has 1.56M entries: 2–3× faster)
+        v = row + rng.random(n)
+        idx = np.count_nonzero(p.shifted_cdf.reshape(-1, p.k)[row] <= v[:, None], axis=1)
         data[p.name] = np.minimum(idx, p.k - 1).astype(np.int32)
     return data
 

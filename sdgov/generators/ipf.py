@@ -6,6 +6,7 @@ a distribution, and IPF cycles over them until the largest change in any cell is
 
 from __future__ import annotations
 
+import math
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
@@ -31,17 +32,15 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
         target = np.clip(m.array().astype(np.float64), 0, None)
         target = target / target.sum() if target.sum() > 0 else np.full(target.shape, 1.0 / target.size)
         axes = [attrs.index(a) for a in m.clique]
-        other = tuple(i for i in range(len(attrs)) if i not in axes)
-        targets.append((axes, other, target))
+        targets.append(_Margin(shape, axes, target))
     sweeps = 0
+    before, change = np.empty_like(joint), np.empty_like(joint)  # reused: a fresh 12 MB array per sweep page-faults
     for sweeps in range(1, params.iterations + 1):  # noqa: B007 (read after the loop: sweeps run)
-        before = joint.copy()
-        for axes, other, target in targets:
-            current = joint.sum(axis=other)  # axes in increasing attribute order
-            current = np.transpose(current, np.argsort(np.argsort(axes)))  # → clique order
-            ratio = np.divide(target, current, out=np.zeros_like(target), where=current > 0)
-            joint *= np.expand_dims(np.transpose(ratio, np.argsort(axes)), other)
-        if np.abs(joint - before).max() < TOL:
+        np.copyto(before, joint)
+        for t in targets:
+            t.update(joint)
+        np.subtract(joint, before, out=change)
+        if np.abs(change, out=change).max() < TOL:
             break
     joint /= joint.sum()
     return CliqueModel(
@@ -58,6 +57,45 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
             "converged": sweeps < params.iterations,
         },
     )
+
+
+class _Margin:
+    """One fitted marginal as a view of the joint that keeps its axes apart: (rest, a₀, rest, a₁, …, rest).
+
+    Neighbouring attributes outside the marginal are merged into one axis; the marginal is an ``einsum`` over that
+    view (numpy's own loops, no BLAS: the same bits on every CPU kernel), and the update multiplies through a few
+    long inner loops instead of a 7-dimensional broadcast. ``joint.sum(axis=others)`` adds in another order: the
+    fitted joint differs from it by rounding only (App 3, 30 sweeps: ≤ 1.4e-14 relative), far below anything a
+    sample can see — the decomposability audit's p-values are unchanged — while App 3's 1.56M-cell joint with 21
+    2-way marginals fits in half the CPU time (numpy's reduction over small trailing axes is slow).
+    """
+
+    def __init__(self, shape: tuple[int, ...], axes: list[int], target: np.ndarray) -> None:
+        order = np.argsort(axes)
+        self.sorted_axes = [axes[i] for i in order]
+        self.target = np.transpose(target, order)  # marginal axes in attribute order
+        bounds = [-1, *self.sorted_axes, len(shape)]
+        self.view: list[int] = []
+        for lo, hi, ax in zip(bounds[:-1], bounds[1:], [*self.sorted_axes, None]):
+            self.view.append(math.prod(shape[lo + 1 : hi]))  # the attributes between two marginal axes
+            if ax is not None:
+                self.view.append(shape[ax])
+        self.reduce = tuple(range(0, len(self.view), 2))
+        self.keep = list(range(1, len(self.view), 2))  # einsum's output axes: the marginal's
+        # the update: the ratio repeated along a short trailing block, so the multiply's inner loop is long
+        tail = self.view[-1]
+        self.repeat = tail if tail < 64 else 1
+        self.mul_view = [*self.view[:-2], self.view[-2] * self.repeat] if self.repeat > 1 else self.view
+        self.expand = tuple(range(0, len(self.mul_view), 2)) if self.repeat > 1 else self.reduce
+
+    def update(self, joint: np.ndarray) -> None:
+        """Scale ``joint`` (in place) so that this marginal equals the target (cells with no mass stay 0)."""
+        view = joint.reshape(self.view)
+        current = np.einsum(view, list(range(view.ndim)), self.keep)
+        ratio = np.divide(self.target, current, out=np.zeros_like(self.target), where=current > 0)
+        if self.repeat > 1:
+            ratio = np.repeat(ratio, self.repeat, axis=-1)
+        joint.reshape(self.mul_view)[...] *= np.expand_dims(ratio, self.expand)
 
 
 def joint_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:

@@ -73,36 +73,49 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_evidence"}
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data
     # every attack trial ran as its own Prefect task run (process pool): visible, by name, in the UI
+    fits, classifiers = task_runs("shadow-fit-", started), task_runs("attack-classifier-", started)
+    decomposability = {phase: task_runs(f"decomposability-{phase}-", started) for phase in PHASES}
+    assert trials(fits) == list(range(3 * (3 + 1)))  # shadow worlds × (targets + out world), each exactly once
+    assert trials(classifiers) == list(range(3))  # one attack classifier per target
+    assert all(r.state.is_completed() for r in fits + classifiers)
+    # and so did every decomposability fit (process pool: no memo): K = 4 per extremal dataset, each exactly once
+    assert {phase: trials(r) for phase, r in decomposability.items()} == {phase: list(range(4)) for phase in PHASES}
+    assert all(r.state.is_completed() for rs in decomposability.values() for r in rs)
+
+
+PHASES = ("phase1-plus", "phase1-minus", "phase2-plus", "phase2-minus")  # the fits' labels, one per extremal dataset
+
+
+def trials(runs: list) -> list[int]:
+    """The trial indices that task runs named "<label>-<first>-<last>" covered."""
+    return sorted(i for r in runs for a, b in [map(int, r.name.rsplit("-", 2)[1:])] for i in range(a, b + 1))
+
+
+def task_runs(prefix: str, after: datetime) -> list:
+    """Task runs of the session's server whose name contains ``prefix``, started after ``after``."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName, TaskRunFilterStartTime
 
     with get_client(sync_client=True) as client:
-
-        def runs(prefix: str) -> list:
-            return client.read_task_runs(
-                task_run_filter=TaskRunFilter(
-                    name=TaskRunFilterName(like_=prefix), start_time=TaskRunFilterStartTime(after_=started)
-                )
+        return client.read_task_runs(
+            task_run_filter=TaskRunFilter(
+                name=TaskRunFilterName(like_=prefix), start_time=TaskRunFilterStartTime(after_=after)
             )
-
-        fits, classifiers = runs("shadow-fit-"), runs("attack-classifier-")
-
-    def trials(runs: list) -> list[int]:  # names are "<label>-<first>-<last>": the trial indices they covered
-        return sorted(i for r in runs for a, b in [map(int, r.name.rsplit("-", 2)[1:])] for i in range(a, b + 1))
-
-    assert trials(fits) == list(range(3 * (3 + 1)))  # shadow worlds × (targets + out world), each exactly once
-    assert trials(classifiers) == list(range(3))  # one attack classifier per target
-    assert all(r.state.is_completed() for r in fits + classifiers)
+        )
 
 
 def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
     from sdgov.flows.release import release_flow
 
-    audit = {**AUDIT, "generator": "sdgov.audits.generators:dishonest_ipf", "generator_params": {}}
+    # memo: the fits stay in the stage's process (where the memo is), still as task runs
+    audit = {**AUDIT, "generator": "sdgov.audits.generators:dishonest_ipf", "generator_params": {"memo": True}}
     spec = make_demo_inputs(tmp_path / "in", audit=audit)
     root = init_registry(tmp_path / "registry")
+    started = datetime.now(UTC)
     with pytest.raises(SdgovError, match="the audit failed"):
         release_flow(spec_path=str(spec), registry_root=str(root))
+    fits = {phase: trials(task_runs(f"decomposability-{phase}-", started)) for phase in PHASES}
+    assert fits == {phase: list(range(4)) for phase in PHASES}
     reg = Registry(root)
     assert [e.event for e in reg.events()][-1] == "release_blocked"
     assert not (root / "releases").exists() or not any((root / "releases").iterdir())

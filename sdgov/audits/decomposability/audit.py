@@ -33,8 +33,11 @@ class DecomposabilityAudit:
         labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
         codes = context.confidential()[agreement.attributes]
         cliques = [tuple(c) for c in agreement.cliques]
-        executor = context.executor_for(0)  # the fits are independent: every core
-        result = run_decomposability(codes, cliques, domain, generator, settings, labels, executor=executor)
+        # the fits are independent: every core; memoised fits in this process (one task run per batch either way)
+        executor, in_process = context.executor_for(0), context.executor_for(1)
+        result = run_decomposability(
+            codes, cliques, domain, generator, settings, labels, executor=executor, in_process=in_process
+        )
         context.log(f"decomposability test: {result.verdict} (p = {result.p_value:.3g}, {result.seconds:.1f} s)")
         return AuditOutcome(
             checks=audit_checks(result),

@@ -201,11 +201,13 @@ class _Run:
         st: DecomposabilitySettings,
         factory: Factory | None,
         executor: Executor,
+        in_process: Executor,
     ) -> None:
         self.generator, self.st, self.params = generator, st, dict(st.generator_params)
         self.factory = factory  # an object handed in cannot be re-imported by path elsewhere: fitted here
-        # a memo lives in one process: memoised fits spread over workers would refit in every one of them
-        self.executor = SerialExecutor() if self.params.get("memo") else executor
+        # a memo lives in one process: memoised fits spread over workers would refit in every one of them, so
+        # they run where the memo is (inside a release: task runs in the stage's process, still shown in the UI)
+        self.executor = in_process if self.params.get("memo") else executor
         self.theta, self.pool, self.basis, self.explicit = space.theta, space.pool, space.basis, space.explicit
         self.rng = copy.deepcopy(space.rng)
         self.n = st.rows or 10 * int(self.theta.x.sum())
@@ -289,15 +291,18 @@ def run_decomposability(
     labels: dict[str, list[str]] | None = None,
     factory: Factory | None = None,
     executor: Executor | None = None,
+    in_process: Executor | None = None,
 ) -> DecomposabilityResult:
     """Audit ``generator`` (import path) against Φ = ``cliques`` on the encoded ``records`` (cell indices), and its
-    positive control beside it when the settings name one."""
+    positive control beside it when the settings name one. The fits run through ``executor``; memoised ones
+    (``memo`` in the generator params) through ``in_process``, an executor that keeps them in this process
+    (default: serial)."""
     st = settings or DecomposabilitySettings()
     start = time.perf_counter()
     space = _Space(records, cliques, domain, st)
     basis_seconds = time.perf_counter() - start
     try:
-        result = _test(space, generator, st, labels, factory, executor, basis_seconds)
+        result = _test(space, generator, st, labels, factory, (executor, in_process), basis_seconds)
     except GeneratorCrash as exc:  # no verdict; keep what is known for --out
         exc.partial = {"generator": generator, "settings": st.model_dump(mode="json"), "basis": space.info()}
         raise
@@ -305,7 +310,7 @@ def run_decomposability(
         return result
     control_settings = st.model_copy(update={"generator_params": st.control_params})
     try:
-        cres = _test(space, st.positive_control, control_settings, labels, None, executor, 0.0)
+        cres = _test(space, st.positive_control, control_settings, labels, None, (executor, in_process), 0.0)
     except GeneratorCrash as exc:  # the audited generator's result stands; the control reached no verdict
         exc.partial = {"result": result.model_dump(mode="json"), "control": st.positive_control}
         raise
@@ -328,13 +333,14 @@ def _test(
     st: DecomposabilitySettings,
     labels: dict[str, list[str]] | None,
     factory: Factory | None,
-    executor: Executor | None,
+    executors: tuple[Executor | None, Executor | None],
     basis_seconds: float,
 ) -> DecomposabilityResult:
     """The two phases of the test for one generator (§3.3)."""
     clock = _Clock(basis=basis_seconds)
     with clock("basis"):
-        run = _Run(space, generator, st, factory, executor or SerialExecutor())
+        executor, in_process = executors
+        run = _Run(space, generator, st, factory, executor or SerialExecutor(), in_process or SerialExecutor())
         binfo = space.info()
     with clock("extremal"):  # phase 1: a random direction β ∈ Φ⊥ and its extremal datasets D±β
         z = run.basis.random_direction(run.rng)
