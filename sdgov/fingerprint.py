@@ -36,9 +36,10 @@ VERSION = "1"  # bump if the canonical form changes: a new version is a new iden
 
 
 def header(schema: Schema) -> list[dict[str, object]]:
-    """Every column's name and cell encoding, sorted by name (column order is not part of the identity)."""
+    """Every column's name and cell encoding, sorted by name (column order is not part of the identity).
+    Lookup columns are derived by a public table, not content: declaring one opens no new budget account."""
     out: list[dict[str, object]] = []
-    for col in sorted(schema.columns, key=lambda c: c.name):
+    for col in sorted((c for c in schema.columns if c.name not in schema.derived), key=lambda c: c.name):
         cells = [str(c) for c in col.codes()] if col.kind == "categorical" else None
         bins = None if col.bins is None else [b if math.isfinite(b) else "inf" for b in col.bins]  # an open top bin
         out.append({"name": col.name, "kind": col.kind, "cells": cells, "bins": bins, "nullable": col.nullable})
@@ -47,7 +48,7 @@ def header(schema: Schema) -> list[dict[str, object]]:
 
 def fingerprint(codes: pd.DataFrame, schema: Schema) -> str:
     """sha256 of the encoded records as a multiset (order-free), under the schema's cell encoding."""
-    names = sorted(c.name for c in schema.columns)
+    names = sorted(c.name for c in schema.columns if c.name not in schema.derived)
     sizes = [schema.by_name[n].size for n in names]
     h = hashlib.sha256()
     h.update(canonical_json({"sdgov_fingerprint": VERSION, "columns": header(schema), "records": len(codes)}))

@@ -14,13 +14,17 @@ from sdgov.contracts import ArtifactRef, GenerateInput
 from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
 from sdgov.sampler import CHUNK_ROWS, sample_to_parquet
+from sdgov.schema import Schema
+from sdgov.structures import zeros_within
 
 
 def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[ArtifactRef, ArtifactRef, int]:
     """Fit, sample and describe the fit; return (synthetic, model_info, rows). ``log`` gets ~10 progress lines."""
     mset = read_measurements(inp.measurements)
+    schema = read_schema(inp.schema_file)
     plugin = generator(inp.generator.name)
-    model = plugin.fit(mset, inp.generator)
+    zeros = zeros_within(schema.zero_cells(), mset.attributes)  # public structure, from the schema
+    model = plugin.fit_model(mset, inp.generator, zeros)
     rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))
     out = Path(inp.out_dir)
     step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
@@ -29,12 +33,13 @@ def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[
         if done % step == 0 or done == total:
             log(f"sampled {done} / {total} rows ({100 * done / total:.0f}%)")
 
-    sample_to_parquet(model, read_schema(inp.schema_file), rows, inp.seed, out / "synthetic.parquet", progress=progress)
+    sample_to_parquet(model, schema, rows, inp.seed, out / "synthetic.parquet", progress=progress)
     info = {
         "generator": inp.generator.name,
         "implementation": plugin.implementation(),
         "parameters": inp.generator.model_dump(),
         **model.fit_info,
+        **_structure(schema, mset.attributes),
     }
     write_json(out / "model_info.json", info)
     return (
@@ -42,3 +47,26 @@ def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[
         ArtifactRef.of("model_info", out / "model_info.json"),
         rows,
     )
+
+
+def _structure(schema: Schema, attributes: list[str]) -> dict:
+    """The schema's public structure this model used, for the card (absent when there is none)."""
+    zeros = zeros_within(schema.zero_cells(), attributes)
+    lookups = [lk for lk in schema.lookups if lk.source in attributes]
+    out: dict = {}
+    if zeros:
+        out["structural_zeros"] = [
+            {
+                "attributes": list(z.attributes),
+                "description": z.description,
+                "cells": int(z.invalid_combinations(schema.domain(z.attributes)).shape[0]),
+            }
+            for z in zeros
+        ]
+        out["structural_zero_noise"] = (
+            "noisy counts on structurally zero cells discarded (set to 0: publicly known) before the fit; "
+            "ρ is that of the whole marginal"
+        )
+    if lookups:
+        out["lookups"] = [{"column": lk.column, "source": lk.source, "description": lk.description} for lk in lookups]
+    return out

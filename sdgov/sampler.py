@@ -17,7 +17,7 @@ is built for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +25,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sdgov.errors import InternalError
 from sdgov.generators.model import CliqueModel
 from sdgov.schema import Column, Schema
+from sdgov.structures import ZeroCells, zeros_within
 
 CHUNK_ROWS = 262_144
+MAX_REDRAWS = 1000  # rounds of redrawing records that fell in a structural zero (a model honouring them needs 0)
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,37 @@ def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> 
     return data
 
 
+def _redraw_impossible(
+    data: dict[str, np.ndarray], plans: list[_ColumnPlan], zeros: Sequence[ZeroCells], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Redraw every record that fell in a structural zero (rejection sampling: the model conditioned on the
+    possible cells). A generator that fits the zeros exactly (PGM, IPF) never draws one, so this costs nothing."""
+    for _ in range(MAX_REDRAWS):
+        bad = np.zeros(len(next(iter(data.values()))), dtype=bool)
+        for z in zeros:
+            bad |= z.violations(data)
+        if not bad.any():
+            return data
+        again = sample_chunk(plans, int(bad.sum()), rng)
+        for a in data:
+            data[a][bad] = again[a]
+    raise InternalError(
+        f"records still fall in a structural zero after {MAX_REDRAWS} redraws: the model puts almost all its mass "
+        "on impossible combinations"
+    )
+
+
 def iter_chunks(
-    model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS
+    model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS, zeros: Sequence[ZeroCells] = ()
 ) -> Iterator[dict[str, np.ndarray]]:
     plans = plan_columns(model)
+    zeros = zeros_within(zeros, model.attributes)
     n_chunks = max(1, -(-rows // chunk_rows))
     for i, child in enumerate(np.random.SeedSequence(seed).spawn(n_chunks)):
         n = min(chunk_rows, rows - i * chunk_rows)
-        yield sample_chunk(plans, n, np.random.default_rng(child))
+        rng = np.random.default_rng(child)
+        chunk = sample_chunk(plans, n, rng)
+        yield _redraw_impossible(chunk, plans, zeros, rng) if zeros else chunk
 
 
 def _arrow_type(col: Column) -> pa.DataType:
@@ -128,8 +154,10 @@ def sample_to_parquet(
     """Write ``rows`` synthetic records (decoded to schema codes) to ``path`` atomically; return rows written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    arrow_schema = _arrow_schema(schema, model.attributes)
-    lookups = {a: _lookup(schema, a) for a in model.attributes}
+    attached = {lk.column: lk for lk in schema.lookup_index() if lk.source in model.attributes}
+    released = tuple(a for a in schema.names if a in model.attributes or a in attached)  # schema order
+    arrow_schema = _arrow_schema(schema, released)
+    lookups = {a: _lookup(schema, a) for a in released}
     uniform = [
         a for a in model.attributes if schema.by_name[a].kind == "numeric" and schema.by_name[a].rule == "uniform"
     ]
@@ -139,12 +167,14 @@ def sample_to_parquet(
     done = 0
     try:
         with pq.ParquetWriter(tmp, arrow_schema, compression="zstd") as writer:
-            for chunk in iter_chunks(model, rows, seed, chunk_rows):
+            for chunk in iter_chunks(model, rows, seed, chunk_rows, schema.zero_cells()):
+                for a, lk in attached.items():  # lookup columns: the source's cell through the public table
+                    chunk[a] = lk.index[chunk[lk.source]]
                 cols = [
                     _spread_uniformly(schema.by_name[a], chunk[a], spread_rng)
                     if a in uniform
                     else lookups[a].take(pa.array(chunk[a]))
-                    for a in model.attributes
+                    for a in released
                 ]
                 writer.write_table(pa.Table.from_arrays(cols, schema=arrow_schema))
                 done += len(chunk[model.attributes[0]])

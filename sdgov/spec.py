@@ -22,10 +22,11 @@ from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
 from sdgov.schema import Clique, Schema, load_schema, nfc, repeated
+from sdgov.structures import zeros_within
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
-DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
+DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
 MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
 MAX_MARGINALS = 10_000  # agreed marginals (the nesting check is quadratic in them)
 
@@ -236,6 +237,13 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         dup = repeated(attrs)
         if dup:
             raise SpecError(f"{ctx} repeats attribute(s) {dup}", where, "name each attribute once")
+        derived = [a for a in attrs if a in schema.derived]
+        if derived:
+            raise SpecError(
+                f"{ctx} names lookup column(s) {derived}: they are attached after sampling, never modelled",
+                where,
+                f"use their source column(s) {sorted({schema.derived[a] for a in derived})} instead",
+            )
 
     def canon(attrs: list[str] | tuple[str, ...]) -> Clique:
         return tuple(sorted(attrs, key=order.__getitem__))
@@ -319,10 +327,14 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
             f"choose one of {attributes}",
         )
 
-    model_cells = generator(spec.generator.name).model_cells(attributes, cliques, schema.domain(attributes))
+    # the structural zeros join the model's graph (mbi adds each as a clique), so they count in its size
+    zero_cliques = [canon(z.attributes) for z in zeros_within(schema.zero_cells(), attributes)]
+    model_cells = generator(spec.generator.name).model_cells(
+        attributes, cliques + [z for z in zero_cliques if z not in seen], schema.domain(attributes)
+    )
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(
-            f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
+            f"the {spec.generator.name} model needs {model_cells:,} cells, over the model domain limit "
             f"of {spec.limits.max_model_cells:,}",
             where,
             "use a generator with smaller tables (IPF holds the full joint, PGM the junction-tree cliques), "

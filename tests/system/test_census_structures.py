@@ -1,0 +1,143 @@
+"""ONS structures end to end on the census extract (needs ../shared/data; skipped without it): lookups and
+structural zeros declared in the schema, through the real release flow, asserted on the released synthetic data.
+
+The schema is the census example's with public structure added: Country from Region by the ONS code table (a
+lookup: never modelled, attached after sampling), and the public variable list's rule that a person aged 0 to 15
+has no economic activity, hours worked or occupation code ("-9 No code required"): structural zeros.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.conftest import CENSUS, REPO, init_registry
+
+pytestmark = pytest.mark.skipif(not CENSUS.exists(), reason="census extract not beside the repo (../shared/data)")
+
+EXAMPLE = REPO / "examples" / "census2011"
+ENGLAND, WALES = "E92000001", "W92000004"
+CHILD = 1  # Age code 1: 0 to 15
+ZEROS = {  # column → the codes a child cannot have (everything but -9 "No code required")
+    "Economic Activity": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+    "Hours worked per week": [1, 2, 3, 4],
+    "Occupation": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+}
+
+
+def structured_schema() -> dict:
+    raw = yaml.safe_load((EXAMPLE / "schema.yaml").read_text())
+    regions = [c["code"] for c in raw["columns"][0]["categories"]]
+    raw["columns"].append(
+        {
+            "name": "Country",
+            "kind": "categorical",
+            "description": "Country of usual residence (from Region, ONS geography codes)",
+            "categories": [{"code": ENGLAND, "label": "England"}, {"code": WALES, "label": "Wales"}],
+        }
+    )
+    raw["lookups"] = [
+        {
+            "column": "Country",
+            "source": "Region",
+            "description": "ONS register of geographic codes: every English region is in England",
+            "table": {r: WALES if r == WALES else ENGLAND for r in regions},
+        }
+    ]
+    raw["structural_zeros"] = [
+        {"description": f"a person aged 0 to 15 has no {col.lower()} code", "cells": {"Age": [CHILD], col: codes}}
+        for col, codes in ZEROS.items()
+    ]
+    return raw
+
+
+def write_inputs(dest: Path, generator: str = "pgm") -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "schema.yaml").write_text(yaml.safe_dump(structured_schema(), sort_keys=False))
+    shutil.copy(EXAMPLE / "approvals.yaml", dest / "approvals.yaml")
+    spec = {
+        "name": "census2011-structures",
+        "dataset": {"name": "census2011_teaching", "path": str(CENSUS)},
+        "schema": "schema.yaml",
+        # Economic Activity × Occupation is not in Φ: the model links them only through Age, and the zeros
+        # on (Age, Occupation) and (Age, Economic Activity) are what keep children's records possible
+        "phi": {"all_kway": [{"k": 2, "attributes": ["Region", "Age", "Economic Activity", "Hours worked per week"]}]}
+        | {"marginals": [["Age", "Occupation"], ["Sex", "Age"]]},
+        "privacy": {"sigma": 10},
+        "generator": {"name": generator, "iterations": 300},
+        "rows": 50000,
+        "seed": 2011,
+        "approvals": "approvals.yaml",
+    }
+    (dest / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return dest / "spec.yaml"
+
+
+def release(spec: Path, root: Path) -> dict:
+    from sdgov.flows.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["release", "--spec", str(spec), "--root", str(root), "--json"])
+    assert rc == 0
+    return json.loads(buf.getvalue())
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory, prefect_server) -> dict:
+    base = tmp_path_factory.mktemp("structures")
+    out = release(write_inputs(base / "inputs"), init_registry(base / "registry"))
+    path = Path(out["path"])
+    return {"out": out, "synthetic": pd.read_parquet(path / "synthetic.parquet"), "card": json.loads((path / "card.json").read_text())}
+
+
+def test_lookup_column_is_attached_after_sampling_and_always_agrees_with_its_source(released):
+    syn, card = released["synthetic"], released["card"]
+    assert len(syn) == 50000
+    assert "Country" in syn.columns
+    expected = syn["Region"].map(lambda r: WALES if r == WALES else ENGLAND)
+    assert (syn["Country"] == expected).all(), pd.crosstab(syn["Region"], syn["Country"])
+    # never modelled: no marginal names it, the model's cliques do not hold it
+    assert all("Country" not in p["attributes"] for p in card["phi"])
+    assert all("Country" not in c for c in card["generator"]["junction_tree_cliques"])
+    assert card["generator"]["lookups"] == [
+        {"column": "Country", "source": "Region", "description": structured_schema()["lookups"][0]["description"]}
+    ]
+
+
+def test_structural_zeros_are_never_sampled_and_noise_on_them_is_discarded(released):
+    syn, card = released["synthetic"], released["card"]
+    children = syn["Age"] == CHILD
+    assert children.sum() > 5000  # the extract has 9,434 people aged 0 to 15: the model keeps them
+    for col, codes in ZEROS.items():
+        hits = children & syn[col].isin(codes)
+        assert not hits.any(), f"{int(hits.sum())} synthetic children with {col} in {codes}"
+        assert (syn.loc[children, col] == -9).all()
+    zeros = card["generator"]["structural_zeros"]
+    assert [z["attributes"] for z in zeros] == [["Age", c] for c in ZEROS]
+    assert "discarded" in card["generator"]["structural_zero_noise"]
+    # the zeros on Age × Occupation join the model's graph: Occupation is sampled knowing Age
+    assert any({"Age", "Occupation"} <= set(c) for c in card["generator"]["junction_tree_cliques"])
+
+
+def test_a_release_whose_data_disagrees_with_a_lookup_is_refused_in_one_line(tmp_path, capsys):
+    from sdgov.flows.cli import main
+
+    spec = write_inputs(tmp_path / "inputs")
+    data = pd.read_csv(CENSUS, dtype=str, nrows=2000)
+    data["Country"] = ENGLAND
+    data.loc[7, "Country"] = WALES  # a North East record said to be in Wales
+    data.to_csv(tmp_path / "inputs" / "data.csv", index=False)
+    root = init_registry(tmp_path / "registry")
+    rc = main(["release", "--spec", str(spec), "--root", str(root), "--data", str(tmp_path / "inputs" / "data.csv")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0
+    assert "'Country': 1 row(s) disagree with the lookup from 'Region' (first at row 8)" in err
+    assert not (root / "releases").exists() or not any((root / "releases").iterdir())
