@@ -27,6 +27,7 @@ from sdgov.privacy import PrivacyPlan
 from sdgov.schema import Column, Schema
 from sdgov.spec import Agreement, Clique
 from sdgov.svg import pyplot, to_svg
+from sdgov.synthesis_graph import SynthesisGraph, graph_svg, synthesis_graph
 
 PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
 REPO = Path(__file__).resolve().parents[1]
@@ -65,6 +66,7 @@ class Card(Strict):
     signoffs: list[SignOff]
     provenance: dict[str, Any]
     ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
+    synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.synthesis_graph)
 
 
 def ledger_statement(ledger: dict[str, Any] | None) -> str:
@@ -183,7 +185,8 @@ def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
             f"No interaction among more than {biggest} attributes at once was measured: higher-order patterns "
             "(e.g. a three-way interaction) are not preserved beyond what Φ implies."
         )
-    dropped = [c.name for c in schema.columns if c.name not in agreement.attributes]
+    attached = {c for c, src in schema.derived.items() if src in agreement.attributes}  # lookups: released
+    dropped = [c.name for c in schema.columns if c.name not in agreement.attributes and c.name not in attached]
     if dropped:
         out.append("Not released at all (not in the synthetic data): " + ", ".join(dropped) + ".")
     out.append(
@@ -289,6 +292,7 @@ def build_card(
             **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log_head: the log this release joins
         },
         ledger=ledger,
+        synthesis_graphs=[g] if (g := synthesis_graph(model_info, "the model")) else [],
     )
 
 
@@ -352,7 +356,12 @@ def _env() -> Environment:
 def render(card: Card) -> dict[str, str]:
     """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``."""
     env = _env()
-    ctx = {"c": card, "plot_svg": tvd_plot_svg(card.utility), "ledger_statement": ledger_statement(card.ledger)}
+    ctx = {
+        "c": card,
+        "plot_svg": tvd_plot_svg(card.utility),
+        "ledger_statement": ledger_statement(card.ledger),
+        "graph_svgs": [graph_svg(g) for g in card.synthesis_graphs],
+    }
     if card.utility_report:
         from sdgov.utility.plots import radar
 

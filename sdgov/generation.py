@@ -39,6 +39,8 @@ def generate_synthetic(inp: GenerateInput, log: Callable[[str], None]) -> tuple[
         "implementation": plugin.implementation(),
         "parameters": inp.generator.model_dump(),
         **model.fit_info,
+        "model_cliques": [list(c) for c in model.cliques],  # the tables the sampler draws from (card's graph)
+        "sampling_order": list(model.order),
         **_structure(schema, mset.attributes),
     }
     write_json(out / "model_info.json", info)

@@ -62,7 +62,6 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             "fitted_marginals": [list(m.clique) for m in mset.measurements],
             "sweeps": sweeps,
             "converged": sweeps < params.iterations,
-            "sampling_order": attrs,
             **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )

@@ -95,7 +95,6 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             "iterations": params.iterations,
             "fitted_marginals": [list(c) for c in model.cliques],
             "junction_tree_cliques": [list(c) for c in node_cliques],
-            "sampling_order": order,
             **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )
