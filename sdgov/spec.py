@@ -115,6 +115,27 @@ class GeneratorSpec(Frozen):
         return name
 
 
+class SplitPart(Frozen):
+    """One part of a split synthesis: the records whose split attribute holds one of ``codes``, with its own Φ."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    codes: list[int | str] = Field(min_length=1, description="the split attribute's codes of this part")
+    phi: PhiSpec
+    share: PositiveFinite = Field(default=1.0, description="share of a ρ budget (a fixed σ applies to every part)")
+
+
+class SplitSpec(Frozen):
+    """Split synthesis (ONS: census-only and linked records as two models): one model per part, concatenated."""
+
+    attribute: str = Field(min_length=1)
+    parts: list[SplitPart] = Field(min_length=2, max_length=100)
+
+    @field_validator("attribute")
+    @classmethod
+    def _nfc(cls, name: str) -> str:
+        return nfc(name)
+
+
 class LimitsSpec(Frozen):
     max_marginal_cells: PositiveInt = DEFAULT_CELL_LIMIT
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
@@ -126,7 +147,8 @@ class ReleaseSpec(Frozen):
     dataset: DatasetRef
     schema_path: str = Field(alias="schema", min_length=1, pattern=r"^[^\x00-\x1f]+$")
     attributes: list[str] | None = Field(default=None, description="modelled columns; default all in Φ")
-    phi: PhiSpec
+    phi: PhiSpec | None = None  # None only with 'split', where each part has its own Φ
+    split: SplitSpec | None = Field(default=None, exclude_if=lambda v: v is None, description="sdgov.split")
     privacy: PrivacySpec
     generator: GeneratorSpec = GeneratorSpec()
     rows: PositiveInt | None = Field(default=None, le=MAX_ROWS, description="synthetic rows; default: the noisy total")
@@ -153,6 +175,12 @@ class ReleaseSpec(Frozen):
     @classmethod
     def _nfc(cls, names: list[str] | None) -> list[str] | None:
         return None if names is None else [nfc(n) for n in names]
+
+    @model_validator(mode="after")
+    def _phi_or_split(self) -> ReleaseSpec:
+        if (self.phi is None) == (self.split is None):
+            raise ValueError("give 'phi' (one model) or 'split' (one model per part, each with its own phi), not both")
+        return self
 
 
 class Agreement(Frozen):
@@ -248,6 +276,12 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     def canon(attrs: list[str] | tuple[str, ...]) -> Clique:
         return tuple(sorted(attrs, key=order.__getitem__))
 
+    if spec.phi is None:
+        raise SpecError(
+            "this spec declares a split synthesis, which sdgov.split runs (not yet the release flow)",
+            where,
+            "run it with sdgov.split.synthesise_split, or give one 'phi' instead of 'split'",
+        )
     cliques: list[Clique] = []
     for i, m in enumerate(spec.phi.marginals):
         check_attrs(m, f"phi.marginals[{i}]")

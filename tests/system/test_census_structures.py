@@ -95,7 +95,11 @@ def released(tmp_path_factory, prefect_server) -> dict:
     base = tmp_path_factory.mktemp("structures")
     out = release(write_inputs(base / "inputs"), init_registry(base / "registry"))
     path = Path(out["path"])
-    return {"out": out, "synthetic": pd.read_parquet(path / "synthetic.parquet"), "card": json.loads((path / "card.json").read_text())}
+    return {
+        "out": out,
+        "synthetic": pd.read_parquet(path / "synthetic.parquet"),
+        "card": json.loads((path / "card.json").read_text()),
+    }
 
 
 def test_lookup_column_is_attached_after_sampling_and_always_agrees_with_its_source(released):
@@ -141,3 +145,78 @@ def test_a_release_whose_data_disagrees_with_a_lookup_is_refused_in_one_line(tmp
     assert rc == 2 and err.count("\n") == 0
     assert "'Country': 1 row(s) disagree with the lookup from 'Region' (first at row 8)" in err
     assert not (root / "releases").exists() or not any((root / "releases").iterdir())
+
+
+# ------------------------------------------------------------------------------------------ split synthesis
+
+STUDENT, NOT_STUDENT = 1, 2  # Student: 1 Yes (schoolchild or full-time student), 2 No
+
+
+def write_split_inputs(dest: Path) -> Path:
+    spec_path = write_inputs(dest)
+    spec = yaml.safe_load(spec_path.read_text())
+    del spec["phi"]
+    attrs = ["Age", "Sex", "Economic Activity", "Occupation", "Region"]
+    spec["split"] = {
+        "attribute": "Student",
+        "parts": [  # each with its own Φ over the same attributes, and its own share of ρ
+            {"name": "students", "codes": [STUDENT], "share": 1, "phi": {"all_kway": [{"k": 2, "attributes": attrs}]}},
+            {
+                "name": "others",
+                "codes": [NOT_STUDENT],
+                "share": 3,
+                "phi": {
+                    "marginals": [
+                        ["Age", "Sex", "Economic Activity"],
+                        ["Age", "Occupation"],
+                        ["Economic Activity", "Occupation"],
+                        ["Region", "Age"],
+                    ]
+                },
+            },
+        ],
+    }
+    spec["privacy"] = {"rho": 1.0}
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return spec_path
+
+
+def test_split_synthesis_gives_one_model_per_part_in_the_data_proportions(tmp_path):
+    from sdgov.card import _env
+    from sdgov.split import synthesise_split
+    from sdgov.synthesis_graph import graph_svg
+
+    result = synthesise_split(write_split_inputs(tmp_path / "inputs"), tmp_path / "out")
+    syn = pd.read_parquet(result.synthetic)
+    real = pd.read_csv(CENSUS, usecols=["Student"])["Student"]
+    assert len(syn) == 50000 and set(result.rows) == {"students", "others"}
+    # both parts present, in the data's proportions up to noise (noisy totals of tables at σ of a few units)
+    share = (syn["Student"] == STUDENT).mean()
+    assert abs(share - (real == STUDENT).mean()) < 0.005, (share, (real == STUDENT).mean())
+    assert (syn["Student"] == STUDENT).sum() == result.rows["students"]
+    # one model per part, each with its own Φ; ρ composed over the parts (shares 1 : 3 of ρ = 1)
+    info = result.model_info
+    assert info["students"]["fitted_marginals"] != info["others"]["fitted_marginals"]
+    assert result.privacy["parts"]["students"]["rho"] == pytest.approx(0.25)
+    assert result.privacy["parts"]["others"]["rho"] == pytest.approx(0.75)
+    assert result.privacy["rho"] == pytest.approx(1.0) and result.privacy["epsilon"] > 0
+    # the schema's structures hold across the concatenated parts
+    assert (syn["Country"] == syn["Region"].map(lambda r: WALES if r == WALES else ENGLAND)).all()
+    for col, codes in ZEROS.items():
+        if col in syn.columns:
+            assert not ((syn["Age"] == CHILD) & syn[col].isin(codes)).any(), col
+    # the card's graph section shows both models
+    assert [g.title.split("'")[1] for g in result.graphs] == ["students", "others"]
+    html = _env().get_template("synthesis_graph.html.j2").render(
+        c={"synthesis_graphs": result.graphs}, graph_svgs=[graph_svg(g) for g in result.graphs]
+    )
+    assert html.count("<svg") == 2 and "part &#39;students&#39;" in html and "part &#39;others&#39;" in html
+
+
+def test_the_release_flow_refuses_a_split_spec_in_one_line(tmp_path, capsys):
+    from sdgov.flows.cli import main
+
+    spec = write_split_inputs(tmp_path / "inputs")
+    rc = main(["release", "--spec", str(spec), "--root", str(init_registry(tmp_path / "registry"))])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err.count("\n") == 0 and "split synthesis" in err
