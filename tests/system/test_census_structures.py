@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -66,10 +67,9 @@ def write_inputs(dest: Path, generator: str = "pgm") -> Path:
         "name": "census2011-structures",
         "dataset": {"name": "census2011_teaching", "path": str(CENSUS)},
         "schema": "schema.yaml",
-        # Economic Activity × Occupation is not in Φ: the model links them only through Age, and the zeros
-        # on (Age, Occupation) and (Age, Economic Activity) are what keep children's records possible
+        # Age × Occupation is not in Φ: only its structural zero links them (the model adds that table)
         "phi": {"all_kway": [{"k": 2, "attributes": ["Region", "Age", "Economic Activity", "Hours worked per week"]}]}
-        | {"marginals": [["Age", "Occupation"], ["Sex", "Age"]]},
+        | {"marginals": [["Economic Activity", "Occupation"], ["Sex", "Age"]]},
         "privacy": {"sigma": 10},
         "generator": {"name": generator, "iterations": 300},
         "rows": 50000,
@@ -129,6 +129,20 @@ def test_structural_zeros_are_never_sampled_and_noise_on_them_is_discarded(relea
     assert "discarded" in card["generator"]["structural_zero_noise"]
     # the zeros on Age × Occupation join the model's graph: Occupation is sampled knowing Age
     assert any({"Age", "Occupation"} <= set(c) for c in card["generator"]["junction_tree_cliques"])
+
+
+def test_the_card_draws_the_synthesis_graph_in_sampling_order(released):
+    card, html = released["card"], Path(released["out"]["card_html"]).read_text()
+    (graph,) = card["synthesis_graphs"]
+    assert graph["order"] == card["generator"]["sampling_order"]
+    rank = {a: i for i, a in enumerate(graph["order"])}
+    assert all(rank[e["source"]] < rank[e["target"]] for e in graph["edges"])  # arrows in sampling order
+    phi_pairs = {frozenset(p) for m in card["phi"] for p in itertools.combinations(m["attributes"], 2)}
+    for e in graph["edges"]:
+        assert (e["kind"] == "phi") == (frozenset((e["source"], e["target"])) in phi_pairs), e
+    # Age × Occupation was not measured: the structural zero's table links them, drawn dashed
+    assert [{e["source"], e["target"]} for e in graph["edges"] if e["kind"] == "model"] == [{"Age", "Occupation"}]
+    assert "Synthesis graph" in html and html.count("<svg") >= 2  # the graph beside the utility plot
 
 
 def test_a_release_whose_data_disagrees_with_a_lookup_is_refused_in_one_line(tmp_path, capsys):
