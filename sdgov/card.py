@@ -340,8 +340,10 @@ def _pretty(v: Any) -> str:
     """Lists of attribute sets as 'A × B; C × D', dicts as 'k: v' — for the generator table."""
     if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
         return "; ".join(" × ".join(map(str, x)) for x in v)
+    if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):  # e.g. structural zeros, lookups
+        return "; ".join(_pretty(x) for x in v)
     if isinstance(v, dict):
-        return ", ".join(f"{k}: {x}" for k, x in v.items())
+        return ", ".join(f"{k}: {' × '.join(map(str, x)) if isinstance(x, list) else x}" for k, x in v.items())
     return str(v)
 
 

@@ -271,6 +271,8 @@ class Schema(Frozen):
                 if unknown:
                     raise ValueError(f"{where}: code(s) {unknown[:5]} are not declared for {name!r}")
                 cells.append(tuple(sorted({keys.index(str(c).strip()) for c in codes})))
+            if all(len(c) == self.by_name[n].size for n, c in zip(z.cells, cells)):
+                raise ValueError(f"structural_zeros[{i}] rules out every combination of {list(z.cells)}")
             out.append(ZeroCells(tuple(z.cells), tuple(cells), z.description))
         return out
 

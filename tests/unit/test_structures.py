@@ -76,6 +76,7 @@ def test_a_broken_lookup_is_refused_in_one_line(tmp_path, change, expected):
         ({"Age": [1], "Job": [1]}, "names 'Job', which is not a declared categorical column"),
         ({"Age": [1], "Work": [7]}, "code(s) [7] are not declared for 'Work'"),
         ({"Zone": ["north"], "Age": [1]}, "names lookup column 'Zone'; state the zero on its source 'Area'"),
+        ({"Kind": [1, 2], "Age": [1, 2, 3]}, "rules out every combination of ['Age', 'Kind']"),
     ],
 )
 def test_a_broken_structural_zero_is_refused_in_one_line(tmp_path, cells, expected):
