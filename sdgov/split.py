@@ -22,9 +22,11 @@ part (the split attribute is a value of the record), parallel composition would 
 the sum is what the budget ledger composes everywhere else. δ is the ONS default for the whole dataset.
 
 **Status.** This module runs a split synthesis end to end from a spec and the data (measure → fit → sample →
-concatenate, with the card's synthesis graph of every part). The release flow (``sdgov release``) does not run
-it yet — it refuses a split spec in one line — because the draw-once store keys a statistic by dataset,
-attributes and σ, and a part's marginal needs the part in that key before its noise can be logged and reused.
+concatenate, with the card's synthesis graph of every part). Like :func:`sdgov.measure.measure` it draws fresh
+noise *outside* the budget ledger — for simulations, tests and benchmarks, never a governed release. The release
+flow (``sdgov release``) does not run it yet — it refuses a split spec in one line — because the draw-once
+store keys a statistic by dataset, attributes and σ, and a part's marginal needs the part in that key before its
+noise can be charged to the ledger, logged and reused.
 """
 
 from __future__ import annotations
