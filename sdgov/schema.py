@@ -478,10 +478,17 @@ def _bad(col: Column, values: pd.Series, rows: np.ndarray, what: str) -> str:
 
 
 def decode(codes: dict[str, np.ndarray] | pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """Map cell indices back to the schema's codes (integer codes stay integers)."""
+    """Map cell indices back to the schema's codes (integer codes stay integers); a lookup column not given is
+    derived from its source by the table."""
     out = {}
+    lookups = {lk.column: lk for lk in schema.lookup_index()}
     for col in schema.columns:
-        idx = np.asarray(codes[col.name])
+        derive = col.name in lookups and col.name not in codes
+        idx = (
+            lookups[col.name].index[np.asarray(codes[lookups[col.name].source])]
+            if derive
+            else np.asarray(codes[col.name])
+        )
         lookup = col.codes()
         if col.integer_codes and not col.nullable:
             out[col.name] = np.asarray(lookup, dtype=np.int64)[idx]

@@ -213,3 +213,16 @@ def test_rows_follow_the_noisy_part_totals_and_add_up():
     assert _rows(1000, {"a": 250.4, "b": 749.6}) == {"a": 250, "b": 750}
     assert sum(_rows(7, {"a": 1.0, "b": 1.0, "c": 1.0}).values()) == 7
     assert _rows(None, {"a": 12.6, "b": -3.0}) == {"a": 13, "b": 0}
+
+
+def test_decoding_derives_a_lookup_column_from_its_source():
+    from sdgov.schema import decode
+
+    schema = Schema.model_validate(schema_dict())
+    cells = {
+        "Area": np.array([0, 2, 1]),
+        "Age": np.array([0, 1, 2]),
+        "Work": np.array([0, 1, 2]),
+        "Kind": np.zeros(3, int),
+    }
+    assert decode(cells, schema)["Zone"].tolist() == ["north", "south", "north"]
