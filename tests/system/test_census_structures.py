@@ -221,8 +221,10 @@ def test_split_synthesis_gives_one_model_per_part_in_the_data_proportions(tmp_pa
             assert not ((syn["Age"] == CHILD) & syn[col].isin(codes)).any(), col
     # the card's graph section shows both models
     assert [g.title.split("'")[1] for g in result.graphs] == ["students", "others"]
-    html = _env().get_template("synthesis_graph.html.j2").render(
-        c={"synthesis_graphs": result.graphs}, graph_svgs=[graph_svg(g) for g in result.graphs]
+    html = (
+        _env()
+        .get_template("synthesis_graph.html.j2")
+        .render(c={"synthesis_graphs": result.graphs}, graph_svgs=[graph_svg(g) for g in result.graphs])
     )
     assert html.count("<svg") == 2 and "part &#39;students&#39;" in html and "part &#39;others&#39;" in html
 
