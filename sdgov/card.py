@@ -35,6 +35,7 @@ from sdgov.privacy import PrivacyPlan, epsilon_pld
 from sdgov.schema import Column, Schema
 from sdgov.spec import Agreement, Clique
 from sdgov.svg import pyplot, to_svg
+from sdgov.synthesis_graph import SynthesisGraph, graph_svg, synthesis_graph
 from sdgov.verdict import Verdict, overall_verdict
 
 PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
@@ -76,6 +77,7 @@ class Card(Strict):
     signoffs: list[SignOff]
     provenance: dict[str, Any]
     ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
+    synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.synthesis_graph)
 
 
 def ledger_statement(ledger: dict[str, Any] | None) -> str:
@@ -194,7 +196,8 @@ def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
             f"No interaction among more than {biggest} attributes at once was measured: higher-order patterns "
             "(e.g. a three-way interaction) are not preserved beyond what Φ implies."
         )
-    dropped = [c.name for c in schema.columns if c.name not in agreement.attributes]
+    attached = {c for c, src in schema.derived.items() if src in agreement.attributes}  # lookups: released
+    dropped = [c.name for c in schema.columns if c.name not in agreement.attributes and c.name not in attached]
     if dropped:
         out.append("Not released at all (not in the synthetic data): " + ", ".join(dropped) + ".")
     out.append(
@@ -398,6 +401,7 @@ def build_card(
             **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log_head: the log this release joins
         },
         ledger=ledger,
+        synthesis_graphs=[g] if (g := synthesis_graph(model_info, "the model")) else [],
     )
 
 
@@ -427,8 +431,10 @@ def _pretty(v: Any) -> str:
     """Lists of attribute sets as 'A × B; C × D', dicts as 'k: v' — for the generator table."""
     if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
         return "; ".join(" × ".join(map(str, x)) for x in v)
+    if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):  # e.g. structural zeros, lookups
+        return "; ".join(_pretty(x) for x in v)
     if isinstance(v, dict):
-        return ", ".join(f"{k}: {x}" for k, x in v.items())
+        return ", ".join(f"{k}: {' × '.join(map(str, x)) if isinstance(x, list) else x}" for k, x in v.items())
     return str(v)
 
 
@@ -455,6 +461,7 @@ def render(card: Card, *, draft: bool = False) -> dict[str, str]:
         "plot_svg": tvd_plot_svg(card.phi),
         "ledger_statement": ledger_statement(card.ledger),
         "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
+        "graph_svgs": [graph_svg(g) for g in card.synthesis_graphs],
     }
     return {
         "card.html": env.get_template("card.html.j2").render(**ctx),

@@ -38,17 +38,24 @@ VERSION = "1"  # bump if the canonical form changes: a new version is a new iden
 
 
 def header(schema: Schema) -> list[dict[str, object]]:
-    """Every column's name and cell encoding, sorted by name (column order is not part of the identity)."""
+    """Every column's name and cell encoding, sorted by name (column order is not part of the identity).
+    Lookup columns are derived by a public table, not content: declaring one opens no new budget account."""
     out: list[dict[str, object]] = []
-    for col in sorted(schema.columns, key=lambda c: c.name):
+    for col in (schema.by_name[n] for n in columns(schema)):
         cells = [str(c) for c in col.codes()] if col.kind == "categorical" else None
         bins = None if col.bins is None else [b if math.isfinite(b) else "inf" for b in col.bins]  # an open top bin
         out.append({"name": col.name, "kind": col.kind, "cells": cells, "bins": bins, "nullable": col.nullable})
     return out
 
 
+def columns(schema: Schema) -> list[str]:
+    """The columns the identity is over, sorted by name: every column but a lookup's (derived by a public table,
+    not content: declaring one opens no new budget account)."""
+    return sorted(c.name for c in schema.columns if c.name not in schema.derived)
+
+
 def _start(schema: Schema, records: int) -> tuple[Any, list[str], list[int]]:
-    names = sorted(c.name for c in schema.columns)
+    names = columns(schema)
     sizes = [schema.by_name[n].size for n in names]
     h = hashlib.sha256()
     h.update(canonical_json({"sdgov_fingerprint": VERSION, "columns": header(schema), "records": records}))
@@ -58,7 +65,7 @@ def _start(schema: Schema, records: int) -> tuple[Any, list[str], list[int]]:
 
 def packs(schema: Schema) -> bool:
     """True when a record's cells pack into one int64 (mixed radix over the column sizes, sorted-name order)."""
-    return math.prod(c.size for c in schema.columns) < 2**63
+    return math.prod(schema.by_name[n].size for n in columns(schema)) < 2**63
 
 
 def fingerprint(codes: pd.DataFrame, schema: Schema) -> str:

@@ -15,6 +15,8 @@ from sdgov.contracts import ArtifactRef, GenerateInput
 from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
 from sdgov.sampler import CHUNK_ROWS, PART_CHUNKS, sample_to_parquet
+from sdgov.schema import Schema
+from sdgov.structures import zeros_within
 
 
 def generate_synthetic(
@@ -23,8 +25,10 @@ def generate_synthetic(
     """Fit, sample and describe the fit; return (synthetic, model_info, rows). ``log`` gets ~10 progress lines
     (one per batch of parts at scale); the sample's parts run through ``executor`` (the stage's task runner)."""
     mset = read_measurements(inp.measurements)
+    schema = read_schema(inp.schema_file)
     plugin = generator(inp.generator.name)
-    model = plugin.fit(mset, inp.generator)
+    zeros = zeros_within(schema.zero_cells(), mset.attributes)  # public structure, from the schema
+    model = plugin.fit_model(mset, inp.generator, zeros)
     rows = inp.rows if inp.rows is not None else max(1, round(mset.noisy_total()))
     out = Path(inp.out_dir)
     step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
@@ -33,13 +37,15 @@ def generate_synthetic(
         if done % step == 0 or done == total or done % (PART_CHUNKS * CHUNK_ROWS) == 0:
             log(f"sampled {done} / {total} rows ({100 * done / total:.0f}%)")
 
-    schema = read_schema(inp.schema_file)
     sample_to_parquet(model, schema, rows, inp.seed, out / "synthetic.parquet", progress=progress, executor=executor)
     info = {
         "generator": inp.generator.name,
         "implementation": plugin.implementation(),
         "parameters": inp.generator.model_dump(),
         **model.fit_info,
+        "model_cliques": [list(c) for c in model.cliques],  # the tables the sampler draws from (card's graph)
+        "sampling_order": list(model.order),
+        **_structure(schema, mset.attributes),
     }
     write_json(out / "model_info.json", info)
     return (
@@ -47,3 +53,26 @@ def generate_synthetic(
         ArtifactRef.of("model_info", out / "model_info.json"),
         rows,
     )
+
+
+def _structure(schema: Schema, attributes: list[str]) -> dict:
+    """The schema's public structure this model used, for the card (absent when there is none)."""
+    zeros = zeros_within(schema.zero_cells(), attributes)
+    lookups = [lk for lk in schema.lookups if lk.source in attributes]
+    out: dict = {}
+    if zeros:
+        out["structural_zeros"] = [
+            {
+                "attributes": list(z.attributes),
+                "description": z.description,
+                "cells": int(z.invalid_combinations(schema.domain(z.attributes)).shape[0]),
+            }
+            for z in zeros
+        ]
+        out["structural_zero_noise"] = (
+            "noisy counts on structurally zero cells discarded (set to 0: publicly known) before the fit; "
+            "ρ is that of the whole marginal"
+        )
+    if lookups:
+        out["lookups"] = [{"column": lk.column, "source": lk.source, "description": lk.description} for lk in lookups]
+    return out

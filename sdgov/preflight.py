@@ -266,6 +266,7 @@ def dry_run_generator(loaded: LoadedSpec) -> None:
     from sdgov.generators.registry import generator
     from sdgov.measure import Measurement, MeasurementSet, marginal_counts
     from sdgov.sampler import sample_to_parquet
+    from sdgov.structures import zeros_within
 
     ag, schema = loaded.agreement, loaded.schema_
     domain = schema.domain(ag.attributes)
@@ -289,7 +290,7 @@ def dry_run_generator(loaded: LoadedSpec) -> None:
     )
     spec = ag.generator.model_copy(update={"iterations": min(ag.generator.iterations, 3)})
     try:
-        model = generator(spec.name).fit(mset, spec)
+        model = generator(spec.name).fit_model(mset, spec, zeros_within(schema.zero_cells(), ag.attributes))
         with tempfile.TemporaryDirectory(prefix="sdgov-preflight-") as tmp:
             path = Path(tmp) / "synthetic.parquet"
             sample_to_parquet(model, schema, DRY_RUN_ROWS, ag.seed, path)

@@ -23,7 +23,7 @@ is built for.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +32,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdgov.audits.executor import Executor, SerialExecutor
+from sdgov.errors import InternalError
 from sdgov.generators.model import CliqueModel
 from sdgov.schema import Column, Schema
+from sdgov.structures import ZeroCells, zeros_within
 
 CHUNK_ROWS = 262_144
 PART_CHUNKS = 16  # chunks per part (4.2M rows): one task run each
@@ -43,6 +45,9 @@ _SPREAD = 2**31  # the spawn-key branch of the within-bin draws: cells are the s
 def chunk_rng(seed: int, chunk: int, branch: tuple[int, ...] = ()) -> np.random.Generator:
     """Chunk ``chunk``'s generator: the ``chunk``-th child of ``SeedSequence(seed)`` (what ``spawn`` gives)."""
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*branch, chunk)))
+
+
+MAX_REDRAWS = 1000  # rounds of redrawing records that fell in a structural zero (a model honouring them needs 0)
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,41 @@ def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> 
     return data
 
 
+def _redraw_impossible(
+    data: dict[str, np.ndarray], plans: list[_ColumnPlan], zeros: Sequence[ZeroCells], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Redraw every record that fell in a structural zero (rejection sampling: the model conditioned on the
+    possible cells). A generator that fits the zeros exactly (PGM, IPF) never draws one, so this costs nothing."""
+    for _ in range(MAX_REDRAWS):
+        bad = np.zeros(len(next(iter(data.values()))), dtype=bool)
+        for z in zeros:
+            bad |= z.violations(data)
+        if not bad.any():
+            return data
+        again = sample_chunk(plans, int(bad.sum()), rng)
+        for a in data:
+            data[a][bad] = again[a]
+    raise InternalError(
+        f"records still fall in a structural zero after {MAX_REDRAWS} redraws: the model puts almost all its mass "
+        "on impossible combinations"
+    )
+
+
+def _chunk(
+    plans: list[_ColumnPlan], n: int, rng: np.random.Generator, zeros: Sequence[ZeroCells]
+) -> dict[str, np.ndarray]:
+    """One chunk of ``n`` records; any that fell in a structural zero redrawn from the same generator."""
+    chunk = sample_chunk(plans, n, rng)
+    return _redraw_impossible(chunk, plans, zeros, rng) if zeros else chunk
+
+
 def iter_chunks(
-    model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS
+    model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS, zeros: Sequence[ZeroCells] = ()
 ) -> Iterator[dict[str, np.ndarray]]:
     plans = plan_columns(model)
+    zeros = zeros_within(zeros, model.attributes)
     for i in range(max(1, -(-rows // chunk_rows))):
-        yield sample_chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i))
+        yield _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros)
 
 
 def _arrow_type(col: Column) -> pa.DataType:
@@ -132,27 +166,38 @@ def _spread_uniformly(col: Column, cells: np.ndarray, rng: np.random.Generator) 
     return pa.array(value, type=pa.float64(), mask=~binned if col.nullable else None)
 
 
+def released_columns(schema: Schema, model: CliqueModel) -> tuple[str, ...]:
+    """The columns of the synthetic file, in schema order: the model's, and the lookups attached to them."""
+    attached = {lk.column for lk in schema.lookup_index() if lk.source in model.attributes}
+    return tuple(a for a in schema.names if a in model.attributes or a in attached)
+
+
 def write_part(
     model: CliqueModel, schema: Schema, rows: int, seed: int, chunk_rows: int, chunks: range, path: Path
 ) -> int:
     """Draw chunks ``chunks`` of a ``rows``-record sample and write them (decoded to schema codes) to ``path``, one
     row group per chunk; return the records written. Depends on nothing but its arguments."""
     plans = plan_columns(model)
-    arrow_schema = _arrow_schema(schema, model.attributes)
-    lookups = {a: _lookup(schema, a) for a in model.attributes}
+    zeros = zeros_within(schema.zero_cells(), model.attributes)
+    attached = {lk.column: lk for lk in schema.lookup_index() if lk.source in model.attributes}
+    released = released_columns(schema, model)
+    arrow_schema = _arrow_schema(schema, released)
+    lookups = {a: _lookup(schema, a) for a in released}
     uniform = {
         a for a in model.attributes if schema.by_name[a].kind == "numeric" and schema.by_name[a].rule == "uniform"
     }
     done = 0
     with pq.ParquetWriter(path, arrow_schema, compression="zstd") as writer:
         for i in chunks:
-            chunk = sample_chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i))
+            chunk = _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros)
+            for a, lk in attached.items():  # lookup columns: the source's cell through the public table
+                chunk[a] = lk.index[chunk[lk.source]]
             spread = chunk_rng(seed, i, (_SPREAD,)) if uniform else None
             cols = [
                 _spread_uniformly(schema.by_name[a], chunk[a], spread)  # type: ignore[arg-type]
                 if a in uniform
                 else lookups[a].take(pa.array(chunk[a]))
-                for a in model.attributes
+                for a in released
             ]
             writer.write_table(pa.Table.from_arrays(cols, schema=arrow_schema))
             done += len(cols[0])
@@ -192,7 +237,9 @@ def sample_to_parquet(
                 done += sum(run.map(write_part, calls[start : start + step], "sample-part"))
                 if progress:
                     progress(done, rows)
-            with pq.ParquetWriter(tmp, _arrow_schema(schema, model.attributes), compression="zstd") as writer:
+            with pq.ParquetWriter(
+                tmp, _arrow_schema(schema, released_columns(schema, model)), compression="zstd"
+            ) as writer:
                 for f in files:
                     part = pq.ParquetFile(f)
                     for g in range(part.num_row_groups):

@@ -26,6 +26,7 @@ from sdgov.errors import DataError, SchemaError, shorten
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
+from sdgov.structures import Lookup, LookupIndex, StructuralZero, ZeroCells
 
 Code = int | str
 Clique = tuple[str, ...]  # a set of attributes in a fixed order: one marginal, one model table
@@ -217,6 +218,9 @@ class Schema(Frozen):
         max_length=100,
         description="tokens that mean 'missing' in the data (e.g. UCI Adult's '?'), besides an empty field",
     )
+    # public structure (sdgov.structures); absent when empty, so a schema without any keeps its hash
+    lookups: list[Lookup] = Field(default_factory=list, exclude_if=lambda v: not v)
+    structural_zeros: list[StructuralZero] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @field_validator("identifiers")
     @classmethod
@@ -236,12 +240,75 @@ class Schema(Frozen):
         dupes = repeated([c.name for c in self.columns] + list(self.identifiers))
         if dupes:
             raise ValueError(f"column name(s) {dupes} declared more than once")
+        self.lookup_index()  # each raises ValueError naming the first problem
+        self.zero_cells()
         return self
 
     @property
     def file_columns(self) -> list[str]:
         """The data file's columns: the identifiers, then the modelled columns (the order of a header-less file)."""
         return list(self.identifiers) + self.names
+
+    @property
+    def derived(self) -> dict[str, str]:
+        """Lookup column → its source column: columns attached after sampling, never modelled."""
+        return {lk.column: lk.source for lk in self.lookups}
+
+    def lookup_index(self) -> list[LookupIndex]:
+        """Every lookup as ``derived cell = index[source cell]``; an incomplete or unknown table is a ValueError."""
+        names = {c.name for c in self.columns}
+        out: list[LookupIndex] = []
+        for lk in self.lookups:
+            where = f"lookup {lk.column!r} from {lk.source!r}"
+            for n in (lk.column, lk.source):
+                if n not in names:
+                    raise ValueError(f"{where}: {n!r} is not a declared column")
+            col, src = self.by_name[lk.column], self.by_name[lk.source]
+            if col.kind != "categorical" or src.kind != "categorical":
+                raise ValueError(f"{where}: lookups map categorical codes (both columns must be categorical)")
+            if lk.source in self.derived or lk.column == lk.source:
+                raise ValueError(f"{where}: the source is itself a lookup column; derive both from a modelled one")
+            if repeated([x.column for x in self.lookups]):
+                raise ValueError(f"{where}: column {lk.column!r} has more than one lookup")
+            if src.nullable and not col.nullable:
+                raise ValueError(f"{where}: the source may be missing, so {lk.column!r} must be nullable")
+            keys = [str(c.code) for c in src.categories or []]
+            missing = [k for k in keys if k not in lk.table]
+            unknown = [k for k in lk.table if k not in keys]
+            if missing or unknown:
+                what = f"source code(s) {missing[:5]} not in the table" if missing else f"unknown code(s) {unknown[:5]}"
+                raise ValueError(f"{where}: {what}; the table maps every declared code of {lk.source!r} once")
+            targets = [str(c.code) for c in col.categories or []]
+            bad = sorted({str(v) for v in lk.table.values()} - set(targets))
+            if bad:
+                raise ValueError(f"{where}: maps to undeclared code(s) {bad[:5]} of {lk.column!r}")
+            index = [targets.index(str(lk.table[k])) for k in keys] + ([col.size - 1] if src.nullable else [])
+            out.append(LookupIndex(lk.column, lk.source, np.asarray(index, dtype=np.int32)))
+        return out
+
+    def zero_cells(self) -> list[ZeroCells]:
+        """Every structural zero as cell indices; an unknown column or code is a ValueError."""
+        out: list[ZeroCells] = []
+        for i, z in enumerate(self.structural_zeros):
+            cells: list[tuple[int, ...]] = []
+            for name, codes in z.cells.items():
+                col = self.by_name.get(name)
+                where = f"structural_zeros[{i}]"
+                if col is None or col.kind != "categorical":
+                    raise ValueError(f"{where} names {name!r}, which is not a declared categorical column")
+                if name in self.derived:
+                    raise ValueError(
+                        f"{where} names lookup column {name!r}; state the zero on its source {self.derived[name]!r}"
+                    )
+                keys = [str(c.code) for c in col.categories or []]
+                unknown = [c for c in codes if str(c).strip() not in keys]
+                if unknown:
+                    raise ValueError(f"{where}: code(s) {unknown[:5]} are not declared for {name!r}")
+                cells.append(tuple(sorted({keys.index(str(c).strip()) for c in codes})))
+            if all(len(c) == self.by_name[n].size for n, c in zip(z.cells, cells)):
+                raise ValueError(f"structural_zeros[{i}] rules out every combination of {list(z.cells)}")
+            out.append(ZeroCells(tuple(z.cells), tuple(cells), z.description))
+        return out
 
     @cached_property
     def by_name(self) -> dict[str, Column]:
@@ -355,6 +422,16 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[
         if problem:
             problems.append(problem)
         out[col.name] = codes
+    for lk in schema.lookup_index():
+        if lk.column in df.columns and lk.source in out and not problems:
+            derived_codes, problem = _encode_column(df[lk.column], schema.by_name[lk.column])
+            wrong = ~np.equal(derived_codes, lk.index[out[lk.source]]) if not problem else np.empty(0)
+            if problem or wrong.any():
+                problems.append(
+                    problem
+                    or f"column {lk.column!r}: {int(wrong.sum())} row(s) disagree with the lookup from "
+                    f"{lk.source!r} (first at row {int(np.argmax(wrong)) + 1})"
+                )
     if problems:
         more = f" (and {len(problems) - 1} more problem(s) in other columns)" if len(problems) > 1 else ""
         raise DataError(problems[0] + more, where, "fix the data, or the schema if the public documentation allows it")
@@ -363,10 +440,13 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "data", columns: list[
 
 def check_file_columns(names: list[str], schema: Schema, where: str, columns: list[str] | None = None) -> list[Column]:
     """The schema columns to encode, after checking the file has exactly the columns it must: every schema
-    column and identifier (or only ``columns`` when given), and nothing else. One :class:`DataError` otherwise."""
-    wanted = [c for c in schema.columns if columns is None or c.name in columns]
+    column and identifier (or only ``columns`` when given), optionally the lookup columns (checked against their
+    table, never encoded), and nothing else. One :class:`DataError` otherwise."""
+    derived = schema.derived  # lookup columns: optional in the data, checked against their table, never encoded
+    wanted = [c for c in schema.columns if (columns is None or c.name in columns) and c.name not in derived]
     required = [c.name for c in wanted] + (schema.identifiers if columns is None else [])
-    expected = set(required)
+    attached = [c for c, src in derived.items() if columns is None or src in columns]
+    expected = set(required) | set(attached)
     missing = [c for c in required if c not in names]
     if missing:
         raise DataError(f"missing column(s) {missing}", where, "add them, or fix the names in the schema")
@@ -468,10 +548,17 @@ def _bad(col: Column, values: pd.Series, rows: np.ndarray, what: str) -> str:
 
 
 def decode(codes: dict[str, np.ndarray] | pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """Map cell indices back to the schema's codes (integer codes stay integers)."""
+    """Map cell indices back to the schema's codes (integer codes stay integers); a lookup column not given is
+    derived from its source by the table."""
     out = {}
+    lookups = {lk.column: lk for lk in schema.lookup_index()}
     for col in schema.columns:
-        idx = np.asarray(codes[col.name])
+        derive = col.name in lookups and col.name not in codes
+        idx = (
+            lookups[col.name].index[np.asarray(codes[lookups[col.name].source])]
+            if derive
+            else np.asarray(codes[col.name])
+        )
         lookup = col.codes()
         if col.integer_codes and not col.nullable:
             out[col.name] = np.asarray(lookup, dtype=np.int64)[idx]

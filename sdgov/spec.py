@@ -23,10 +23,11 @@ from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
 from sdgov.schema import Clique, Schema, load_schema, nfc, repeated
+from sdgov.structures import zeros_within
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
-DEFAULT_DOMAIN_LIMIT = 50_000_000  # largest table the generator may hold (PGM clique / IPF joint)
+DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
 MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
 MAX_MARGINALS = 10_000  # agreed marginals (the nesting check is quadratic in them)
 
@@ -148,6 +149,27 @@ class GeneratorSpec(Frozen):
         return name
 
 
+class SplitPart(Frozen):
+    """One part of a split synthesis: the records whose split attribute holds one of ``codes``, with its own Φ."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    codes: list[int | str] = Field(min_length=1, description="the split attribute's codes of this part")
+    phi: PhiSpec
+    share: PositiveFinite = Field(default=1.0, description="share of a ρ budget (a fixed σ applies to every part)")
+
+
+class SplitSpec(Frozen):
+    """Split synthesis (ONS: census-only and linked records as two models): one model per part, concatenated."""
+
+    attribute: str = Field(min_length=1)
+    parts: list[SplitPart] = Field(min_length=2, max_length=100)
+
+    @field_validator("attribute")
+    @classmethod
+    def _nfc(cls, name: str) -> str:
+        return nfc(name)
+
+
 class LimitsSpec(Frozen):
     max_marginal_cells: PositiveInt = DEFAULT_CELL_LIMIT
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
@@ -178,7 +200,8 @@ class ReleaseSpec(Frozen):
     dataset: DatasetRef
     schema_path: str = Field(alias="schema", min_length=1, pattern=r"^[^\x00-\x1f]+$")
     attributes: list[str] | None = Field(default=None, description="modelled columns; default all in Φ")
-    phi: PhiSpec
+    phi: PhiSpec | None = None  # None only with 'split', where each part has its own Φ
+    split: SplitSpec | None = Field(default=None, exclude_if=lambda v: v is None, description="sdgov.split")
     privacy: PrivacySpec
     generator: GeneratorSpec = GeneratorSpec()
     rows: PositiveInt | None = Field(default=None, le=MAX_ROWS, description="synthetic rows; default: the noisy total")
@@ -206,6 +229,12 @@ class ReleaseSpec(Frozen):
     @classmethod
     def _nfc(cls, names: list[str] | None) -> list[str] | None:
         return None if names is None else [nfc(n) for n in names]
+
+    @model_validator(mode="after")
+    def _phi_or_split(self) -> ReleaseSpec:
+        if (self.phi is None) == (self.split is None):
+            raise ValueError("give 'phi' (one model) or 'split' (one model per part, each with its own phi), not both")
+        return self
 
 
 class Agreement(Frozen):
@@ -290,10 +319,23 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         dup = repeated(attrs)
         if dup:
             raise SpecError(f"{ctx} repeats attribute(s) {dup}", where, "name each attribute once")
+        derived = [a for a in attrs if a in schema.derived]
+        if derived:
+            raise SpecError(
+                f"{ctx} names lookup column(s) {derived}: they are attached after sampling, never modelled",
+                where,
+                f"use their source column(s) {sorted({schema.derived[a] for a in derived})} instead",
+            )
 
     def canon(attrs: list[str] | tuple[str, ...]) -> Clique:
         return tuple(sorted(attrs, key=order.__getitem__))
 
+    if spec.phi is None:
+        raise SpecError(
+            "this spec declares a split synthesis, which sdgov.split runs (not yet the release flow)",
+            where,
+            "run it with sdgov.split.synthesise_split, or give one 'phi' instead of 'split'",
+        )
     cliques: list[Clique] = []
     for i, m in enumerate(spec.phi.marginals):
         check_attrs(m, f"phi.marginals[{i}]")
@@ -386,14 +428,18 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         )
 
     plugin, gen = generator(spec.generator.name), spec.generator
-    model_cells = plugin.model_cells(attributes, cliques, schema.domain(attributes))
+    # the structural zeros join the model's graph (mbi adds each as a clique), so they count in its size
+    zero_cliques = [canon(z.attributes) for z in zeros_within(schema.zero_cells(), attributes)]
+    model_cells = plugin.model_cells(
+        attributes, cliques + [z for z in zero_cliques if z not in seen], schema.domain(attributes)
+    )
     if model_cells > spec.limits.max_model_cells and plugin.approximate and gen.inference != "exact":
         # dense Φ: approximate inference holds only Φ's own tables (and a sampled model within the limit)
         gen = gen.model_copy(update={"inference": "approximate"})
         model_cells = max(schema.cells(c) for c in cliques)
     if model_cells > spec.limits.max_model_cells:
         raise SpecError(
-            f"the {spec.generator.name} model needs a table of {model_cells:,} cells, over the domain limit "
+            f"the {spec.generator.name} model needs {model_cells:,} cells, over the model domain limit "
             f"of {spec.limits.max_model_cells:,}",
             where,
             "use a generator with smaller tables (IPF holds the full joint, PGM the junction-tree cliques), "

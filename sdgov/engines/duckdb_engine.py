@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from sdgov.engines.base import Encoded
 from sdgov.errors import DataError, shorten
-from sdgov.fingerprint import fingerprint_of_groups, packs
+from sdgov.fingerprint import columns, fingerprint_of_groups, packs
 from sdgov.schema import (
     Clique,
     Column,
@@ -162,6 +162,46 @@ def _distinct(
     return int(out[columns[0].name][1].sum()), out
 
 
+def _lookup_problems(
+    con: duckdb.DuckDBPyConnection, src: str, schema: Schema, names: list[str], missing: frozenset[str], path: Path
+) -> list[str]:
+    """A lookup column present in the file must agree, row by row, with its public table applied to its source:
+    one scan of the distinct (source, column) pairs, each with its count and first row."""
+    import duckdb
+
+    out: list[str] = []
+    for lk in schema.lookup_index():
+        if lk.column not in names:
+            continue
+        a, b = _ident(lk.source), _ident(lk.column)
+        try:
+            pairs = (
+                con.sql(
+                    f"SELECT s, c, count(*) AS n, min(r) AS first FROM (SELECT {a} AS s, {b} AS c, "
+                    f"row_number() OVER () AS r FROM {src}) GROUP BY s, c"
+                )
+                .arrow()
+                .read_all()
+            )
+        except duckdb.Error as exc:
+            raise _refusal(exc, path) from None
+        counts = pairs.column("n").to_numpy().astype(np.int64)
+        sides = []
+        for name, col in (("s", schema.by_name[lk.source]), ("c", schema.by_name[lk.column])):
+            cells, problem = encode_distinct(pairs.column(name).to_pylist(), counts, col, missing)
+            if problem:
+                return [problem]
+            sides.append(cells)
+        wrong = sides[1] != lk.index[sides[0]]
+        if wrong.any():
+            first = int(pairs.column("first").to_numpy()[wrong].min())
+            out.append(
+                f"column {lk.column!r}: {int(counts[wrong].sum())} row(s) disagree with the lookup from "
+                f"{lk.source!r} (first at row {first})"
+            )
+    return out
+
+
 class DuckDBEngine:
     """DuckDB, embedded: memory bounded by :data:`MEMORY_LIMIT` whatever the number of records."""
 
@@ -187,6 +227,8 @@ class DuckDBEngine:
                     problems.append(problem)
                     continue
                 exprs.append(self._cells_sql(con, i, col, values, cells))
+            if not problems:
+                problems += _lookup_problems(con, src, schema, names, missing, source)
             if problems:
                 more = f" (and {len(problems) - 1} more problem(s) in other columns)" if len(problems) > 1 else ""
                 raise DataError(
@@ -225,7 +267,7 @@ class DuckDBEngine:
 
     @staticmethod
     def _fingerprint(con: duckdb.DuckDBPyConnection, codes: Path, schema: Schema, rows: int) -> str:
-        names = sorted(c.name for c in schema.columns)
+        names = columns(schema)
         src = f"read_parquet({_text(str(codes))})"
         if packs(schema):
             sizes = [schema.by_name[n].size for n in names]

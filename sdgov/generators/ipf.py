@@ -7,6 +7,7 @@ a distribution, and IPF cycles over them until the largest change in any cell is
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import numpy as np
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import GeneratorPlugin
 from sdgov.schema import Clique
+from sdgov.structures import ZeroCells, discard_zero_noise, impossible
 
 if TYPE_CHECKING:
     from sdgov.measure import MeasurementSet
@@ -23,13 +25,17 @@ if TYPE_CHECKING:
 TOL = 1e-10
 
 
-def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
+def fit_ipf(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
+    """IPF from the uniform joint; structural zeros start (and, IPF being multiplicative, stay) at exactly 0, and
+    the noise measured on their cells is discarded (their true count is publicly 0)."""
     attrs = list(mset.attributes)
     shape = tuple(mset.domain[a] for a in attrs)
-    joint = np.full(shape, 1.0 / np.prod(shape, dtype=np.float64))
+    zeros = [z for z in zeros if set(z.attributes) <= set(attrs)]
+    joint = np.where(impossible(zeros, attrs, shape), 0.0, 1.0)
+    joint /= joint.sum()
     targets = []
     for m in mset.measurements:
-        target = np.clip(m.array().astype(np.float64), 0, None)
+        target = np.clip(discard_zero_noise(m.array().astype(np.float64), m.clique, zeros), 0, None)
         target = target / target.sum() if target.sum() > 0 else np.full(target.shape, 1.0 / target.size)
         axes = [attrs.index(a) for a in m.clique]
         targets.append(_Margin(shape, axes, target))
@@ -55,6 +61,7 @@ def fit_ipf(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
             "fitted_marginals": [list(m.clique) for m in mset.measurements],
             "sweeps": sweeps,
             "converged": sweeps < params.iterations,
+            **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )
 
@@ -109,4 +116,5 @@ IPF = GeneratorPlugin(
     version=lambda: f"sdgov {version('sdgov')}",
     fit=fit_ipf,
     model_cells=joint_cells,
+    fit_with_zeros=fit_ipf,
 )

@@ -5,28 +5,30 @@ This module is the registered plugin only; the mbi code (and JAX) is imported on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import GeneratorPlugin
 from sdgov.schema import Clique
+from sdgov.structures import ZeroCells
 
 if TYPE_CHECKING:
     from sdgov.measure import MeasurementSet
     from sdgov.spec import GeneratorSpec
 
 
-def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
+def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
     from sdgov.generators.pgm_mbi import fit_pgm
 
-    return fit_pgm(mset, params)
+    return fit_pgm(mset, params, zeros)
 
 
-def largest_clique_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:
-    from sdgov.generators.pgm_mbi import largest_clique_cells
+def junction_tree_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:
+    from sdgov.generators.pgm_mbi import junction_tree_cells
 
-    return largest_clique_cells(attributes, cliques, domain)
+    return junction_tree_cells(attributes, cliques, domain)
 
 
 PGM = GeneratorPlugin(
@@ -34,6 +36,7 @@ PGM = GeneratorPlugin(
     label="Private-PGM, mirror descent",
     version=lambda: f"mbi {version('mbi')}",
     fit=fit_pgm,
-    model_cells=largest_clique_cells,
+    model_cells=junction_tree_cells,
     approximate=True,
+    fit_with_zeros=fit_pgm,
 )

@@ -14,12 +14,13 @@ is fitted or sized, so that reading a spec does not pay for JAX.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 # isort: off
 import sdgov.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
 import mbi
-from mbi import junction_tree, marginal_loss, marginal_oracles
+from mbi import Constraint, junction_tree, marginal_loss, marginal_oracles
 from mbi.approximate_oracles import ApproxMirrorDescent
 from mbi.estimation import MirrorDescent
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from sdgov.generators.model import CliqueModel
 from sdgov.schema import Clique
+from sdgov.structures import ZeroCells, discard_zero_noise
 
 if TYPE_CHECKING:
     from sdgov.measure import MeasurementSet
@@ -38,37 +40,61 @@ def _domain(attributes: list[str] | tuple[str, ...], sizes: dict[str, int]) -> m
     return mbi.Domain(tuple(attributes), tuple(sizes[a] for a in attributes))
 
 
-def largest_clique_cells(attributes: list[str], cliques: list[Clique], sizes: dict[str, int]) -> int:
-    """Cells of the largest junction-tree clique, from mbi's own junction tree (what the fit will allocate)."""
+def junction_tree_cells(attributes: list[str], cliques: list[Clique], sizes: dict[str, int]) -> int:
+    """Cells of every junction-tree clique together, from mbi's own junction tree (what the fit will allocate)."""
     domain = _domain(attributes, sizes)
     jtree, _ = junction_tree.make_junction_tree(domain, [tuple(c) for c in cliques])
-    return max(int(np.prod([domain[a] for a in node], dtype=np.float64)) for node in jtree.nodes)
+    return sum(int(np.prod([domain[a] for a in node], dtype=np.float64)) for node in jtree.nodes)
 
 
 SAMPLING_CELLS = 100_000  # the approximate path's sampled model: largest junction-tree clique it may hold
 
 
-def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
+def constraints(domain: mbi.Domain, zeros: Sequence[ZeroCells]) -> tuple[Constraint, ...]:
+    """The structural zeros as mbi 2.x constraints: log-potentials of -inf on the impossible cells."""
+    out = []
+    for z in zeros:
+        sub = domain.project(z.attributes)
+        shape = dict(zip(sub.attributes, sub.shape))
+        out.append(Constraint(sub, invalid=z.invalid_combinations({a: shape[a] for a in z.attributes})))
+    return tuple(out)
+
+
+def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
+    """Mirror descent on Φ; structural zeros are mbi constraints, so the model gives them probability 0 exactly,
+    and the noise measured on those cells is discarded before the fit (their true count is publicly 0)."""
     domain = _domain(mset.attributes, mset.domain)
+    zeros = [z for z in zeros if set(z.attributes) <= set(mset.attributes)]
+    cons = constraints(domain, zeros)
     measurements = [
-        mbi.LinearMeasurement(m.array().astype(np.float64).ravel(), tuple(m.clique), stddev=m.sigma or 1.0)
+        mbi.LinearMeasurement(
+            discard_zero_noise(m.array().astype(np.float64), m.clique, zeros).ravel(),
+            tuple(m.clique),
+            stddev=m.sigma or 1.0,
+        )
         for m in mset.measurements
     ]
     total = max(mset.noisy_total(), 1.0)
     info: dict[str, object] = {"inference": "exact (junction tree)"}
     if params.inference == "approximate":
         measurements, info = _approximate(domain, measurements, total, params.iterations)
-    model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations)
+    model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations, constraints=cons)
 
-    cliques = [tuple(c) for c in model.cliques]
-    jtree, elimination = junction_tree.make_junction_tree(domain, cliques)
+    fitted = [tuple(c) for c in model.cliques]
+    added = [c.clique for c in cons if c.clique not in fitted]
+    jtree, elimination = junction_tree.make_junction_tree(domain, fitted + added)
     nodes = list(jtree.nodes)
-    marginals = marginal_oracles.message_passing_stable(model.potentials.expand(nodes), 1.0)
+    if cons:  # Shafer-Shenoy: the message passing mbi uses for -inf potentials
+        marginals = marginal_oracles.message_passing_shafer_shenoy(
+            model.potentials.expand(nodes), 1.0, constraints=cons
+        )
+    else:
+        marginals = marginal_oracles.message_passing_stable(model.potentials.expand(nodes), 1.0)
     tables, node_cliques = [], []
     for node in nodes:
         factor = marginals.project(tuple(node))
         node_cliques.append(tuple(factor.domain.attributes))
-        t = np.clip(np.asarray(factor.datavector(flatten=False), dtype=np.float64), 0, None)
+        t = np.clip(np.nan_to_num(np.asarray(factor.datavector(flatten=False), dtype=np.float64)), 0, None)
         tables.append(t / t.sum())
     order = list(elimination[::-1])
     order += [a for a in mset.attributes if a not in order]
@@ -85,6 +111,7 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec) -> CliqueModel:
             "iterations": params.iterations,
             "fitted_marginals": [list(c) for c in model.cliques],
             "junction_tree_cliques": [list(c) for c in node_cliques],
+            **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )
 
@@ -123,6 +150,11 @@ def _approximate(
         "sampling_cells_limit": SAMPLING_CELLS,
     }
     return denoised, info
+
+
+def largest_clique_cells(attributes: list[str], cliques: list[Clique], sizes: dict[str, int]) -> int:
+    """Cells of the largest junction-tree clique (what :data:`SAMPLING_CELLS` bounds)."""
+    return _largest(_domain(attributes, sizes), [tuple(c) for c in cliques])
 
 
 def _largest(domain: mbi.Domain, cliques: list[tuple[str, ...]]) -> int:

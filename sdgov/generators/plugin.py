@@ -7,12 +7,13 @@ all reach a generator only through its :class:`GeneratorPlugin`, looked up by na
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sdgov.generators.model import CliqueModel
 from sdgov.schema import Clique
+from sdgov.structures import ZeroCells
 
 if TYPE_CHECKING:  # the spec validates generator names against the registry, so it is imported only for types
     from sdgov.measure import MeasurementSet
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the spec validates generator names against the registry, so
 
 Fit = Callable[["MeasurementSet", "GeneratorSpec"], CliqueModel]
 ModelCells = Callable[[list[str], list[Clique], dict[str, int]], int]
+FitWithZeros = Callable[["MeasurementSet", "GeneratorSpec", Sequence[ZeroCells]], CliqueModel]
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,11 @@ class GeneratorPlugin:
     """One generator, as the pipeline, the spec check, the card and the audits see it.
 
     ``fit(measurements, generator_spec)`` returns the :class:`CliqueModel` the shared sampler draws from.
-    ``model_cells(attributes, cliques, domain)`` is the number of cells of the largest table the fit will hold,
-    checked against ``limits.max_model_cells`` when the spec is resolved, before any budget is spent.
+    ``model_cells(attributes, cliques, domain)`` is the number of cells of the tables the fit will hold (the
+    model's domain, ONS's limit), checked against ``limits.max_model_cells`` when the spec is resolved, before
+    any budget is spent; ``cliques`` includes the schema's structural zeros, which join the model's graph.
+    ``fit_with_zeros`` (optional) fits with the schema's structural zeros as exact zeros of the model; a
+    generator without it is fitted with ``fit`` and the sampler redraws any record that falls in a zero.
     ``version()`` names the implementation and its version; the card shows ``implementation()``.
     """
 
@@ -38,6 +43,13 @@ class GeneratorPlugin:
     fit: Fit
     model_cells: ModelCells
     approximate: bool = False  # fits a Φ whose exact model exceeds the domain limit (``inference: approximate``)
+    fit_with_zeros: FitWithZeros | None = None
+
+    def fit_model(self, mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
+        """The fit, told the structural zeros when there are any and the generator can take them."""
+        if zeros and self.fit_with_zeros is not None:
+            return self.fit_with_zeros(mset, params, zeros)
+        return self.fit(mset, params)
 
     def implementation(self) -> str:
         """The card's line for this generator, e.g. 'mbi 2.0.1 (Private-PGM, mirror descent)'."""

@@ -10,7 +10,7 @@ from sdgov.generators.registry import generator
 from sdgov.measure import measure
 from sdgov.privacy import plan_privacy
 from sdgov.sampler import iter_chunks
-from sdgov.schema import load_encoded
+from sdgov.engines import load_encoded
 from sdgov.spec import load_spec
 from tests.conftest import make_demo_inputs
 

@@ -363,12 +363,12 @@ SPEC_CASES: list[Case] = [
     (
         "spec-ipf-over-domain-limit",
         _spec(lambda s: s.update({"generator": {"name": "ipf"}, "limits": {"max_model_cells": 1000}})),
-        ["spec.yaml", "ipf model needs a table of 28,800 cells", "1,000"],
+        ["spec.yaml", "ipf model needs 28,800 cells, over the model domain limit of 1,000"],
     ),
     (
         "spec-pgm-over-domain-limit",
         _spec(lambda s: s.update({"limits": {"max_model_cells": 10}})),
-        ["spec.yaml", "pgm model needs a table of", "over the domain limit of 10"],
+        ["spec.yaml", "pgm model needs", "over the model domain limit of 10"],
     ),
     ("spec-zero-budget", _privacy(epsilon=0), ["spec.yaml", "privacy.epsilon", "greater than 0"]),
     (
