@@ -34,12 +34,12 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
 from sdgov.generators.pgm_mbi import largest_clique_cells  # noqa: E402
 from sdgov.measure import MeasurementSet, measure_cliques  # noqa: E402
 from sdgov.privacy import plan_privacy  # noqa: E402
 from sdgov.sampler import iter_chunks  # noqa: E402
-from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.schema import load_schema  # noqa: E402
 from sdgov.selection import select_mst  # noqa: E402
 from sdgov.spec import GeneratorSpec, PrivacySpec, SelectionSpec  # noqa: E402

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
+from sdgov.engines import load_encoded
 from sdgov.generators import pgm_mbi
 from sdgov.generators.registry import generator
 from sdgov.measure import measure
 from sdgov.privacy import plan_privacy
 from sdgov.sampler import iter_chunks
-from sdgov.engines import load_encoded
 from sdgov.spec import load_spec
 from tests.conftest import make_demo_inputs
 
