@@ -57,5 +57,5 @@ def test_inference_exact_still_refuses_over_the_limit(tmp_path):
 
     from sdgov.errors import SpecError
 
-    with pytest.raises(SpecError, match="over the domain limit"):
+    with pytest.raises(SpecError, match="over the model domain limit"):
         _spec(tmp_path, 500, inference="exact")
