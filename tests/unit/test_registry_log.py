@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from sdgov import checkpoint, keys, registry_key
-from sdgov.errors import BudgetError, RegistryError, SdgovError
+from sdgov.errors import RegistryError, SdgovError
 from sdgov.flows.cli import main
 from sdgov.registry import EVENT_DOMAIN, LogBroken, Registry
-from tests.governance import controller_registry
+from tests.governance import controller_registry, sign_standing_approval
 from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
 
@@ -100,10 +100,17 @@ def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_signs_it_in
     root = tmp_path / "registry"
     _policy(root, 1.5 * RHO)
     keys = controller_registry(root, tmp_path / "keys")  # approvers and budgets adopted by Carl's signed commit
-    _measure_only(_spec(tmp_path, 1), root)
+
+    def spec(seed: int, **kw):  # with an approvers registry in force, the standing approval must be signed
+        path = _spec(tmp_path, seed, **kw)
+        sign_standing_approval(path, root, keys)
+        return path
+
+    _measure_only(spec(1), root)
     _policy(root, 10 * RHO)  # edited by someone with write access to the registry
-    with pytest.raises(BudgetError, match="the budget policy changed since its hash was logged"):
-        _measure_only(_spec(tmp_path, 2, rho=1.01 * RHO), root)
+    # refused before any draw: the controller-file check (standing approval) or the ledger's policy check
+    with pytest.raises(SdgovError, match="changed without a signed commit: policy.yaml|the budget policy changed"):
+        _measure_only(spec(2, rho=1.01 * RHO), root)
     assert "policy.yaml: changed" in Registry(root).verify()[0]
     code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Ada Analyst", "--key",
                         str(keys["Ada Analyst"]))  # fmt: skip
@@ -111,12 +118,12 @@ def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_signs_it_in
     code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Carl Controller", "--key",
                         str(keys["Carl Controller"]))  # fmt: skip
     assert code == 0, err
-    _measure_only(_spec(tmp_path, 2, rho=1.01 * RHO), root)
+    _measure_only(spec(2, rho=1.01 * RHO), root)
     assert Registry(root).verify() == []
     (root / "policy.yaml").unlink()  # deleting the policy is a change too
     assert "policy.yaml: deleted" in Registry(root).verify()[0]
     with pytest.raises(SdgovError, match="policy"):
-        _measure_only(_spec(tmp_path, 3, rho=1.02 * RHO), root)
+        _measure_only(spec(3, rho=1.02 * RHO), root)
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "empty dir", "some other dir"])

@@ -19,7 +19,7 @@ from sdgov.registry import Registry
 from sdgov.selection import gumbel_scale, rho_of_gumbel, select_mst
 from sdgov.spec import PrivacySpec, SelectionSpec
 from tests.conftest import make_demo_inputs
-from tests.governance import controller_registry
+from tests.governance import controller_registry, sign_standing_approval
 
 ATTRS = [f"a{i}" for i in range(8)]
 
@@ -143,7 +143,7 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     from sdgov.tasks.select_phi import select_phi, write_proposed_spec
 
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
     proposal, summary = select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst")
     assert summary["how"] == "drawn" and set(summary["one_ways"].values()) == {"drawn"}
@@ -156,6 +156,7 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     spec = yaml.safe_load(proposed.read_text())
     spec["approvals"] = "approvals.yaml"
     proposed.write_text(yaml.safe_dump(spec, sort_keys=False))
+    sign_standing_approval(proposed, root, keys)  # the agreed Φ's standing approval, signed by its people
     agreed = agree_phi.fn(str(proposed), str(root), "rel1")
     measured = measure.fn(agreed, str(root))
     budget = json.loads(Path(measured.budget.path).read_text())

@@ -111,10 +111,13 @@ def test_default_limits_are_ons_one_million_cells_per_marginal_and_two_billion_p
     cycle = [["C0", "C1"], ["C1", "C2"], ["C2", "C3"], ["C3", "C0"]]
     at_limit = spec(phi={"marginals": [*cycle, ["C0", "C2"]]})  # two 10^9-cell cliques: 2·10^9, allowed
     assert resolve(at_limit, ring).limits.max_model_cells == 2_000_000_000
+    exact = {"name": "pgm", "inference": "exact"}  # 'auto' would fit approximately instead (issue 16)
     with pytest.raises(SpecError, match="pgm model needs 2,000,000,000 cells, over the model domain limit of 1,9"):
-        resolve(spec(phi=at_limit.phi, limits={"max_model_cells": 1_999_999_999}), ring)
+        resolve(spec(phi=at_limit.phi, limits={"max_model_cells": 1_999_999_999}, generator=exact), ring)
+    dense = {"all_kway": [{"k": 2, "attributes": ["C0", "C1", "C2", "C3"]}]}
     with pytest.raises(SpecError, match="pgm model needs [0-9,]+ cells, over the model domain limit of 2,000,000,000"):
-        resolve(spec(phi={"all_kway": [{"k": 2, "attributes": ["C0", "C1", "C2", "C3"]}]}), ring)
+        resolve(spec(phi=dense, generator=exact), ring)
+    assert resolve(spec(phi=dense), ring).generator.inference == "approximate"
 
 
 def test_noise_on_structurally_zero_cells_is_discarded_and_only_there():
