@@ -43,8 +43,40 @@ def cp(k: int, n: int) -> list[float]:
     return [round(lo, 3), round(hi, 3)]
 
 
+def summarise(runs: list[dict]) -> list[dict]:
+    """Per (app, generator): verdict counts, Clopper–Pearson intervals of the rates, ε_lower and copy share."""
+    table = []
+    keys = sorted({(r["app"], r["generator"]) for r in runs}, key=lambda k: (k[0], list(GENERATORS).index(k[1])))
+    for app, label in keys:
+        rows = [r for r in runs if r["app"] == app and r["generator"] == label]
+        n = len(rows)
+        k = {v: sum(x["verdict"] == v for x in rows) for v in ("pass", "warn", "fail")}
+        table.append(
+            {
+                "app": app,
+                "generator": label,
+                "seeds": n,
+                **k,
+                "fail_rate_ci95": cp(k["fail"], n),
+                "clean_pass_rate_ci95": cp(k["pass"], n),
+                "epsilon_lower_above_claim": sum((x["epsilon_lower"] or 0) > x["claimed_epsilon"] for x in rows),
+                "epsilon_lower_range": [
+                    min(x["epsilon_lower"] or 0 for x in rows),
+                    max(x["epsilon_lower"] or 0 for x in rows),
+                ],
+                "copy_share_mean": None
+                if rows[0]["copy_share"] is None
+                else round(sum(x["copy_share"] for x in rows) / n, 4),
+                "non_pass_checks": sorted({c for x in rows for c, v in x["checks"].items() if v != "pass"}),
+                "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
+            }
+        )
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--summarise", nargs="*", help="merge these result files' runs into --out (no audits run)")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--apps", default="app1,app2")
     ap.add_argument("--generators", default=",".join(GENERATORS))
@@ -52,6 +84,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "build" / "privacy-table.json"))
     args = ap.parse_args()
+    if args.summarise:
+        files = [json.loads(Path(f).read_text()) for f in args.summarise]
+        runs_all = [r for f in files for r in f["runs"]]
+        merged = {"commands": [f["command"] for f in files], "parts": files[0]["parts"], "table": summarise(runs_all)}
+        Path(args.out).write_text(json.dumps({**merged, "runs": runs_all}, indent=1))
+        print(json.dumps(merged["table"], indent=1))
+        return
     parts = tuple(args.parts.split(","))
     runs: list[dict] = []
     out = {"command": "nice -n 10 python " + " ".join(sys.argv), "parts": parts, "runs": runs, "table": []}

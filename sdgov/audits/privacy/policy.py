@@ -178,14 +178,16 @@ def evaluate(
         ai = [r.attribute for r in targets if r.attribute is not None]
         if ai:
             q = policy.attribute
-            top = max(ai, key=lambda a: a.ci[0])
+            top = max(
+                ai, key=lambda a: (a.ci[0] > q.warn_above_adv, a.advantage)
+            )  # a warning's cause, else the largest
             out.append(
                 PolicyCheck(
                     name=f"attribute inference ({top.sensitive})",
                     level=_lvl(
                         any(a.ci[0] > q.fail_above_adv for a in ai), any(a.ci[0] > q.warn_above_adv for a in ai)
                     ),
-                    detail=f"largest lower bound: advantage {top.advantage:+.2f} "
+                    detail=f"advantage {top.advantage:+.2f} "
                     f"(CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}, Bonferroni over targets); "
                     f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}",
                 )
