@@ -1,12 +1,16 @@
 """The demo spec's pre-registered privacy audit on the demo data, per seed (python benchmarks/privacy_demo_check.py N)."""
 
-import sys, time, yaml
+import sys
+import time
 from pathlib import Path
+
+import yaml
+
+from sdgov.audits.privacy.run import audit_spec_privacy
+from sdgov.audits.privacy.settings import PrivacyRiskSettings
 from sdgov.demo import inputs
 from sdgov.demo.data import write_demo_data
 from sdgov.schema import load_schema
-from sdgov.audits.privacy.settings import PrivacyRiskSettings
-from sdgov.audits.privacy.run import audit_spec_privacy
 
 out = Path("/tmp/demo_priv")
 out.mkdir(exist_ok=True)
