@@ -1,4 +1,4 @@
-"""The demo spec's pre-registered privacy audit on the demo data, per seed (python benchmarks/privacy_demo_check.py N)."""
+"""The demo spec's pre-registered privacy audit on the demo data: python benchmarks/privacy_demo_check.py N"""
 
 import sys
 import time
