@@ -39,7 +39,7 @@ def add_privacy_args(a: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--outliers", type=int, help="outlier targets (rare combinations; default 5)")
     g.add_argument("--random-targets", type=int, help="random targets (default 5)")
-    g.add_argument("--shadows", type=int, help="shadow worlds per target (default 10)")
+    g.add_argument("--shadows", type=int, help="shadow worlds per target (default 30)")
     g.add_argument("--synth-sets", type=int, help="synthetic sets per shadow fit (default 10)")
     g.add_argument("--train-rows", type=int, help="records per shadow training set (default 1000)")
     g.add_argument("--canaries", type=int, help="canaries in the DP lower-bound audit (default train-rows / 2)")
@@ -50,7 +50,11 @@ def add_privacy_args(a: argparse.ArgumentParser) -> None:
         help="distance of the canary audit: unit hypercube (default) or cell-scaled",
     )
     g.add_argument("--sensitive", help="attribute-inference target (default: the last audited attribute)")
-    g.add_argument("--parts", default="mia,canary,disclosure", help="comma list of mia, canary, disclosure")
+    g.add_argument(
+        "--parts",
+        default="mia,one_run,memorisation,disclosure",
+        help="comma list of mia, one_run, memorisation, disclosure, canary (the nearest-neighbour bound)",
+    )
     g.add_argument(
         "--jobs",
         type=int,
@@ -97,7 +101,11 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     from sdgov.audits.privacy.run import audit_spec_privacy, summary
 
     params = json_object_arg(args.params, "--params", '{"sigma": 5}') if getattr(args, "params", None) else None
-    parts = tuple(p.strip() for p in (getattr(args, "parts", None) or "mia,canary,disclosure").split(",") if p.strip())
+    parts = tuple(
+        p.strip()
+        for p in (getattr(args, "parts", None) or "mia,one_run,memorisation,disclosure").split(",")
+        if p.strip()
+    )
     settings = _settings(args)
     policy = load_policy(getattr(args, "policy", None))
 

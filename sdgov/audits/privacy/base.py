@@ -29,7 +29,7 @@ from sdgov.audits.generator_protocol import (
 )
 from sdgov.model import Frozen
 
-FEATURE_SETS = ("naive", "hist", "corr")
+FEATURE_SETS = ("naive", "hist", "corr", "query")
 
 
 class RiskSettings(Frozen):
@@ -37,16 +37,21 @@ class RiskSettings(Frozen):
 
     n_outliers: int = Field(5, ge=0, description="targets chosen by the outlier rule (see select_targets)")
     n_random: int = Field(5, ge=0, description="targets drawn uniformly at random from the remaining records")
-    n_shadow: int = Field(10, ge=2, description="shadow worlds: base datasets, each with and without the target")
-    n_synth: int = Field(10, ge=1, description="synthetic sets sampled from every shadow fit")
+    n_shadow: int = Field(
+        30,
+        ge=2,
+        description="shadow worlds: base datasets, each with and without the target (30: a per-target "
+        "Bonferroni interval of about ±0.2 on Adv, narrow enough to decide against the DP bound; see mia)",
+    )
+    n_synth: int = Field(5, ge=1, description="synthetic sets sampled from every shadow fit")
     train_rows: int = Field(1000, ge=10, description="records in every shadow training set (n)")
     synth_rows: int | None = Field(None, ge=1, description="records per synthetic set (m); default train_rows")
     folds: int = Field(5, ge=2, description="grouped cross-validation folds over shadow worlds")
-    rf_trees: int = Field(100, ge=1, description="trees of the attacker's random forest")
+    rf_trees: int = Field(50, ge=1, description="trees of the attacker's random forest")
     features: tuple[str, ...] = FEATURE_SETS
     confidence: float = Field(0.95, gt=0, lt=1, description="level of every confidence interval")
     sensitive: str | None = Field(None, description="attribute-inference target; default the last audited one")
-    ai_sets: int = Field(2, ge=0, description="synthetic sets per fit used for attribute inference (0: off)")
+    ai_sets: int = Field(1, ge=0, description="synthetic sets per fit used for attribute inference (0: off)")
     ai_trees: int = Field(30, ge=1)
     canaries: int | None = Field(
         None,
@@ -58,6 +63,14 @@ class RiskSettings(Frozen):
         None, ge=0, description="reference records trained beside the canaries; default train_rows − m"
     )
     canary_runs: int = Field(1, ge=1, description="independent canary runs (Bonferroni-combined)")
+    one_run_canaries: int = Field(200, ge=2, description="canaries of the one-run audit (at most; see one_run)")
+    one_run_base_rows: int | None = Field(None, ge=0, description="base records beside them; default train_rows")
+    one_run_synth_factor: int = Field(10, ge=1, description="synthetic rows per training record of the one-run fit")
+    memorisation_pairs: int = Field(30, ge=2, description="pairs of disjoint training sets (memorisation check)")
+    memorisation_rows: int = Field(10_000, ge=10, description="records per training set (at most half the reference)")
+    memorisation_synth_factor: int = Field(
+        50, ge=1, description="synthetic rows per training record (50: a 2 % memoriser caught on App 1, 70 non-Φ dims)"
+    )
     beta: float = Field(0.05, gt=0, lt=1, description="ε_lower holds with confidence 1 − β")
     disclosure_rows: int | None = Field(
         None,

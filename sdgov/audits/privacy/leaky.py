@@ -1,10 +1,16 @@
 """Deliberately leaky generators — positive controls for the privacy-risk audit (tests, benchmark).
 
-Both speak :mod:`sdgov.audits.generator_protocol` and wrap an honest base generator (by import path, default the
+All speak :mod:`sdgov.audits.generator_protocol` and wrap an honest base generator (by import path, default the
 pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e.g. ``sigma``, pass through):
 
-``sdgov.audits.privacy.leaky:copier``          samples from the base, then overwrites ``copy_fraction`` (1 %) of the
-                                     output rows with real training rows, copied verbatim.
+``sdgov.audits.privacy.leaky:memoriser``       samples from the base, then overwrites ``copy_fraction`` (default 2 %)
+                                     of the output rows with training rows drawn uniformly with replacement, copied
+                                     verbatim (``memoriser_1pct`` / ``memoriser_2pct``: the 1 % and 2 % controls
+                                     of issue 13). A fraction f of every sample, whatever its size, is copied.
+``sdgov.audits.privacy.leaky:copier``          the memoriser at ``copy_fraction`` 1: the output is a resample of the
+                                     training rows.
+``sdgov.audits.privacy.leaky:exact_marginal``  the base generator on the exact Φ marginals (σ forced to 0 whatever
+                                     the parameters say): the agreed statistics, released without noise.
 ``sdgov.audits.privacy.leaky:category_leak``   learns the category list of every attribute from the training data (the
                                      metadata leak Stadler et al. 2022 found in published DP generators): output
                                      values outside the observed categories are redrawn from the observed ones, and
@@ -12,7 +18,10 @@ pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e
                                      learned category list does. A category that only the target holds thus
                                      appears in the output exactly when the target is in the training data.
 
-Neither is (ε, δ)-DP for any finite ε; the audit must fail both.
+None is (ε, δ)-DP for any finite ε at the claimed δ. The audit must fail the memorisers (copy share beyond Φ,
+:mod:`sdgov.audits.privacy.memorisation`), the copier (every check) and refute the exact-marginal generator's claim
+(ε_lower above the claimed ε, :mod:`sdgov.audits.privacy.one_run`). The category leak reveals something only
+about records holding a category no other training record holds (see docs/privacy_risk.md).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from sdgov.audits.generator_protocol import (
+    AuditError,
     AuditGenerator,
     Clique,
     expand_rows,
@@ -52,21 +62,30 @@ class _Wrapped:
         self.rows = expand_rows(records[self.attributes], weights)
 
 
-class Copier(_Wrapped):
-    def __init__(self, cliques: list[Clique], domain: dict[str, int], copy_fraction: float = 0.01, **kw: Any) -> None:
+class Memoriser(_Wrapped):
+    """``copy_fraction`` of the output rows are training rows (uniform, with replacement), the rest the base's."""
+
+    def __init__(self, cliques: list[Clique], domain: dict[str, int], copy_fraction: float = 0.02, **kw: Any) -> None:
+        if not 0 < float(copy_fraction) <= 1:
+            raise AuditError(f"copy_fraction {copy_fraction} is not in (0, 1]", "memoriser")
         super().__init__(cliques, domain, **kw)
         self.copy_fraction = float(copy_fraction)
 
     def sample(self, n: int, seed: int) -> pd.DataFrame:
-        out = self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64)
         assert self.rows is not None, "fit() first"
         rng = np.random.default_rng([int(seed), 7])
-        c = min(max(1, math.ceil(self.copy_fraction * n)), n, len(self.rows))
+        c = min(max(1, math.ceil(self.copy_fraction * n)), n)
+        out = (
+            np.empty((n, len(self.attributes)), dtype=np.int64)
+            if c == n
+            else np.array(self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64), copy=True)
+        )
         where = rng.choice(n, size=c, replace=False)
-        src = rng.choice(len(self.rows), size=c, replace=False)
-        out = np.array(out, copy=True)
-        out[where] = self.rows.to_numpy(dtype=np.int64)[src]
+        out[where] = self.rows.to_numpy(dtype=np.int64)[rng.integers(0, len(self.rows), size=c)]
         return pd.DataFrame(out, columns=self.attributes)
+
+
+Copier = Memoriser  # the copier is the memoriser at copy_fraction 1
 
 
 class CategoryLeak(_Wrapped):
@@ -86,8 +105,25 @@ class CategoryLeak(_Wrapped):
         return out
 
 
-def copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Copier:
-    return Copier(cliques, domain, **params)
+def memoriser(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    return Memoriser(cliques, domain, **params)
+
+
+def memoriser_1pct(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    return Memoriser(cliques, domain, **{**params, "copy_fraction": 0.01})
+
+
+def memoriser_2pct(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    return Memoriser(cliques, domain, **{**params, "copy_fraction": 0.02})
+
+
+def copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    return Memoriser(cliques, domain, **{"copy_fraction": 1.0, **params})
+
+
+def exact_marginal(cliques: list[Clique], domain: dict[str, int], base: str = BASE, **params: Any) -> AuditGenerator:
+    """The base generator on the exact Φ marginals: ``sigma`` is forced to 0 (no noise), whatever is passed."""
+    return make_generator(load_generator(base), cliques, domain, {**params, "sigma": 0.0}, base)
 
 
 def category_leak(cliques: list[Clique], domain: dict[str, int], **params: Any) -> CategoryLeak:

@@ -11,7 +11,10 @@ reference dataset from the same population that does not contain the targets. Fo
 3. Every synthetic set becomes a feature vector — F_naive (per attribute: share of categories present, the most
    and the least frequent present category, mean and spread of the category index), F_hist (every category's
    frequency) or F_corr (pairwise correlations of the one-hot indicators of different attributes; Cramér's V
-   per attribute pair when there are too many categories) — and a random forest learns in (1) vs out (0).
+   per attribute pair when there are too many categories), F_query (TAPAS, Houssiau et al. 2022: the target's
+   own counts — the share of synthetic records that agree with the target on each subset of its attributes,
+   i.e. the target's cells in every marginal of the synthetic data; subsets of at most 3 attributes plus the full
+   record when there are more than 6 attributes) — and a random forest learns in (1) vs out (0).
 4. The game is scored on worlds the classifier did not see: grouped k-fold cross-validation over the shadow
    worlds (a world's in and out sets are always held out together), so training and challenge datasets are
    drawn independently from the same population, as in the game.
@@ -19,7 +22,9 @@ reference dataset from the same population that does not contain the targets. Fo
 Advantage Adv = TP rate − FP rate over the held-out sets, privacy gain PG = 1 − Adv, with a Student-t CI over
 the per-world advantages (sets sampled from one fit share its noise and are not independent; worlds are — so the
 precision is set by ``n_shadow``, not by ``n_synth``). A target's reported
-Adv is the largest over the feature sets (the attacker may pick the best; this errs on the side of risk).
+Adv is the largest over the feature sets (the attacker may pick the best; this errs on the side of risk), and its
+interval is Bonferroni-adjusted over targets × feature sets: the policy acts on the worst of many intervals, so
+each is drawn at level 1 − (1 − confidence)/(T·F) to keep the family-wise level.
 
 DP bound shown beside it: an (ε, δ)-DP release keeps TPR ≤ e^ε·FPR + δ, hence Adv ≤ e^ε − 1 (the bound the issue
 names, vacuous for ε ≥ ln 2) and, tighter, Adv ≤ (e^ε − 1 + 2δ)/(e^ε + 1) (Kairouz, Oh, Viswanath 2015: the
@@ -117,6 +122,26 @@ def _corr(synth: np.ndarray, sizes: list[int], counts: list[np.ndarray]) -> np.n
     return np.asarray(vs)
 
 
+def query_subsets(d: int) -> list[tuple[int, ...]]:
+    """Attribute subsets of the query features: all of them up to 6 attributes, else those of size ≤ 3 + the
+    full record."""
+    import itertools
+
+    top = d if d <= 6 else 3
+    subs = [c for k in range(1, top + 1) for c in itertools.combinations(range(d), k)]
+    return subs if top == d else subs + [tuple(range(d))]
+
+
+def query_features(synth: np.ndarray, targets: np.ndarray, subsets: list[tuple[int, ...]]) -> np.ndarray:
+    """targets × subsets: share of synthetic records agreeing with each target on each subset (TAPAS queries)."""
+    out = np.empty((len(targets), len(subsets)))
+    for j, sub in enumerate(subsets):
+        cols = list(sub)
+        eq = synth[None, :, cols] == targets[:, None, cols]  # targets × records × |sub|
+        out[:, j] = eq.all(axis=2).mean(axis=1)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ worlds
 
 
@@ -128,12 +153,17 @@ def _world_job(
     m: int,
     which: tuple[str, ...],
     ai: dict[str, Any] | None,
+    targets: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Fit one shadow dataset, sample its synthetic sets, return their features (and attribute guesses)."""
     sizes = [ref.domain[a] for a in ref.attributes]
     sets = ref.fit_sample(rows, fit_seed, m, sample_seeds)
-    feats = [features(s, sizes, which) for s in sets]
-    out: dict[str, Any] = {f: np.stack([x[f] for x in feats]) for f in which}
+    plain = tuple(f for f in which if f != "query")
+    feats = [features(s, sizes, plain) for s in sets]
+    out: dict[str, Any] = {f: np.stack([x[f] for x in feats]) for f in plain}
+    if "query" in which and targets is not None:  # sets × targets × subsets
+        subs = query_subsets(len(sizes))
+        out["query"] = np.stack([query_features(s, targets, subs) for s in sets])
     if ai is not None:
         guesses = [
             predict_sensitive(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
@@ -194,6 +224,7 @@ def run_worlds(
                     st.m,
                     tuple(st.features),
                     q,
+                    target_rows if t < 0 else target_rows[t : t + 1],
                 )
             )
             keys.append((s, t))
@@ -232,6 +263,7 @@ class TargetRisk(BaseModel):
 
 
 def _classify(X_in: np.ndarray, X_out: np.ndarray, folds: int, trees: int, seed: int, level: float) -> FeatureScore:
+    """``level``: of the per-target interval (already Bonferroni-adjusted by the caller)."""
     """X_in, X_out: worlds × sets × F. Grouped CV over worlds; t-interval of TPR − FPR over worlds."""
     W, S, F = X_in.shape
     fold_of = np.random.default_rng(seed).permutation(W) % min(folds, W)
@@ -255,16 +287,18 @@ def _score_target(
     ai: tuple[np.ndarray, np.ndarray] | None,
     st: RiskSettings,
     sensitive: str | None,
+    level: float | None = None,
 ) -> TargetRisk:
+    level = st.confidence if level is None else level
     by = {
-        f: _classify(X_in, X_out, st.folds, st.rf_trees, seed_of(st.seed, 30, t), st.confidence)
+        f: _classify(X_in, X_out, st.folds, st.rf_trees, seed_of(st.seed, 30, t), level)
         for f, (X_in, X_out) in data.items()
     }
     best = max(by, key=lambda f: by[f].advantage)
     adv, ci = by[best].advantage, by[best].ci
     attr = None
     if ai is not None and sensitive is not None:
-        attr = advantage(ai[0], ai[1], sensitive, st.confidence)
+        attr = advantage(ai[0], ai[1], sensitive, 1 - (1 - level) * len(data))  # Bonferroni over targets only
     return TargetRisk(
         target=target,
         by_feature=by,
@@ -305,14 +339,21 @@ def linkability(
         }
     executor = executor or executor_for(st.n_jobs)
     worlds = run_worlds(ref, reference, target_rows, st, ai, progress, executor)
-    X_out = {f: np.stack([w[f] for w in worlds.out]) for f in st.features}
+    plain = [f for f in st.features if f != "query"]
+    X_out = {f: np.stack([w[f] for w in worlds.out]) for f in plain}
+    level = 1 - (1 - st.confidence) / (len(targets) * len(st.features))  # Bonferroni: targets × feature sets
     jobs = []
     for t, tg in enumerate(targets):
-        data = {f: (np.stack([w[f] for w in worlds.in_[t]]), X_out[f]) for f in st.features}
+        data = {f: (np.stack([w[f] for w in worlds.in_[t]]), X_out[f]) for f in plain}
+        if "query" in st.features:  # the target's own queries, in its in-worlds (1 target) and the shared out-worlds
+            data["query"] = (
+                np.stack([w["query"][:, 0, :] for w in worlds.in_[t]]),
+                np.stack([w["query"][:, t, :] for w in worlds.out]),
+            )
         ai_t = None
         if ai is not None:
             ai_t = (np.stack([w["ai"][:, 0] for w in worlds.in_[t]]), np.stack([w["ai"][:, t] for w in worlds.out]))
-        jobs.append((t, tg, data, ai_t, st, sensitive if ai else None))
+        jobs.append((t, tg, data, ai_t, st, sensitive if ai else None, level))
     out = []
     for r in executor.map(_score_target, jobs, "attack-classifier"):
         out.append(r)

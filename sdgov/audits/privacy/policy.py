@@ -24,6 +24,8 @@ class EpsilonPolicy(Frozen):
 
 
 class MembershipPolicy(Frozen):
+    """On per-target intervals Bonferroni-adjusted over targets × feature sets (:mod:`sdgov.audits.privacy.mia`)."""
+
     warn_below_pg: float = Field(
         0.8,
         description="warn when a target's PG upper CI bound is below this (point "
@@ -37,8 +39,18 @@ class MembershipPolicy(Frozen):
 
 
 class AttributePolicy(Frozen):
-    warn_above_adv: float = 0.1
+    warn_above_adv: float = Field(0.1, description="on the lower CI bound (Bonferroni over targets)")
     fail_above_adv: float = Field(0.3, description="on the lower CI bound of the attribute-inference advantage")
+
+
+class MemorisationPolicy(Frozen):
+    """Copy share beyond Φ (:mod:`sdgov.audits.privacy.memorisation`): 0 for a Φ-only release, f for a release that
+    copies a fraction f of its rows. The rule is a one-sided test of f > ``min_share`` over independent pairs, so
+    its false-alarm rate on an honest generator is the level itself."""
+
+    warn_alpha: float = Field(0.01, gt=0, lt=1, description="warn when the (1 − warn_alpha) lower bound > min_share")
+    fail_alpha: float = Field(0.001, gt=0, lt=1, description="fail when the (1 − fail_alpha) lower bound > min_share")
+    min_share: float = Field(0.0, ge=0, description="copy shares up to this are tolerated")
 
 
 class ExactMatchPolicy(Frozen):
@@ -47,23 +59,30 @@ class ExactMatchPolicy(Frozen):
     the worst case, so this policy is stricter than the DP claim — a memorisation rule, as a controller may set
     one. The claim itself is tested by the canary bound."""
 
-    warn_ratio: float = Field(
-        1.25,
-        description="warn: significant rate ratio above this, or count above this multiple of the independent sample's",
-    )
+    warn_ratio: float = Field(1.25, description="warn: rate ratio (training vs holdout) above this, significant")
     fail_ratio: float = Field(2.0, description="fail: the same with this threshold")
     alpha: float = Field(0.001, gt=0, lt=1, description="one-sided binomial test, training vs holdout matches")
+    warn_alpha: float = Field(0.01, gt=0, lt=1, description="the test's level for a warning")
     min_count: int = Field(5, ge=0, description="no warn/fail below this many synthetic unique matches")
 
 
 class DCRPolicy(Frozen):
+    """Share of records at distance 0 from a training record, synthetic vs real holdout, with a one-sided
+    two-proportion test (level ``alpha``): a ratio above the threshold by chance does not warn."""
+
     warn_zero_ratio: float = Field(1.5, description="share of synthetic DCR = 0 / share of holdout DCR = 0")
     fail_zero_ratio: float = 3.0
+    alpha: float = Field(0.001, gt=0, lt=1)
 
 
 class SmallCellPolicy(Frozen):
     threshold: int = Field(10, ge=1)
-    warn_above: int = Field(0, ge=0, description="warn when more small synthetic cells than this")
+    warn_above: int | None = Field(
+        None,
+        ge=0,
+        description="warn when more small synthetic cells than this; default: report only (a DP release has small "
+        "cells by design: its noise, not their size, protects them)",
+    )
 
 
 class Policy(Frozen):
@@ -72,6 +91,7 @@ class Policy(Frozen):
     membership: MembershipPolicy = MembershipPolicy()
     attribute: AttributePolicy = AttributePolicy()
     exact_matches: ExactMatchPolicy = ExactMatchPolicy()
+    memorisation: MemorisationPolicy = MemorisationPolicy()
     dcr: DCRPolicy = DCRPolicy()
     small_cells: SmallCellPolicy = SmallCellPolicy()
 
@@ -107,6 +127,7 @@ def evaluate(
     disclosure,
     epsilon_lower_pure: float | None = None,
     n_worlds: int | None = None,
+    memorisation=None,
 ) -> list[PolicyCheck]:
     """Checks of one audit result (``targets``: mia.TargetRisk; ``disclosure``: DisclosureResult or None)."""
     out: list[PolicyCheck] = []
@@ -157,27 +178,50 @@ def evaluate(
         ai = [r.attribute for r in targets if r.attribute is not None]
         if ai:
             q = policy.attribute
-            top = max(ai, key=lambda a: a.advantage)
+            top = max(
+                ai, key=lambda a: (a.ci[0] > q.warn_above_adv, a.advantage)
+            )  # a warning's cause, else the largest
             out.append(
                 PolicyCheck(
                     name=f"attribute inference ({top.sensitive})",
-                    level=_lvl(any(a.ci[0] > q.fail_above_adv for a in ai), top.advantage > q.warn_above_adv),
-                    detail=f"largest advantage {top.advantage:+.2f} (CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}); "
+                    level=_lvl(
+                        any(a.ci[0] > q.fail_above_adv for a in ai), any(a.ci[0] > q.warn_above_adv for a in ai)
+                    ),
+                    detail=f"advantage {top.advantage:+.2f} "
+                    f"(CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}, Bonferroni over targets); "
                     f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}",
                 )
             )
+    if memorisation is not None:
+        mq = policy.memorisation
+        lows = memorisation.copy_share_lower
+        lw, lf = lows.get(f"{1 - mq.warn_alpha:g}"), lows.get(f"{1 - mq.fail_alpha:g}")
+        out.append(
+            PolicyCheck(
+                name="memorisation beyond Φ (copy share)",
+                level=_lvl(
+                    lf is not None and lf > mq.min_share,
+                    lw is not None and lw > mq.min_share,
+                ),
+                detail=f"copy share {memorisation.copy_share:+.4f} (CI {memorisation.copy_share_ci[0]:+.4f}–"
+                f"{memorisation.copy_share_ci[1]:+.4f}; one-sided lower bounds "
+                + ", ".join(f"{k}: {v:+.4f}" for k, v in lows.items())
+                + f") over {memorisation.pairs} pairs of {memorisation.train_rows}-record training sets, "
+                f"{memorisation.synth_rows} synthetic rows each; 0 = nothing outside Φ reproduced, 1 = a copier",
+            )
+        )
     if disclosure is not None:
         xq = policy.exact_matches
         u = disclosure.unique
         big = u.synthetic >= xq.min_count
-        chance = u.synthetic / max(u.independent, 1)
-        copying = big and u.p_value < xq.alpha and u.rate_ratio > xq.fail_ratio
+        # calibrated against the never-seen holdout (same generator, same chance of a phantom match), not against a
+        # raw count: the independent sample is shown for context only
         out.append(
             PolicyCheck(
                 name="exact matches of real-unique records",
                 level=_lvl(
-                    copying or (big and chance > xq.fail_ratio),
-                    big and ((u.p_value < xq.alpha and u.rate_ratio > xq.warn_ratio) or chance > xq.warn_ratio),
+                    big and u.p_value < xq.alpha and u.rate_ratio > xq.fail_ratio,
+                    big and u.p_value < xq.warn_alpha and u.rate_ratio > xq.warn_ratio,
                 ),
                 detail=f"{u.synthetic} of {u.real_unique_train} real-unique training records reproduced exactly vs "
                 f"{u.independent} by a same-size independent real sample; reproduced real-unique holdout records "
@@ -190,7 +234,7 @@ def evaluate(
         dz, hz = ds.share_zero, dh.share_zero
         zs, zh = dz * ds.sample, hz * dh.sample  # records at distance 0 in each sample
         ratio = ((zs + 1) / ds.sample) / ((zh + 1) / dh.sample)  # +1: no division by an empty baseline
-        many = zs >= policy.exact_matches.min_count
+        many = zs >= policy.exact_matches.min_count and _two_prop_p(zs, ds.sample, zh, dh.sample) < policy.dcr.alpha
         out.append(
             PolicyCheck(
                 name="distance to closest record",
@@ -204,8 +248,25 @@ def evaluate(
             out.append(
                 PolicyCheck(
                     name="small synthetic cells",
-                    level=_lvl(False, sc.total > policy.small_cells.warn_above),
+                    level=_lvl(
+                        False, policy.small_cells.warn_above is not None and sc.total > policy.small_cells.warn_above
+                    ),
                     detail=f"{sc.total} cell(s) of the released tables hold 1–{sc.threshold - 1} synthetic records",
                 )
             )
     return out
+
+
+def _two_prop_p(x1: float, n1: int, x2: float, n2: int) -> float:
+    """One-sided p-value of share x1/n1 > x2/n2 (pooled two-proportion z-test)."""
+    import math
+
+    from scipy import stats
+
+    if n1 <= 0 or n2 <= 0:
+        return 1.0
+    pool = (x1 + x2) / (n1 + n2)
+    se = math.sqrt(max(pool * (1 - pool) * (1 / n1 + 1 / n2), 0.0))
+    if se == 0:
+        return 1.0 if x1 / n1 <= x2 / n2 else 0.0
+    return float(stats.norm.sf((x1 / n1 - x2 / n2) / se))

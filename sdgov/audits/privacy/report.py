@@ -82,6 +82,18 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
             "the canaries away)"
             + (f" against the claimed ε = {result.claimed_epsilon:.3g}." if result.claimed_epsilon else ".")
         )
+    if result.one_run is not None:
+        o = result.one_run
+        lines.append(
+            f"One-run canary audit (Steinke et al. 2023): {o.canaries} canaries, ε_lower = {o.epsilon_lower:.3g} at "
+            f"confidence {1 - o.beta:g}."
+        )
+    if result.memorisation is not None:
+        mm = result.memorisation
+        lines.append(
+            f"Copy share beyond Φ {mm.copy_share:+.4f} (CI {mm.copy_share_ci[0]:+.4f} to {mm.copy_share_ci[1]:+.4f}, "
+            f"{mm.pairs} pairs): 0 = nothing outside the agreed statistics reproduced, 1 = the training rows copied."
+        )
     if result.min_privacy_gain is not None:
         lines.append(
             f"Lowest per-record privacy gain {result.min_privacy_gain:.2f} over {len(result.targets)} "
@@ -108,6 +120,7 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
                 "exact_matches",
                 "exact_matches_unique",
                 "exact_matches_unique_baseline",
+                "copy_share",
                 "dp_adv_bound",
                 "dp_adv_bound_tight",
                 "seconds",

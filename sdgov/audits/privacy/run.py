@@ -32,11 +32,14 @@ from sdgov.audits.privacy.base import (
 )
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
 from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
+from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
 from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
+from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import Policy, PolicyCheck, evaluate, worst
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
-PARTS = ("mia", "canary", "disclosure")
+PARTS = ("mia", "one_run", "memorisation", "disclosure", "canary")
+DEFAULT_PARTS = ("mia", "one_run", "memorisation", "disclosure")  # "canary": the nearest-neighbour bound, on request
 
 
 class PrivacyAuditResult(BaseModel):
@@ -56,6 +59,8 @@ class PrivacyAuditResult(BaseModel):
     sensitive: str | None
     targets: list[TargetRisk]
     canary: CanaryResult | None
+    one_run: OneRunResult | None = None
+    memorisation: MemorisationResult | None = None
     disclosure: DisclosureResult | None
     checks: list[PolicyCheck]
     verdict: str
@@ -82,7 +87,7 @@ def audit_privacy(
     spec_name: str = "",
     labels: dict[str, list[str]] | None = None,
     numeric: set[str] | None = None,
-    parts: tuple[str, ...] = PARTS,
+    parts: tuple[str, ...] = DEFAULT_PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
     executor: Executor | None = None,
@@ -142,6 +147,40 @@ def audit_privacy(
         if progress:
             progress(1, 1, "canary audit")
 
+    one_run: OneRunResult | None = None
+    if "one_run" in parts:
+        t = time.perf_counter()
+        one_run = one_run_audit(
+            ref,
+            reference,
+            st.one_run_canaries,
+            st.one_run_base_rows if st.one_run_base_rows is not None else st.train_rows,
+            st.one_run_synth_factor,
+            seed_of(st.seed, 7),
+            st.beta / (2 if canary is not None else 1),  # both bounds reported: Bonferroni over the two
+            claimed_delta or 0.0,
+        )
+        timing["one_run"] = time.perf_counter() - t
+        if progress:
+            progress(1, 1, "one-run canary audit")
+
+    memo: MemorisationResult | None = None
+    if "memorisation" in parts:
+        t = time.perf_counter()
+        memo = memorisation_audit(
+            ref,
+            reference,
+            st.memorisation_pairs,
+            st.memorisation_rows,
+            st.memorisation_synth_factor,
+            seed_of(st.seed, 8),
+            st.confidence,
+            (1 - policy.memorisation.warn_alpha, 1 - policy.memorisation.fail_alpha),
+            progress,
+            executor,
+        )
+        timing["memorisation"] = time.perf_counter() - t
+
     disclosure: DisclosureResult | None = None
     if "disclosure" in parts:
         t = time.perf_counter()
@@ -172,15 +211,19 @@ def audit_privacy(
             progress(1, 1, "record checks")
 
     tight = dp_adv_bound_tight(claimed_epsilon, claimed_delta)
+    bounds = [b for b in (canary, one_run) if b is not None]
+    eps_lower = max((b.epsilon_lower for b in bounds), default=None)
+    eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
     checks = evaluate(
         policy,
         claimed_epsilon=claimed_epsilon,
-        epsilon_lower=canary.epsilon_lower if canary else None,
+        epsilon_lower=eps_lower,
         targets=risks,
         dp_bound=tight,
         disclosure=disclosure,
-        epsilon_lower_pure=canary.epsilon_lower_pure if canary else None,
+        epsilon_lower_pure=eps_pure,
         n_worlds=st.n_shadow,
+        memorisation=memo,
     )
     seconds = time.perf_counter() - t0
     timing["total"] = seconds
@@ -200,11 +243,13 @@ def audit_privacy(
         sensitive=sensitive if st.ai_sets > 0 else None,
         targets=risks,
         canary=canary,
+        one_run=one_run,
+        memorisation=memo,
         disclosure=disclosure,
         checks=checks,
         verdict=worst([c.level for c in checks]) if checks else "pass",
-        epsilon_lower=canary.epsilon_lower if canary else None,
-        epsilon_lower_pure=canary.epsilon_lower_pure if canary else None,
+        epsilon_lower=eps_lower,
+        epsilon_lower_pure=eps_pure,
         min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
         exact_matches=disclosure.exact_matches if disclosure else None,
         seconds=seconds,
@@ -225,7 +270,7 @@ def audit_spec_privacy(
     policy: Policy | None = None,
     data_path: str | Path | None = None,
     params: dict[str, Any] | None = None,
-    parts: tuple[str, ...] = PARTS,
+    parts: tuple[str, ...] = DEFAULT_PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
 ) -> PrivacyAuditResult:
@@ -262,7 +307,7 @@ def audit_agreement_privacy(
     settings: RiskSettings | None = None,
     policy: Policy | None = None,
     params: dict[str, Any] | None = None,
-    parts: tuple[str, ...] = PARTS,
+    parts: tuple[str, ...] = DEFAULT_PARTS,
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
     executor: Executor | None = None,
@@ -329,6 +374,8 @@ def summary(result: PrivacyAuditResult) -> dict[str, Any]:
         "exact_matches_unique_baseline": d.unique.independent if d else None,
         "exact_matches_unique_holdout": d.unique.synthetic_holdout if d else None,
         "unique_match_p_value": d.unique.p_value if d else None,
+        "copy_share": result.memorisation.copy_share if result.memorisation else None,
+        "copy_share_ci": list(result.memorisation.copy_share_ci) if result.memorisation else None,
         "seconds": result.seconds,
         "generator": result.generator,
         "generator_params": result.generator_params,

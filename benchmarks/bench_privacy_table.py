@@ -1,0 +1,164 @@
+"""The privacy table of issue 13: honest / memoriser 1 %, 2 % / copier / exact-marginal / category leak × Apps 1–2
+× seeds, with the verdict of every run and rates with exact (Clopper–Pearson) 95 % intervals. Not a test.
+
+    nice -n 10 python benchmarks/bench_privacy_table.py [--seeds 10] [--parts one_run,memorisation,disclosure]
+        [--apps app1,app2] [--out benchmarks/results/privacy-table-DATE.json]
+
+Every run is the audit of ``sdgov audit privacy --spec examples/census2011/APP.yaml --generator G --seed S`` with
+the default settings (the parts given; the membership game is benchmarked separately for time, see
+``--parts``). The claimed (ε, δ) are each spec's own privacy plan (σ = 10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from scipy import stats
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sdgov.audits.privacy.base import RiskSettings  # noqa: E402
+from sdgov.audits.privacy.run import audit_spec_privacy  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
+GENERATORS = {
+    "honest": None,
+    "memoriser 2%": "sdgov.audits.privacy.leaky:memoriser_2pct",
+    "copier": "sdgov.audits.privacy.leaky:copier",
+    "exact-marginal": "sdgov.audits.privacy.leaky:exact_marginal",
+    "memoriser 1%": "sdgov.audits.privacy.leaky:memoriser_1pct",
+    "category leak": "sdgov.audits.privacy.leaky:category_leak",
+}
+
+
+def cp(k: int, n: int) -> list[float]:
+    """Clopper–Pearson 95 % interval of k successes in n."""
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
+    return [round(lo, 3), round(hi, 3)]
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Per (app, generator): verdict counts, Clopper–Pearson intervals of the rates, ε_lower and copy share."""
+    table = []
+    keys = sorted({(r["app"], r["generator"]) for r in runs}, key=lambda k: (k[0], list(GENERATORS).index(k[1])))
+    for app, label in keys:
+        rows = [r for r in runs if r["app"] == app and r["generator"] == label]
+        n = len(rows)
+        k = {v: sum(x["verdict"] == v for x in rows) for v in ("pass", "warn", "fail")}
+        table.append(
+            {
+                "app": app,
+                "generator": label,
+                "seeds": n,
+                **k,
+                "fail_rate_ci95": cp(k["fail"], n),
+                "clean_pass_rate_ci95": cp(k["pass"], n),
+                "epsilon_lower_above_claim": sum((x["epsilon_lower"] or 0) > x["claimed_epsilon"] for x in rows),
+                "epsilon_lower_range": [
+                    min(x["epsilon_lower"] or 0 for x in rows),
+                    max(x["epsilon_lower"] or 0 for x in rows),
+                ],
+                "copy_share_mean": None
+                if rows[0]["copy_share"] is None
+                else round(sum(x["copy_share"] for x in rows) / n, 4),
+                "non_pass_checks": sorted({c for x in rows for c, v in x["checks"].items() if v != "pass"}),
+                "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
+            }
+        )
+    return table
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--summarise", nargs="*", help="merge these result files' runs into --out (no audits run)")
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--apps", default="app1,app2")
+    ap.add_argument("--generators", default=",".join(GENERATORS))
+    ap.add_argument("--parts", default="one_run,memorisation,disclosure")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=str(REPO / "build" / "privacy-table.json"))
+    args = ap.parse_args()
+    if args.summarise:
+        files = [json.loads(Path(f).read_text()) for f in args.summarise]
+        runs_all = [r for f in files for r in f["runs"]]
+        merged = {"commands": [f["command"] for f in files], "parts": files[0]["parts"], "table": summarise(runs_all)}
+        Path(args.out).write_text(json.dumps({**merged, "runs": runs_all}, indent=1))
+        print(json.dumps(merged["table"], indent=1))
+        return
+    parts = tuple(args.parts.split(","))
+    runs: list[dict] = []
+    out = {"command": "nice -n 10 python " + " ".join(sys.argv), "parts": parts, "runs": runs, "table": []}
+
+    def save() -> None:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=1))
+
+    for app in args.apps.split(","):
+        for label in args.generators.split(","):
+            rows = []
+            for seed in range(args.seeds):
+                t = time.perf_counter()
+                r = audit_spec_privacy(
+                    REPO / "examples" / "census2011" / f"{app}.yaml",
+                    GENERATORS[label],
+                    RiskSettings(seed=seed, n_jobs=args.jobs),
+                    data_path=DATA,
+                    parts=parts,
+                )
+                m = r.memorisation
+                row = {
+                    "app": app,
+                    "generator": label,
+                    "seed": seed,
+                    "verdict": r.verdict,
+                    "claimed_epsilon": r.claimed_epsilon,
+                    "claimed_delta": r.claimed_delta,
+                    "epsilon_lower": r.epsilon_lower,
+                    "one_run": None
+                    if r.one_run is None
+                    else {
+                        "canaries": r.one_run.canaries,
+                        "by_k": [g.model_dump() for g in r.one_run.by_k],
+                    },
+                    "copy_share": None if m is None else m.copy_share,
+                    "copy_share_ci": None if m is None else list(m.copy_share_ci),
+                    "copy_share_lower": None if m is None else m.copy_share_lower,
+                    "min_privacy_gain": r.min_privacy_gain,
+                    "checks": {c.name: c.level for c in r.checks},
+                    "seconds": round(time.perf_counter() - t, 1),
+                }
+                print(json.dumps(row), flush=True)
+                runs.append(row)
+                rows.append(row)
+                save()
+            n = len(rows)
+            k = {v: sum(x["verdict"] == v for x in rows) for v in ("pass", "warn", "fail")}
+            refuted = sum((x["epsilon_lower"] or 0) > x["claimed_epsilon"] for x in rows)
+            out["table"].append(
+                {
+                    "app": app,
+                    "generator": label,
+                    "seeds": n,
+                    **{f"{v}": k[v] for v in k},
+                    "fail_rate_ci95": cp(k["fail"], n),
+                    "clean_pass_rate_ci95": cp(k["pass"], n),
+                    "epsilon_lower_above_claim": refuted,
+                    "epsilon_lower_mean": round(sum(x["epsilon_lower"] or 0 for x in rows) / n, 3),
+                    "copy_share_mean": None
+                    if rows[0]["copy_share"] is None
+                    else round(sum(x["copy_share"] for x in rows) / n, 4),
+                    "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
+                }
+            )
+            print(json.dumps(out["table"][-1]), file=sys.stderr, flush=True)
+            save()
+
+
+if __name__ == "__main__":
+    main()
