@@ -75,6 +75,7 @@ def write_inputs(dest: Path, generator: str = "pgm") -> Path:
         "rows": 50000,
         "seed": 2011,
         "approvals": "approvals.yaml",
+        "model_card": yaml.safe_load((EXAMPLE / "app1.yaml").read_text())["model_card"],  # required for a release
     }
     (dest / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return dest / "spec.yaml"
