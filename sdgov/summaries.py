@@ -133,7 +133,7 @@ def release_md(
             "published (draft-card), the release summary (release-candidate) and the controller-only evidence "
             "report (evidence-report). On approval the card is published unchanged, with your sign-off appended.",
             "",
-            f"Audit verdict: **{'PASS' if audit.verdict == 'pass' else 'FAIL'}**",
+            "Audit checks (each row; the overall verdict above is the one rule over all of them):",
             "",
             *checks,
             "",

@@ -154,7 +154,7 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
             c.read_flow_run_input(UUID(rid), f"paused-{pause_state(rid).state_details.pause_key}-description")
         )
     for needle in (
-        "Audit verdict: **PASS**",
+        "Audit checks (each row; the overall verdict above is the one rule over all of them):",
         "**Overall verdict:** **PASS**",
         "Privacy budget of this release",
         "max TVD over Φ",
