@@ -58,10 +58,11 @@ from sdgov.policy import preflight
 from sdgov.privacy import PrivacyPlan
 from sdgov.publishing import log_blocked
 from sdgov.registry import Registry
-from sdgov.summaries import agreement_md, budget_md, existing, overall_verdict, release_md
+from sdgov.summaries import agreement_md, budget_md, existing, release_md
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
+from sdgov.verdict import overall_verdict
 
 PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
@@ -453,11 +454,12 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
         if evaluated.draft.evidence_report is not None:
             evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
         plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+        sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
         summary = {
             "phi": [" × ".join(c) for c in agreement.cliques],
             "epsilon": None if plan.noise == "none" else plan.epsilon,
             "delta": None if plan.noise == "none" else plan.delta,
-            "verdict": overall_verdict(report, audit_sections(audited)),
+            "verdict": overall_verdict(report, sections).label,
             "draft_card": evaluated.draft.card_html.path,
             "draft_card_md": evaluated.draft.card_md.path,
             "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
@@ -473,7 +475,7 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
             evidence,
             full,
-            sections=audit_sections(audited),
+            sections=sections,
         )
         s, _ = await_decision(
             registry, subject="release", sha256=candidate, description=desc, summary=summary, **common

@@ -13,12 +13,7 @@ from sdgov.ledger import Account
 from sdgov.metrics import UtilitySummary
 from sdgov.privacy import PrivacyPlan
 from sdgov.spec import Agreement
-from sdgov.verdict import overall_verdict as verdict_of
-
-
-def overall_verdict(audit: AuditReport, sections: dict[str, dict[str, Any]] | None = None) -> str:
-    """The card's one verdict (:func:`sdgov.verdict.overall_verdict`, the only rule), as the form states it."""
-    return verdict_of(audit, sections).label
+from sdgov.verdict import overall_verdict
 
 
 def hash_lines(sha256: str) -> str:
@@ -90,7 +85,7 @@ def release_md(
 ) -> str:
     """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
     where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut."""
-    verdict = overall_verdict(audit, sections)
+    verdict = overall_verdict(audit, sections).label
     if verdict == "fail":
         verdict = "FAIL — the release is blocked whatever you decide"
     checks = [

@@ -20,8 +20,8 @@ from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, U
 from sdgov.drafting import Drafted, audit_sections, write_draft
 from sdgov.privacy import PrivacyPlan
 from sdgov.publishing import Candidate
-from sdgov.summaries import overall_verdict
 from sdgov.tasks.common import logger, stage
+from sdgov.verdict import overall_verdict
 
 VERSION = "1.0.0"
 RUNS_URL = "SDGOV_RUNS_URL"
@@ -103,7 +103,7 @@ def summary_artifact(candidate: Candidate) -> None:
         {"item": "ε", "value": "none (no noise)" if plan.noise == "none" else f"{plan.epsilon:.4g}"},
         {"item": "δ", "value": "—" if plan.noise == "none" else f"{plan.delta:.3g}"},
         {"item": "ρ (zCDP)", "value": f"{plan.rho:.6g}"},
-        {"item": "overall verdict", "value": overall_verdict(audit, audit_sections(candidate.audited))},
+        {"item": "overall verdict", "value": overall_verdict(audit, audit_sections(candidate.audited)).label},
         {"item": "candidate hash (type its first 8 characters to approve)", "value": candidate.sha256},
         {"item": "draft card", "value": candidate.draft.card_html.path},
     ]
