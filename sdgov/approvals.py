@@ -29,6 +29,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from pydantic import Field
 
 from sdgov.contracts import Role, SignOff, utcnow
@@ -171,6 +172,18 @@ def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, regi
             )
         signed_at[person.name] = good[who.name]
     return Verified(signed_at=signed_at)
+
+
+def write_pinned(source: str | Path, out: str | Path, agreement_sha256: str, valid_until: dt.date) -> Path:
+    """Write ``source``'s standing approval to ``out`` pinned to ``agreement_sha256`` and lapsing after
+    ``valid_until``, without signatures (they covered the old content): what each person then signs."""
+    a = load_approvals(source).model_copy(
+        update={"agreement_sha256": agreement_sha256, "valid_until": valid_until, "signatures": []}
+    )
+    out = Path(out)
+    body = a.model_dump(mode="json", exclude={"signatures"})
+    out.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+    return out
 
 
 def sign_standing(path: str | Path, registry: Registry, signer: str, private_key_file: str | Path) -> str:

@@ -52,17 +52,13 @@ def sign_standing_approval(spec: Path, root: Path, keys: dict[str, Path], days: 
     people it names sign it for this registry — what a registry with an approvers registry requires."""
     import datetime as dt
 
-    from sdgov.approvals import load_approvals, sign_standing
+    from sdgov.approvals import load_approvals, sign_standing, write_pinned
     from sdgov.spec import load_spec
 
     loaded = load_spec(spec)
-    path = loaded.approvals_path
-    assert path is not None
-    body = yaml.safe_load(path.read_text())
-    body["agreement_sha256"] = loaded.agreement.sha256()
-    body["valid_until"] = (dt.date.today() + dt.timedelta(days=days)).isoformat()
-    body.pop("signatures", None)
-    path.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+    assert loaded.approvals_path is not None
+    lapse = dt.date.today() + dt.timedelta(days=days)
+    path = write_pinned(loaded.approvals_path, loaded.approvals_path, loaded.agreement.sha256(), lapse)
     for name in load_approvals(path).people():
         sign_standing(path, Registry(root), name, keys[name])
     return path

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from sdgov.approvals import sign_standing
+from sdgov.approvals import sign_standing, write_pinned
 from sdgov.controller import APPROVERS, check_controller_files, commit, controller_files
 from sdgov.keys import keygen, load_private_key, public_line
 from sdgov.registry import Registry
@@ -42,12 +42,8 @@ def signed_demo_approval(registry: Registry, shipped: Path, agreement_sha256: st
         path = controller_files(registry)[APPROVERS]
         path.write_text(yaml.safe_dump({"description": "sdgov demo identities", "approvers": entries}, sort_keys=False))
         commit(registry, CONTROLLER, keys[CONTROLLER])
-    approval = yaml.safe_load(shipped.read_text())
-    approval["agreement_sha256"] = agreement_sha256
-    approval["valid_until"] = (dt.datetime.now(dt.UTC).date() + dt.timedelta(days=30)).isoformat()
-    approval.pop("signatures", None)
-    out = work / "approvals.yaml"
-    out.write_text(yaml.safe_dump(approval, sort_keys=False, allow_unicode=True))
+    lapse = dt.datetime.now(dt.UTC).date() + dt.timedelta(days=30)
+    out = write_pinned(shipped, work / "approvals.yaml", agreement_sha256, lapse)
     for name in PEOPLE:
         sign_standing(out, registry, name, keys[name])
     return out
