@@ -138,7 +138,7 @@ def await_reviews(
     note, attempt = "", 0
     while True:
         attempt += 1
-        key = f"{SUBJECT}-{attempt}"
+        key = f"phi-review-{attempt}"  # Prefect input keys: lowercase letters, digits, dashes
         nonce = secrets.token_hex(16)
         try:
             people = [a.name for a in controller_approvers(registry).approvers]
