@@ -16,8 +16,8 @@ from sdgov import ledger
 from sdgov.registry import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry
-from tests.system.test_governed import cli, raw_resume, wait_paused
 from tests.system.test_governed import FlowThread as _FlowThread
+from tests.system.test_governed import cli, raw_resume, wait_paused
 
 ATTRS = ["Region", "Sex", "Age", "Education", "Health"]
 
