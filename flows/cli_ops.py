@@ -128,6 +128,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from sdgov.policy import preflight
     from sdgov.registry import Registry
 
+    if args.review and not args.select:
+        raise SdgovError("--review reviews a private selection", "--review", "add --select mst")
     if args.select and args.review:
         return _propose_reviewed(args)
     if args.select:

@@ -59,6 +59,13 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
         SignOffStatement(**challenge.model_dump(), decision=DECISION, approver=args.who, time=utcnow()), args.key
     )
     check_reviewer(controller_approvers(Registry(p["registry"])), review, challenge, token)
+    phi = {frozenset(s.split(" × ")) for s in (p.get("summary") or {}).get("phi", [])}
+    for pair in review.drop:  # the flow checks these too; here nothing is sent
+        if frozenset(pair) not in phi:
+            raise SdgovError(f"cannot drop {pair}: it is not in the proposed Φ", "--drop", "see 'sdgov runs'")
+    for pair in review.force:
+        if frozenset(pair) in phi:
+            raise SdgovError(f"cannot force {pair}: it is already in Φ", "--force", "force a pair not in Φ")
     return token
 
 

@@ -147,7 +147,9 @@ def await_reviews(
         create_flow_run_input(
             PENDING_PREFIX + key,
             {
-                **Challenge(registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=SUBJECT, sha256="").model_dump(),
+                **Challenge(
+                    registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=SUBJECT, sha256=draft_sha256
+                ).model_dump(),  # sha256: the draft under review (the review's own hash is what gets signed)
                 "required_role": "reviewer (anyone in the approvers registry)",
                 "eligible": people,
                 "proposer": proposer,

@@ -78,6 +78,8 @@ def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     code, _, err = cli("review", rid, "--as", "Cora Compliance", "--key", str(keys["Ada Analyst"]), "--why", "x",
                        "--drop", ",".join(drop))  # fmt: skip
     assert code == 2 and "does not verify" in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = cli("review", rid, *cora, "--why", "x", "--drop", ",".join(force))  # not in Φ: nothing sent
+    assert code == 2 and "it is not in the proposed Φ" in err, err
 
     cora_why = "the association is an artefact of the 2021 coding change"
     code, out, err = cli("review", rid, *cora, "--drop", ",".join(drop), "--why", cora_why, "--wait", "60")

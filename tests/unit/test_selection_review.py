@@ -180,3 +180,11 @@ def test_a_spec_whose_phi_differs_from_its_reviewed_selection_is_refused_before_
     err = capsys.readouterr().err
     assert "Φ's pairs differ from the reviewed selection it names (Age × Health)" in err
     assert err.count("sdgov: error:") == 1
+
+
+def test_review_without_select_is_one_line(capsys):
+    from sdgov.flows.cli import main
+
+    assert main(["propose", "--review", "--spec", "draft.yaml", "--as", "Ada Analyst"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--review reviews a private selection" in err and "add --select mst" in err
