@@ -305,7 +305,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     runs = paused_runs()
     lines = [
         f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
-        f"({', '.join(r['eligible']) or 'nobody eligible!'}; not {r['proposer']}) until {r['deadline']}"
+        f"({', '.join(r['eligible']) or 'nobody eligible!'}"
+        + ("" if r["subject"] == "phi_review" else f"; not {r['proposer']}")  # the analyst may review their Φ
+        + f") until {r['deadline']}"
         f"\n    {r['subject']} hash: {r['sha256']}"
         + (f"\n    overall verdict: {r['summary']['verdict']}" if r["summary"].get("verdict") else "")
         + (f"\n    draft card: {r['summary']['draft_card']}" if r["summary"].get("draft_card") else "")
