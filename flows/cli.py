@@ -414,6 +414,10 @@ def parser() -> argparse.ArgumentParser:
 
     add_ops(add)  # server start | propose | runs | sign | approve | keygen | approvers commit | budget | trail | …
 
+    from sdgov.flows.cli_review import add_parser as add_review
+
+    add_review(add)  # sdgov review RUN_ID --as NAME --key KEY --why TEXT [--drop A,B] [--force C,D] [--close]
+
     dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
     dd.add_argument("--out", required=True)
     dd.add_argument("--rows", type=int, default=20000)

@@ -2,6 +2,9 @@
 
     sdgov server start [--port 4200] [--auth USER:PASS] [--home DIR] [--print-env]
     sdgov propose --spec FILE --as ANALYST [--root DIR] [--timeout S]     (runs and pauses)
+    sdgov propose --select mst --spec DRAFT --as ANALYST [--review]   private selection of Φ (--review: pauses for
+                                                               the stakeholders' review, then the agreement)
+    sdgov review RUN_ID --drop A,B --force C,D --why TEXT --as NAME --key KEY [--close]   review a Φ proposal
     sdgov runs [--json]                                        paused runs and whom they await
     sdgov sign RUN_ID --as NAME --key KEY [--reject]           the signed statement to paste into the UI form
     sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S] [--yes --hash PREFIX]
@@ -125,6 +128,10 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from sdgov.policy import preflight
     from sdgov.registry import Registry
 
+    if args.review and not args.select:
+        raise SdgovError("--review reviews a private selection", "--review", "add --select mst")
+    if args.select and args.review:
+        return _propose_reviewed(args)
     if args.select:
         return _propose_selection(args)
     _require_server()  # an ephemeral server would die with this process: nobody could resume the run
@@ -162,20 +169,65 @@ def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
     from sdgov.flows.release import new_run_id
     from sdgov.registry import Registry
-    from sdgov.tasks.select_phi import select_phi, write_proposed_spec
+    from sdgov.selection_review import SelectionRecord
+    from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
     root = Registry(args.root).root.resolve()
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + new_run_id()
     proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data)
-    write_proposed_spec(draft, proposal.pairs, out)
+    record = SelectionRecord(
+        draft_agreement_sha256=summary["draft_agreement_sha256"], proposal=proposal, pairs=proposal.pairs
+    )
+    write_proposed_spec(draft, proposal.pairs, out, write_record(root / "runs" / run_id, record))
     lines = [f"Φ proposal ({proposal.method}, ρ {proposal.budget.rho:.6g} for selection, {summary['how']}):"]
     lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
     lines += [f"  near     {' × '.join(c.pair)}  score≈{_score(c.noisy_score)}" for c in proposal.near_threshold]
     lines += [f"  proposal: {root / 'runs' / run_id / 'phi_proposal.json'}", f"  proposed spec: {out}"]
     _emit(args, {**summary, "proposed_spec": str(out), "run_id": run_id}, "\n".join(lines))
     return 0
+
+
+def _propose_reviewed(args: argparse.Namespace) -> int:
+    """``propose --select mst --review``: the Φ review flow (select, pause for reviews, then the governed release
+    of the reviewed Φ), checked before the orchestrator starts."""
+    from prefect.exceptions import FailedRun
+
+    from sdgov.flows.phi_review import phi_review_flow
+    from sdgov.flows.refusals import quiet_refusals
+    from sdgov.inputs import check_proposal
+    from sdgov.policy import preflight
+    from sdgov.registry import Registry
+    from sdgov.selection_store import check_draft
+
+    _require_server()
+    root = Registry(args.root).root.resolve()
+    checked = check_proposal(args.spec, root, args.who, args.data)
+    ag = checked.loaded.agreement
+    check_draft(ag, args.spec)
+    preflight(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
+    quiet_refusals()
+    try:
+        out = phi_review_flow(
+            draft_path=str(Path(args.spec).resolve()),
+            registry_root=str(root),
+            proposer=args.who,
+            out_path=str(Path(args.out).resolve()) if args.out else None,
+            data_path=str(Path(args.data).resolve()) if args.data else None,
+            timeout_s=args.timeout,
+            poll_interval=args.poll,
+        )
+    except FailedRun as exc:
+        raise SdgovError(
+            f"the reviewed release ended without a release: {exc}",
+            str(root),
+            "see 'sdgov trail --root ROOT' for the reviews and decisions recorded",
+        ) from None
+    _emit(
+        args, out.model_dump(mode="json"), out.message + (f"\n  card: {out.release.card_html}" if out.release else "")
+    )
+    return 0 if out.status == "released" else 1
 
 
 def _score(s: float | None) -> str:
@@ -253,7 +305,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     runs = paused_runs()
     lines = [
         f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
-        f"({', '.join(r['eligible']) or 'nobody eligible!'}; not {r['proposer']}) until {r['deadline']}"
+        f"({', '.join(r['eligible']) or 'nobody eligible!'}"
+        + ("" if r["subject"] == "phi_review" else f"; not {r['proposer']}")  # the analyst may review their Φ
+        + f") until {r['deadline']}"
         f"\n    {r['subject']} hash: {r['sha256']}"
         + (f"\n    overall verdict: {r['summary']['verdict']}" if r["summary"].get("verdict") else "")
         + (f"\n    draft card: {r['summary']['draft_card']}" if r["summary"].get("draft_card") else "")
@@ -297,12 +351,18 @@ def _paused_decision(c, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
 
 def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str) -> str:
     """Sign (registry id, run, nonce, subject, hash, decision, name, time), after the checks the flow will make."""
-    from sdgov.approvers import Challenge, check_decision
+    from sdgov.approvers import REQUIRED_ROLE, Challenge, check_decision
     from sdgov.contracts import utcnow
     from sdgov.controller import controller_approvers
     from sdgov.registry import Registry
     from sdgov.statements import SignOffStatement, encode
 
+    if p["subject"] not in REQUIRED_ROLE:
+        raise SdgovError(
+            f"run {p['run_id']} awaits a {p['subject']}, not a decision",
+            args.run_id,
+            "review a Φ proposal with 'sdgov review RUN_ID --drop A,B --force C,D --why TEXT --as NAME --key KEY'",
+        )
     challenge = Challenge(**{k: p[k] for k in ("registry_id", "run_id", "nonce", "subject", "sha256")})
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
     token = encode(stmt, args.key)
@@ -554,6 +614,11 @@ def add_parser(add: Add) -> None:
         help="private selection: spend the draft's privacy.selection share, write a Φ proposal and a proposed spec",
     )
     p.add_argument("--out", help="with --select: where to write the proposed spec (default DRAFT.proposed.yaml)")
+    p.add_argument(
+        "--review",
+        action="store_true",
+        help="with --select: pause for the stakeholders' review (sdgov review), then the governed agreement",
+    )
 
     add("runs", cmd_runs, "list paused runs and whom they await")
 

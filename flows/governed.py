@@ -307,6 +307,22 @@ def governed_release_flow(
 ):
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
+    return governed_release(
+        spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval
+    )
+
+
+def governed_release(
+    spec_path: str,
+    registry_root: str,
+    proposer: str | None = None,
+    approval: Literal["interactive", "standing"] = "interactive",
+    approvals_path: str | None = None,
+    data_path: str | None = None,
+    timeout_s: int = 3600,
+    poll_interval: int = 10,
+):
+    """The governed release in the calling flow run (this flow's body; the Φ review flow goes on with it)."""
     try:
         return _governed(
             spec_path,

@@ -33,6 +33,7 @@ from sdgov.measure import MeasurementSet, marginal_counts
 from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan, epsilon_pld
 from sdgov.schema import Column, Schema
+from sdgov.selection_card import CardSelection, selection_svg
 from sdgov.spec import Agreement, Clique
 from sdgov.svg import pyplot, to_svg
 from sdgov.synthesis_graph import SynthesisGraph, graph_svg, synthesis_graph
@@ -78,6 +79,7 @@ class Card(Strict):
     provenance: dict[str, Any]
     ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
     synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.synthesis_graph)
+    selection: CardSelection | None = None  # how Φ's pairs were selected and reviewed (sdgov.selection_card)
 
 
 def ledger_statement(ledger: dict[str, Any] | None) -> str:
@@ -328,6 +330,7 @@ def build_card(
     log_head: dict[str, Any] | None = None,
     ledger: dict[str, Any] | None = None,
     model_card: dict[str, Any] | None = None,
+    selection: CardSelection | None = None,
 ) -> Card:
     """The public card. ``audit``, ``audit_sections`` and ``utility_report`` are read only for their verdicts;
     ``data_info`` for the confidential data's hashes (its record count stays out: the card states ψ's noisy total)."""
@@ -402,6 +405,7 @@ def build_card(
         },
         ledger=ledger,
         synthesis_graphs=[g] if (g := synthesis_graph(model_info, "the model")) else [],
+        selection=selection,
     )
 
 
@@ -462,6 +466,7 @@ def render(card: Card, *, draft: bool = False) -> dict[str, str]:
         "ledger_statement": ledger_statement(card.ledger),
         "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
         "graph_svgs": [graph_svg(g) for g in card.synthesis_graphs],
+        "selection_svg": selection_svg(card.selection) if card.selection else "",
     }
     return {
         "card.html": env.get_template("card.html.j2").render(**ctx),

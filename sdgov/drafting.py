@@ -26,6 +26,9 @@ from sdgov.hashing import md5_file, sha256_bytes
 from sdgov.metrics import UtilitySummary
 from sdgov.model import Frozen
 from sdgov.privacy import PrivacyPlan
+from sdgov.selection_card import CardSelection, card_selection
+from sdgov.selection_review import SelectionRecord
+from sdgov.spec import ReleaseSpec
 
 DRAFT_DIR = "draft"
 """The run directory's folder for the draft card."""
@@ -59,7 +62,9 @@ def draft_card(
     agreement = load_agreement(agreed.agreement)
     schema = read_schema(agreed.schema_file)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    model_card = read_spec(agreed.spec).model_card
+    spec = read_spec(agreed.spec)
+    model_card = spec.model_card
+    plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
     return build_card(
         release_id=f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}",
         created=utcnow(),
@@ -68,7 +73,7 @@ def draft_card(
         schema=schema,
         mset=read_measurements(measured.measurements),
         psi_sha256=measured.measurements.sha256,
-        plan=PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
+        plan=plan,
         model_info=json.loads(generated.model_info.verified().read_text()),
         synthetic={
             "rows": generated.rows,
@@ -91,7 +96,17 @@ def draft_card(
             "measurements_dvc_md5": md5_file(measured.measurements.verified()),
         },
         model_card=None if model_card is None else model_card.model_dump(mode="json"),
+        selection=_selection(spec, Path(agreed.spec.path), plan),
     )
+
+
+def _selection(spec: ReleaseSpec, spec_path: Path, plan: PrivacyPlan) -> CardSelection | None:
+    """The card's selection section from the reviewed selection the spec names (checked before the draw by
+    :func:`sdgov.preflight.check_selection_review`)."""
+    if spec.selection_review is None:
+        return None
+    raw = (spec_path.parent / spec.selection_review).read_bytes()
+    return card_selection(SelectionRecord.model_validate_json(raw), raw, plan)
 
 
 def write_evidence_report(

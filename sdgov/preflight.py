@@ -78,6 +78,7 @@ def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None
 
     run(check_names, loaded)
     run(check_model_card, loaded)
+    run(check_selection_review, loaded)
     if root is not None:
         run(check_root, Path(root), loaded)
     plan = run(check_privacy, loaded, n_records)
@@ -124,6 +125,27 @@ def check_model_card(loaded: LoadedSpec) -> None:
             "the spec has no model_card section, which a release must state",
             "model_card",
             "add model_card: contact, data_controller, licence, intended_users, out_of_scope, review_by",
+        )
+
+
+def check_selection_review(loaded: LoadedSpec) -> None:
+    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs: a Φ
+    edited by hand after the review would make the card's selection graph untrue."""
+    path = loaded.selection_review_path
+    if path is None:
+        return
+    from sdgov.loading import load_model_file
+    from sdgov.selection_review import SelectionRecord
+
+    record = load_model_file(SelectionRecord, path, SpecError, "reviewed selection")
+    reviewed = {frozenset(p) for p in record.pairs}
+    phi = {frozenset(c) for c in loaded.agreement.cliques if len(c) == 2}
+    if reviewed != phi:
+        diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
+        raise SpecError(
+            f"Φ's pairs differ from the reviewed selection it names ({'; '.join(diff)})",
+            "selection_review",
+            "propose and review again (sdgov propose --select), or remove selection_review from the spec",
         )
 
 

@@ -8,8 +8,9 @@ change is a record naming the reviewer and the reason; the whole review is bound
 with ``subject: phi_review`` and ``decision: review``), verified with the key the approvers registry lists for
 them. The reviewed Φ then goes through the normal agreement.
 
-The orchestration (a Prefect artifact on a paused run, a RunInput form) is not built yet; this module is the
-part of it that does not need Prefect.
+The orchestration (the proposal as a Prefect artifact on a paused run, a RunInput form per review) is
+:mod:`sdgov.flows.phi_review`; this module is the part of it that does not need Prefect, plus the
+:class:`SelectionRecord` the reviewed spec names and the card draws (:mod:`sdgov.selection_card`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class EdgeReview(Frozen):
     drop: list[list[str]] = Field(default_factory=list)
     force: list[list[str]] = Field(default_factory=list)
     reason: str = Field(min_length=1, description="why: every change is logged with it")
+    close: bool = Field(default=False, description="the last review: the reviewed Φ goes to the agreement")
 
 
 class EdgeChange(Frozen):
@@ -55,8 +57,45 @@ class SelectionEdge(Frozen):
     status: Literal["selected", "forced in the draft", "forced by a reviewer", "dropped by a reviewer"]
 
 
+class SignedReview(Frozen):
+    """A review that counted: who (their role in the approvers registry), the hash they signed, and whether their
+    key verified it (False only under the controller's sandbox switch for unsigned decisions)."""
+
+    review: EdgeReview
+    role: str
+    review_sha256: str
+    identity_verified: bool
+    time: str
+
+
+class SelectionRecord(Frozen):
+    """The reviewed selection: the proposal, every review that counted and the resulting pairs. Written beside the
+    selection run, named by the proposed spec (``selection_review``) and drawn on the card."""
+
+    draft_agreement_sha256: str
+    proposal: Proposal
+    reviews: list[SignedReview] = Field(default_factory=list)
+    changes: list[EdgeChange] = Field(default_factory=list)
+    pairs: list[list[str]]
+
+    def graph(self) -> list[SelectionEdge]:
+        return selection_graph(self.proposal, self.changes)
+
+
 def review_sha256(review: EdgeReview) -> str:
     return sha256_json(review.model_dump(mode="json"))
+
+
+def parse_pairs(text: str, where: str) -> list[list[str]]:
+    """``"A,B; C,D"`` → ``[["A", "B"], ["C", "D"]]`` (the form's and the CLI's way to name pairs); a malformed
+    pair is one :class:`SpecError`."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        pair = [a.strip() for a in part.split(",")]
+        if len(pair) != 2 or not all(pair):
+            raise SpecError(f"{part!r} is not a pair of attributes", where, "write pairs as 'A,B; C,D'")
+        out.append(pair)
+    return out
 
 
 def apply_review(
@@ -144,3 +183,58 @@ def check_reviewer(
     if not verifies(who.key(), sig, signed_bytes(stmt)):
         raise ApprovalRefused(f"the signature does not verify with {who.name!r}'s registered key", "phi_review", how)
     return who, True
+
+
+def review_md(proposal: Proposal, pairs: list[list[str]], changes: list[EdgeChange], rho_budget: float) -> str:
+    """The proposal as the reviewers read it (the Prefect artifact and the pause form): the pairs now in Φ with
+    their noisy (DP) scores, the changes so far with who and why, the rejected candidates nearest the threshold,
+    and what the selection spent. Everything shown is DP or public: no figure computed on the data without noise."""
+
+    def score(s: float | None) -> str:
+        return "–" if s is None else f"{s:,.0f}"
+
+    def md(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    b = proposal.budget
+    share = b.rho / rho_budget if rho_budget else 0.0
+    status = {frozenset(e.pair): e.status for e in selection_graph(proposal, changes)}
+    scores = {frozenset(e.pair): e.noisy_score for e in [*proposal.selected, *proposal.near_threshold]}
+    lines = [
+        f"## Φ proposal: private selection ({proposal.method.upper()}) awaiting the stakeholders' review",
+        "",
+        f"The selection spent **ρ = {b.rho:.6g}** ({share:.1%} of the release's ρ = {rho_budget:.6g}): "
+        f"ρ = {b.rho_mechanism:.6g} for the exponential mechanism ({b.rounds} round(s)) and "
+        f"ρ = {b.rho_scores:.6g} for the noisy scores below. Scores are the L1 distance of each pair's table from "
+        "independence, released with Gaussian noise (DP): higher means more dependent.",
+        "",
+        f"### Pairs in Φ now ({len(pairs)})",
+        "",
+        "| pair | how | noisy score (DP) |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {md(' × '.join(p))} | {status.get(frozenset(p), '?')} | {score(scores.get(frozenset(p)))} |" for p in pairs
+    ]
+    dropped = [e for e in selection_graph(proposal, changes) if e.status == "dropped by a reviewer"]
+    if dropped:
+        lines += ["", "Dropped: " + "; ".join(md(" × ".join(e.pair)) for e in dropped)]
+    lines += ["", "### Rejected candidates nearest the threshold", ""]
+    if proposal.near_threshold:
+        lines += ["| pair | noisy score (DP) | cells |", "|---|---|---|"]
+        lines += [
+            f"| {md(' × '.join(c.pair))} | {score(c.noisy_score)} | {c.cells:,} |" for c in proposal.near_threshold
+        ]
+    else:
+        lines.append("none (no score budget, or no candidate left)")
+    if proposal.excluded:
+        lines += ["", "Excluded by the draft: " + "; ".join(md(" × ".join(p)) for p in proposal.excluded)]
+    if proposal.over_cell_limit:
+        lines += ["", "Over the cell limit: " + "; ".join(md(" × ".join(p)) for p in proposal.over_cell_limit)]
+    lines += ["", "### Changes by reviewers", ""]
+    if changes:
+        lines += ["| change | pair | reviewer | why |", "|---|---|---|---|"]
+        lines += [f"| {c.action} | {md(' × '.join(c.pair))} | {md(c.reviewer)} | {md(c.reason)} |" for c in changes]
+    else:
+        lines.append("none yet")
+    return "\n".join(lines) + "\n"

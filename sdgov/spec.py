@@ -213,6 +213,12 @@ class ReleaseSpec(Frozen):
     audit: DecomposabilitySettings | None = Field(default=None, description="pre-registered decomposability test")
     privacy_risk: PrivacyRiskSettings | None = Field(default=None, description="pre-registered privacy-risk audit")
     model_card: ModelCardSpec | None = Field(default=None, description="contact, controller, licence, uses, review")
+    selection_review: str | None = Field(
+        default=None,
+        pattern=r"^[^\x00-\x1f]+$",
+        exclude_if=lambda v: v is None,
+        description="the reviewed private selection this Φ came from (sdgov propose --select), drawn on the card",
+    )
     tasks: list[TaskSpec] = Field(
         default_factory=list,
         description="named utility tasks the analyst agreed with the controller (evaluated in the utility report)",
@@ -270,6 +276,12 @@ class LoadedSpec(BaseModel):
     data_path: Path
     approvals_path: Path | None
     agreement: Agreement
+
+    @property
+    def selection_review_path(self) -> Path | None:
+        """The reviewed selection's record (relative to the spec), if the spec names one."""
+        sel = self.spec.selection_review
+        return None if sel is None else resolved(self.spec_path.parent / sel, f"{self.spec_path}: selection_review")
 
 
 def resolved(path: str | Path, where: str = "") -> Path:

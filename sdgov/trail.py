@@ -33,6 +33,10 @@ WHAT = {
     "release_rejected": "rejected the release candidate",
     "release_blocked": "release blocked",
     "released": "published the release",
+    "phi_selected": "proposed Φ by private selection",
+    "phi_reviewed": "reviewed the proposed Φ (pairs dropped or forced, and why)",
+    "phi_review_refused": "attempted a review of Φ that was refused",
+    "phi_proposed": "proposed the reviewed Φ for agreement",
 }
 
 PERFORMED_BY_SDGOV = {"released"}
@@ -45,6 +49,7 @@ DECISIONS = {
     "approval_refused",
     "budget_retry_approved",
     "budget_rejected",
+    "phi_reviewed",
     "release_approved",
     "release_rejected",
 }

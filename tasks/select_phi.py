@@ -15,6 +15,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import read_codes, write_agreement
+from sdgov.atomic import atomic_write_bytes
 from sdgov.contracts import ArtifactRef
 from sdgov.controller import APPROVERS, controller_files
 from sdgov.hashing import write_json
@@ -22,32 +23,43 @@ from sdgov.inputs import check_proposal
 from sdgov.policy import preflight
 from sdgov.registry import Registry
 from sdgov.selection import Proposal
+from sdgov.selection_review import SelectionRecord
 from sdgov.selection_store import check_draft, select_once
 from sdgov.tasks.common import stage
 
 VERSION = "1.0.0"
 
 
-def proposed_spec(draft_path: Path, pairs: list[list[str]]) -> dict[str, Any]:
+def proposed_spec(draft_path: Path, pairs: list[list[str]], record: Path | None = None) -> dict[str, Any]:
     """The draft with Φ = its 1-ways + the proposed pairs (everything else, the selection block included, kept:
-    the 1-ways' σ depends on it, and the release must find them at that σ to reuse them)."""
+    the 1-ways' σ depends on it, and the release must find them at that σ to reuse them), naming the reviewed
+    selection ``record`` (drawn on the card) when given."""
     raw = yaml.safe_load(draft_path.read_text(encoding="utf-8"))
     phi = raw["phi"]
     ones = [list(m) for m in phi.get("marginals", [])]
     for kw in phi.get("all_kway", []):
         ones += [[a] for a in kw["attributes"]]
     raw["phi"] = {"marginals": ones + [list(p) for p in pairs]}
+    if record is not None:
+        raw["selection_review"] = str(record.resolve())
     return dict(raw)
 
 
-def write_proposed_spec(draft_path: Path, pairs: list[list[str]], out: Path) -> Path:
-    spec = proposed_spec(draft_path, pairs)
+def write_proposed_spec(draft_path: Path, pairs: list[list[str]], out: Path, record: Path | None = None) -> Path:
+    spec = proposed_spec(draft_path, pairs, record)
     base = draft_path.parent.resolve()
     if out.parent.resolve() != base:  # paths in a spec are relative to it: elsewhere, make them absolute
         spec["schema"] = str((base / spec["schema"]).resolve())
         spec["dataset"]["path"] = str((base / spec["dataset"]["path"]).resolve())
     out.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return out
+
+
+def write_record(run_dir: Path, record: SelectionRecord) -> Path:
+    """The reviewed selection beside the selection run (``phi_review.json``), which the proposed spec names."""
+    path = run_dir / "phi_review.json"
+    atomic_write_bytes(path, (record.model_dump_json(indent=2) + "\n").encode())
+    return path
 
 
 @task(name="select_phi", version=VERSION, cache_policy=NO_CACHE)
@@ -73,6 +85,7 @@ def select_phi(
             "one_ways": sel.one_ways.how,
             "one_way_rho": sel.one_ways.budget["this_release_rho"],
             "selection_rho": sel.proposal.budget.rho,
+            "rho_budget": sel.one_ways.plan.rho_budget,
             "proposal": sel.proposal.model_dump(mode="json"),
         }
         write_json(out, summary)

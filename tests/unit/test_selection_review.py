@@ -7,11 +7,15 @@ import pytest
 from sdgov.approvers import ApprovalRefused, Challenge, load_approvers
 from sdgov.contracts import utcnow
 from sdgov.errors import SpecError
-from sdgov.selection import Proposal, SelectedEdge, SelectionBudget
+from sdgov.selection import Candidate, Proposal, SelectedEdge, SelectionBudget
 from sdgov.selection_review import (
     EdgeReview,
+    SelectionRecord,
+    SignedReview,
     apply_review,
     check_reviewer,
+    parse_pairs,
+    review_md,
     review_sha256,
     selection_graph,
 )
@@ -102,3 +106,85 @@ def test_a_review_counts_only_signed_by_the_reviewers_registered_key(tmp_path):
     with pytest.raises(ApprovalRefused, match="not signed"):
         check_reviewer(approvers, review, challenge, "")
     assert check_reviewer(approvers, review, challenge, "", allow_unsigned=True)[1] is False
+
+
+def test_pairs_are_named_as_a_b_separated_by_semicolons():
+    assert parse_pairs(" a,b ; c, d;", "--drop") == [["a", "b"], ["c", "d"]]
+    assert parse_pairs("", "--drop") == []
+    for bad in ("a", "a,b,c", "a,"):
+        with pytest.raises(SpecError, match="is not a pair of attributes"):
+            parse_pairs(bad, "--drop")
+
+
+def _record() -> SelectionRecord:
+    proposal = _proposal().model_copy(
+        update={"near_threshold": [Candidate(pair=["a", "c"], cells=8, noisy_score=41.5)]}
+    )
+    review = EdgeReview(reviewer="Cora Compliance", drop=[["b", "c"]], force=[["a", "c"]], reason="spurious | odd")
+    pairs, changes = apply_review(PAIRS, review, ATTRS, SIZES, 10**4)
+    signed = SignedReview(review=review, role="compliance", review_sha256="h", identity_verified=True, time="t")
+    return SelectionRecord(
+        draft_agreement_sha256="d", proposal=proposal, reviews=[signed], changes=changes, pairs=pairs
+    )
+
+
+def test_the_reviewers_read_the_scores_the_changes_and_the_budget():
+    rec = _record()
+    text = review_md(rec.proposal, rec.pairs, rec.changes, rho_budget=0.4)
+    assert "ρ = 0.1** (25.0% of the release's ρ = 0.4)" in text
+    assert "| a × c | forced by a reviewer | 42 |" in text  # its noisy score, from the near-threshold list
+    assert "Dropped: b × c" in text
+    assert "| drop | b × c | Cora Compliance | spurious \\| odd |" in text  # a '|' cannot break the table
+
+
+def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share():
+    from sdgov.card import _env
+    from sdgov.privacy import plan_privacy
+    from sdgov.selection_card import STYLE, card_selection, draw
+    from sdgov.spec import PrivacySpec, SelectionSpec
+
+    plan = plan_privacy(PrivacySpec(rho=0.4, selection=SelectionSpec()), [("a",), ("b",), ("a", "b")], 1000)
+    sel = card_selection(_record(), b"{}", plan)
+    assert sel.share == pytest.approx(0.1 / plan.rho)
+    assert {frozenset(e.pair): e.status for e in sel.edges} == {
+        frozenset("ab"): "forced in the draft",
+        frozenset("bc"): "dropped by a reviewer",
+        frozenset("cd"): "selected",
+        frozenset("ac"): "forced by a reviewer",
+    }
+    fig = draw(sel)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == [s[3] for s in STYLE.values()]
+    widths = {tuple(line.get_xydata().round(6).ravel()): line.get_linewidth() for line in fig.axes[0].lines[:4]}
+    assert sorted(widths.values()) == [1.2, 1.6, 3.4, 3.4]  # dropped thin, selected, two forced bold
+    md = _env().get_template("selection.md.j2").render(c=type("C", (), {"selection": sel}), selection_svg="")
+    assert "| b × c | dropped by a reviewer |" in md and "| drop | b × c | Cora Compliance | spurious \\| odd |" in md
+    assert f"**ρ = 0.1**, {100 * 0.1 / plan.rho:.1f}% of this release's ρ" in md
+
+
+def test_a_spec_whose_phi_differs_from_its_reviewed_selection_is_refused_before_any_draw(tmp_path, capsys):
+    import yaml
+
+    from sdgov.flows.cli import main
+    from tests.conftest import make_demo_inputs
+
+    spec = make_demo_inputs(tmp_path, rows=300)
+    raw = yaml.safe_load(spec.read_text())
+    raw["phi"] = {"marginals": [["Age"], ["Sex"], ["Health"], ["Age", "Sex"], ["Age", "Health"]]}
+    raw["privacy"] = {"epsilon": 1.0, "selection": {}}
+    record = _record().model_copy(update={"pairs": [["Age", "Sex"]]})
+    (tmp_path / "phi_review.json").write_text(record.model_dump_json())
+    raw["selection_review"] = "phi_review.json"
+    spec.write_text(yaml.safe_dump(raw, sort_keys=False))
+    assert main(["validate", "--spec", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "Φ's pairs differ from the reviewed selection it names (Age × Health)" in err
+    assert err.count("sdgov: error:") == 1
+
+
+def test_review_without_select_is_one_line(capsys):
+    from sdgov.flows.cli import main
+
+    assert main(["propose", "--review", "--spec", "draft.yaml", "--as", "Ada Analyst"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--review reviews a private selection" in err and "add --select mst" in err

@@ -1,0 +1,132 @@
+"""``sdgov review``: a stakeholder's signed review of a Φ proposal on a paused run (what ``sdgov approve`` is to a
+decision).
+
+    sdgov review RUN_ID --as NAME --key KEY --why TEXT [--drop A,B]... [--force C,D]... [--close] [--print] [--wait S]
+
+The review (drops, forces, reason, close) is bound to one hash, signed with the reviewer's key for this registry,
+run and pause (nonce), checked here exactly as the flow will check it — a review that would be refused is never
+sent — and sent through the Prefect resume API; ``--print`` only prints the signed statement, to paste into the
+form's *Signature* field in the UI (with the same fields typed there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from sdgov.errors import SdgovError
+from sdgov.flows.cli_ops import Add, _emit, _paused_decision, _pending, _require_server
+
+
+def _review(args: argparse.Namespace) -> Any:
+    from sdgov.selection_review import EdgeReview, parse_pairs
+
+    if not args.why.strip():
+        raise SdgovError("a review needs a reason", "--why", "say why: it is logged with every change")
+    return EdgeReview(
+        reviewer=args.who,
+        drop=[p for text in args.drop for p in parse_pairs(text, "--drop")],
+        force=[p for text in args.force for p in parse_pairs(text, "--force")],
+        reason=args.why,
+        close=args.close,
+    )
+
+
+def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
+    """The statement over this review for this pause, after the check the flow will make."""
+    from sdgov.approvers import Challenge
+    from sdgov.contracts import utcnow
+    from sdgov.controller import controller_approvers
+    from sdgov.registry import Registry
+    from sdgov.selection_review import DECISION, SUBJECT, check_reviewer, review_sha256
+    from sdgov.statements import SignOffStatement, encode
+
+    if p["subject"] != SUBJECT:
+        raise SdgovError(
+            f"run {p['run_id']} awaits a decision on the {p['subject']}, not a Φ review",
+            args.run_id,
+            "decide with 'sdgov approve RUN_ID --as NAME --key KEY'",
+        )
+    challenge = Challenge(
+        registry_id=p["registry_id"],
+        run_id=p["run_id"],
+        nonce=p["nonce"],
+        subject=SUBJECT,
+        sha256=review_sha256(review),
+    )
+    token = encode(
+        SignOffStatement(**challenge.model_dump(), decision=DECISION, approver=args.who, time=utcnow()), args.key
+    )
+    check_reviewer(controller_approvers(Registry(p["registry"])), review, challenge, token)
+    phi = {frozenset(s.split(" × ")) for s in (p.get("summary") or {}).get("phi", [])}
+    for pair in review.drop:  # the flow checks these too; here nothing is sent
+        if frozenset(pair) not in phi:
+            raise SdgovError(f"cannot drop {pair}: it is not in the proposed Φ", "--drop", "see 'sdgov runs'")
+    for pair in review.force:
+        if frozenset(pair) in phi:
+            raise SdgovError(f"cannot force {pair}: it is already in Φ", "--force", "force a pair not in Φ")
+    return token
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from prefect import get_client
+
+    from sdgov.flows.phi_review import format_pairs
+    from sdgov.keys import load_private_key
+
+    load_private_key(args.key)
+    review = _review(args)
+    _require_server()
+    with get_client(sync_client=True) as c:
+        run_id, fr, p = _paused_decision(c, args.run_id)
+        token = _signed(args, review, p)
+        if args.print:
+            _emit(args, {"run_id": str(run_id), "signature": token}, token)
+            return 0
+        form = {
+            "reviewer": review.reviewer,
+            "reason": review.reason,
+            "drop": format_pairs(review.drop),
+            "force": format_pairs(review.force),
+            "close": review.close,
+            "signature": token,
+        }
+        res = c.resume_flow_run(run_id, run_input=form)
+        if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
+            reason = getattr(res.details, "reason", "") or str(res.details)
+            raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")
+        outcome = _watch(c, run_id, fr.state.state_details.pause_key, args.wait)
+    payload = {"ok": True, "run_id": str(run_id), **review.model_dump(mode="json"), "signed": True, "state": outcome}
+    _emit(args, payload, f"{args.who} reviewed the Φ proposal of run {run_id} ({outcome})")
+    return 0
+
+
+def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
+    """What the flow made of the review, watched for up to ``wait`` seconds: a refusal is one error line."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        fr = c.read_flow_run(run_id)
+        st = fr.state
+        if st.is_paused() and st.state_details.pause_key != pause_key:
+            nxt = _pending(c, fr) or {}
+            if nxt.get("note"):  # the flow refused the review and paused again
+                raise SdgovError(f"the flow refused the review: {nxt['note']}", str(run_id), "see 'sdgov runs'")
+            return f"accepted; now paused for the {nxt.get('subject', '?')}"
+        if st.is_final():
+            return f"accepted; run ended {st.name}" + (f": {st.message}" if st.message else "")
+    return "resumed"
+
+
+def add_parser(add: Add) -> None:
+    r = add("review", cmd_review, "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume")
+    r.add_argument("run_id")
+    r.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
+    r.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")
+    r.add_argument("--why", required=True, help="the reason, logged with every change and shown on the card")
+    r.add_argument("--drop", action="append", default=[], help="a pair to take out of Φ: A,B (repeat, or 'A,B; C,D')")
+    r.add_argument("--force", action="append", default=[], help="a pair to add to Φ: A,B (repeat, or 'A,B; C,D')")
+    r.add_argument("--close", action="store_true", help="the last review: the reviewed Φ goes to the agreement")
+    r.add_argument("--print", action="store_true", help="only print the signed statement, to paste into the UI form")
+    r.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")
