@@ -59,7 +59,7 @@ SCHEDULER_ENV = "SDGOV_DASK_SCHEDULER"
 LOCAL_WORKERS = 2  # the local cluster started when no scheduler is configured (one thread each)
 BLOCK_BYTES = 32 * 2**20  # CSV bytes per partition (pandas holds about 10x that as text while parsing)
 BLOCK_ROWS = 1_000_000  # Parquet records per partition (whole row groups)
-KEY_RANGES = 64  # fingerprint key ranges (at most one per partition)
+KEY_RANGES = 64  # fingerprint key ranges, at most one per partition (the tasks that add up the record counts)
 
 
 # ------------------------------------------------------------------------------------------- the cluster
@@ -193,15 +193,15 @@ def _encode(frame: pd.DataFrame, plan: list[tuple[str, list[str], np.ndarray]]) 
     empty field's cell last (``get_indexer`` gives -1 for an empty field, which picks it)."""
     return pd.DataFrame(
         {
-            name: cells[pd.Index(values, dtype=object).get_indexer(frame[name].astype(object))]
+            name: cells[pd.Index(values, dtype=object).get_indexer(pd.Index(frame[name].astype(object)))]
             for name, values, cells in plan
         }
     )
 
 
-def _keys(codes: pd.DataFrame, names: list[str], sizes: list[int], width: int, prefix: int) -> list[Any]:
-    """One partition's distinct fingerprint keys with their counts, cut into :data:`KEY_RANGES`-wide ranges of
-    ``width`` (by the packed key, or by the packed leading ``prefix`` columns when a record does not pack)."""
+def _keys(codes: pd.DataFrame, names: list[str], sizes: list[int], width: int, prefix: int, ranges: int) -> list[Any]:
+    """One partition's distinct fingerprint keys with their counts, cut into ``ranges`` ranges of ``width`` keys
+    (of the packed key, or of the packed leading ``prefix`` columns when a record does not pack)."""
     cells = [codes[n].to_numpy(np.int64) for n in names]
     if prefix == len(names):
         keys = np.ravel_multi_index(tuple(cells), tuple(sizes)) if cells else np.zeros(len(codes), np.int64)
@@ -210,7 +210,7 @@ def _keys(codes: pd.DataFrame, names: list[str], sizes: list[int], width: int, p
     else:
         uniq, counts = np.unique(np.stack(cells, axis=1), axis=0, return_counts=True)  # rows in lexicographic order
         where = np.ravel_multi_index(tuple(uniq[:, :prefix].T), tuple(sizes[:prefix])) // width
-    bounds = np.searchsorted(where, np.arange(KEY_RANGES + 1))
+    bounds = np.searchsorted(where, np.arange(ranges + 1))
     return [(uniq[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
@@ -237,7 +237,7 @@ def _count(path: str, row_groups: list[int], cliques: list[Clique], shapes: list
 
 
 def _add(*parts: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.sum(tables, axis=0, dtype=np.int64) for tables in zip(*parts)]
+    return [np.asarray(np.sum(tables, axis=0, dtype=np.int64)) for tables in zip(*parts)]
 
 
 def _tree_sum(parts: list[Delayed]) -> Delayed:
@@ -314,10 +314,11 @@ class DaskEngine:
             sorted_names = fingerprint_columns(schema)
             sizes = [schema.by_name[n].size for n in sorted_names]
             prefix = len(sorted_names) if packs(schema) else _packable_prefix(sizes)
-            width = max(1, -(-math.prod(sizes[:prefix]) // KEY_RANGES))
+            n_ranges = min(KEY_RANGES, len(parts))
+            width = max(1, -(-math.prod(sizes[:prefix]) // n_ranges))
             encoded = [delayed(_encode)(p, plan) for p in parts]
-            keyed = [delayed(_keys)(e, sorted_names, sizes, width, prefix) for e in encoded]
-            ranges = [delayed(_merge)([delayed(getitem)(k, r) for k in keyed]) for r in range(KEY_RANGES)]
+            keyed = [delayed(_keys)(e, sorted_names, sizes, width, prefix, n_ranges) for e in encoded]
+            ranges = [delayed(_merge)([delayed(getitem)(k, r) for k in keyed]) for r in range(n_ranges)]
             futures = client.compute(encoded + ranges)
             tmp = out.with_name(f".{out.name}.tmp")
             try:
