@@ -82,7 +82,7 @@ def run(rows: int, workers: int, partition_mb: int, partition_rows: int, keep: P
     out: dict[str, Any] = {"generate": gen, "files": {"csv": csv.stat().st_size, "parquet": parquet.stat().st_size}}
 
     def start_cluster() -> LocalCluster:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
         with Client(cluster) as client:  # warm-up: every worker imports the engine (not a per-release cost)
             client.run(importlib.import_module, "sdgov.engines.dask_engine")
         return cluster

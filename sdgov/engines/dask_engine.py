@@ -30,6 +30,7 @@ they read the source, and ``codes.parquet`` in the run directory, themselves). S
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Iterator
@@ -73,8 +74,12 @@ def _client() -> Iterator[Client]:
     address = os.environ.get(SCHEDULER_ENV, "").strip()
     if not address:
         with (
-            LocalCluster(
-                n_workers=LOCAL_WORKERS, threads_per_worker=1, processes=True, dashboard_address=None
+            LocalCluster(  # its workers' logs would reach the terminal: a refused file is one line, not a traceback
+                n_workers=LOCAL_WORKERS,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",  # any free port (None still takes 8787 for its HTTP server, warning if taken)
+                silence_logs=logging.CRITICAL,
             ) as cluster,
             Client(cluster, set_as_default=False) as client,
         ):

@@ -30,7 +30,7 @@ APP3 = REPO / "examples" / "census2011" / "app3.yaml"
 
 @pytest.fixture(scope="module")
 def scheduler() -> Iterator[str]:
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         yield cluster.scheduler_address
 
 
