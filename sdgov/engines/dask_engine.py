@@ -9,7 +9,8 @@ data: the source is cut into partitions (CSV byte ranges of :data:`BLOCK_BYTES`,
    embedded engine's own code (:func:`sdgov.schema.encode_distinct`, :mod:`sdgov.engines.checks`): same data
    refused with the same line;
 2. **encode** (second read): per partition, each raw value → its cell, the records as int32 columns. The client
-   writes them to ``codes.parquet`` in partition order (file order kept), one partition at a time;
+   writes them to ``codes.parquet`` in partition order (file order kept), one partition at a time; partitions
+   encoded ahead of the writer wait on their workers (Dask spills them to disk beyond its memory limit);
 3. **fingerprint**: per encoded partition, its records' keys (:func:`sdgov.fingerprint.packs`: one int64, else the
    row of cells) counted and cut into key ranges; one task per range adds up the partitions' counts; the client
    feeds the ranges in order to :func:`sdgov.fingerprint.fingerprint_of_groups`. Memory per task is the distinct
