@@ -156,7 +156,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from sdgov.spec import load_spec
 
     loaded = load_spec(args.spec)
-    rows = validated_data(Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_).rows
+    rows = validated_data(
+        Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_, loaded.spec.engine
+    ).rows
     plan = preflight(loaded, rows)  # what a release would refuse before its first draw, validate refuses too
     payload = {
         "ok": True,
@@ -285,7 +287,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
 
     agreement, schema = loaded.agreement, loaded.schema_
     summary = utility_summary(
-        validated_data(loaded.data_path, schema).codes,
+        validated_data(loaded.data_path, schema, loaded.spec.engine).codes,
         read_synthetic(ArtifactRef.of("synthetic", args.synthetic), schema, agreement.attributes),
         schema,
         agreement.attributes,
@@ -311,7 +313,7 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     from sdgov.registry import Registry
 
     registry = Registry(args.root)
-    data = validated_data(loaded.data_path, loaded.schema_)
+    data = validated_data(loaded.data_path, loaded.schema_, loaded.spec.engine)
     ag = loaded.agreement
     mset = assemble_logged(
         registry, data.fingerprint, ag.dataset_name, data.rows, ag, loaded.schema_, str(loaded.spec_path)

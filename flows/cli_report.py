@@ -56,7 +56,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     agreement = loaded.agreement
     synth = read_synthetic(args.synthetic, loaded.schema_, agreement.attributes)
     data = Path(args.data).resolve() if getattr(args, "data", None) else loaded.data_path
-    real = validated_data(data, loaded.schema_).codes
+    real = validated_data(data, loaded.schema_, loaded.spec.engine).codes
     settings = FAST if args.fast else ReportSettings()
     if args.no_baselines:
         from dataclasses import replace

@@ -36,8 +36,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
         loaded = load_spec(args.spec)
         schema, data = loaded.schema_, Path(args.data).resolve() if args.data else loaded.data_path
+        engine_name = loaded.spec.engine
     elif args.schema and args.data:
-        schema, data = load_schema(args.schema), Path(args.data)
+        schema, data, engine_name = load_schema(args.schema), Path(args.data), "duckdb"
     else:
         raise SpecError("nothing to check", "sdgov schema check", "give --spec FILE, or --schema FILE and --data FILE")
     names = source_columns(data, schema)
@@ -48,7 +49,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         "schema_columns_not_in_data": [n for n in expected if n not in names],
         "undeclared_values": {
             col: [{"value": v, "rows": n} for v, n in values]
-            for col, values in engine().undeclared(data, schema).items()
+            for col, values in engine(engine_name).undeclared(data, schema).items()
         },
     }
     clean = not (found["columns_not_in_schema"] or found["schema_columns_not_in_data"] or found["undeclared_values"])

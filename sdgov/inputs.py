@@ -54,11 +54,12 @@ class ValidatedData:
 _last_validated: ValidatedData | None = None  # the latest parse in this process (one file: the release's)
 
 
-def validated_data(path: Path, schema: Schema) -> ValidatedData:
+def validated_data(path: Path, schema: Schema, engine_name: str = "duckdb") -> ValidatedData:
     """Read, validate and encode the confidential file — once per process for one file content and schema.
 
     The CLI checks the inputs before the orchestrator starts and the agree stage checks them again in the same
     process; hashing the file (no parse) tells the second check that the first one's result still holds.
+    ``engine_name`` is the spec's ``engine:`` (:func:`sdgov.engines.engine`): every engine encodes alike.
     """
     global _last_validated
     last, schema_sha = _last_validated, schema.sha256()
@@ -68,7 +69,7 @@ def validated_data(path: Path, schema: Schema) -> ValidatedData:
     scratch = Path(tempfile.mkdtemp(prefix="sdgov-codes-"))  # private (0700), removed at exit
     atexit.register(shutil.rmtree, scratch, True)
     # a missing or malformed file ends here, with one clear line
-    encoded = engine().encode(path, schema, scratch / "codes.parquet")
+    encoded = engine(engine_name).encode(path, schema, scratch / "codes.parquet")
     _last_validated = ValidatedData(
         path=path,
         sha256=sha256_file(path),
@@ -103,7 +104,9 @@ def check_spec_and_data(
     if root is not None:
         check_root_is_usable(Path(root))
     loaded = load_spec(spec_path)
-    data = validated_data(Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_)
+    data = validated_data(
+        Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_, loaded.spec.engine
+    )
     preflight(loaded, data.rows, root)
     return loaded, data
 

@@ -207,6 +207,11 @@ class ReleaseSpec(Frozen):
     rows: PositiveInt | None = Field(default=None, le=MAX_ROWS, description="synthetic rows; default: the noisy total")
     seed: int = Field(ge=0, lt=2**63, description="public sampling seed (recorded; unlike the noise, which has none)")
     limits: LimitsSpec = LimitsSpec()
+    engine: Literal["duckdb", "dask"] = Field(
+        default="duckdb",
+        description="what reads and counts the data: embedded DuckDB, or Dask on a cluster (sdgov.engines); "
+        "the counts are the same bits, so it is not part of the agreement",
+    )
     approvals: str | None = Field(
         default=None, pattern=r"^[^\x00-\x1f]+$", description="standing-approval file, relative to the spec"
     )

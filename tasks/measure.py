@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.artifacts import load_agreement, read_schema
+from sdgov.artifacts import load_agreement, read_schema, read_spec
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.engines import engine
 from sdgov.hashing import write_json
@@ -32,6 +32,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
     with stage("measure", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)
         schema = read_schema(agreed.schema_file)
+        counter = engine(read_spec(agreed.spec).engine)  # the spec's engine: DuckDB embedded, or Dask
         outcome = measure_once(
             Registry(registry_root),
             agreed,
@@ -39,7 +40,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             schema,
             # every marginal in one grouped scan of the encoded copy, out of core
             draw=lambda cliques, sigmas: noisy_measurements(
-                engine().marginals(agreed.codes.verified(), schema, cliques), sigmas
+                counter.marginals(agreed.codes.verified(), schema, cliques), sigmas
             ),
         )
         plan = outcome.plan

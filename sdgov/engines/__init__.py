@@ -1,8 +1,9 @@
 """Engines: where the confidential records are read, validated, encoded, fingerprinted and counted.
 
-One interface (:class:`~sdgov.engines.base.Engine`) so that a distributed engine (``dask``, ``spark``) can take the
-place of the embedded one without touching the stages. Only the embedded DuckDB engine exists today; it was
-chosen over Polars streaming by measurement (``benchmarks/bench_engine_choice.py``,
+One interface (:class:`~sdgov.engines.base.Engine`) so that a distributed engine can take the place of the
+embedded one without touching the stages; the spec's ``engine:`` picks one. ``dask`` is the distributed engine
+(:mod:`sdgov.engines.dask_engine`; how a Spark engine would plug in: docs/operators.md). The embedded DuckDB
+engine, the default, was chosen over Polars streaming by measurement (``benchmarks/bench_engine_choice.py``,
 ``benchmarks/results/engine-choice-2026-11-23.json``): on the same 2 threads it counted App 3's 21 marginals over 5M
 census-like Parquet rows 2.2x faster in 3.7x less memory, as one ``GROUPING SETS`` scan, and it bounds its own
 memory (``memory_limit``, spilling to disk beyond it) where Polars' streaming engine does not promise to. On the
@@ -20,16 +21,21 @@ import pandas as pd
 from sdgov.engines.base import Encoded, Engine
 from sdgov.schema import Schema
 
-ENGINES = ("duckdb",)
+ENGINES = ("duckdb", "dask")
 
 
 def engine(name: str = "duckdb") -> Engine:
-    """The engine called ``name`` (the spec/config's ``engine:``; only ``duckdb`` today)."""
-    if name != "duckdb":
-        raise ValueError(f"unknown engine {name!r}: one of {', '.join(ENGINES)}")
-    from sdgov.engines.duckdb_engine import DuckDBEngine
+    """The engine called ``name`` (the spec's ``engine:``): ``duckdb`` embedded (the default), ``dask``
+    distributed (:mod:`sdgov.engines.dask_engine`). Both give the same encoding, fingerprint and exact counts."""
+    if name == "duckdb":
+        from sdgov.engines.duckdb_engine import DuckDBEngine
 
-    return DuckDBEngine()
+        return DuckDBEngine()
+    if name == "dask":
+        from sdgov.engines.dask_engine import DaskEngine
+
+        return DaskEngine()
+    raise ValueError(f"unknown engine {name!r}: one of {', '.join(ENGINES)}")
 
 
 def load_encoded(path: str | Path, schema: Schema) -> pd.DataFrame:

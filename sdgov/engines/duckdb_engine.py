@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from sdgov.engines.base import Encoded
+from sdgov.engines.checks import lookup_problem, refuse, undeclared_values
 from sdgov.errors import DataError, shorten
 from sdgov.fingerprint import columns, fingerprint_of_groups, packs
 from sdgov.schema import (
@@ -185,20 +186,16 @@ def _lookup_problems(
             )
         except duckdb.Error as exc:
             raise _refusal(exc, path) from None
-        counts = pairs.column("n").to_numpy().astype(np.int64)
-        sides = []
-        for name, col in (("s", schema.by_name[lk.source]), ("c", schema.by_name[lk.column])):
-            cells, problem = encode_distinct(pairs.column(name).to_pylist(), counts, col, missing)
-            if problem:
-                return [problem]
-            sides.append(cells)
-        wrong = sides[1] != lk.index[sides[0]]
-        if wrong.any():
-            first = int(pairs.column("first").to_numpy()[wrong].min())
-            out.append(
-                f"column {lk.column!r}: {int(counts[wrong].sum())} row(s) disagree with the lookup from "
-                f"{lk.source!r} (first at row {first})"
-            )
+        problem = lookup_problem(
+            lk,
+            schema,
+            (pairs.column("s").to_pylist(), pairs.column("c").to_pylist()),
+            pairs.column("n").to_numpy().astype(np.int64),
+            pairs.column("first").to_numpy(),
+            missing,
+        )
+        if problem:
+            out.append(problem)
     return out
 
 
@@ -229,11 +226,7 @@ class DuckDBEngine:
                 exprs.append(self._cells_sql(con, i, col, values, cells))
             if not problems:
                 problems += _lookup_problems(con, src, schema, names, missing, source)
-            if problems:
-                more = f" (and {len(problems) - 1} more problem(s) in other columns)" if len(problems) > 1 else ""
-                raise DataError(
-                    problems[0] + more, where, "fix the data, or the schema if the public documentation allows it"
-                )
+            refuse(problems, where)
             tmp = out.with_name(f".{out.name}.tmp")
             try:
                 con.execute(
@@ -336,18 +329,6 @@ class DuckDBEngine:
     def undeclared(self, source: Path, schema: Schema) -> dict[str, list[tuple[str, int]]]:
         src, names = _source(source, schema)
         columns = [c for c in schema.columns if c.name in names]
-        missing = frozenset(schema.missing_values)
-        out: dict[str, list[tuple[str, int]]] = {}
         with _connection(source) as con:
             _, distinct = _distinct(con, src, columns, source)
-        for col in columns:
-            values, counts = distinct[col.name]
-            if not encode_distinct(values, counts, col, missing)[1]:
-                continue  # the whole column fits: nothing to list
-            bad = [
-                ("" if v is None else v, int(n))
-                for v, n in zip(values, counts)
-                if encode_distinct([v], np.array([n]), col, missing)[1]
-            ]
-            out[col.name] = sorted(bad, key=lambda vn: -vn[1])
-        return out
+        return undeclared_values(columns, distinct, frozenset(schema.missing_values))
