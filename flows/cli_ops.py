@@ -159,7 +159,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
 
 def _propose_selection(args: argparse.Namespace) -> int:
-    """``propose --select mst``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
+    """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
     from sdgov.flows.release import new_run_id
     from sdgov.registry import Registry
     from sdgov.tasks.select_phi import select_phi, write_proposed_spec
@@ -168,7 +168,7 @@ def _propose_selection(args: argparse.Namespace) -> int:
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + new_run_id()
-    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data)
+    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select)
     write_proposed_spec(draft, proposal.pairs, out)
     lines = [f"Φ proposal ({proposal.method}, ρ {proposal.budget.rho:.6g} for selection, {summary['how']}):"]
     lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
@@ -550,8 +550,9 @@ def add_parser(add: Add) -> None:
     p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
     p.add_argument(
         "--select",
-        choices=["mst"],
-        help="private selection: spend the draft's privacy.selection share, write a Φ proposal and a proposed spec",
+        choices=["mst", "aim"],
+        help="private selection (the draft's privacy.selection.method): spend its share, write a Φ proposal and a "
+        "proposed spec",
     )
     p.add_argument("--out", help="with --select: where to write the proposed spec (default DRAFT.proposed.yaml)")
 

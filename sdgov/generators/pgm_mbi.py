@@ -14,7 +14,7 @@ is fitted or sized, so that reading a spec does not pay for JAX.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 # isort: off
@@ -32,7 +32,7 @@ from sdgov.schema import Clique
 from sdgov.structures import ZeroCells, discard_zero_noise
 
 if TYPE_CHECKING:
-    from sdgov.measure import MeasurementSet
+    from sdgov.measure import Measurement, MeasurementSet
     from sdgov.spec import GeneratorSpec
 
 
@@ -114,6 +114,35 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )
+
+
+def marginal_estimator(
+    attributes: list[str], sizes: dict[str, int], iterations: int
+) -> Callable[[list[Measurement]], Callable[[Clique], np.ndarray]]:
+    """AIM's model between rounds (:func:`sdgov.selection_aim.select_aim`): mbi mirror descent on the measurements
+    so far, warm-started from the previous round's potentials (as AIM's reference does); any clique's table —
+    counts, axes in clique order — from the fitted model, by variable elimination where no clique holds it."""
+    domain = _domain(attributes, sizes)
+    previous: list[mbi.MarkovRandomField] = []
+
+    def estimate(measurements: list[Measurement]) -> Callable[[Clique], np.ndarray]:
+        linear = [
+            mbi.LinearMeasurement(m.array().astype(np.float64).ravel(), tuple(m.clique), stddev=m.sigma or 1.0)
+            for m in measurements
+        ]
+        model = MirrorDescent().estimate(
+            domain, linear, iters=iterations, warm_start=previous[-1] if previous else None
+        )
+        previous[:] = [model]
+
+        def table(clique: Clique) -> np.ndarray:
+            factor = model.project(tuple(clique))
+            out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
+            return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
+
+        return table
+
+    return estimate
 
 
 def _approximate(
