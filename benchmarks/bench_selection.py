@@ -206,6 +206,11 @@ def main() -> None:
     ap.add_argument("--combine", nargs="+", help="merge the arms of earlier --out files (run side by side) and exit")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.aim:
+        import logging
+
+        logging.basicConfig(format="%(asctime)s %(message)s")
+        logging.getLogger("sdgov.selection_aim").setLevel(logging.INFO)  # one line per round
     if args.combine:
         return combine(args.combine, args.out)
 

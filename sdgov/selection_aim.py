@@ -29,6 +29,7 @@ vector, as in MST, with its own part of the budget.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from itertools import combinations
@@ -58,6 +59,7 @@ from sdgov.spec import SelectionSpec
 
 SELECT_PART = 0.1  # AIM: of each round's ρ, a tenth selects (exponential mechanism), the rest measures
 AIM_MODEL_CELLS = 10**7  # AIM's default model size (80 MB of float64): the per-round refits stay fast
+LOG = logging.getLogger(__name__)
 BIAS = math.sqrt(2 / math.pi)  # E|N(0, σ²)| = σ·√(2/π): the L1 error a measurement's own noise leaves per cell
 
 Clique = tuple[str, ...]
@@ -213,6 +215,17 @@ def select_aim(
         else:  # replayed with its annealing decided: no refit needed until the next new draw
             record(draw)
             measured.append(measurement(draw))
+        LOG.info(
+            "AIM round %d: %s (%s, σ=%.4g, among %d), annealed=%s, ρ spent %.4g of %.4g",
+            draw.round,
+            " × ".join(draw.clique),
+            "replayed" if len(done) <= len(replay) else "drawn",
+            draw.sigma,
+            draw.candidates,
+            draw.annealed,
+            math.fsum(spent),
+            rho_rounds,
+        )
         if draw.annealed:
             rho_sel, rho_meas = 4 * rho_sel, 4 * rho_meas  # ε doubles, σ halves
 
