@@ -99,7 +99,9 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
     return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
 
 
-def sdgov_aim(real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, aim_rounds=None):
+def sdgov_aim(
+    real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, aim_rounds=None, aim_iterations=None
+):
     """AIM as ``propose --select aim`` runs it (:func:`sdgov.selection_aim.select_aim`, mbi between rounds), then
     the release of the proposed Φ: its pairs measured with what the selection leaves, mbi fit, sdgov's sampler.
     The rounds' own measurements serve the selection only (the release does not reuse them)."""
@@ -124,7 +126,7 @@ def sdgov_aim(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
         plan1.selection_rho,
         10**6,
         2 * 10**9,
-        marginal_estimator(attrs, sizes, iterations),
+        marginal_estimator(attrs, sizes, aim_iterations or iterations),
         lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
     )
     t_sel = time.perf_counter() - t0
@@ -203,6 +205,7 @@ def main() -> None:
     ap.add_argument("--no-mst", action="store_true", help="leave out sdgov's MST arm (e.g. peers in another process)")
     ap.add_argument("--aim", action="store_true", help="also sdgov's AIM arm (propose --select aim, then release)")
     ap.add_argument("--aim-rounds", type=int, default=None, help="AIM: rounds planned (default 16 × attributes)")
+    ap.add_argument("--aim-iterations", type=int, default=None, help="AIM: mirror descent per round (--iterations)")
     ap.add_argument("--combine", nargs="+", help="merge the arms of earlier --out files (run side by side) and exit")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -257,6 +260,7 @@ def main() -> None:
                     args.one_way,
                     args.iterations,
                     args.aim_rounds,
+                    args.aim_iterations,
                 )
             if args.all_pairs:
                 runs["sdgov all 2-way (approximate)"] = lambda s=s: sdgov_all_pairs(
@@ -285,6 +289,7 @@ def main() -> None:
         "one_way": args.one_way,
         "extra_pairs": args.extra,
         "aim_rounds_planned": args.aim_rounds,
+        "aim_iterations": args.aim_iterations,
         "model_cells": args.model_cells,
         "iterations": args.iterations,
         "seeds": args.seeds,

@@ -14,6 +14,7 @@ is fitted or sized, so that reading a spec does not pay for JAX.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -120,9 +121,12 @@ def marginal_estimator(
     attributes: list[str], sizes: dict[str, int], iterations: int
 ) -> Callable[[list[Measurement]], Callable[[Clique], np.ndarray]]:
     """AIM's model between rounds (:func:`sdgov.selection_aim.select_aim`): mbi mirror descent on the measurements
-    so far, warm-started from the previous round's potentials (as AIM's reference does); any clique's table —
-    counts, axes in clique order — from the fitted model, by variable elimination where no clique holds it."""
+    so far, warm-started from the previous round's potentials (as AIM's reference does). Its tables — counts, axes
+    in clique order — of every pair come from one pass of mbi's ``calculate_many_marginals`` (belief propagation
+    over pairs of junction-tree cliques, no compilation per query); a triple no pair of cliques holds falls back to
+    ``model.project`` (variable elimination)."""
     domain = _domain(attributes, sizes)
+    pairs = [tuple(p) for p in itertools.combinations(attributes, 2)]
     previous: list[mbi.MarkovRandomField] = []
 
     def estimate(measurements: list[Measurement]) -> Callable[[Clique], np.ndarray]:
@@ -134,15 +138,25 @@ def marginal_estimator(
             domain, linear, iters=iterations, warm_start=previous[-1] if previous else None
         )
         previous[:] = [model]
+        cache: dict[tuple[str, ...], np.ndarray] = {}
 
         def table(clique: Clique) -> np.ndarray:
-            factor = model.project(tuple(clique))
-            out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
-            return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
+            if not cache:
+                many = marginal_oracles.calculate_many_marginals(model.potentials, pairs, model.total)
+                cache.update({p: _ordered(many[p], p) for p in pairs})
+            key = tuple(clique)
+            if key not in cache:
+                cache[key] = _ordered(model.project(key), key)
+            return cache[key]
 
         return table
 
     return estimate
+
+
+def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
+    out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
+    return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
 
 
 def _approximate(
