@@ -240,3 +240,23 @@ def test_the_card_says_aim_spent_the_selection_rho_on_its_rounds():
     mst = plan_privacy(PrivacySpec(rho=0.03, selection=SelectionSpec()), [("a",), ("a", "b")], 1000)
     assert "selection_method" not in plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], 1000).model_dump()
     assert mst.selection_method == "mst" and "(MST)" in privacy_statement(mst)
+
+
+def test_the_model_between_rounds_is_mbi_and_answers_every_pair():
+    """mbi's estimate of a measured pair is that pair; a pair joined through a measured chain is inferred from it
+    (much closer than independence); the axes follow the asked order."""
+    from sdgov.generators.pgm_mbi import marginal_estimator
+
+    attrs, sizes, ones, exact = _data(4)
+
+    def measured(c):
+        return Measurement(
+            clique=c, shape=exact(c).shape, sigma=1.0, noisy_counts=exact(c).astype(int).ravel().tolist()
+        )
+
+    table = marginal_estimator(attrs, sizes, 200)([*ones, measured(("a0", "a1")), measured(("a1", "a2"))])
+    assert np.abs(table(("a0", "a1")) - exact(("a0", "a1"))).sum() < 10
+    assert np.allclose(table(("a2", "a1")), table(("a1", "a2")).T)
+    independent = np.multiply.outer(exact(("a0",)), exact(("a2",))) / 2000
+    chain = np.abs(table(("a0", "a2")) - exact(("a0", "a2"))).sum()
+    assert chain < 0.5 * np.abs(independent - exact(("a0", "a2"))).sum()
