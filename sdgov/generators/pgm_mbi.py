@@ -27,6 +27,7 @@ from mbi.estimation import MirrorDescent
 
 # isort: on
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 from sdgov.generators.model import CliqueModel
 from sdgov.schema import Clique
@@ -142,8 +143,7 @@ def marginal_estimator(
 
         def table(clique: Clique) -> np.ndarray:
             if not cache:
-                many = marginal_oracles.calculate_many_marginals(model.potentials, pairs, model.total)
-                cache.update({p: _ordered(many[p], p) for p in pairs})
+                cache.update(_pair_tables(model, pairs))
             key = tuple(clique)
             if key not in cache:
                 cache[key] = _ordered(model.project(key), key)
@@ -152,6 +152,26 @@ def marginal_estimator(
         return table
 
     return estimate
+
+
+def _pair_tables(model: mbi.MarkovRandomField, pairs: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
+    """Every pair's table: within a connected part of the model by ``calculate_many_marginals``; across parts (the
+    model makes them independent) the product of the two 1-ways — mbi would otherwise compile a variable
+    elimination per pair."""
+    parts = DisjointSet(model.domain.attributes)
+    for clique in model.potentials.cliques:
+        for a in clique[1:]:
+            parts.merge(clique[0], a)
+    inside = [p for p in pairs if parts.connected(*p)]
+    out: dict[tuple[str, ...], np.ndarray] = {}
+    if inside:
+        many = marginal_oracles.calculate_many_marginals(model.potentials, inside, model.total)
+        out.update({p: _ordered(many[p], p) for p in inside})
+    ones = {a: _ordered(model.project((a,)), (a,)) for a in model.domain.attributes}
+    total = float(model.total)
+    for a, b in (p for p in pairs if not parts.connected(*p)):
+        out[(a, b)] = np.outer(ones[a], ones[b]) / max(total, 1e-12)
+    return out
 
 
 def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
