@@ -10,6 +10,8 @@ attribute pairs, median over seeds.
 * sdgov MST: the declared selection share measures the 1-ways and runs OpenDP's Gumbel noisy-max (+ the
   reviewers' noisy scores); the rest measures the selected pairs; mbi mirror descent on the tree; sdgov's sampler.
   This is :func:`sdgov.selection.select_mst` and the release's own functions, without the registry.
+* sdgov AIM (``--aim``): :func:`sdgov.selection_aim.select_aim` with the same share (AIM's rounds: Gumbel
+  noisy-max on the mbi model's errors, Gaussian measurement, refit, annealing), then the release of its Φ as above.
 * sdgov all 2-way: every pair at ε = 1, fitted with mbi's approximate inference (the card's "approximate"
   path, :mod:`sdgov.generators.pgm_mbi`), when ``--all-pairs`` is given.
 * peers, each in its own venv (``--dpmm``, ``--mbi``: a python with dpmm / mbi 2.0 installed; not sdgov
@@ -97,6 +99,62 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
     return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
 
 
+def sdgov_aim(
+    real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, aim_rounds=None, aim_iterations=None
+):
+    """AIM as ``propose --select aim`` runs it (:func:`sdgov.selection_aim.select_aim`, mbi between rounds), then
+    the release of the proposed Φ: its pairs measured with what the selection leaves, mbi fit, sdgov's sampler.
+    The rounds' own measurements serve the selection only (the release does not reuse them)."""
+    from sdgov.generators.pgm_mbi import marginal_estimator
+    from sdgov.selection_aim import select_aim
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    sizes = schema.domain(attrs)
+    sel = SelectionSpec(method="aim", share=share, one_way=one_way, rounds=aim_rounds)
+    p = PrivacySpec(epsilon=eps, delta=delta, selection=sel)
+    ones = [(a,) for a in attrs]
+    plan1 = plan_privacy(p, ones, len(real))
+    m1 = measure_cliques(real, schema, ones, plan1.sigmas)
+    assert plan1.selection_rho is not None
+    plugin = registry.generator("pgm")
+    proposal = select_aim(
+        attrs,
+        sizes,
+        m1,
+        lambda c: contingency_table(real, c, tuple(sizes[a] for a in c)).astype(float),
+        sel,
+        plan1.selection_rho,
+        10**6,
+        2 * 10**9,
+        marginal_estimator(attrs, sizes, aim_iterations or iterations),
+        lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
+    )
+    t_sel = time.perf_counter() - t0
+    cliques = [tuple(e.pair) for e in proposal.selected]
+    plan = plan_privacy(p, ones + cliques, len(real))
+    m2 = measure_cliques(real, schema, cliques, plan.sigmas)
+    mset = MeasurementSet(
+        agreement_sha256="bench",
+        dataset_fingerprint="bench",
+        schema_sha256="bench",
+        attributes=attrs,
+        domain=sizes,
+        noise="gaussian",
+        measurements=m1 + m2,
+    )
+    model = plugin.fit(mset, GeneratorSpec(iterations=iterations))
+    syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
+    info = {
+        "cliques": [list(x) for x in cliques],
+        "aim_rounds": proposal.budget.rounds,
+        "selection_rho_spent": proposal.budget.rho_spent,
+        "selection_seconds": t_sel,
+        "rho": plan.rho,
+        "fit": model.fit_info,
+    }
+    return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
+
+
 def sdgov_all_pairs(real, schema, attrs, eps, delta, rows, seed, iterations):
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
@@ -145,9 +203,17 @@ def main() -> None:
     ap.add_argument("--mbi", help="python of a venv with mbi 2.0 installed")
     ap.add_argument("--all-pairs", action="store_true", help="also all 136 pairs with approximate inference")
     ap.add_argument("--no-mst", action="store_true", help="leave out sdgov's MST arm (e.g. peers in another process)")
+    ap.add_argument("--aim", action="store_true", help="also sdgov's AIM arm (propose --select aim, then release)")
+    ap.add_argument("--aim-rounds", type=int, default=None, help="AIM: rounds planned (default 16 × attributes)")
+    ap.add_argument("--aim-iterations", type=int, default=None, help="AIM: mirror descent per round (--iterations)")
     ap.add_argument("--combine", nargs="+", help="merge the arms of earlier --out files (run side by side) and exit")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.aim:
+        import logging
+
+        logging.basicConfig(format="%(asctime)s %(message)s")
+        logging.getLogger("sdgov.selection_aim").setLevel(logging.INFO)  # one line per round
     if args.combine:
         return combine(args.combine, args.out)
 
@@ -181,6 +247,21 @@ def main() -> None:
                     args.extra,
                     args.model_cells,
                 )
+            if args.aim:
+                runs["sdgov AIM"] = lambda s=s: sdgov_aim(
+                    real,
+                    schema,
+                    attrs,
+                    args.eps,
+                    args.delta,
+                    rows,
+                    s,
+                    args.share,
+                    args.one_way,
+                    args.iterations,
+                    args.aim_rounds,
+                    args.aim_iterations,
+                )
             if args.all_pairs:
                 runs["sdgov all 2-way (approximate)"] = lambda s=s: sdgov_all_pairs(
                     real, schema, attrs, args.eps, args.delta, rows, s, args.iterations
@@ -207,6 +288,8 @@ def main() -> None:
         "selection_share": args.share,
         "one_way": args.one_way,
         "extra_pairs": args.extra,
+        "aim_rounds_planned": args.aim_rounds,
+        "aim_iterations": args.aim_iterations,
         "model_cells": args.model_cells,
         "iterations": args.iterations,
         "seeds": args.seeds,

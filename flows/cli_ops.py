@@ -166,7 +166,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
 
 def _propose_selection(args: argparse.Namespace) -> int:
-    """``propose --select mst``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
+    """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
     from sdgov.flows.release import new_run_id
     from sdgov.registry import Registry
     from sdgov.selection_review import SelectionRecord
@@ -176,7 +176,7 @@ def _propose_selection(args: argparse.Namespace) -> int:
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + new_run_id()
-    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data)
+    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select)
     record = SelectionRecord(
         draft_agreement_sha256=summary["draft_agreement_sha256"], proposal=proposal, pairs=proposal.pairs
     )
@@ -610,8 +610,9 @@ def add_parser(add: Add) -> None:
     p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
     p.add_argument(
         "--select",
-        choices=["mst"],
-        help="private selection: spend the draft's privacy.selection share, write a Φ proposal and a proposed spec",
+        choices=["mst", "aim"],
+        help="private selection (the draft's privacy.selection.method): spend its share, write a Φ proposal and a "
+        "proposed spec",
     )
     p.add_argument("--out", help="with --select: where to write the proposed spec (default DRAFT.proposed.yaml)")
     p.add_argument(

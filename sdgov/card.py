@@ -222,7 +222,14 @@ def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
         f"neighbouring datasets that differ by {plan.neighbours} (the zCDP bound: it holds for any ρ-zCDP "
         "mechanism)."
     )
-    if plan.selection_rho:
+    if plan.selection_rho and plan.selection_method == "aim":
+        s += (
+            f" Φ itself was chosen by private selection (AIM): ρ = {plan.selection_rho:.6g} of that total went to "
+            "AIM's rounds — the exponential mechanism and the Gaussian measurements of the marginals it chose, which "
+            "served the selection only — and the reviewers' noisy scores; the 1-way tables it measured are reused "
+            "here."
+        )
+    elif plan.selection_rho:
         s += (
             f" Φ itself was chosen by private selection (MST): ρ = {plan.selection_rho:.6g} of that total went to the "
             "exponential mechanism and the reviewers' noisy scores; the 1-way tables it measured are reused here."

@@ -14,7 +14,7 @@ from functools import cache
 
 import numpy as np
 import opendp.prelude as dp
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.errors import SpecError
 from sdgov.spec import Clique, PrivacySpec
@@ -89,6 +89,7 @@ class PrivacyPlan(BaseModel):
     floor_max_epsilon: float | None
     marginals: list[MarginalBudget]
     selection_rho: float | None = None  # private selection's exponential mechanism + noisy scores (in ``rho``)
+    selection_method: str | None = Field(default=None, exclude_if=lambda v: v is None)  # "mst" | "aim"
 
     @property
     def sigmas(self) -> dict[Clique, float]:
@@ -156,6 +157,7 @@ def plan_privacy(
         floor_max_epsilon=floor_max,
         marginals=marginals,
         selection_rho=selection_rho,
+        selection_method=p.selection.method if p.selection is not None else None,
     )
 
 

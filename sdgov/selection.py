@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 import opendp.prelude as dp
+from pydantic import Field
 from scipy.cluster.hierarchy import DisjointSet
 
 from sdgov.errors import SpecError
@@ -30,6 +32,7 @@ dp.enable_features("contrib")
 
 SCORE_SENSITIVITY = 1.0  # L∞: one record moves each pair's L1 score by at most 1 (not monotonically)
 NEAR = 5  # rejected candidates listed for the reviewers
+MST_SCORE = "L1 distance of the pair's table from the product of its noisy 1-ways (independence)"
 
 
 class Candidate(Frozen):
@@ -44,12 +47,27 @@ class SelectedEdge(Candidate):
 
 
 class SelectionBudget(Frozen):
-    rho: float  # exponential mechanism + noisy scores
-    rho_mechanism: float
+    rho: float  # exponential mechanism + noisy scores (+ AIM's round measurements)
+    rho_mechanism: float  # MST: the exponential mechanism; AIM: its rounds, selections and measurements together
     rho_scores: float
     rounds: int
-    gumbel_scale: float | None
+    gumbel_scale: float | None  # MST: every round's; AIM: the first round's (each round's is in ``aim_rounds``)
     score_sigma: float | None
+    rho_spent: float | None = Field(default=None, exclude_if=lambda v: v is None)  # AIM: OpenDP's maps, summed
+
+
+class AimRound(Frozen):
+    """One AIM round as the reviewers see it (its noisy table stays in the draw-once store's round journal)."""
+
+    round: int
+    clique: list[str]
+    how: str  # "forced" (measured first, no selection) | "selected" (exponential mechanism)
+    sigma: float  # Gaussian measurement of the clique
+    rho_measure: float
+    gumbel_scale: float | None  # None for a forced clique
+    rho_select: float
+    candidates: int  # how many the mechanism chose among
+    annealed: bool | None = None  # the model barely moved: σ halved, ε doubled for the next round
 
 
 class Proposal(Frozen):
@@ -63,6 +81,8 @@ class Proposal(Frozen):
     excluded: list[list[str]]
     over_cell_limit: list[list[str]]
     budget: SelectionBudget
+    score: str = Field(default=MST_SCORE, exclude_if=lambda v: v == MST_SCORE)  # what ``noisy_score`` measures
+    aim_rounds: list[AimRound] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @property
     def pairs(self) -> list[list[str]]:
@@ -113,19 +133,20 @@ def _distribution(noisy: np.ndarray) -> np.ndarray:
     return p / p.sum() if p.sum() > 0 else np.full(p.shape, 1.0 / p.size)
 
 
-def select_mst(
-    attributes: list[str],
-    sizes: dict[str, int],
-    one_ways: dict[str, np.ndarray],
-    exact_pair: Callable[[str, str], np.ndarray],
-    spec: SelectionSpec,
-    rho: float,
-    max_marginal_cells: int,
-    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True,
-) -> Proposal:
-    """MST selection with ``rho`` (the exponential mechanism's rounds + the noisy scores). Reads the data only
-    through ``exact_pair`` (exact 2-way tables), and only inside the mechanisms. ``spec.extra`` rounds after the
-    tree add the best remaining pairs for which ``fits`` (the model within the domain limit) holds."""
+@dataclass(frozen=True)
+class Edges:
+    """The draft's forced and excluded pairs checked against Φ, and which pairs the cell limit leaves out — the
+    same for every selection method (MST, AIM)."""
+
+    forced: list[tuple[str, str]]
+    excluded: list[tuple[str, str]]
+    too_big: list[tuple[str, str]]
+    cells: dict[tuple[str, str], int]  # every pair of Φ's attributes → its marginal's cells
+    candidates: list[tuple[str, str]]  # pairs the mechanism may pick: not forced, excluded or over the limit
+
+
+def check_edges(attributes: list[str], sizes: dict[str, int], spec: SelectionSpec, max_marginal_cells: int) -> Edges:
+    """Refuse unknown or contradictory edges and forced pairs over the cell limit; list the candidate pairs."""
     known = set(attributes)
     for kind, edges in (("force", spec.force), ("exclude", spec.exclude)):
         unknown = sorted({a for e in edges for a in e} - known)
@@ -160,6 +181,35 @@ def select_mst(
             "coarsen the attributes or drop the pair",
         )
     candidates = [p for p in cells if p not in excluded and p not in too_big and p not in forced]
+    return Edges(forced=forced, excluded=sorted(excluded), too_big=too_big, cells=cells, candidates=candidates)
+
+
+def select_mst(
+    attributes: list[str],
+    sizes: dict[str, int],
+    one_ways: dict[str, np.ndarray],
+    exact_pair: Callable[[str, str], np.ndarray],
+    spec: SelectionSpec,
+    rho: float,
+    max_marginal_cells: int,
+    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True,
+) -> Proposal:
+    """MST selection with ``rho`` (the exponential mechanism's rounds + the noisy scores). Reads the data only
+    through ``exact_pair`` (exact 2-way tables), and only inside the mechanisms. ``spec.extra`` rounds after the
+    tree add the best remaining pairs for which ``fits`` (the model within the domain limit) holds."""
+    edges = check_edges(attributes, sizes, spec, max_marginal_cells)
+    forced, excluded, too_big, cells, candidates = (
+        edges.forced,
+        set(edges.excluded),
+        edges.too_big,
+        edges.cells,
+        edges.candidates,
+    )
+    order = {a: i for i, a in enumerate(attributes)}
+
+    def key(e: Sequence[str]) -> tuple[str, str]:
+        a, b = sorted(e, key=order.__getitem__)
+        return a, b
 
     components = DisjointSet(attributes)
     for a, b in forced:

@@ -3,9 +3,15 @@
 The draft agreement (Φ = the 1-way marginals, ``privacy.selection`` declared) is measured like any release
 (:func:`sdgov.measurement_store.measure_once`): its 1-ways are drawn once, at the σ the final agreement will ask for
 (:func:`sdgov.privacy.plan_privacy` fixes it from the selection share alone), so the release that follows reuses
-them. The selection's own ρ (exponential mechanism + noisy scores) is one more statistic in the ledger, keyed by
-the draft agreement and the dataset: reserved before the mechanism runs, its proposal persisted and logged as
-``measured`` — proposing the same draft again reads that proposal back, it never selects twice.
+them. The selection's own ρ (exponential mechanism + noisy scores; with AIM also its rounds' Gaussian
+measurements) is one more statistic in the ledger, keyed by the draft agreement and the dataset: reserved before the
+mechanism runs, its proposal persisted and logged as ``measured`` — proposing the same draft again reads that
+proposal back, it never selects twice. AIM persists each round's draw in a journal (``<key>.aim-rounds.json``)
+before using it; a run that dies mid-rounds is continued under the same reservation by replaying the journal.
+
+AIM's round measurements are not reused by the release: they are drawn at σs its annealing picks round by round,
+while the release measures Φ's pairs at the σ the agreement's plan fixes from ``1 − share``. They are paid for
+inside the selection's ρ, once, and serve only the selection.
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ from sdgov.privacy import selection_budget
 from sdgov.registry import Registry
 from sdgov.schema import Clique, Schema
 from sdgov.selection import Proposal, select_mst
+from sdgov.selection_aim import AimJournal, select_aim
 from sdgov.spec import Agreement
+
+JOURNAL_SUFFIX = ".aim-rounds.json"
 
 
 @dataclass(frozen=True)
@@ -46,10 +55,21 @@ def selection_key(fingerprint: str, agreement: Agreement) -> str:
     return sha256_json({"selection": agreement.sha256(), "dataset": fingerprint})
 
 
-def check_draft(agreement: Agreement, where: str) -> None:
-    if agreement.privacy.selection is None:
+def check_draft(agreement: Agreement, where: str, method: str | None = None) -> None:
+    """A draft for selection: 1-ways only, a selection declared — by the method asked for (``--select``), if any."""
+    sel = agreement.privacy.selection
+    if sel is None:
         raise SpecError(
-            "the draft declares no private selection", where, "add privacy.selection (method: mst, share: ...)"
+            "the draft declares no private selection",
+            where,
+            f"add privacy.selection (method: {method or 'mst'}, share: ...)",
+        )
+    if method is not None and sel.method != method:
+        raise SpecError(
+            f"--select {method}, but the draft's privacy.selection.method is {sel.method}",
+            where,
+            f"set privacy.selection.method: {method} in the draft (it is part of the agreement) or use "
+            f"--select {sel.method}",
         )
     if any(len(c) != 1 for c in agreement.cliques):
         raise SpecError(
@@ -103,30 +123,83 @@ def select_once(
         plugin, attrs = generator(agreement.generator.name), agreement.attributes
         ones: list[Clique] = [(a,) for a in attrs]
         sizes = schema.domain(attrs)
-        proposal = select_mst(
-            agreement.attributes,
-            schema.domain(agreement.attributes),
-            noisy,
-            lambda a, b: marginal_counts(data, schema, (a, b)).astype(np.float64),
-            sel,
-            rho,
-            agreement.limits.max_marginal_cells,
-            fits=lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= agreement.limits.max_model_cells,
-        )
+        if sel.method == "aim":
+            proposal = _aim(registry, key, reserved, agreement, schema, one_ways.path, data, rho)
+        else:
+            proposal = select_mst(
+                agreement.attributes,
+                schema.domain(agreement.attributes),
+                noisy,
+                lambda a, b: marginal_counts(data, schema, (a, b)).astype(np.float64),
+                sel,
+                rho,
+                agreement.limits.max_marginal_cells,
+                fits=lambda pairs: (
+                    plugin.model_cells(attrs, ones + list(pairs), sizes) <= agreement.limits.max_model_cells
+                ),
+            )
         payload = (proposal.model_dump_json() + "\n").encode()
         atomic_write_bytes(path, payload)  # persisted before it is logged or used
         _log(registry, agreed, run_id, path, payload, f"private selection ({proposal.method}) of {fp[:12]}…, rho={rho}")
     return Selected(proposal, key, "drawn", one_ways)
 
 
+def journal_path(registry: Registry, key: str) -> Path:
+    """AIM's round journal beside the selection's proposal: every round's draw, persisted before it is used."""
+    return registry.measurement_path(key).with_suffix(JOURNAL_SUFFIX)
+
+
+def _aim(
+    registry: Registry,
+    key: str,
+    reserved: bool,
+    agreement: Agreement,
+    schema: Schema,
+    one_ways: Path,
+    data: pd.DataFrame,
+    rho: float,
+) -> Proposal:
+    """AIM under the selection's reservation; a journal left by an interrupted run (same reservation) is replayed,
+    so no round is drawn twice."""
+    from sdgov.generators.pgm_mbi import marginal_estimator  # JAX: loaded only when AIM runs
+    from sdgov.measure import MeasurementSet
+
+    sel = agreement.privacy.selection
+    assert sel is not None
+    attrs, sizes = agreement.attributes, schema.domain(agreement.attributes)
+    plugin = generator(agreement.generator.name)
+    ones: list[Clique] = [(a,) for a in attrs]
+    journal_file = journal_path(registry, key)
+    journal = AimJournal.model_validate_json(journal_file.read_bytes()) if reserved and journal_file.exists() else None
+    return select_aim(
+        attrs,
+        sizes,
+        MeasurementSet.model_validate_json(one_ways.read_bytes()).measurements,
+        lambda clique: marginal_counts(data, schema, clique).astype(np.float64),
+        sel,
+        rho,
+        agreement.limits.max_marginal_cells,
+        agreement.limits.max_model_cells,
+        marginal_estimator(attrs, sizes, agreement.generator.iterations),
+        lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
+        journal=journal,
+        persist=lambda j: atomic_write_bytes(journal_file, (j.model_dump_json() + "\n").encode()),
+    )
+
+
 def _log(registry: Registry, agreed: Agreed, run_id: str, path: Path, payload: bytes, comment: str) -> None:
+    """The proposal (and AIM's round journal, whose noisy tables it rests on) logged as measured."""
+    artifacts = {str(path.relative_to(registry.root)): sha256_bytes(payload)}
+    journal = path.with_suffix(JOURNAL_SUFFIX)
+    if journal.exists():
+        artifacts[str(journal.relative_to(registry.root))] = sha256_bytes(journal.read_bytes())
     registry.append_locked(
         "measured",
         "sdgov",
         "system",
         agreement_sha256=agreed.agreement_sha256,
         run_id=run_id,
-        artifacts={str(path.relative_to(registry.root)): sha256_bytes(payload)},
+        artifacts=artifacts,
         comment=comment,
     )
 

@@ -79,11 +79,12 @@ class PhiSpec(Frozen):
 
 
 class SelectionSpec(Frozen):
-    """Private selection of Φ (MST): a declared share of the release's ρ measures the 1-way marginals of Φ and
-    picks the pairs to add with the exponential mechanism (:mod:`sdgov.selection`). In the agreement hash, so the
-    1-ways' σ — which the measurement stage must reuse, not draw again — is fixed by the agreement."""
+    """Private selection of Φ (MST or AIM): a declared share of the release's ρ measures the 1-way marginals of Φ
+    and picks the marginals to add with the exponential mechanism (:mod:`sdgov.selection`,
+    :mod:`sdgov.selection_aim`). In the agreement hash, so the 1-ways' σ — which the measurement stage must reuse,
+    not draw again — is fixed by the agreement."""
 
-    method: Literal["mst"] = "mst"
+    method: Literal["mst", "aim"] = "mst"
     share: float = Field(default=2 / 3, gt=0, lt=1, description="share of ρ: 1-way measurements + selection")
     one_way: float = Field(default=0.5, gt=0, lt=1, description="part of the share spent measuring the 1-ways")
     scores: float = Field(
@@ -94,6 +95,18 @@ class SelectionSpec(Frozen):
     )
     force: list[list[str]] = Field(default_factory=list, description="pairs always in Φ (stakeholders' knowledge)")
     exclude: list[list[str]] = Field(default_factory=list, description="pairs never in Φ")
+    triples: bool = Field(
+        default=False,
+        exclude_if=lambda v: not v,  # absent: same hash as before
+        description="AIM: triples are candidates too (within the cell limit, none holding an excluded pair)",
+    )
+    rounds: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000,
+        exclude_if=lambda v: v is None,  # absent: same hash as before
+        description="AIM: the rounds its budget is first planned for (default 16 × attributes; annealing ends sooner)",
+    )
 
     @field_validator("force", "exclude")
     @classmethod
@@ -101,6 +114,14 @@ class SelectionSpec(Frozen):
         if any(len(e) != 2 or e[0] == e[1] for e in edges):
             raise ValueError("each edge is a pair of two different attributes")
         return [[nfc(n) for n in e] for e in edges]
+
+    @model_validator(mode="after")
+    def _method_options(self) -> SelectionSpec:
+        if self.method == "mst" and (self.triples or self.rounds is not None):
+            raise ValueError("'triples' and 'rounds' are AIM's options: give method: aim, or drop them")
+        if self.method == "aim" and self.extra:
+            raise ValueError("'extra' is MST's option (pairs beyond the tree): AIM picks rounds until its budget ends")
+        return self
 
 
 class PrivacySpec(Frozen):

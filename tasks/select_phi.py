@@ -64,13 +64,19 @@ def write_record(run_dir: Path, record: SelectionRecord) -> Path:
 
 @task(name="select_phi", version=VERSION, cache_policy=NO_CACHE)
 def select_phi(
-    spec_path: str, registry_root: str, run_id: str, proposer: str, data_path: str | None = None
+    spec_path: str,
+    registry_root: str,
+    run_id: str,
+    proposer: str,
+    data_path: str | None = None,
+    method: str | None = None,
 ) -> tuple[Proposal, dict[str, Any]]:
-    """Select, log the proposal as the analyst's, and return it with a summary for the card and the reviewers."""
+    """Select, log the proposal as the analyst's, and return it with a summary for the card and the reviewers.
+    ``method`` (``--select``), when given, must be the draft's ``privacy.selection.method``."""
     with stage("select_phi", VERSION) as rec:
         checked = check_proposal(spec_path, registry_root, proposer, data_path)
         ag, data = checked.loaded.agreement, checked.data
-        check_draft(ag, spec_path)
+        check_draft(ag, spec_path, method)
         preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)
         files = write_agreement(registry_root, run_id, checked.loaded, data)
         approvers = ArtifactRef.of("approvers", controller_files(Registry(registry_root))[APPROVERS])

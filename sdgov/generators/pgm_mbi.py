@@ -14,7 +14,8 @@ is fitted or sized, so that reading a spec does not pay for JAX.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 # isort: off
@@ -26,13 +27,14 @@ from mbi.estimation import MirrorDescent
 
 # isort: on
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 from sdgov.generators.model import CliqueModel
 from sdgov.schema import Clique
 from sdgov.structures import ZeroCells, discard_zero_noise
 
 if TYPE_CHECKING:
-    from sdgov.measure import MeasurementSet
+    from sdgov.measure import Measurement, MeasurementSet
     from sdgov.spec import GeneratorSpec
 
 
@@ -114,6 +116,67 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )
+
+
+def marginal_estimator(
+    attributes: list[str], sizes: dict[str, int], iterations: int
+) -> Callable[[list[Measurement]], Callable[[Clique], np.ndarray]]:
+    """AIM's model between rounds (:func:`sdgov.selection_aim.select_aim`): mbi mirror descent on the measurements
+    so far, warm-started from the previous round's potentials (as AIM's reference does). Its tables — counts, axes
+    in clique order — of every pair come from one pass of mbi's ``calculate_many_marginals`` (belief propagation
+    over pairs of junction-tree cliques, no compilation per query); a triple no pair of cliques holds falls back to
+    ``model.project`` (variable elimination)."""
+    domain = _domain(attributes, sizes)
+    pairs = [tuple(p) for p in itertools.combinations(attributes, 2)]
+    previous: list[mbi.MarkovRandomField] = []
+
+    def estimate(measurements: list[Measurement]) -> Callable[[Clique], np.ndarray]:
+        linear = [
+            mbi.LinearMeasurement(m.array().astype(np.float64).ravel(), tuple(m.clique), stddev=m.sigma or 1.0)
+            for m in measurements
+        ]
+        model = MirrorDescent().estimate(
+            domain, linear, iters=iterations, warm_start=previous[-1] if previous else None
+        )
+        previous[:] = [model]
+        cache: dict[tuple[str, ...], np.ndarray] = {}
+
+        def table(clique: Clique) -> np.ndarray:
+            if not cache:
+                cache.update(_pair_tables(model, pairs))
+            key = tuple(clique)
+            if key not in cache:
+                cache[key] = _ordered(model.project(key), key)
+            return cache[key]
+
+        return table
+
+    return estimate
+
+
+def _pair_tables(model: mbi.MarkovRandomField, pairs: list[tuple[str, ...]]) -> dict[tuple[str, ...], np.ndarray]:
+    """Every pair's table: within a connected part of the model by ``calculate_many_marginals``; across parts (the
+    model makes them independent) the product of the two 1-ways — mbi would otherwise compile a variable
+    elimination per pair."""
+    parts = DisjointSet(model.domain.attributes)
+    for clique in model.potentials.cliques:
+        for a in clique[1:]:
+            parts.merge(clique[0], a)
+    inside = [p for p in pairs if parts.connected(*p)]
+    out: dict[tuple[str, ...], np.ndarray] = {}
+    if inside:
+        many = marginal_oracles.calculate_many_marginals(model.potentials, inside, model.total)
+        out.update({p: _ordered(many[p], p) for p in inside})
+    ones = {a: _ordered(model.project((a,)), (a,)) for a in model.domain.attributes}
+    total = float(model.total)
+    for a, b in (p for p in pairs if not parts.connected(*p)):
+        out[(a, b)] = np.outer(ones[a], ones[b]) / max(total, 1e-12)
+    return out
+
+
+def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
+    out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
+    return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
 
 
 def _approximate(
