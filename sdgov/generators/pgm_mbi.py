@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 # isort: off
 import sdgov.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
+import jax
 import mbi
 from mbi import Constraint, junction_tree, marginal_loss, marginal_oracles
 from mbi.approximate_oracles import ApproxMirrorDescent
@@ -86,10 +87,10 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     nodes = list(jtree.nodes)
     if cons:  # Shafer-Shenoy: the message passing mbi uses for -inf potentials
         marginals = marginal_oracles.message_passing_shafer_shenoy(
-            model.potentials.expand(nodes), 1.0, constraints=cons
+            _expand(model.potentials, nodes), 1.0, constraints=cons
         )
     else:
-        marginals = marginal_oracles.message_passing_stable(model.potentials.expand(nodes), 1.0)
+        marginals = marginal_oracles.message_passing_stable(_expand(model.potentials, nodes), 1.0)
     tables, node_cliques = [], []
     for node in nodes:
         factor = marginals.project(tuple(node))
@@ -114,6 +115,15 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),
         },
     )
+
+
+def _expand(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> mbi.CliqueVector:
+    """The fitted potentials re-expressed over the junction tree's cliques, as one compiled XLA program.
+
+    mbi's ``CliqueVector.expand`` run eagerly dispatches (and compiles) three array operations on the whole
+    junction-tree clique per fitted marginal: 6.4 CPU-seconds for the 2.2-million-cell clique of all pairs of
+    eight Adult attributes, against 0.1 s compiled, with bit-identical potentials."""
+    return jax.jit(lambda p: p.expand(nodes))(potentials)
 
 
 def _approximate(
