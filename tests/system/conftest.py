@@ -41,3 +41,26 @@ def released(tmp_path_factory, prefect_server):
     root = init_registry(base / "registry")
     result = release_flow(spec_path=str(spec), registry_root=str(root))
     return {"result": result, "root": root, "spec": spec}
+
+
+@pytest.fixture(scope="package")
+def released_with_audits(tmp_path_factory, prefect_server):
+    """One real release of the demo with both pre-registered audits (``test_release_audits``'s small but real
+    settings), shared by read-only tests: 3,000 real records and 2,500 synthetic rows, so the real count is never
+    a public figure. ``started``/``finished`` bound the release's task runs on the session's server."""
+    from datetime import UTC, datetime
+
+    import yaml
+
+    from sdgov.flows.release import release_flow
+    from tests.system.test_release_audits import AUDIT, RISK
+
+    base = tmp_path_factory.mktemp("released_with_audits")
+    spec = make_demo_inputs(base / "in", rows=3000, audit=AUDIT, privacy_risk=RISK)
+    s = yaml.safe_load(spec.read_text())
+    s["rows"] = 2500
+    spec.write_text(yaml.safe_dump(s, sort_keys=False))
+    root = init_registry(base / "registry")
+    started = datetime.now(UTC)
+    result = release_flow(spec_path=str(spec), registry_root=str(root))
+    return {"result": result, "root": root, "spec": spec, "started": started, "finished": datetime.now(UTC)}

@@ -20,8 +20,6 @@ import pandas as pd
 import yaml
 
 from sdgov.registry import Registry
-from tests.conftest import init_registry, make_demo_inputs
-from tests.system.test_release_audits import AUDIT, RISK
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 NOT_FIGURES = {"seconds", "seed", "seeds", "settings", "generator", "policy", "K", "rows", "alpha", "canaries"} | {
@@ -71,19 +69,14 @@ def printed(text: str) -> set[str]:
     return set(NUMBER.findall(SVG.sub("", text)))
 
 
-def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(tmp_path, prefect_server):
-    from sdgov.flows.release import release_flow
-
-    spec = make_demo_inputs(tmp_path / "in", rows=3000, audit=AUDIT, privacy_risk=RISK)
-    s = yaml.safe_load(spec.read_text())
-    s["rows"] = 2500  # the synthetic row count differs from the real one (3,000), which must stay unpublished
-    spec.write_text(yaml.safe_dump(s, sort_keys=False))
-    root = init_registry(tmp_path / "registry")
-    result = release_flow(spec_path=str(spec), registry_root=str(root))
+def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(released_with_audits):
+    # the shared release: 3,000 real records, 2,500 synthetic rows, so the real count must stay unpublished
+    result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))
+    assert yaml.safe_load(spec.read_text())["rows"] == 2500
     [run_dir] = (root / "runs").iterdir()
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
     assert evidence["real_rows"] == 3000
-    assert_card_is_public(Path(result.path), run_dir, tmp_path / "in" / "schema.yaml")
+    assert_card_is_public(Path(result.path), run_dir, spec.parent / "schema.yaml")
     assert Registry(root).verify() == []
 
 

@@ -40,13 +40,10 @@ RISK = {
 }
 
 
-def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp_path, prefect_server):
-    from sdgov.flows.release import release_flow
-
-    spec = make_demo_inputs(tmp_path / "in", audit=AUDIT, privacy_risk=RISK)
-    root = init_registry(tmp_path / "registry")
-    started = datetime.now(UTC)  # the session's server also holds other tests' trials: count only this release's
-    r = release_flow(spec_path=str(spec), registry_root=str(root))
+def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(released_with_audits):
+    r, root = released_with_audits["result"], released_with_audits["root"]
+    # the session's server also holds other tests' trials: count only this release's
+    window = released_with_audits["started"], released_with_audits["finished"]
     d = Path(r.path)
     assert Registry(root).verify() == []
     [run_dir] = (root / "runs").iterdir()
@@ -77,8 +74,8 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(tmp
     assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_evidence"}
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data
     # every attack trial ran as its own Prefect task run (process pool): visible, by name, in the UI
-    fits, classifiers = task_runs("shadow-fit-", started), task_runs("attack-classifier-", started)
-    decomposability = {phase: task_runs(f"decomposability-{phase}-", started) for phase in PHASES}
+    fits, classifiers = task_runs("shadow-fit-", *window), task_runs("attack-classifier-", *window)
+    decomposability = {phase: task_runs(f"decomposability-{phase}-", *window) for phase in PHASES}
     assert trials(fits) == list(range(3 * (3 + 1)))  # shadow worlds × (targets + out world), each exactly once
     assert trials(classifiers) == list(range(3))  # one attack classifier per target
     assert all(r.state.is_completed() for r in fits + classifiers)
@@ -95,15 +92,16 @@ def trials(runs: list) -> list[int]:
     return sorted(i for r in runs for a, b in [map(int, r.name.rsplit("-", 2)[1:])] for i in range(a, b + 1))
 
 
-def task_runs(prefix: str, after: datetime) -> list:
-    """Task runs of the session's server whose name contains ``prefix``, started after ``after``."""
+def task_runs(prefix: str, after: datetime, before: datetime | None = None) -> list:
+    """Task runs of the session's server whose name contains ``prefix``, started after ``after`` (and before
+    ``before``, when given)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName, TaskRunFilterStartTime
 
     with get_client(sync_client=True) as client:
         return client.read_task_runs(
             task_run_filter=TaskRunFilter(
-                name=TaskRunFilterName(like_=prefix), start_time=TaskRunFilterStartTime(after_=after)
+                name=TaskRunFilterName(like_=prefix), start_time=TaskRunFilterStartTime(after_=after, before_=before)
             )
         )
 
