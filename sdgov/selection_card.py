@@ -9,7 +9,6 @@ noisy scores were released under the selection's budget, the rest is post-proces
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,7 +16,7 @@ from pydantic import BaseModel
 from sdgov.hashing import sha256_bytes
 from sdgov.privacy import PrivacyPlan
 from sdgov.selection_review import EdgeChange, SelectionRecord
-from sdgov.svg import pyplot, to_svg
+from sdgov.svg import circle_figure, circle_nodes, finish_circle, to_svg
 
 STYLE = {  # status → (line style, width, colour, legend)
     "selected": ("-", 1.6, "#1b7837", "selected by the private selection"),
@@ -83,34 +82,12 @@ def selection_svg(sel: CardSelection) -> str:
 
 def draw(sel: CardSelection) -> Any:
     """Attributes on a circle; one line per pair in the style of its status, with a legend of the statuses."""
-    plt = pyplot()
-    n = len(sel.attributes)
-    size = 4.2 if n <= 8 else 5.6 if n <= 16 else 7.5
-    fig, ax = plt.subplots(figsize=(size + 2.4, size))
-    pos = {
-        a: (math.cos(math.pi / 2 - 2 * math.pi * i / max(n, 1)), math.sin(math.pi / 2 - 2 * math.pi * i / max(n, 1)))
-        for i, a in enumerate(sel.attributes)
-    }
+    fig, ax, pos = circle_figure(sel.attributes)
     for e in sel.edges:
         style, width, colour, _ = STYLE[e.status]
         (x0, y0), (x1, y1) = pos[e.pair[0]], pos[e.pair[1]]
         ax.plot([x0, x1], [y0, y1], linestyle=style, linewidth=width, color=colour, zorder=1)
-    for a, (x, y) in pos.items():
-        ax.plot([x], [y], "o", markersize=9, color="#f7f7f7", markeredgecolor="#333333", zorder=3)
-        ax.text(
-            1.15 * x,
-            1.15 * y,
-            a,
-            ha="left" if x > 0.05 else "right" if x < -0.05 else "center",
-            va="bottom" if y > 0.05 else "top" if y < -0.05 else "center",
-            fontsize=8,
-        )
+    circle_nodes(ax, pos, markersize=9, label_at=1.15)
     for style, width, colour, label in STYLE.values():
         ax.plot([], [], linestyle=style, linewidth=width, color=colour, label=label)
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=1, fontsize=8, frameon=False)
-    ax.set_xlim(-1.9, 1.9)
-    ax.set_ylim(-1.45, 1.45)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    fig.tight_layout()
-    return fig
+    return finish_circle(fig, ax)

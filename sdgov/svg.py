@@ -12,6 +12,8 @@ the noise was drawn.
 from __future__ import annotations
 
 import io
+import math
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -35,3 +37,38 @@ def to_svg(fig: Any) -> str:
     pyplot().close(fig)
     svg = buf.getvalue()
     return svg[svg.index("<svg") :]
+
+
+def circle_figure(names: Sequence[str]) -> tuple[Any, Any, dict[str, tuple[float, float]]]:
+    """The card's attribute graphs: a figure sized for ``names``, its axes, and each name's place on the unit circle,
+    clockwise from the top in the order given."""
+    n = len(names)
+    size = 4.2 if n <= 8 else 5.6 if n <= 16 else 7.5
+    fig, ax = pyplot().subplots(figsize=(size + 2.4, size))
+    angle = {a: math.pi / 2 - 2 * math.pi * i / max(n, 1) for i, a in enumerate(names)}
+    return fig, ax, {a: (math.cos(t), math.sin(t)) for a, t in angle.items()}
+
+
+def circle_nodes(ax: Any, pos: dict[str, tuple[float, float]], markersize: float, label_at: float) -> None:
+    """One node per name, its label outside the circle at ``label_at`` times its place, away from the centre."""
+    for a, (x, y) in pos.items():
+        ax.plot([x], [y], "o", markersize=markersize, color="#f7f7f7", markeredgecolor="#333333", zorder=3)
+        ax.text(
+            label_at * x,
+            label_at * y,
+            a,
+            ha="left" if x > 0.05 else "right" if x < -0.05 else "center",
+            va="bottom" if y > 0.05 else "top" if y < -0.05 else "center",
+            fontsize=8,
+        )
+
+
+def finish_circle(fig: Any, ax: Any) -> Any:
+    """The legend above the graph, room for the labels, no axes; the figure."""
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=1, fontsize=8, frameon=False)
+    ax.set_xlim(-1.9, 1.9)
+    ax.set_ylim(-1.45, 1.45)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    fig.tight_layout()
+    return fig

@@ -13,12 +13,11 @@ from as ``model_cliques``, ``sampling_order``), so it is what the fit did, not w
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from sdgov.svg import pyplot, to_svg
+from sdgov.svg import circle_figure, circle_nodes, finish_circle, to_svg
 
 EdgeKind = Literal["phi", "model"]
 
@@ -61,12 +60,7 @@ def draw(graph: SynthesisGraph) -> Any:
     model-added edges dashed, arrows from the attribute drawn first."""
     from matplotlib.patches import FancyArrowPatch
 
-    plt = pyplot()
-    n = len(graph.order)
-    size = 4.2 if n <= 8 else 5.6 if n <= 16 else 7.5
-    fig, ax = plt.subplots(figsize=(size + 2.4, size))
-    angle = {a: math.pi / 2 - 2 * math.pi * i / max(n, 1) for i, a in enumerate(graph.order)}
-    pos = {a: (math.cos(t), math.sin(t)) for a, t in angle.items()}
+    fig, ax, pos = circle_figure(graph.order)
     for e in graph.edges:
         ax.add_patch(
             FancyArrowPatch(
@@ -81,24 +75,9 @@ def draw(graph: SynthesisGraph) -> Any:
                 color="#1b7837" if e.kind == "phi" else "#9970ab",
             )
         )
+    circle_nodes(ax, pos, markersize=15, label_at=1.22)
     for i, a in enumerate(graph.order):
-        x, y = pos[a]
-        ax.plot([x], [y], "o", markersize=15, color="#f7f7f7", markeredgecolor="#333333", zorder=3)
-        ax.text(x, y, str(i + 1), ha="center", va="center", fontsize=8, zorder=4)
-        ax.text(
-            1.22 * x,
-            1.22 * y,
-            a,
-            ha="left" if x > 0.05 else "right" if x < -0.05 else "center",
-            va="bottom" if y > 0.05 else "top" if y < -0.05 else "center",
-            fontsize=8,
-        )
+        ax.text(*pos[a], str(i + 1), ha="center", va="center", fontsize=8, zorder=4)
     ax.plot([], [], "-", color="#1b7837", label="measured together in Φ")
     ax.plot([], [], "--", color="#9970ab", label="added by the model (not measured together)")
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=1, fontsize=8, frameon=False)
-    ax.set_xlim(-1.9, 1.9)
-    ax.set_ylim(-1.45, 1.45)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    fig.tight_layout()
-    return fig
+    return finish_circle(fig, ax)
