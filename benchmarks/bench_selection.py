@@ -63,6 +63,26 @@ def tvd_pairs(real: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) -> f
     return float(np.mean(out))
 
 
+def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed):
+    """The release of a proposed Φ: its cliques measured with what the selection leaves (the 1-ways ``m1`` reused),
+    the pgm fit, sdgov's sampler. Returns the synthetic frame, the plan and the fitted model."""
+    ones = [(a,) for a in attrs]
+    plan = plan_privacy(p, ones + list(cliques), len(real))
+    m2 = measure_cliques(real, schema, list(cliques), plan.sigmas)
+    mset = MeasurementSet(
+        agreement_sha256="bench",
+        dataset_fingerprint="bench",
+        schema_sha256="bench",
+        attributes=attrs,
+        domain=schema.domain(attrs),
+        noise="gaussian",
+        measurements=m1 + m2,
+    )
+    model = registry.generator("pgm").fit(mset, GeneratorSpec(iterations=iterations))
+    syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
+    return syn, plan, model
+
+
 def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, extra=0, model_cells=10**5):
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
@@ -82,19 +102,7 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
         fits=lambda pairs: largest_clique_cells(attrs, ones + list(pairs), sizes) <= model_cells,
     )
     pairs = [tuple(e.pair) for e in proposal.selected]
-    plan = plan_privacy(p, ones + pairs, len(real))
-    m2 = measure_cliques(real, schema, pairs, plan.sigmas)
-    mset = MeasurementSet(
-        agreement_sha256="bench",
-        dataset_fingerprint="bench",
-        schema_sha256="bench",
-        attributes=attrs,
-        domain=sizes,
-        noise="gaussian",
-        measurements=m1 + m2,
-    )
-    model = registry.generator("pgm").fit(mset, GeneratorSpec(iterations=iterations))
-    syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
+    syn, plan, model = release_proposed(real, schema, attrs, p, m1, pairs, iterations, rows, seed)
     info = {"pairs": [list(x) for x in pairs], "rho": plan.rho, "fit": model.fit_info}
     return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
 
@@ -131,19 +139,7 @@ def sdgov_aim(
     )
     t_sel = time.perf_counter() - t0
     cliques = [tuple(e.pair) for e in proposal.selected]
-    plan = plan_privacy(p, ones + cliques, len(real))
-    m2 = measure_cliques(real, schema, cliques, plan.sigmas)
-    mset = MeasurementSet(
-        agreement_sha256="bench",
-        dataset_fingerprint="bench",
-        schema_sha256="bench",
-        attributes=attrs,
-        domain=sizes,
-        noise="gaussian",
-        measurements=m1 + m2,
-    )
-    model = plugin.fit(mset, GeneratorSpec(iterations=iterations))
-    syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
+    syn, plan, model = release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed)
     info = {
         "cliques": [list(x) for x in cliques],
         "aim_rounds": proposal.budget.rounds,
