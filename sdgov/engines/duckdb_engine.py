@@ -44,6 +44,7 @@ from sdgov.schema import (
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 MEMORY_LIMIT = "1GB"  # DuckDB's own cap; the process peak stays under 2 GB at any N
 BATCH_ROWS = 1_000_000
@@ -109,6 +110,16 @@ def source_columns(path: Path, schema: Schema) -> list[str]:
     return _source(path, schema)[1]
 
 
+def _scan(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> pa.Table:
+    """A query over the data file ``path``, whole; DuckDB's read errors become the file's one-line refusal."""
+    import duckdb
+
+    try:
+        return con.sql(sql).arrow().read_all()
+    except duckdb.Error as exc:
+        raise _refusal(exc, path) from None
+
+
 def _refusal(exc: duckdb.Error, path: Path) -> DataError:
     """A DuckDB read error as the one line sdgov gives for a file it cannot read (an error in sdgov's own SQL
     is a bug, not the file's fault: it is raised as it is)."""
@@ -136,24 +147,17 @@ def _distinct(
 ) -> tuple[int, dict[str, tuple[list[str | None], np.ndarray]]]:
     """Record count, and each column's distinct raw values (``None``: empty) with their row counts: one
     ``GROUPING SETS`` scan per 60 columns (``GROUPING_ID`` has a bit per column)."""
-    import duckdb
 
     out: dict[str, tuple[list[str | None], np.ndarray]] = {}
     for start in range(0, len(columns), 60):
         batch = [c.name for c in columns[start : start + 60]]
         names = ", ".join(_ident(n) for n in batch)
         sets = ", ".join(f"({_ident(n)})" for n in batch)
-        try:
-            table = (
-                con.sql(
-                    f"SELECT {names}, GROUPING_ID({names}) AS g, count(*) AS n FROM {source} "
-                    f"GROUP BY GROUPING SETS ({sets})"
-                )
-                .arrow()
-                .read_all()
-            )
-        except duckdb.Error as exc:
-            raise _refusal(exc, path) from None
+        table = _scan(
+            con,
+            f"SELECT {names}, GROUPING_ID({names}) AS g, count(*) AS n FROM {source} GROUP BY GROUPING SETS ({sets})",
+            path,
+        )
         gid = table.column("g").to_numpy()
         counts = table.column("n").to_numpy().astype(np.int64)
         for j, name in enumerate(batch):
@@ -168,24 +172,18 @@ def _lookup_problems(
 ) -> list[str]:
     """A lookup column present in the file must agree, row by row, with its public table applied to its source:
     one scan of the distinct (source, column) pairs, each with its count and first row."""
-    import duckdb
 
     out: list[str] = []
     for lk in schema.lookup_index():
         if lk.column not in names:
             continue
         a, b = _ident(lk.source), _ident(lk.column)
-        try:
-            pairs = (
-                con.sql(
-                    f"SELECT s, c, count(*) AS n, min(r) AS first FROM (SELECT {a} AS s, {b} AS c, "
-                    f"row_number() OVER () AS r FROM {src}) GROUP BY s, c"
-                )
-                .arrow()
-                .read_all()
-            )
-        except duckdb.Error as exc:
-            raise _refusal(exc, path) from None
+        pairs = _scan(
+            con,
+            f"SELECT s, c, count(*) AS n, min(r) AS first FROM (SELECT {a} AS s, {b} AS c, "
+            f"row_number() OVER () AS r FROM {src}) GROUP BY s, c",
+            path,
+        )
         problem = lookup_problem(
             lk,
             schema,
