@@ -21,6 +21,7 @@ attribute pairs, median over seeds.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import platform
@@ -227,41 +228,17 @@ def main() -> None:
         domain.write_text(json.dumps(sizes))
         for s in range(args.first_seed, args.first_seed + args.seeds):
             runs = {}
+            data = (real, schema, attrs, args.eps, args.delta, rows, s)  # every sdgov arm: same data, ε, seed
+            selection = (args.share, args.one_way, args.iterations)
             if not args.no_mst:
                 mst = "sdgov MST" + (f" + {args.extra} pairs" if args.extra else "")
-                runs[mst] = lambda s=s: sdgov_mst(
-                    real,
-                    schema,
-                    attrs,
-                    args.eps,
-                    args.delta,
-                    rows,
-                    s,
-                    args.share,
-                    args.one_way,
-                    args.iterations,
-                    args.extra,
-                    args.model_cells,
-                )
+                runs[mst] = functools.partial(sdgov_mst, *data, *selection, args.extra, args.model_cells)
             if args.aim:
-                runs["sdgov AIM"] = lambda s=s: sdgov_aim(
-                    real,
-                    schema,
-                    attrs,
-                    args.eps,
-                    args.delta,
-                    rows,
-                    s,
-                    args.share,
-                    args.one_way,
-                    args.iterations,
-                    args.aim_rounds,
-                    args.aim_iterations,
+                runs["sdgov AIM"] = functools.partial(
+                    sdgov_aim, *data, *selection, args.aim_rounds, args.aim_iterations
                 )
             if args.all_pairs:
-                runs["sdgov all 2-way (approximate)"] = lambda s=s: sdgov_all_pairs(
-                    real, schema, attrs, args.eps, args.delta, rows, s, args.iterations
-                )
+                runs["sdgov all 2-way (approximate)"] = functools.partial(sdgov_all_pairs, *data, args.iterations)
             if args.dpmm:
                 runs["dpmm MST"] = lambda: peer(args.dpmm, "dpmm_mst.py", codes, domain, args, rows, work)
             if args.mbi:
