@@ -138,14 +138,11 @@ def measure_once(
             fault_point("after_persist")
         if persisted:
             note = f"; {len(adopted)} adopted: persisted by an interrupted run before it was logged" if adopted else ""
-            registry.append_locked(
-                "measured",
-                "sdgov",
-                "system",
-                agreement_sha256=agreed.agreement_sha256,
-                run_id=run_id,
-                artifacts={_name(registry, k): sha256_bytes(p) for k, p in sorted(persisted.items())},
-                comment=f"{len(persisted)} noisy marginal(s) of dataset {fp[:12]}…, "
+            registry.append_measured_locked(
+                agreed.agreement_sha256,
+                run_id,
+                {_name(registry, k): sha256_bytes(p) for k, p in sorted(persisted.items())},
+                f"{len(persisted)} noisy marginal(s) of dataset {fp[:12]}…, "
                 f"rho={math.fsum(rhos[k] for k in persisted) if plan.noise != 'none' else 0}{note}",
             )
         mset = _assemble(registry, fp, agreement, schema, plan, keys)

@@ -277,6 +277,21 @@ class Registry:
         e = Event(seq=len(existing), time=utcnow(), event=event, actor=actor, role=role, prev=prev, **fields)
         return self._write_event(key, e)
 
+    def append_measured_locked(
+        self, agreement_sha256: str, run_id: str, artifacts: dict[str, str], comment: str
+    ) -> Event:
+        """The system's record that noisy statistics were persisted (``artifacts``: path → sha256), under the lock
+        the draw held: the one event both draw-once stores write (measurements, selection proposals)."""
+        return self.append_locked(
+            "measured",
+            "sdgov",
+            "system",
+            agreement_sha256=agreement_sha256,
+            run_id=run_id,
+            artifacts=artifacts,
+            comment=comment,
+        )
+
     def _write_event(self, key: Ed25519PrivateKey, e: Event) -> Event:
         if self.log_path.is_symlink():
             raise RegistryError("the log is a symbolic link", str(self.log_path), "restore the real log.jsonl")

@@ -193,15 +193,7 @@ def _log(registry: Registry, agreed: Agreed, run_id: str, path: Path, payload: b
     journal = path.with_suffix(JOURNAL_SUFFIX)
     if journal.exists():
         artifacts[str(journal.relative_to(registry.root))] = sha256_bytes(journal.read_bytes())
-    registry.append_locked(
-        "measured",
-        "sdgov",
-        "system",
-        agreement_sha256=agreed.agreement_sha256,
-        run_id=run_id,
-        artifacts=artifacts,
-        comment=comment,
-    )
+    registry.append_measured_locked(agreed.agreement_sha256, run_id, artifacts, comment)
 
 
 def _read_one_ways(path: Path) -> dict[str, np.ndarray]:
