@@ -120,12 +120,15 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
 
     confidential = figures(evidence, skip=frozenset(NOT_FIGURES)) - public
     real = evidence["real_rows"]
-    assert str(real) in confidential and f"{real:,}" in confidential
+    # the real record count is confidential, and the search must find it, unless the card's noisy count happens to
+    # round to it (a few runs in a hundred: the noise on the total is a few records), which makes it public
+    real_is_public = str(real) in public
+    assert real_is_public or (str(real) in confidential and f"{real:,}" in confidential)
     assert len(confidential) > 100, len(confidential)
     found_in_evidence = confidential & printed((run_dir / "evidence" / "evidence.html").read_text())
     assert len(found_in_evidence) > 50, "the search finds the figures where they are printed"
     telling = {t for t in confidential if significant(t) >= CHANCE_DIGITS}
-    assert str(real) in telling and len(telling) > 50, len(telling)
+    assert (real_is_public or str(real) in telling) and len(telling) > 50, len(telling)
     for name in ("card.html", "card.md", "card.json"):
         leaked = telling & printed((released / name).read_text())
         assert not leaked, f"{name} publishes figures computed on the confidential data: {sorted(leaked)[:20]}"
