@@ -18,6 +18,10 @@ os.environ.pop("SDGOV_REGISTRY_KEY", None)
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["DVC_NO_ANALYTICS"] = "1"
+# one JAX compilation cache for the run (sdgov/jaxsetup.py): the many release processes the tests start (the CLI,
+# DVC stages, audit workers) compile the same small models; a fresh directory per run, so nothing carries over
+if "SDGOV_JAX_CACHE_DIR" not in os.environ:  # set once; the processes the tests start inherit it
+    os.environ["SDGOV_JAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="sdgov-jax-cache-")
 
 import pytest  # noqa: E402
 import yaml  # noqa: E402
