@@ -21,7 +21,7 @@ def _spec(tmp_path, limit: int | None, inference: str | None = None):
     spec = make_demo_inputs(tmp_path / "in", rows=2000)
     raw = yaml.safe_load(spec.read_text())
     raw["phi"] = {"all_kway": [{"k": 2, "attributes": ALL}]}
-    raw["generator"] = {"name": "pgm", "iterations": 60, **({"inference": inference} if inference else {})}
+    raw["generator"] = {"name": "pgm", "iterations": 10, **({"inference": inference} if inference else {})}
     if limit is not None:
         raw["limits"] = {"max_model_cells": limit}
     spec.write_text(yaml.safe_dump(raw, sort_keys=False))
