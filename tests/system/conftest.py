@@ -6,6 +6,8 @@ package-scoped so a combined run (``pytest -q``) stops it before the unit tests,
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ def prefect_server():
     """Started before any test's capsys, so Prefect's log handlers never hold a stream a test closes."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=60):
+    with prefect_test_harness(server_startup_timeout=120):
         yield
 
 
@@ -62,5 +64,29 @@ def released_with_audits(tmp_path_factory, prefect_server):
     spec.write_text(yaml.safe_dump(s, sort_keys=False))
     root = init_registry(base / "registry")
     started = datetime.now(UTC)
-    result = release_flow(spec_path=str(spec), registry_root=str(root))
-    return {"result": result, "root": root, "spec": spec, "started": started, "finished": datetime.now(UTC)}
+    with counting_encodes() as parsed:
+        result = release_flow(spec_path=str(spec), registry_root=str(root))
+    return {
+        "result": result,
+        "root": root,
+        "spec": spec,
+        "started": started,
+        "finished": datetime.now(UTC),
+        "parsed": parsed,
+    }
+
+
+@contextlib.contextmanager
+def counting_encodes() -> Iterator[list[Path]]:
+    """The files the engine parses and encodes while the block runs (``test_read_once``: once per release)."""
+    from sdgov.engines.duckdb_engine import DuckDBEngine
+
+    encode, parsed = DuckDBEngine.encode, []
+
+    def counting_encode(self, path, *args):
+        parsed.append(Path(path).resolve())
+        return encode(self, path, *args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DuckDBEngine, "encode", counting_encode)
+        yield parsed

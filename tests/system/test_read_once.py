@@ -12,39 +12,38 @@ import io
 from pathlib import Path
 
 import pandas as pd
-import pytest
-import yaml
 
 from sdgov import schema
-from sdgov.demo import inputs
-from sdgov.engines.duckdb_engine import DuckDBEngine
 from sdgov.flows.cli import main
 from sdgov.spec import load_spec
 from tests.conftest import init_registry, make_demo_inputs
+from tests.system.conftest import counting_encodes
 
 
-@pytest.mark.parametrize("audits", [False, True], ids=["no-audits", "demo-audits"])
-def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch, audits):
-    demo = yaml.safe_load((inputs() / "spec.yaml").read_text())
-    sections = {k: demo[k] for k in ("audit", "privacy_risk")} if audits else {}
-    spec = make_demo_inputs(tmp_path / "inputs", rows=1500, **sections)
+def test_the_confidential_csv_is_parsed_once_per_release(tmp_path):
+    """Through the command line: its pre-flight check and the agree stage share one encoding."""
+    spec = make_demo_inputs(tmp_path / "inputs", rows=1500)
     data = (tmp_path / "inputs" / "data.csv").resolve()
-    read, encode = schema.read_csv_strict, DuckDBEngine.encode
-    parsed: list[Path] = []
-
-    def counting_encode(self, path, *args):
-        parsed.append(Path(path).resolve())
-        return encode(self, path, *args)
-
-    monkeypatch.setattr(DuckDBEngine, "encode", counting_encode)
     root = init_registry(tmp_path / "registry")
-    with contextlib.redirect_stdout(io.StringIO()):
+    with counting_encodes() as parsed, contextlib.redirect_stdout(io.StringIO()):
         assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0
     assert parsed == [data]
-    if audits:  # the pre-registered audits ran and read the confidential records (from codes.parquet)
-        evidence = {p.name for p in (root / "runs").glob("*/*.json")}  # the controller's, in the run directory
-        assert {"decomposability.json", "privacy_evidence.json"} <= evidence
+    assert_codes_are_the_encoded_records(root, data, spec)
 
+
+def test_the_audits_read_the_encoded_copy_not_the_csv(released_with_audits):
+    """The shared release with both pre-registered audits: they read the confidential records from
+    codes.parquet, so the CSV is still parsed once (the flow's agree stage)."""
+    root, spec = released_with_audits["root"], released_with_audits["spec"]
+    data = (spec.parent / "data.csv").resolve()
+    assert released_with_audits["parsed"] == [data]
+    evidence = {p.name for p in (root / "runs").glob("*/*.json")}  # the controller's, in the run directory
+    assert {"decomposability.json", "privacy_evidence.json"} <= evidence
+    assert_codes_are_the_encoded_records(root, data, spec)
+
+
+def assert_codes_are_the_encoded_records(root: Path, data: Path, spec: Path) -> None:
     [codes] = (root / "runs").glob("*/codes.parquet")
-    pd.testing.assert_frame_equal(pd.read_parquet(codes), schema.encode(read(data), load_spec(spec).schema_))
+    expected = schema.encode(schema.read_csv_strict(data), load_spec(spec).schema_)
+    pd.testing.assert_frame_equal(pd.read_parquet(codes), expected)
     assert not list((root / "releases").rglob("codes.parquet")), "the encoded confidential data is never published"
