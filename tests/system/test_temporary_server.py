@@ -13,7 +13,6 @@ import textwrap
 import time
 
 import httpx
-import pytest
 
 CHILD = textwrap.dedent(
     """
@@ -21,7 +20,10 @@ CHILD = textwrap.dedent(
     # Ctrl-C as at a terminal: a job started in the background (nohup, `&`, some CI runners) inherits SIGINT
     # ignored, and Python then never raises KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from prefect.server.api.server import SubprocessASGIServer
     from sdgov.flows.temporary_server import install
+    # the four runs start side by side: each picks its server's port from its own range, so two never race for one
+    SubprocessASGIServer._port_range = range(int(sys.argv[2]), int(sys.argv[2]) + 250)
     server = install()
     server.start()
     print(server.server_process.pid, server.api_url, flush=True)
@@ -41,23 +43,38 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.parametrize("end", ["exit", "SIGINT", "SIGTERM", "SIGKILL"])
-def test_the_temporary_server_dies_with_the_run(end, tmp_path):
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
-    env.pop("PREFECT_API_URL", None)
-    run = subprocess.Popen([sys.executable, "-c", CHILD, end], env=env, stdout=subprocess.PIPE, text=True)
+ENDS = ["exit", "SIGINT", "SIGTERM", "SIGKILL"]
+
+
+def test_the_temporary_server_dies_with_the_run(tmp_path):
+    """The four ways a run ends, side by side (each its own process, PREFECT_HOME and server): four server starts
+    at once take about as long as two one after another."""
+    runs: dict[str, subprocess.Popen[str]] = {}
     try:
-        pid_text, api_url = run.stdout.readline().split()
-        server_pid = int(pid_text)
-        if end != "exit":
-            assert httpx.get(f"{api_url}/health").status_code == 200
-            run.send_signal(getattr(signal, end))
-        run.wait(timeout=120)
-        for _ in range(600):  # waits for the server to finish stopping; asserts nothing about how long it took
-            if _gone(server_pid):
+        for i, end in enumerate(ENDS):
+            (tmp_path / end).mkdir()
+            env = {**os.environ, "PREFECT_HOME": str(tmp_path / end / "prefect")}
+            env.pop("PREFECT_API_URL", None)
+            ports = str(8000 + 250 * i)
+            runs[end] = subprocess.Popen(
+                [sys.executable, "-c", CHILD, end, ports], env=env, stdout=subprocess.PIPE, text=True
+            )
+        servers: dict[str, int] = {}
+        for end, run in runs.items():
+            pid_text, api_url = run.stdout.readline().split()  # type: ignore[union-attr]
+            servers[end] = int(pid_text)
+            if end != "exit":
+                assert httpx.get(f"{api_url}/health").status_code == 200, end
+                run.send_signal(getattr(signal, end))
+        for run in runs.values():
+            run.wait(timeout=120)
+        for _ in range(600):  # waits for the servers to finish stopping; asserts nothing about how long it took
+            if all(_gone(pid) for pid in servers.values()):
                 break
             time.sleep(0.1)
-        assert _gone(server_pid), f"the temporary server (pid {server_pid}) outlived the run ({end})"
+        outlived = {end: pid for end, pid in servers.items() if not _gone(pid)}
+        assert not outlived, f"the temporary server outlived the run (how the run ended: server pid): {outlived}"
     finally:
-        run.kill()
-        run.wait()
+        for run in runs.values():
+            run.kill()
+            run.wait()
