@@ -129,6 +129,18 @@ def test_parts_written_anywhere_make_the_same_file_as_one_pass(tmp_path):
     assert all((written[k].to_numpy() == stream[k]).all() for k in stream)
 
 
+def test_as_many_parts_in_flight_as_the_executor_has_workers():
+    """Every worker busy, and no more parts at once than workers (memory: one chunk per worker)."""
+    import os
+
+    from sdgov.audits.executor import ProcessExecutor, SerialExecutor
+    from sdgov.sampler import parts_in_flight
+
+    assert parts_in_flight(ProcessExecutor(3)) == 3
+    assert parts_in_flight(ProcessExecutor(0)) == (os.cpu_count() or 1)  # 0: every core
+    assert parts_in_flight(SerialExecutor()) == parts_in_flight(_Shuffled()) == 4  # no worker count: 4 at a time
+
+
 def test_each_draw_is_the_searchsorted_of_its_uniform_in_the_whole_shifted_cdf():
     """The sampler looks a record's uniform up inside its parent configuration's row of the CDF; that must be the
     same number as ``searchsorted`` over the whole concatenated CDF (the definition), zero-probability categories
