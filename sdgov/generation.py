@@ -20,10 +20,14 @@ from sdgov.structures import zeros_within
 
 
 def generate_synthetic(
-    inp: GenerateInput, log: Callable[[str], None], executor: Executor | None = None
+    inp: GenerateInput,
+    log: Callable[[str], None],
+    executor: Executor | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[ArtifactRef, ArtifactRef, int]:
     """Fit, sample and describe the fit; return (synthetic, model_info, rows). ``log`` gets ~10 progress lines
-    (one per batch of parts at scale); the sample's parts run through ``executor`` (the stage's task runner)."""
+    (one per batch of parts at scale) and ``on_progress`` every (rows done, rows) the sampler reports (the
+    stage's progress bar); the sample's parts run through ``executor`` (the stage's task runner)."""
     mset = read_measurements(inp.measurements)
     schema = read_schema(inp.schema_file)
     plugin = generator(inp.generator.name)
@@ -34,6 +38,8 @@ def generate_synthetic(
     step = max(1, rows // CHUNK_ROWS // 10) * CHUNK_ROWS
 
     def progress(done: int, total: int) -> None:
+        if on_progress:
+            on_progress(done, total)
         if done % step == 0 or done == total or done % (PART_CHUNKS * CHUNK_ROWS) == 0:
             log(f"sampled {done} / {total} rows ({100 * done / total:.0f}%)")
 

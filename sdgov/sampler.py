@@ -22,6 +22,7 @@ is built for.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -204,6 +205,16 @@ def write_part(
     return done
 
 
+def parts_in_flight(executor: Executor) -> int:
+    """Parts handed to ``executor`` at once: one per worker it says it has (``workers``; below 1: every core), so
+    every worker is busy while memory stays one chunk per worker, whatever N; 4 for an executor that does not say
+    (the default serial one: progress every 4 parts)."""
+    workers = getattr(executor, "workers", None)
+    if not isinstance(workers, int):
+        return 4
+    return workers if workers >= 1 else (os.cpu_count() or 1)
+
+
 def sample_to_parquet(
     model: CliqueModel,
     schema: Schema,
@@ -216,8 +227,9 @@ def sample_to_parquet(
 ) -> int:
     """Write ``rows`` synthetic records (decoded to schema codes) to ``path`` atomically; return rows written.
 
-    The parts (:func:`write_part`) run through ``executor`` (default: here, one after the other), a few at a time
-    so that ``progress`` hears of each batch; then they are streamed into ``path`` and removed."""
+    The parts (:func:`write_part`) run through ``executor`` (default: here, one after the other), as many at a
+    time as it has workers (:func:`parts_in_flight`) so that ``progress`` hears of each batch; then they are
+    streamed into ``path`` and removed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     parts_dir = path.with_name(f".{path.name}.parts")
@@ -232,7 +244,7 @@ def sample_to_parquet(
             parts_dir.mkdir(exist_ok=True)
             files = [parts_dir / f"part-{k:05d}.parquet" for k in range(len(parts))]
             calls = [(model, schema, rows, seed, chunk_rows, r, f) for r, f in zip(parts, files)]
-            step = 4
+            step = parts_in_flight(run)
             for start in range(0, len(calls), step):
                 done += sum(run.map(write_part, calls[start : start + step], "sample-part"))
                 if progress:

@@ -6,8 +6,12 @@ the generator settings, the row count and the public seed. It has no way to name
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prefect import task
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
 
 from sdgov.contracts import Generated, GenerateInput
 from sdgov.generation import generate_synthetic
@@ -27,9 +31,22 @@ def generate(inp: GenerateInput) -> Generated:
         parts = -(-(inp.rows or 0) // (PART_CHUNKS * CHUNK_ROWS))
         with prefect_executors() as executor_for:  # each part of the sample is a task run (progress in the UI)
             executor = executor_for(0 if parts >= PARALLEL_FROM_PARTS else 1)
-            synthetic, model_info, rows = generate_synthetic(inp, logger().info, executor)
+            synthetic, model_info, rows = generate_synthetic(inp, logger().info, executor, _progress_bar())
         rec.outputs = [synthetic, model_info]
         rec.params = {"rows": rows, "seed": inp.seed, "chunk_rows": CHUNK_ROWS}
     return Generated(
         synthetic=synthetic, model_info=model_info, rows=rows, seed=inp.seed, chunk_rows=CHUNK_ROWS, record=rec.record()
     )
+
+
+def _progress_bar() -> Callable[[int, int], None] | None:
+    """The sampling's progress bar in the Prefect UI: a progress artifact on this task run, updated as the parts
+    finish. None outside a task run (``sdgov stage generate``, what dvc.yaml calls: no server to report to)."""
+    if TaskRunContext.get() is None:
+        return None
+    bar = create_progress_artifact(0.0, key="synthetic-sampling", description="synthetic rows sampled (%)")
+
+    def update(done: int, total: int) -> None:
+        update_progress_artifact(bar, 100.0 * done / max(total, 1))
+
+    return update

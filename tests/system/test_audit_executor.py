@@ -1,6 +1,7 @@
-"""The audit stage's process pool on a run's temporary Prefect server (issue 13, item 5): the workers report their
-task runs to the server of the run that spawned them and start no server of their own (a worker with no
-``PREFECT_API_URL`` would start a temporary server, ~18 s, and its task runs would never reach the UI)."""
+"""The audit and generate stages' process pool on a run's temporary Prefect server (issue 13, item 5): the workers
+report their task runs to the server of the run that spawned them and start no server of their own (a worker with
+no ``PREFECT_API_URL`` would start a temporary server, ~18 s, and its task runs would never reach the UI); and the
+sample's parts, drawn as task runs in two worker processes, make the same file as one worker (issue 15, item 3)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ CHILD = textwrap.dedent(
     from prefect import flow
     from sdgov.flows.temporary_server import install
     from sdgov.tasks.executor import prefect_executors
-    from tests.system.test_audit_executor import servers_started_here
+    from tests.system.test_audit_executor import sample_sha256, servers_started_here
 
     server = install()  # as `sdgov release` does with no PREFECT_API_URL
 
@@ -30,6 +31,7 @@ CHILD = textwrap.dedent(
                 "api": pool.map(os.getenv, [("PREFECT_API_URL",)] * 4, "probe-api"),
                 "pids": pool.map(os.getpid, [()] * 4, "probe-pid"),
                 "servers": pool.map(servers_started_here, [()] * 4, "probe-servers"),
+                "sample": [sample_sha256(pool), sample_sha256(executor_for(1))],
             }
 
     out = audit_like()
@@ -48,6 +50,8 @@ def test_process_pool_workers_use_the_runs_temporary_server(tmp_path):
     assert out["api"] == [out["server"]] * 4  # every worker was pointed at the run's own server
     assert out["env"] is None  # and the run's environment is restored afterwards
     assert out["servers"] == [0] * 4  # after running task runs, no worker had started a server of its own
+    two_workers, one_worker = out["sample"]
+    assert two_workers == one_worker  # parts drawn concurrently, finishing in any order: the same bytes
 
 
 def servers_started_here() -> int:
@@ -55,3 +59,20 @@ def servers_started_here() -> int:
     from prefect.server.api.server import SubprocessASGIServer
 
     return sum(1 for s in SubprocessASGIServer._instances.values() if s.server_process is not None)
+
+
+def sample_sha256(executor) -> str:
+    """sha256 of a three-part sample whose parts run through ``executor`` (run in the child's flow)."""
+    import tempfile
+    from pathlib import Path
+
+    from sdgov.hashing import sha256_file
+    from sdgov.sampler import PART_CHUNKS, sample_to_parquet
+    from tests.unit.test_sampler import chain_model, chain_schema
+
+    model, *_ = chain_model()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "synthetic.parquet"
+        rows = sample_to_parquet(model, chain_schema(model), 50 * PART_CHUNKS * 2 + 7, 5, path, 50, executor=executor)
+        assert rows == 50 * PART_CHUNKS * 2 + 7
+        return sha256_file(path)

@@ -73,7 +73,7 @@ def test_the_candidate_hash_covers_the_draft_and_the_evidence_report_is_not_publ
     assert sha256_json({**parts, "draft_card_html": "0" * 64}) != manifest_candidate
 
 
-def test_the_draft_card_is_shown_on_the_flow_run_as_artifacts(released):
+def test_the_draft_card_and_the_sampling_progress_are_shown_on_the_flow_run_as_artifacts(released):
     from uuid import UUID
 
     from prefect import get_client
@@ -92,6 +92,8 @@ def test_the_draft_card_is_shown_on_the_flow_run_as_artifacts(released):
     table = json.loads(table) if isinstance(table, str) else table
     assert card["signoffs"][-1]["subject_sha256"] in json.dumps(table)
     assert {"draft-card-html", "evidence-report-html"}.isdisjoint(by_key)  # no served runs folder: no links
+    progress = by_key["synthetic-sampling"]  # the generate stage's progress bar, full once the sample is written
+    assert progress.type == "progress" and float(progress.data) == 100.0
 
 
 def test_link_artifacts_to_the_html_files_when_the_runs_folder_is_served(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """`dvc repro` reproduces generation and utility from the pinned noisy marginals, bit for bit, and produces
-exactly the artifacts the Prefect flow produced (real dvc, real git, real files)."""
+exactly the artifacts the Prefect flow produced; pushed to DVC remotes, the release is reproduced in a second
+clone from `dvc pull` (real dvc, real git, real files)."""
 
 from __future__ import annotations
 
@@ -55,18 +56,49 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
     [utility] = (registry / "runs").glob("*/utility.json")  # the controller's evidence: not in the release
     assert sha256_file(repo / "build/demo/utility.json") == sha256_file(utility)
 
-    # 3. forced re-run: identical bytes again, and the frozen measurement is never re-drawn
-    before = sha256_file(repo / "build/demo/measurements.json")
-    run(["dvc", "repro", "-f", "generate"], repo)
-    assert sha256_file(gen / "synthetic.parquet") == sha256_file(rel / "synthetic.parquet")
-    assert sha256_file(repo / "build/demo/measurements.json") == before
-
-    # 4. the card's DVC hashes are the ones dvc.lock records
+    # 3. the card's DVC hashes are the ones dvc.lock records
     lock = yaml.safe_load((repo / "dvc.lock").read_text())
     outs = {o["path"]: o["md5"] for s in lock["stages"].values() for o in s.get("outs", [])}
     card = json.loads(Path(result.card_json).read_text())
     assert card["dataset"]["dvc_md5"] == outs["build/demo/data.csv"] == md5_file(repo / "build/demo/data.csv")
     assert card["dataset"]["measurements_dvc_md5"] == outs["build/demo/measurements.json"]
+
+    # 4. the published release folder (card, manifest, ψ, synthetic data) tracked by hash too; push everything to
+    #    the controller-side remote, and only what is published (ψ, the synthetic output, the release) to the release
+    #    remote — never the confidential input or the controller's utility evidence
+    release_dir = f"releases/{result.release_id}"
+    (repo / "releases").mkdir()
+    run(["dvc", "add", "-q", "--out", release_dir, str(rel)], repo)
+    run(["dvc", "remote", "add", "-d", "controller", str(tmp_path / "controller-remote")], repo)
+    run(["dvc", "remote", "add", "release", str(tmp_path / "release-remote")], repo)
+    run(["dvc", "push"], repo)
+    run(["dvc", "push", "-r", "release"], repo)  # no targets: dvc.yaml pins the input and evidence to `controller`
+    published = {f.parent.name + f.name for f in (tmp_path / "release-remote").rglob("*") if f.is_file()}
+    [release_out] = yaml.safe_load((repo / f"{release_dir}.dvc").read_text())["outs"]
+    assert {outs["build/demo/measurements.json"], outs["build/demo/generate"], release_out["md5"]} <= published
+    assert outs["build/demo/data.csv"] not in published and outs["build/demo/utility.json"] not in published
+    run(["git", "add", "-A"], repo)
+    run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-qm", "release"], repo)
+    assert "build/demo/data.csv" not in run(["git", "ls-files"], repo)  # tracked by hash, never by git
+
+    # 5. another machine (git clone): a verifier pulls ψ and the release from the release remote and regenerates the
+    #    released synthetic file bit for bit; the controller adds the confidential input from its own remote and
+    #    `dvc repro` finishes the pipeline. The clone has no registry: a re-draw of the frozen ψ could not even run.
+    other = tmp_path / "other"
+    run(["git", "clone", "-q", str(repo), str(other)], tmp_path)
+    run(["dvc", "pull", "-r", "release", "measure", f"{release_dir}.dvc"], other)
+    run(["dvc", "repro", "--no-run-cache", "--single-item", "generate"], other)
+    released = sha256_file(other / release_dir / "synthetic.parquet")
+    assert (
+        sha256_file(other / "build/demo/generate/synthetic.parquet")
+        == released
+        == sha256_file(rel / "synthetic.parquet")
+    )
+    assert not (other / "build/demo/data.csv").exists()
+    run(["dvc", "pull", "demo_data"], other)
+    run(["dvc", "repro", "--no-run-cache"], other)
+    assert sha256_file(other / "build/demo/utility.json") == sha256_file(utility)
+    assert "up to date" in run(["dvc", "status"], other)
 
 
 def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsys):

@@ -28,6 +28,21 @@ def chain_model() -> CliqueModel:
     )
 
 
+def chain_schema(model: CliqueModel):
+    """A schema declaring the model's cells as codes 0..k-1 (what ``sample_to_parquet`` decodes to)."""
+    from sdgov.schema import Schema
+
+    return Schema.model_validate(
+        {
+            "name": "chain",
+            "columns": [
+                {"name": n, "categories": [{"code": i, "label": str(i)} for i in range(k)]}
+                for n, k in model.domain.items()
+            ],
+        }
+    )
+
+
 def collect(model, rows, seed, chunk):
     parts = list(iter_chunks(model, rows, seed, chunk))
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
@@ -95,18 +110,9 @@ def test_parts_written_anywhere_make_the_same_file_as_one_pass(tmp_path):
     import pandas as pd
 
     from sdgov.sampler import PART_CHUNKS, sample_to_parquet
-    from sdgov.schema import Schema
 
     model, *_ = chain_model()
-    schema = Schema.model_validate(
-        {
-            "name": "chain",
-            "columns": [
-                {"name": n, "categories": [{"code": i, "label": str(i)} for i in range(k)]}
-                for n, k in model.domain.items()
-            ],
-        }
-    )
+    schema = chain_schema(model)
     chunk, rows = 100, 100 * PART_CHUNKS * 3 + 37  # four parts, the last one short
     seen: list[tuple[int, int]] = []
     shuffled = _Shuffled()
@@ -121,6 +127,18 @@ def test_parts_written_anywhere_make_the_same_file_as_one_pass(tmp_path):
     stream = collect(model, rows, 5, chunk)
     written = pd.read_parquet(tmp_path / "a.parquet")
     assert all((written[k].to_numpy() == stream[k]).all() for k in stream)
+
+
+def test_as_many_parts_in_flight_as_the_executor_has_workers():
+    """Every worker busy, and no more parts at once than workers (memory: one chunk per worker)."""
+    import os
+
+    from sdgov.audits.executor import ProcessExecutor, SerialExecutor
+    from sdgov.sampler import parts_in_flight
+
+    assert parts_in_flight(ProcessExecutor(3)) == 3
+    assert parts_in_flight(ProcessExecutor(0)) == (os.cpu_count() or 1)  # 0: every core
+    assert parts_in_flight(SerialExecutor()) == parts_in_flight(_Shuffled()) == 4  # no worker count: 4 at a time
 
 
 def test_each_draw_is_the_searchsorted_of_its_uniform_in_the_whole_shifted_cdf():
