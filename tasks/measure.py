@@ -38,9 +38,15 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             agreed,
             agreement,
             schema,
-            # every marginal in one grouped scan of the encoded copy, out of core
-            draw=lambda cliques, sigmas: noisy_measurements(
-                counter.marginals(agreed.codes.verified(), schema, cliques), sigmas
+            # every marginal in one grouped scan of the encoded copy, out of core (a split part: of its records)
+            draw=lambda cliques, sigmas, part: noisy_measurements(
+                counter.marginals(
+                    agreed.codes.verified(),
+                    schema,
+                    cliques,
+                    None if part is None or agreement.split is None else (agreement.split.attribute, part.cells),
+                ),
+                sigmas,
             ),
         )
         plan = outcome.plan
@@ -52,7 +58,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             )
         log.info(
             "%d marginals: %d drawn now, %d reused (no new noise); ρ spent now %s, ε of the release %s, δ %s",
-            len(agreement.cliques),
+            len(plan.marginals),
             counts["drawn"],
             counts["reused"],
             outcome.budget["this_release_rho"],

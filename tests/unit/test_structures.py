@@ -190,8 +190,8 @@ def test_split_parts_resolve_to_their_own_agreements_and_budget_shares():
         schema,
     )
     assert [p.name for p in parts] == ["one", "two"] and [p.cells for p in parts] == [[0], [1]]
-    assert [p.agreement.privacy.rho for p in parts] == pytest.approx([0.3, 0.1])
-    assert parts[0].agreement.cliques != parts[1].agreement.cliques
+    assert [p.privacy.rho for p in parts] == pytest.approx([0.3, 0.1])
+    assert parts[0].cliques != parts[1].cliques
 
 
 @pytest.mark.parametrize(
