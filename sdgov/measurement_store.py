@@ -152,21 +152,21 @@ def measure_once(
         if missing:
             drawn: list[tuple[str | None, Measurement]] = []
             for part in _parts(agreement):  # every part drawn before any is persisted
-                name = None if part is None else part.name
-                cliques = [c for p, c in missing if p == name]
+                part_name = None if part is None else part.name
+                cliques = [c for p, c in missing if p == part_name]
                 if cliques:
-                    sigmas = {m.clique: m.sigma for m in plan.marginals if m.part == name}
-                    drawn += [(name, m) for m in draw(cliques, sigmas, part)]
+                    sigmas = {m.clique: m.sigma for m in plan.marginals if m.part == part_name}
+                    drawn += [(part_name, m) for m in draw(cliques, sigmas, part)]
             fault_point("after_draw")
-            for name, m in drawn:
-                key = keys[(name, m.clique)]
+            for part_name, m in drawn:
+                key = keys[(part_name, m.clique)]
                 stat = Statistic(
                     fingerprint=fp,
                     attributes=list(m.clique),
                     shape=list(m.shape),
                     sigma=m.sigma,
                     noisy_counts=m.noisy_counts,
-                    records=_records(agreement, name),
+                    records=_records(agreement, part_name),
                 )
                 persisted[key] = (stat.model_dump_json() + "\n").encode()
                 atomic_write_bytes(registry.measurement_path(key), persisted[key])  # persisted before any use

@@ -1,5 +1,6 @@
 """Stage 2 — measure: the agreed marginals on the confidential data, with discrete Gaussian noise, drawn once
-per statistic (dataset × marginal × σ).
+per statistic (dataset × marginal × σ; a part of a split synthesis is measured on its own records, its filter in
+the key).
 
 The draw-once transaction (policy, ledger, crash recovery, reuse of statistics drawn by earlier releases) is
 :mod:`sdgov.measurement_store`; the data is the encoded artifact the agree stage wrote
