@@ -194,6 +194,25 @@ def test_split_parts_resolve_to_their_own_agreements_and_budget_shares():
     assert parts[0].cliques != parts[1].cliques
 
 
+def test_a_parts_statistic_is_keyed_by_its_records_and_unsplit_keys_and_agreements_are_unchanged():
+    from sdgov.hashing import sha256_json
+    from sdgov.measurement_store import statistic_key
+    from sdgov.spec import resolve
+
+    schema = Schema.model_validate(schema_dict())
+    unsplit = statistic_key("fp", ("Age", "Work"), 2.0)
+    # the key every registry logged before split synthesis existed
+    assert unsplit == sha256_json({"dataset": "fp", "attributes": ["Age", "Work"], "sigma": 2.0})
+    split = resolve(
+        split_spec([part("one", [1], [["Age", "Work"]]), part("two", [2], [["Age", "Work"]])], privacy={"rho": 1}),
+        schema,
+    ).split
+    assert split is not None
+    keys = {statistic_key("fp", ("Age", "Work"), 2.0, split.records(p)) for p in split.parts}
+    assert len(keys | {unsplit}) == 3  # each part's marginal is its own statistic, not the unsplit one
+    assert "split" not in resolve(spec(), schema).model_dump(mode="json")  # an unsplit agreement hashes as before
+
+
 @pytest.mark.parametrize(
     ("parts", "over", "expected"),
     [
