@@ -530,6 +530,17 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     )
 
 
+def check_unsplit(loaded: LoadedSpec, what: str) -> None:
+    """Refuse a split spec (one line) for a tool that fits one model to Φ on all records."""
+    if loaded.agreement.split is not None:
+        raise SpecError(
+            f"{what} is not available for a split synthesis (it refits one model to Φ on all records; a split has "
+            "one model per part)",
+            str(loaded.spec_path),
+            "run it on a spec with one 'phi' (docs/structures.md, split synthesis)",
+        )
+
+
 def _resolve_split(spec: ReleaseSpec, split: SplitSpec, schema: Schema, where: str) -> Agreement:
     """Each part resolved as an ordinary agreement on its records (its ρ the part's share), then checked together:
     the split itself against the schema, and every part modelling the same attributes (one released file)."""

@@ -196,7 +196,7 @@ def write_split_inputs(dest: Path) -> Path:
     return spec_path
 
 
-def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both_models(tmp_path):
+def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both_models(tmp_path, capsys):
     """The governed release of a split spec through the real flow: both parts in the data's proportions, each
     part's statistics spent once (keyed by the part's filter), a re-run drawing nothing new, and the card showing
     both models and each part's Φ and ρ. 5,000 records of the census extract keep it small."""
@@ -268,3 +268,12 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     events2 = [e.event for e in Registry(root).verified_events()]
     assert events2.count("budget_spent") == 1
     assert events2.count("measured") == [e.event for e in events].count("measured")
+
+    # the audits that refit one model to Φ on all records are refused for a split, in one line
+    from sdgov.flows.cli import main
+
+    capsys.readouterr()
+    for test in ("decomposability", "privacy"):
+        rc = main(["audit", test, "--spec", str(spec), "--generator", "sdgov.audits.generators:honest_pgm"])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and err.count("\n") == 0 and "not available for a split synthesis" in err, err
