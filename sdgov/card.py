@@ -35,7 +35,7 @@ from sdgov.privacy import PrivacyPlan, epsilon_pld
 from sdgov.schema import Column, Schema
 from sdgov.selection_card import CardSelection, selection_svg
 from sdgov.spec import AgreedSplit, Agreement, Clique
-from sdgov.split import split_graphs
+from sdgov.split import privacy_summary, split_graphs
 from sdgov.svg import pyplot, to_svg
 from sdgov.synthesis_graph import SynthesisGraph, graph_svg, synthesis_graph
 from sdgov.verdict import Verdict, overall_verdict
@@ -291,19 +291,17 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
     if split is None:
         return None
     fits = model_info.get("split", {}).get("parts", {})
+    privacy = privacy_summary(plan)
     return {
         "attribute": split.attribute,
-        "composition": "sequential: the parts' ρ added (a record is in one part; parallel composition would "
-        "allow their maximum)",
+        "composition": privacy["composition"],
         "parts": [
             {
                 "name": p.name,
                 "codes": p.codes,
                 "rows": fits.get(p.name, {}).get("rows"),
                 "phi": [list(c) for c in p.cliques],
-                "rho": None
-                if plan.noise == "none"
-                else math.fsum(m.rho or 0.0 for m in plan.marginals if m.part == p.name),
+                "rho": None if plan.noise == "none" else privacy["parts"][p.name]["rho"],
             }
             for p in split.parts
         ],

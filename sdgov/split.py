@@ -46,10 +46,10 @@ from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
 from sdgov.loading import load_model_file
 from sdgov.measure import MeasurementSet, measure
-from sdgov.privacy import PrivacyPlan, default_delta, epsilon_of_rho, plan_privacy
+from sdgov.privacy import PrivacyPlan, plan_agreement
 from sdgov.sampler import arrow_schema_of, sample_to_parquet
 from sdgov.schema import Schema, load_schema
-from sdgov.spec import AgreedPart, AgreedSplit, Agreement, PrivacySpec, ReleaseSpec, resolve, resolved
+from sdgov.spec import AgreedPart, AgreedSplit, Agreement, ReleaseSpec, resolve, resolved
 from sdgov.structures import zeros_within
 from sdgov.synthesis_graph import SynthesisGraph, synthesis_graph
 
@@ -71,19 +71,20 @@ def resolve_parts(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> lis
     return list(split.parts)
 
 
-def compose(plans: dict[str, PrivacyPlan], privacy: PrivacySpec, n_records: int) -> dict[str, Any]:
-    """The release's privacy: the parts' ρ added (sequential composition), ε at the release's δ."""
-    if privacy.noise == "none":
-        return {"noise": "none", "rho": None, "epsilon": None, "delta": None, "parts": {}}
-    delta = privacy.delta if privacy.delta is not None else default_delta(n_records)
-    rho = math.fsum(p.rho or 0.0 for p in plans.values())
+def privacy_summary(plan: PrivacyPlan) -> dict[str, Any]:
+    """A split plan (:func:`sdgov.privacy.plan_agreement`) in brief: the composed ρ and ε, each part's ρ and σs."""
+    parts: dict[str, dict[str, Any]] = {}
+    for m in plan.marginals:
+        part = parts.setdefault(str(m.part), {"rho": 0.0, "sigmas": []})
+        part["rho"] += m.rho or 0.0
+        part["sigmas"].append(m.sigma)
     return {
-        "noise": "gaussian",
+        "noise": plan.noise,
         "composition": "sequential: the parts' ρ added (parallel composition would allow their maximum)",
-        "rho": rho,
-        "epsilon": epsilon_of_rho(rho, delta),
-        "delta": delta,
-        "parts": {name: {"rho": p.rho, "sigmas": [m.sigma for m in p.marginals]} for name, p in plans.items()},
+        "rho": plan.rho,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+        "parts": parts,
     }
 
 
@@ -108,15 +109,15 @@ def synthesise_split(spec_path: str | Path, out_dir: str | Path, fingerprint: st
     split_col = codes[split.attribute].to_numpy()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    plan = plan_agreement(agreement, len(codes))
     msets: dict[str, MeasurementSet] = {}
-    plans: dict[str, PrivacyPlan] = {}
     for p in split.parts:
         mine = codes[np.isin(split_col, p.cells)].reset_index(drop=True)
-        plans[p.name] = plan_privacy(p.privacy, p.cliques, len(codes))
-        msets[p.name] = measure(mine, schema, part_agreement(agreement, p), plans[p.name], fingerprint)
+        part_plan = plan.model_copy(update={"marginals": [m for m in plan.marginals if m.part == p.name]})
+        msets[p.name] = measure(mine, schema, part_agreement(agreement, p), part_plan, fingerprint)
     rows, info = sample_split(split, msets, schema, spec.rows, spec.seed, out / "synthetic.parquet")
     graphs = split_graphs(split, info)
-    privacy = compose(plans, spec.privacy, len(codes))
+    privacy = privacy_summary(plan)
     write_json(out / "model_info.json", info)
     write_json(
         out / "split.json",

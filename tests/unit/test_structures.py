@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -229,6 +230,40 @@ def test_a_parts_statistic_is_keyed_by_its_records_and_unsplit_keys_and_agreemen
 def test_a_bad_split_is_refused_in_one_line(parts, over, expected):
     with pytest.raises(SpecError, match=expected):
         resolve_parts(split_spec(parts, **over), Schema.model_validate(schema_dict()))
+
+
+def test_synthesise_split_runs_a_split_spec_outside_the_release(tmp_path):
+    """The simulation path (fresh noise, no ledger): both parts sampled, in proportion to their noisy totals."""
+    from sdgov.split import synthesise_split
+
+    rng = np.random.default_rng(0)
+    n = 400
+    data = pd.DataFrame(
+        {
+            "Area": rng.choice(["a1", "a2", "a3"], n),
+            "Age": rng.choice([1, 2, 3], n),
+            "Work": -9,
+            "Kind": np.where(np.arange(n) < 100, 1, 2),  # a quarter in part 'one'
+        }
+    )
+    data["Zone"] = data["Area"].map({"a1": "north", "a2": "north", "a3": "south"})
+    data.to_csv(tmp_path / "x.csv", index=False)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(schema_dict()))
+    parts = [part(name, [k], [["Area", "Age"]]) for name, k in (("one", 1), ("two", 2))]
+    raw = spec(
+        phi=None,
+        split={"attribute": "Kind", "parts": parts},
+        privacy={"rho": 10},
+        generator={"name": "pgm", "iterations": 50},
+        rows=200,
+    ).model_dump(mode="json", by_alias=True, exclude_none=True)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw))
+    result = synthesise_split(tmp_path / "spec.yaml", tmp_path / "out")
+    syn = pd.read_parquet(result.synthetic)
+    assert len(syn) == 200 and sum(result.rows.values()) == 200
+    assert (syn["Kind"] == 1).sum() == result.rows["one"] and 35 <= result.rows["one"] <= 65  # ≈ 50 up to noise
+    assert result.privacy["parts"]["one"]["rho"] == pytest.approx(5) and result.privacy["rho"] == pytest.approx(10)
+    assert [g.title.split("'")[1] for g in result.graphs] == ["one", "two"]
 
 
 def test_rows_follow_the_noisy_part_totals_and_add_up():
