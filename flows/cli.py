@@ -272,6 +272,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
                 rows=loaded.agreement.rows,
                 seed=loaded.agreement.seed,
                 out_dir=str(Path(args.out).resolve()),
+                split=loaded.agreement.split,
             )
         )
         _emit(

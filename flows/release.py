@@ -47,6 +47,7 @@ def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
             rows=agreement.rows,
             seed=agreement.seed,
             out_dir=str(Path(agreed.run_dir) / "generate"),
+            split=agreement.split,
         )
     )
     audited = audit(agreed, measured, generated)

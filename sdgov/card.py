@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from jinja2 import Environment
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sdgov import __version__
 from sdgov.audits.protocol import AuditReport
@@ -34,7 +34,8 @@ from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan, epsilon_pld
 from sdgov.schema import Column, Schema
 from sdgov.selection_card import CardSelection, selection_svg
-from sdgov.spec import Agreement, Clique
+from sdgov.spec import AgreedSplit, Agreement, Clique
+from sdgov.split import privacy_summary, split_graphs
 from sdgov.svg import pyplot, to_svg
 from sdgov.synthesis_graph import SynthesisGraph, graph_svg, synthesis_graph
 from sdgov.verdict import Verdict, overall_verdict
@@ -50,6 +51,7 @@ class PhiEntry(BaseModel):
     sigma: float
     rho: float | None
     tvd: float | None  # synthetic vs the noisy table ψ (public: post-processing of ψ), never vs the real table
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
 
 class Card(Strict):
@@ -79,6 +81,7 @@ class Card(Strict):
     provenance: dict[str, Any]
     ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
     synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.synthesis_graph)
+    split: dict[str, Any] | None = None  # a split synthesis: the attribute and each part's codes, rows, Φ and ρ
     selection: CardSelection | None = None  # how Φ's pairs were selected and reviewed (sdgov.selection_card)
 
 
@@ -262,18 +265,47 @@ def epsilon_plain(epsilon: float | None, delta: float | None) -> str:
     )
 
 
-def noisy_tvd(mset: MeasurementSet, synthetic: pd.DataFrame, schema: Schema) -> dict[Clique, float]:
-    """TVD between each synthetic marginal and the noisy measured table ψ (negative noisy counts taken as 0).
+def noisy_tvd(
+    mset: MeasurementSet, synthetic: pd.DataFrame, schema: Schema, split: AgreedSplit | None = None
+) -> dict[tuple[str | None, Clique], float]:
+    """TVD between each synthetic marginal and the noisy measured table ψ (negative noisy counts taken as 0),
+    by (part, marginal): a split part's table against the synthetic records of that part.
 
     Public: ψ is differentially private and the synthetic data is post-processing of it, so this distance spends
     no budget and says nothing about the confidential data beyond what ψ already does."""
     out = {}
     for m in mset.measurements:
+        records = synthetic
+        if split is not None and m.part is not None:
+            records = synthetic[synthetic[split.attribute].isin(split.part(m.part).cells)]
         noisy = np.clip(m.array().astype(np.float64).ravel(), 0, None)
-        synth = marginal_counts(synthetic, schema, m.clique).astype(np.float64).ravel()
+        synth = marginal_counts(records, schema, m.clique).astype(np.float64).ravel()
         p, q = noisy / max(noisy.sum(), 1.0), synth / max(synth.sum(), 1.0)
-        out[tuple(m.clique)] = round(float(0.5 * np.abs(p - q).sum()), 6)
+        out[(m.part, tuple(m.clique))] = round(float(0.5 * np.abs(p - q).sum()), 6)
     return out
+
+
+def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str, Any]) -> dict[str, Any] | None:
+    """A split synthesis on the card: each part's codes, synthetic rows, Φ and ρ (the parts' ρ add up)."""
+    split = agreement.split
+    if split is None:
+        return None
+    fits = model_info.get("split", {}).get("parts", {})
+    privacy = privacy_summary(plan)
+    return {
+        "attribute": split.attribute,
+        "composition": privacy["composition"],
+        "parts": [
+            {
+                "name": p.name,
+                "codes": p.codes,
+                "rows": fits.get(p.name, {}).get("rows"),
+                "phi": [list(c) for c in p.cliques],
+                "rho": None if plan.noise == "none" else privacy["parts"][p.name]["rho"],
+            }
+            for p in split.parts
+        ],
+    }
 
 
 def public_fitness(report: dict[str, Any] | None, agreement: Agreement) -> dict[str, Any] | None:
@@ -341,18 +373,25 @@ def build_card(
 ) -> Card:
     """The public card. ``audit``, ``audit_sections`` and ``utility_report`` are read only for their verdicts;
     ``data_info`` for the confidential data's hashes (its record count stays out: the card states ψ's noisy total)."""
-    tvd = noisy_tvd(mset, synthetic_codes, schema)
-    sig = {tuple(m.clique): m for m in plan.marginals}
+    tvd = noisy_tvd(mset, synthetic_codes, schema, agreement.split)
+    sig = {(m.part, tuple(m.clique)): m for m in plan.marginals}
+    units = (
+        [(None, c) for c in agreement.cliques]
+        if agreement.split is None
+        else [(p.name, c) for p in agreement.split.parts for c in p.cliques]
+    )
     phi = [
         PhiEntry(
             attributes=list(c),
             plain=_plain(c, schema),
             cells=schema.cells(c),
-            sigma=sig[c].sigma,
-            rho=None if plan.noise == "none" else sig[c].rho,
-            tvd=tvd.get(c),
+            sigma=sig[u].sigma,
+            rho=None if plan.noise == "none" else sig[u].rho,
+            tvd=tvd.get(u),
+            part=part,
         )
-        for c in agreement.cliques
+        for u in units
+        for part, c in [u]
     ]
     attrs = [
         {
@@ -379,7 +418,11 @@ def build_card(
             "schema": schema.name,
             "source": schema.source,
             **public_data,
-            "noisy_rows": round(mset.noisy_total()),
+            "noisy_rows": round(
+                mset.noisy_total()
+                if agreement.split is None
+                else math.fsum(mset.of_part(p.name, p.attributes).noisy_total() for p in agreement.split.parts)
+            ),
         },
         attributes=attrs,
         phi=phi,
@@ -411,7 +454,12 @@ def build_card(
             **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log_head: the log this release joins
         },
         ledger=ledger,
-        synthesis_graphs=[g] if (g := synthesis_graph(model_info, "the model")) else [],
+        synthesis_graphs=split_graphs(agreement.split, model_info["split"]["parts"])
+        if agreement.split is not None
+        else [g]
+        if (g := synthesis_graph(model_info, "the model"))
+        else [],
+        split=split_summary(agreement, plan, model_info),
         selection=selection,
     )
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from sdgov.errors import RegistryError
 from sdgov.hashing import sha256_file
 from sdgov.model import Frozen
-from sdgov.spec import GeneratorSpec
+from sdgov.spec import AgreedSplit, GeneratorSpec
 
 Role = Literal["analyst", "controller", "compliance"]
 
@@ -120,6 +120,7 @@ class GenerateInput(Frozen):
     rows: int | None
     seed: int
     out_dir: str
+    split: AgreedSplit | None = Field(default=None, exclude_if=lambda v: v is None)  # one model per part
 
 
 class Generated(Frozen):

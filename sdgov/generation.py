@@ -14,8 +14,11 @@ from sdgov.audits.executor import Executor
 from sdgov.contracts import ArtifactRef, GenerateInput
 from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
+from sdgov.measure import MeasurementSet
 from sdgov.sampler import CHUNK_ROWS, PART_CHUNKS, sample_to_parquet
 from sdgov.schema import Schema
+from sdgov.spec import AgreedSplit
+from sdgov.split import sample_split
 from sdgov.structures import zeros_within
 
 
@@ -30,6 +33,8 @@ def generate_synthetic(
     stage's progress bar); the sample's parts run through ``executor`` (the stage's task runner)."""
     mset = read_measurements(inp.measurements)
     schema = read_schema(inp.schema_file)
+    if inp.split is not None:
+        return _generate_split(inp, inp.split, mset, schema, log, executor)
     plugin = generator(inp.generator.name)
     zeros = zeros_within(schema.zero_cells(), mset.attributes)  # public structure, from the schema
     model = plugin.fit_model(mset, inp.generator, zeros)
@@ -58,6 +63,37 @@ def generate_synthetic(
         ArtifactRef.of("synthetic", out / "synthetic.parquet"),
         ArtifactRef.of("model_info", out / "model_info.json"),
         rows,
+    )
+
+
+def _generate_split(
+    inp: GenerateInput,
+    split: AgreedSplit,
+    mset: MeasurementSet,
+    schema: Schema,
+    log: Callable[[str], None],
+    executor: Executor | None,
+) -> tuple[ArtifactRef, ArtifactRef, int]:
+    """A split synthesis: each part's model fitted to its own noisy marginals and sampled, the parts concatenated
+    (:func:`sdgov.split.sample_split`); ``model_info.json`` holds every part's fit under ``parts``."""
+    out = Path(inp.out_dir)
+    msets = {p.name: mset.of_part(p.name, p.attributes) for p in split.parts}
+    rows, parts = sample_split(split, msets, schema, inp.rows, inp.seed, out / "synthetic.parquet", executor)
+    log("sampled " + ", ".join(f"{n} rows of part {name!r}" for name, n in rows.items()))
+    info = {
+        "generator": inp.generator.name,
+        "parameters": inp.generator.model_dump(),
+        "fitted_marginals": [
+            list(c) for c in dict.fromkeys(tuple(c) for i in parts.values() for c in i["fitted_marginals"])
+        ],
+        "split": {"attribute": split.attribute, "parts": parts},
+        **_structure(schema, mset.attributes),
+    }
+    write_json(out / "model_info.json", info)
+    return (
+        ArtifactRef.of("synthetic", out / "synthetic.parquet"),
+        ArtifactRef.of("model_info", out / "model_info.json"),
+        sum(rows.values()),
     )
 
 

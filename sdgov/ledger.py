@@ -7,9 +7,9 @@ the same people), so the link by name can only add spends, never hide one.
 
 The lifetime budget is the controller's (``policy.yaml``, :mod:`sdgov.policy`); without a policy nothing is
 spent. Spends are ``budget_spent`` events of the registry's hash-chained log, one per run that draws new noise,
-naming every statistic it reserves (:func:`sdgov.measurement_store.statistic_key`: dataset × marginal × σ) and
-its ρ. ρ composes by addition (zCDP) over every statistic ever drawn on the dataset; a statistic already drawn
-is reused and spends nothing.
+naming every statistic it reserves (:func:`sdgov.measurement_store.statistic_key`: dataset × marginal × σ, and a
+split synthesis's part filter) and its ρ. ρ composes by addition (zCDP) over every statistic ever drawn on the
+dataset; a statistic already drawn is reused and spends nothing.
 
 Every account is computed from :meth:`~sdgov.registry.Registry.verified_events` only: a log whose chain or
 signatures fail (a deleted or shrunk ``budget_spent``) refuses every spend with one line

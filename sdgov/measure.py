@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.privacy import PrivacyPlan, add_noise
 from sdgov.schema import Schema
@@ -25,6 +25,7 @@ class Measurement(BaseModel):
     sigma: float
     noisy_counts: list[int]
     statistic: str = ""  # its key in the registry's draw-once store (dataset × attributes × σ); "" outside it
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
     def array(self) -> np.ndarray:
         return np.asarray(self.noisy_counts, dtype=np.int64).reshape(self.shape)
@@ -41,6 +42,16 @@ class MeasurementSet(BaseModel):
     domain: dict[str, int]
     noise: str
     measurements: list[Measurement]
+
+    def of_part(self, name: str, attributes: list[str]) -> MeasurementSet:
+        """A split synthesis's ψ restricted to one part: what that part's model is fitted to."""
+        return self.model_copy(
+            update={
+                "attributes": attributes,
+                "domain": {a: self.domain[a] for a in attributes},
+                "measurements": [m for m in self.measurements if m.part == name],
+            }
+        )
 
     def noisy_total(self) -> float:
         """Inverse-variance weighted mean of the marginals' noisy totals: a DP estimate of N."""

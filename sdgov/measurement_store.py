@@ -2,7 +2,9 @@
 
 A *statistic* is one marginal of one dataset at one noise scale: its key (:func:`statistic_key`) is the
 dataset's content fingerprint, the attribute set and σ — nothing the analyst can vary for free (seed, rows,
-generator, spec name, the rest of Φ). Each is persisted under the registry (``measurements/<key>.json``)
+generator, spec name, the rest of Φ). A part of a split synthesis counts only its own records, so its marginal is
+another statistic: its key adds the part's defining filter (split attribute and codes), and an unsplit key is
+unchanged. Each is persisted under the registry (``measurements/<key>.json``)
 *before* anything uses it, under the registry lock. Any later agreement that asks for the same marginal at the
 same σ reuses that noisy table (post-processing: no new noise, no new spend); the same marginal at another σ
 is a new statistic, drawn and charged. Two noisy copies of one statistic would leak more than one, so none is
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import Field
 
 from sdgov import ledger
 from sdgov.atomic import atomic_write_bytes
@@ -40,7 +43,7 @@ from sdgov.policy import check_release, load_policy, planned
 from sdgov.privacy import PrivacyPlan
 from sdgov.registry import Event, Registry
 from sdgov.schema import Clique, Schema
-from sdgov.spec import Agreement
+from sdgov.spec import AgreedPart, Agreement
 
 How = Literal["reused", "adopted", "drawn"]  # logged earlier; persisted by an interrupted run; drawn now
 
@@ -53,11 +56,36 @@ class Statistic(Frozen):
     shape: list[int]
     sigma: float
     noisy_counts: list[int]
+    records: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)  # a split part's filter
 
 
-def statistic_key(fingerprint: str, clique: Clique, sigma: float) -> str:
-    """dataset content × attribute *set* × σ: the identity of one noisy marginal."""
-    return sha256_json({"dataset": fingerprint, "attributes": sorted(clique), "sigma": float(sigma)})
+Unit = tuple[str | None, Clique]  # (split part or None, marginal): one statistic an agreement asks for
+
+
+def statistic_key(fingerprint: str, clique: Clique, sigma: float, records: dict[str, Any] | None = None) -> str:
+    """dataset content × attribute *set* × σ (× the records counted, for a part of a split synthesis): the
+    identity of one noisy marginal."""
+    identity: dict[str, Any] = {"dataset": fingerprint, "attributes": sorted(clique), "sigma": float(sigma)}
+    if records is not None:
+        identity["records"] = records
+    return sha256_json(identity)
+
+
+def _records(agreement: Agreement, part: str | None) -> dict[str, Any] | None:
+    split = agreement.split
+    return None if split is None or part is None else split.records(split.part(part))
+
+
+def statistic_keys(fingerprint: str, agreement: Agreement, plan: PrivacyPlan) -> dict[Unit, str]:
+    """Every statistic of this agreement's plan, by (part, marginal)."""
+    return {
+        (m.part, m.clique): statistic_key(fingerprint, m.clique, m.sigma, _records(agreement, m.part))
+        for m in plan.marginals
+    }
+
+
+def _parts(agreement: Agreement) -> list[AgreedPart | None]:
+    return [None] if agreement.split is None else list(agreement.split.parts)
 
 
 @dataclass(frozen=True)
@@ -79,10 +107,11 @@ def measure_once(
     agreed: Agreed,
     agreement: Agreement,
     schema: Schema,
-    draw: Callable[[list[Clique], dict[Clique, float]], list[Measurement]],
+    draw: Callable[[list[Clique], dict[Clique, float], AgreedPart | None], list[Measurement]],
 ) -> Outcome:
     """ψ for this agreement: every statistic already logged is reused, the rest drawn once — budget reserved first,
-    policy checked first. ``draw`` is called (once, for the missing cliques only) when something is missing."""
+    policy checked first. ``draw`` is called (once per part of a split synthesis, else once; for the missing
+    cliques only) when something is missing: ``draw(cliques, sigmas, part)`` counts the part's records only."""
     run_id = Path(agreed.run_dir).name
     fp, name, n = agreed.data.fingerprint, agreed.data.name, agreed.data.rows
     with registry.lock():
@@ -92,8 +121,8 @@ def measure_once(
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
-        keys = {m.clique: statistic_key(fp, m.clique, m.sigma) for m in plan.marginals}
-        rhos = {keys[m.clique]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
+        keys = statistic_keys(fp, agreement, plan)
+        rhos = {keys[(m.part, m.clique)]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
         logged = {k: e for k in keys.values() if (e := logged_statistic(registry, events, k)) is not None}
         how: dict[str, How] = dict.fromkeys(logged, "reused")
         adopted: dict[str, bytes] = {}
@@ -118,19 +147,26 @@ def measure_once(
             events=events,
         )
         fault_point("after_spend")
-        missing = [c for c, k in keys.items() if k not in logged and k not in adopted]
+        missing = [u for u, k in keys.items() if k not in logged and k not in adopted]
         persisted: dict[str, bytes] = dict(adopted)
         if missing:
-            drawn = draw(missing, plan.sigmas)
+            drawn: list[tuple[str | None, Measurement]] = []
+            for part in _parts(agreement):  # every part drawn before any is persisted
+                part_name = None if part is None else part.name
+                cliques = [c for p, c in missing if p == part_name]
+                if cliques:
+                    sigmas = {m.clique: m.sigma for m in plan.marginals if m.part == part_name}
+                    drawn += [(part_name, m) for m in draw(cliques, sigmas, part)]
             fault_point("after_draw")
-            for m in drawn:
-                key = keys[m.clique]
+            for part_name, m in drawn:
+                key = keys[(part_name, m.clique)]
                 stat = Statistic(
                     fingerprint=fp,
                     attributes=list(m.clique),
                     shape=list(m.shape),
                     sigma=m.sigma,
                     noisy_counts=m.noisy_counts,
+                    records=_records(agreement, part_name),
                 )
                 persisted[key] = (stat.model_dump_json() + "\n").encode()
                 atomic_write_bytes(registry.measurement_path(key), persisted[key])  # persisted before any use
@@ -157,13 +193,18 @@ def _name(registry: Registry, key: str) -> str:
     return str(registry.measurement_path(key).relative_to(registry.root))
 
 
-def read_statistic(registry: Registry, key: str, clique: Clique) -> Measurement:
+def read_statistic(registry: Registry, key: str, clique: Clique, part: str | None = None) -> Measurement:
     """A stored statistic as a :class:`Measurement` with its axes in ``clique``'s order."""
     stat = Statistic.model_validate_json(registry.measurement_path(key).read_bytes())
     table = np.asarray(stat.noisy_counts, dtype=np.int64).reshape(stat.shape)
     table = np.transpose(table, [stat.attributes.index(a) for a in clique])
     return Measurement(
-        clique=clique, shape=table.shape, sigma=stat.sigma, noisy_counts=table.ravel().tolist(), statistic=key
+        clique=clique,
+        shape=table.shape,
+        sigma=stat.sigma,
+        noisy_counts=table.ravel().tolist(),
+        statistic=key,
+        part=part,
     )
 
 
@@ -173,7 +214,7 @@ def _assemble(
     agreement: Agreement,
     schema: Schema,
     plan: PrivacyPlan,
-    keys: dict[Clique, str],
+    keys: dict[Unit, str],
 ) -> MeasurementSet:
     return MeasurementSet(
         agreement_sha256=agreement.sha256(),
@@ -182,7 +223,12 @@ def _assemble(
         attributes=agreement.attributes,
         domain=schema.domain(agreement.attributes),
         noise=plan.noise,
-        measurements=[read_statistic(registry, keys[c], c) for c in agreement.cliques],
+        measurements=[
+            read_statistic(registry, keys[(name, c)], c, name)
+            for part in _parts(agreement)
+            for name in [None if part is None else part.name]
+            for c in (agreement.cliques if part is None else part.cliques)
+        ],
     )
 
 
@@ -211,7 +257,7 @@ def assemble_logged(
     limits, _ = policy.limits(fingerprint, name)
     plan = planned(limits, agreement, rows)
     events = registry.verified_events()
-    keys = {m.clique: statistic_key(fingerprint, m.clique, m.sigma) for m in plan.marginals}
+    keys = statistic_keys(fingerprint, agreement, plan)
     if any(logged_statistic(registry, events, k) is None for k in keys.values()):
         raise RegistryError(
             f"no noisy marginals were drawn for this agreement and data in registry {registry.root}",
@@ -226,7 +272,7 @@ def _budget_record(
     registry: Registry,
     agreement: Agreement,
     plan: PrivacyPlan,
-    keys: dict[Clique, str],
+    keys: dict[Unit, str],
     how: dict[str, How],
     logged: dict[str, Event],
     before: ledger.Account,
@@ -238,17 +284,19 @@ def _budget_record(
     """The dataset's lifetime ledger as this release leaves it, and where each of its statistics came from."""
     # this release: the statistics drawn for it — now, or by an interrupted run of it (adopted, or reserved and
     # drawn now); everything else the account holds was spent before
-    fresh = [m.rho or 0.0 for m in plan.marginals if how.get(keys[m.clique]) in ("drawn", "adopted")]
+    fresh = [m.rho or 0.0 for m in plan.marginals if how.get(keys[(m.part, m.clique)]) in ("drawn", "adopted")]
     this = math.fsum(fresh)
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
-        key = keys[m.clique]
+        key = keys[(m.part, m.clique)]
         src = logged.get(key)
+        records = _records(agreement, m.part)
         stats.append(
             {
+                **({"part": m.part} if m.part is not None else {}),
                 "attributes": list(m.clique),
                 "sigma": m.sigma,
                 "rho": None if plan.noise == "none" else m.rho,
@@ -257,7 +305,7 @@ def _budget_record(
                 "measured_at": src.time if src else None,
                 "measured_in_run": src.run_id if src else None,
                 "earlier_releases": used_by.get(key, []),
-                "other_sigmas": scales.get(frozenset(m.clique), []),
+                "other_sigmas": scales.get((frozenset(m.clique), sha256_json(records)), []),
             }
         )
     sharing = sorted({r for key in keys.values() for r in used_by.get(key, [])})
@@ -279,10 +327,12 @@ def _budget_record(
     }
 
 
-def other_scales(registry: Registry, fingerprint: str, exclude: set[str]) -> dict[frozenset[str], list[dict[str, Any]]]:
-    """Attribute set → every *other* noise scale it was measured at on this dataset (σ, when, which run): the
-    same table at two scales is two measurements, and both count in the lifetime ρ."""
-    out: dict[frozenset[str], list[dict[str, Any]]] = {}
+def other_scales(
+    registry: Registry, fingerprint: str, exclude: set[str]
+) -> dict[tuple[frozenset[str], str], list[dict[str, Any]]]:
+    """(attribute set, hash of the records counted) → every *other* noise scale it was measured at on this dataset
+    (σ, when, which run): the same table at two scales is two measurements, and both count in the lifetime ρ."""
+    out: dict[tuple[frozenset[str], str], list[dict[str, Any]]] = {}
     for e in registry.verified_events():
         if e.event != "measured":
             continue
@@ -296,7 +346,7 @@ def other_scales(registry: Registry, fingerprint: str, exclude: set[str]) -> dic
             except ValueError:  # a measurement persisted before per-statistic keys: not one table
                 continue
             if stat.fingerprint == fingerprint:
-                out.setdefault(frozenset(stat.attributes), []).append(
+                out.setdefault((frozenset(stat.attributes), sha256_json(stat.records)), []).append(
                     {"sigma": stat.sigma, "measured_at": e.time, "measured_in_run": e.run_id}
                 )
     return out

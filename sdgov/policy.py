@@ -43,7 +43,7 @@ from sdgov.generators.registry import GENERATORS
 from sdgov.hashing import sha256_file
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
-from sdgov.privacy import PrivacyPlan, plan_privacy
+from sdgov.privacy import PrivacyPlan, plan_agreement
 from sdgov.registry import POLICY_FILE  # one name for the controller's policy file
 from sdgov.spec import Agreement
 
@@ -167,7 +167,7 @@ def init_policy(root: str | Path, controller: str = "Data Controller") -> tuple[
 
 def planned(limits: Limits, agreement: Agreement, n_records: int) -> PrivacyPlan:
     """The release's privacy plan under the controller's σ floor (the one plan every stage uses)."""
-    return plan_privacy(agreement.privacy, agreement.cliques, n_records, sigma_floor=limits.sigma_floor)
+    return plan_agreement(agreement, n_records, sigma_floor=limits.sigma_floor)
 
 
 def check_release(

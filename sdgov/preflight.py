@@ -211,7 +211,7 @@ def check_disk_space(root: Path, loaded: LoadedSpec, n_records: int) -> None:
 def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
     """The plan as the measure stage will compute it, and sane: what the issue's σ = 0.1, σ = 1e-300, δ = 0.999999
     and ε = 1e-300 specs got past ``validate`` with."""
-    from sdgov.privacy import default_delta, plan_privacy  # OpenDP: imported when a release gets this far
+    from sdgov.privacy import default_delta, plan_agreement  # OpenDP: imported when a release gets this far
 
     ag = loaded.agreement
     p = ag.privacy
@@ -219,7 +219,7 @@ def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
     if rows is not None and rows > MAX_ROWS:
         raise SpecError(f"rows = {rows:,} is over the limit of {MAX_ROWS:,}", "rows", "ask for fewer synthetic rows")
     if p.noise == "none":
-        return plan_privacy(p, ag.cliques, n_records)
+        return plan_agreement(ag, n_records)
     if p.delta is not None and p.delta >= 1 / n_records:
         raise SpecError(
             f"δ = {p.delta:g} is not below 1/N = 1/{n_records:,} (a δ that large allows releasing a record outright)",
@@ -227,7 +227,7 @@ def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
             f"use δ ≤ {default_delta(n_records):g} (the ONS rule 10^-ceil(log10 N)) or leave it out",
         )
     try:
-        plan = plan_privacy(p, ag.cliques, n_records)
+        plan = plan_agreement(ag, n_records)
     except (ValueError, OverflowError, ZeroDivisionError, ArithmeticError) as exc:
         raise SpecError(
             f"the privacy settings cannot be accounted ({shorten(str(exc), 80)})",

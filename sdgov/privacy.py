@@ -17,7 +17,7 @@ import opendp.prelude as dp
 from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.errors import SpecError
-from sdgov.spec import Clique, PrivacySpec
+from sdgov.spec import Agreement, Clique, PrivacySpec
 
 dp.enable_features("contrib")
 
@@ -71,6 +71,7 @@ class MarginalBudget(BaseModel):
     weight: float
     sigma: float
     rho: float | None  # None: measured exactly (noise 'none'), no DP accounting at all
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
 
 class PrivacyPlan(BaseModel):
@@ -158,6 +159,34 @@ def plan_privacy(
         marginals=marginals,
         selection_rho=selection_rho,
         selection_method=p.selection.method if p.selection is not None else None,
+    )
+
+
+def plan_agreement(agreement: Agreement, n_records: int, sigma_floor: float | None = None) -> PrivacyPlan:
+    """The agreement's plan: :func:`plan_privacy` of its Φ — or, for a split synthesis, of every part's Φ at the
+    part's share, each marginal tagged with its part and the parts' ρ added (sequential composition:
+    conservative, as a record is in exactly one part and parallel composition would allow the maximum)."""
+    if agreement.split is None:
+        return plan_privacy(agreement.privacy, agreement.cliques, n_records, sigma_floor=sigma_floor)
+    plans = {
+        p.name: plan_privacy(p.privacy, p.cliques, n_records, sigma_floor=sigma_floor) for p in agreement.split.parts
+    }
+    first = next(iter(plans.values()))
+    marginals = [m.model_copy(update={"part": name}) for name, plan in plans.items() for m in plan.marginals]
+    if first.noise == "none":
+        return first.model_copy(update={"marginals": marginals})
+    assert first.delta is not None  # a noisy plan has δ
+    rho = math.fsum(p.rho or 0.0 for p in plans.values())
+    floor_rho = len(marginals) * rho_of_sigma(first.sigma_floor) if first.sigma_floor is not None else None
+    return first.model_copy(
+        update={
+            "rho_budget": agreement.privacy.rho,
+            "rho": rho,
+            "epsilon": epsilon_of_rho(rho, first.delta),
+            "floor_binding": any(p.floor_binding for p in plans.values()),
+            "floor_max_epsilon": None if floor_rho is None else epsilon_of_rho(floor_rho, first.delta),
+            "marginals": marginals,
+        }
     )
 
 

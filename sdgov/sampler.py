@@ -142,7 +142,7 @@ def _arrow_type(col: Column) -> pa.DataType:
     return pa.int64() if col.integer_codes else pa.float64() if col.released_numbers else pa.string()
 
 
-def _arrow_schema(schema: Schema, attributes: tuple[str, ...]) -> pa.Schema:
+def arrow_schema_of(schema: Schema, attributes: tuple[str, ...]) -> pa.Schema:
     fields = [pa.field(a, _arrow_type(schema.by_name[a]), nullable=schema.by_name[a].nullable) for a in attributes]
     return pa.schema(fields, metadata={b"sdgov": b"synthetic records; codes as declared in the schema"})
 
@@ -182,7 +182,7 @@ def write_part(
     zeros = zeros_within(schema.zero_cells(), model.attributes)
     attached = {lk.column: lk for lk in schema.lookup_index() if lk.source in model.attributes}
     released = released_columns(schema, model)
-    arrow_schema = _arrow_schema(schema, released)
+    arrow_schema = arrow_schema_of(schema, released)
     lookups = {a: _lookup(schema, a) for a in released}
     uniform = {
         a for a in model.attributes if schema.by_name[a].kind == "numeric" and schema.by_name[a].rule == "uniform"
@@ -250,7 +250,7 @@ def sample_to_parquet(
                 if progress:
                     progress(done, rows)
             with pq.ParquetWriter(
-                tmp, _arrow_schema(schema, released_columns(schema, model)), compression="zstd"
+                tmp, arrow_schema_of(schema, released_columns(schema, model)), compression="zstd"
             ) as writer:
                 for f in files:
                     part = pq.ParquetFile(f)

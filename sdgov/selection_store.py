@@ -86,7 +86,7 @@ def select_once(
     sel = agreement.privacy.selection
     assert sel is not None
 
-    def draw(cliques: list[Clique], sigmas: dict[Clique, float]) -> list[Measurement]:
+    def draw(cliques: list[Clique], sigmas: dict[Clique, float], part: object) -> list[Measurement]:
         return measure_cliques(codes(), schema, cliques, sigmas)
 
     one_ways = measure_once(registry, agreed, agreement, schema, draw)

@@ -22,7 +22,7 @@ from sdgov.generators.registry import GENERATORS, generator, registered_names
 from sdgov.hashing import sha256_json
 from sdgov.loading import load_model_file
 from sdgov.model import Frozen
-from sdgov.schema import Clique, Schema, load_schema, nfc, repeated
+from sdgov.schema import Clique, Column, Schema, load_schema, nfc, repeated
 from sdgov.structures import zeros_within
 from sdgov.utility.taskspec import TaskSpec, check_tasks
 
@@ -269,8 +269,38 @@ class ReleaseSpec(Frozen):
         return self
 
 
+class AgreedPart(Frozen):
+    """One part of a split agreement: the records whose split attribute is in ``codes`` (cell indices ``cells``),
+    with their own Φ, budget share and generator settings — an ordinary agreement on those records."""
+
+    name: str
+    codes: list[str]  # the split attribute's codes, as the schema writes them
+    cells: list[int]  # their cell indices (the filter the measure stage scans with)
+    attributes: list[str]
+    cliques: list[Clique]
+    privacy: PrivacySpec
+    generator: GeneratorSpec
+
+
+class AgreedSplit(Frozen):
+    """A split synthesis as agreed: one model per part of the records, concatenated on release."""
+
+    attribute: str
+    parts: list[AgreedPart]
+
+    def records(self, part: AgreedPart) -> dict[str, object]:
+        """The part's defining filter, as the draw-once store keys its statistics by."""
+        return {"attribute": self.attribute, "codes": sorted(part.codes)}
+
+    def part(self, name: str) -> AgreedPart:
+        return next(p for p in self.parts if p.name == name)
+
+
 class Agreement(Frozen):
-    """The canonical, resolved Φ agreement. Its hash is what everybody signs."""
+    """The canonical, resolved Φ agreement. Its hash is what everybody signs.
+
+    A split agreement (``split``) holds one Φ per part; ``cliques`` is then the union of the parts' Φ and
+    ``attributes`` every released column (the parts' and the split attribute)."""
 
     spec_name: str
     description: str
@@ -286,6 +316,7 @@ class Agreement(Frozen):
     limits: LimitsSpec
     audit: DecomposabilitySettings | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
     privacy_risk: PrivacyRiskSettings | None = Field(default=None, exclude_if=lambda v: v is None)
+    split: AgreedSplit | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
 
     def sha256(self) -> str:
         return sha256_json(self.model_dump(mode="json"))
@@ -368,12 +399,9 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     def canon(attrs: list[str] | tuple[str, ...]) -> Clique:
         return tuple(sorted(attrs, key=order.__getitem__))
 
-    if spec.phi is None:
-        raise SpecError(
-            "this spec declares a split synthesis, which sdgov.split runs (not yet the release flow)",
-            where,
-            "run it with sdgov.split.synthesise_split, or give one 'phi' instead of 'split'",
-        )
+    if spec.split is not None:
+        return _resolve_split(spec, spec.split, schema, where)
+    assert spec.phi is not None  # the spec's validator: 'phi' or 'split'
     cliques: list[Clique] = []
     for i, m in enumerate(spec.phi.marginals):
         check_attrs(m, f"phi.marginals[{i}]")
@@ -500,6 +528,138 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         audit=spec.audit,
         privacy_risk=spec.privacy_risk,
     )
+
+
+def check_unsplit(loaded: LoadedSpec, what: str) -> None:
+    """Refuse a split spec (one line) for a tool that fits one model to Φ on all records."""
+    if loaded.agreement.split is not None:
+        raise SpecError(
+            f"{what} is not available for a split synthesis (it refits one model to Φ on all records; a split has "
+            "one model per part)",
+            str(loaded.spec_path),
+            "run it on a spec with one 'phi' (docs/structures.md, split synthesis)",
+        )
+
+
+def _resolve_split(spec: ReleaseSpec, split: SplitSpec, schema: Schema, where: str) -> Agreement:
+    """Each part resolved as an ordinary agreement on its records (its ρ the part's share), then checked together:
+    the split itself against the schema, and every part modelling the same attributes (one released file)."""
+    if spec.privacy.epsilon is not None:
+        raise SpecError(
+            "a split synthesis takes its budget as 'rho' (split by share) or 'sigma' (every part), not 'epsilon'",
+            where,
+            "convert ε at your δ to ρ (sdgov validate prints both) and give privacy.rho",
+        )
+    if spec.privacy.selection is not None:
+        raise SpecError(
+            "private selection of Φ is not available for a split synthesis",
+            where,
+            "give each part its Φ, or drop privacy.selection",
+        )
+    if spec.audit is not None or spec.privacy_risk is not None:
+        # both fit the generator again to Φ measured on the whole data (resamples, shadow models): a split
+        # release would need one test per part, with its own budget for the audit's own noise — not built
+        raise SpecError(
+            "the decomposability and privacy-risk audits are not available for a split synthesis "
+            "(they refit one model to Φ on all records; a split has one model per part)",
+            where,
+            "drop 'audit' and 'privacy_risk' from a split spec (the structural checks still run), or give one 'phi'",
+        )
+    col = _check_split(split, schema, where)
+    keys = [str(c.code) for c in col.categories or []]
+    total_share = sum(p.share for p in split.parts)
+    parts = []
+    for part in split.parts:
+        privacy = spec.privacy
+        if privacy.rho is not None:
+            privacy = privacy.model_copy(update={"rho": privacy.rho * part.share / total_share})
+        part_spec = spec.model_copy(
+            update={"name": f"{spec.name}.{part.name}", "phi": part.phi, "split": None, "privacy": privacy}
+        )
+        ag = resolve(part_spec, schema, where=f"{where}: split part {part.name!r}")
+        codes = [str(c).strip() for c in part.codes]
+        parts.append(
+            AgreedPart(
+                name=part.name,
+                codes=codes,
+                cells=[keys.index(c) for c in codes],
+                attributes=ag.attributes,
+                cliques=ag.cliques,
+                privacy=ag.privacy,
+                generator=ag.generator,
+            )
+        )
+    modelled = {a for p in parts for a in p.attributes} - {split.attribute}
+    for p in parts:
+        if set(p.attributes) - {split.attribute} != modelled:
+            raise SpecError(
+                f"split part {p.name!r} models {sorted(p.attributes)}, the others {sorted(modelled)}",
+                where,
+                "let every part's Φ cover the same attributes (the parts' records are released as one file)",
+            )
+        if len(p.cells) > 1 and split.attribute not in p.attributes:
+            raise SpecError(
+                f"split part {p.name!r} holds several codes of {split.attribute!r} but its Φ does not measure it",
+                where,
+                f"add a marginal with {split.attribute!r} to that part's Φ, or give the part one code",
+            )
+    order = {name: i for i, name in enumerate(schema.names)}
+    cliques = sorted({c for p in parts for c in p.cliques}, key=lambda c: [order[a] for a in c])
+    return Agreement(
+        spec_name=spec.name,
+        description=spec.description,
+        dataset_name=spec.dataset.name,
+        schema_name=schema.name,
+        schema_sha256=schema.sha256(),
+        attributes=sorted(modelled | {split.attribute}, key=order.__getitem__),
+        cliques=cliques,
+        privacy=spec.privacy,
+        generator=spec.generator,
+        rows=spec.rows,
+        seed=spec.seed,
+        limits=spec.limits,
+        split=AgreedSplit(attribute=split.attribute, parts=parts),
+    )
+
+
+def _check_split(split: SplitSpec, schema: Schema, where: str) -> Column:
+    col = schema.by_name.get(split.attribute)
+    if col is None or col.kind != "categorical" or split.attribute in schema.derived:
+        raise SpecError(
+            f"split.attribute {split.attribute!r} is not a modelled categorical column of schema {schema.name!r}",
+            where,
+            "split on a categorical column declared in the schema",
+        )
+    if col.nullable:
+        raise SpecError(
+            f"split.attribute {split.attribute!r} is nullable: a record with it missing would be in no part",
+            where,
+            "split on a column that is never missing (or map its missing values to a declared category)",
+        )
+    keys = [str(c.code) for c in col.categories or []]
+    seen: list[str] = []
+    for part in split.parts:
+        unknown = [c for c in part.codes if str(c).strip() not in keys]
+        if unknown:
+            raise SpecError(
+                f"split part {part.name!r}: code(s) {unknown[:5]} are not declared for {split.attribute!r}",
+                where,
+                f"use codes of {split.attribute!r}: {keys[:20]}",
+            )
+        seen += [str(c).strip() for c in part.codes]
+    twice = sorted({c for c in seen if seen.count(c) > 1})
+    missing = [k for k in keys if k not in seen]
+    if twice or missing:
+        raise SpecError(
+            f"split parts must hold every code of {split.attribute!r} exactly once: "
+            + (f"{twice[:5]} in several parts" if twice else f"{missing[:5]} in none"),
+            where,
+            "give each record exactly one part",
+        )
+    names = [p.name for p in split.parts]
+    if len(set(names)) != len(names):
+        raise SpecError("split parts need distinct names", where, "rename the parts")
+    return col
 
 
 def _nested_pair(cliques: list[Clique]) -> tuple[Clique, Clique] | None:

@@ -11,22 +11,21 @@ with ``split:`` instead of ``phi:``::
         - {name: others, codes: [2], share: 3, phi: {marginals: [[Age, Sex], [Age, Health], [Sex, Health]]}}
     privacy: {rho: 0.5}                 # split across the parts by share (a fixed sigma applies to every part)
 
-Each part is resolved into an ordinary :class:`~sdgov.spec.Agreement` (its own Φ, the same schema, limits and
-generator), measured on its own records only, fitted on its own noisy marginals, and sampled with as many rows
-as its share of the noisy record totals (so the parts appear in the data's proportions, up to noise); the
-parts' records are concatenated, the split attribute written from the part. Every part models the same
-attributes, so the released file has one set of columns.
+The spec resolves (:func:`sdgov.spec.resolve`) to one :class:`~sdgov.spec.Agreement` whose ``split`` holds each
+part's Φ, budget and generator settings — in the agreement hash, so the controller signs the split. Each part is
+measured on its own records only (the release's measure stage: the engine's grouped scan with the part's filter,
+through the draw-once store, whose key holds the part), fitted on its own noisy marginals, and sampled with as
+many rows as its share of the noisy record totals (so the parts appear in the data's proportions, up to noise);
+the parts' records are concatenated, the split attribute written from the part (:func:`sample_split`). Every
+part models the same attributes, so the released file has one set of columns.
 
-**Privacy.** The parts' ρ are *added* (sequential composition) — conservative: since a record is in exactly one
-part (the split attribute is a value of the record), parallel composition would allow the maximum instead, but
-the sum is what the budget ledger composes everywhere else. δ is the ONS default for the whole dataset.
+**Privacy.** The parts' ρ are *added* (sequential composition, :func:`sdgov.privacy.plan_agreement`) —
+conservative: since a record is in exactly one part (the split attribute is a value of the record), parallel
+composition would allow the maximum instead, but the sum is what the budget ledger composes everywhere else.
 
-**Status.** This module runs a split synthesis end to end from a spec and the data (measure → fit → sample →
-concatenate, with the card's synthesis graph of every part). Like :func:`sdgov.measure.measure` it draws fresh
-noise *outside* the budget ledger — for simulations, tests and benchmarks, never a governed release. The release
-flow (``sdgov release``) does not run it yet — it refuses a split spec in one line — because the draw-once
-store keys a statistic by dataset, attributes and σ, and a part's marginal needs the part in that key before its
-noise can be charged to the ledger, logged and reused.
+:func:`synthesise_split` runs the same fit and sample from a spec and the data outside the release flow: like
+:func:`sdgov.measure.measure` it draws fresh noise *outside* the budget ledger — for simulations, tests and
+benchmarks, never a release (``sdgov release`` runs a split spec governed, like any other).
 """
 
 from __future__ import annotations
@@ -40,25 +39,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sdgov.audits.executor import Executor
 from sdgov.engines import load_encoded
 from sdgov.errors import SpecError
 from sdgov.generators.registry import generator
 from sdgov.hashing import write_json
 from sdgov.loading import load_model_file
 from sdgov.measure import MeasurementSet, measure
-from sdgov.privacy import PrivacyPlan, default_delta, epsilon_of_rho, plan_privacy
-from sdgov.sampler import sample_to_parquet
+from sdgov.privacy import PrivacyPlan, plan_agreement
+from sdgov.sampler import arrow_schema_of, sample_to_parquet
 from sdgov.schema import Schema, load_schema
-from sdgov.spec import Agreement, PrivacySpec, ReleaseSpec, SplitSpec, resolve, resolved
+from sdgov.spec import AgreedPart, AgreedSplit, Agreement, ReleaseSpec, resolve, resolved
 from sdgov.structures import zeros_within
 from sdgov.synthesis_graph import SynthesisGraph, synthesis_graph
-
-
-@dataclass(frozen=True)
-class Part:
-    name: str
-    cells: list[int]  # the split attribute's cell indices of this part
-    agreement: Agreement
 
 
 def load_split_spec(path: str | Path) -> tuple[ReleaseSpec, Schema, Path]:
@@ -71,93 +64,27 @@ def load_split_spec(path: str | Path) -> tuple[ReleaseSpec, Schema, Path]:
     return spec, schema, resolved(path.parent / spec.dataset.path, f"{path}: dataset.path")
 
 
-def resolve_parts(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> list[Part]:
-    """Each part as an ordinary agreement; the split itself checked against the schema first."""
-    split = spec.split
-    assert split is not None
-    if spec.privacy.epsilon is not None:
-        raise SpecError(
-            "a split synthesis takes its budget as 'rho' (split by share) or 'sigma' (every part), not 'epsilon'",
-            where,
-            "convert ε at your δ to ρ (sdgov validate prints both) and give privacy.rho",
-        )
-    _check_split(split, schema, where)
-    col = schema.by_name[split.attribute]
-    keys = [str(c.code) for c in col.categories or []]
-    total_share = math.fsum(p.share for p in split.parts)
-    parts = []
-    for part in split.parts:
-        privacy = spec.privacy
-        if privacy.rho is not None:
-            privacy = privacy.model_copy(update={"rho": privacy.rho * part.share / total_share})
-        part_spec = spec.model_copy(
-            update={"name": f"{spec.name}.{part.name}", "phi": part.phi, "split": None, "privacy": privacy}
-        )
-        agreement = resolve(part_spec, schema, where=f"{where}: split part {part.name!r}")
-        parts.append(Part(part.name, [keys.index(str(c).strip()) for c in part.codes], agreement))
-    modelled = {a for p in parts for a in p.agreement.attributes} - {split.attribute}
-    for p in parts:
-        if set(p.agreement.attributes) - {split.attribute} != modelled:
-            raise SpecError(
-                f"split part {p.name!r} models {sorted(p.agreement.attributes)}, the others {sorted(modelled)}",
-                where,
-                "let every part's Φ cover the same attributes (the parts' records are released as one file)",
-            )
-        if len(p.cells) > 1 and split.attribute not in p.agreement.attributes:
-            raise SpecError(
-                f"split part {p.name!r} holds several codes of {split.attribute!r} but its Φ does not measure it",
-                where,
-                f"add a marginal with {split.attribute!r} to that part's Φ, or give the part one code",
-            )
-    return parts
+def resolve_parts(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> list[AgreedPart]:
+    """Each part of a split spec as agreed (its own Φ, budget share and cell filter)."""
+    split = resolve(spec, schema, where).split
+    assert split is not None  # a spec with 'split' resolves to a split agreement
+    return list(split.parts)
 
 
-def _check_split(split: SplitSpec, schema: Schema, where: str) -> None:
-    col = schema.by_name.get(split.attribute)
-    if col is None or col.kind != "categorical" or split.attribute in schema.derived:
-        raise SpecError(
-            f"split.attribute {split.attribute!r} is not a modelled categorical column of schema {schema.name!r}",
-            where,
-            "split on a categorical column declared in the schema",
-        )
-    keys = [str(c.code) for c in col.categories or []]
-    seen: list[str] = []
-    for part in split.parts:
-        unknown = [c for c in part.codes if str(c).strip() not in keys]
-        if unknown:
-            raise SpecError(
-                f"split part {part.name!r}: code(s) {unknown[:5]} are not declared for {split.attribute!r}",
-                where,
-                f"use codes of {split.attribute!r}: {keys[:20]}",
-            )
-        seen += [str(c).strip() for c in part.codes]
-    twice = sorted({c for c in seen if seen.count(c) > 1})
-    missing = [k for k in keys if k not in seen]
-    if twice or missing:
-        raise SpecError(
-            f"split parts must hold every code of {split.attribute!r} exactly once: "
-            + (f"{twice[:5]} in several parts" if twice else f"{missing[:5]} in none"),
-            where,
-            "give each record exactly one part",
-        )
-    names = [p.name for p in split.parts]
-    if len(set(names)) != len(names):
-        raise SpecError("split parts need distinct names", where, "rename the parts")
-
-
-def compose(plans: dict[str, PrivacyPlan], privacy: PrivacySpec, n_records: int) -> dict[str, Any]:
-    """The release's privacy: the parts' ρ added (sequential composition), ε at the release's δ."""
-    if privacy.noise == "none":
-        return {"noise": "none", "rho": None, "epsilon": None, "delta": None, "parts": {}}
-    delta = privacy.delta if privacy.delta is not None else default_delta(n_records)
-    rho = math.fsum(p.rho or 0.0 for p in plans.values())
+def privacy_summary(plan: PrivacyPlan) -> dict[str, Any]:
+    """A split plan (:func:`sdgov.privacy.plan_agreement`) in brief: the composed ρ and ε, each part's ρ and σs."""
+    parts: dict[str, dict[str, Any]] = {}
+    for m in plan.marginals:
+        part = parts.setdefault(str(m.part), {"rho": 0.0, "sigmas": []})
+        part["rho"] += m.rho or 0.0
+        part["sigmas"].append(m.sigma)
     return {
-        "noise": "gaussian",
+        "noise": plan.noise,
         "composition": "sequential: the parts' ρ added (parallel composition would allow their maximum)",
-        "rho": rho,
-        "epsilon": epsilon_of_rho(rho, delta),
-        "delta": delta,
-        "parts": {name: {"rho": p.rho, "sigmas": [m.sigma for m in p.marginals]} for name, p in plans.items()},
+        "rho": plan.rho,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+        "parts": parts,
     }
 
 
@@ -171,66 +98,108 @@ class SplitResult:
 
 
 def synthesise_split(spec_path: str | Path, out_dir: str | Path, fingerprint: str = "") -> SplitResult:
-    """Measure, fit and sample every part of a split spec; write ``synthetic.parquet`` (all parts, schema column
-    order), ``model_info.json`` (per part) and ``split.json`` (rows, privacy, graphs) under ``out_dir``."""
+    """Measure (fresh noise, outside the ledger), fit and sample every part of a split spec; write
+    ``synthetic.parquet`` (all parts, schema column order), ``model_info.json`` (per part) and ``split.json``
+    (rows, privacy, graphs) under ``out_dir``."""
     spec, schema, data_path = load_split_spec(spec_path)
-    assert spec.split is not None
-    parts = resolve_parts(spec, schema, where=str(spec_path))
+    agreement = resolve(spec, schema, where=str(spec_path))
+    split = agreement.split
+    assert split is not None
     codes = load_encoded(data_path, schema)
-    split_col = codes[spec.split.attribute].to_numpy()
+    split_col = codes[split.attribute].to_numpy()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    plan = plan_agreement(agreement, len(codes))
     msets: dict[str, MeasurementSet] = {}
-    plans: dict[str, PrivacyPlan] = {}
-    for p in parts:
+    for p in split.parts:
         mine = codes[np.isin(split_col, p.cells)].reset_index(drop=True)
-        if len(mine) == 0:  # the measurement of an empty part is still noisy; measured as any other
-            mine = codes.iloc[:0]
-        plans[p.name] = plan_privacy(p.agreement.privacy, p.agreement.cliques, len(codes))
-        msets[p.name] = measure(mine, schema, p.agreement, plans[p.name], fingerprint)
-    totals = {name: max(m.noisy_total(), 0.0) for name, m in msets.items()}
-    rows = _rows(spec.rows, totals)
-    info: dict[str, dict[str, Any]] = {}
-    graphs: list[SynthesisGraph] = []
-    tables = []
-    for i, p in enumerate(parts):
-        plugin = generator(p.agreement.generator.name)
-        model = plugin.fit_model(
-            msets[p.name], p.agreement.generator, zeros_within(schema.zero_cells(), p.agreement.attributes)
-        )
-        part_file = out / f".part-{p.name}.parquet"
-        sample_to_parquet(model, schema, max(rows[p.name], 1), spec.seed + i, part_file)
-        table = pq.read_table(part_file).slice(0, rows[p.name])
-        part_file.unlink()
-        if spec.split.attribute not in table.column_names:
-            table = _with_split_column(table, schema, spec.split.attribute, p.cells[0])
-        tables.append(table)
-        info[p.name] = {
-            "generator": p.agreement.generator.name,
-            "implementation": plugin.implementation(),
-            "fitted_marginals": [list(c) for c in p.agreement.cliques],
-            "model_cliques": [list(c) for c in model.cliques],
-            "sampling_order": list(model.order),
-            "rows": rows[p.name],
-        }
-        g = synthesis_graph(info[p.name], f"part {p.name!r} ({spec.split.attribute} ∈ {_codes(schema, spec, p)})")
-        if g is not None:
-            graphs.append(g)
-    names = [c for c in schema.names if c in tables[0].column_names]
-    synthetic = out / "synthetic.parquet"
-    pq.write_table(pa.concat_tables([t.select(names) for t in tables]), synthetic, compression="zstd")
-    privacy = compose(plans, spec.privacy, len(codes))
+        part_plan = plan.model_copy(update={"marginals": [m for m in plan.marginals if m.part == p.name]})
+        msets[p.name] = measure(mine, schema, part_agreement(agreement, p), part_plan, fingerprint)
+    rows, info = sample_split(split, msets, schema, spec.rows, spec.seed, out / "synthetic.parquet")
+    graphs = split_graphs(split, info)
+    privacy = privacy_summary(plan)
     write_json(out / "model_info.json", info)
     write_json(
         out / "split.json",
-        {
-            "attribute": spec.split.attribute,
-            "rows": rows,
-            "privacy": privacy,
-            "graphs": [g.model_dump() for g in graphs],
-        },
+        {"attribute": split.attribute, "rows": rows, "privacy": privacy, "graphs": [g.model_dump() for g in graphs]},
     )
-    return SplitResult(synthetic=synthetic, rows=rows, privacy=privacy, graphs=graphs, model_info=info)
+    return SplitResult(synthetic=out / "synthetic.parquet", rows=rows, privacy=privacy, graphs=graphs, model_info=info)
+
+
+def part_agreement(agreement: Agreement, part: AgreedPart) -> Agreement:
+    """The ordinary agreement of one part (its Φ, budget and generator on its records)."""
+    return agreement.model_copy(
+        update={
+            "spec_name": f"{agreement.spec_name}.{part.name}",
+            "attributes": part.attributes,
+            "cliques": part.cliques,
+            "privacy": part.privacy,
+            "generator": part.generator,
+            "split": None,
+        }
+    )
+
+
+def sample_split(
+    split: AgreedSplit,
+    msets: dict[str, MeasurementSet],
+    schema: Schema,
+    rows: int | None,
+    seed: int,
+    path: Path,
+    executor: Executor | None = None,
+) -> tuple[dict[str, int], dict[str, dict[str, Any]]]:
+    """Fit each part's model to its noisy marginals, sample its rows (``rows`` split by the noisy part totals;
+    part ``i`` with seed ``seed + i``) and stream the parts, in order, into one Parquet file at ``path`` — the
+    split attribute written from the part when its model does not hold it. Returns rows and model info per
+    part."""
+    counts = _rows(rows, {p.name: max(msets[p.name].noisy_total(), 0.0) for p in split.parts})
+    info: dict[str, dict[str, Any]] = {}
+    files: list[tuple[AgreedPart, Path]] = []
+    for i, p in enumerate(split.parts):
+        plugin = generator(p.generator.name)
+        model = plugin.fit_model(msets[p.name], p.generator, zeros_within(schema.zero_cells(), p.attributes))
+        part_file = path.with_name(f".{path.name}.part-{p.name}")
+        sample_to_parquet(model, schema, max(counts[p.name], 1), seed + i, part_file, executor=executor)
+        files.append((p, part_file))
+        info[p.name] = {
+            "generator": p.generator.name,
+            "implementation": plugin.implementation(),
+            "parameters": p.generator.model_dump(),
+            **model.fit_info,
+            "model_cliques": [list(c) for c in model.cliques],
+            "sampling_order": list(model.order),
+            "codes": p.codes,
+            "rows": counts[p.name],
+        }
+    first = pq.ParquetFile(files[0][1]).schema_arrow.names
+    names = tuple(c for c in schema.names if c in first or c == split.attribute)
+    target = arrow_schema_of(schema, names)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with pq.ParquetWriter(tmp, target, compression="zstd") as writer:
+        for p, part_file in files:
+            left = counts[p.name]  # an empty part was sampled one row, to write none
+            for batch in pq.ParquetFile(part_file).iter_batches():
+                if left <= 0:
+                    break
+                table = pa.Table.from_batches([batch]).slice(0, left)
+                left -= table.num_rows
+                if split.attribute not in table.column_names:
+                    table = _with_split_column(table, target.field(split.attribute), schema, split, p)
+                writer.write_table(table.select(list(names)).cast(target))
+            part_file.unlink()
+    tmp.replace(path)
+    return counts, info
+
+
+def split_graphs(split: AgreedSplit, info: dict[str, dict[str, Any]]) -> list[SynthesisGraph]:
+    """The card's synthesis graph of every part's model, titled by part."""
+    graphs = []
+    for p in split.parts:
+        g = synthesis_graph(info[p.name], f"part {p.name!r} ({split.attribute} ∈ {{{', '.join(p.codes)}}})")
+        if g is not None:
+            graphs.append(g)
+    return graphs
 
 
 def _rows(requested: int | None, totals: dict[str, float]) -> dict[str, int]:
@@ -246,13 +215,8 @@ def _rows(requested: int | None, totals: dict[str, float]) -> dict[str, int]:
     return rows
 
 
-def _with_split_column(table: pa.Table, schema: Schema, attribute: str, cell: int) -> pa.Table:
-    code = schema.by_name[attribute].codes()[cell]
-    values = pa.array([code] * table.num_rows, type=pa.int64() if isinstance(code, int) else pa.string())
-    return table.append_column(pa.field(attribute, values.type, nullable=False), values)
-
-
-def _codes(schema: Schema, spec: ReleaseSpec, part: Part) -> str:
-    assert spec.split is not None
-    codes = schema.by_name[spec.split.attribute].codes()
-    return "{" + ", ".join(str(codes[c]) for c in part.cells) + "}"
+def _with_split_column(
+    table: pa.Table, field: pa.Field, schema: Schema, split: AgreedSplit, part: AgreedPart
+) -> pa.Table:
+    code = schema.by_name[split.attribute].codes()[part.cells[0]]
+    return table.append_column(field, pa.array([code] * table.num_rows, type=field.type))

@@ -48,12 +48,13 @@ def agreement_md(
     dataset_fingerprint: str,
     note: str = "",
 ) -> str:
-    phi = "\n".join(f"  - {' × '.join(c)}" for c in agreement.cliques)
+    # a split synthesis: each part's tables, measured on its own records
+    phi = "\n".join(f"  - {f'[{m.part}] ' if m.part else ''}{' × '.join(m.clique)}" for m in plan.marginals)
     return "\n".join(
         [
             f"## Approve the Φ agreement `{agreement.spec_name}`?",
             "",
-            f"**{proposer}** (analyst) proposes publishing these {len(agreement.cliques)} noisy marginal tables of "
+            f"**{proposer}** (analyst) proposes publishing these {len(plan.marginals)} noisy marginal tables of "
             f"dataset `{agreement.dataset_name}` (content fingerprint `{dataset_fingerprint[:16]}…`):",
             "",
             phi,

@@ -1,5 +1,6 @@
 """Stage 2 — measure: the agreed marginals on the confidential data, with discrete Gaussian noise, drawn once
-per statistic (dataset × marginal × σ).
+per statistic (dataset × marginal × σ; a part of a split synthesis is measured on its own records, its filter in
+the key).
 
 The draw-once transaction (policy, ledger, crash recovery, reuse of statistics drawn by earlier releases) is
 :mod:`sdgov.measurement_store`; the data is the encoded artifact the agree stage wrote
@@ -38,9 +39,15 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             agreed,
             agreement,
             schema,
-            # every marginal in one grouped scan of the encoded copy, out of core
-            draw=lambda cliques, sigmas: noisy_measurements(
-                counter.marginals(agreed.codes.verified(), schema, cliques), sigmas
+            # every marginal in one grouped scan of the encoded copy, out of core (a split part: of its records)
+            draw=lambda cliques, sigmas, part: noisy_measurements(
+                counter.marginals(
+                    agreed.codes.verified(),
+                    schema,
+                    cliques,
+                    None if part is None or agreement.split is None else (agreement.split.attribute, part.cells),
+                ),
+                sigmas,
             ),
         )
         plan = outcome.plan
@@ -52,7 +59,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             )
         log.info(
             "%d marginals: %d drawn now, %d reused (no new noise); ρ spent now %s, ε of the release %s, δ %s",
-            len(agreement.cliques),
+            len(plan.marginals),
             counts["drawn"],
             counts["reused"],
             outcome.budget["this_release_rho"],

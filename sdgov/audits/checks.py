@@ -42,12 +42,18 @@ def structural_checks(context: AuditContext) -> list[Check]:
     synthetic_rows, requested_rows = len(context.synthetic), context.requested_rows
     schema_error = _schema_error(context)
     phi = {tuple(c) for c in agreement.cliques}
-    measured = {tuple(m.clique) for m in mset.measurements}
+    split = agreement.split
+    agreed = (  # (part, marginal): a split's parts each measure their own Φ on their own records
+        {(None, tuple(c)) for c in agreement.cliques}
+        if split is None
+        else {(p.name, tuple(c)) for p in split.parts for c in p.cliques}
+    )
+    measured = {(m.part, tuple(m.clique)) for m in mset.measurements}
     checks = [
         Check(
             name="measurements are exactly Φ",
-            passed=measured == phi and mset.agreement_sha256 == agreement_sha256,
-            detail=f"{len(measured)} measured marginal(s) vs {len(phi)} agreed; measurement made for agreement "
+            passed=measured == agreed and mset.agreement_sha256 == agreement_sha256,
+            detail=f"{len(measured)} measured marginal(s) vs {len(agreed)} agreed; measurement made for agreement "
             f"{mset.agreement_sha256[:12]}…",
         ),
         Check(

@@ -28,6 +28,10 @@ class Encoded:
     fingerprint: str
 
 
+RowFilter = tuple[str, list[int]]
+"""The records whose column (the name) holds one of the cell indices: a part of a split synthesis."""
+
+
 class Engine(Protocol):
     name: str
 
@@ -36,8 +40,11 @@ class Engine(Protocol):
         not fit ``schema``, write its cell indices to ``out`` and fingerprint them. Memory is bounded whatever N."""
         ...
 
-    def marginals(self, codes: Path, schema: Schema, cliques: list[Clique]) -> dict[Clique, np.ndarray]:
-        """The exact int64 contingency table of every clique (axes in clique order), in one scan of ``codes``."""
+    def marginals(
+        self, codes: Path, schema: Schema, cliques: list[Clique], records: RowFilter | None = None
+    ) -> dict[Clique, np.ndarray]:
+        """The exact int64 contingency table of every clique (axes in clique order), in one scan of ``codes`` —
+        of the records ``records`` selects only, when given (a part of a split synthesis)."""
         ...
 
     def undeclared(self, source: Path, schema: Schema) -> dict[str, list[tuple[str, int]]]:

@@ -45,7 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sdgov.engines.base import Encoded
+from sdgov.engines.base import Encoded, RowFilter
 from sdgov.engines.checks import Distinct, lookup_problem, refuse, undeclared_values
 from sdgov.engines.duckdb_engine import source_columns
 from sdgov.errors import DataError, SpecError, shorten
@@ -230,14 +230,24 @@ def _merge(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
     return uniq, total
 
 
-def _count(path: str, row_groups: list[int], cliques: list[Clique], shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
-    """Row groups of ``codes.parquet``: every clique's flat int64 contingency table."""
-    attrs = list(dict.fromkeys(a for c in cliques for a in c))
+def _count(
+    path: str,
+    row_groups: list[int],
+    cliques: list[Clique],
+    shapes: list[tuple[int, ...]],
+    records: RowFilter | None = None,
+) -> list[np.ndarray]:
+    """Row groups of ``codes.parquet``: every clique's flat int64 contingency table (of ``records`` only)."""
+    attrs = list(dict.fromkeys([a for c in cliques for a in c] + ([records[0]] if records else [])))
     table = pq.ParquetFile(path).read_row_groups(row_groups, columns=attrs)
     cells = {a: table.column(a).to_numpy().astype(np.int64) for a in attrs}
+    if records is not None:
+        keep = np.isin(cells[records[0]], records[1])
+        cells = {a: v[keep] for a, v in cells.items()}
+    n = len(next(iter(cells.values())))
     out = []
     for clique, shape in zip(cliques, shapes):
-        flat = np.ravel_multi_index(tuple(cells[a] for a in clique), shape) if clique else np.zeros(len(table), int)
+        flat = np.ravel_multi_index(tuple(cells[a] for a in clique), shape) if clique else np.zeros(n, int)
         out.append(np.bincount(flat, minlength=math.prod(shape)).astype(np.int64))
     return out
 
@@ -365,13 +375,15 @@ class DaskEngine:
                 out.append(problem)
         return out
 
-    def marginals(self, codes: Path, schema: Schema, cliques: list[Clique]) -> dict[Clique, np.ndarray]:
+    def marginals(
+        self, codes: Path, schema: Schema, cliques: list[Clique], records: RowFilter | None = None
+    ) -> dict[Clique, np.ndarray]:
         from dask import delayed
 
         unique = list(dict.fromkeys(cliques))
         shapes = [schema.shape(c) for c in unique]
         with _client() as client:
-            total = _tree_sum([delayed(_count)(str(codes), rgs, unique, shapes) for rgs in _row_groups(codes)])
+            total = _tree_sum([delayed(_count)(str(codes), rgs, unique, shapes, records) for rgs in _row_groups(codes)])
             flat = client.compute(total).result()
         tables = {c: t.reshape(s) for c, t, s in zip(unique, flat, shapes)}
         return {c: tables[c] for c in cliques}

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow.parquet as pq
 
-from sdgov.engines.base import Encoded
+from sdgov.engines.base import Encoded, RowFilter
 from sdgov.engines.checks import lookup_problem, refuse, undeclared_values
 from sdgov.errors import DataError, shorten
 from sdgov.fingerprint import columns, fingerprint_of_groups, packs
@@ -279,7 +279,10 @@ class DuckDBEngine:
             )
         return fingerprint_of_groups(schema, rows, groups)
 
-    def marginals(self, codes: Path, schema: Schema, cliques: list[Clique]) -> dict[Clique, np.ndarray]:
+    def marginals(
+        self, codes: Path, schema: Schema, cliques: list[Clique], records: RowFilter | None = None
+    ) -> dict[Clique, np.ndarray]:
+        where = "" if records is None else f" WHERE {_ident(records[0])} IN ({', '.join(map(str, records[1]))})"
         attrs = list(dict.fromkeys(a for c in cliques for a in c))
         sets = list(dict.fromkeys(frozenset(c) for c in cliques))
         tables: dict[frozenset[str], tuple[tuple[str, ...], np.ndarray]] = {}
@@ -287,7 +290,7 @@ class DuckDBEngine:
             for start in range(0, len(sets), 32):  # GROUPING_ID is a bit per attribute: keep batches modest
                 batch = sets[start : start + 32]
                 used = [a for a in attrs if any(a in s for s in batch)]
-                tables.update(self._grouping_sets(con, codes, schema, used, batch))
+                tables.update(self._grouping_sets(con, codes, schema, used, batch, where))
         out: dict[Clique, np.ndarray] = {}
         for clique in cliques:
             order, table = tables[frozenset(clique)]
@@ -296,14 +299,19 @@ class DuckDBEngine:
 
     @staticmethod
     def _grouping_sets(
-        con: duckdb.DuckDBPyConnection, codes: Path, schema: Schema, attrs: list[str], sets: list[frozenset[str]]
+        con: duckdb.DuckDBPyConnection,
+        codes: Path,
+        schema: Schema,
+        attrs: list[str],
+        sets: list[frozenset[str]],
+        where: str = "",
     ) -> dict[frozenset[str], tuple[tuple[str, ...], np.ndarray]]:
         cols = ", ".join(_ident(a) for a in attrs)
         spec = ", ".join("(" + ", ".join(_ident(a) for a in attrs if a in s) + ")" for s in sets)
         result = (
             con.sql(
                 f"SELECT {cols}, GROUPING_ID({cols}) AS g, count(*) AS n "
-                f"FROM read_parquet({_text(str(codes))}) GROUP BY GROUPING SETS ({spec})"
+                f"FROM read_parquet({_text(str(codes))}){where} GROUP BY GROUPING SETS ({spec})"
             )
             .arrow()
             .read_all()

@@ -54,6 +54,10 @@ def test_exact_marginals_codes_and_fingerprint_equal_the_in_memory_reference(tmp
     more = [(b, a), (a,), (a, b, c)]
     for clique, table in engine().marginals(enc.path, schema, more).items():
         assert np.array_equal(table, marginal_counts(reference, schema, clique)), clique
+    # a split synthesis's part: the same scan over the records whose attribute holds the part's cells
+    part = reference[reference[c].isin([0, 2])]
+    for clique, table in engine().marginals(enc.path, schema, more, records=(c, [0, 2])).items():
+        assert np.array_equal(table, marginal_counts(part, schema, clique)), clique
 
 
 def _wide_schema(k: int, size: int) -> Schema:

@@ -35,7 +35,8 @@ def _watch(fn, *a, **kw) -> list[str]:
 
 def test_generate_input_has_no_way_to_name_the_data():
     fields = set(GenerateInput.model_fields)
-    assert fields == {"measurements", "schema_file", "generator", "rows", "seed", "out_dir"}
+    # 'split' is the agreed split (parts' codes, Φ, generator settings): public, part of the agreement
+    assert fields == {"measurements", "schema_file", "generator", "rows", "seed", "out_dir", "split"}
     with pytest.raises(ValidationError):
         GenerateInput(
             measurements=ArtifactRef(name="m", path="x", sha256="0", bytes=0),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -190,8 +191,27 @@ def test_split_parts_resolve_to_their_own_agreements_and_budget_shares():
         schema,
     )
     assert [p.name for p in parts] == ["one", "two"] and [p.cells for p in parts] == [[0], [1]]
-    assert [p.agreement.privacy.rho for p in parts] == pytest.approx([0.3, 0.1])
-    assert parts[0].agreement.cliques != parts[1].agreement.cliques
+    assert [p.privacy.rho for p in parts] == pytest.approx([0.3, 0.1])
+    assert parts[0].cliques != parts[1].cliques
+
+
+def test_a_parts_statistic_is_keyed_by_its_records_and_unsplit_keys_and_agreements_are_unchanged():
+    from sdgov.hashing import sha256_json
+    from sdgov.measurement_store import statistic_key
+    from sdgov.spec import resolve
+
+    schema = Schema.model_validate(schema_dict())
+    unsplit = statistic_key("fp", ("Age", "Work"), 2.0)
+    # the key every registry logged before split synthesis existed
+    assert unsplit == sha256_json({"dataset": "fp", "attributes": ["Age", "Work"], "sigma": 2.0})
+    split = resolve(
+        split_spec([part("one", [1], [["Age", "Work"]]), part("two", [2], [["Age", "Work"]])], privacy={"rho": 1}),
+        schema,
+    ).split
+    assert split is not None
+    keys = {statistic_key("fp", ("Age", "Work"), 2.0, split.records(p)) for p in split.parts}
+    assert len(keys | {unsplit}) == 3  # each part's marginal is its own statistic, not the unsplit one
+    assert "split" not in resolve(spec(), schema).model_dump(mode="json")  # an unsplit agreement hashes as before
 
 
 @pytest.mark.parametrize(
@@ -210,6 +230,40 @@ def test_split_parts_resolve_to_their_own_agreements_and_budget_shares():
 def test_a_bad_split_is_refused_in_one_line(parts, over, expected):
     with pytest.raises(SpecError, match=expected):
         resolve_parts(split_spec(parts, **over), Schema.model_validate(schema_dict()))
+
+
+def test_synthesise_split_runs_a_split_spec_outside_the_release(tmp_path):
+    """The simulation path (fresh noise, no ledger): both parts sampled, in proportion to their noisy totals."""
+    from sdgov.split import synthesise_split
+
+    rng = np.random.default_rng(0)
+    n = 400
+    data = pd.DataFrame(
+        {
+            "Area": rng.choice(["a1", "a2", "a3"], n),
+            "Age": rng.choice([1, 2, 3], n),
+            "Work": -9,
+            "Kind": np.where(np.arange(n) < 100, 1, 2),  # a quarter in part 'one'
+        }
+    )
+    data["Zone"] = data["Area"].map({"a1": "north", "a2": "north", "a3": "south"})
+    data.to_csv(tmp_path / "x.csv", index=False)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(schema_dict()))
+    parts = [part(name, [k], [["Area", "Age"]]) for name, k in (("one", 1), ("two", 2))]
+    raw = spec(
+        phi=None,
+        split={"attribute": "Kind", "parts": parts},
+        privacy={"rho": 10},
+        generator={"name": "pgm", "iterations": 50},
+        rows=200,
+    ).model_dump(mode="json", by_alias=True, exclude_none=True)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(raw))
+    result = synthesise_split(tmp_path / "spec.yaml", tmp_path / "out")
+    syn = pd.read_parquet(result.synthetic)
+    assert len(syn) == 200 and sum(result.rows.values()) == 200
+    assert (syn["Kind"] == 1).sum() == result.rows["one"] and 35 <= result.rows["one"] <= 65  # ≈ 50 up to noise
+    assert result.privacy["parts"]["one"]["rho"] == pytest.approx(5) and result.privacy["rho"] == pytest.approx(10)
+    assert [g.title.split("'")[1] for g in result.graphs] == ["one", "two"]
 
 
 def test_rows_follow_the_noisy_part_totals_and_add_up():

@@ -481,9 +481,10 @@ def audit_spec(
     """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings (``K``, ``seed`` and
     ``overrides`` replace some of them, e.g. from the command line)."""
     from sdgov.engines import load_encoded
-    from sdgov.spec import load_spec
+    from sdgov.spec import check_unsplit, load_spec
 
     loaded = load_spec(spec_path)
+    check_unsplit(loaded, "the decomposability test")
     settings = loaded.agreement.audit or DecomposabilitySettings()
     upd: dict[str, Any] = {**(overrides or {}), **({"K": K} if K is not None else {})}
     if seed is not None:

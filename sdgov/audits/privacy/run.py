@@ -278,9 +278,10 @@ def audit_spec_privacy(
     from the spec's :class:`~sdgov.privacy.PrivacyPlan` on the full data."""
     from sdgov.engines import load_encoded
     from sdgov.privacy import plan_privacy
-    from sdgov.spec import load_spec
+    from sdgov.spec import check_unsplit, load_spec
 
     loaded = load_spec(spec_path)
+    check_unsplit(loaded, "the privacy-risk audit")
     codes = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
     plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
     return audit_agreement_privacy(
