@@ -159,7 +159,8 @@ class GeneratorSpec(Frozen):
     inference: Literal["auto", "exact", "approximate"] = Field(
         default="auto",
         exclude_if=lambda v: v == "auto",  # absent: same hash as before
-        description="pgm: 'auto' resolves to approximate when the junction tree exceeds the domain limit",
+        description="pgm: 'auto' resolves to approximate when the junction tree exceeds the domain limit "
+        "(limits.max_model_cells) or the exact-inference limit (limits.max_exact_cells)",
     )
 
     @field_validator("name")
@@ -194,6 +195,12 @@ class SplitSpec(Frozen):
 class LimitsSpec(Frozen):
     max_marginal_cells: PositiveInt = DEFAULT_CELL_LIMIT
     max_model_cells: PositiveInt = DEFAULT_DOMAIN_LIMIT
+    max_exact_cells: PositiveInt | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,  # absent: same hash as before
+        description="the fit's time budget, as a model size: above it, 'auto' inference resolves to approximate "
+        "(a size, not seconds, so the choice is the same on every machine and recorded in the agreement)",
+    )
 
 
 Text = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S")]
@@ -499,7 +506,9 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
     model_cells = plugin.model_cells(
         attributes, cliques + [z for z in zero_cliques if z not in seen], schema.domain(attributes)
     )
-    if model_cells > spec.limits.max_model_cells and plugin.approximate and gen.inference != "exact":
+    over_domain = model_cells > spec.limits.max_model_cells
+    over_exact = spec.limits.max_exact_cells is not None and model_cells > spec.limits.max_exact_cells
+    if plugin.approximate and ((over_domain and gen.inference != "exact") or (over_exact and gen.inference == "auto")):
         # dense Φ: approximate inference holds only Φ's own tables (and a sampled model within the limit)
         gen = gen.model_copy(update={"inference": "approximate"})
         model_cells = max(schema.cells(c) for c in cliques)

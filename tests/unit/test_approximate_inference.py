@@ -59,3 +59,28 @@ def test_inference_exact_still_refuses_over_the_limit(tmp_path):
 
     with pytest.raises(SpecError, match="over the model domain limit"):
         _spec(tmp_path, 500, inference="exact")
+
+
+def test_the_exact_inference_limit_sends_auto_to_approximate_within_the_domain_limit(tmp_path):
+    """``limits.max_exact_cells``: the fit's time budget as a model size (the same choice on every machine). Over
+    it, 'auto' resolves to approximate and the agreement records it; an explicit 'exact' is kept; absent, or above
+    the model's size, nothing changes (the same agreement hash)."""
+
+    def resolved(limits: dict, inference: str | None = None):
+        spec = make_demo_inputs(tmp_path / f"in-{len(list(tmp_path.iterdir()))}", rows=200)
+        raw = yaml.safe_load(spec.read_text())
+        raw["phi"] = {"all_kway": [{"k": 2, "attributes": ALL}]}
+        raw["generator"] = {"name": "pgm", "iterations": 10, **({"inference": inference} if inference else {})}
+        raw["limits"] = limits
+        spec.write_text(yaml.safe_dump(raw, sort_keys=False))
+        return load_spec(spec)
+
+    plain = resolved({})
+    ag = plain.agreement
+    cells = generator("pgm").model_cells(ag.attributes, ag.cliques, plain.schema_.domain(ag.attributes))
+    assert ag.generator.inference == "auto" and 500 < cells < 10**9
+    timed = resolved({"max_exact_cells": 500}).agreement
+    assert timed.generator.inference == "approximate" and timed.sha256() != ag.sha256()
+    assert resolved({"max_exact_cells": 500}, inference="exact").agreement.generator.inference == "exact"
+    roomy = resolved({"max_exact_cells": 10**9}).agreement
+    assert roomy.generator.inference == "auto" and roomy.sha256() != ag.sha256()  # the limit itself is agreed
