@@ -112,7 +112,9 @@ def main() -> None:
     ap.add_argument("--one-way", type=float, default=0.5)
     ap.add_argument("--iterations", type=int, default=1000)
     ap.add_argument("--extra", type=int, nargs="*", default=[0, 20], help="MST arms: pairs beyond the tree")
-    ap.add_argument("--model-cells", type=int, default=10**5, help="MST extra pairs: junction-tree clique limit")
+    ap.add_argument(
+        "--exact-cells", type=int, default=250_000, help="MST extra pairs: limits.max_exact_cells (the model's cells)"
+    )
     ap.add_argument(
         "--spec-inference",
         nargs="*",
@@ -158,7 +160,7 @@ def main() -> None:
             selection = (args.share, args.one_way, args.iterations)
             for extra in args.extra:
                 name = "sdgov MST" + (f" + {extra} pairs" if extra else "")
-                runs[name] = functools.partial(sdgov_mst, *data, *selection, extra, args.model_cells)
+                runs[name] = functools.partial(sdgov_mst, *data, *selection, extra, args.exact_cells)
             for inference in args.spec_inference:
                 # resolve() leaves 'auto' only where the junction tree is within the limit: exact inference
                 agreed = "approximate" if agreement.generator.inference == "approximate" else "exact"
@@ -201,7 +203,7 @@ def main() -> None:
         "selection_share": args.share,
         "one_way": args.one_way,
         "extra_pairs": args.extra,
-        "model_cells": args.model_cells,
+        "exact_cells": args.exact_cells,
         "iterations": args.iterations,
         "spec_generator": agreement.generator.model_dump(mode="json"),
         "classifier": "sklearn HistGradientBoostingClassifier(categorical_features=all, random_state=0)",

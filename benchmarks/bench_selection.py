@@ -39,13 +39,12 @@ sys.path.insert(0, str(REPO))
 
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
-from sdgov.generators.pgm_mbi import largest_clique_cells  # noqa: E402
 from sdgov.measure import MeasurementSet, measure_cliques  # noqa: E402
 from sdgov.privacy import plan_privacy  # noqa: E402
 from sdgov.sampler import iter_chunks  # noqa: E402
 from sdgov.schema import load_schema  # noqa: E402
 from sdgov.selection import select_mst  # noqa: E402
-from sdgov.spec import GeneratorSpec, PrivacySpec, SelectionSpec  # noqa: E402
+from sdgov.spec import GeneratorSpec, LimitsSpec, PrivacySpec, SelectionSpec  # noqa: E402
 from sdgov.tables import contingency_table  # noqa: E402
 
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
@@ -84,11 +83,14 @@ def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed
     return syn, plan, model
 
 
-def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, extra=0, model_cells=10**5):
+def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, extra=0, exact_cells=250_000):
+    """``sdgov propose --select mst`` with ``privacy.selection.extra`` and ``limits.max_exact_cells``: the extra
+    pairs stay within the exact-inference limit, by the same rule as the product (``LimitsSpec.exact_cells``)."""
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
     p = PrivacySpec(epsilon=eps, delta=delta, selection=SelectionSpec(share=share, one_way=one_way, extra=extra))
     ones = [(a,) for a in attrs]
+    limit = LimitsSpec(max_exact_cells=exact_cells).exact_cells()
     plan1 = plan_privacy(p, ones, len(real))
     m1 = measure_cliques(real, schema, ones, plan1.sigmas)
     assert plan1.selection_rho is not None
@@ -100,7 +102,7 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
         p.selection,  # type: ignore[arg-type]
         plan1.selection_rho,
         10**6,
-        fits=lambda pairs: largest_clique_cells(attrs, ones + list(pairs), sizes) <= model_cells,
+        fits=lambda pairs: registry.generator("pgm").model_cells(attrs, ones + list(pairs), sizes) <= limit,
     )
     pairs = [tuple(e.pair) for e in proposal.selected]
     syn, plan, model = release_proposed(real, schema, attrs, p, m1, pairs, iterations, rows, seed)
@@ -195,7 +197,9 @@ def main() -> None:
     ap.add_argument("--one-way", type=float, default=0.5)
     ap.add_argument("--iterations", type=int, default=1000)
     ap.add_argument("--extra", type=int, default=0, help="MST: pairs selected beyond the spanning tree")
-    ap.add_argument("--model-cells", type=int, default=10**5, help="MST extra pairs: junction-tree clique limit")
+    ap.add_argument(
+        "--exact-cells", type=int, default=250_000, help="MST extra pairs: limits.max_exact_cells (the model's cells)"
+    )
     ap.add_argument("--dpmm", help="python of a venv with dpmm installed")
     ap.add_argument("--mbi", help="python of a venv with mbi 2.0 installed")
     ap.add_argument("--all-pairs", action="store_true", help="also all 136 pairs with approximate inference")
@@ -232,7 +236,7 @@ def main() -> None:
             selection = (args.share, args.one_way, args.iterations)
             if not args.no_mst:
                 mst = "sdgov MST" + (f" + {args.extra} pairs" if args.extra else "")
-                runs[mst] = functools.partial(sdgov_mst, *data, *selection, args.extra, args.model_cells)
+                runs[mst] = functools.partial(sdgov_mst, *data, *selection, args.extra, args.exact_cells)
             if args.aim:
                 runs["sdgov AIM"] = functools.partial(
                     sdgov_aim, *data, *selection, args.aim_rounds, args.aim_iterations
@@ -263,7 +267,7 @@ def main() -> None:
         "extra_pairs": args.extra,
         "aim_rounds_planned": args.aim_rounds,
         "aim_iterations": args.aim_iterations,
-        "model_cells": args.model_cells,
+        "exact_cells": args.exact_cells,
         "iterations": args.iterations,
         "seeds": args.seeds,
         "machine": f"{platform.machine()}, {platform.python_version()}",

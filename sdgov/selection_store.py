@@ -134,8 +134,8 @@ def select_once(
                 sel,
                 rho,
                 agreement.limits.max_marginal_cells,
-                fits=lambda pairs: (
-                    plugin.model_cells(attrs, ones + list(pairs), sizes) <= agreement.limits.max_model_cells
+                fits=lambda pairs: (  # the extra pairs keep the model within exact inference's limit
+                    plugin.model_cells(attrs, ones + list(pairs), sizes) <= agreement.limits.exact_cells()
                 ),
             )
         payload = (proposal.model_dump_json() + "\n").encode()
@@ -179,7 +179,7 @@ def _aim(
         sel,
         rho,
         agreement.limits.max_marginal_cells,
-        agreement.limits.max_model_cells,
+        agreement.limits.exact_cells(),
         marginal_estimator(attrs, sizes, agreement.generator.iterations),
         lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
         journal=journal,

@@ -202,6 +202,10 @@ class LimitsSpec(Frozen):
         "(a size, not seconds, so the choice is the same on every machine and recorded in the agreement)",
     )
 
+    def exact_cells(self) -> int:
+        """The largest model fitted exactly: what private selection's extra pairs stay within."""
+        return min(self.max_model_cells, self.max_exact_cells or self.max_model_cells)
+
 
 Text = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S")]
 
@@ -507,7 +511,7 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
         attributes, cliques + [z for z in zero_cliques if z not in seen], schema.domain(attributes)
     )
     over_domain = model_cells > spec.limits.max_model_cells
-    over_exact = spec.limits.max_exact_cells is not None and model_cells > spec.limits.max_exact_cells
+    over_exact = model_cells > spec.limits.exact_cells()
     if plugin.approximate and ((over_domain and gen.inference != "exact") or (over_exact and gen.inference == "auto")):
         # dense Φ: approximate inference holds only Φ's own tables (and a sampled model within the limit)
         gen = gen.model_copy(update={"inference": "approximate"})

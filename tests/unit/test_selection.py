@@ -169,6 +169,39 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     assert plan["selection_rho"] == pytest.approx(proposal.budget.rho)
 
 
+def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
+    """``privacy.selection.extra`` adds the best pairs beyond the tree while the model stays within
+    ``limits.max_exact_cells`` (so the proposed Φ is fitted exactly): unlimited, all 10 pairs of the 5 attributes
+    are chosen; limited, fewer, and the chosen model is within the limit."""
+    from sdgov.generators.registry import generator
+    from sdgov.schema import load_schema
+    from sdgov.tasks.select_phi import select_phi
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    draft = _draft(tmp_path)
+    raw = yaml.safe_load(draft.read_text())
+    raw["privacy"]["selection"]["extra"] = 6
+    attrs = raw["phi"]["all_kway"][0]["attributes"]
+    sizes = load_schema(draft.parent / raw["schema"]).domain(attrs)
+
+    def proposed(limits: dict, name: str) -> list[tuple[str, ...]]:
+        raw["limits"] = limits
+        path = draft.with_name(f"{name}.yaml")
+        path.write_text(yaml.safe_dump(raw, sort_keys=False))
+        proposal, _ = select_phi.fn(str(path), str(root), name, "Ada Analyst")
+        return [tuple(p) for p in proposal.pairs]
+
+    def cells(pairs: list[tuple[str, ...]]) -> int:
+        return generator("pgm").model_cells(attrs, [(a,) for a in attrs] + pairs, sizes)
+
+    everything = proposed({}, "unlimited")
+    assert len(everything) == 10
+    limit = (cells(everything) + cells(everything[:4])) // 2  # room for the tree and some, not every pair
+    within = proposed({"max_exact_cells": limit}, "limited")
+    assert 4 <= len(within) < 10 and cells(within) <= limit
+
+
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
     from sdgov.flows.cli import main
 
