@@ -39,7 +39,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_selection import REPO, peer, sdgov_mst, summarize, tvd_pairs
+from bench_selection import REPO, combine, peer_arms, sdgov_mst, shared_options, summarize, tvd_pairs
 
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
@@ -104,17 +104,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", type=Path, help="UCI's adult.data (no header row)")
     ap.add_argument("--test", type=Path, help="UCI's adult.test (no header row)")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--first-seed", type=int, default=0)
-    ap.add_argument("--eps", type=float, default=1.0)
-    ap.add_argument("--delta", type=float, default=1e-5)
-    ap.add_argument("--share", type=float, default=2 / 3)
-    ap.add_argument("--one-way", type=float, default=0.5)
-    ap.add_argument("--iterations", type=int, default=1000)
+    shared_options(ap)
     ap.add_argument("--extra", type=int, nargs="*", default=[0, 20], help="MST arms: pairs beyond the tree")
-    ap.add_argument(
-        "--exact-cells", type=int, default=250_000, help="MST extra pairs: limits.max_exact_cells (the model's cells)"
-    )
     ap.add_argument(
         "--spec-inference",
         nargs="*",
@@ -122,13 +113,9 @@ def main() -> None:
         choices=["auto", "exact", "approximate"],
         help="spec's Φ arms: the agreed inference ('auto': what resolve() makes of it) and/or another one",
     )
-    ap.add_argument("--dpmm", help="python of a venv with dpmm installed")
-    ap.add_argument("--mbi", help="python of a venv with mbi 2.0 installed")
-    ap.add_argument("--combine", nargs="+", help="merge the arms of earlier --out files and exit")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.combine:
-        return combine(args.combine, args.out)
+        return combine(args.combine, args.out, summarize_adult, report)
     if args.train is None or args.test is None:
         ap.error("--train and --test are required")
 
@@ -149,11 +136,7 @@ def main() -> None:
     }
     print(baselines, flush=True)
     arms: dict[str, list[dict]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        codes, domain = work / "codes.csv", work / "domain.json"
-        real[attrs].to_csv(codes, index=False)
-        domain.write_text(json.dumps(sizes))
+    with peer_arms(args, real[attrs], sizes) as peers:
         for s in range(args.first_seed, args.first_seed + args.seeds):
             runs = {}
             data = (real[attrs], schema, attrs, args.eps, args.delta, rows, s)
@@ -168,11 +151,7 @@ def main() -> None:
                 runs[f"sdgov spec Φ (28 pairs, {how})"] = functools.partial(
                     sdgov_spec_phi, real, schema, agreement, args.eps, args.delta, rows, s, inference
                 )
-            if args.dpmm:
-                runs["dpmm MST"] = lambda: peer(args.dpmm, "dpmm_mst.py", codes, domain, args, rows, work)
-            if args.mbi:
-                runs["mbi 2.0 MST"] = lambda: peer(args.mbi, "mbi_mst.py", codes, domain, args, rows, work)
-            for name, run in runs.items():
+            for name, run in {**runs, **peers}.items():
                 syn, secs, info = run()
                 modelled = [a for a in attrs if a in syn.columns]
                 syn = syn[modelled].astype(np.int64)
@@ -246,16 +225,6 @@ def report(result: dict, out: str | None) -> None:
         )
     if out:
         Path(out).write_text(json.dumps(result, indent=2) + "\n")
-
-
-def combine(files: list[str], out: str | None) -> None:
-    """Arms run as separate processes (same data, ε, seeds) in one result."""
-    parts = [json.loads(Path(f).read_text()) for f in files]
-    arms: dict[str, list[dict]] = {}
-    for p in parts:
-        for k, v in p["arms"].items():
-            arms.setdefault(k, []).extend(v["runs"])
-    report({**parts[0], "command": [p["command"] for p in parts], "arms": summarize_adult(arms)}, out)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ attribute pairs, median over seeds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import itertools
 import json
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -187,8 +189,8 @@ def peer(python: str, script: str, codes: Path, domain: Path, args: argparse.Nam
     return pd.read_csv(out), float(info.pop("seconds")), info
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def shared_options(ap: argparse.ArgumentParser) -> None:
+    """The options every comparison with the peers takes (this benchmark and ``bench_adult.py``)."""
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (split runs over processes)")
     ap.add_argument("--eps", type=float, default=1.0)
@@ -196,19 +198,41 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=2 / 3)
     ap.add_argument("--one-way", type=float, default=0.5)
     ap.add_argument("--iterations", type=int, default=1000)
-    ap.add_argument("--extra", type=int, default=0, help="MST: pairs selected beyond the spanning tree")
     ap.add_argument(
         "--exact-cells", type=int, default=250_000, help="MST extra pairs: limits.max_exact_cells (the model's cells)"
     )
     ap.add_argument("--dpmm", help="python of a venv with dpmm installed")
     ap.add_argument("--mbi", help="python of a venv with mbi 2.0 installed")
+    ap.add_argument("--combine", nargs="+", help="merge the arms of earlier --out files (run side by side) and exit")
+    ap.add_argument("--out", default=None)
+
+
+@contextlib.contextmanager
+def peer_arms(args: argparse.Namespace, real: pd.DataFrame, sizes: dict[str, int]) -> Iterator[dict[str, Callable]]:
+    """The peers' arms asked for (``--dpmm``, ``--mbi``), each a call that runs the peer on ``real``'s codes in its
+    own venv; the codes and the domain are written once, to a directory that lives as long as the block."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        codes, domain = work / "codes.csv", work / "domain.json"
+        real.to_csv(codes, index=False)
+        domain.write_text(json.dumps(sizes))
+        rows, arms = len(real), {}
+        if args.dpmm:
+            arms["dpmm MST"] = lambda: peer(args.dpmm, "dpmm_mst.py", codes, domain, args, rows, work)
+        if args.mbi:
+            arms["mbi 2.0 MST"] = lambda: peer(args.mbi, "mbi_mst.py", codes, domain, args, rows, work)
+        yield arms
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    shared_options(ap)
+    ap.add_argument("--extra", type=int, default=0, help="MST: pairs selected beyond the spanning tree")
     ap.add_argument("--all-pairs", action="store_true", help="also all 136 pairs with approximate inference")
     ap.add_argument("--no-mst", action="store_true", help="leave out sdgov's MST arm (e.g. peers in another process)")
     ap.add_argument("--aim", action="store_true", help="also sdgov's AIM arm (propose --select aim, then release)")
     ap.add_argument("--aim-rounds", type=int, default=None, help="AIM: rounds planned (default 16 × attributes)")
     ap.add_argument("--aim-iterations", type=int, default=None, help="AIM: mirror descent per round (--iterations)")
-    ap.add_argument("--combine", nargs="+", help="merge the arms of earlier --out files (run side by side) and exit")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args()
     if args.aim:
         import logging
@@ -225,11 +249,7 @@ def main() -> None:
     sizes = schema.domain(attrs)
     rows = len(real)
     arms: dict[str, list[dict]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        codes, domain = work / "codes.csv", work / "domain.json"
-        real.to_csv(codes, index=False)
-        domain.write_text(json.dumps(sizes))
+    with peer_arms(args, real, sizes) as peers:
         for s in range(args.first_seed, args.first_seed + args.seeds):
             runs = {}
             data = (real, schema, attrs, args.eps, args.delta, rows, s)  # every sdgov arm: same data, ε, seed
@@ -243,11 +263,7 @@ def main() -> None:
                 )
             if args.all_pairs:
                 runs["sdgov all 2-way (approximate)"] = functools.partial(sdgov_all_pairs, *data, args.iterations)
-            if args.dpmm:
-                runs["dpmm MST"] = lambda: peer(args.dpmm, "dpmm_mst.py", codes, domain, args, rows, work)
-            if args.mbi:
-                runs["mbi 2.0 MST"] = lambda: peer(args.mbi, "mbi_mst.py", codes, domain, args, rows, work)
-            for name, run in runs.items():
+            for name, run in {**runs, **peers}.items():
                 syn, secs, info = run()
                 tvd = tvd_pairs(real, syn[attrs].astype(np.int64), sizes)
                 arms.setdefault(name, []).append({"seed": s, "tvd": tvd, "seconds": secs, "info": info})
@@ -319,15 +335,20 @@ def report(result: dict, out: str | None) -> None:
         Path(out).write_text(json.dumps(result, indent=2) + "\n")
 
 
-def combine(files: list[str], out: str | None) -> None:
-    """Arms run side by side as separate processes (same data, ε, seeds, same time window) in one result."""
+def combine(
+    files: list[str],
+    out: str | None,
+    summarize_arms: Callable[[dict[str, list[dict]]], dict] = summarize,
+    report_result: Callable[[dict, str | None], None] = report,
+) -> None:
+    """Arms run side by side as separate processes (same data, ε, seeds, same time window) in one result, summed
+    up and reported by the benchmark's own functions (this one's :func:`summarize` and :func:`report` by default)."""
     parts = [json.loads(Path(f).read_text()) for f in files]
     arms: dict[str, list[dict]] = {}
     for p in parts:
         for k, v in p["arms"].items():
             arms.setdefault(k, []).extend(v["runs"])
-    result = {**parts[0], "command": [p["command"] for p in parts], "arms": summarize(arms)}
-    report(result, out)
+    report_result({**parts[0], "command": [p["command"] for p in parts], "arms": summarize_arms(arms)}, out)
 
 
 if __name__ == "__main__":
