@@ -285,12 +285,12 @@ def cmd_stage(args: argparse.Namespace) -> int:
     from sdgov.hashing import write_json
     from sdgov.inputs import validated_data
     from sdgov.metrics import utility_summary
+    from sdgov.recordset import FrameRecords
 
     agreement, schema = loaded.agreement, loaded.schema_
     summary = utility_summary(
-        validated_data(loaded.data_path, schema, loaded.spec.engine).codes,
-        read_synthetic(ArtifactRef.of("synthetic", args.synthetic), schema, agreement.attributes),
-        schema,
+        FrameRecords(validated_data(loaded.data_path, schema, loaded.spec.engine).codes, schema),
+        FrameRecords(read_synthetic(ArtifactRef.of("synthetic", args.synthetic), schema, agreement.attributes), schema),
         agreement.attributes,
         [tuple(c) for c in agreement.cliques],
     )

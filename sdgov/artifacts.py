@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +27,7 @@ from sdgov.errors import SpecError
 from sdgov.hashing import md5_file, write_json
 from sdgov.loading import load_model_file
 from sdgov.measure import MeasurementSet
+from sdgov.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.registry import Registry
 from sdgov.schema import Schema, encode, load_schema
 from sdgov.spec import Agreement, LoadedSpec, ReleaseSpec
@@ -54,6 +58,28 @@ def read_spec(ref: ArtifactRef) -> ReleaseSpec:
 def read_synthetic(ref: ArtifactRef, schema: Schema, attributes: list[str]) -> pd.DataFrame:
     """The synthetic records as cell indices; a file that does not fit the schema is refused (DataError)."""
     return encode(pd.read_parquet(ref.verified()), schema, where=ref.path, columns=attributes)
+
+
+@contextmanager
+def synthetic_records(
+    ref: ArtifactRef, schema: Schema, attributes: list[str], sample_rows: int = SAMPLE_ROWS, seed: int = 0
+) -> Iterator[ParquetRecords]:
+    """The synthetic records as a record set at any scale: validated and encoded out of core by the embedded engine
+    (a file that does not fit the schema is refused, DataError) into a scratch copy beside it, removed after use."""
+    from sdgov.engines.duckdb_engine import DuckDBEngine
+
+    path = ref.verified()
+    with tempfile.TemporaryDirectory(prefix=".synthetic-codes-", dir=path.parent) as scratch:
+        codes = Path(scratch) / "codes.parquet"
+        DuckDBEngine().encode_columns(path, schema, attributes, codes)
+        yield ParquetRecords(codes, schema, attributes, sample_rows, seed)
+
+
+def confidential_records(
+    ref: ArtifactRef, schema: Schema, attributes: list[str], sample_rows: int = SAMPLE_ROWS, seed: int = 0
+) -> ParquetRecords:
+    """The encoded confidential data (hash-verified) as a record set at any scale, for the controller-side stages."""
+    return ParquetRecords(ref.verified(), schema, attributes, sample_rows, seed)
 
 
 def write_codes(data: ValidatedData, run_dir: Path) -> ArtifactRef:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from jinja2 import Environment
 from pydantic import BaseModel, Field
 
@@ -29,9 +28,11 @@ from sdgov import __version__
 from sdgov.audits.protocol import AuditReport
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import SignOff, StageRecord
-from sdgov.measure import MeasurementSet, marginal_counts
+from sdgov.engines.base import RowFilter
+from sdgov.measure import MeasurementSet
 from sdgov.model import Strict
 from sdgov.privacy import PrivacyPlan, epsilon_pld
+from sdgov.recordset import RecordSet
 from sdgov.schema import Column, Schema
 from sdgov.selection_card import CardSelection, selection_svg
 from sdgov.spec import AgreedSplit, Agreement, Clique
@@ -266,20 +267,23 @@ def epsilon_plain(epsilon: float | None, delta: float | None) -> str:
 
 
 def noisy_tvd(
-    mset: MeasurementSet, synthetic: pd.DataFrame, schema: Schema, split: AgreedSplit | None = None
+    mset: MeasurementSet, synthetic: RecordSet, split: AgreedSplit | None = None
 ) -> dict[tuple[str | None, Clique], float]:
     """TVD between each synthetic marginal and the noisy measured table ψ (negative noisy counts taken as 0),
     by (part, marginal): a split part's table against the synthetic records of that part.
 
     Public: ψ is differentially private and the synthetic data is post-processing of it, so this distance spends
     no budget and says nothing about the confidential data beyond what ψ already does."""
+
+    def part(name: str | None) -> RowFilter | None:
+        return None if split is None or name is None else (split.attribute, list(split.part(name).cells))
+
+    for name in dict.fromkeys(m.part for m in mset.measurements):  # one grouped count per part
+        synthetic.prefetch([m.clique for m in mset.measurements if m.part == name], part(name))
     out = {}
     for m in mset.measurements:
-        records = synthetic
-        if split is not None and m.part is not None:
-            records = synthetic[synthetic[split.attribute].isin(split.part(m.part).cells)]
         noisy = np.clip(m.array().astype(np.float64).ravel(), 0, None)
-        synth = marginal_counts(records, schema, m.clique).astype(np.float64).ravel()
+        synth = synthetic.table(m.clique, part(m.part)).astype(np.float64).ravel()
         p, q = noisy / max(noisy.sum(), 1.0), synth / max(synth.sum(), 1.0)
         out[(m.part, tuple(m.clique))] = round(float(0.5 * np.abs(p - q).sum()), 6)
     return out
@@ -359,7 +363,7 @@ def build_card(
     plan: PrivacyPlan,
     model_info: dict[str, Any],
     synthetic: dict[str, Any],
-    synthetic_codes: pd.DataFrame,
+    synthetic_codes: RecordSet,
     audit: AuditReport,
     signoffs: list[SignOff],
     records: list[StageRecord],
@@ -373,7 +377,7 @@ def build_card(
 ) -> Card:
     """The public card. ``audit``, ``audit_sections`` and ``utility_report`` are read only for their verdicts;
     ``data_info`` for the confidential data's hashes (its record count stays out: the card states ψ's noisy total)."""
-    tvd = noisy_tvd(mset, synthetic_codes, schema, agreement.split)
+    tvd = noisy_tvd(mset, synthetic_codes, agreement.split)
     sig = {(m.part, tuple(m.clique)): m for m in plan.marginals}
     units = (
         [(None, c) for c in agreement.cliques]

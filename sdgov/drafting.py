@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sdgov.artifacts import load_agreement, read_measurements, read_schema, read_spec, read_synthetic
+from sdgov.artifacts import load_agreement, read_measurements, read_schema, read_spec, synthetic_records
 from sdgov.atomic import atomic_write_text
 from sdgov.audits.protocol import AuditReport
 from sdgov.card import Card, build_card, render
@@ -65,39 +65,40 @@ def draft_card(
     spec = read_spec(agreed.spec)
     model_card = spec.model_card
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
-    return build_card(
-        release_id=f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}",
-        created=utcnow(),
-        agreement=agreement,
-        agreement_sha256=agreed.agreement_sha256,
-        schema=schema,
-        mset=read_measurements(measured.measurements),
-        psi_sha256=measured.measurements.sha256,
-        plan=plan,
-        model_info=json.loads(generated.model_info.verified().read_text()),
-        synthetic={
-            "rows": generated.rows,
-            "seed": generated.seed,
-            "chunk_rows": generated.chunk_rows,
-            "file": "synthetic.parquet",
-            "sha256": generated.synthetic.sha256,
-        },
-        synthetic_codes=read_synthetic(generated.synthetic, schema, agreement.attributes),
-        utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
-        audit_sections=audit_sections(audited),
-        audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
-        signoffs=[],
-        records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
-        ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
-        data_info={  # the confidential file's hashes; its record count stays out (the card states ψ's noisy total)
-            "fingerprint": agreed.data.fingerprint,
-            "sha256": agreed.data.sha256,
-            "dvc_md5": agreed.data.dvc_md5,
-            "measurements_dvc_md5": md5_file(measured.measurements.verified()),
-        },
-        model_card=None if model_card is None else model_card.model_dump(mode="json"),
-        selection=_selection(spec, Path(agreed.spec.path), plan),
-    )
+    with synthetic_records(generated.synthetic, schema, agreement.attributes) as synthetic_codes:
+        return build_card(
+            release_id=f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}",
+            created=utcnow(),
+            agreement=agreement,
+            agreement_sha256=agreed.agreement_sha256,
+            schema=schema,
+            mset=read_measurements(measured.measurements),
+            psi_sha256=measured.measurements.sha256,
+            plan=plan,
+            model_info=json.loads(generated.model_info.verified().read_text()),
+            synthetic={
+                "rows": generated.rows,
+                "seed": generated.seed,
+                "chunk_rows": generated.chunk_rows,
+                "file": "synthetic.parquet",
+                "sha256": generated.synthetic.sha256,
+            },
+            synthetic_codes=synthetic_codes,
+            utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
+            audit_sections=audit_sections(audited),
+            audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
+            signoffs=[],
+            records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
+            ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
+            data_info={  # the confidential file's hashes; its record count stays out (the card states ψ's noisy total)
+                "fingerprint": agreed.data.fingerprint,
+                "sha256": agreed.data.sha256,
+                "dvc_md5": agreed.data.dvc_md5,
+                "measurements_dvc_md5": md5_file(measured.measurements.verified()),
+            },
+            model_card=None if model_card is None else model_card.model_dump(mode="json"),
+            selection=_selection(spec, Path(agreed.spec.path), plan),
+        )
 
 
 def _selection(spec: ReleaseSpec, spec_path: Path, plan: PrivacyPlan) -> CardSelection | None:

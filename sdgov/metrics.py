@@ -10,11 +10,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.measure import marginal_counts
-from sdgov.schema import Schema
+from sdgov.recordset import RecordSet
 from sdgov.spec import Clique
 
 
@@ -40,11 +38,9 @@ class UtilitySummary(BaseModel):
         return max(m.tvd for m in self.phi)
 
 
-def marginal_error(
-    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, clique: Clique, in_phi: bool
-) -> MarginalError:
-    r = marginal_counts(real, schema, clique).astype(np.float64).ravel()
-    s = marginal_counts(synth, schema, clique).astype(np.float64).ravel()
+def marginal_error(real: RecordSet, synth: RecordSet, clique: Clique, in_phi: bool) -> MarginalError:
+    r = real.table(clique).astype(np.float64).ravel()
+    s = synth.table(clique).astype(np.float64).ravel()
     p, q = r / r.sum(), s / max(s.sum(), 1.0)
     return MarginalError(
         clique=clique,
@@ -55,17 +51,22 @@ def marginal_error(
     )
 
 
-def utility_summary(
-    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str], cliques: list[Clique]
-) -> UtilitySummary:
+def summary_tables(attributes: list[str], cliques: list[Clique]) -> list[Clique]:
+    """Every table the summary compares: Φ's, and all one- and two-way tables of the attributes."""
+    return [*cliques, *((a,) for a in attributes), *itertools.combinations(attributes, 2)]
+
+
+def utility_summary(real: RecordSet, synth: RecordSet, attributes: list[str], cliques: list[Clique]) -> UtilitySummary:
     covered = {frozenset(s) for c in cliques for k in range(1, len(c) + 1) for s in itertools.combinations(c, k)}
+    for records in (real, synth):
+        records.prefetch(summary_tables(attributes, cliques))
 
     def err(c: Clique) -> MarginalError:
-        return marginal_error(real, synth, schema, c, frozenset(c) in covered)
+        return marginal_error(real, synth, c, frozenset(c) in covered)
 
     return UtilitySummary(
-        real_rows=len(real),
-        synthetic_rows=len(synth),
+        real_rows=real.rows,
+        synthetic_rows=synth.rows,
         phi=[err(c) for c in cliques],
         one_way=[err((a,)) for a in attributes],
         two_way=[err(c) for c in itertools.combinations(attributes, 2)],

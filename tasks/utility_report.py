@@ -1,7 +1,8 @@
 """Stage 5 — utility (controller side): how well the synthetic data answers what the real data answers.
 
 One core call (:func:`sdgov.utility.report.build_report`) on the encoded data the agree stage wrote and the
-synthetic records; written as the summary the card shows (``utility.json``) and the full report beside it.
+synthetic records, both read as record sets (exact tables counted out of core, models on a bounded sample: any N);
+written as the summary the card shows (``utility.json``) and the full report beside it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.artifacts import load_agreement, read_codes, read_schema, read_spec, read_synthetic
+from sdgov.artifacts import confidential_records, load_agreement, read_schema, read_spec, synthetic_records
 from sdgov.contracts import Agreed, ArtifactRef, Generated, UtilityReported
 from sdgov.tasks.common import stage
 from sdgov.utility.report import FAST, build_report, write_report
 
-VERSION = "1.1.0"  # 1.1: reads the encoded data artifact (codes.parquet) once instead of parsing the CSV twice
+VERSION = "1.2.0"  # 1.2: record sets (tables out of core, models on a sample) instead of pandas frames of everything
 
 
 @task(name="utility_report", version=VERSION, cache_policy=NO_CACHE)
@@ -24,20 +25,22 @@ def utility_report(agreed: Agreed, generated: Generated) -> UtilityReported:
     with stage("utility_report", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)
         schema = read_schema(agreed.schema_file)
-        report = build_report(
-            read_codes(agreed.codes),
-            read_synthetic(generated.synthetic, schema, agreement.attributes),
-            schema,
-            agreement.attributes,
-            agreement.cliques,
-            read_spec(agreed.spec).tasks,
-            meta={
-                "spec_name": agreement.spec_name,
-                "agreement_sha256": agreed.agreement_sha256,
-                "synthetic_sha256": generated.synthetic.sha256,
-            },
-            settings=FAST,  # 20 SPECKS seeds on smaller samples: keeps the flow quick
-        )
+        attrs, rows, seed = agreement.attributes, FAST.sample_rows, FAST.seed
+        with synthetic_records(generated.synthetic, schema, attrs, rows, seed) as synthetic:
+            report = build_report(
+                confidential_records(agreed.codes, schema, attrs, rows, seed),
+                synthetic,
+                schema,
+                agreement.attributes,
+                agreement.cliques,
+                read_spec(agreed.spec).tasks,
+                meta={
+                    "spec_name": agreement.spec_name,
+                    "agreement_sha256": agreed.agreement_sha256,
+                    "synthetic_sha256": generated.synthetic.sha256,
+                },
+                settings=FAST,  # 20 SPECKS seeds on smaller samples: keeps the flow quick
+            )
         files = write_report(report, Path(agreed.run_dir))
         rec.inputs = [agreed.agreement, generated.synthetic, agreed.codes, agreed.spec]
         rec.outputs = [

@@ -197,47 +197,69 @@ def _lookup_problems(
     return out
 
 
+_Checked = tuple[Path, str, list[str], list[Column]]
+
+
+def _checked_source(source: Path, schema: Schema, only: list[str] | None) -> _Checked:
+    """The source, its SQL relation, its column names and the schema columns to encode (every one, or ``only``),
+    after the header check."""
+    src, names = _source(source, schema)
+    return source, src, names, check_file_columns(names, schema, str(source), only)
+
+
 class DuckDBEngine:
     """DuckDB, embedded: memory bounded by :data:`MEMORY_LIMIT` whatever the number of records."""
 
     name = "duckdb"
 
     def encode(self, source: Path, schema: Schema, out: Path) -> Encoded:
-        src, names = _source(source, schema)
+        checked = _checked_source(source, schema, None)  # before DuckDB is imported: a bad header costs nothing
+        with _connection(out) as con:
+            rows = self._write_cells(con, checked, schema, out)
+            fp = self._fingerprint(con, out, schema, rows)
+        return Encoded(path=out, rows=rows, fingerprint=fp)
+
+    def encode_columns(self, source: Path, schema: Schema, columns: list[str], out: Path) -> int:
+        """Validate and encode only ``columns`` of ``source`` (a released synthetic file holds the modelled
+        columns, and the lookups attached to them) to ``out``; return the record count. The same checks and
+        cells as :meth:`encode`, out of core, without the fingerprint (the file is hashed as an artifact)."""
+        checked = _checked_source(source, schema, columns)
+        with _connection(out) as con:
+            return self._write_cells(con, checked, schema, out)
+
+    def _write_cells(self, con: duckdb.DuckDBPyConnection, checked: _Checked, schema: Schema, out: Path) -> int:
+        """Check every value of the source against the schema and write its cells to ``out``."""
+        source, src, names, columns = checked
         where = str(source)
-        columns = check_file_columns(names, schema, where)
         missing = frozenset(schema.missing_values)
         import duckdb
 
-        with _connection(out) as con:
-            rows, distinct = _distinct(con, src, columns, source)
-            if rows == 0:
-                raise DataError("no data rows", where, "the file has a header but no records")
-            problems: list[str] = []
-            exprs: list[str] = []
-            for i, col in enumerate(columns):
-                values, counts = distinct[col.name]
-                cells, problem = encode_distinct(values, counts, col, missing)
-                if problem:
-                    problems.append(problem)
-                    continue
-                exprs.append(self._cells_sql(con, i, col, values, cells))
-            if not problems:
-                problems += _lookup_problems(con, src, schema, names, missing, source)
-            refuse(problems, where)
-            tmp = out.with_name(f".{out.name}.tmp")
-            try:
-                con.execute(
-                    f"COPY (SELECT {', '.join(exprs)} FROM {src}) TO {_text(str(tmp))} "
-                    "(FORMAT parquet, COMPRESSION zstd)"
-                )
-                tmp.replace(out)
-            except duckdb.Error as exc:
-                raise _refusal(exc, source) from None
-            finally:
-                tmp.unlink(missing_ok=True)
-            fp = self._fingerprint(con, out, schema, rows)
-        return Encoded(path=out, rows=rows, fingerprint=fp)
+        rows, distinct = _distinct(con, src, columns, source)
+        if rows == 0:
+            raise DataError("no data rows", where, "the file has a header but no records")
+        problems: list[str] = []
+        exprs: list[str] = []
+        for i, col in enumerate(columns):
+            values, counts = distinct[col.name]
+            cells, problem = encode_distinct(values, counts, col, missing)
+            if problem:
+                problems.append(problem)
+                continue
+            exprs.append(self._cells_sql(con, i, col, values, cells))
+        if not problems:
+            problems += _lookup_problems(con, src, schema, names, missing, source)
+        refuse(problems, where)
+        tmp = out.with_name(f".{out.name}.tmp")
+        try:
+            con.execute(
+                f"COPY (SELECT {', '.join(exprs)} FROM {src}) TO {_text(str(tmp))} (FORMAT parquet, COMPRESSION zstd)"
+            )
+            tmp.replace(out)
+        except duckdb.Error as exc:
+            raise _refusal(exc, source) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        return rows
 
     @staticmethod
     def _cells_sql(

@@ -2,8 +2,9 @@
 
 ``independent``: every column drawn independently from its real one-way distribution (all associations lost).
 ``bootstrap``: records resampled with replacement from the real *training* part (so holdout-based task scores
-are not flattered by copies of holdout records). Both have as many rows as the synthetic data. They are built by
-the controller from the confidential data and are never released.
+are not flattered by copies of holdout records). Both have as many rows as the synthetic records the models see
+(all of them, or the synthetic sample at scale: :mod:`sdgov.recordset`). They are built by the controller from the
+confidential data and are never released.
 """
 
 from __future__ import annotations
@@ -11,19 +12,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdgov.schema import Schema
+from sdgov.recordset import RecordSet
 from sdgov.seeds import stream
 
 
-def independent_marginals(
-    real: pd.DataFrame, schema: Schema, attributes: list[str], rows: int, seed: int = 0
-) -> pd.DataFrame:
+def independent_marginals(real: RecordSet, attributes: list[str], rows: int, seed: int = 0) -> pd.DataFrame:
+    """``rows`` records, each column drawn independently from the real one-way distribution (exact counts)."""
     rng = stream(seed, 101)
     out = {}
     for a in attributes:
-        size = schema.by_name[a].size
-        p = np.bincount(real[a].to_numpy(), minlength=size) / len(real)
-        out[a] = rng.choice(size, size=rows, p=p).astype(np.int32)
+        counts = real.table((a,))
+        out[a] = rng.choice(len(counts), size=rows, p=counts / real.rows).astype(np.int32)
     return pd.DataFrame(out)
 
 

@@ -1,7 +1,9 @@
 """Two-way fidelity: the matrix B = 1 − |R − S| / 2 of pairwise association (Arnold & Neunhoeffer 2020).
 
 R and S hold the association of every pair of columns in the real and the synthetic data: Cramér's V when
-either column is categorical, Spearman's ρ between two numeric (binned) columns. B is 1 where the synthetic data
+either column is categorical, Spearman's ρ between two numeric (binned) columns. Both come from the pair's exact
+two-way table (Spearman's ρ with tied records at their mid-rank, as ``scipy.stats.spearmanr`` ranks them), so
+they cost one grouped count however many records there are. B is 1 where the synthetic data
 reproduces the association exactly; pairs inside an agreed Φ marginal are flagged so the heatmap can outline them.
 """
 
@@ -10,11 +12,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
-from scipy.stats import spearmanr
 
+from sdgov.recordset import RecordSet
 from sdgov.schema import Schema
-from sdgov.tables import contingency_table
 
 
 def cramers_v(table: np.ndarray) -> float:
@@ -29,18 +29,41 @@ def cramers_v(table: np.ndarray) -> float:
     return float(np.sqrt(min(1.0, chi2 / (n * k))))
 
 
-def association(codes: pd.DataFrame, schema: Schema, a: str, b: str) -> float:
-    ca, cb = schema.by_name[a], schema.by_name[b]
-    if ca.kind == "numeric" and cb.kind == "numeric":
-        rho = spearmanr(codes[a].to_numpy(), codes[b].to_numpy()).statistic
-        return 0.0 if np.isnan(rho) else float(rho)
-    return cramers_v(contingency_table(codes, (a, b), (ca.size, cb.size)))
+def spearman(table: np.ndarray) -> float:
+    """Spearman's ρ of two ordered columns from their two-way table: the Pearson correlation of mid-ranks (records
+    tied in a cell share the mean of their ranks); 0 when either column is constant."""
+    t = table.astype(np.float64)
+    n = t.sum()
+    if n == 0:
+        return 0.0
+
+    def midranks(counts: np.ndarray) -> np.ndarray:
+        return np.cumsum(counts) - (counts - 1) / 2
+
+    r, c = t.sum(axis=1), t.sum(axis=0)
+    x, y = midranks(r), midranks(c)
+    dx, dy = x - (r @ x) / n, y - (c @ y) / n
+    vx, vy = r @ dx**2, c @ dy**2
+    if vx <= 0 or vy <= 0:
+        return 0.0
+    return float(np.clip((dx @ t @ dy) / np.sqrt(vx * vy), -1.0, 1.0))
 
 
-def association_matrix(codes: pd.DataFrame, schema: Schema, attributes: list[str]) -> np.ndarray:
+def association(table: np.ndarray, both_numeric: bool) -> float:
+    """A pair's association from its two-way table: Spearman's ρ between numeric columns, else Cramér's V."""
+    return spearman(table) if both_numeric else cramers_v(table)
+
+
+def pairs(attributes: list[str]) -> list[tuple[str, str]]:
+    return list(itertools.combinations(attributes, 2))
+
+
+def association_matrix(records: RecordSet, schema: Schema, attributes: list[str]) -> np.ndarray:
+    records.prefetch(pairs(attributes))
     m = np.eye(len(attributes))
     for (i, a), (j, b) in itertools.combinations(enumerate(attributes), 2):
-        m[i, j] = m[j, i] = association(codes, schema, a, b)
+        numeric = schema.by_name[a].kind == "numeric" and schema.by_name[b].kind == "numeric"
+        m[i, j] = m[j, i] = association(records.table((a, b)), numeric)
     return m
 
 
@@ -55,7 +78,7 @@ def phi_pairs(attributes: list[str], cliques: list[tuple[str, ...]]) -> np.ndarr
 
 
 def bivariate(
-    real_assoc: np.ndarray, synth: pd.DataFrame, schema: Schema, attributes: list[str], in_phi: np.ndarray
+    real_assoc: np.ndarray, synth: RecordSet, schema: Schema, attributes: list[str], in_phi: np.ndarray
 ) -> dict:
     s = association_matrix(synth, schema, attributes)
     b = 1 - np.abs(real_assoc - s) / 2

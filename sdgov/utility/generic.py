@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from sdgov.metrics import UtilitySummary, utility_summary
 from sdgov.model import Frozen
+from sdgov.recordset import RecordSet
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
 from sdgov.utility.metric import MetricContext
 
@@ -33,7 +33,7 @@ class UnivariateResult(Frozen):
 class Univariate:
     name, title = "univariate", "One-way similarity and coverage"
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> UnivariateResult:
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> UnivariateResult:
         return UnivariateResult(**univariate.univariate(ctx.real, synthetic, ctx.schema, ctx.attributes))
 
     def line(self, result: UnivariateResult) -> str:
@@ -55,7 +55,7 @@ class BivariateResult(Frozen):
 class Bivariate:
     name, title = "bivariate", "Pairwise association, B = 1 − |R − S| / 2"
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> BivariateResult:
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> BivariateResult:
         return BivariateResult(
             **bivariate.bivariate(ctx.real_association, synthetic, ctx.schema, ctx.attributes, ctx.in_phi)
         )
@@ -78,11 +78,17 @@ class SpecksResult(Frozen):
 class Specks:
     name, title = "specks", "SPECKS (random-forest propensity, KS distance)"
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> SpecksResult:
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> SpecksResult:
         st = ctx.settings
         return SpecksResult(
             **distinguish.specks(
-                ctx.real, synthetic, ctx.attributes, st.specks_seeds, st.specks_rows, st.specks_trees, st.seed
+                ctx.real.sample(),
+                synthetic.sample(),
+                ctx.attributes,
+                st.specks_seeds,
+                st.specks_rows,
+                st.specks_trees,
+                st.seed,
             )
         )
 
@@ -104,10 +110,12 @@ class PmseResult(Frozen):
 class Pmse:
     name, title = "pmse", "pMSE ratio (CART propensity)"
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> PmseResult:
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> PmseResult:
         st = ctx.settings
         return PmseResult(
-            **distinguish.pmse(ctx.real, synthetic, ctx.attributes, st.pmse_rows, st.pmse_permutations, seed=st.seed)
+            **distinguish.pmse(
+                ctx.real.sample(), synthetic.sample(), ctx.attributes, st.pmse_rows, st.pmse_permutations, seed=st.seed
+            )
         )
 
     def line(self, result: PmseResult) -> str:
@@ -128,10 +136,10 @@ class WassersteinResult(Frozen):
 class Wasserstein:
     name, title = "wasserstein", "1-way Wasserstein randomisation ratio"
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> WassersteinResult:
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> WassersteinResult:
         return WassersteinResult(
             **wasserstein.wasserstein(
-                ctx.real, synthetic, ctx.schema, ctx.attributes, ctx.settings.wasserstein_replicates, ctx.settings.seed
+                ctx.real, synthetic, ctx.attributes, ctx.settings.wasserstein_replicates, ctx.settings.seed
             )
         )
 
@@ -147,8 +155,8 @@ class Marginals:
 
     name, title = "marginals", "Marginal errors (TVD, RMSE): Φ, one-way, two-way"
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> UtilitySummary:
-        return utility_summary(ctx.real, synthetic, ctx.schema, ctx.attributes, ctx.cliques)
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> UtilitySummary:
+        return utility_summary(ctx.real, synthetic, ctx.attributes, ctx.cliques)
 
     def line(self, result: UtilitySummary) -> str:
         worst_two_way = max((m.tvd for m in result.two_way), default=0.0)

@@ -1,11 +1,13 @@
 """The utility ``Metric`` protocol: one measure of how close synthetic records are to the real ones.
 
 A metric is a small object with a ``name`` (its key in each dataset's section of the report), a ``title``, and
-``compute(ctx, synthetic)`` returning a typed (pydantic) result. The report runs every registered metric
-(:data:`sdgov.utility.registry.METRICS`) on the synthetic data and on each baseline, puts the results in
-:class:`~sdgov.utility.report.UtilityReport`, shows each metric's ``line`` in the report's overview table and its
-``radar`` scores (if any) on the radar chart. Adding a metric is one module and one line in ``METRICS``
-(docs/extending.md shows a worked example).
+``compute(ctx, synthetic)`` returning a typed (pydantic) result. Records come as a
+:class:`~sdgov.recordset.RecordSet`: exact tables of every record (``table``), and ``sample()`` for a measure that
+fits a model (all the records, or a uniform sample at scale), so a metric works at any number of records. The
+report runs every registered metric (:data:`sdgov.utility.registry.METRICS`) on the synthetic data and on each
+baseline, puts the results in :class:`~sdgov.utility.report.UtilityReport`, shows each metric's ``line`` in the
+report's overview table and its ``radar`` scores (if any) on the radar chart. Adding a metric is one module and one
+line in ``METRICS`` (docs/extending.md shows a worked example).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel
 
+from sdgov.recordset import RecordSet
 from sdgov.schema import Schema
 
 if TYPE_CHECKING:
@@ -25,10 +27,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class MetricContext:
-    """Everything a metric may use besides the records it scores. ``real`` holds encoded cell indices of the
-    agreed attributes only; the association matrix and the Φ pairs are computed once for all metrics."""
+    """Everything a metric may use besides the records it scores. ``real`` holds the encoded confidential records
+    (their tables, their sample); the association matrix and the Φ pairs are computed once for all metrics."""
 
-    real: pd.DataFrame
+    real: RecordSet
     schema: Schema
     attributes: list[str]
     cliques: list[tuple[str, ...]]
@@ -44,7 +46,7 @@ class Metric(Protocol[R]):
     name: str
     title: str
 
-    def compute(self, ctx: MetricContext, synthetic: pd.DataFrame) -> R:
+    def compute(self, ctx: MetricContext, synthetic: RecordSet) -> R:
         """The measure for ``synthetic`` (encoded like ``ctx.real``) against ``ctx.real``."""
         ...
 

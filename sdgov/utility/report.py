@@ -1,10 +1,15 @@
-"""The utility report: generic and task-specific measures for the synthetic data and two baselines.
+r"""The utility report: generic and task-specific measures for the synthetic data and two baselines.
 
 :func:`build_report` runs every registered :class:`~sdgov.utility.metric.Metric` (:data:`METRICS`) and every
 declared task into one :class:`UtilityReport`; :func:`render_html` turns it into a self-contained HTML page
 (figures inline as SVG, template ``cards/utility_report.html.j2``); :func:`write_report` writes the summary the
 card shows, the JSON and the HTML side by side. Computed by the data controller on the confidential data:
 none of it is covered by the differential-privacy guarantee.
+
+The records come as :class:`~sdgov.recordset.RecordSet`\ s, so the report runs at any scale: every table it
+compares (Φ, all one- and two-way tables, the tasks' tables) is an exact count over every record, counted for all
+tables at once before any metric runs; the models (propensity scores, task models, the baselines) see all the
+records up to ``sample_rows``, and a uniform sample of that many beyond.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import numpy as np
 import pandas as pd
 
 from sdgov.hashing import sha256_json
-from sdgov.metrics import UtilitySummary
+from sdgov.metrics import UtilitySummary, summary_tables
 from sdgov.model import Frozen
+from sdgov.recordset import SAMPLE_ROWS, FrameRecords, RecordSet, records_of
 from sdgov.schema import Schema
 from sdgov.utility import baselines, bivariate, fitness
 from sdgov.utility import tasks as tasks_mod
@@ -40,6 +46,7 @@ class ReportSettings:
     holdout: float = 0.2  # share of the real records held out for task models
     baselines: bool = True
     seed: int = 0
+    sample_rows: int = SAMPLE_ROWS  # records the models see at most per record set (sdgov.recordset)
 
 
 FAST = ReportSettings(
@@ -121,8 +128,8 @@ def radar_data(scores: dict[str, dict[str, float | None]], tasks: dict[str, list
 
 
 def build_report(
-    real: pd.DataFrame,
-    synth: pd.DataFrame,
+    real: pd.DataFrame | RecordSet,
+    synth: pd.DataFrame | RecordSet,
     schema: Schema,
     attributes: list[str],
     cliques: list[tuple[str, ...]],
@@ -132,18 +139,27 @@ def build_report(
     settings: ReportSettings = ReportSettings(),
     metrics: tuple[Metric[Any], ...] = METRICS,
 ) -> UtilityReport:
-    """Every metric and declared task for ``synth`` (and the baselines). Inputs are encoded cell indices."""
+    """Every metric and declared task for ``synth`` (and the baselines). Records are encoded cell indices: a
+    DataFrame of them, or a record set (:mod:`sdgov.recordset`) for files of any size."""
     t0 = time.perf_counter()
     task_specs = list(task_specs or [])
     attributes = list(attributes)
     cliques = [tuple(c) for c in cliques]
-    real = real[attributes].reset_index(drop=True)
-    synth = synth[attributes].reset_index(drop=True)
-    split = tasks_mod.split_real(real, settings.holdout, settings.seed)
-    sets = {"synthetic": synth}
+    real, synth = records_of(_only(real, attributes), schema), records_of(_only(synth, attributes), schema)
+    tables = summary_tables(attributes, cliques) + [
+        tasks_mod.table_attributes(t) for t in task_specs if t.kind in ("table", "gap")
+    ]
+    real.prefetch(tables)  # every exact table of the report: one scan of each file
+    synth.prefetch(tables)
+    real_sample, synth_sample = real.sample()[attributes], synth.sample()[attributes]
+    split = tasks_mod.split_real(real_sample, settings.holdout, settings.seed)
+    sets: dict[str, RecordSet] = {"synthetic": synth}
     if settings.baselines:
-        sets["independent"] = baselines.independent_marginals(real, schema, attributes, len(synth), settings.seed)
-        sets["bootstrap"] = baselines.bootstrap(split.train, attributes, len(synth), settings.seed)
+        rows = len(synth_sample)
+        sets["independent"] = FrameRecords(
+            baselines.independent_marginals(real, attributes, rows, settings.seed), schema
+        )
+        sets["bootstrap"] = FrameRecords(baselines.bootstrap(split.train, attributes, rows, settings.seed), schema)
     real_assoc = bivariate.association_matrix(real, schema, attributes)
     in_phi = bivariate.phi_pairs(attributes, cliques)
     ctx = MetricContext(real, schema, attributes, cliques, real_assoc, in_phi, settings)
@@ -152,8 +168,10 @@ def build_report(
     for name, data in sets.items():
         t1 = time.perf_counter()
         results = {m.name: m.compute(ctx, data) for m in metrics}
-        task_results[name] = [tasks_mod.run_task(t, split, data, schema, cache, settings.seed) for t in task_specs]
-        datasets[name] = {"rows": len(data), **{k: r.model_dump() for k, r in results.items()}}
+        task_results[name] = [
+            tasks_mod.run_task(t, real, split, data, schema, cache, settings.seed) for t in task_specs
+        ]
+        datasets[name] = {"rows": data.rows, **{k: r.model_dump() for k, r in results.items()}}
         datasets[name]["tasks"] = task_results[name]
         scores[name] = {axis: v for m in metrics for axis, v in m.radar(results[m.name]).items()}
         lines[name] = {m.name: m.line(results[m.name]) for m in metrics}
@@ -174,10 +192,12 @@ def build_report(
         "tasks": [t.model_dump(mode="json") for t in task_specs],
         "tasks_sha256": sha256_json([t.model_dump(mode="json") for t in task_specs]),
         "rows": {
-            "real": len(real),
+            "real": real.rows,
             "real_train": len(split.train),
             "real_holdout": len(split.holdout),
-            "synthetic": len(synth),
+            "synthetic": synth.rows,
+            "real_sample": len(real_sample),  # the records the models see: all of them up to sample_rows
+            "synthetic_sample": len(synth_sample),
         },
         "settings": asdict(settings),
         "datasets": datasets,
@@ -195,6 +215,11 @@ def build_report(
     seconds["total"] = round(time.perf_counter() - t0, 3)
     report["seconds"] = seconds
     return UtilityReport.model_validate(_clean(report))
+
+
+def _only(data: pd.DataFrame | RecordSet, attributes: list[str]) -> pd.DataFrame | RecordSet:
+    """A DataFrame's agreed attributes, in order (a record set is read by column name already)."""
+    return data[attributes].reset_index(drop=True) if isinstance(data, pd.DataFrame) else data
 
 
 def _clean(x: Any) -> Any:

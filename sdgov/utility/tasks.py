@@ -15,9 +15,9 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
+from sdgov.recordset import RecordSet
 from sdgov.schema import Schema
 from sdgov.seeds import stream
-from sdgov.tables import contingency_table
 from sdgov.utility.distinguish import N_JOBS
 from sdgov.utility.jaro import ordering_similarity
 from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, TableTask
@@ -25,6 +25,8 @@ from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, Tabl
 
 @dataclass(frozen=True)
 class Split:
+    """The real records the models see (all of them, or the real sample at scale), split once."""
+
     real: pd.DataFrame
     train: pd.DataFrame
     holdout: pd.DataFrame
@@ -36,25 +38,36 @@ def split_real(real: pd.DataFrame, holdout: float = 0.2, seed: int = 0) -> Split
     return Split(real, real.iloc[perm[cut:]].reset_index(drop=True), real.iloc[perm[:cut]].reset_index(drop=True))
 
 
-def _filter(codes: pd.DataFrame, schema: Schema, where: dict) -> pd.DataFrame:
-    keep = np.ones(len(codes), dtype=bool)
+def table_attributes(t: TableTask | GapTask) -> tuple[str, ...]:
+    """The one exact table a table or gap task is computed from: its attributes, then its ``where`` attributes."""
+    attrs = list(t.attributes) if isinstance(t, TableTask) else [t.group, *t.by]
+    return tuple(dict.fromkeys([*attrs, *t.where]))
+
+
+def _table(records: RecordSet, schema: Schema, attrs: list[str], where: dict) -> np.ndarray:
+    """The float table of ``attrs`` over the records that ``where`` keeps, from one exact table of the records
+    (:func:`table_attributes`): the ``where`` axes are masked to their kept cells and summed out."""
+    order = tuple(dict.fromkeys([*attrs, *where]))
+    table = records.table(order).astype(np.float64)
     for a, wanted in where.items():
         lookup = [str(c) for c in schema.by_name[a].codes()]
-        cells = [lookup.index(str(c)) for c in wanted]
-        keep &= np.isin(codes[a].to_numpy(), cells)
-    return codes[keep]
-
-
-def _table(codes: pd.DataFrame, schema: Schema, attrs: list[str]) -> np.ndarray:
-    return contingency_table(codes, attrs, schema.shape(attrs)).astype(np.float64)
+        keep = np.zeros(schema.by_name[a].size)
+        keep[[lookup.index(str(c)) for c in wanted]] = 1.0
+        shape = [1] * table.ndim
+        shape[order.index(a)] = -1
+        table = table * keep.reshape(shape)
+    extra = tuple(i for i, a in enumerate(order) if a not in attrs)
+    table = table.sum(axis=extra) if extra else table
+    kept = [a for a in order if a in attrs]
+    return np.transpose(table, [kept.index(a) for a in attrs])
 
 
 # --------------------------------------------------------------------------------------------- tables
 
 
-def table_task(t: TableTask, real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict:
-    r = _table(_filter(real, schema, t.where), schema, t.attributes)
-    s = _table(_filter(synth, schema, t.where), schema, t.attributes) * (len(real) / max(len(synth), 1))
+def table_task(t: TableTask, real: RecordSet, synth: RecordSet, schema: Schema) -> dict:
+    r = _table(real, schema, t.attributes, t.where)
+    s = _table(synth, schema, t.attributes, t.where) * (real.rows / max(synth.rows, 1))
     p, q = r / max(r.sum(), 1), s / max(s.sum(), 1)
     return {
         "rmse": float(np.sqrt(np.mean((r - s) ** 2))),
@@ -66,22 +79,22 @@ def table_task(t: TableTask, real: pd.DataFrame, synth: pd.DataFrame, schema: Sc
     }
 
 
-def _gap(codes: pd.DataFrame, schema: Schema, t: GapTask) -> tuple[np.ndarray, list[str]]:
+def _gap(records: RecordSet, schema: Schema, t: GapTask) -> tuple[np.ndarray, list[str]]:
     col = schema.by_name[t.group]
     lookup = [str(c) for c in col.codes()]
     a, b = [lookup.index(str(g)) for g in t.groups] if t.groups is not None else [0, 1]
-    tab = _table(_filter(codes, schema, t.where), schema, [t.group] + list(t.by)).reshape(col.size, -1)
+    tab = _table(records, schema, [t.group, *t.by], t.where).reshape(col.size, -1)
     share_a = tab[a] / max(tab[a].sum(), 1)
     share_b = tab[b] / max(tab[b].sum(), 1)
     return 100 * (share_a - share_b), [col.labels()[a], col.labels()[b]]
 
 
-def gap_task(t: GapTask, real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict:
+def gap_task(t: GapTask, real: RecordSet, synth: RecordSet, schema: Schema) -> dict:
     gr, groups = _gap(real, schema, t)
     gs, _ = _gap(synth, schema, t)
     labels = [" / ".join(x) for x in _cell_labels(schema, t.by)]
     err = gs - gr
-    present = _table(_filter(real, schema, t.where), schema, list(t.by)).ravel() > 0
+    present = _table(real, schema, [t.group, *t.by], t.where).sum(axis=0).ravel() > 0
     same_sign = np.sign(gr[present]) == np.sign(gs[present])
     return {
         "rmse_pp": float(np.sqrt(np.mean(err**2))),
@@ -286,15 +299,16 @@ def classifier_task(
     return res, real_fit
 
 
-def run_task(t, split: Split, synth: pd.DataFrame, schema: Schema, cache: dict, seed: int = 0) -> dict:
-    """One task on one synthetic set; ``cache`` keeps the real-data models across synthetic sets."""
+def run_task(t, real: RecordSet, split: Split, synth: RecordSet, schema: Schema, cache: dict, seed: int = 0) -> dict:
+    """One task on one synthetic set: tables and gaps from the exact tables of every record, models fitted on the
+    records the models see (``split``, ``synth.sample()``); ``cache`` keeps the real-data models across sets."""
     head = {"name": t.name, "kind": t.kind, "description": t.description}
     if isinstance(t, TableTask):
         return {
             **head,
             "attributes": list(t.attributes),
             "where": {k: list(v) for k, v in t.where.items()},
-            **table_task(t, split.real, synth, schema),
+            **table_task(t, real, synth, schema),
         }
     if isinstance(t, GapTask):
         return {
@@ -302,10 +316,10 @@ def run_task(t, split: Split, synth: pd.DataFrame, schema: Schema, cache: dict, 
             "group": t.group,
             "by": list(t.by),
             "where": {k: list(v) for k, v in t.where.items()},
-            **gap_task(t, split.real, synth, schema),
+            **gap_task(t, real, synth, schema),
         }
     if isinstance(t, RegressionTask):
-        res, cache[t.name] = regression_task(t, split, synth, schema, cache.get(t.name))
+        res, cache[t.name] = regression_task(t, split, synth.sample(), schema, cache.get(t.name))
         return {**head, "target": t.target, "features": list(t.features), **res}
-    res, cache[t.name] = classifier_task(t, split, synth, seed=seed, real_fit=cache.get(t.name))
+    res, cache[t.name] = classifier_task(t, split, synth.sample(), seed=seed, real_fit=cache.get(t.name))
     return {**head, "target": t.target, "features": list(t.features), **res}

@@ -9,13 +9,14 @@ the CDFs).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from sdgov.recordset import RecordSet
 from sdgov.schema import Schema
 
 
-def counts(codes: pd.DataFrame, column: str, size: int) -> np.ndarray:
-    return np.bincount(codes[column].to_numpy(), minlength=size).astype(np.float64)
+def counts(records: RecordSet, column: str) -> np.ndarray:
+    """The column's exact counts over every record, as floats."""
+    return records.table((column,)).astype(np.float64)
 
 
 def column_fidelity(r: np.ndarray, s: np.ndarray, kind: str) -> dict[str, float | str]:
@@ -35,11 +36,10 @@ def column_fidelity(r: np.ndarray, s: np.ndarray, kind: str) -> dict[str, float 
     return {"coverage": coverage, "similarity": 1 - ks, "measure": "1 − KS"}
 
 
-def univariate(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str]) -> dict:
+def univariate(real: RecordSet, synth: RecordSet, schema: Schema, attributes: list[str]) -> dict:
     rows = []
     for a in attributes:
-        col = schema.by_name[a]
-        res = column_fidelity(counts(real, a, col.size), counts(synth, a, col.size), col.kind)
+        res = column_fidelity(counts(real, a), counts(synth, a), schema.by_name[a].kind)
         rows.append({"column": a, **res})
     return {
         "columns": rows,

@@ -14,9 +14,8 @@ independent-marginals baseline, which reproduces every column exactly in distrib
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from sdgov.schema import Schema
+from sdgov.recordset import RecordSet
 from sdgov.utility.univariate import counts
 
 
@@ -39,14 +38,11 @@ def randomisation_ratio(
     return observed, ratio, float(np.quantile(null, 0.95))
 
 
-def wasserstein(
-    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, attributes: list[str], reps: int = 100, seed: int = 0
-) -> dict:
+def wasserstein(real: RecordSet, synth: RecordSet, attributes: list[str], reps: int = 100, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     rows = []
     for a in attributes:
-        size = schema.by_name[a].size
-        obs, ratio, q95 = randomisation_ratio(counts(real, a, size), counts(synth, a, size), reps, rng)
+        obs, ratio, q95 = randomisation_ratio(counts(real, a), counts(synth, a), reps, rng)
         score = 1.0 if obs <= q95 else float(1 - min(1.0, np.log10(max(ratio, 1.0)) / 2))
         rows.append({"column": a, "w1": obs, "ratio": ratio, "null_q95": q95, "score": score})
     ratios = np.array([r["ratio"] for r in rows])

@@ -93,6 +93,7 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
     from sdgov.card import noisy_tvd
     from sdgov.measure import MeasurementSet
     from sdgov.privacy import PrivacyPlan, epsilon_pld
+    from sdgov.recordset import FrameRecords
     from sdgov.schema import encode, load_schema
 
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
@@ -111,7 +112,7 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
     for t in tables:
         public |= renderings(schema.cells(t))
     synthetic = encode(pd.read_parquet(released / "synthetic.parquet"), schema, columns=attrs)
-    tvd = noisy_tvd(mset, synthetic, schema)
+    tvd = noisy_tvd(mset, FrameRecords(synthetic, schema))
     assert {(p.get("part"), tuple(p["attributes"])): p["tvd"] for p in card["phi"]} == tvd
     assert card["dataset"]["noisy_rows"] == round(mset.noisy_total())
     assert card["epsilon_pld"] == epsilon_pld(plan)

@@ -17,6 +17,7 @@ import yaml
 
 from sdgov.engines import load_encoded
 from sdgov.errors import SpecError
+from sdgov.recordset import FrameRecords
 from sdgov.schema import decode
 from sdgov.spec import load_spec
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
@@ -89,17 +90,18 @@ def _sub(schema, attrs):
 def test_identical_data_is_perfect(demo):
     real, schema = demo["real"], demo["loaded"].schema_
     attrs = demo["loaded"].agreement.attributes
-    u = univariate.univariate(real, real, schema, attrs)
+    rec = FrameRecords(real, schema)
+    u = univariate.univariate(rec, rec, schema, attrs)
     assert u["mean_similarity"] == pytest.approx(1.0) and u["mean_coverage"] == 1.0
-    r = bivariate.association_matrix(real, schema, attrs)
-    b = bivariate.bivariate(r, real, schema, attrs, bivariate.phi_pairs(attrs, demo["loaded"].agreement.cliques))
+    r = bivariate.association_matrix(rec, schema, attrs)
+    b = bivariate.bivariate(r, rec, schema, attrs, bivariate.phi_pairs(attrs, demo["loaded"].agreement.cliques))
     assert np.allclose(b["B"], 1.0) and b["mean_B"] == pytest.approx(1.0)
-    w = wasserstein.wasserstein(real, real, schema, attrs, reps=20)
+    w = wasserstein.wasserstein(rec, rec, attrs, reps=20)
     assert all(c["w1"] == 0 for c in w["columns"])
     split = T.split_real(real)
     for spec in (TASKS[0], TASKS[1]):
         t = (TableTask if spec["kind"] == "table" else GapTask).model_validate(spec)
-        res = T.run_task(t, split, real, schema, {})
+        res = T.run_task(t, rec, split, rec, schema, {})
         assert res.get("rmse", res.get("rmse_pp")) == pytest.approx(0.0)
 
 
@@ -123,7 +125,7 @@ def test_pmse_ratio_near_null_for_one_distribution_and_large_for_independent(dem
     a, b = real.iloc[half[:2000]], real.iloc[half[2000:]]
     same = distinguish.pmse(a, b, attrs, permutations=5)
     assert 0.6 < same["ratio"] < 1.6, same
-    ind = independent_marginals(real, schema, attrs, len(real))
+    ind = independent_marginals(FrameRecords(real, schema), attrs, len(real))
     assert distinguish.pmse(real, ind, attrs, permutations=3)["ratio"] > 2 * same["ratio"]
 
 
@@ -131,7 +133,8 @@ def test_wasserstein_ratio_is_about_one_for_a_random_split(demo):
     real, schema = demo["real"], demo["loaded"].schema_
     attrs = demo["loaded"].agreement.attributes
     half = np.random.default_rng(1).permutation(len(real))
-    w = wasserstein.wasserstein(real.iloc[half[:2000]], real.iloc[half[2000:]], schema, attrs, reps=200)
+    a, b = FrameRecords(real.iloc[half[:2000]], schema), FrameRecords(real.iloc[half[2000:]], schema)
+    w = wasserstein.wasserstein(a, b, attrs, reps=200)
     assert 0.4 < w["mean_ratio"] < 1.8
 
 
@@ -141,12 +144,12 @@ def test_wasserstein_score_puts_a_real_resample_at_one_and_a_shifted_column_belo
     real, schema = demo["real"], demo["loaded"].schema_
     attrs = demo["loaded"].agreement.attributes
     boot = real.sample(len(real), replace=True, random_state=3)
-    w = wasserstein.wasserstein(real, boot, schema, attrs, reps=200, seed=2)
+    w = wasserstein.wasserstein(FrameRecords(real, schema), FrameRecords(boot, schema), attrs, reps=200, seed=2)
     assert w["mean_score"] == 1.0 and all(c["w1"] <= c["null_q95"] for c in w["columns"])
     shifted = real.copy()
     a = attrs[0]
     shifted[a] = np.minimum(shifted[a] + 1, schema.by_name[a].size - 1)
-    w = wasserstein.wasserstein(real, shifted, schema, attrs, reps=200, seed=2)
+    w = wasserstein.wasserstein(FrameRecords(real, schema), FrameRecords(shifted, schema), attrs, reps=200, seed=2)
     assert w["columns"][0]["score"] < 1.0 and w["mean_score"] < 1.0
 
 
