@@ -3,14 +3,16 @@ fitted, what it wrote). They always run, need no settings and never read the con
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import ClassVar
 
+import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
 from sdgov.errors import DataError
 from sdgov.model import Frozen
-from sdgov.schema import encode
 
 
 class NoSettings(Frozen):
@@ -28,10 +30,16 @@ class StructuralChecks:
 
 
 def _schema_error(context: AuditContext) -> str | None:
-    try:
-        encode(context.synthetic, context.schema, where="synthetic.parquet", columns=context.agreement.attributes)
-    except DataError as exc:
-        return exc.one_line()
+    """Why the synthetic file does not fit the schema, if it does not: every value checked out of core by the
+    embedded engine, as the confidential input is (a scratch encoding beside the file, removed)."""
+    from sdgov.engines.duckdb_engine import DuckDBEngine
+
+    path = context.synthetic_file
+    with tempfile.TemporaryDirectory(prefix=".synthetic-check-", dir=path.parent) as scratch:
+        try:
+            DuckDBEngine().encode_columns(path, context.schema, context.agreement.attributes, Path(scratch) / "c")
+        except DataError as exc:
+            return exc.one_line()
     return None
 
 
@@ -39,7 +47,7 @@ def structural_checks(context: AuditContext) -> list[Check]:
     agreement, mset, generate_record = context.agreement, context.measurements, context.generate_record
     agreement_sha256, measurements = context.agreement_sha256, context.measurements_ref
     fitted_cliques = [tuple(c) for c in context.model_info.get("fitted_marginals", [])]
-    synthetic_rows, requested_rows = len(context.synthetic), context.requested_rows
+    synthetic_rows, requested_rows = pq.ParquetFile(context.synthetic_file).metadata.num_rows, context.requested_rows
     schema_error = _schema_error(context)
     phi = {tuple(c) for c in agreement.cliques}
     split = agreement.split

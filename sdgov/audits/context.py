@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import pandas as pd
-
 from sdgov.artifacts import load_agreement, read_codes, read_measurements, read_schema
 from sdgov.audits.executor import Executor
 from sdgov.audits.protocol import AuditContext
@@ -32,7 +30,7 @@ def audit_context(
         plan=PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes()),
         generate_record=generated.record,
         model_info=json.loads(generated.model_info.verified().read_text()),
-        synthetic=pd.read_parquet(generated.synthetic.verified()),
+        synthetic_file=generated.synthetic.verified(),
         requested_rows=generated.rows,
         read_confidential=lambda: read_codes(agreed.codes),  # encoded once by the agree stage
         executor_for=executor_for,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import pandas as pd
@@ -57,12 +58,21 @@ class AuditContext:
     plan: PrivacyPlan
     generate_record: StageRecord
     model_info: dict[str, Any]
-    synthetic: pd.DataFrame
+    synthetic_file: Path
     requested_rows: int
     read_confidential: Callable[[], pd.DataFrame]
     executor_for: Callable[[int], Executor] = executor_for  # workers (< 1: every core) → where trials run
     log: Callable[[str], None] = print
     _confidential: pd.DataFrame | None = field(default=None, repr=False)
+    _synthetic: pd.DataFrame | None = field(default=None, repr=False)
+
+    def synthetic(self) -> pd.DataFrame:
+        """The synthetic records as written (released values), read into memory on first use. A check that needs
+        only their count or their validity reads ``synthetic_file`` out of core instead, as the structural checks
+        do, so that a release of 55M records is audited without holding them."""
+        if self._synthetic is None:
+            self._synthetic = pd.read_parquet(self.synthetic_file)
+        return self._synthetic
 
     def confidential(self) -> pd.DataFrame:
         """The encoded confidential data (cell indices, one column per schema attribute)."""

@@ -4,6 +4,7 @@ demo schema and records; exact marginals), so the page cannot rot. No Prefect: t
 from __future__ import annotations
 
 import re
+import tempfile
 import types
 from pathlib import Path
 
@@ -38,6 +39,13 @@ def check_module() -> types.ModuleType:
     return module
 
 
+def _parquet(frame: pd.DataFrame) -> Path:
+    """The frame as a synthetic file (the context hands checks the file, read on request)."""
+    path = Path(tempfile.mkdtemp(prefix="sdgov-audit-doc-")) / "synthetic.parquet"
+    frame.to_parquet(path)
+    return path
+
+
 def _context(synthetic_codes: pd.DataFrame, codes: pd.DataFrame, schema) -> AuditContext:
     attributes = ["Age", "Sex", "Education"]
     cliques = [("Age", "Sex"), ("Sex", "Education")]
@@ -64,7 +72,7 @@ def _context(synthetic_codes: pd.DataFrame, codes: pd.DataFrame, schema) -> Audi
         plan=None,
         generate_record=None,
         model_info={},
-        synthetic=decode(synthetic_codes, schema)[attributes],
+        synthetic_file=_parquet(decode(synthetic_codes, schema)[attributes]),
         requested_rows=len(synthetic_codes),
         read_confidential=lambda: codes,
     )
