@@ -18,7 +18,7 @@ from sdgov.recordset import FrameRecords, ParquetRecords, read_sample
 from sdgov.schema import encode, load_schema
 from sdgov.spec import load_spec
 from sdgov.utility.bivariate import spearman
-from sdgov.utility.report import FAST, build_report
+from sdgov.utility.report import FAST, build_report, render_html
 from tests.conftest import make_demo_inputs
 
 TINY = replace(
@@ -107,6 +107,8 @@ def test_a_sampled_report_keeps_every_table_exact(demo):
     assert report.datasets["synthetic"]["univariate"] == full.datasets["synthetic"]["univariate"]
     assert report.datasets["synthetic"]["bivariate"] == full.datasets["synthetic"]["bivariate"]
     assert report.datasets["independent"]["rows"] == 1000, "baselines are as large as the synthetic sample"
+    assert "1000 real and 1000 synthetic records" in render_html(report), "the report says what was sampled"
+    assert "uniform sample" not in render_html(full)
 
 
 @pytest.mark.parametrize("seed", range(20))
