@@ -281,19 +281,19 @@ def cmd_stage(args: argparse.Namespace) -> int:
             f"wrote {out.rows} rows to {out.synthetic.path}",
         )
         return 0
-    from sdgov.artifacts import read_synthetic
+    from sdgov.artifacts import synthetic_records
     from sdgov.hashing import write_json
     from sdgov.inputs import validated_data
     from sdgov.metrics import utility_summary
-    from sdgov.recordset import FrameRecords
+    from sdgov.recordset import ParquetRecords
 
     agreement, schema = loaded.agreement, loaded.schema_
-    summary = utility_summary(
-        FrameRecords(validated_data(loaded.data_path, schema, loaded.spec.engine).codes, schema),
-        FrameRecords(read_synthetic(ArtifactRef.of("synthetic", args.synthetic), schema, agreement.attributes), schema),
-        agreement.attributes,
-        [tuple(c) for c in agreement.cliques],
-    )
+    real = validated_data(loaded.data_path, schema, loaded.spec.engine)
+    attrs = agreement.attributes
+    with synthetic_records(ArtifactRef.of("synthetic", args.synthetic), schema, attrs) as synthetic:
+        summary = utility_summary(
+            ParquetRecords(real.codes_path, schema, attrs), synthetic, attrs, [tuple(c) for c in agreement.cliques]
+        )
     write_json(args.out, summary.model_dump(mode="json"))
     ref = ArtifactRef.of("utility", args.out)
     _emit(args, {"utility": ref.path, "sha256": ref.sha256}, f"wrote {ref.path}")
