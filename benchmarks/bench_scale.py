@@ -380,17 +380,20 @@ def bench_release(rows: int, parquet: Path | None, timeout: float | None) -> dic
             "to_release_s": round(published[1] - float(run["started"]), 3) if len(published) > 1 else None,  # type: ignore[arg-type]
             "peak_rss_bytes": max((r for _, r in sampler.samples), default=None),
             "stages": stages,
-            "paused_for_approval": False,  # `sdgov release` takes the signed standing approval: it never pauses
         }
         result.update(release_outcome(run, root))
     return result
 
 
 def release_outcome(run: dict[str, object], root: Path) -> dict[str, object]:
-    """The verdict: the CLI's JSON on success (release id, agreement hash), else its one-line error / last log."""
+    """The verdict: on success the CLI's JSON and the card (release id, audit verdict, privacy spent), else the
+    last lines of the log; the registry's events either way."""
     from sdgov.registry import Registry
 
-    events = [e.event for e in Registry(root).events()]
+    log = list(Registry(root).events())
+    events = [e.event for e in log]
+    # `sdgov release` never pauses: the release decision is the signed standing approval, logged before publication
+    approved = [f"{e.actor} ({e.comment})" for e in log if e.event == "release_approved"]
     if run["code"] == 0:
         stdout = str(run["stdout"])
         payload = json.loads(stdout[stdout.index("{") :])  # the CLI's --json payload, pretty-printed
@@ -400,6 +403,8 @@ def release_outcome(run: dict[str, object], root: Path) -> dict[str, object]:
             "release_id": payload["release_id"],
             "card_verdict": card["verdict"]["result"],
             "privacy": {k: card["privacy"][k] for k in ("rho", "epsilon", "delta")},
+            "paused_for_approval": False,
+            "release_approved_by": approved,
             "events": events,
         }
     tail = [line for _, line in run["lines"]][-5:]  # type: ignore[union-attr]
