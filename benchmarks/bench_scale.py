@@ -1,11 +1,14 @@
 #!/usr/bin/env python
-"""Census scale (issue 15): measurement out of core with the embedded engine, and sampling with flat memory.
+"""Census scale (issue 15): measurement out of core with the embedded engine, sampling with flat memory, and the
+whole release end to end with its time and memory per stage.
 
     python benchmarks/census_like.py --rows 55000000 --csv /tmp/c55m.csv --parquet /tmp/c55m.parquet
     python benchmarks/census_like.py --rows 5000000 --csv /tmp/c5m.csv --parquet /tmp/c5m.parquet
     nice -n 10 python benchmarks/bench_scale.py measure --file /tmp/c55m.parquet --file /tmp/c55m.csv \\
         --pandas /tmp/c5m.csv --json benchmarks/results/scale-measure-2026-11-23.json
     nice -n 10 python benchmarks/bench_scale.py sample --rows 5000000 --rows 55000000 --json OUT
+    nice -n 10 python benchmarks/bench_scale.py release --rows 1000000 [--rows M ...] [--parquet FILE ...] \\
+        [--timeout S] --json OUT
 
 ``measure``: for each file, in a fresh subprocess (peak = its ``ru_maxrss``), App 3's 21 two-way marginals
 (``examples/census2011/app3.yaml``) counted by :mod:`sdgov.engines` — (a) ``scan``: one ``GROUPING SETS`` scan of
@@ -15,20 +18,38 @@ fingerprint (:meth:`Engine.encode`) and then the 21 marginals from the encoded c
 ``marginal_counts``, with the same fingerprint), and the engine on the same file, so the ratio is measured in
 one run. ``sample``: a PGM fitted to App 3 (σ = 10) on the census extract, then ``sample_to_parquet`` of each row
 count in a fresh subprocess; peak = ``ru_maxrss`` after sampling minus after the fit.
+
+``release``: for each ``--rows N``, the census-like Parquet of N rows (``census_like.py``, timed apart as setup;
+``--parquet FILE``, one per ``--rows``, keeps it and reuses a file of N rows), App 3's spec pointed at it with no
+pre-registered audits (the structural checks only), a registry set up as a controller does (approvers, the
+default policy, then max_rows ≥ N and ε per release 3.0 by a second signed commit) and the spec's standing
+approval signed by its people; then ``sdgov release --spec … --root … --json`` in a subprocess, as an operator
+runs it (it never pauses: the signed standing approval is the release decision). Per stage — the CLI's
+pre-flight, the temporary Prefect server's start, agree_phi, measure, generate, audit, utility_report,
+draft_card, release — its seconds (from the stage log lines; the StageRecords' own seconds beside them) and the
+peak RSS of the whole process tree sampled every 0.5 s inside its window; the total wall, the exit code and the
+release id. ``--timeout S`` stops a release that runs longer (its unfinished stage is marked so).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
+import contextlib
 import json
 import os
 import platform
+import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -124,6 +145,293 @@ def worker_sample(rows: int, model_path: str) -> dict[str, object]:
     }
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# ``release``: the whole governed release at N rows, time and peak memory per stage (issue 15's end-to-end figure)
+
+CENSUS_LIKE = REPO / "benchmarks" / "census_like.py"
+SDGOV = Path(sys.executable).with_name("sdgov")  # the venv's command, the one an operator runs
+STAGES = ("agree_phi", "measure", "generate", "audit", "utility_report", "draft_card", "release")
+STAGE_LINE = re.compile(r"stage (\w+) \(v[^)]*\) started|stage (\w+) finished in")
+SERVER_LINE = "Starting temporary server"
+
+
+def census_like_parquet(rows: int, path: Path) -> dict[str, object]:
+    """The census-like Parquet of ``rows`` rows at ``path``, made by census_like.py unless a file of that many rows
+    is already there (making 55M rows takes a minute, and it is setup, not the release: timed apart)."""
+    import pyarrow.parquet as pq
+
+    if path.exists() and pq.ParquetFile(path).metadata.num_rows == rows:
+        return {"parquet": str(path), "reused": True, "seconds": 0.0}
+    t0 = time.perf_counter()
+    cmd = [sys.executable, str(CENSUS_LIKE), "--rows", str(rows), "--parquet", str(path)]
+    subprocess.run(cmd, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    return {"parquet": str(path), "reused": False, "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def release_spec(workdir: Path, parquet: Path, rows: int) -> Path:
+    """App 3's spec pointed at the census-like file, with its schema and standing approval copied beside it.
+
+    Pre-registered audits are dropped, so only the structural checks run (what the scale attempt of 2026-11-23
+    ran); App 3 has Φ = 21 two-way marginals at σ = 10."""
+    spec = yaml.safe_load(SPEC.read_text())
+    spec["dataset"] = {"name": f"census_like_{rows}", "path": str(parquet.resolve())}
+    spec["rows"] = rows
+    spec.pop("audit", None)
+    for name in ("schema.yaml", "approvals.yaml"):
+        shutil.copy(SPEC.parent / name, workdir / name)
+    path = workdir / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    return path
+
+
+def governed_registry(workdir: Path, spec: Path, rows: int) -> Path:
+    """A registry as a controller sets one up (approvers, the default policy, a signed commit), then the policy
+    raised by a second signed commit so the release fits it — max_rows ≥ N (the default is 10M) and ε per release
+    3.0 (App 3 at σ = 10 with δ = 10^-ceil(log10 N) costs ε ≈ 2.6 at 55M) — and the spec's standing approval
+    signed by the people it names, so ``sdgov release`` runs through without a pause."""
+    from sdgov.controller import commit
+    from sdgov.policy import policy_path
+    from sdgov.registry import Registry
+    from tests.governance import controller_registry, sign_standing_approval
+
+    root = workdir / "registry"
+    keys = controller_registry(root, workdir / "keys")
+    policy = yaml.safe_load(policy_path(root).read_text())
+    policy["defaults"].update(max_rows=max(rows, policy["defaults"]["max_rows"]), max_epsilon_per_release=3.0)
+    policy_path(root).write_text(yaml.safe_dump(policy, sort_keys=False))
+    commit(Registry(root), "Carl Controller", keys["Carl Controller"])
+    sign_standing_approval(spec, root, keys)
+    return root
+
+
+class RssSampler(threading.Thread):
+    """Polls the resident memory of a process and all its descendants (the flow's temporary Prefect server, the
+    generator's sampling workers) every ``interval`` seconds: ``ru_maxrss`` would miss the children."""
+
+    def __init__(self, pid: int, interval: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, int]] = []  # (epoch seconds, bytes)
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not self.done.is_set():
+            total = 0
+            for p in [proc, *self._children(proc)]:
+                with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # a child that just ended
+                    total += p.memory_info().rss
+            self.samples.append((time.time(), total))
+            self.done.wait(self.interval)
+
+    @staticmethod
+    def _children(proc):  # type: ignore[no-untyped-def]
+        import psutil
+
+        try:
+            return proc.children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def peak(self, start: float, end: float) -> int | None:
+        """The highest sample in [start, end], widened to the samples either side: a stage shorter than the
+        interval still gets the memory held around it."""
+        times = [t for t, _ in self.samples]
+        lo = max(0, bisect.bisect_right(times, start) - 1)
+        hi = bisect.bisect_left(times, end) + 1
+        inside = [rss for _, rss in self.samples[lo:hi]]
+        return max(inside) if inside else None
+
+
+def kill_tree(pid: int) -> None:
+    """Stop the release and everything it started (the --timeout: a stage that does not scale can otherwise
+    run until memory runs out, as the utility report did at 55M rows)."""
+    import psutil
+
+    with contextlib.suppress(psutil.NoSuchProcess):
+        proc = psutil.Process(pid)
+        for p in [*proc.children(recursive=True), proc]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+
+
+def run_release(spec: Path, root: Path, workdir: Path, timeout: float | None) -> dict[str, object]:
+    """``sdgov release --spec … --root … --json`` in a subprocess, as an operator runs it: its own PREFECT_HOME,
+    analytics off. Each stderr line is stamped with the time it arrived: the stage log lines give every stage's
+    window even when the run fails before the card (whose stage records are used when it succeeds)."""
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(workdir / "prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "DO_NOT_TRACK": "1",
+        "DVC_NO_ANALYTICS": "1",
+        "PREFECT_LOGGING_LEVEL": "INFO",
+    }
+    cmd = [str(SDGOV), "release", "--spec", str(spec), "--root", str(root), "--json"]
+    started = time.time()
+    proc = subprocess.Popen(cmd, env=env, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sampler = RssSampler(proc.pid)
+    sampler.start()
+    watchdog = threading.Timer(timeout, kill_tree, [proc.pid]) if timeout else None
+    if watchdog:
+        watchdog.start()
+    lines: list[tuple[float, str]] = []
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    for line in proc.stderr:  # type: ignore[union-attr]
+        lines.append((time.time(), line.rstrip("\n")))
+    code = proc.wait()
+    ended = time.time()
+    timed_out = bool(watchdog and not watchdog.is_alive() and code < 0)
+    if watchdog:
+        watchdog.cancel()
+    reader.join()
+    sampler.done.set()
+    sampler.join()
+    return {
+        "code": code,
+        "timed_out": timed_out,
+        "started": started,
+        "ended": ended,
+        "stdout": "".join(out),
+        "lines": lines,
+        "sampler": sampler,
+    }
+
+
+def windows_from_log(lines: list[tuple[float, str]]) -> dict[str, list[float]]:
+    """Each stage's [start] or [start, end] from its 'stage X started' / 'stage X finished' log lines (the end is
+    absent if the stage never finished), stamped when the line arrived (millisecond resolution, unlike the
+    StageRecords' whole seconds); the temporary server's start as the pseudo-stage '_server'."""
+    found: dict[str, list[float]] = {}
+    for t, line in lines:
+        if SERVER_LINE in line and "_server" not in found:
+            found["_server"] = [t]
+        m = STAGE_LINE.search(line)
+        if m and m.group(1):
+            found[m.group(1)] = [t]
+        elif m and m.group(2) in found:
+            found[m.group(2)].append(t)
+    return found
+
+
+def recorded_seconds(root: Path) -> dict[str, float]:
+    """Each stage's ``seconds`` from the StageRecords a released run writes to ``runs/<id>/provenance.json``
+    (agree_phi … draft_card: the timings its card publishes), to set beside the log's."""
+    found: dict[str, float] = {}
+    for prov in (root / "runs").glob("*/provenance.json"):
+        found.update({rec["stage"]: rec["seconds"] for rec in json.loads(prov.read_text())["stages"]})
+    return found
+
+
+def stage_table(run: dict[str, object], root: Path) -> list[dict[str, object]]:
+    """One row per stage, in order, with its seconds and the process tree's peak RSS inside its window. Before
+    the flow's stages: the CLI's pre-flight (imports; the one read, validation and encoding of the data; the
+    policy check) until the flow starts Prefect's temporary server, then the server's start until agree_phi."""
+    log = windows_from_log(run["lines"])  # type: ignore[arg-type]
+    records = recorded_seconds(root)
+    sampler: RssSampler = run["sampler"]  # type: ignore[assignment]
+    start, end = float(run["started"]), float(run["ended"])  # type: ignore[arg-type]
+    first = log["agree_phi"][0] if "agree_phi" in log else end
+    server = log.get("_server", [first])[0]
+    rows = [_row("pre-flight", start, server, sampler), _row("server start", server, first, sampler)]
+    for name in STAGES:
+        if name not in log:
+            continue
+        window = log[name]
+        row = _row(name, window[0], window[1] if len(window) > 1 else end, sampler)
+        row["finished"] = len(window) > 1
+        if name in records:
+            row["stage_record_seconds"] = records[name]
+        rows.append(row)
+    return rows
+
+
+def _row(stage: str, start: float, end: float, sampler: RssSampler) -> dict[str, object]:
+    return {"stage": stage, "seconds": round(end - start, 3), "peak_rss_bytes": sampler.peak(start, end)}
+
+
+def bench_release(rows: int, parquet: Path | None, timeout: float | None) -> dict[str, object]:
+    """One end-to-end release at ``rows`` rows in a temporary directory (registry, spec, Prefect home)."""
+    from sdgov.spec import load_spec
+
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-", dir="/tmp") as tmp:
+        workdir = Path(tmp)
+        setup = census_like_parquet(rows, parquet or workdir / "census_like.parquet")
+        spec = release_spec(workdir, Path(str(setup["parquet"])), rows)
+        root = governed_registry(workdir, spec, rows)
+        run = run_release(spec, root, workdir, timeout)
+        stages = stage_table(run, root)
+        sampler: RssSampler = run["sampler"]  # type: ignore[assignment]
+        published = windows_from_log(run["lines"]).get("release", [])  # type: ignore[arg-type]
+        result: dict[str, object] = {
+            "rows": rows,
+            "agreement_sha256": load_spec(spec).agreement.sha256(),
+            "setup_census_like": setup,
+            "exit_code": run["code"],
+            "stopped_by_timeout": run["timed_out"],
+            "wall_s": round(float(run["ended"]) - float(run["started"]), 3),  # type: ignore[arg-type]
+            "to_release_s": round(published[1] - float(run["started"]), 3) if len(published) > 1 else None,  # type: ignore[arg-type]
+            "peak_rss_bytes": max((r for _, r in sampler.samples), default=None),
+            "stages": stages,
+        }
+        result.update(release_outcome(run, root))
+    return result
+
+
+def release_outcome(run: dict[str, object], root: Path) -> dict[str, object]:
+    """The verdict: on success the CLI's JSON and the card (release id, audit verdict, privacy spent), else the
+    last lines of the log; the registry's events either way."""
+    from sdgov.registry import Registry
+
+    log = list(Registry(root).events())
+    events = [e.event for e in log]
+    # `sdgov release` never pauses: the release decision is the signed standing approval, logged before publication
+    approved = [f"{e.actor} ({e.comment})" for e in log if e.event == "release_approved"]
+    if run["code"] == 0:
+        stdout = str(run["stdout"])
+        payload = json.loads(stdout[stdout.index("{") :])  # the CLI's --json payload, pretty-printed
+        card = json.loads(Path(payload["card_json"]).read_text())
+        return {
+            "verdict": "released",
+            "release_id": payload["release_id"],
+            "card_verdict": card["verdict"]["result"],
+            "privacy": {k: card["privacy"][k] for k in ("rho", "epsilon", "delta")},
+            "paused_for_approval": False,
+            "release_approved_by": approved,
+            "events": events,
+        }
+    tail = [line for _, line in run["lines"]][-5:]  # type: ignore[union-attr]
+    return {"verdict": "not released", "error_tail": tail, "events": events}
+
+
+def print_release(result: dict[str, object]) -> None:
+    """One line per stage, then the outcome."""
+    print(f"{result['rows']:,} rows — census_like setup {result['setup_census_like']['seconds']} s (not counted)")  # type: ignore[index]
+    for row in result["stages"]:  # type: ignore[union-attr]
+        peak = row["peak_rss_bytes"]
+        gb = f"{peak / 1e9:.2f} GB" if peak else "n/a"
+        mark = "" if row.get("finished", True) else "  (did not finish)"
+        print(f"  {row['stage']:<24.24} {row['seconds']:>9.1f} s   peak {gb}{mark}")
+    print(
+        f"  total wall {result['wall_s']:.1f} s, exit {result['exit_code']}: {result['verdict']}"
+        f" {result.get('release_id', '')}",
+        flush=True,
+    )
+
+
+def _memory() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
 def _sub(*args: str) -> dict[str, object]:
     res = subprocess.run(
         [sys.executable, __file__, "worker", *args], capture_output=True, text=True, check=False, cwd=REPO
@@ -135,10 +443,12 @@ def _sub(*args: str) -> dict[str, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["measure", "sample", "worker"])
+    ap.add_argument("what", choices=["measure", "sample", "release", "worker"])
     ap.add_argument("--file", action="append", default=[])
     ap.add_argument("--pandas")
     ap.add_argument("--rows", action="append", type=int, default=[])
+    ap.add_argument("--parquet", action="append", default=[], type=Path, help="release: one per --rows, reused")
+    ap.add_argument("--timeout", type=float, help="release: stop the release after this many seconds")
     ap.add_argument("--json")
     ap.add_argument("rest", nargs="*")
     args = ap.parse_args()
@@ -160,7 +470,15 @@ def main() -> None:
         "results": [],
     }
     results: list[dict[str, object]] = out["results"]  # type: ignore[assignment]
-    if args.what == "measure":
+    if args.what == "release":
+        if args.parquet and len(args.parquet) != len(args.rows):
+            raise SystemExit("bench_scale.py: error: give one --parquet per --rows, or none")
+        out["machine"] = {"node": platform.node(), "platform": platform.platform(), "memory_bytes": _memory()}
+        for rows, parquet in zip(args.rows, args.parquet or [None] * len(args.rows), strict=True):
+            res = bench_release(rows, parquet, args.timeout)
+            print_release(res)
+            results.append(res)
+    elif args.what == "measure":
         if args.pandas:
             ref = _sub("measure", "pandas", args.pandas)
             eng = _sub("measure", "release", args.pandas)
