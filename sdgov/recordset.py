@@ -108,6 +108,19 @@ class ParquetRecords(RecordSet):
         return self._sample
 
 
+def sample_positions(total: int, rows: int, seed: int) -> np.ndarray:
+    """The positions (sorted) of the ``rows`` records of ``total`` that a sample from ``seed`` holds: uniform,
+    without replacement. One rule for records in a file (:func:`read_sample`) and in memory (:func:`sample_frame`)."""
+    return np.sort(stream(seed, _SAMPLE_STREAM).choice(total, rows, replace=False))
+
+
+def sample_frame(frame: pd.DataFrame, rows: int, seed: int) -> pd.DataFrame:
+    """``frame`` itself when it has at most ``rows`` records, else the same sample :func:`read_sample` reads."""
+    if len(frame) <= rows:
+        return frame
+    return frame.iloc[sample_positions(len(frame), rows, seed)].reset_index(drop=True)
+
+
 def read_sample(path: Path, columns: list[str], rows: int, seed: int) -> pd.DataFrame:
     """``columns`` of every record of ``path`` when it holds at most ``rows``; else of ``rows`` records drawn
     uniformly without replacement (from the public ``seed``), in file order, reading one row group at a time."""
@@ -115,7 +128,7 @@ def read_sample(path: Path, columns: list[str], rows: int, seed: int) -> pd.Data
     total = pf.metadata.num_rows
     if total <= rows:
         return pf.read(columns=columns).to_pandas()
-    wanted = np.sort(stream(seed, _SAMPLE_STREAM).choice(total, rows, replace=False))
+    wanted = sample_positions(total, rows, seed)
     pieces, start = [], 0
     for g in range(pf.num_row_groups):
         size = pf.metadata.row_group(g).num_rows

@@ -33,6 +33,7 @@ def audit_context(
         synthetic_file=generated.synthetic.verified(),
         requested_rows=generated.rows,
         read_confidential=lambda: read_codes(agreed.codes),  # encoded once by the agree stage
+        confidential_file=agreed.codes.verified(),
         executor_for=executor_for,
         log=log,
     )

@@ -63,8 +63,10 @@ class AuditContext:
     read_confidential: Callable[[], pd.DataFrame]
     executor_for: Callable[[int], Executor] = executor_for  # workers (< 1: every core) → where trials run
     log: Callable[[str], None] = print
+    confidential_file: Path | None = None  # the encoded copy read_confidential reads, when there is one
     _confidential: pd.DataFrame | None = field(default=None, repr=False)
     _synthetic: pd.DataFrame | None = field(default=None, repr=False)
+    _sampled: bool = field(default=False, repr=False)  # a sample was read from confidential_file
 
     def synthetic(self) -> pd.DataFrame:
         """The synthetic records as written (released values), read into memory on first use. A check that needs
@@ -80,9 +82,24 @@ class AuditContext:
             self._confidential = self.read_confidential()
         return self._confidential
 
+    def confidential_sample(self, rows: int, seed: int) -> pd.DataFrame:
+        """At most ``rows`` encoded confidential records: all of them, or the fixed uniform sample of
+        :func:`sdgov.recordset.sample_frame` — read from the encoded file without loading the rest, when the
+        records are not in memory yet (a 55M-record release: the privacy-risk audit's pool)."""
+        from sdgov.recordset import read_sample, sample_frame
+
+        if self._confidential is None and self.confidential_file is not None:
+            import pyarrow.parquet as pq
+
+            if pq.ParquetFile(self.confidential_file).metadata.num_rows > rows:
+                columns = list(pq.read_schema(self.confidential_file).names)
+                self._sampled = True
+                return read_sample(self.confidential_file, columns, rows, seed)
+        return sample_frame(self.confidential(), rows, seed)
+
     @property
     def confidential_was_read(self) -> bool:
-        return self._confidential is not None
+        return self._confidential is not None or self._sampled
 
 
 @dataclass(frozen=True)

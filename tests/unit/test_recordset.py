@@ -148,3 +148,28 @@ def test_the_engine_encodes_a_released_file_as_the_in_memory_encoder_does(tmp_pa
     frame.to_parquet(path)
     with pytest.raises(DataError, match="Astronaut"):
         DuckDBEngine().encode_columns(path, schema, cols, out)
+
+
+def test_the_privacy_audit_pool_is_the_same_sample_from_the_file_or_from_memory(demo, tmp_path):
+    """At census scale the privacy-risk audit draws from a pool of ``population_rows`` confidential records, read
+    from the encoded file without loading the rest; in memory it is the same records. Unset, the setting leaves
+    the pre-registered settings (and so the agreement hash) as they were."""
+    from sdgov.audits.privacy.base import POPULATION_ROWS, RiskSettings
+    from sdgov.audits.protocol import AuditContext
+    from sdgov.recordset import sample_frame
+
+    assert "population_rows" not in RiskSettings().model_dump() and RiskSettings().population_rows == POPULATION_ROWS
+    assert RiskSettings(population_rows=500).model_dump()["population_rows"] == 500
+    real = demo["real"]
+
+    def context() -> AuditContext:
+        fields = dict.fromkeys(["agreement", "agreement_sha256", "schema", "measurements", "measurements_ref"])
+        fields |= dict.fromkeys(["plan", "generate_record", "model_info", "synthetic_file", "requested_rows"])
+        return AuditContext(**fields, read_confidential=lambda: real, confidential_file=demo["codes"])
+
+    from_file = context()
+    pool = from_file.confidential_sample(1000, seed=0)
+    assert from_file.confidential_was_read, "the audit stage records the encoded copy as an input"
+    assert len(pool) == 1000 and pool.equals(sample_frame(real, 1000, seed=0))
+    assert from_file._confidential is None, "the other records were never loaded"
+    assert context().confidential_sample(5000, seed=0).equals(real), "up to the limit: every record"

@@ -30,7 +30,7 @@ class PrivacyRiskAudit:
         risk = audit_agreement_privacy(
             context.agreement,
             context.schema,
-            context.confidential(),
+            context.confidential_sample(settings.settings.population_rows, settings.settings.seed),
             context.plan,
             settings.generator,
             settings.settings,

@@ -30,6 +30,7 @@ from sdgov.audits.generator_protocol import (
 from sdgov.model import Frozen
 
 FEATURE_SETS = ("naive", "hist", "corr", "query")
+POPULATION_ROWS = 1_000_000  # the default pool of confidential records the audit draws from (census scale: 55M)
 
 
 class RiskSettings(Frozen):
@@ -83,6 +84,14 @@ class RiskSettings(Frozen):
     dcr_sample: int = Field(5000, ge=10)
     n_jobs: int = Field(2, description="parallel workers for attack trials (joblib; -1: all cores)")
     seed: int = Field(0, ge=0)
+    population_rows: int = Field(
+        POPULATION_ROWS,
+        ge=100,
+        exclude_if=lambda v: v == POPULATION_ROWS,  # unset, it leaves the pre-registered settings' hash unchanged
+        description="confidential records the audit draws its shadow datasets, targets and canaries from: all of "
+        "them up to this many, a fixed uniform sample beyond (it simulates the mechanism on datasets of train_rows "
+        "records: a larger pool changes nothing but the memory, 4 bytes per cell)",
+    )
 
     @property
     def m(self) -> int:

@@ -36,6 +36,7 @@ from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_a
 from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import Policy, PolicyCheck, evaluate, worst
+from sdgov.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 PARTS = ("mia", "one_run", "memorisation", "disclosure", "canary")
@@ -332,7 +333,9 @@ def audit_agreement_privacy(
             **(params or {}),
         }
     params = dict(params or {})
+    settings = settings or RiskSettings()
     attrs = list(agreement.attributes)
+    codes = sample_frame(codes, settings.population_rows, settings.seed)  # the pool: all records up to the limit
     domain = schema.domain(attrs)
     labels = {a: [str(x) for x in schema.by_name[a].labels()] for a in attrs}
     numeric = {a for a in attrs if schema.by_name[a].kind == "numeric"}
@@ -343,7 +346,7 @@ def audit_agreement_privacy(
         [tuple(c) for c in agreement.cliques],
         gen,
         params,
-        settings or RiskSettings(),
+        settings,
         policy or Policy(),
         plan.epsilon,
         plan.delta,
