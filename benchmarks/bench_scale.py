@@ -8,7 +8,7 @@ whole release end to end with its time and memory per stage.
         --pandas /tmp/c5m.csv --json benchmarks/results/scale-measure-2026-11-23.json
     nice -n 10 python benchmarks/bench_scale.py sample --rows 5000000 --rows 55000000 --json OUT
     nice -n 10 python benchmarks/bench_scale.py release --rows 1000000 [--rows M ...] [--parquet FILE ...] \\
-        [--timeout S] [--privacy-risk] --json OUT
+        [--timeout S] [--privacy-risk defaults|demo] --json OUT
 
 ``measure``: for each file, in a fresh subprocess (peak = its ``ru_maxrss``), App 3's 21 two-way marginals
 (``examples/census2011/app3.yaml``) counted by :mod:`sdgov.engines` — (a) ``scan``: one ``GROUPING SETS`` scan of
@@ -168,19 +168,22 @@ def census_like_parquet(rows: int, path: Path) -> dict[str, object]:
     return {"parquet": str(path), "reused": False, "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def release_spec(workdir: Path, parquet: Path, rows: int, privacy_risk: bool = False) -> Path:
+def release_spec(workdir: Path, parquet: Path, rows: int, privacy_risk: str | None = None) -> Path:
     """App 3's spec pointed at the census-like file, with its schema and standing approval copied beside it.
 
     Pre-registered audits are dropped, so only the structural checks run (what the scale attempt of 2026-11-23
-    ran), unless ``privacy_risk``: then the privacy-risk audit is pre-registered with its default settings (every
-    default part: membership and attribute inference, the one-run ε lower bound, memorisation, record checks).
+    ran), unless ``privacy_risk`` pre-registers the privacy-risk audit: ``defaults`` with its default settings (every
+    default part: membership and attribute inference, the one-run ε lower bound, memorisation, record checks), or
+    ``demo`` with the demo spec's smaller settings (fewer targets and shadow worlds, 300 iterations per shadow fit).
     App 3 has Φ = 21 two-way marginals at σ = 10."""
     spec = yaml.safe_load(SPEC.read_text())
     spec["dataset"] = {"name": f"census_like_{rows}", "path": str(parquet.resolve())}
     spec["rows"] = rows
     spec.pop("audit", None)
-    if privacy_risk:
+    if privacy_risk == "defaults":
         spec["privacy_risk"] = {}
+    elif privacy_risk == "demo":
+        spec["privacy_risk"] = yaml.safe_load((REPO / "sdgov" / "demo" / "spec.yaml").read_text())["privacy_risk"]
     for name in ("schema.yaml", "approvals.yaml"):
         shutil.copy(SPEC.parent / name, workdir / name)
     path = workdir / "spec.yaml"
@@ -362,7 +365,7 @@ def _row(stage: str, start: float, end: float, sampler: RssSampler) -> dict[str,
 
 
 def bench_release(
-    rows: int, parquet: Path | None, timeout: float | None, privacy_risk: bool = False
+    rows: int, parquet: Path | None, timeout: float | None, privacy_risk: str | None = None
 ) -> dict[str, object]:
     """One end-to-end release at ``rows`` rows in a temporary directory (registry, spec, Prefect home)."""
     from sdgov.spec import load_spec
@@ -378,7 +381,7 @@ def bench_release(
         published = windows_from_log(run["lines"]).get("release", [])  # type: ignore[arg-type]
         result: dict[str, object] = {
             "rows": rows,
-            "audits": "structural checks + privacy risk (defaults)" if privacy_risk else "structural checks",
+            "audits": "structural checks" + (f" + privacy risk ({privacy_risk} settings)" if privacy_risk else ""),
             "agreement_sha256": load_spec(spec).agreement.sha256(),
             "setup_census_like": setup,
             "exit_code": run["code"],
@@ -456,7 +459,9 @@ def main() -> None:
     ap.add_argument("--rows", action="append", type=int, default=[])
     ap.add_argument("--parquet", action="append", default=[], type=Path, help="release: one per --rows, reused")
     ap.add_argument("--timeout", type=float, help="release: stop the release after this many seconds")
-    ap.add_argument("--privacy-risk", action="store_true", help="release: pre-register the privacy-risk audit")
+    ap.add_argument(
+        "--privacy-risk", choices=["defaults", "demo"], help="release: pre-register the privacy-risk audit (settings)"
+    )
     ap.add_argument("--json")
     ap.add_argument("rest", nargs="*")
     args = ap.parse_args()

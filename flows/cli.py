@@ -273,6 +273,7 @@ def cmd_stage(args: argparse.Namespace) -> int:
                 seed=loaded.agreement.seed,
                 out_dir=str(Path(args.out).resolve()),
                 split=loaded.agreement.split,
+                engine=loaded.spec.engine,
             )
         )
         _emit(

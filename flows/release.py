@@ -14,7 +14,7 @@ from prefect.runtime import flow_run
 
 from sdgov import __version__
 from sdgov.approvals import StandingApproval, load_approvals, release_signoff
-from sdgov.artifacts import load_agreement
+from sdgov.artifacts import load_agreement, read_spec
 from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult, SignOff
 from sdgov.controller import check_controller_files
 from sdgov.publishing import Candidate
@@ -48,6 +48,7 @@ def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
             seed=agreement.seed,
             out_dir=str(Path(agreed.run_dir) / "generate"),
             split=agreement.split,
+            engine=read_spec(agreed.spec).engine,  # public configuration: where the sample's parts run
         )
     )
     audited = audit(agreed, measured, generated)

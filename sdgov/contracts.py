@@ -121,6 +121,9 @@ class GenerateInput(Frozen):
     seed: int
     out_dir: str
     split: AgreedSplit | None = Field(default=None, exclude_if=lambda v: v is None)  # one model per part
+    engine: Literal["duckdb", "dask"] = Field(  # dask: the sample's parts run on its cluster
+        default="duckdb", exclude_if=lambda v: v == "duckdb"
+    )
 
 
 class Generated(Frozen):

@@ -6,13 +6,15 @@ the generator settings, the row count and the public seed. It has no way to name
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from prefect import task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
+from sdgov.audits.executor import Executor
 from sdgov.contracts import Generated, GenerateInput
 from sdgov.generation import generate_synthetic
 from sdgov.sampler import CHUNK_ROWS, PART_CHUNKS
@@ -21,22 +23,35 @@ from sdgov.tasks.executor import prefect_executors
 
 PARALLEL_FROM_PARTS = 8  # below this many parts (~34M rows) spawning a process pool costs more than it saves
 
-VERSION = "1.1.0"  # 1.1: the sample is drawn in parts, each a task run, streamed into one file
+VERSION = "1.2.0"  # 1.2: with engine dask the parts run on the Dask cluster (1.1: parts as task runs, one file)
 
 
 @task(name="generate", version=VERSION, cache_policy=NO_CACHE)
 def generate(inp: GenerateInput) -> Generated:
     with stage("generate", VERSION) as rec:
         rec.inputs = [inp.measurements, inp.schema_file]
-        parts = -(-(inp.rows or 0) // (PART_CHUNKS * CHUNK_ROWS))
-        with prefect_executors() as executor_for:  # each part of the sample is a task run (progress in the UI)
-            executor = executor_for(0 if parts >= PARALLEL_FROM_PARTS else 1)
+        with _executor(inp) as executor:
             synthetic, model_info, rows = generate_synthetic(inp, logger().info, executor, _progress_bar())
         rec.outputs = [synthetic, model_info]
         rec.params = {"rows": rows, "seed": inp.seed, "chunk_rows": CHUNK_ROWS}
     return Generated(
         synthetic=synthetic, model_info=model_info, rows=rows, seed=inp.seed, chunk_rows=CHUNK_ROWS, record=rec.record()
     )
+
+
+@contextmanager
+def _executor(inp: GenerateInput) -> Iterator[Executor]:
+    """Where the sample's parts run: on the Dask cluster when the release's engine is Dask; else each part is a
+    Prefect task run (progress in the UI), in a process pool from :data:`PARALLEL_FROM_PARTS` parts."""
+    if inp.engine == "dask":
+        from sdgov.engines.dask_executor import dask_executor
+
+        with dask_executor() as executor:
+            yield executor
+        return
+    parts = -(-(inp.rows or 0) // (PART_CHUNKS * CHUNK_ROWS))
+    with prefect_executors() as executor_for:
+        yield executor_for(0 if parts >= PARALLEL_FROM_PARTS else 1)
 
 
 def _progress_bar() -> Callable[[int, int], None] | None:

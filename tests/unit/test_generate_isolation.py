@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from pydantic import ValidationError
@@ -35,8 +36,10 @@ def _watch(fn, *a, **kw) -> list[str]:
 
 def test_generate_input_has_no_way_to_name_the_data():
     fields = set(GenerateInput.model_fields)
-    # 'split' is the agreed split (parts' codes, Φ, generator settings): public, part of the agreement
-    assert fields == {"measurements", "schema_file", "generator", "rows", "seed", "out_dir", "split"}
+    # 'split' is the agreed split (parts' codes, Φ, generator settings): public, part of the agreement;
+    # 'engine' is one of two names (where the sample's parts run), never a path
+    assert fields == {"measurements", "schema_file", "generator", "rows", "seed", "out_dir", "split", "engine"}
+    assert GenerateInput.model_fields["engine"].annotation == Literal["duckdb", "dask"]
     with pytest.raises(ValidationError):
         GenerateInput(
             measurements=ArtifactRef(name="m", path="x", sha256="0", bytes=0),
