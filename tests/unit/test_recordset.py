@@ -173,3 +173,13 @@ def test_the_privacy_audit_pool_is_the_same_sample_from_the_file_or_from_memory(
     assert len(pool) == 1000 and pool.equals(sample_frame(real, 1000, seed=0))
     assert from_file._confidential is None, "the other records were never loaded"
     assert context().confidential_sample(5000, seed=0).equals(real), "up to the limit: every record"
+
+
+def test_the_decomposability_test_builds_its_extremal_datasets_from_a_bounded_pool():
+    """At 55M records 10 × N rows per fit would never end: the test (of the generator, not of the data) builds its
+    extremal datasets from at most ``population_rows`` records, and unset the setting leaves the hash as it was."""
+    from sdgov.audits.decomposability.settings import POPULATION_ROWS, DecomposabilitySettings
+
+    assert "population_rows" not in DecomposabilitySettings().model_dump()
+    assert DecomposabilitySettings().population_rows == POPULATION_ROWS == 100_000
+    assert DecomposabilitySettings(population_rows=5000).model_dump()["population_rows"] == 5000

@@ -9,6 +9,7 @@ from sdgov.model import Frozen
 
 MAX_K = 1_000  # 4·K generator fits (plus as many for the positive control): 2^40 would never end
 MAX_ROWS = 1_000_000_000
+POPULATION_ROWS = 100_000  # the default pool of confidential records the extremal datasets are built from
 EXPLICIT_MAX_CELLS = 20_000  # joint cells up to which Φ⊥ is handled exactly (its interaction decomposition)
 
 Params = dict[str, float | int | str | bool | list[str]]
@@ -38,6 +39,13 @@ class DecomposabilitySettings(Frozen):
         None, le=MAX_ROWS, description="synthetic rows per fit; default 10 × the records of D*"
     )
     seed: int = Field(0, ge=0, lt=2**63)
+    population_rows: PositiveInt = Field(
+        POPULATION_ROWS,
+        exclude_if=lambda v: v == POPULATION_ROWS,  # unset, it leaves the pre-registered settings' hash unchanged
+        description="confidential records the extremal datasets are built from: all of them up to this many, a "
+        "fixed uniform sample beyond (the test is of the generator: at census scale, 10 × 55M rows per fit would "
+        "never end, and the sample's Φ marginals serve as well)",
+    )
     candidate_basis: PositiveInt = Field(
         1000,
         description="random higher-order marginal cells spanning the random "

@@ -77,6 +77,7 @@ from sdgov.audits.generator_protocol import (
     make_generator,
     sample_generator,
 )
+from sdgov.recordset import sample_frame
 
 # ----------------------------------------------------------------------------------------------- result
 
@@ -299,6 +300,7 @@ def run_decomposability(
     (default: serial)."""
     st = settings or DecomposabilitySettings()
     start = time.perf_counter()
+    records = sample_frame(records, st.population_rows, st.seed)  # all records up to the limit, else a fixed sample
     space = _Space(records, cliques, domain, st)
     basis_seconds = time.perf_counter() - start
     try:
