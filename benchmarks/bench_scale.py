@@ -418,7 +418,17 @@ def release_outcome(run: dict[str, object], root: Path) -> dict[str, object]:
             "events": events,
         }
     tail = [line for _, line in run["lines"]][-5:]  # type: ignore[union-attr]
-    return {"verdict": "not released", "error_tail": tail, "events": events}
+    return {"verdict": "not released", "error_tail": tail, "events": events, "audit_failed": _failed_checks(root)}
+
+
+def _failed_checks(root: Path) -> list[dict[str, object]]:
+    """The audit's checks that did not pass (the run directory goes with the temporary directory)."""
+    return [
+        {"name": c["name"], "severity": c.get("severity"), "detail": c.get("detail")}
+        for report in root.glob("runs/*/audit.json")
+        for c in json.loads(report.read_text()).get("checks", [])
+        if not c.get("passed", True)
+    ]
 
 
 def print_release(result: dict[str, object]) -> None:
@@ -434,6 +444,8 @@ def print_release(result: dict[str, object]) -> None:
         f" {result.get('release_id', '')}",
         flush=True,
     )
+    for check in result.get("audit_failed") or []:  # type: ignore[union-attr]
+        print(f"  audit check not passed: {check['name']} — {check['detail']}", flush=True)
 
 
 def _memory() -> int:
