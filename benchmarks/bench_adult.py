@@ -11,7 +11,8 @@ many synthetic rows. The arms and their timing are those of :mod:`bench_selectio
 
 * sdgov MST, without and with ``--extra`` pairs beyond the tree (the selection share as in the census bench);
 * sdgov on the spec's own Φ (``examples/uci_adult/spec.yaml``: all pairs of its 8 income attributes), resolved by
-  :func:`sdgov.spec.resolve` exactly as a release would (its inference, iterations), measured, fitted, sampled;
+  :func:`sdgov.agreement.spec.resolve` exactly as a release would (its inference, iterations), measured, fitted,
+  sampled;
 * dpmm's MSTPipeline and the reference MST on mbi 2.0, each in its own venv (``--dpmm``, ``--mbi``).
 
 Scores, median over seeds: the average 2-way TVD over every pair of the attributes the arm models (all 105 pairs
@@ -41,12 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_selection import REPO, combine, peer_arms, sdgov_mst, shared_options, summarize, tvd_pairs
 
+from sdgov.agreement.accounting import plan_privacy
+from sdgov.agreement.spec import load_spec
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
-from sdgov.measure import MeasurementSet, measure_cliques
-from sdgov.privacy import plan_privacy
-from sdgov.sampler import iter_chunks
-from sdgov.spec import load_spec
+from sdgov.generators.sampler import iter_chunks
+from sdgov.measurement.marginals import MeasurementSet, measure_cliques
 
 SPEC = REPO / "examples" / "uci_adult" / "spec.yaml"
 TARGET = "income"
@@ -67,7 +68,7 @@ def read_adult(path: Path, schema) -> pd.DataFrame:
 
 
 def sdgov_spec_phi(real, schema, agreement, eps, delta, rows, seed, inference=None):
-    """The spec's own release: Φ, inference and iterations as :func:`sdgov.spec.resolve` agreed them (or the
+    """The spec's own release: Φ, inference and iterations as :func:`sdgov.agreement.spec.resolve` agreed them (or the
     ``inference`` the spec could declare instead), ε and δ of this run; measured, fitted, sampled with the release's
     functions (without the registry)."""
     t0, c0 = time.perf_counter(), time.process_time()

@@ -20,8 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.audits.decomposability.test import audit_spec  # noqa: E402
-from sdgov.audits.executor import executor_for  # noqa: E402
+from sdgov.audits.decomposability.procedure import audit_spec  # noqa: E402
+from sdgov.base.executor import executor_for  # noqa: E402
 
 G = "sdgov.audits.generators:"
 # Application 3's joint table has 1.56M cells: cap the fits (an honest fit is honest however long it runs). PGM

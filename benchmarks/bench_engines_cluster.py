@@ -63,8 +63,8 @@ def run(rows: int, workers: int, partition_mb: int, partition_rows: int, keep: P
     import census_like
     from distributed import Client, LocalCluster
 
+    from sdgov.agreement.spec import load_spec
     from sdgov.engines import dask_engine, engine
-    from sdgov.spec import load_spec
 
     loaded = load_spec(SPEC)
     schema, cliques = loaded.schema_, loaded.agreement.cliques

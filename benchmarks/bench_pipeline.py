@@ -7,8 +7,9 @@ Measures, in one run, on the ONS 2011 census teaching file and the App 3 agreeme
 (``examples/census2011/app3.yaml``: 21 two-way marginals over 7 attributes, σ = 10):
 
 1. **Measurement throughput** (rows/s) at 50k, 500k and 5M rows (the census rows replicated in memory):
-   ``sdgov.schema.encode`` of the text DataFrame (all schema columns, as the measure stage does), and
-   ``sdgov.measure.measure`` (exact marginal counts + OpenDP discrete Gaussian noise), separately and together.
+   ``sdgov.data.schema.encode`` of the text DataFrame (all schema columns, as the measure stage does), and
+   ``sdgov.measurement.marginals.measure`` (exact marginal counts + OpenDP discrete Gaussian noise), separately and
+   together.
 2. **Model fit time** of ``sdgov.generators.pgm_mbi.fit_pgm`` for App 3: *cold* (first fit in a fresh process,
    JAX JIT included) and *warm* (second fit in the same process).
 3. **Sampling** rows/s and peak memory at 1M and 10M rows: ours (``sample_to_parquet`` to a /tmp file, and
@@ -138,10 +139,10 @@ def log(msg: str) -> None:
 def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path]:
     import pandas as pd
 
-    from sdgov.measure import measure
-    from sdgov.privacy import plan_privacy
-    from sdgov.schema import encode, read_csv_strict
-    from sdgov.spec import load_spec
+    from sdgov.agreement.accounting import plan_privacy
+    from sdgov.agreement.spec import load_spec
+    from sdgov.data.schema import encode, read_csv_strict
+    from sdgov.measurement.marginals import measure
 
     loaded = load_spec(SPEC)
     schema, agreement = loaded.schema_, loaded.agreement
@@ -197,8 +198,8 @@ def worker_fit(args: argparse.Namespace) -> dict:
     import numpy as np
 
     import sdgov.generators.pgm_mbi as pgm
-    from sdgov.measure import MeasurementSet
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
+    from sdgov.measurement.marginals import MeasurementSet
 
     import_s = time.perf_counter() - t_imp
     params = spec_params = load_spec(SPEC).agreement.generator
@@ -253,9 +254,9 @@ def worker_sample(args: argparse.Namespace) -> dict:
     """Fresh process: load the models, warm up, baseline ru_maxrss, sample ``rows`` with one method."""
     import numpy as np
 
-    import sdgov.jaxsetup  # noqa: F401  (x64 before mbi, as in the product)
-    from sdgov.sampler import iter_chunks, sample_to_parquet
-    from sdgov.spec import load_spec
+    import sdgov.base.jaxsetup  # noqa: F401  (x64 before mbi, as in the product)
+    from sdgov.agreement.spec import load_spec
+    from sdgov.generators.sampler import iter_chunks, sample_to_parquet
 
     with open(args.models, "rb") as f:
         models = pickle.load(f)

@@ -31,8 +31,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.audits.privacy.base import RiskSettings  # noqa: E402
-from sdgov.audits.privacy.policy import Policy  # noqa: E402
+from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings  # noqa: E402
 from sdgov.audits.privacy.run import PrivacyAuditResult, audit_spec_privacy, summary  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
@@ -134,7 +133,7 @@ def audit(
             print(f"  [{label}] {what}: {done}/{total} ({time.perf_counter() - t:.0f} s)", file=sys.stderr, flush=True)
 
     r = audit_spec_privacy(
-        spec, generator, st, Policy(), params=params, parts=parts, canary_metric=metric, progress=progress
+        spec, generator, st, RiskPolicy(), params=params, parts=parts, canary_metric=metric, progress=progress
     )
     return row(label, r, time.perf_counter() - t)
 
@@ -155,7 +154,7 @@ def release_vs_joblib(spec: Path, jobs: int, seed: int) -> dict:
         "seed": seed,
     }
     t = time.perf_counter()
-    base = audit_spec_privacy(spec, None, RiskSettings(**settings), Policy())
+    base = audit_spec_privacy(spec, None, RiskSettings(**settings), RiskPolicy())
     joblib_s = time.perf_counter() - t
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("PREFECT_HOME", str(Path(tmp) / "prefect"))

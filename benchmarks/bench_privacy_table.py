@@ -25,7 +25,7 @@ from scipy import stats
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.audits.privacy.base import RiskSettings  # noqa: E402
+from sdgov.agreement.sections.privacy_risk import RiskSettings  # noqa: E402
 from sdgov.audits.privacy.run import DEFAULT_PARTS, audit_spec_privacy  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"

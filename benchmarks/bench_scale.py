@@ -62,15 +62,15 @@ def _peak() -> int:
 
 
 def worker_measure(mode: str, path: str) -> dict[str, object]:
+    from sdgov.agreement.spec import load_spec
     from sdgov.engines import engine
     from sdgov.engines.duckdb_engine import _connection, _ident, _source
-    from sdgov.spec import load_spec
 
     loaded = load_spec(SPEC)
     schema, cliques = loaded.schema_, loaded.agreement.cliques
-    from sdgov.fingerprint import fingerprint
-    from sdgov.measure import marginal_counts
-    from sdgov.schema import encode, read_csv_strict
+    from sdgov.data.fingerprint import fingerprint
+    from sdgov.data.schema import encode, read_csv_strict
+    from sdgov.measurement.marginals import marginal_counts
 
     src = Path(path)
     out: dict[str, object] = {"mode": mode, "file": path, "bytes": src.stat().st_size}
@@ -121,8 +121,8 @@ def worker_measure(mode: str, path: str) -> dict[str, object]:
 def worker_sample(rows: int, model_path: str) -> dict[str, object]:
     import pickle
 
-    from sdgov.sampler import sample_to_parquet
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
+    from sdgov.generators.sampler import sample_to_parquet
 
     model = pickle.loads(Path(model_path).read_bytes())
     schema = load_spec(SPEC).schema_
@@ -196,9 +196,9 @@ def governed_registry(workdir: Path, spec: Path, rows: int) -> Path:
     raised by a second signed commit so the release fits it — max_rows ≥ N (the default is 10M) and ε per release
     3.0 (App 3 at σ = 10 with δ = 10^-ceil(log10 N) costs ε ≈ 2.6 at 55M) — and the spec's standing approval
     signed by the people it names, so ``sdgov release`` runs through without a pause."""
-    from sdgov.controller import commit
-    from sdgov.policy import policy_path
-    from sdgov.registry import Registry
+    from sdgov.governance.controller import commit
+    from sdgov.governance.policy import policy_path
+    from sdgov.registry.log import Registry
     from tests.governance import controller_registry, sign_standing_approval
 
     root = workdir / "registry"
@@ -368,7 +368,7 @@ def bench_release(
     rows: int, parquet: Path | None, timeout: float | None, privacy_risk: str | None = None
 ) -> dict[str, object]:
     """One end-to-end release at ``rows`` rows in a temporary directory (registry, spec, Prefect home)."""
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
 
     with tempfile.TemporaryDirectory(prefix="bench-e2e-", dir="/tmp") as tmp:
         workdir = Path(tmp)
@@ -398,7 +398,7 @@ def bench_release(
 def release_outcome(run: dict[str, object], root: Path) -> dict[str, object]:
     """The verdict: on success the CLI's JSON and the card (release id, audit verdict, privacy spent), else the
     last lines of the log; the registry's events either way."""
-    from sdgov.registry import Registry
+    from sdgov.registry.log import Registry
 
     log = list(Registry(root).events())
     events = [e.event for e in log]
@@ -520,11 +520,11 @@ def main() -> None:
     else:
         import pickle
 
+        from sdgov.agreement.accounting import plan_privacy
+        from sdgov.agreement.spec import load_spec
         from sdgov.engines import load_encoded
         from sdgov.generators.pgm_mbi import fit_pgm
-        from sdgov.measure import measure
-        from sdgov.privacy import plan_privacy
-        from sdgov.spec import load_spec
+        from sdgov.measurement.marginals import measure
 
         loaded = load_spec(SPEC)
         ag = loaded.agreement

@@ -9,8 +9,8 @@ attribute pairs, median over seeds.
 
 * sdgov MST: the declared selection share measures the 1-ways and runs OpenDP's Gumbel noisy-max (+ the
   reviewers' noisy scores); the rest measures the selected pairs; mbi mirror descent on the tree; sdgov's sampler.
-  This is :func:`sdgov.selection.select_mst` and the release's own functions, without the registry.
-* sdgov AIM (``--aim``): :func:`sdgov.selection_aim.select_aim` with the same share (AIM's rounds: Gumbel
+  This is :func:`sdgov.measurement.selection.mst.select_mst` and the release's own functions, without the registry.
+* sdgov AIM (``--aim``): :func:`sdgov.measurement.selection.aim.select_aim` with the same share (AIM's rounds: Gumbel
   noisy-max on the mbi model's errors, Gaussian measurement, refit, annealing), then the release of its Φ as above.
 * sdgov all 2-way: every pair at ε = 1, fitted with mbi's approximate inference (the card's "approximate"
   path, :mod:`sdgov.generators.pgm_mbi`), when ``--all-pairs`` is given.
@@ -39,15 +39,15 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sdgov.agreement.accounting import plan_privacy  # noqa: E402
+from sdgov.agreement.spec import GeneratorSpec, LimitsSpec, PrivacySpec, SelectionSpec  # noqa: E402
+from sdgov.data.schema import load_schema  # noqa: E402
+from sdgov.data.tables import contingency_table  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
-from sdgov.measure import MeasurementSet, measure_cliques  # noqa: E402
-from sdgov.privacy import plan_privacy  # noqa: E402
-from sdgov.sampler import iter_chunks  # noqa: E402
-from sdgov.schema import load_schema  # noqa: E402
-from sdgov.selection import select_mst  # noqa: E402
-from sdgov.spec import GeneratorSpec, LimitsSpec, PrivacySpec, SelectionSpec  # noqa: E402
-from sdgov.tables import contingency_table  # noqa: E402
+from sdgov.generators.sampler import iter_chunks  # noqa: E402
+from sdgov.measurement.marginals import MeasurementSet, measure_cliques  # noqa: E402
+from sdgov.measurement.selection.mst import select_mst  # noqa: E402
 
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 SCHEMA = REPO / "examples" / "census2011" / "schema.yaml"
@@ -115,11 +115,12 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
 def sdgov_aim(
     real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, aim_rounds=None, aim_iterations=None
 ):
-    """AIM as ``propose --select aim`` runs it (:func:`sdgov.selection_aim.select_aim`, mbi between rounds), then
+    """AIM as ``propose --select aim`` runs it (:func:`sdgov.measurement.selection.aim.select_aim`, mbi between
+    rounds), then
     the release of the proposed Φ: its pairs measured with what the selection leaves, mbi fit, sdgov's sampler.
     The rounds' own measurements serve the selection only (the release does not reuse them)."""
     from sdgov.generators.pgm_mbi import marginal_estimator
-    from sdgov.selection_aim import select_aim
+    from sdgov.measurement.selection.aim import select_aim
 
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
@@ -238,7 +239,7 @@ def main() -> None:
         import logging
 
         logging.basicConfig(format="%(asctime)s %(message)s")
-        logging.getLogger("sdgov.selection_aim").setLevel(logging.INFO)  # one line per round
+        logging.getLogger("sdgov.measurement.selection.aim").setLevel(logging.INFO)  # one line per round
     if args.combine:
         return combine(args.combine, args.out)
 

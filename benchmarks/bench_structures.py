@@ -29,13 +29,13 @@ REPO = Path(__file__).resolve().parents[1]
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 sys.path.insert(0, str(REPO))
 
+from sdgov.agreement.accounting import plan_privacy  # noqa: E402
+from sdgov.agreement.spec import ReleaseSpec, resolve  # noqa: E402
+from sdgov.data.schema import Schema  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators.registry import generator  # noqa: E402
-from sdgov.measure import measure  # noqa: E402
-from sdgov.privacy import plan_privacy  # noqa: E402
-from sdgov.sampler import sample_to_parquet  # noqa: E402
-from sdgov.schema import Schema  # noqa: E402
-from sdgov.spec import ReleaseSpec, resolve  # noqa: E402
+from sdgov.generators.sampler import sample_to_parquet  # noqa: E402
+from sdgov.measurement.marginals import measure  # noqa: E402
 
 APP3 = ["Health", "Hours worked per week", "Age", "Marital Status", "Occupation", "Industry", "Region"]
 ZEROS = {"Hours worked per week": [1, 2, 3, 4], "Occupation": list(range(1, 10)), "Industry": list(range(1, 13))}

@@ -31,12 +31,12 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sdgov.agreement.accounting import plan_privacy  # noqa: E402
+from sdgov.agreement.spec import GeneratorSpec, KWay, PhiSpec, PrivacySpec, load_spec, resolve  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
-from sdgov.measure import measure  # noqa: E402
-from sdgov.privacy import plan_privacy  # noqa: E402
-from sdgov.sampler import iter_chunks  # noqa: E402
-from sdgov.spec import GeneratorSpec, KWay, PhiSpec, PrivacySpec, load_spec, resolve  # noqa: E402
+from sdgov.generators.sampler import iter_chunks  # noqa: E402
+from sdgov.measurement.marginals import measure  # noqa: E402
 from sdgov.utility import tasks as T  # noqa: E402
 from sdgov.utility.report import ReportSettings, build_report, write_report  # noqa: E402
 

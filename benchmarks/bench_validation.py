@@ -5,7 +5,7 @@
 Writes, in a scratch directory, one schema with a column of ``--categories`` categories (as YAML and as JSON, which
 the loader reads with the C JSON parser) plus a small categorical column, and a CSV of ``--rows`` rows drawing from
 every category; then times, each best of 3: loading the schema (YAML / JSON: bounded parse + pydantic validation,
-duplicate checks included) and reading + validating + encoding the CSV (``sdgov.schema.load_encoded``). Before the
+duplicate checks included) and reading + validating + encoding the CSV (``sdgov.data.schema.load_encoded``). Before the
 hardening, the duplicate check alone was quadratic (3·10^4 categories 142 s; 10^5 never ended).
 """
 
@@ -26,8 +26,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sdgov.data.schema import load_schema  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
-from sdgov.schema import load_schema  # noqa: E402
 
 
 def best_of(n: int, fn) -> tuple[float, object]:  # type: ignore[no-untyped-def]

@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sdgov.data.schema import decode, load_schema  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
-from sdgov.schema import decode, load_schema  # noqa: E402
 
 SCHEMA = REPO / "examples" / "census2011" / "schema.yaml"
 EXTRACT = Path("/work/shared/data/census2011_teaching_50k.csv")

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import yaml
 
+from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
 from sdgov.audits.privacy.run import audit_spec_privacy
-from sdgov.audits.privacy.settings import PrivacyRiskSettings
+from sdgov.data.schema import load_schema
 from sdgov.demo import inputs
 from sdgov.demo.data import write_demo_data
-from sdgov.schema import load_schema
 
 out = Path("/tmp/demo_priv")
 out.mkdir(exist_ok=True)

@@ -6,11 +6,12 @@ import sys
 import time
 from pathlib import Path
 
+from sdgov.agreement.sections.privacy_risk import RiskPolicy
+from sdgov.agreement.spec import load_spec
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit
-from sdgov.audits.privacy.policy import Policy, evaluate
-from sdgov.schema import load_encoded
-from sdgov.spec import load_spec
+from sdgov.audits.privacy.policy import evaluate
+from sdgov.data.schema import load_encoded
 
 REPO = Path(__file__).resolve().parents[1]
 app, gen, K, seeds, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -23,7 +24,13 @@ for seed in range(seeds):
     t = time.time()
     r = memorisation_audit(ref, codes[attrs].to_numpy(), 30, 10_000, K, seed, 0.95, (0.99, 0.999))
     (check,) = evaluate(
-        Policy(), claimed_epsilon=None, epsilon_lower=None, targets=[], dp_bound=None, disclosure=None, memorisation=r
+        RiskPolicy(),
+        claimed_epsilon=None,
+        epsilon_lower=None,
+        targets=[],
+        dp_bound=None,
+        disclosure=None,
+        memorisation=r,
     )
     rows.append(
         {

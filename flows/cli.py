@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
-    from sdgov.registry import Registry
+    from sdgov.registry.log import Registry
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
@@ -31,11 +31,11 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None
 
 
 def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
-    from sdgov.approvals import agreement_signoffs
-    from sdgov.controller import check_controller_files
-    from sdgov.inputs import check_inputs
-    from sdgov.policy import preflight
-    from sdgov.registry import Registry
+    from sdgov.governance.controller import check_controller_files
+    from sdgov.governance.policy import preflight
+    from sdgov.governance.standing import agreement_signoffs
+    from sdgov.intake.inputs import check_inputs
+    from sdgov.registry.log import Registry
 
     root = Registry(args.root).root.resolve()
     check_controller_files(Registry(root))  # the controller's files as last signed, or no release
@@ -80,13 +80,13 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sdgov.controller import init
+    from sdgov.agreement.spec import load_spec
+    from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
     from sdgov.demo.people import signed_demo_approval
-    from sdgov.registry import Registry
-    from sdgov.schema import load_schema
-    from sdgov.spec import load_spec
+    from sdgov.governance.controller import init
+    from sdgov.registry.log import Registry
 
     api_starting = _start_temporary_api()
     init(Registry(args.root), controller="Carl Controller")  # the demo's registry: the default policy, adopted
@@ -120,8 +120,8 @@ def _start_temporary_api() -> threading.Thread | None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     """Write the controller's default policy into a registry (kept as it is when there is one already)."""
-    from sdgov.controller import init
-    from sdgov.registry import Registry
+    from sdgov.governance.controller import init
+    from sdgov.registry.log import Registry
 
     reg = Registry(args.root)
     path, written, adopted = init(reg, controller=args.controller)
@@ -141,9 +141,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_data(args: argparse.Namespace) -> int:
+    from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
-    from sdgov.schema import load_schema
 
     path = write_demo_data(load_schema(inputs() / "schema.yaml"), Path(args.out), rows=args.rows)
     _emit(args, {"path": str(path), "rows": args.rows}, f"wrote {args.rows} demo records to {path}")
@@ -151,9 +151,9 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from sdgov.inputs import validated_data
-    from sdgov.preflight import preflight
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
+    from sdgov.intake.inputs import validated_data
+    from sdgov.intake.preflight import preflight
 
     loaded = load_spec(args.spec)
     rows = validated_data(
@@ -180,8 +180,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_registry(args: argparse.Namespace) -> int:
-    from sdgov import checkpoint
-    from sdgov.registry import Registry
+    from sdgov.registry import checkpoint
+    from sdgov.registry.log import Registry
 
     reg = Registry(args.root)
     if args.action == "verify":
@@ -219,7 +219,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
     if not args.out:
         print(text, end="")
         return 0
-    from sdgov.atomic import atomic_write_text
+    from sdgov.base.atomic import atomic_write_text
 
     atomic_write_text(Path(args.out), text)
     _emit(args, cp.model_dump(), f"checkpoint of log event {cp.sequence} (head {cp.head}) → {args.out}")
@@ -228,7 +228,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace, reg: Registry) -> int:
     """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok')."""
-    from sdgov import checkpoint
+    from sdgov.registry import checkpoint
 
     cp = checkpoint.load(args.checkpoint) if args.checkpoint else None
     anchored = checkpoint.problems(reg, cp) if cp is not None else []
@@ -254,8 +254,8 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
 
 def cmd_stage(args: argparse.Namespace) -> int:
     """The stages as plain commands, for ``dvc repro``: they call the very task functions the flow runs."""
+    from sdgov.agreement.spec import load_spec
     from sdgov.contracts import ArtifactRef, GenerateInput
-    from sdgov.spec import load_spec
 
     loaded = load_spec(args.spec)
     schema_ref = ArtifactRef.of("schema", loaded.schema_file)
@@ -283,10 +283,10 @@ def cmd_stage(args: argparse.Namespace) -> int:
         )
         return 0
     from sdgov.artifacts import synthetic_records
-    from sdgov.hashing import write_json
-    from sdgov.inputs import validated_data
-    from sdgov.metrics import utility_summary
-    from sdgov.recordset import ParquetRecords
+    from sdgov.base.hashing import write_json
+    from sdgov.engines.recordset import ParquetRecords
+    from sdgov.intake.inputs import validated_data
+    from sdgov.utility.summary import utility_summary
 
     agreement, schema = loaded.agreement, loaded.schema_
     real = validated_data(loaded.data_path, schema, loaded.spec.engine)
@@ -308,11 +308,11 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     the controller's policy and the budget ledger. A second copy of ψ under DVC is the same bytes, so it leaks
     nothing more.
     """
-    from sdgov.atomic import atomic_write_bytes
-    from sdgov.errors import RegistryError
-    from sdgov.inputs import validated_data
-    from sdgov.measurement_store import assemble_logged
-    from sdgov.registry import Registry
+    from sdgov.base.atomic import atomic_write_bytes
+    from sdgov.base.errors import RegistryError
+    from sdgov.intake.inputs import validated_data
+    from sdgov.measurement.store import assemble_logged
+    from sdgov.registry.log import Registry
 
     registry = Registry(args.root)
     data = validated_data(loaded.data_path, loaded.schema_, loaded.spec.engine)
@@ -346,7 +346,7 @@ class OneLineParser(argparse.ArgumentParser):
     Sub-commands inherit the class (argparse builds sub-parsers with the parent's class)."""
 
     def error(self, message: str) -> NoReturn:
-        from sdgov.errors import SdgovError
+        from sdgov.base.errors import SdgovError
 
         err = SdgovError(message, self.prog, f"see '{self.prog} --help'")
         self.exit(2, f"sdgov: error: {err.one_line()}\n")
@@ -434,7 +434,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from sdgov.errors import InternalError, PreflightError, SdgovError
+    from sdgov.base.errors import InternalError, PreflightError, SdgovError
 
     try:
         return args.fn(args)

@@ -1,7 +1,7 @@
 """``sdgov audit decomposability``: the black-box decomposability test from the command line.
 
 Kept out of :mod:`sdgov.flows.cli` so the main CLI only gains a subparser; the work is in
-:mod:`sdgov.audits.decomposability.test`.
+:mod:`sdgov.audits.decomposability.procedure`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from sdgov.audits.decomposability.settings import MAX_K, MAX_ROWS
+from sdgov.agreement.sections.decomposability import MAX_K, MAX_ROWS
 from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
 from sdgov.flows.cli_args import json_object_arg
 from sdgov.flows.cli_risk import add_privacy_args, cmd_privacy, crash_written
@@ -50,8 +50,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
             "--generator",
             "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'",
         )
+    from sdgov.audits.decomposability.procedure import audit_spec
     from sdgov.audits.decomposability.report import decomposability_section
-    from sdgov.audits.decomposability.test import audit_spec
 
     overrides: dict = {}
     if args.params:
@@ -68,7 +68,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         raise AuditError("--seed must be between 0 and 2^63 - 1", "--seed")
     if args.control:
         overrides["positive_control"] = None if args.control.lower() == "none" else args.control
-    from sdgov.audits.executor import executor_for
+    from sdgov.base.executor import executor_for
 
     if args.jobs is not None and args.jobs < 0:
         raise AuditError("--jobs must be 0 (every core) or more", "--jobs")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from sdgov.errors import SdgovError
+from sdgov.base.errors import SdgovError
 
 Add = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
 
@@ -71,11 +71,11 @@ def cmd_server(args: argparse.Namespace) -> int:
     if args.print_env:
         _emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
         return 0
-    read, write = os.pipe()  # the server's lifeline (sdgov.lifeline): it stops when this process dies, kill -9 too
+    read, write = os.pipe()  # the server's lifeline (sdgov.base.lifeline): it stops when this process dies, kill -9 too
     cmd = [
         sys.executable,
         "-m",
-        "sdgov.lifeline",
+        "sdgov.base.lifeline",
         str(read),
         "prefect",
         "server",
@@ -124,9 +124,9 @@ def _wait_forwarding_signals(proc: subprocess.Popen) -> int:
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
-    from sdgov.inputs import check_proposal
-    from sdgov.policy import preflight
-    from sdgov.registry import Registry
+    from sdgov.governance.policy import preflight
+    from sdgov.intake.inputs import check_proposal
+    from sdgov.registry.log import Registry
 
     if args.review and not args.select:
         raise SdgovError("--review reviews a private selection", "--review", "add --select mst")
@@ -168,8 +168,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
 def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
     from sdgov.flows.release import new_run_id
-    from sdgov.registry import Registry
-    from sdgov.selection_review import SelectionRecord
+    from sdgov.measurement.selection.review import SelectionRecord
+    from sdgov.registry.log import Registry
     from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
     root = Registry(args.root).root.resolve()
@@ -196,10 +196,10 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
 
     from sdgov.flows.phi_review import phi_review_flow
     from sdgov.flows.refusals import quiet_refusals
-    from sdgov.inputs import check_proposal
-    from sdgov.policy import preflight
-    from sdgov.registry import Registry
-    from sdgov.selection_store import check_draft
+    from sdgov.governance.policy import preflight
+    from sdgov.intake.inputs import check_proposal
+    from sdgov.measurement.selection.store import check_draft
+    from sdgov.registry.log import Registry
 
     _require_server()
     root = Registry(args.root).root.resolve()
@@ -351,11 +351,11 @@ def _paused_decision(c, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
 
 def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str) -> str:
     """Sign (registry id, run, nonce, subject, hash, decision, name, time), after the checks the flow will make."""
-    from sdgov.approvers import REQUIRED_ROLE, Challenge, check_decision
-    from sdgov.contracts import utcnow
-    from sdgov.controller import controller_approvers
-    from sdgov.registry import Registry
-    from sdgov.statements import SignOffStatement, encode
+    from sdgov.base.clock import utcnow
+    from sdgov.governance.approvers import REQUIRED_ROLE, Challenge, check_decision
+    from sdgov.governance.controller import controller_approvers
+    from sdgov.identity.statements import SignOffStatement, encode
+    from sdgov.registry.log import Registry
 
     if p["subject"] not in REQUIRED_ROLE:
         raise SdgovError(
@@ -383,7 +383,7 @@ def _sign_paused(args: argparse.Namespace) -> tuple[UUID, Any, dict[str, Any], s
     ``approve``); a missing or unreadable key is one line before the server is contacted."""
     from prefect import get_client
 
-    from sdgov.keys import load_private_key
+    from sdgov.identity.keys import load_private_key
 
     load_private_key(args.key)
     _require_server()
@@ -509,7 +509,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
-    from sdgov.keys import keygen
+    from sdgov.identity.keys import keygen
 
     pub = keygen(args.out)
     _emit(
@@ -522,8 +522,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 
 def cmd_approvers(args: argparse.Namespace) -> int:
     """``commit``: a controller signs the controller files' new hashes into the log (approvers, budgets, policy)."""
-    from sdgov.controller import commit
-    from sdgov.registry import Registry
+    from sdgov.governance.controller import commit
+    from sdgov.registry.log import Registry
 
     events = commit(Registry(args.root), args.who, args.key)
     lines = [
@@ -540,8 +540,8 @@ def cmd_approvers(args: argparse.Namespace) -> int:
 
 def cmd_approvals(args: argparse.Namespace) -> int:
     """``sign``: a person named in a standing approval signs it for this registry (appended to the file)."""
-    from sdgov.approvals import sign_standing
-    from sdgov.registry import Registry
+    from sdgov.governance.standing import sign_standing
+    from sdgov.registry.log import Registry
 
     reg = Registry(args.root)
     reg.require_existing()
@@ -551,9 +551,9 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    from sdgov.ledger import ledger_summary
-    from sdgov.policy import load_policy
-    from sdgov.registry import Registry
+    from sdgov.governance.ledger import ledger_summary
+    from sdgov.governance.policy import load_policy
+    from sdgov.registry.log import Registry
 
     reg = Registry(args.root)
     policy, sha = load_policy(reg.root)
@@ -577,8 +577,8 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 
 def cmd_trail(args: argparse.Namespace) -> int:
-    from sdgov.registry import Registry
-    from sdgov.trail import render_html, render_text, to_prov, trail, write
+    from sdgov.registry.log import Registry
+    from sdgov.registry.trail import render_html, render_text, to_prov, trail, write
 
     t = trail(Registry(args.root), args.dataset)
     written = {}

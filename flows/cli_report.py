@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdgov.errors import DataError
+from sdgov.base.errors import DataError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -25,7 +25,7 @@ def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFr
     """Read and encode a released synthetic file; refuses (DataError) a file that does not match the schema."""
     import pandas as pd
 
-    from sdgov.schema import encode, read_csv_strict
+    from sdgov.data.schema import encode, read_csv_strict
 
     p = Path(path)
     if not p.is_file():
@@ -47,9 +47,9 @@ def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFr
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from sdgov.hashing import sha256_file
-    from sdgov.inputs import validated_data
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
+    from sdgov.base.hashing import sha256_file
+    from sdgov.intake.inputs import validated_data
     from sdgov.utility.report import FAST, ReportSettings, build_report, write_report
 
     loaded = load_spec(args.spec)

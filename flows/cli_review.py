@@ -15,12 +15,12 @@ import argparse
 import time
 from typing import Any
 
-from sdgov.errors import SdgovError
+from sdgov.base.errors import SdgovError
 from sdgov.flows.cli_ops import Add, _emit, _paused_decision, _pending, _require_server
 
 
 def _review(args: argparse.Namespace) -> Any:
-    from sdgov.selection_review import EdgeReview, parse_pairs
+    from sdgov.measurement.selection.review import EdgeReview, parse_pairs
 
     if not args.why.strip():
         raise SdgovError("a review needs a reason", "--why", "say why: it is logged with every change")
@@ -35,12 +35,12 @@ def _review(args: argparse.Namespace) -> Any:
 
 def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
     """The statement over this review for this pause, after the check the flow will make."""
-    from sdgov.approvers import Challenge
-    from sdgov.contracts import utcnow
-    from sdgov.controller import controller_approvers
-    from sdgov.registry import Registry
-    from sdgov.selection_review import DECISION, SUBJECT, check_reviewer, review_sha256
-    from sdgov.statements import SignOffStatement, encode
+    from sdgov.base.clock import utcnow
+    from sdgov.governance.approvers import Challenge
+    from sdgov.governance.controller import controller_approvers
+    from sdgov.identity.statements import SignOffStatement, encode
+    from sdgov.measurement.selection.review import DECISION, SUBJECT, check_reviewer, review_sha256
+    from sdgov.registry.log import Registry
 
     if p["subject"] != SUBJECT:
         raise SdgovError(
@@ -73,7 +73,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     from prefect import get_client
 
     from sdgov.flows.phi_review import format_pairs
-    from sdgov.keys import load_private_key
+    from sdgov.identity.keys import load_private_key
 
     load_private_key(args.key)
     review = _review(args)

@@ -65,7 +65,7 @@ def add_privacy_args(a: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace):
-    from sdgov.audits.privacy.base import RiskSettings
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
 
     values: dict = {}
     if getattr(args, "settings", None):
@@ -87,7 +87,7 @@ def _settings(args: argparse.Namespace):
             values[key] = v
     from pydantic import ValidationError
 
-    from sdgov.loading import validation_message
+    from sdgov.base.loading import validation_message
 
     try:
         return RiskSettings(**values)
@@ -96,7 +96,7 @@ def _settings(args: argparse.Namespace):
 
 
 def cmd_privacy(args: argparse.Namespace) -> int:
-    from sdgov.audits.privacy.policy import load_policy
+    from sdgov.audits.privacy.policy import load_risk_policy
     from sdgov.audits.privacy.report import privacy_section
     from sdgov.audits.privacy.run import audit_spec_privacy, summary
 
@@ -107,7 +107,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
         if p.strip()
     )
     settings = _settings(args)
-    policy = load_policy(getattr(args, "policy", None))
+    policy = load_risk_policy(getattr(args, "policy", None))
 
     def progress(done: int, total: int, what: str) -> None:
         if done == total or done % max(1, total // 10) == 0:

@@ -21,18 +21,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sdgov.errors import SpecError
+from sdgov.base.errors import SpecError
 
 SHOWN = 50  # values listed per column in the human output (all of them with --json)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from sdgov.data.schema import load_schema
     from sdgov.engines import engine
     from sdgov.engines.duckdb_engine import source_columns
-    from sdgov.schema import load_schema
 
     if args.spec:
-        from sdgov.spec import load_spec
+        from sdgov.agreement.spec import load_spec
 
         loaded = load_spec(args.spec)
         schema, data = loaded.schema_, Path(args.data).resolve() if args.data else loaded.data_path

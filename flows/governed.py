@@ -13,7 +13,8 @@ only with the first 8 characters of that hash typed back (a wrong one is refused
 A decision counts only with a signed statement (the form's *Signature* field, from ``sdgov sign``, or
 ``sdgov approve --key``) over this registry's id, this flow run, a nonce issued for this very pause, the subject,
 its hash and the decision, verified with the key the controller's approvers registry lists for the approver
-(:mod:`sdgov.approvers`, :mod:`sdgov.controller`). An unsigned, forged, replayed or wrongly-keyed resume — a raw
+(:mod:`sdgov.governance.approvers`, :mod:`sdgov.governance.controller`). An unsigned, forged, replayed or wrongly-keyed
+resume — a raw
 ``POST /api/flow_runs/{id}/resume`` included — is refused, logged as ``approval_refused``, and the run pauses
 again with a fresh nonce (unless the controller's sandbox switch ``allow_unsigned_ui_approvals`` lets unsigned
 decisions count, recorded as identity not verified); a rejection ends the run with nothing released (final state
@@ -42,27 +43,30 @@ from prefect.input.actions import create_flow_run_input
 from prefect.states import Completed
 from pydantic import BaseModel, Field
 
-from sdgov import __version__, ledger
-from sdgov.approvals import load_approvals
-from sdgov.approvers import ApprovalRefused, Challenge, check_decision
+from sdgov import __version__
+from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
-from sdgov.contracts import ReleaseResult, SignOff, utcnow
-from sdgov.controller import check_controller_files, controller_approvers, load_config, registry_id
-from sdgov.drafting import audit_sections
-from sdgov.errors import BudgetError, SdgovError
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import BudgetError, SdgovError
+from sdgov.contracts import ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
-from sdgov.metrics import UtilitySummary
-from sdgov.names import same_person
-from sdgov.policy import preflight
-from sdgov.privacy import PrivacyPlan
-from sdgov.publishing import log_blocked
-from sdgov.registry import Registry
-from sdgov.summaries import agreement_md, budget_md, existing, release_md
+from sdgov.governance import ledger
+from sdgov.governance.approvers import ApprovalRefused, Challenge, check_decision
+from sdgov.governance.controller import check_controller_files, controller_approvers, load_config, registry_id
+from sdgov.governance.policy import preflight
+from sdgov.governance.signoff import SignOff
+from sdgov.governance.standing import load_approvals
+from sdgov.identity.names import same_person
+from sdgov.registry.log import Registry
+from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
+from sdgov.reporting.draft import audit_sections
+from sdgov.reporting.publish import log_blocked
+from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
-from sdgov.verdict import overall_verdict
+from sdgov.utility.summary import UtilitySummary
 
 PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
@@ -342,7 +346,7 @@ def pull_latest_data(spec_path: str, data_path: str | None) -> None:
     """Scheduled runs: bring the DVC-tracked confidential data to its latest version before proposing."""
     import subprocess
 
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
 
     data = Path(data_path) if data_path else load_spec(spec_path).data_path
     if not Path(str(data) + ".dvc").exists():

@@ -33,17 +33,17 @@ from prefect.states import Completed
 from pydantic import Field, ValidationError
 
 from sdgov import __version__
-from sdgov.approvers import ApprovalRefused, Challenge
-from sdgov.contracts import utcnow
-from sdgov.controller import check_controller_files, controller_approvers, load_config, registry_id
-from sdgov.errors import SdgovError
+from sdgov.agreement.spec import load_spec
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import SdgovError
+from sdgov.base.hashing import sha256_file
 from sdgov.flows.governed import PENDING_PREFIX, GovernedOutcome, governed_release, ui_link
 from sdgov.flows.release import new_run_id
 from sdgov.generators.registry import generator
-from sdgov.hashing import sha256_file
-from sdgov.registry import Registry
-from sdgov.selection import Proposal
-from sdgov.selection_review import (
+from sdgov.governance.approvers import ApprovalRefused, Challenge
+from sdgov.governance.controller import check_controller_files, controller_approvers, load_config, registry_id
+from sdgov.measurement.selection.mst import Proposal
+from sdgov.measurement.selection.review import (
     SUBJECT,
     EdgeChange,
     EdgeReview,
@@ -55,7 +55,7 @@ from sdgov.selection_review import (
     review_md,
     review_sha256,
 )
-from sdgov.spec import load_spec
+from sdgov.registry.log import Registry
 from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
 ARTIFACT_KEY = "phi-proposal"

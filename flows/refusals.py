@@ -15,7 +15,7 @@ class QuietRefusals(logging.Filter):
     _FAILED = re.compile(r"encountered an exception:? (\w+)")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from sdgov.errors import SdgovError
+        from sdgov.base.errors import SdgovError
 
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, SdgovError):

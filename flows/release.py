@@ -13,12 +13,13 @@ from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from sdgov import __version__
-from sdgov.approvals import StandingApproval, load_approvals, release_signoff
 from sdgov.artifacts import load_agreement, read_spec
-from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult, SignOff
-from sdgov.controller import check_controller_files
-from sdgov.publishing import Candidate
-from sdgov.registry import Registry
+from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult
+from sdgov.governance.controller import check_controller_files
+from sdgov.governance.signoff import SignOff
+from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff
+from sdgov.registry.log import Registry
+from sdgov.reporting.publish import Candidate
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.audit import audit
 from sdgov.tasks.draft_card import draft_card, summary_artifact

@@ -32,9 +32,9 @@ def deployment(
 ):
     from prefect.client.schemas.schedules import CronSchedule
 
-    from sdgov.errors import SdgovError
+    from sdgov.agreement.spec import load_spec
+    from sdgov.base.errors import SdgovError
     from sdgov.flows.governed import governed_release_flow
-    from sdgov.spec import load_spec
 
     try:
         CronSchedule(cron=cron)
@@ -69,7 +69,7 @@ def deployment(
 def cmd_schedule(args: argparse.Namespace) -> int:
     import json
 
-    from sdgov.registry import Registry
+    from sdgov.registry.log import Registry
 
     root = str(Registry(args.root).root.resolve())
     dep = deployment(args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull)

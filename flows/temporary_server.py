@@ -3,7 +3,7 @@
 With no ``PREFECT_API_URL``, a flow run starts a temporary server in a subprocess (``SubprocessASGIServer``) and
 stops it from an ``atexit`` hook: a normal exit or Ctrl-C stops it, but SIGTERM (default action: no atexit) or
 ``kill -9`` left it running. :func:`install` registers, before anything asks for one, a server whose process is
-started under :mod:`sdgov.lifeline`: it holds the read end of a pipe only this process can write, so it stops
+started under :mod:`sdgov.base.lifeline`: it holds the read end of a pipe only this process can write, so it stops
 itself when this process dies, however it dies. A SIGTERM handler also turns SIGTERM into a normal exit, so the
 flow's own cleanup runs.
 """
@@ -32,7 +32,7 @@ class GuardedServer(SubprocessASGIServer):
         args = [
             sys.executable,
             "-m",
-            "sdgov.lifeline",
+            "sdgov.base.lifeline",
             str(read),
             "uvicorn",
             "--app-dir",

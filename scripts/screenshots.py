@@ -47,9 +47,9 @@ def free_port() -> int:
 
 def demo_inputs(tmp: Path) -> Path:
     """The demo spec (with its pre-registered audits), schema and made-up data; returns the spec's path."""
+    from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
-    from sdgov.schema import load_schema
 
     dest = tmp / "inputs"
     dest.mkdir(parents=True)
@@ -64,10 +64,10 @@ def demo_inputs(tmp: Path) -> Path:
 
 def registry(tmp: Path) -> tuple[Path, dict[str, Path]]:
     """A registry whose approvers registry and policy Carl adopted by a signed commit; the private keys."""
-    from sdgov.controller import commit
-    from sdgov.keys import keygen
-    from sdgov.policy import init_policy
-    from sdgov.registry import Registry
+    from sdgov.governance.controller import commit
+    from sdgov.governance.policy import init_policy
+    from sdgov.identity.keys import keygen
+    from sdgov.registry.log import Registry
 
     root, keys = tmp / "registry", tmp / "keys"
     init_policy(root, controller="Carl Controller")
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         if r.returncode:
             raise SystemExit(r.stderr)
         result = json.loads(propose.communicate(timeout=300)[0])
-        from sdgov.card import SIGNOFF_MARKER
+        from sdgov.reporting.card import SIGNOFF_MARKER
 
         marker = SIGNOFF_MARKER.encode()
         for n, key in (("html", "card_html"), ("md", "card_md")):

@@ -22,18 +22,19 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from sdgov.contracts import Agreed, ArtifactRef, DataRef, SignOff, StageRecord
-from sdgov.errors import SpecError
-from sdgov.hashing import md5_file, write_json
-from sdgov.loading import load_model_file
-from sdgov.measure import MeasurementSet
-from sdgov.recordset import SAMPLE_ROWS, ParquetRecords
-from sdgov.registry import Registry
-from sdgov.schema import Schema, encode, load_schema
-from sdgov.spec import Agreement, LoadedSpec, ReleaseSpec
+from sdgov.agreement.spec import Agreement, LoadedSpec, ReleaseSpec
+from sdgov.base.errors import SpecError
+from sdgov.base.hashing import md5_file, write_json
+from sdgov.base.loading import load_model_file
+from sdgov.contracts import Agreed, ArtifactRef, DataRef, StageRecord
+from sdgov.data.schema import Schema, encode, load_schema
+from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
+from sdgov.governance.signoff import SignOff
+from sdgov.measurement.marginals import MeasurementSet
+from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
-    from sdgov.inputs import ValidatedData
+    from sdgov.intake.inputs import ValidatedData
 
 CODES_FILE = "codes.parquet"
 

@@ -6,22 +6,16 @@ a file changed between stages is refused rather than silently consumed.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
-from sdgov.errors import RegistryError
-from sdgov.hashing import sha256_file
-from sdgov.model import Frozen
-from sdgov.spec import AgreedSplit, GeneratorSpec
-
-Role = Literal["analyst", "controller", "compliance"]
-
-
-def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+from sdgov.agreement.spec import AgreedSplit, GeneratorSpec
+from sdgov.base.errors import RegistryError
+from sdgov.base.hashing import sha256_file
+from sdgov.base.model import Frozen
+from sdgov.governance.signoff import SignOff
 
 
 class ArtifactRef(Frozen):
@@ -57,24 +51,12 @@ class DataRef(Frozen):
     name: str  # the declared name: a label only
     path: str
     sha256: str  # the file's bytes (provenance, DVC)
-    fingerprint: str  # the content's identity (sdgov.fingerprint): the budget account and every statistic key
+    fingerprint: str  # the content's identity (sdgov.data.fingerprint): the budget account and every statistic key
     dvc_md5: str
     rows: int
 
     def as_artifact(self) -> ArtifactRef:
         return ArtifactRef(name="data", path=self.path, sha256=self.sha256, bytes=Path(self.path).stat().st_size)
-
-
-class SignOff(Frozen):
-    name: str = Field(min_length=1)
-    role: Role
-    subject: Literal["agreement", "release"]
-    decision: Literal["approve", "reject"] = "approve"
-    subject_sha256: str = ""
-    time: str = ""
-    comment: str = ""
-    via: str = "standing approval"
-    identity_verified: bool | None = None  # True: a signature with the approver's registered key; None: not asked
 
 
 class StageRecord(Frozen):

@@ -1,6 +1,6 @@
 """Stage 1 — agree Φ: validate spec, schema and data; canonicalise and hash the agreement; record sign-offs.
 
-Everything a user can get wrong is checked (:func:`sdgov.inputs.check_inputs`) before anything is written: a
+Everything a user can get wrong is checked (:func:`sdgov.intake.inputs.check_inputs`) before anything is written: a
 bad spec, schema, data file or approval ends the run with one error and an untouched registry.
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.approvals import agreement_signoffs
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
-from sdgov.inputs import check_inputs
-from sdgov.policy import preflight
-from sdgov.registry import Registry
+from sdgov.governance.policy import preflight
+from sdgov.governance.standing import agreement_signoffs
+from sdgov.intake.inputs import check_inputs
+from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
 VERSION = "1.2.0"  # 1.2: standing approvals signed with registered keys; 1.1: codes.parquet for later stages

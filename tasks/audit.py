@@ -14,8 +14,8 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.audits.context import audit_context
 from sdgov.audits.run import run_audits
+from sdgov.base.hashing import write_json
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
-from sdgov.hashing import write_json
 from sdgov.tasks.common import logger, stage
 from sdgov.tasks.executor import prefect_executors
 

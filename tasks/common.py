@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sdgov.contracts import ArtifactRef, StageRecord, utcnow
+from sdgov.base.clock import utcnow
+from sdgov.contracts import ArtifactRef, StageRecord
 
 
 def logger() -> logging.Logger | logging.LoggerAdapter:

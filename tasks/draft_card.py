@@ -1,7 +1,7 @@
 """Stage 5b — draft card (controller side): the generator card as it will be published, before anyone signs off.
 
 Writes ``draft/card.{html,md,json}`` and the controller-only ``draft/evidence_report.html`` in the run directory
-(:mod:`sdgov.drafting`), and shows them on the flow run as Prefect artifacts, so the approver reads in the UI the
+(:mod:`sdgov.reporting.draft`), and shows them on the flow run as Prefect artifacts, so the approver reads in the UI the
 very document that publishing will release (plus the sign-off section). The summary table with the candidate
 hash is added by :func:`summary_artifact` once the candidate (whose hash covers the draft) exists.
 """
@@ -15,13 +15,13 @@ from prefect import task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
-from sdgov.drafting import Drafted, audit_sections, write_draft
-from sdgov.privacy import PrivacyPlan
-from sdgov.publishing import Candidate
+from sdgov.reporting.draft import Drafted, audit_sections, write_draft
+from sdgov.reporting.publish import Candidate
+from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.common import logger, stage
-from sdgov.verdict import overall_verdict
 
 VERSION = "1.0.0"
 RUNS_URL = "SDGOV_RUNS_URL"

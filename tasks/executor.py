@@ -1,4 +1,4 @@
-"""The audits' :class:`~sdgov.audits.executor.Executor` on Prefect: every batch of trials a task run in one process
+"""The audits' :class:`~sdgov.base.executor.Executor` on Prefect: every batch of trials a task run in one process
 pool, open for the whole audit stage, so the Prefect UI shows their progress and a failed trial by name.
 
 The workers use the run's own Prefect API: when the flow runs on a temporary server, its address is exported to

@@ -14,10 +14,10 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
-from sdgov.audits.executor import Executor
+from sdgov.base.executor import Executor
 from sdgov.contracts import Generated, GenerateInput
-from sdgov.generation import generate_synthetic
-from sdgov.sampler import CHUNK_ROWS, PART_CHUNKS
+from sdgov.generators.sampler import CHUNK_ROWS, PART_CHUNKS
+from sdgov.synthesis.generate import generate_synthetic
 from sdgov.tasks.common import logger, stage
 from sdgov.tasks.executor import prefect_executors
 

@@ -3,7 +3,7 @@ per statistic (dataset × marginal × σ; a part of a split synthesis is measure
 the key).
 
 The draw-once transaction (policy, ledger, crash recovery, reuse of statistics drawn by earlier releases) is
-:mod:`sdgov.measurement_store`; the data is the encoded artifact the agree stage wrote
+:mod:`sdgov.measurement.store`; the data is the encoded artifact the agree stage wrote
 (``codes.parquet``), counted by the engine (:mod:`sdgov.engines`: all marginals in one grouped scan, out of core)
 only when noise is drawn.
 """
@@ -16,12 +16,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import load_agreement, read_schema, read_spec
+from sdgov.base.hashing import write_json
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.engines import engine
-from sdgov.hashing import write_json
-from sdgov.measure import noisy_measurements
-from sdgov.measurement_store import measure_once
-from sdgov.registry import Registry
+from sdgov.measurement.marginals import noisy_measurements
+from sdgov.measurement.store import measure_once
+from sdgov.registry.log import Registry
 from sdgov.tasks.common import logger, stage
 
 VERSION = "2.0.0"  # 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked

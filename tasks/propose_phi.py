@@ -2,8 +2,10 @@
 
 Same checks and the same ``agreement.json`` as :mod:`sdgov.tasks.agree_phi`, but no standing approval is read: the
 only sign-off recorded here is the proposer's (``agreement_proposed``), checked against the approvers
-registry in force (role analyst) by :func:`sdgov.inputs.check_proposal` — the controller's committed file, fixed by
-the registry's configuration (:mod:`sdgov.controller`), never one the proposer names. The controller's decision is
+registry in force (role analyst) by :func:`sdgov.intake.inputs.check_proposal` — the controller's committed file, fixed
+by
+the registry's configuration (:mod:`sdgov.governance.controller`), never one the proposer names. The controller's
+decision is
 taken by the governed flow (flows/governed.py).
 """
 
@@ -13,11 +15,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import write_agreement
-from sdgov.contracts import Agreed, ArtifactRef, SignOff, utcnow
-from sdgov.controller import APPROVERS, controller_files
-from sdgov.inputs import check_proposal
-from sdgov.policy import preflight
-from sdgov.registry import Registry
+from sdgov.base.clock import utcnow
+from sdgov.contracts import Agreed, ArtifactRef
+from sdgov.governance.controller import APPROVERS, controller_files
+from sdgov.governance.policy import preflight
+from sdgov.governance.signoff import SignOff
+from sdgov.intake.inputs import check_proposal
+from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
 VERSION = (

@@ -1,7 +1,8 @@
 """Stage 6 — release: build the generator card from the artifacts and publish one immutable release.
 
 Runs only after a passing audit and a release sign-off bound to the candidate's hash
-(:attr:`sdgov.publishing.Candidate.sha256`): :func:`sdgov.publishing.check_releasable` refuses anything else.
+(:attr:`sdgov.reporting.publish.Candidate.sha256`): :func:`sdgov.reporting.publish.check_releasable` refuses anything
+else.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.contracts import Agreed, ReleaseResult, SignOff
-from sdgov.publishing import Candidate, check_releasable, publish_release
-from sdgov.registry import Registry
+from sdgov.contracts import Agreed, ReleaseResult
+from sdgov.governance.signoff import SignOff
+from sdgov.registry.log import Registry
+from sdgov.reporting.publish import Candidate, check_releasable, publish_release
 from sdgov.tasks.common import stage
 
 VERSION = "1.1.0"

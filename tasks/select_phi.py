@@ -2,7 +2,7 @@
 Φ proposal for the stakeholders, and a proposed spec that goes through the normal agreement.
 
 The selection spends its declared share of the budget here, through the ledger and the draw-once store
-(:mod:`sdgov.selection_store`); the 1-ways it measured are reused by the release of the proposed spec.
+(:mod:`sdgov.measurement.selection.store`); the 1-ways it measured are reused by the release of the proposed spec.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import read_codes, write_agreement
-from sdgov.atomic import atomic_write_bytes
+from sdgov.base.atomic import atomic_write_bytes
+from sdgov.base.hashing import write_json
 from sdgov.contracts import ArtifactRef
-from sdgov.controller import APPROVERS, controller_files
-from sdgov.hashing import write_json
-from sdgov.inputs import check_proposal
-from sdgov.policy import preflight
-from sdgov.registry import Registry
-from sdgov.selection import Proposal
-from sdgov.selection_review import SelectionRecord
-from sdgov.selection_store import check_draft, select_once
+from sdgov.governance.controller import APPROVERS, controller_files
+from sdgov.governance.policy import preflight
+from sdgov.intake.inputs import check_proposal
+from sdgov.measurement.selection.mst import Proposal
+from sdgov.measurement.selection.review import SelectionRecord
+from sdgov.measurement.selection.store import check_draft, select_once
+from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
 VERSION = "1.0.0"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 _home = tempfile.mkdtemp(prefix="sdgov-prefect-")
 os.environ["PREFECT_HOME"] = _home
-# registry signing keys live outside every registry (sdgov/registry_key.py): here, never in ~/.config
+# registry signing keys live outside every registry (sdgov/registry/key.py): here, never in ~/.config
 os.environ["SDGOV_KEY_DIR"] = tempfile.mkdtemp(prefix="sdgov-keys-")
 os.environ.pop("SDGOV_REGISTRY_KEY", None)
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["DVC_NO_ANALYTICS"] = "1"
-# one JAX compilation cache for the run (sdgov/jaxsetup.py): the many release processes the tests start (the CLI,
+# one JAX compilation cache for the run (sdgov/base/jaxsetup.py): the many release processes the tests start (the CLI,
 # DVC stages, audit workers) compile the same small models; a fresh directory per run, so nothing carries over
 if "SDGOV_JAX_CACHE_DIR" not in os.environ:  # set once; the processes the tests start inherit it
     os.environ["SDGOV_JAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="sdgov-jax-cache-")
@@ -37,9 +37,9 @@ CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 def make_demo_inputs(dest: Path, rows: int = 3000, **spec_overrides) -> Path:
     """A private copy of the demo inputs with ``rows`` generated records; returns the spec path. The demo's
     ``audit``/``privacy_risk`` sections are left out unless given in ``spec_overrides``."""
+    from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
-    from sdgov.schema import load_schema
 
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("schema.yaml", "approvals.yaml"):
@@ -59,9 +59,9 @@ def init_registry(root: Path, datasets: dict | None = None, **defaults: object) 
     """A registry with the controller's default policy (what ``sdgov init`` writes), ``defaults`` overriding its
     defaults and ``datasets`` its per-dataset entries, adopted in the log as ``sdgov init`` does (only if the
     registry has no policy adopted yet: a later call edits the file behind the log's back); returns ``root``."""
-    from sdgov.controller import init
-    from sdgov.policy import init_policy, policy_path
-    from sdgov.registry import Registry
+    from sdgov.governance.controller import init
+    from sdgov.governance.policy import init_policy, policy_path
+    from sdgov.registry.log import Registry
 
     init_policy(root, controller="Carl Controller")
     if defaults or datasets is not None:

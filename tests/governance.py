@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
-from sdgov.controller import commit
-from sdgov.keys import keygen
-from sdgov.registry import Registry
+from sdgov.governance.controller import commit
+from sdgov.identity.keys import keygen
+from sdgov.registry.log import Registry
 
 PEOPLE = [("Ada Analyst", "analyst"), ("Carl Controller", "controller"), ("Cora Compliance", "compliance")]
 
@@ -31,7 +31,7 @@ def write_approvers(root: Path, keys: Path, people=PEOPLE) -> dict[str, Path]:
 
 
 def _public(private: Path) -> str:
-    from sdgov.keys import load_private_key, public_line
+    from sdgov.identity.keys import load_private_key, public_line
 
     return public_line(load_private_key(private).public_key())
 
@@ -39,7 +39,7 @@ def _public(private: Path) -> str:
 def controller_registry(root: Path, keys: Path, people=PEOPLE, signer: str = "Carl Controller") -> dict[str, Path]:
     """An approvers registry and the default policy adopted by a signed commit (what a controller does once per
     registry)."""
-    from sdgov.policy import init_policy
+    from sdgov.governance.policy import init_policy
 
     init_policy(root, controller=signer)
     paths = write_approvers(root, keys, people)
@@ -52,8 +52,8 @@ def sign_standing_approval(spec: Path, root: Path, keys: dict[str, Path], days: 
     people it names sign it for this registry — what a registry with an approvers registry requires."""
     import datetime as dt
 
-    from sdgov.approvals import load_approvals, sign_standing, write_pinned
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
+    from sdgov.governance.standing import load_approvals, sign_standing, write_pinned
 
     loaded = load_spec(spec)
     assert loaded.approvals_path is not None

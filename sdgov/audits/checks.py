@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
-from sdgov.errors import DataError
-from sdgov.model import Frozen
+from sdgov.base.errors import DataError
+from sdgov.base.model import Frozen
 
 
 class NoSettings(Frozen):

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.artifacts import load_agreement, read_codes, read_measurements, read_schema
-from sdgov.audits.executor import Executor
 from sdgov.audits.protocol import AuditContext
+from sdgov.base.executor import Executor
 from sdgov.contracts import Agreed, Generated, Measured
-from sdgov.privacy import PrivacyPlan
 
 
 def audit_context(

@@ -34,8 +34,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from sdgov.errors import SdgovError
-from sdgov.tables import contingency_table
+from sdgov.base.errors import SdgovError
+from sdgov.data.tables import contingency_table
 
 Clique = tuple[str, ...]
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")

@@ -12,8 +12,9 @@ Import paths (pass them to ``sdgov audit decomposability --generator``):
                                               ``blend10_ipf`` the 5 % and 10 % blends; ``blend_ipf`` takes ``share``
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
-them to the pipeline's own fitting code through a :class:`~sdgov.measure.MeasurementSet`, then samples with
-the pipeline's seeded sampler (:func:`sdgov.sampler.iter_chunks`).
+them to the pipeline's own fitting code through a :class:`~sdgov.measurement.marginals.MeasurementSet`, then samples
+with
+the pipeline's seeded sampler (:func:`sdgov.generators.sampler.iter_chunks`).
 
 Every generator registered in :mod:`sdgov.generators.registry` has the same two variants, ``honest_<name>`` (its
 fit on Φ) and ``dishonest_<name>`` (on Φ plus the leaked marginal), without a line here: see :func:`__getattr__`.
@@ -31,7 +32,7 @@ statistics the generator reads: DP noise is independent of the data, so it canno
 non-Φ statistic honest nor an honest one dishonest — it only adds fit-to-fit variance (less power per fit) and
 slows convergence. With exact marginals the honest fits are a deterministic function of φ(D), the cleanest null
 hypothesis. ``sigma > 0`` adds rounded Gaussian noise drawn from the fit seed (a simulation of the release
-mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.privacy`, which has no seed).
+mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.agreement.accounting`, which has no seed).
 
 The leaked marginal of the dishonest variants (``leak``): given explicitly, or by default Marital Status ×
 Occupation × Hours worked per week when those three are audited and not inside one Φ marginal (Application 3);
@@ -49,12 +50,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdgov.agreement.spec import GeneratorSpec
 from sdgov.audits.generator_protocol import AuditError, Clique, weighted_marginal
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.registry import GENERATORS, generator
-from sdgov.measure import Measurement, MeasurementSet
-from sdgov.sampler import iter_chunks
-from sdgov.spec import GeneratorSpec
+from sdgov.generators.sampler import iter_chunks
+from sdgov.measurement.marginals import Measurement, MeasurementSet
 
 APP3_LEAK = ("Marital Status", "Occupation", "Hours worked per week")
 MAX_LEAK_CELLS = 100_000

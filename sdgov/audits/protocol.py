@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.audits.executor import Executor, executor_for
+from sdgov.base.executor import Executor, executor_for
 
 if TYPE_CHECKING:
+    from sdgov.agreement.accounting import PrivacyPlan
+    from sdgov.agreement.spec import Agreement
     from sdgov.contracts import ArtifactRef, StageRecord
-    from sdgov.measure import MeasurementSet
-    from sdgov.privacy import PrivacyPlan
-    from sdgov.schema import Schema
-    from sdgov.spec import Agreement
+    from sdgov.data.schema import Schema
+    from sdgov.measurement.marginals import MeasurementSet
 
 
 class Check(BaseModel):
@@ -84,9 +84,9 @@ class AuditContext:
 
     def confidential_sample(self, rows: int, seed: int) -> pd.DataFrame:
         """At most ``rows`` encoded confidential records: all of them, or the fixed uniform sample of
-        :func:`sdgov.recordset.sample_frame` — read from the encoded file without loading the rest, when the
+        :func:`sdgov.engines.recordset.sample_frame` — read from the encoded file without loading the rest, when the
         records are not in memory yet (a 55M-record release: the privacy-risk audit's pool)."""
-        from sdgov.recordset import read_sample, sample_frame
+        from sdgov.engines.recordset import read_sample, sample_frame
 
         if self._confidential is None and self.confidential_file is not None:
             import pyarrow.parquet as pq

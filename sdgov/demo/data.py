@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdgov.schema import Schema, decode
+from sdgov.data.schema import Schema, decode
 
 SEED = 20111121
 PARENTS: dict[str, list[str]] = {

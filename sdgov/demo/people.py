@@ -1,7 +1,8 @@
 """The demo's people, with keys: the demo plays the analyst and the data controller as a real registry has them.
 
 A standing approval counts only when the people it names signed it with keys the controller registered
-(:mod:`sdgov.approvals`). So that the demo shows that path, not a shortcut around it, it makes an Ed25519 key for
+(:mod:`sdgov.governance.standing`). So that the demo shows that path, not a shortcut around it, it makes an Ed25519 key
+for
 each demo person under ``build/demo/keys/`` (beside the registry, never inside it, never in the package), has the
 demo controller commit an approvers registry listing them, and has both sign a copy of the shipped standing
 approval pinned to the demo's agreement and lapsing in 30 days. These are demo identities: anyone holding
@@ -15,10 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from sdgov.approvals import sign_standing, write_pinned
-from sdgov.controller import APPROVERS, check_controller_files, commit, controller_files
-from sdgov.keys import keygen, load_private_key, public_line
-from sdgov.registry import Registry
+from sdgov.governance.controller import APPROVERS, check_controller_files, commit, controller_files
+from sdgov.governance.standing import sign_standing, write_pinned
+from sdgov.identity.keys import keygen, load_private_key, public_line
+from sdgov.registry.log import Registry
 
 ANALYST, CONTROLLER = "Ada Analyst", "Carl Controller"
 PEOPLE = {ANALYST: "analyst", CONTROLLER: "controller"}

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from sdgov.data.schema import Schema
 from sdgov.engines.base import Encoded, Engine
-from sdgov.schema import Schema
 
 ENGINES = ("duckdb", "dask")
 

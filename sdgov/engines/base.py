@@ -2,7 +2,7 @@
 
 An engine turns the confidential file (CSV or Parquet) into the run's encoded copy — a Parquet file of cell
 indices, one int32 column per schema column, hashed like every other artifact — and computes the dataset's
-content fingerprint (:mod:`sdgov.fingerprint`) from it. Every later count (the Φ marginals, all at once) reads
+content fingerprint (:mod:`sdgov.data.fingerprint`) from it. Every later count (the Φ marginals, all at once) reads
 that copy, never the original file. Whatever the engine, the exact counts and the fingerprint are the same bits:
 ``tests/unit/test_engines.py`` checks the embedded engine against the in-memory reference, and
 ``tests/unit/test_dask_engine.py`` the distributed engine against the embedded one.
@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sdgov.schema import Clique, Schema
+from sdgov.data.schema import Clique, Schema
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Engine(Protocol):
     name: str
 
     def encode(self, source: Path, schema: Schema, out: Path) -> Encoded:
-        """Read ``source`` (CSV or Parquet) once, refuse it with one :class:`~sdgov.errors.DataError` if it does
+        """Read ``source`` (CSV or Parquet) once, refuse it with one :class:`~sdgov.base.errors.DataError` if it does
         not fit ``schema``, write its cell indices to ``out`` and fingerprint them. Memory is bounded whatever N."""
         ...
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdgov.errors import DataError
-from sdgov.schema import Column, Schema, encode_distinct
-from sdgov.structures import LookupIndex
+from sdgov.base.errors import DataError
+from sdgov.data.schema import Column, Schema, encode_distinct
+from sdgov.data.structures import LookupIndex
 
 Distinct = dict[str, tuple[list[str | None], np.ndarray]]
 """Per column, its distinct raw values (``None``: an empty field) and the row count of each."""

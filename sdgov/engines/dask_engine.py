@@ -6,19 +6,19 @@ data: the source is cut into partitions (CSV byte ranges of :data:`BLOCK_BYTES`,
 
 1. **scan** (first read): per partition, every column's distinct raw values with their row counts, and the
    distinct (source, lookup column) pairs with their first row. The client adds them up and decides with the
-   embedded engine's own code (:func:`sdgov.schema.encode_distinct`, :mod:`sdgov.engines.checks`): same data
+   embedded engine's own code (:func:`sdgov.data.schema.encode_distinct`, :mod:`sdgov.engines.checks`): same data
    refused with the same line;
 2. **encode** (second read): per partition, each raw value → its cell, the records as int32 columns. The client
    writes them to ``codes.parquet`` in partition order (file order kept), one partition at a time; partitions
    encoded ahead of the writer wait on their workers (Dask spills them to disk beyond its memory limit);
-3. **fingerprint**: per encoded partition, its records' keys (:func:`sdgov.fingerprint.packs`: one int64, else the
+3. **fingerprint**: per encoded partition, its records' keys (:func:`sdgov.data.fingerprint.packs`: one int64, else the
    row of cells) counted and cut into key ranges; one task per range adds up the partitions' counts; the client
-   feeds the ranges in order to :func:`sdgov.fingerprint.fingerprint_of_groups`. Memory per task is the distinct
+   feeds the ranges in order to :func:`sdgov.data.fingerprint.fingerprint_of_groups`. Memory per task is the distinct
    records of one range, never N;
 4. **marginals**: per row-group chunk of ``codes.parquet``, one ``bincount`` per clique; the int64 tables are
    summed in a tree. Integer sums in any order are exact: the tables equal DuckDB's bit for bit.
 
-CSV is parsed by pandas' C parser as text (as :func:`sdgov.schema.read_csv_strict` does); Parquet values become
+CSV is parsed by pandas' C parser as text (as :func:`sdgov.data.schema.read_csv_strict` does); Parquet values become
 text by DuckDB's own ``CAST(… AS VARCHAR)``, run on the worker, so a typed Parquet column is read exactly as the
 embedded engine reads it. Dask cuts a CSV at line ends: a quoted field holding a line break is not supported
 (export such files as Parquet).
@@ -45,13 +45,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sdgov.base.errors import DataError, SpecError, shorten
+from sdgov.data.fingerprint import columns as fingerprint_columns
+from sdgov.data.fingerprint import fingerprint_of_groups, packs
+from sdgov.data.schema import Clique, Schema, check_file_columns, encode_distinct, first_non_utf8_line
 from sdgov.engines.base import Encoded, RowFilter
 from sdgov.engines.checks import Distinct, lookup_problem, refuse, undeclared_values
 from sdgov.engines.duckdb_engine import source_columns
-from sdgov.errors import DataError, SpecError, shorten
-from sdgov.fingerprint import columns as fingerprint_columns
-from sdgov.fingerprint import fingerprint_of_groups, packs
-from sdgov.schema import Clique, Schema, check_file_columns, encode_distinct, first_non_utf8_line
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed

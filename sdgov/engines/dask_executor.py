@@ -1,6 +1,7 @@
 """The synthetic sample's parts on the Dask cluster, when the release's engine is Dask.
 
-The generate stage writes a large sample as independent parts (:func:`sdgov.sampler.write_part`: each depends on
+The generate stage writes a large sample as independent parts (:func:`sdgov.generators.sampler.write_part`: each
+depends on
 the model, the seed and its chunk numbers only, so where it runs cannot change a byte). With ``engine: dask`` the
 parts go to the same cluster the engine counts on — ``SDGOV_DASK_SCHEDULER``, or a local cluster of 2 worker
 processes for the call (:mod:`sdgov.engines.dask_engine`) — instead of the stage's own process pool. On a real
@@ -23,7 +24,7 @@ T = TypeVar("T")
 
 
 class DaskExecutor:
-    """An :class:`~sdgov.audits.executor.Executor` on a Dask client: one task per call, results in call order.
+    """An :class:`~sdgov.base.executor.Executor` on a Dask client: one task per call, results in call order.
     ``workers`` is the cluster's thread count, so the sampler hands it that many parts at a time (memory: one
     part per worker)."""
 

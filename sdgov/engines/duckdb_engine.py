@@ -3,13 +3,13 @@
 Encoding takes two scans of the source and none of it is held in memory:
 
 1. every column's distinct values with their row counts, in one ``GROUPING SETS`` scan; each distinct value
-   is checked and given its cell by :func:`sdgov.schema.encode_distinct` — the very function the in-memory
+   is checked and given its cell by :func:`sdgov.data.schema.encode_distinct` — the very function the in-memory
    encoder uses, so both accept, refuse and encode alike, with the same one-line errors;
 2. the records as cells (each column cast to an ``ENUM`` of its distinct values, whose position indexes a list
    of cells), written as zstd Parquet in file order.
 
 The fingerprint is then one ``GROUP BY … ORDER BY`` of the packed cells (bounded, spilling beyond the memory
-limit), streamed into :func:`sdgov.fingerprint.fingerprint_of_groups`; the marginals are one ``GROUPING SETS``
+limit), streamed into :func:`sdgov.data.fingerprint.fingerprint_of_groups`; the marginals are one ``GROUPING SETS``
 scan of the encoded copy. DuckDB's memory is capped (:data:`MEMORY_LIMIT`); it spills to a scratch directory
 beside the file it writes or reads (a release's private 0700 scratch directory or its run directory, never a
 shared one) and removes it.
@@ -27,11 +27,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow.parquet as pq
 
-from sdgov.engines.base import Encoded, RowFilter
-from sdgov.engines.checks import lookup_problem, refuse, undeclared_values
-from sdgov.errors import DataError, shorten
-from sdgov.fingerprint import columns, fingerprint_of_groups, packs
-from sdgov.schema import (
+from sdgov.base.errors import DataError, shorten
+from sdgov.data.fingerprint import columns, fingerprint_of_groups, packs
+from sdgov.data.schema import (
     Clique,
     Column,
     Schema,
@@ -41,6 +39,8 @@ from sdgov.schema import (
     first_non_utf8_line,
     nfc,
 )
+from sdgov.engines.base import Encoded, RowFilter
+from sdgov.engines.checks import lookup_problem, refuse, undeclared_values
 
 if TYPE_CHECKING:
     import duckdb

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sdgov.data.schema import Clique
+from sdgov.data.structures import ZeroCells, discard_zero_noise, impossible
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import GeneratorPlugin
-from sdgov.schema import Clique
-from sdgov.structures import ZeroCells, discard_zero_noise, impossible
 
 if TYPE_CHECKING:
-    from sdgov.measure import MeasurementSet
-    from sdgov.spec import GeneratorSpec
+    from sdgov.agreement.spec import GeneratorSpec
+    from sdgov.measurement.marginals import MeasurementSet
 
 TOL = 1e-10
 

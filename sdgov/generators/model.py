@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sdgov.errors import InternalError
-from sdgov.schema import Clique
+from sdgov.base.errors import InternalError
+from sdgov.data.schema import Clique
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
+from sdgov.data.schema import Clique
+from sdgov.data.structures import ZeroCells
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import GeneratorPlugin
-from sdgov.schema import Clique
-from sdgov.structures import ZeroCells
 
 if TYPE_CHECKING:
-    from sdgov.measure import MeasurementSet
-    from sdgov.spec import GeneratorSpec
+    from sdgov.agreement.spec import GeneratorSpec
+    from sdgov.measurement.marginals import MeasurementSet
 
 
 def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:

@@ -2,7 +2,7 @@
 
 Exact inference runs on the junction tree of Φ. When that tree is larger than the domain limit (a dense Φ: all
 pairs of 17 census attributes triangulate into a 10^12-cell clique), the agreement says ``inference: approximate``
-(:func:`sdgov.spec.resolve`) and :func:`fit_pgm` uses mbi's approximate inference instead of refusing: mirror
+(:func:`sdgov.agreement.spec.resolve`) and :func:`fit_pgm` uses mbi's approximate inference instead of refusing: mirror
 descent over the region graph of Φ with convex generalized belief propagation (``ApproxMirrorDescent``) estimates
 consistent pseudo-marginals for *every* agreed marginal from all of them at once. Region graphs cannot be sampled,
 so the sampled model is then the maximum-entropy model, fitted exactly, of the strongest of those denoised
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 # isort: off
-import sdgov.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
+import sdgov.base.jaxsetup  # noqa: F401  (must run before mbi is imported: x64 floats, no persistent JIT cache)
 import jax
 import mbi
 from mbi import Constraint, junction_tree, marginal_loss, marginal_oracles
@@ -31,13 +31,13 @@ from mbi.estimation import MirrorDescent
 import numpy as np
 from scipy.cluster.hierarchy import DisjointSet
 
+from sdgov.data.schema import Clique
+from sdgov.data.structures import ZeroCells, discard_zero_noise
 from sdgov.generators.model import CliqueModel
-from sdgov.schema import Clique
-from sdgov.structures import ZeroCells, discard_zero_noise
 
 if TYPE_CHECKING:
-    from sdgov.measure import Measurement, MeasurementSet
-    from sdgov.spec import GeneratorSpec
+    from sdgov.agreement.spec import GeneratorSpec
+    from sdgov.measurement.marginals import Measurement, MeasurementSet
 
 
 def _domain(attributes: list[str] | tuple[str, ...], sizes: dict[str, int]) -> mbi.Domain:
@@ -123,7 +123,8 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
 def marginal_estimator(
     attributes: list[str], sizes: dict[str, int], iterations: int
 ) -> Callable[[list[Measurement]], Callable[[Clique], np.ndarray]]:
-    """AIM's model between rounds (:func:`sdgov.selection_aim.select_aim`): mbi mirror descent on the measurements
+    """AIM's model between rounds (:func:`sdgov.measurement.selection.aim.select_aim`): mbi mirror descent on the
+    measurements
     so far, warm-started from the previous round's potentials (as AIM's reference does). Its tables — counts, axes
     in clique order — of every pair come from one pass of mbi's ``calculate_many_marginals`` (belief propagation
     over pairs of junction-tree cliques, no compilation per query); a triple no pair of cliques holds falls back to

@@ -11,13 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sdgov.data.schema import Clique
+from sdgov.data.structures import ZeroCells
 from sdgov.generators.model import CliqueModel
-from sdgov.schema import Clique
-from sdgov.structures import ZeroCells
 
 if TYPE_CHECKING:  # the spec validates generator names against the registry, so it is imported only for types
-    from sdgov.measure import MeasurementSet
-    from sdgov.spec import GeneratorSpec
+    from sdgov.agreement.spec import GeneratorSpec
+    from sdgov.measurement.marginals import MeasurementSet
 
 Fit = Callable[["MeasurementSet", "GeneratorSpec"], CliqueModel]
 ModelCells = Callable[[list[str], list[Clique], dict[str, int]], int]

@@ -6,7 +6,7 @@ Adding a generator is one module defining a :class:`~sdgov.generators.plugin.Gen
 
 from __future__ import annotations
 
-from sdgov.errors import InternalError, SpecError
+from sdgov.base.errors import InternalError, SpecError
 from sdgov.generators.ipf import IPF
 from sdgov.generators.pgm import PGM
 from sdgov.generators.plugin import GeneratorPlugin

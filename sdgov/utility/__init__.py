@@ -5,5 +5,5 @@ Every measure is a :class:`.metric.Metric` registered in :data:`.registry.METRIC
 and the marginal-error summary the card shows. Besides them: the analyst's declared tasks (:mod:`.tasks`,
 declared in the spec via :mod:`.taskspec`), baselines
 (:mod:`.baselines`), plots (:mod:`.plots`), the fitness statement (:mod:`.fitness`) and the report itself
-(:mod:`.report`). Nothing is imported here so that ``sdgov.spec`` can use :mod:`.taskspec` cheaply.
+(:mod:`.report`). Nothing is imported here so that ``sdgov.agreement.spec`` can use :mod:`.taskspec` cheaply.
 """

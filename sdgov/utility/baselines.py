@@ -3,7 +3,8 @@
 ``independent``: every column drawn independently from its real one-way distribution (all associations lost).
 ``bootstrap``: records resampled with replacement from the real *training* part (so holdout-based task scores
 are not flattered by copies of holdout records). Both have as many rows as the synthetic records the models see
-(all of them, or the synthetic sample at scale: :mod:`sdgov.recordset`). They are built by the controller from the
+(all of them, or the synthetic sample at scale: :mod:`sdgov.engines.recordset`). They are built by the controller from
+the
 confidential data and are never released.
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdgov.recordset import RecordSet
-from sdgov.seeds import stream
+from sdgov.base.seeds import stream
+from sdgov.engines.recordset import RecordSet
 
 
 def independent_marginals(real: RecordSet, attributes: list[str], rows: int, seed: int = 0) -> pd.DataFrame:

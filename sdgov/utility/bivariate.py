@@ -13,8 +13,8 @@ import itertools
 
 import numpy as np
 
-from sdgov.recordset import RecordSet
-from sdgov.schema import Schema
+from sdgov.data.schema import Schema
+from sdgov.engines.recordset import RecordSet
 
 
 def cramers_v(table: np.ndarray) -> float:

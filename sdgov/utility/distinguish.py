@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import ks_2samp
 
-from sdgov.seeds import stream
+from sdgov.base.seeds import stream
 
 N_JOBS = 2  # the controller's machine: 2 cores
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from sdgov.metrics import UtilitySummary, utility_summary
-from sdgov.model import Frozen
-from sdgov.recordset import RecordSet
+from sdgov.base.model import Frozen
+from sdgov.engines.recordset import RecordSet
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
 from sdgov.utility.metric import MetricContext
+from sdgov.utility.summary import UtilitySummary, utility_summary
 
 
 def ratio_score(ratio: float | None) -> float | None:

@@ -2,7 +2,8 @@
 
 A metric is a small object with a ``name`` (its key in each dataset's section of the report), a ``title``, and
 ``compute(ctx, synthetic)`` returning a typed (pydantic) result. Records come as a
-:class:`~sdgov.recordset.RecordSet`: exact tables of every record (``table``), and ``sample()`` for a measure that
+:class:`~sdgov.engines.recordset.RecordSet`: exact tables of every record (``table``), and ``sample()`` for a measure
+that
 fits a model (all the records, or a uniform sample at scale), so a metric works at any number of records. The
 report runs every registered metric (:data:`sdgov.utility.registry.METRICS`) on the synthetic data and on each
 baseline, puts the results in :class:`~sdgov.utility.report.UtilityReport`, shows each metric's ``line`` in the
@@ -18,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 import numpy as np
 from pydantic import BaseModel
 
-from sdgov.recordset import RecordSet
-from sdgov.schema import Schema
+from sdgov.data.schema import Schema
+from sdgov.engines.recordset import RecordSet
 
 if TYPE_CHECKING:
     from sdgov.utility.report import ReportSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdgov.svg import pyplot, to_svg
+from sdgov.base.svg import pyplot, to_svg
 
 COLOURS = {"synthetic": "#1b7837", "independent": "#c51b7d", "bootstrap": "#4575b4"}
 LABELS = {

@@ -6,7 +6,7 @@ declared task into one :class:`UtilityReport`; :func:`render_html` turns it into
 card shows, the JSON and the HTML side by side. Computed by the data controller on the confidential data:
 none of it is covered by the differential-privacy guarantee.
 
-The records come as :class:`~sdgov.recordset.RecordSet`\ s, so the report runs at any scale: every table it
+The records come as :class:`~sdgov.engines.recordset.RecordSet`\ s, so the report runs at any scale: every table it
 compares (Φ, all one- and two-way tables, the tasks' tables) is an exact count over every record, counted for all
 tables at once before any metric runs; the models (propensity scores, task models, the baselines) see all the
 records up to ``sample_rows``, and a uniform sample of that many beyond.
@@ -22,15 +22,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdgov.hashing import sha256_json
-from sdgov.metrics import UtilitySummary, summary_tables
-from sdgov.model import Frozen
-from sdgov.recordset import SAMPLE_ROWS, FrameRecords, RecordSet, records_of
-from sdgov.schema import Schema
+from sdgov.base.hashing import sha256_json
+from sdgov.base.model import Frozen
+from sdgov.data.schema import Schema
+from sdgov.engines.recordset import SAMPLE_ROWS, FrameRecords, RecordSet, records_of
 from sdgov.utility import baselines, bivariate, fitness
 from sdgov.utility import tasks as tasks_mod
 from sdgov.utility.metric import Metric, MetricContext
 from sdgov.utility.registry import METRICS
+from sdgov.utility.summary import UtilitySummary, summary_tables
 
 REPORT_VERSION = "1"
 
@@ -46,7 +46,7 @@ class ReportSettings:
     holdout: float = 0.2  # share of the real records held out for task models
     baselines: bool = True
     seed: int = 0
-    sample_rows: int = SAMPLE_ROWS  # records the models see at most per record set (sdgov.recordset)
+    sample_rows: int = SAMPLE_ROWS  # records the models see at most per record set (sdgov.engines.recordset)
 
 
 FAST = ReportSettings(
@@ -140,7 +140,7 @@ def build_report(
     metrics: tuple[Metric[Any], ...] = METRICS,
 ) -> UtilityReport:
     """Every metric and declared task for ``synth`` (and the baselines). Records are encoded cell indices: a
-    DataFrame of them, or a record set (:mod:`sdgov.recordset`) for files of any size."""
+    DataFrame of them, or a record set (:mod:`sdgov.engines.recordset`) for files of any size."""
     t0 = time.perf_counter()
     task_specs = list(task_specs or [])
     attributes = list(attributes)
@@ -273,8 +273,8 @@ def write_report(report: UtilityReport, out_dir: str | Path) -> ReportFiles:
     """Write ``utility.json``, ``utility_report.json`` and ``utility_report.html`` (atomically) into ``out_dir``."""
     import json
 
-    from sdgov.atomic import atomic_write_text
-    from sdgov.hashing import write_json
+    from sdgov.base.atomic import atomic_write_text
+    from sdgov.base.hashing import write_json
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -15,12 +15,12 @@ import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
-from sdgov.recordset import RecordSet
-from sdgov.schema import Schema
-from sdgov.seeds import stream
+from sdgov.agreement.sections.tasks import ClassifierTask, GapTask, RegressionTask, TableTask
+from sdgov.base.seeds import stream
+from sdgov.data.schema import Schema
+from sdgov.engines.recordset import RecordSet
 from sdgov.utility.distinguish import N_JOBS
 from sdgov.utility.jaro import ordering_similarity
-from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, TableTask
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdgov.recordset import RecordSet
-from sdgov.schema import Schema
+from sdgov.data.schema import Schema
+from sdgov.engines.recordset import RecordSet
 
 
 def counts(records: RecordSet, column: str) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sdgov.recordset import RecordSet
+from sdgov.engines.recordset import RecordSet
 from sdgov.utility.univariate import counts
 
 

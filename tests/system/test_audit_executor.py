@@ -66,8 +66,8 @@ def sample_sha256(executor) -> str:
     import tempfile
     from pathlib import Path
 
-    from sdgov.hashing import sha256_file
-    from sdgov.sampler import PART_CHUNKS, sample_to_parquet
+    from sdgov.base.hashing import sha256_file
+    from sdgov.generators.sampler import PART_CHUNKS, sample_to_parquet
     from tests.unit.test_sampler import chain_model, chain_schema
 
     model, *_ = chain_model()

@@ -288,7 +288,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
     assert events[-1] == ("released", "Carl Controller")
     assert json.loads(out)["verified"] is True
     # what was published is the draft the approver read, byte for byte, plus the sign-off section
-    from sdgov.card import SIGNOFF_MARKER
+    from sdgov.reporting.card import SIGNOFF_MARKER
 
     marker = SIGNOFF_MARKER.encode()
     for draft, published in (

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sdgov.data.schema import load_schema
 from sdgov.engines import load_encoded
-from sdgov.schema import load_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = ROOT / "examples" / "census2011" / "schema.yaml"

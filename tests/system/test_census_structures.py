@@ -200,8 +200,8 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     """The governed release of a split spec through the real flow: both parts in the data's proportions, each
     part's statistics spent once (keyed by the part's filter), a re-run drawing nothing new, and the card showing
     both models and each part's Φ and ρ. 5,000 records of the census extract keep it small."""
-    from sdgov.measurement_store import statistic_key
-    from sdgov.registry import Registry
+    from sdgov.measurement.store import statistic_key
+    from sdgov.registry.log import Registry
 
     spec = write_split_inputs(tmp_path / "inputs")
     pd.read_csv(CENSUS, dtype=str, nrows=5000).to_csv(spec.parent / "data.csv", index=False)  # small: fast

@@ -56,7 +56,7 @@ def test_p_value_is_the_same_under_two_blas_kernels(app, generator):
 SMALL = """
 import json
 from tests.unit.test_decomposability import DOMAIN, PHI, _data, _settings
-from sdgov.audits.decomposability.test import run_decomposability
+from sdgov.audits.decomposability.procedure import run_decomposability
 r = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:honest_ipf",
                         _settings(explicit_max_cells=1, candidate_basis=24, generator_params={"memo": True}))
 print(json.dumps({"p": r.p_value, "mode": r.basis["mode"], "blas": r.environment["blas"][0]["architecture"]}))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sdgov.card import SIGNOFF_MARKER
-from sdgov.hashing import sha256_file
-from sdgov.registry import Registry
+from sdgov.base.hashing import sha256_file
+from sdgov.registry.log import Registry
+from sdgov.reporting.card import SIGNOFF_MARKER
 
 MARKER = SIGNOFF_MARKER.encode()
 
@@ -52,7 +52,7 @@ def test_the_candidate_hash_covers_the_draft_and_the_evidence_report_is_not_publ
     )
     assert card["signoffs"][-1]["subject_sha256"] == manifest_candidate
     # the candidate hash changes with the draft: recompute it from its parts with one draft hash altered
-    from sdgov.hashing import sha256_json
+    from sdgov.base.hashing import sha256_json
 
     stages = {s["stage"]: s for s in card["provenance"]["stages"]}
     outs = {o["name"]: o["sha256"] for st in stages.values() for o in st["outputs"]}
@@ -103,7 +103,7 @@ def test_link_artifacts_to_the_html_files_when_the_runs_folder_is_served(tmp_pat
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     from sdgov.contracts import ArtifactRef, StageRecord
-    from sdgov.drafting import Drafted
+    from sdgov.reporting.draft import Drafted
     from sdgov.tasks.draft_card import RUNS_URL, _card_artifacts
 
     draft = tmp_path / "runs" / "0a1b2c" / "draft"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from sdgov.hashing import md5_file, sha256_file
+from sdgov.base.hashing import md5_file, sha256_file
 from tests.conftest import REPO, init_registry
 
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -104,7 +104,7 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
 def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsys):
     """`sdgov stage measure` (what dvc.yaml calls) only exports ψ drawn by the flow under the ledger."""
     from sdgov.flows.cli import main
-    from sdgov.registry import Registry
+    from sdgov.registry.log import Registry
     from tests.conftest import draw_measurement, make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "a", rows=500)

@@ -22,9 +22,9 @@ import yaml
 import sdgov.flows.governed
 import sdgov.flows.schedule  # noqa: F401
 from sdgov.flows.cli import main
-from sdgov.keys import keygen
-from sdgov.registry import Registry
-from sdgov.summaries import hash_lines
+from sdgov.identity.keys import keygen
+from sdgov.registry.log import Registry
+from sdgov.reporting.approver_summaries import hash_lines
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, write_approvers
 
@@ -287,7 +287,7 @@ def test_a_statement_signed_for_run_a_is_refused_in_run_b(tmp_path, prefect_serv
 def test_the_sandbox_switch_allows_unsigned_ui_decisions_and_the_card_says_identity_was_not_verified(
     tmp_path, prefect_server
 ):
-    from sdgov.controller import commit
+    from sdgov.governance.controller import commit
 
     spec, root, keys = setup_registry(tmp_path, rows=800)
     (root / "controller.yaml").write_text("allow_unsigned_ui_approvals: true\n")

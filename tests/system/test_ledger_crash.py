@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sdgov import ledger
-from sdgov.hashing import sha256_bytes, sha256_file
-from sdgov.registry import Registry
+from sdgov.base.hashing import sha256_bytes, sha256_file
+from sdgov.governance import ledger
+from sdgov.registry.log import Registry
 from tests.conftest import REPO
 from tests.governance import controller_registry, sign_standing_approval
 from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
@@ -46,7 +46,7 @@ def test_concurrent_runs_cannot_overspend(tmp_path):
 
 _CHILD = """
 import sys, uuid
-from sdgov.errors import BudgetError
+from sdgov.base.errors import BudgetError
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 agreed = agree_phi.fn(sys.argv[1], sys.argv[2], uuid.uuid4().hex, None, None)

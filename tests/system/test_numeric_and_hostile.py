@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from sdgov.flows.cli import main
-from sdgov.registry import Registry
+from sdgov.registry.log import Registry
 from tests.conftest import init_registry
 
 HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", '"><svg onload=alert(1)>', "{{7*7}} $x^{$"]
@@ -161,7 +161,7 @@ def test_a_run_refused_inside_the_flow_prints_one_line_and_no_traceback(
 ) -> None:
     """A refusal raised in a stage (here the ledger's, as for a concurrent run over budget) reaches the user as
     the CLI's one ``sdgov: error:`` line; Prefect's ~70 lines of traceback for it are dropped."""
-    from sdgov.errors import BudgetError
+    from sdgov.base.errors import BudgetError
     from sdgov.tasks import measure as measure_stage
 
     def refuse(*args: object, **kwargs: object) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 
-from sdgov import ledger
-from sdgov.registry import Registry
+from sdgov.governance import ledger
+from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry
 from tests.system.test_governed import FlowThread as _FlowThread

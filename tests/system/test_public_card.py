@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sdgov.registry import Registry
+from sdgov.registry.log import Registry
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 NOT_FIGURES = {"seconds", "seed", "seeds", "settings", "generator", "policy", "K", "rows", "alpha", "canaries"} | {
@@ -90,11 +90,11 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(relea
 
 def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> None:
     """No figure of the evidence report in the published card, except public ones; the evidence is not published."""
-    from sdgov.card import noisy_tvd
-    from sdgov.measure import MeasurementSet
-    from sdgov.privacy import PrivacyPlan, epsilon_pld
-    from sdgov.recordset import FrameRecords
-    from sdgov.schema import encode, load_schema
+    from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
+    from sdgov.data.schema import encode, load_schema
+    from sdgov.engines.recordset import FrameRecords
+    from sdgov.measurement.marginals import MeasurementSet
+    from sdgov.reporting.card import noisy_tvd
 
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
     # what is public: the published artifacts, the schema's table sizes, and the card's own figures recomputed

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdgov import schema
+from sdgov.agreement.spec import load_spec
+from sdgov.data import schema
 from sdgov.flows.cli import main
-from sdgov.spec import load_spec
 from tests.conftest import init_registry, make_demo_inputs
 from tests.system.conftest import counting_encodes
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sdgov.errors import SdgovError
+from sdgov.base.errors import SdgovError
 from sdgov.flows.cli import main
-from sdgov.registry import Registry
+from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 
 # Small but real: every fit, attack and canary run really happens, on 3,000 Toyland records.

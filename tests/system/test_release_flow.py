@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sdgov.agreement.accounting import epsilon_of_rho
+from sdgov.data.schema import encode, load_schema
 from sdgov.flows.cli import main
-from sdgov.privacy import epsilon_of_rho
-from sdgov.registry import Registry
-from sdgov.schema import encode, load_schema
+from sdgov.registry.log import Registry
 from tests.conftest import init_registry
 
 
@@ -40,15 +40,15 @@ def test_release_has_every_artifact_and_verifies(released):
 def test_log_records_each_decision_in_order(released):
     events = Registry(released["root"]).events()
     assert [e.event for e in events] == [
-        "registry_created",  # the genesis: registry id and public key (sdgov/registry.py)
-        "policy_changed",  # the controller's policy, adopted by `sdgov init` (sdgov/controller.py)
+        "registry_created",  # the genesis: registry id and public key (sdgov/registry/log.py)
+        "policy_changed",  # the controller's policy, adopted by `sdgov init` (sdgov/governance/controller.py)
         "agreement_signed",
         "agreement_signed",
         "budget_spent",
         "measured",
         "release_approved",
         "released",
-    ]  # budget_spent: the ledger (sdgov/ledger.py)
+    ]  # budget_spent: the ledger (sdgov/governance/ledger.py)
     assert [e.role for e in events[2:4]] == ["analyst", "controller"]
     assert events[2].actor != events[3].actor
     assert len({e.agreement_sha256 for e in events[2:]}) == 1
@@ -125,7 +125,7 @@ def test_extra_file_and_truncated_log_are_detected(released, tmp_path):
 
 
 def test_release_is_immutable(released):
-    from sdgov.errors import RegistryError
+    from sdgov.base.errors import RegistryError
 
     reg = Registry(released["root"])
     with pytest.raises(RegistryError, match="immutable"):

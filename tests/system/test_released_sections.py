@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sdgov.audits.privacy.base import RiskSettings
-from sdgov.audits.privacy.policy import Policy
+from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.privacy.run import audit_privacy
 from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
 
@@ -21,8 +20,8 @@ def test_evidence_report_renders_the_privacy_evidence_section(released):
     public card shows only the section's verdict."""
     from sdgov.audits.privacy.audit import audit_checks
     from sdgov.audits.privacy.report import privacy_section
-    from sdgov.card import Card, render
-    from sdgov.evidence import EvidenceReport, render_evidence
+    from sdgov.reporting.card import Card, render
+    from sdgov.reporting.evidence import EvidenceReport, render_evidence
 
     real, attrs, dom = _rare_category_data()
     st = RiskSettings(
@@ -38,7 +37,7 @@ def test_evidence_report_renders_the_privacy_evidence_section(released):
         n_jobs=1,
     )
     res = audit_privacy(
-        real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-4
+        real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, RiskPolicy(), 1.0, 1e-4
     )
     section = privacy_section(res)
     _, evidence = _evidence(released)
@@ -76,6 +75,6 @@ def test_the_utility_report_stays_with_the_controller_and_the_card_states_its_ve
     assert "B = " not in json.dumps(card["fitness"]), "the association figures are the controller's"
     card_html = (d / "card.html").read_text()
     assert 'href="utility_report.html"' not in card_html and "What this data is and is not fit for" in card_html
-    from sdgov.registry import Registry
+    from sdgov.registry.log import Registry
 
     assert Registry(released["root"]).verify() == []

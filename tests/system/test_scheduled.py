@@ -10,8 +10,8 @@ import json
 import pytest
 import yaml
 
-from sdgov import ledger
-from sdgov.registry import Registry
+from sdgov.governance import ledger
+from sdgov.registry.log import Registry
 from tests.governance import sign_standing_approval
 from tests.system.test_governed import CONTROLLER_EVENTS, FlowThread, cli, decisions, setup_registry, wait_paused
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sdgov.base.hashing import canonical_json, sha256_bytes, sha256_file
 from sdgov.flows.cli import main
-from sdgov.hashing import canonical_json, sha256_bytes, sha256_file
-from sdgov.registry import Registry
+from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs
 
 LIFETIME = 5.0
@@ -194,8 +194,9 @@ def re_key_the_whole_log(root: Path, rid: str, tmp: Path) -> None:
     """The attacker makes a key of their own, names it in a new genesis and registry.json, and signs it all."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from sdgov import keys, registry_key
-    from sdgov.registry import EVENT_DOMAIN
+    from sdgov.identity import keys
+    from sdgov.registry import key as registry_key
+    from sdgov.registry.log import EVENT_DOMAIN
 
     key = Ed25519PrivateKey.generate()
     public = keys.public_line(key.public_key())

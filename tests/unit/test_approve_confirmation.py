@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sdgov.errors import SdgovError
+from sdgov.base.errors import SdgovError
 from sdgov.flows.cli_ops import _confirmation
 
 SHA = "0123abcd" + "e" * 56

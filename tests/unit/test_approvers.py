@@ -1,4 +1,5 @@
-"""Approver identities and signed decisions (sdgov.approvers) without a flow: who may decide, on exactly what.
+"""Approver identities and signed decisions (sdgov.governance.approvers) without a flow: who may decide, on exactly
+what.
 
 The governed flow's system test exercises these through a paused Prefect run; here each refusal is checked directly.
 """
@@ -13,10 +14,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from sdgov.approvers import ApprovalRefused, Approver, Approvers, Challenge, check_decision, load_approvers
-from sdgov.errors import SpecError
-from sdgov.keys import keygen, load_private_key, sign
-from sdgov.statements import SignOffStatement, encode
+from sdgov.base.errors import SpecError
+from sdgov.governance.approvers import ApprovalRefused, Approver, Approvers, Challenge, check_decision, load_approvers
+from sdgov.identity.keys import keygen, load_private_key, sign
+from sdgov.identity.statements import SignOffStatement, encode
 
 HASH = "ab" * 32
 CHALLENGE = Challenge(registry_id="r" * 32, run_id="run-a", nonce="n1", subject="release", sha256=HASH)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
+from sdgov.agreement.accounting import plan_privacy
+from sdgov.agreement.spec import load_spec
 from sdgov.engines import load_encoded
 from sdgov.generators import pgm_mbi
 from sdgov.generators.registry import generator
-from sdgov.measure import measure
-from sdgov.privacy import plan_privacy
-from sdgov.sampler import iter_chunks
-from sdgov.spec import load_spec
+from sdgov.generators.sampler import iter_chunks
+from sdgov.measurement.marginals import measure
 from tests.conftest import make_demo_inputs
 
 ALL = ["Region", "Sex", "Age", "Education", "Economic Activity", "Occupation", "Health"]
@@ -55,7 +55,7 @@ def test_over_the_domain_limit_pgm_fits_with_approximate_inference_instead_of_re
 def test_inference_exact_still_refuses_over_the_limit(tmp_path):
     import pytest
 
-    from sdgov.errors import SpecError
+    from sdgov.base.errors import SpecError
 
     with pytest.raises(SpecError, match="over the model domain limit"):
         _spec(tmp_path, 500, inference="exact")

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from sdgov.agreement.accounting import epsilon_pld, plan_privacy
+from sdgov.agreement.spec import PrivacySpec
 from sdgov.audits.protocol import AuditReport, Check
-from sdgov.privacy import epsilon_pld, plan_privacy
-from sdgov.spec import PrivacySpec
+from sdgov.reporting.verdict import overall_verdict
 from sdgov.utility.fitness import statement, task_verdicts
-from sdgov.verdict import overall_verdict
 
 
 def _report(*checks: Check) -> AuditReport:
@@ -105,7 +105,7 @@ def test_epsilon_of_the_exact_composition_beside_the_zcdp_bound(privacy, cliques
 
 
 def test_the_trail_says_sdgov_published_and_tags_only_decisions():
-    from sdgov.trail import render_html, render_text
+    from sdgov.registry.trail import render_html, render_text
 
     def row(seq: int, event: str, who: str, role: str, decision: str, comment: str = "") -> dict:
         return {

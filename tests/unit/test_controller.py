@@ -1,4 +1,5 @@
-"""The controller's files (sdgov.controller): adopted only by a controller's signature, changes detected and logged."""
+"""The controller's files (sdgov.governance.controller): adopted only by a controller's signature, changes detected and
+logged."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import json
 import pytest
 import yaml
 
-from sdgov.controller import check_controller_files, commit, controller_approvers, load_config, registry_id
-from sdgov.errors import SdgovError
-from sdgov.registry import Registry
+from sdgov.base.errors import SdgovError
+from sdgov.governance.controller import check_controller_files, commit, controller_approvers, load_config, registry_id
+from sdgov.registry.log import Registry
 from tests.governance import controller_registry, write_approvers
 
 
@@ -81,7 +82,7 @@ def test_a_forged_commit_event_in_the_log_is_detected(tmp_path) -> None:
     controller_registry(root, keys)
     reg = Registry(root)
     (root / "policy.yaml").write_text("datasets: {toy: {rho: 99}}\n")
-    from sdgov.hashing import sha256_file
+    from sdgov.base.hashing import sha256_file
 
     # a writer appends a policy_changed event with a made-up statement, keeping the hash chain intact
     reg.append(

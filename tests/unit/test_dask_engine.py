@@ -20,9 +20,9 @@ import pytest
 import yaml
 from distributed import LocalCluster
 
+from sdgov.agreement.spec import load_spec
 from sdgov.engines import dask_engine, engine
 from sdgov.flows.cli import main
-from sdgov.spec import load_spec
 from tests.conftest import CENSUS, REPO
 
 APP3 = REPO / "examples" / "census2011" / "app3.yaml"
@@ -101,7 +101,7 @@ def _zoned_records(rows: int = 3000, k: int = 16, size: int = 20) -> pd.DataFram
 
 def test_wide_records_and_a_lookup_column_encode_alike(on_cluster, tmp_path: Path) -> None:
     """The fingerprint's lexicographic fallback (no packing) and the lookup check on valid data."""
-    from sdgov.schema import Schema
+    from sdgov.data.schema import Schema
 
     schema = Schema.model_validate(_zoned_schema())
     _zoned_records().to_csv(tmp_path / "d.csv", index=False)
@@ -177,7 +177,7 @@ def test_the_sample_written_on_the_dask_cluster_is_the_same_file(on_cluster, tmp
     """Item 3: with ``engine: dask`` the sample's parts run on the cluster (four parts, here two workers) — and the
     released file is the same bytes as the one written in one pass here, with the progress reported per batch."""
     from sdgov.engines.dask_executor import DaskExecutor, dask_executor
-    from sdgov.sampler import PART_CHUNKS, sample_to_parquet
+    from sdgov.generators.sampler import PART_CHUNKS, sample_to_parquet
     from tests.unit.test_sampler import chain_model, chain_schema
 
     model, *_ = chain_model()
@@ -196,9 +196,9 @@ def test_the_sample_written_on_the_dask_cluster_is_the_same_file(on_cluster, tmp
 
 def test_the_generate_stage_picks_the_dask_executor_for_the_dask_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """The generate stage picks the Dask executor from the release's engine, and the process pool otherwise."""
+    from sdgov.agreement.spec import GeneratorSpec
     from sdgov.contracts import ArtifactRef, GenerateInput
     from sdgov.engines import dask_executor
-    from sdgov.spec import GeneratorSpec
     from sdgov.tasks import generate
 
     ref = ArtifactRef(name="m", path="x", sha256="0", bytes=0)

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
 from sdgov.audits.decomposability.moves import extremal_pair, greedy_extremal, greedy_half, half_move_pool, move_pool
+from sdgov.audits.decomposability.procedure import run_decomposability
 from sdgov.audits.decomposability.report import decomposability_section
-from sdgov.audits.decomposability.settings import DecomposabilitySettings
-from sdgov.audits.decomposability.test import run_decomposability
 from sdgov.audits.decomposability.theta import ThetaSpace
 from sdgov.audits.generator_protocol import AuditError, load_generator
 
@@ -189,7 +189,7 @@ def test_random_subspace_mode_catches_dishonest_and_passes_honest():
 def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
     import yaml
 
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
 
     src = REPO / "examples" / "census2011" / "app1.yaml"
     plain = load_spec(src)

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdgov.agreement.spec import load_spec
+from sdgov.base.errors import DataError
+from sdgov.data.fingerprint import fingerprint
+from sdgov.data.schema import Schema, encode, read_csv_strict
 from sdgov.engines import engine, load_encoded
-from sdgov.errors import DataError
-from sdgov.fingerprint import fingerprint
-from sdgov.measure import marginal_counts
-from sdgov.schema import Schema, encode, read_csv_strict
-from sdgov.spec import load_spec
+from sdgov.measurement.marginals import marginal_counts
 from tests.conftest import REPO
 
 CENSUS = Path("/work/shared/data/census2011_teaching_50k.csv")
@@ -81,7 +81,7 @@ def test_fingerprint_with_and_without_packing(tmp_path: Path, k: int, size: int)
 
 
 def test_refusals_are_the_in_memory_encoders(tmp_path: Path) -> None:
-    """Both encoders call sdgov.schema.encode_distinct: same values refused with the same line."""
+    """Both encoders call sdgov.data.schema.encode_distinct: same values refused with the same line."""
     schema = _wide_schema(2, 3)
     (tmp_path / "d.csv").write_text("c0,c1\n0,1\n2,7\n1,x\n")
     with pytest.raises(DataError) as engine_err:

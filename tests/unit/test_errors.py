@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from sdgov.errors import InternalError, SpecError
+from sdgov.base.errors import InternalError, SpecError
 from sdgov.flows import cli
 
 

@@ -15,8 +15,8 @@ import pytest
 from sdgov.audits.generator_protocol import weighted_marginal
 from sdgov.audits.protocol import AuditContext
 from sdgov.audits.run import run_audits
-from sdgov.measure import Measurement, MeasurementSet
-from sdgov.schema import decode, load_schema
+from sdgov.data.schema import decode, load_schema
+from sdgov.measurement.marginals import Measurement, MeasurementSet
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 
@@ -85,7 +85,7 @@ def demo():
 
     schema = load_schema(inputs() / "schema.yaml")
     codes = generate(schema, 3000)
-    from sdgov.schema import encode
+    from sdgov.data.schema import encode
 
     return schema, encode(codes, schema)
 

@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdgov.agreement.accounting import plan_privacy
+from sdgov.agreement.spec import GeneratorSpec, load_spec, resolve
 from sdgov.audits.generator_protocol import load_generator
+from sdgov.base.errors import SpecError
 from sdgov.engines import load_encoded
-from sdgov.errors import SpecError
 from sdgov.generators import registry
 from sdgov.generators.plugin import GeneratorPlugin
-from sdgov.measure import measure
-from sdgov.privacy import plan_privacy
-from sdgov.sampler import iter_chunks
-from sdgov.spec import GeneratorSpec, load_spec, resolve
+from sdgov.generators.sampler import iter_chunks
+from sdgov.measurement.marginals import measure
 from tests.conftest import make_demo_inputs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"

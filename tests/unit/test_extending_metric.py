@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sdgov.agreement.spec import load_spec
 from sdgov.engines import load_encoded
-from sdgov.spec import load_spec
 from sdgov.utility.registry import METRICS
 from sdgov.utility.report import ReportSettings, build_report, render_html
 from tests.conftest import make_demo_inputs

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdgov.fingerprint import fingerprint
-from sdgov.schema import Schema
+from sdgov.data.fingerprint import fingerprint
+from sdgov.data.schema import Schema
 
 
 def _wide(columns: int, size: int) -> Schema:

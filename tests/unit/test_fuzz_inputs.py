@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sdgov.errors import MAX_LINE
+from sdgov.base.errors import MAX_LINE
 from sdgov.flows.cli import main
 from tests.unit.test_malformed_inputs import Inputs, demo_csv, inputs, no_flow, tree  # noqa: F401  (fixtures)
 

@@ -10,8 +10,8 @@ from typing import Literal
 import pytest
 from pydantic import ValidationError
 
+from sdgov.agreement.spec import GeneratorSpec
 from sdgov.contracts import ArtifactRef, GenerateInput
-from sdgov.spec import GeneratorSpec
 
 _opened: list[str] | None = None
 
@@ -53,8 +53,8 @@ def test_generate_input_has_no_way_to_name_the_data():
 
 
 def test_generate_stage_never_opens_the_raw_data(tmp_path, capsys):
+    from sdgov.agreement.spec import load_spec
     from sdgov.flows.cli import main
-    from sdgov.spec import load_spec
     from sdgov.tasks.generate import generate
     from tests.conftest import draw_measurement, make_demo_inputs
 

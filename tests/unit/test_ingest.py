@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdgov.data.schema import Schema, load_schema
 from sdgov.engines import load_encoded
 from sdgov.flows.cli import main
-from sdgov.schema import Schema, load_schema
 from tests.conftest import REPO, tree_bytes
 
 EXAMPLE = REPO / "examples" / "uci_adult"

@@ -17,13 +17,13 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdgov.base.errors import MAX_LINE, DataError, PreflightError, SchemaError, SpecError
+from sdgov.base.loading import parse_yaml
+from sdgov.data.schema import Schema, encode, load_schema
 from sdgov.engines import load_encoded
-from sdgov.errors import MAX_LINE, DataError, PreflightError, SchemaError, SpecError
 from sdgov.flows.cli import main
 from sdgov.generators.registry import GENERATORS
-from sdgov.inputs import check_spec_and_data
-from sdgov.loading import parse_yaml
-from sdgov.schema import Schema, encode, load_schema
+from sdgov.intake.inputs import check_spec_and_data
 from tests.unit.test_malformed_inputs import Inputs, demo_csv, inputs, no_flow  # noqa: F401  (fixtures)
 
 

@@ -1,4 +1,4 @@
-"""SDGOV_JAX_CACHE_DIR (sdgov/jaxsetup.py): a fit that loads mbi's compiled programs from the cache gives the same
+"""SDGOV_JAX_CACHE_DIR (sdgov/base/jaxsetup.py): a fit that loads mbi's compiled programs from the cache gives the same
 synthetic data, bit for bit, as the fit that compiled them. Two fresh processes, one cold cache: the first compiles
 and writes, the second loads. Exact marginals (no noise) and a fixed sampling seed, so the bytes must match."""
 
@@ -16,10 +16,10 @@ import hashlib, sys
 import numpy as np, yaml
 from sdgov.engines import load_encoded
 from sdgov.generators.registry import generator
-from sdgov.measure import measure
-from sdgov.privacy import plan_privacy
-from sdgov.sampler import iter_chunks
-from sdgov.spec import load_spec
+from sdgov.measurement.marginals import measure
+from sdgov.agreement.accounting import plan_privacy
+from sdgov.generators.sampler import iter_chunks
+from sdgov.agreement.spec import load_spec
 from tests.conftest import make_demo_inputs
 from pathlib import Path
 

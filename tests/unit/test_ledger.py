@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov import ledger
-from sdgov.errors import BudgetError, PolicyError
-from sdgov.registry import Registry
+from sdgov.base.errors import BudgetError, PolicyError
+from sdgov.governance import ledger
+from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 
 RHO = 0.03  # the demo's 11 marginals at ρ = 0.03 have σ ≈ 13.5, above the default floor of 10
@@ -133,9 +133,9 @@ def test_renaming_and_crlf_open_no_new_account(tmp_path):
 
 
 def test_fingerprint_ignores_encoding_column_and_row_order(tmp_path):
+    from sdgov.data.fingerprint import fingerprint
+    from sdgov.data.schema import load_schema
     from sdgov.engines import load_encoded
-    from sdgov.fingerprint import fingerprint
-    from sdgov.schema import load_schema
 
     spec = make_demo_inputs(tmp_path / "in", rows=2000)
     schema = load_schema(spec.parent / "schema.yaml")
@@ -206,7 +206,7 @@ def test_the_controllers_sigma_floor_raises_sigma(tmp_path):
 
 def test_init_writes_a_loadable_default_policy_once(tmp_path, capsys):
     from sdgov.flows.cli import main
-    from sdgov.policy import load_policy
+    from sdgov.governance.policy import load_policy
 
     root = tmp_path / "reg"
     assert main(["init", "--root", str(root), "--controller", "Carl Controller"]) == 0
@@ -222,10 +222,10 @@ def test_init_writes_a_loadable_default_policy_once(tmp_path, capsys):
 
 def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     """Only a file persisted by a run that had reserved budget (and died) is adopted; anything else is refused."""
-    from sdgov.errors import RegistryError
-    from sdgov.measurement_store import Statistic, statistic_key
-    from sdgov.policy import planned
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
+    from sdgov.base.errors import RegistryError
+    from sdgov.governance.policy import planned
+    from sdgov.measurement.store import Statistic, statistic_key
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
@@ -233,7 +233,7 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     spec = _spec(tmp_path, 5)
     agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
     loaded = load_spec(spec)
-    from sdgov.policy import load_policy
+    from sdgov.governance.policy import load_policy
 
     limits, _ = load_policy(root)[0].limits(agreed.data.fingerprint, "toyland_census")
     m = planned(limits, loaded.agreement, agreed.data.rows).marginals[0]
@@ -255,7 +255,7 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
 
 
 def test_policy_overrides_by_fingerprint_win_over_the_name_label(tmp_path):
-    from sdgov.policy import load_policy
+    from sdgov.governance.policy import load_policy
 
     root = init_registry(tmp_path / "registry")
     policy = yaml.safe_load((root / "policy.yaml").read_text())
@@ -271,7 +271,7 @@ def test_policy_overrides_by_fingerprint_win_over_the_name_label(tmp_path):
 
 
 def test_a_policy_allowing_an_unknown_generator_is_refused(tmp_path):
-    from sdgov.policy import load_policy
+    from sdgov.governance.policy import load_policy
 
     root = init_registry(tmp_path / "registry", generators=["pgm", "gan"])
     with pytest.raises(PolicyError, match=r"unknown generator\(s\) \['gan'\]"):

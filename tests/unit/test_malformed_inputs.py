@@ -26,10 +26,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdgov.data.schema import load_schema
 from sdgov.demo import inputs
 from sdgov.demo.data import write_demo_data
 from sdgov.flows.cli import main
-from sdgov.schema import load_schema
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = inputs()

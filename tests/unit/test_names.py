@@ -1,12 +1,12 @@
-"""Names as identities (sdgov.names): look-alikes compare equal, hidden characters are refused."""
+"""Names as identities (sdgov.identity.names): look-alikes compare equal, hidden characters are refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from sdgov.approvals import load_approvals
-from sdgov.errors import SpecError
-from sdgov.names import check_name, same_person, skeleton
+from sdgov.base.errors import SpecError
+from sdgov.governance.standing import load_approvals
+from sdgov.identity.names import check_name, same_person, skeleton
 
 ADA = "Ada Analyst"
 

@@ -10,8 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-from sdgov.privacy import add_noise, default_delta, epsilon_of_rho, plan_privacy, rho_of_epsilon, rho_of_sigma
-from sdgov.spec import PrivacySpec
+from sdgov.agreement.accounting import (
+    add_noise,
+    default_delta,
+    epsilon_of_rho,
+    plan_privacy,
+    rho_of_epsilon,
+    rho_of_sigma,
+)
+from sdgov.agreement.spec import PrivacySpec
 
 CLIQUES = [("A", "B"), ("B", "C"), ("A", "C")]
 

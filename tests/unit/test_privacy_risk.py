@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import yaml
 
-from sdgov.audits.privacy.base import RiskSettings, select_targets
+from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
+from sdgov.audits.privacy.base import select_targets
 from sdgov.audits.privacy.canary import epsilon_lower, epsilon_lower_k, log_null_bound
-from sdgov.audits.privacy.policy import Policy, load_policy
+from sdgov.audits.privacy.policy import load_risk_policy
 from sdgov.audits.privacy.run import audit_privacy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,7 +97,7 @@ def test_copier_fails_exact_match_and_epsilon_lower():
         "sdgov.audits.privacy.leaky:copier",
         params,
         st,
-        Policy(),
+        RiskPolicy(),
         1.0,
         1e-6,
         parts=("canary", "disclosure"),
@@ -110,7 +111,17 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     assert checks["DP lower bound"] == "fail"
     # the same audit of the honest base generator passes both checks
     honest = audit_privacy(
-        real, attrs, dom, cliques, INDEPENDENT, {"sigma": 5.0}, st, Policy(), 1.0, 1e-6, parts=("canary", "disclosure")
+        real,
+        attrs,
+        dom,
+        cliques,
+        INDEPENDENT,
+        {"sigma": 5.0},
+        st,
+        RiskPolicy(),
+        1.0,
+        1e-6,
+        parts=("canary", "disclosure"),
     )
     hc = {c.name: c.level for c in honest.checks}
     assert honest.epsilon_lower == 0.0 and honest.epsilon_lower_pure == 0.0 and hc["DP lower bound"] == "pass"
@@ -147,7 +158,7 @@ def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
         "sdgov.audits.privacy.leaky:category_leak",
         {"base": INDEPENDENT, "sigma": 5.0},
         st,
-        Policy(),
+        RiskPolicy(),
         1.0,
         1e-4,
         parts=("mia",),
@@ -275,8 +286,8 @@ def test_policy_file_is_validated(tmp_path):
     from sdgov.audits.generator_protocol import AuditError
 
     with pytest.raises(AuditError, match="fail_below_pgg"):
-        load_policy(bad)
-    assert load_policy(REPO / "examples" / "privacy_policy.yaml") == Policy()
+        load_risk_policy(bad)
+    assert load_risk_policy(REPO / "examples" / "privacy_policy.yaml") == RiskPolicy()
 
 
 def test_attribute_inference_models():

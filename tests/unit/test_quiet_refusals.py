@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from sdgov.errors import BudgetError
+from sdgov.base.errors import BudgetError
 from sdgov.flows.refusals import QuietRefusals, quiet_refusals
 
 

@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from sdgov.agreement.spec import load_spec
+from sdgov.base.errors import DataError
+from sdgov.data.schema import encode, load_schema
 from sdgov.engines import load_encoded
 from sdgov.engines.duckdb_engine import DuckDBEngine
-from sdgov.errors import DataError
-from sdgov.recordset import FrameRecords, ParquetRecords, read_sample
-from sdgov.schema import encode, load_schema
-from sdgov.spec import load_spec
+from sdgov.engines.recordset import FrameRecords, ParquetRecords, read_sample
 from sdgov.utility.bivariate import spearman
 from sdgov.utility.report import FAST, build_report, render_html
 from tests.conftest import make_demo_inputs
@@ -154,9 +154,9 @@ def test_the_privacy_audit_pool_is_the_same_sample_from_the_file_or_from_memory(
     """At census scale the privacy-risk audit draws from a pool of ``population_rows`` confidential records, read
     from the encoded file without loading the rest; in memory it is the same records. Unset, the setting leaves
     the pre-registered settings (and so the agreement hash) as they were."""
-    from sdgov.audits.privacy.base import POPULATION_ROWS, RiskSettings
+    from sdgov.agreement.sections.privacy_risk import POPULATION_ROWS, RiskSettings
     from sdgov.audits.protocol import AuditContext
-    from sdgov.recordset import sample_frame
+    from sdgov.engines.recordset import sample_frame
 
     assert "population_rows" not in RiskSettings().model_dump() and RiskSettings().population_rows == POPULATION_ROWS
     assert RiskSettings(population_rows=500).model_dump()["population_rows"] == 500
@@ -178,7 +178,7 @@ def test_the_privacy_audit_pool_is_the_same_sample_from_the_file_or_from_memory(
 def test_the_decomposability_test_builds_its_extremal_datasets_from_a_bounded_pool():
     """At 55M records 10 × N rows per fit would never end: the test (of the generator, not of the data) builds its
     extremal datasets from at most ``population_rows`` records, and unset the setting leaves the hash as it was."""
-    from sdgov.audits.decomposability.settings import POPULATION_ROWS, DecomposabilitySettings
+    from sdgov.agreement.sections.decomposability import POPULATION_ROWS, DecomposabilitySettings
 
     assert "population_rows" not in DecomposabilitySettings().model_dump()
     assert DecomposabilitySettings().population_rows == POPULATION_ROWS == 100_000

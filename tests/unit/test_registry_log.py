@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from sdgov import checkpoint, keys, registry_key
-from sdgov.errors import RegistryError, SdgovError
+from sdgov.base.errors import RegistryError, SdgovError
 from sdgov.flows.cli import main
-from sdgov.registry import EVENT_DOMAIN, LogBroken, Registry
+from sdgov.identity import keys
+from sdgov.registry import checkpoint
+from sdgov.registry import key as registry_key
+from sdgov.registry.log import EVENT_DOMAIN, LogBroken, Registry
 from tests.governance import controller_registry, sign_standing_approval
 from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
@@ -198,7 +200,7 @@ def test_a_process_killed_while_staging_a_release_does_not_fail_verify_for_ever(
     child = textwrap.dedent(
         f"""
         import os
-        from sdgov.registry import Registry
+        from sdgov.registry.log import Registry
         os.rename = lambda *a: os._exit(9)  # dies like kill -9 at the worst moment: staged, not yet renamed
         Registry({str(root)!r}).publish("demo-1", {{"a.txt": {str(src)!r}}}, {{}}, actor="C", role="controller")
         """

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sdgov.generators.model import CliqueModel
-from sdgov.sampler import iter_chunks
+from sdgov.generators.sampler import iter_chunks
 
 
 def chain_model() -> CliqueModel:
@@ -30,7 +30,7 @@ def chain_model() -> CliqueModel:
 
 def chain_schema(model: CliqueModel):
     """A schema declaring the model's cells as codes 0..k-1 (what ``sample_to_parquet`` decodes to)."""
-    from sdgov.schema import Schema
+    from sdgov.data.schema import Schema
 
     return Schema.model_validate(
         {
@@ -109,7 +109,7 @@ def test_parts_written_anywhere_make_the_same_file_as_one_pass(tmp_path):
     same bytes whoever wrote the parts and in whatever order, and its cells are exactly ``iter_chunks``' stream."""
     import pandas as pd
 
-    from sdgov.sampler import PART_CHUNKS, sample_to_parquet
+    from sdgov.generators.sampler import PART_CHUNKS, sample_to_parquet
 
     model, *_ = chain_model()
     schema = chain_schema(model)
@@ -133,8 +133,8 @@ def test_as_many_parts_in_flight_as_the_executor_has_workers():
     """Every worker busy, and no more parts at once than workers (memory: one chunk per worker)."""
     import os
 
-    from sdgov.audits.executor import ProcessExecutor, SerialExecutor
-    from sdgov.sampler import parts_in_flight
+    from sdgov.base.executor import ProcessExecutor, SerialExecutor
+    from sdgov.generators.sampler import parts_in_flight
 
     assert parts_in_flight(ProcessExecutor(3)) == 3
     assert parts_in_flight(ProcessExecutor(0)) == (os.cpu_count() or 1)  # 0: every core
@@ -145,7 +145,7 @@ def test_each_draw_is_the_searchsorted_of_its_uniform_in_the_whole_shifted_cdf()
     """The sampler looks a record's uniform up inside its parent configuration's row of the CDF; that must be the
     same number as ``searchsorted`` over the whole concatenated CDF (the definition), zero-probability categories
     and empty parent rows included — so faster lookups never change a sample."""
-    from sdgov.sampler import plan_columns, sample_chunk
+    from sdgov.generators.sampler import plan_columns, sample_chunk
 
     rng = np.random.default_rng(3)
     joint = rng.dirichlet(np.full(3 * 4 * 5, 0.3)).reshape(3, 4, 5)  # many near-zero cells

@@ -12,12 +12,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdgov import ledger
-from sdgov.errors import SpecError
-from sdgov.privacy import plan_privacy, rho_of_sigma
-from sdgov.registry import Registry
-from sdgov.selection import gumbel_scale, rho_of_gumbel, select_mst
-from sdgov.spec import PrivacySpec, SelectionSpec
+from sdgov.agreement.accounting import plan_privacy, rho_of_sigma
+from sdgov.agreement.spec import PrivacySpec, SelectionSpec
+from sdgov.base.errors import SpecError
+from sdgov.governance import ledger
+from sdgov.measurement.selection.mst import gumbel_scale, rho_of_gumbel, select_mst
+from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, sign_standing_approval
 
@@ -173,8 +173,8 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
     """``privacy.selection.extra`` adds the best pairs beyond the tree while the model stays within
     ``limits.max_exact_cells`` (so the proposed Φ is fitted exactly): unlimited, all 10 pairs of the 5 attributes
     are chosen; limited, fewer, and the chosen model is within the limit."""
+    from sdgov.data.schema import load_schema
     from sdgov.generators.registry import generator
-    from sdgov.schema import load_schema
     from sdgov.tasks.select_phi import select_phi
 
     root = tmp_path / "registry"
@@ -212,7 +212,7 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, capsys):
-    from sdgov.spec import load_spec
+    from sdgov.agreement.spec import load_spec
 
     root = tmp_path / "registry"
     controller_registry(root, tmp_path / "keys")
@@ -246,7 +246,7 @@ def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, ca
 
 
 def test_the_card_states_the_selection_budget():
-    from sdgov.card import privacy_statement
+    from sdgov.reporting.card import privacy_statement
 
     p = PrivacySpec(rho=0.03, selection=SelectionSpec(share=0.5, one_way=0.5))
     plan = plan_privacy(p, [("a",), ("b",), ("a", "b")], 1000)
@@ -258,7 +258,7 @@ def test_the_card_states_the_selection_budget():
 def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(tmp_path, monkeypatch):
     """Crash after the proposal was persisted but before it was logged: the re-run adopts that proposal under the
     earlier reservation — a second selection would be a second noisy look at the same scores."""
-    import sdgov.selection_store as store
+    import sdgov.measurement.selection.store as store
     from sdgov.tasks.select_phi import select_phi
 
     root = tmp_path / "registry"

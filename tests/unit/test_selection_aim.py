@@ -18,13 +18,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import sdgov.selection_aim as aim
-from sdgov.measure import Measurement
-from sdgov.privacy import rho_of_sigma
-from sdgov.registry import Registry
-from sdgov.selection import rho_of_gumbel
-from sdgov.selection_aim import AimJournal, select_aim
-from sdgov.spec import SelectionSpec
+import sdgov.measurement.selection.aim as aim
+from sdgov.agreement.accounting import rho_of_sigma
+from sdgov.agreement.spec import SelectionSpec
+from sdgov.measurement.marginals import Measurement
+from sdgov.measurement.selection.aim import AimJournal, select_aim
+from sdgov.measurement.selection.mst import rho_of_gumbel
+from sdgov.registry.log import Registry
 from tests.governance import controller_registry
 from tests.unit.test_selection import _cli, _draft
 
@@ -177,7 +177,7 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     rounds leaves their draws in the journal; the retry continues them under that reservation (one spend) and logs
     the journal with the proposal."""
     import sdgov.generators.pgm_mbi as pgm_mbi
-    from sdgov.selection_store import journal_path
+    from sdgov.measurement.selection.store import journal_path
     from sdgov.tasks.select_phi import select_phi
 
     monkeypatch.setattr(pgm_mbi, "marginal_estimator", lambda attrs, sizes, iters: _estimate)  # model: see top
@@ -230,9 +230,9 @@ def test_aims_options_are_refused_for_mst_and_msts_for_aim():
 
 
 def test_the_card_says_aim_spent_the_selection_rho_on_its_rounds():
-    from sdgov.card import privacy_statement
-    from sdgov.privacy import plan_privacy
-    from sdgov.spec import PrivacySpec
+    from sdgov.agreement.accounting import plan_privacy
+    from sdgov.agreement.spec import PrivacySpec
+    from sdgov.reporting.card import privacy_statement
 
     p = PrivacySpec(rho=0.03, selection=SelectionSpec(method="aim", share=0.5, one_way=0.5))
     text = privacy_statement(plan_privacy(p, [("a",), ("b",), ("a", "b")], 1000))

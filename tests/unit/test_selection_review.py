@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from sdgov.approvers import ApprovalRefused, Challenge, load_approvers
-from sdgov.contracts import utcnow
-from sdgov.errors import SpecError
-from sdgov.selection import Candidate, Proposal, SelectedEdge, SelectionBudget
-from sdgov.selection_review import (
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import SpecError
+from sdgov.governance.approvers import ApprovalRefused, Challenge, load_approvers
+from sdgov.identity.statements import SignOffStatement, encode
+from sdgov.measurement.selection.mst import Candidate, Proposal, SelectedEdge, SelectionBudget
+from sdgov.measurement.selection.review import (
     EdgeReview,
     SelectionRecord,
     SignedReview,
@@ -19,7 +20,6 @@ from sdgov.selection_review import (
     review_sha256,
     selection_graph,
 )
-from sdgov.statements import SignOffStatement, encode
 from tests.governance import write_approvers
 
 ATTRS = ["a", "b", "c", "d"]
@@ -138,10 +138,10 @@ def test_the_reviewers_read_the_scores_the_changes_and_the_budget():
 
 
 def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share():
-    from sdgov.card import _env
-    from sdgov.privacy import plan_privacy
-    from sdgov.selection_card import STYLE, card_selection, draw
-    from sdgov.spec import PrivacySpec, SelectionSpec
+    from sdgov.agreement.accounting import plan_privacy
+    from sdgov.agreement.spec import PrivacySpec, SelectionSpec
+    from sdgov.reporting.card import _env
+    from sdgov.reporting.selection import STYLE, card_selection, draw
 
     plan = plan_privacy(PrivacySpec(rho=0.4, selection=SelectionSpec()), [("a",), ("b",), ("a", "b")], 1000)
     sel = card_selection(_record(), b"{}", plan)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdgov.schema import Category, Column, Schema, decode, encode
-from sdgov.spec import ReleaseSpec, resolve
+from sdgov.agreement.spec import ReleaseSpec, resolve
+from sdgov.data.schema import Category, Column, Schema, decode, encode
 
 SCHEMA = Schema(
     name="t",
@@ -71,7 +71,7 @@ def test_decode_then_encode_is_identity(rows):
     "value,ok", [("1", True), ("+2", True), ("-9", True), ("01", True), ("1.0", False), ("3", False)]
 )
 def test_integer_codes_are_matched_as_integers(value, ok):
-    from sdgov.errors import DataError
+    from sdgov.base.errors import DataError
 
     df = pd.DataFrame({"id": ["1"], "A": [value], "B": ["x"], "C": ["1"], "N": ["3"]})
     if ok:

@@ -1,5 +1,5 @@
 """Standing approvals count only when every person they name signed them with their registered key, for this
-registry, this agreement and before the lapse date (sdgov/approvals.py)."""
+registry, this agreement and before the lapse date (sdgov/governance/standing.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sdgov.approvals import agreement_signoffs, load_approvals, release_signoff, sign_standing, verify_standing
-from sdgov.errors import SpecError
-from sdgov.registry import Registry
+from sdgov.base.errors import SpecError
+from sdgov.governance.standing import (
+    agreement_signoffs,
+    load_approvals,
+    release_signoff,
+    sign_standing,
+    verify_standing,
+)
+from sdgov.registry.log import Registry
 from tests.conftest import init_registry
 from tests.governance import controller_registry
 

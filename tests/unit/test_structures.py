@@ -10,14 +10,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov.errors import SchemaError, SpecError
+from sdgov.agreement.spec import ReleaseSpec, resolve
+from sdgov.base.errors import SchemaError, SpecError
+from sdgov.data.schema import Schema, load_schema
+from sdgov.data.structures import discard_zero_noise, impossible
+from sdgov.generators.graph import synthesis_graph
 from sdgov.generators.model import CliqueModel
-from sdgov.sampler import iter_chunks
-from sdgov.schema import Schema, load_schema
-from sdgov.spec import ReleaseSpec, resolve
-from sdgov.split import _rows, resolve_parts
-from sdgov.structures import discard_zero_noise, impossible
-from sdgov.synthesis_graph import synthesis_graph
+from sdgov.generators.sampler import iter_chunks
+from sdgov.synthesis.split import _rows, resolve_parts
 
 
 def schema_dict(**extra: object) -> dict:
@@ -196,9 +196,9 @@ def test_split_parts_resolve_to_their_own_agreements_and_budget_shares():
 
 
 def test_a_parts_statistic_is_keyed_by_its_records_and_unsplit_keys_and_agreements_are_unchanged():
-    from sdgov.hashing import sha256_json
-    from sdgov.measurement_store import statistic_key
-    from sdgov.spec import resolve
+    from sdgov.agreement.spec import resolve
+    from sdgov.base.hashing import sha256_json
+    from sdgov.measurement.store import statistic_key
 
     schema = Schema.model_validate(schema_dict())
     unsplit = statistic_key("fp", ("Age", "Work"), 2.0)
@@ -234,7 +234,7 @@ def test_a_bad_split_is_refused_in_one_line(parts, over, expected):
 
 def test_synthesise_split_runs_a_split_spec_outside_the_release(tmp_path):
     """The simulation path (fresh noise, no ledger): both parts sampled, in proportion to their noisy totals."""
-    from sdgov.split import synthesise_split
+    from sdgov.synthesis.split import synthesise_split
 
     rng = np.random.default_rng(0)
     n = 400
@@ -273,7 +273,7 @@ def test_rows_follow_the_noisy_part_totals_and_add_up():
 
 
 def test_decoding_derives_a_lookup_column_from_its_source():
-    from sdgov.schema import decode
+    from sdgov.data.schema import decode
 
     schema = Schema.model_validate(schema_dict())
     cells = {

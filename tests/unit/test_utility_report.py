@@ -15,17 +15,17 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdgov.agreement.sections.tasks import ClassifierTask, GapTask, RegressionTask, TableTask
+from sdgov.agreement.spec import load_spec
+from sdgov.base.errors import SpecError
+from sdgov.data.schema import decode
 from sdgov.engines import load_encoded
-from sdgov.errors import SpecError
-from sdgov.recordset import FrameRecords
-from sdgov.schema import decode
-from sdgov.spec import load_spec
+from sdgov.engines.recordset import FrameRecords
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
 from sdgov.utility import tasks as T
 from sdgov.utility.baselines import independent_marginals
 from sdgov.utility.jaro import ordering_similarity
 from sdgov.utility.report import FAST, build_report, render_html, write_report
-from sdgov.utility.taskspec import ClassifierTask, GapTask, RegressionTask, TableTask
 from tests.conftest import make_demo_inputs
 
 SMALL = replace(

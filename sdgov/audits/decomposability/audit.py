@@ -6,9 +6,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
+from sdgov.agreement.sections.decomposability import DecomposabilitySettings
+from sdgov.audits.decomposability.procedure import DecomposabilityResult, run_decomposability
 from sdgov.audits.decomposability.report import decomposability_section
-from sdgov.audits.decomposability.settings import DecomposabilitySettings
-from sdgov.audits.decomposability.test import DecomposabilityResult, run_decomposability
 from sdgov.audits.generators import honest_variant
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sdgov.audits.decomposability.test import DecomposabilityResult
-from sdgov.svg import pyplot, to_svg
+from sdgov.audits.decomposability.procedure import DecomposabilityResult
+from sdgov.base.svg import pyplot, to_svg
 
 
 def figure_svg(result: DecomposabilityResult) -> str:

@@ -7,9 +7,9 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
+from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
 from sdgov.audits.privacy.report import privacy_section
 from sdgov.audits.privacy.run import PrivacyAuditResult, audit_agreement_privacy
-from sdgov.audits.privacy.settings import PrivacyRiskSettings
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
 
 

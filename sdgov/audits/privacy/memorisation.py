@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.audits.executor import Executor, executor_for
 from sdgov.audits.privacy.base import GeneratorRef, Progress, record_keys, seed_of, world_ci
+from sdgov.base.executor import Executor, executor_for
 
 
 class MemorisationResult(BaseModel):

@@ -40,16 +40,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 
-from sdgov.audits.executor import Executor, executor_for
+from sdgov.agreement.sections.privacy_risk import RiskSettings
 from sdgov.audits.privacy.attribute import AttributeResult, advantage, predict_sensitive
-from sdgov.audits.privacy.base import (
-    GeneratorRef,
-    Progress,
-    RiskSettings,
-    Target,
-    seed_of,
-    world_ci,
-)
+from sdgov.audits.privacy.base import GeneratorRef, Progress, Target, seed_of, world_ci
+from sdgov.base.executor import Executor, executor_for
 
 CORR_MAX_CATEGORIES = 300
 

@@ -9,97 +9,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
+from sdgov.agreement.sections.privacy_risk import RiskPolicy
 from sdgov.audits.generator_protocol import AuditError
-from sdgov.loading import load_model_file
-from sdgov.model import Frozen
+from sdgov.base.loading import load_model_file
 
 Level = Literal["pass", "warn", "fail"]
 
 
-class EpsilonPolicy(Frozen):
-    fail_above_claimed: bool = Field(True, description="fail when ε_lower exceeds the claimed ε (claim refuted)")
-    warn_fraction: float = Field(0.5, ge=0, description="warn when ε_lower exceeds this fraction of the claim")
-
-
-class MembershipPolicy(Frozen):
-    """On per-target intervals Bonferroni-adjusted over targets × feature sets (:mod:`sdgov.audits.privacy.mia`)."""
-
-    warn_below_pg: float = Field(
-        0.8,
-        description="warn when a target's PG upper CI bound is below this (point "
-        "estimates of the worst of many targets are biased low; CIs are not)",
-    )
-    fail_below_pg: float = Field(0.5, description="fail when a target's PG upper CI bound is below this")
-    fail_above_dp_bound: bool = Field(
-        True, description="fail when a target's Adv lower CI bound exceeds the largest advantage (ε, δ)-DP allows"
-    )
-    min_worlds: int = Field(5, ge=2, description="with fewer shadow worlds the CIs are unreliable: warn, never fail")
-
-
-class AttributePolicy(Frozen):
-    warn_above_adv: float = Field(0.1, description="on the lower CI bound (Bonferroni over targets)")
-    fail_above_adv: float = Field(0.3, description="on the lower CI bound of the attribute-inference advantage")
-
-
-class MemorisationPolicy(Frozen):
-    """Copy share beyond Φ (:mod:`sdgov.audits.privacy.memorisation`): 0 for a Φ-only release, f for a release that
-    copies a fraction f of its rows. The rule is a one-sided test of f > ``min_share`` over independent pairs, so
-    its false-alarm rate on an honest generator is the level itself."""
-
-    warn_alpha: float = Field(0.01, gt=0, lt=1, description="warn when the (1 − warn_alpha) lower bound > min_share")
-    fail_alpha: float = Field(0.001, gt=0, lt=1, description="fail when the (1 − fail_alpha) lower bound > min_share")
-    min_share: float = Field(0.0, ge=0, description="copy shares up to this are tolerated")
-
-
-class ExactMatchPolicy(Frozen):
-    """Real-unique records reproduced (see :mod:`sdgov.audits.privacy.disclosure`). The rate ratio (training
-    vs never-seen holdout records) of an honest DP generator sits near 1; (ε, δ)-DP would permit up to about e^ε in
-    the worst case, so this policy is stricter than the DP claim — a memorisation rule, as a controller may set
-    one. The claim itself is tested by the canary bound."""
-
-    warn_ratio: float = Field(1.25, description="warn: rate ratio (training vs holdout) above this, significant")
-    fail_ratio: float = Field(2.0, description="fail: the same with this threshold")
-    alpha: float = Field(0.001, gt=0, lt=1, description="one-sided binomial test, training vs holdout matches")
-    warn_alpha: float = Field(0.01, gt=0, lt=1, description="the test's level for a warning")
-    min_count: int = Field(5, ge=0, description="no warn/fail below this many synthetic unique matches")
-
-
-class DCRPolicy(Frozen):
-    """Share of records at distance 0 from a training record, synthetic vs real holdout, with a one-sided
-    two-proportion test (level ``alpha``): a ratio above the threshold by chance does not warn."""
-
-    warn_zero_ratio: float = Field(1.5, description="share of synthetic DCR = 0 / share of holdout DCR = 0")
-    fail_zero_ratio: float = 3.0
-    alpha: float = Field(0.001, gt=0, lt=1)
-
-
-class SmallCellPolicy(Frozen):
-    threshold: int = Field(10, ge=1)
-    warn_above: int | None = Field(
-        None,
-        ge=0,
-        description="warn when more small synthetic cells than this; default: report only (a DP release has small "
-        "cells by design: its noise, not their size, protects them)",
-    )
-
-
-class Policy(Frozen):
-    name: str = "default"
-    epsilon_lower: EpsilonPolicy = EpsilonPolicy()
-    membership: MembershipPolicy = MembershipPolicy()
-    attribute: AttributePolicy = AttributePolicy()
-    exact_matches: ExactMatchPolicy = ExactMatchPolicy()
-    memorisation: MemorisationPolicy = MemorisationPolicy()
-    dcr: DCRPolicy = DCRPolicy()
-    small_cells: SmallCellPolicy = SmallCellPolicy()
-
-
-def load_policy(path: str | Path | None) -> Policy:
+def load_risk_policy(path: str | Path | None) -> RiskPolicy:
+    """The thresholds from a policy file (YAML or JSON), or the built-in defaults without one."""
     if path is None:
-        return Policy()
-    return load_model_file(Policy, path, AuditError, "privacy policy")
+        return RiskPolicy()
+    return load_model_file(RiskPolicy, path, AuditError, "privacy policy")
 
 
 class PolicyCheck(BaseModel):
@@ -118,7 +41,7 @@ def _lvl(fail: bool, warn: bool) -> Level:
 
 
 def evaluate(
-    policy: Policy,
+    policy: RiskPolicy,
     *,
     claimed_epsilon: float | None,
     epsilon_lower: float | None,

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from sdgov.audits.privacy.run import PrivacyAuditResult, summary
-from sdgov.svg import pyplot, to_svg
+from sdgov.base.svg import pyplot, to_svg
 
 
 def pg_plot_svg(result: PrivacyAuditResult) -> str | None:

@@ -20,23 +20,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.audits.executor import Executor
+from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
-from sdgov.audits.privacy.base import (
-    OUTLIER_RULE,
-    GeneratorRef,
-    Progress,
-    RiskSettings,
-    seed_of,
-    select_targets,
-)
+from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, seed_of, select_targets
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
 from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
 from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
-from sdgov.audits.privacy.policy import Policy, PolicyCheck, evaluate, worst
-from sdgov.recordset import sample_frame
+from sdgov.audits.privacy.policy import PolicyCheck, evaluate, worst
+from sdgov.base.executor import Executor
+from sdgov.engines.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 PARTS = ("mia", "one_run", "memorisation", "disclosure", "canary")
@@ -81,7 +75,7 @@ def audit_privacy(
     generator: str,
     params: dict[str, Any],
     settings: RiskSettings,
-    policy: Policy,
+    policy: RiskPolicy,
     claimed_epsilon: float | None,
     claimed_delta: float | None,
     *,
@@ -268,7 +262,7 @@ def audit_spec_privacy(
     spec_path: str | Path,
     generator: str | None = None,
     settings: RiskSettings | None = None,
-    policy: Policy | None = None,
+    policy: RiskPolicy | None = None,
     data_path: str | Path | None = None,
     params: dict[str, Any] | None = None,
     parts: tuple[str, ...] = DEFAULT_PARTS,
@@ -276,10 +270,10 @@ def audit_spec_privacy(
     progress: Progress | None = None,
 ) -> PrivacyAuditResult:
     """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
-    from the spec's :class:`~sdgov.privacy.PrivacyPlan` on the full data."""
+    from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` on the full data."""
+    from sdgov.agreement.accounting import plan_privacy
+    from sdgov.agreement.spec import check_unsplit, load_spec
     from sdgov.engines import load_encoded
-    from sdgov.privacy import plan_privacy
-    from sdgov.spec import check_unsplit, load_spec
 
     loaded = load_spec(spec_path)
     check_unsplit(loaded, "the privacy-risk audit")
@@ -307,7 +301,7 @@ def audit_agreement_privacy(
     plan: Any,
     generator: str | None = None,
     settings: RiskSettings | None = None,
-    policy: Policy | None = None,
+    policy: RiskPolicy | None = None,
     params: dict[str, Any] | None = None,
     parts: tuple[str, ...] = DEFAULT_PARTS,
     canary_metric: Metric = "unit",
@@ -347,7 +341,7 @@ def audit_agreement_privacy(
         gen,
         params,
         settings,
-        policy or Policy(),
+        policy or RiskPolicy(),
         plan.epsilon,
         plan.delta,
         spec_name=agreement.spec_name,

@@ -1,0 +1,251 @@
+"""Privacy accounting under zero-concentrated DP, and the noise itself — both from OpenDP.
+
+Neighbouring datasets differ by adding or removing one record, so one record moves one cell of each marginal
+by 1: every marginal has L2 sensitivity 1. The Gaussian mechanism with scale σ on it is ρ = 1/(2σ²)-zCDP
+(also for the discrete Gaussian, Canonne–Kamath–Steinke 2020); zCDP composes by adding ρ. The conversion to
+(ε, δ)-DP is OpenDP's ``make_zCDP_to_approxDP`` (the tight CKS20 conversion), so every number on the card
+comes from one place: :func:`plan_privacy`.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+import opendp.prelude as dp
+from pydantic import BaseModel, ConfigDict, Field
+
+from sdgov.agreement.spec import Agreement, Clique, PrivacySpec
+from sdgov.base.errors import SpecError
+
+dp.enable_features("contrib")
+
+SENSITIVITY = 1  # L2 sensitivity of a count marginal under add/remove-one neighbours
+NEIGHBOURS = "add/remove one record (unbounded DP)"
+MECHANISM = "discrete Gaussian (OpenDP make_gaussian on integer counts), zCDP"
+
+
+def default_delta(n_records: int) -> float:
+    """ONS rule: δ = 10^-ceil(log10 N), i.e. below 1/N."""
+    return 10.0 ** -math.ceil(math.log10(max(n_records, 2)))
+
+
+@cache
+def _gaussian(sigma: float) -> dp.Measurement:
+    space = dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int)
+    return dp.m.make_gaussian(*space, scale=float(sigma))
+
+
+def rho_of_sigma(sigma: float) -> float:
+    """ρ of one Gaussian measurement with scale σ on a sensitivity-1 marginal (OpenDP's privacy map)."""
+    return float(_gaussian(sigma).map(SENSITIVITY))
+
+
+def epsilon_of_rho(rho: float, delta: float) -> float:
+    """Tight (ε, δ) of a ρ-zCDP release (OpenDP's zCDP → approximate-DP conversion)."""
+    if rho == 0:
+        return 0.0
+    sigma = math.sqrt(SENSITIVITY**2 / (2 * rho))
+    profile = dp.c.make_zCDP_to_approxDP(_gaussian(sigma)).map(SENSITIVITY)
+    return float(profile.epsilon(delta))
+
+
+RHO_SEARCH = (1e-12, 1e4)
+
+
+def rho_of_epsilon(epsilon: float, delta: float) -> float:
+    """Largest ρ whose tight conversion stays within (ε, δ)."""
+    if not epsilon_of_rho(RHO_SEARCH[0], delta) <= epsilon < epsilon_of_rho(RHO_SEARCH[1], delta):
+        raise SpecError(
+            f"ε = {epsilon:g} at δ = {delta:g} is outside what can be accounted (ρ in {RHO_SEARCH})",
+            "privacy.epsilon",
+            "choose a meaningful budget (ε between about 0.01 and 100)",
+        )
+    return float(dp.binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=RHO_SEARCH))
+
+
+class MarginalBudget(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    clique: Clique
+    weight: float
+    sigma: float
+    rho: float | None  # None: measured exactly (noise 'none'), no DP accounting at all
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
+
+
+class PrivacyPlan(BaseModel):
+    """Every privacy number of a release, computed once. The card only displays it."""
+
+    model_config = ConfigDict(frozen=True)
+    noise: str
+    mechanism: str
+    neighbours: str
+    rho_budget: float | None
+    rho: float | None
+    epsilon: float | None
+    delta: float | None
+    sigma_floor: float | None
+    floor_binding: bool
+    floor_max_epsilon: float | None
+    marginals: list[MarginalBudget]
+    selection_rho: float | None = None  # private selection's exponential mechanism + noisy scores (in ``rho``)
+    selection_method: str | None = Field(default=None, exclude_if=lambda v: v is None)  # "mst" | "aim"
+
+    @property
+    def sigmas(self) -> dict[Clique, float]:
+        return {m.clique: m.sigma for m in self.marginals}
+
+
+def plan_privacy(
+    p: PrivacySpec, cliques: list[Clique], n_records: int, sigma_floor: float | None = None
+) -> PrivacyPlan:
+    """Resolve a privacy spec into σ per marginal, ρ spent, and (ε, δ).
+
+    ``n_records`` only sets the default δ (ONS rule); it never changes σ for a ρ budget. ``sigma_floor`` is the
+    data controller's (:mod:`sdgov.governance.policy`); a spec's own ``sigma_floor`` can only raise it.
+    """
+    if p.noise == "none":
+        return PrivacyPlan(
+            noise="none",
+            mechanism="none: statistics declared public, measured exactly",
+            neighbours=NEIGHBOURS,
+            rho_budget=None,
+            rho=None,
+            epsilon=None,
+            delta=None,
+            sigma_floor=None,
+            floor_binding=False,
+            floor_max_epsilon=None,
+            marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=None) for c in cliques],
+        )
+    delta = p.delta if p.delta is not None else default_delta(n_records)
+    weights = _weights(p, cliques)
+    if p.sigma is not None:
+        sigmas = [float(p.sigma)] * len(cliques)
+        budget = None
+    else:
+        budget = float(p.rho) if p.rho is not None else rho_of_epsilon(_epsilon(p), delta)
+        shares = _shares(p, cliques, weights)
+        sigmas = [math.sqrt(SENSITIVITY**2 / (2 * budget * share)) for share in shares]
+    floors = [float(f) for f in (p.sigma_floor, sigma_floor) if f is not None]
+    floor = max(floors) if floors else None
+    floor_binding = False
+    if floor is not None:
+        floor_binding = any(s < floor for s in sigmas)
+        sigmas = [max(s, floor) for s in sigmas]
+    rhos = [rho_of_sigma(s) for s in sigmas]
+    marginals = [
+        MarginalBudget(clique=c, weight=w, sigma=s, rho=r) for c, w, s, r in zip(cliques, weights, sigmas, rhos)
+    ]
+    selection_rho = selection_budget(p, budget) if budget is not None else None
+    rho = math.fsum(rhos) + (selection_rho or 0.0)
+    if budget is not None and rho > budget * (1 + 1e-9):
+        raise SpecError(f"internal accounting error: spent ρ={rho} exceeds budget {budget}", "privacy")
+    floor_max = None
+    if floor is not None:
+        floor_max = epsilon_of_rho(len(cliques) * rho_of_sigma(floor), delta)
+    return PrivacyPlan(
+        noise="gaussian",
+        mechanism=MECHANISM,
+        neighbours=NEIGHBOURS,
+        rho_budget=budget,
+        rho=rho,
+        epsilon=epsilon_of_rho(rho, delta),
+        delta=delta,
+        sigma_floor=floor,
+        floor_binding=floor_binding,
+        floor_max_epsilon=floor_max,
+        marginals=marginals,
+        selection_rho=selection_rho,
+        selection_method=p.selection.method if p.selection is not None else None,
+    )
+
+
+def plan_agreement(agreement: Agreement, n_records: int, sigma_floor: float | None = None) -> PrivacyPlan:
+    """The agreement's plan: :func:`plan_privacy` of its Φ — or, for a split synthesis, of every part's Φ at the
+    part's share, each marginal tagged with its part and the parts' ρ added (sequential composition:
+    conservative, as a record is in exactly one part and parallel composition would allow the maximum)."""
+    if agreement.split is None:
+        return plan_privacy(agreement.privacy, agreement.cliques, n_records, sigma_floor=sigma_floor)
+    plans = {
+        p.name: plan_privacy(p.privacy, p.cliques, n_records, sigma_floor=sigma_floor) for p in agreement.split.parts
+    }
+    first = next(iter(plans.values()))
+    marginals = [m.model_copy(update={"part": name}) for name, plan in plans.items() for m in plan.marginals]
+    if first.noise == "none":
+        return first.model_copy(update={"marginals": marginals})
+    assert first.delta is not None  # a noisy plan has δ
+    rho = math.fsum(p.rho or 0.0 for p in plans.values())
+    floor_rho = len(marginals) * rho_of_sigma(first.sigma_floor) if first.sigma_floor is not None else None
+    return first.model_copy(
+        update={
+            "rho_budget": agreement.privacy.rho,
+            "rho": rho,
+            "epsilon": epsilon_of_rho(rho, first.delta),
+            "floor_binding": any(p.floor_binding for p in plans.values()),
+            "floor_max_epsilon": None if floor_rho is None else epsilon_of_rho(floor_rho, first.delta),
+            "marginals": marginals,
+        }
+    )
+
+
+def selection_budget(p: PrivacySpec, budget: float) -> float | None:
+    """ρ of private selection itself (exponential mechanism + the reviewers' noisy scores), or None without one."""
+    if p.selection is None:
+        return None
+    return budget * p.selection.share * (1 - p.selection.one_way)
+
+
+def _shares(p: PrivacySpec, cliques: list[Clique], weights: list[float]) -> list[float]:
+    """Each marginal's share of ρ. With private selection the 1-ways split ``share × one_way`` equally — fixed
+    by the draft, whatever pairs are selected or reviewed in, so the measurement stage finds them at the σ they
+    were drawn at during selection — and the other marginals split what selection leaves, by weight."""
+    if p.selection is None:
+        total_w = math.fsum(weights)
+        return [w / total_w for w in weights]
+    ones = [len(c) == 1 for c in cliques]
+    one_share = p.selection.share * p.selection.one_way / max(sum(ones), 1)
+    rest_w = math.fsum(w for w, one in zip(weights, ones) if not one)
+    rest = 1 - p.selection.share
+    return [one_share if one else rest * w / rest_w for w, one in zip(weights, ones)]
+
+
+def _epsilon(p: PrivacySpec) -> float:
+    """ε of a spec that gives neither σ nor ρ: PrivacySpec's validator requires exactly one of the three."""
+    assert p.epsilon is not None
+    return float(p.epsilon)
+
+
+def _weights(p: PrivacySpec, cliques: list[Clique]) -> list[float]:
+    by_key = {frozenset(s.strip() for s in k.split(",")): w for k, w in p.weights.items()}
+    return [float(by_key.get(frozenset(c), 1.0)) for c in cliques]
+
+
+def epsilon_pld(plan: PrivacyPlan) -> float | None:
+    """ε at the plan's δ for the exact composition of its discrete Gaussians (privacy-loss distributions).
+
+    The zCDP conversion (:attr:`PrivacyPlan.epsilon`) is an upper bound for *any* ρ-zCDP mechanism; composing the
+    discrete Gaussians' own privacy-loss distributions (Google's ``dp-accounting``, pessimistic discretisation, so
+    still a valid upper bound) gives the ε these mechanisms actually have — smaller. One record moves one cell of
+    each marginal by 1, so each marginal is a one-dimensional discrete Gaussian with sensitivity 1. ``None`` when
+    no noise was added.
+    """
+    if plan.noise == "none" or plan.delta is None:
+        return None
+    from dp_accounting.pld import privacy_loss_distribution as pld  # slow import: only when a card is made
+
+    composed = None
+    for sigma in sorted(m.sigma for m in plan.marginals):
+        one = pld.from_discrete_gaussian_mechanism(sigma, sensitivity=SENSITIVITY)
+        composed = one if composed is None else composed.compose(one)
+    assert composed is not None  # a plan always has at least one marginal
+    return float(composed.get_epsilon_for_delta(plan.delta))
+
+
+def add_noise(counts: np.ndarray, sigma: float) -> np.ndarray:
+    """Exact integer counts + discrete Gaussian noise from OpenDP's sampler (OS randomness, no seed to store)."""
+    if sigma == 0:
+        return counts.astype(np.int64)
+    noisy = _gaussian(float(sigma))(counts.astype(np.int64).ravel().tolist())
+    return np.asarray(noisy, dtype=np.int64).reshape(counts.shape)

@@ -1,0 +1,69 @@
+"""The decomposability test's settings: one model that is both the spec's pre-registered ``audit:`` section and what
+the test runs with (``sdgov audit decomposability`` overrides a few fields on the command line)."""
+
+from __future__ import annotations
+
+from pydantic import Field, PositiveInt
+
+from sdgov.base.model import Frozen
+
+MAX_K = 1_000  # 4·K generator fits (plus as many for the positive control): 2^40 would never end
+MAX_ROWS = 1_000_000_000
+POPULATION_ROWS = 100_000  # the default pool of confidential records the extremal datasets are built from
+EXPLICIT_MAX_CELLS = 20_000  # joint cells up to which Φ⊥ is handled exactly (its interaction decomposition)
+
+Params = dict[str, float | int | str | bool | list[str]]
+
+
+class DecomposabilitySettings(Frozen):
+    """Pre-registered settings of the black-box decomposability test (Houssiau et al. 2022).
+
+    Part of the agreement hash when given (they are fixed before anyone sees a p-value); absent specs hash as before.
+    Writing the section pre-registers the test and runs it inside the release's audit stage (it fits the generator
+    4·K times, and as often again for the positive control); ``enabled: false`` keeps the settings for the command
+    line only.
+    """
+
+    enabled: bool = True
+    generator: str | None = Field(
+        default=None,
+        description="import path 'module:callable'; default: the honest "
+        "audit variant of the spec's generator (sdgov.audits.generators:honest_pgm/ipf)",
+    )
+    generator_params: Params = Field(
+        default_factory=dict, description="default for the shipped variants: the spec's generator iterations"
+    )
+    alpha: float = Field(0.05, gt=0, lt=1, allow_inf_nan=False, description="pre-registered significance level")
+    K: int = Field(10, ge=2, le=MAX_K, description="fits per extremal dataset, in each phase")
+    rows: PositiveInt | None = Field(
+        None, le=MAX_ROWS, description="synthetic rows per fit; default 10 × the records of D*"
+    )
+    seed: int = Field(0, ge=0, lt=2**63)
+    population_rows: PositiveInt = Field(
+        POPULATION_ROWS,
+        exclude_if=lambda v: v == POPULATION_ROWS,  # unset, it leaves the pre-registered settings' hash unchanged
+        description="confidential records the extremal datasets are built from: all of them up to this many, a "
+        "fixed uniform sample beyond (the test is of the generator: at census scale, 10 × 55M rows per fit would "
+        "never end, and the sample's Φ marginals serve as well)",
+    )
+    candidate_basis: PositiveInt = Field(
+        1000,
+        description="random higher-order marginal cells spanning the random "
+        "subspace of Φ⊥ (large tables; the paper used 1000 3-way cells)",
+    )
+    beta_star_alpha: float = Field(
+        0.05,
+        gt=0,
+        lt=1,
+        description="family-wise level (Holm) at which the result reports the interaction sets whose phase-1 "
+        "response exceeds chance; β* uses the most significant one",
+    )
+    beta_star_permutations: int = Field(1999, ge=99, description="relabellings of the phase-1 fits per set test")
+    move_pool: PositiveInt = Field(200_000, description="most integer moves considered for extremal datasets")
+    explicit_max_cells: PositiveInt = Field(
+        EXPLICIT_MAX_CELLS,
+        description="joint tables up to this many cells use the exact interaction decomposition of Φ⊥ (else a "
+        "random subspace of higher-order marginal cells)",
+    )
+    positive_control: str | None = Field(None, description="import path of a dishonest generator run beside")
+    control_params: Params = Field(default_factory=dict, description="the positive control's generator params")

@@ -1,0 +1,260 @@
+"""The controller's files: who may approve, what the budgets are, which policy switches hold — signed into the log.
+
+Three files belong to the data controller, never to the proposer:
+
+* ``ROOT/controller.yaml`` — this registry's configuration (optional; defaults below)::
+
+      approvers_file: approvers.yaml          # where the approvers registry lives (relative to ROOT, or absolute)
+      allow_unsigned_ui_approvals: false      # sandbox only: unsigned resumes count, recorded as unverified
+
+* the approvers registry (``ROOT/approvers.yaml`` unless ``approvers_file`` says otherwise);
+* ``ROOT/policy.yaml`` — the release policy (its format is :mod:`sdgov.governance.policy`'s; only its bytes matter
+here).
+
+A file takes effect only once a controller has *committed* it: ``sdgov approvers commit --as NAME --key KEY``
+appends an ``approvers_changed`` / ``policy_changed`` event holding the file's new sha256 and a
+:class:`~sdgov.identity.statements.CommitStatement` signed by a controller of the approvers registry in force before the
+change (the very first approvers registry is adopted by a controller listed, with their key, in that file). A
+copy of every committed approvers registry is kept by hash under ``ROOT/controller/`` so the signatures can be
+re-checked later. While any of the three files differs from its last committed hash — edited, replaced or removed
+without a signed commit — no release runs (:func:`check_controller_files`, one line).
+
+The registry id — a random id made once per registry and recorded in the log (``registry_created``) — is what
+every signed statement names, so a statement made for one registry means nothing in another.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import SdgovError, SpecError
+from sdgov.base.hashing import sha256_file
+from sdgov.base.model import Frozen
+from sdgov.governance.approvers import Approvers, load_approvers
+from sdgov.governance.ledger import POLICY_FILE
+from sdgov.governance.policy import init_policy
+from sdgov.identity.keys import fingerprint, verifies
+from sdgov.identity.statements import CommitStatement, decode, encode, signed_bytes
+from sdgov.registry.log import Event, Registry
+
+CONFIG_FILE = "controller.yaml"
+APPROVERS = "approvers.yaml"  # the label of the approvers registry in the log, wherever the file lives
+SNAPSHOTS = "controller"
+INIT = "sdgov init"  # marks the bootstrap adoption of a registry's first policy
+COMMIT_EVENTS = {APPROVERS: "approvers_changed", CONFIG_FILE: "policy_changed", POLICY_FILE: "policy_changed"}
+
+
+class ControllerConfig(Frozen):
+    approvers_file: str = APPROVERS
+    allow_unsigned_ui_approvals: bool = False
+
+
+def registry_id(registry: Registry) -> str:
+    """This registry's id, from its genesis (``registry_created``), creating the registry on first use."""
+    with registry.lock():
+        if not registry.registry_id():
+            registry.genesis_locked()  # creates the registry: id, key outside it, genesis event
+    return registry.registry_id()
+
+
+def load_config(registry: Registry) -> ControllerConfig:
+    path = registry.root / CONFIG_FILE
+    if not path.exists():
+        return ControllerConfig()
+    try:
+        return ControllerConfig.model_validate(yaml.safe_load(path.read_text()) or {})
+    except (ValidationError, yaml.YAMLError, ValueError) as exc:
+        raise SpecError(f"invalid controller configuration: {exc}".splitlines()[0], str(path), "fix it") from None
+
+
+def controller_files(registry: Registry) -> dict[str, Path]:
+    """Label → path of each controller file (the approvers registry where the configuration puts it)."""
+    approvers = Path(load_config(registry).approvers_file)
+    return {
+        CONFIG_FILE: registry.root / CONFIG_FILE,
+        APPROVERS: approvers if approvers.is_absolute() else registry.root / approvers,
+        POLICY_FILE: registry.root / POLICY_FILE,
+    }
+
+
+def _current(registry: Registry) -> dict[str, str]:
+    return {k: sha256_file(p) if p.exists() else "" for k, p in controller_files(registry).items()}
+
+
+def _snapshot(registry: Registry, sha256: str) -> Path:
+    return registry.root / SNAPSHOTS / f"approvers-{sha256}.yaml"
+
+
+def _signer_key_ok(in_force: Approvers | None, proposed: Approvers | None, signer: str):
+    """The signer's registered key, if they may commit: a controller of the registry in force (or, for the
+    very first approvers registry, of the file being adopted)."""
+    book = in_force or proposed
+    who = book.find(signer) if book else None
+    return who.key() if who is not None and who.role == "controller" else None
+
+
+def committed(registry: Registry) -> tuple[dict[str, str], Approvers | None]:
+    """The last committed hash of each controller file ('' = none/absent) and the approvers registry in force,
+    re-checking every commit's signature against the controllers in force when it was made."""
+    state = dict.fromkeys(COMMIT_EVENTS, "")
+    in_force: Approvers | None = None
+    events = registry.verified_events()  # commits count only in a log whose chain and signatures hold
+    rid = next((e.artifacts.get("registry_id", "") for e in events if e.event == "registry_created"), "")
+    for e in events:
+        if e.event not in ("approvers_changed", "policy_changed"):
+            continue
+        label, sha = e.artifacts.get("file", ""), e.artifacts.get("sha256", "")
+        if e.artifacts.get("adopted") == INIT:
+            # bootstrap: the first policy of a registry that has no approvers registry yet, adopted by `sdgov init`
+            # (the event is signed by the registry key like every other; later changes need a controller's commit)
+            if label != POLICY_FILE or not sha or state[label] or in_force is not None:
+                raise _bad(e, "an unsigned adoption counts only for the first policy, before any approvers registry")
+            state[label] = sha
+            continue
+        try:
+            stmt, sig = decode(e.artifacts.get("statement", ""), CommitStatement)
+        except ValueError:
+            stmt, sig = None, ""
+        proposed = None
+        if label == APPROVERS and sha:
+            snap = _snapshot(registry, sha)
+            if not snap.exists() or sha256_file(snap) != sha:
+                raise _bad(e, f"the committed approvers registry {sha[:12]}… is missing from {SNAPSHOTS}/")
+            proposed = load_approvers(snap)
+        key = _signer_key_ok(in_force, proposed, stmt.signer) if stmt else None
+        if (
+            stmt is None
+            or label not in state
+            or (stmt.registry_id, stmt.file, stmt.sha256, stmt.previous_sha256) != (rid, label, sha, state[label])
+            or key is None
+            or not verifies(key, sig, signed_bytes(stmt))
+        ):
+            raise _bad(e, "its statement is not signed by a controller in force, or does not match the event")
+        state[label] = sha
+        if label == APPROVERS:
+            in_force = proposed
+    return state, in_force
+
+
+def _bad(e: Event, why: str) -> SdgovError:
+    return SdgovError(
+        f"controller-file commit #{e.seq} ({e.artifacts.get('file', '?')}) is not valid: {why}",
+        "log.jsonl",
+        "the log was tampered with: restore it from a verified copy",
+    )
+
+
+def check_controller_files(registry: Registry) -> Approvers | None:
+    """Refuse (one line) while a controller file differs from its last signed commit; else the approvers in force."""
+    state, in_force = committed(registry)
+    now, paths = _current(registry), controller_files(registry)
+    changed = [k for k in state if now[k] != state[k]]
+    if changed:
+        raise SdgovError(
+            "controller file(s) changed without a signed commit: "
+            + ", ".join(f"{paths[k].name} ({'removed' if not now[k] else now[k][:12] + '…'})" for k in changed),
+            str(registry.root),
+            "a data controller reviews the change and runs 'sdgov approvers commit --as NAME --key KEY'",
+        )
+    return in_force
+
+
+def controller_approvers(registry: Registry) -> Approvers:
+    """The approvers registry in force (committed and unchanged), or a one-line error."""
+    in_force = check_controller_files(registry)
+    if in_force is None:
+        raise SdgovError(
+            "this registry has no committed approvers registry",
+            str(controller_files(registry)[APPROVERS]),
+            "the data controller writes approvers.yaml (each person with a public key) and runs "
+            "'sdgov approvers commit --as NAME --key KEY'",
+        )
+    return in_force
+
+
+def commit(registry: Registry, signer: str, private_key_file: str | Path) -> list[Event]:
+    """Sign and log every controller file that differs from its last commit (approvers first)."""
+    rid = registry_id(registry)
+    state, in_force = committed(registry)
+    now, paths = _current(registry), controller_files(registry)
+    events: list[Event] = []
+    for label in (APPROVERS, CONFIG_FILE, POLICY_FILE):
+        if now[label] == state[label]:
+            continue
+        proposed = None
+        if label == APPROVERS:
+            if not now[label]:
+                raise SdgovError(
+                    "the approvers registry cannot be removed", str(paths[label]), "restore the file, then commit"
+                )
+            proposed = load_approvers(paths[label])
+        key = _signer_key_ok(in_force, proposed, signer)
+        if key is None:
+            raise SdgovError(
+                f"{signer!r} is not a data controller of the "
+                + ("approvers registry being adopted" if in_force is None else "approvers registry in force"),
+                str(paths[APPROVERS]),
+                "a controller listed (with a public key) in the committed approvers registry must sign",
+            )
+        stmt = CommitStatement(
+            registry_id=rid, file=label, sha256=now[label], previous_sha256=state[label], signer=signer, time=utcnow()
+        )
+        token = encode(stmt, private_key_file)
+        sig = token.rsplit(".", 1)[1]
+        if not verifies(key, sig, signed_bytes(stmt)):
+            raise SdgovError(
+                f"{private_key_file} is not the key registered for {signer!r}",
+                str(private_key_file),
+                "sign with your own key (the one whose public key the approvers registry lists)",
+            )
+        if proposed is not None:
+            snap = _snapshot(registry, now[label])
+            snap.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(paths[label], snap)
+        events.append(
+            registry.append(
+                COMMIT_EVENTS[label],
+                signer,
+                "controller",
+                comment=f"{label} {'removed' if not now[label] else 'adopted'} ({paths[label]})",
+                artifacts={
+                    "file": label,
+                    "sha256": now[label],
+                    "previous_sha256": state[label],
+                    "key": fingerprint(key),
+                    "statement": token,
+                    # the ledger and verify read the policy in force from the last event naming it
+                    **({POLICY_FILE: now[label]} if label == POLICY_FILE else {}),
+                },
+            )
+        )
+        state[label] = now[label]
+        if proposed is not None:
+            in_force = proposed
+    return events
+
+
+def init(registry: Registry, controller: str = "Data Controller") -> tuple[Path, bool, bool]:
+    """``sdgov init``: write the default policy (an existing file is kept) and, in a registry that has no committed
+    policy and no approvers registry yet, adopt it in the log — the bootstrap a standing-approval registry (the
+    demo, scheduled runs) needs. Returns (path, written now, adopted now). Once an approvers registry is in force,
+    a policy counts only through a controller's signed :func:`commit`."""
+    path, written = init_policy(registry.root, controller=controller)
+    with registry.lock():
+        state, in_force = committed(registry)
+        sha = sha256_file(path)
+        if state[POLICY_FILE] or in_force is not None:
+            return path, written, False
+        registry.append_locked(
+            COMMIT_EVENTS[POLICY_FILE],
+            "sdgov",
+            "system",
+            comment=f"{POLICY_FILE} adopted by sdgov init ({path})",
+            artifacts={"file": POLICY_FILE, "sha256": sha, "previous_sha256": "", "adopted": INIT, POLICY_FILE: sha},
+        )
+    return path, written, True

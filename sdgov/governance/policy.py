@@ -1,0 +1,218 @@
+"""The data controller's policy: one file, ``policy.yaml`` in the registry root, that every release must obey.
+
+It is the controller's, not the analyst's: nothing in a spec or on the proposer's command line can loosen it.
+A registry without one refuses every release (``sdgov init`` writes a sensible default to start from)::
+
+    set_by: {name: Carl Controller, role: controller}
+    defaults:                          # every dataset, unless overridden below
+      lifetime_rho: 1.0                # zCDP ρ over every measurement ever drawn on the dataset
+      max_epsilon_per_release: 2.0     # the ε of one release (all its statistics, reused or new)
+      max_delta: null                  # null: δ ≤ 1/N; a number can only lower that
+      sigma_floor: 10                  # every marginal gets σ ≥ 10 (raised to it, never refused)
+      generators: [ipf, pgm]
+      max_rows: 10000000               # synthetic records per release
+    datasets:                          # overrides, keyed by the dataset's content fingerprint or its name label
+      toyland_census: {lifetime_rho: 0.25}
+      3f2a…(64 hex): {max_epsilon_per_release: 1.0}
+
+Why these defaults:
+
+- ``sigma_floor: 10`` — the ONS small-count rule the census examples use: with σ = 10 a count's noise has a
+  95% interval of about ±20, so the small cells that carry most disclosure risk are dominated by noise whatever
+  ε the analyst asks for; it also caps one marginal at ρ = 1/(2·10²) = 0.005. A floor *raises* σ (spending less),
+  so it never refuses a release; the card says when it bound.
+- ``lifetime_rho: 1.0`` — about ε ≈ 7.8 at δ = 10⁻⁵ over the dataset's whole life: room for dozens of ε = 1
+  releases (the demo spends ρ ≈ 0.02), and since a statistic is measured once per noise scale, re-releases of the
+  same tables cost nothing.
+- ``max_epsilon_per_release: 2.0`` — twice the demo's ε = 1: one release cannot take a large bite at once.
+- δ ≤ 1/N always (a larger δ could allow publishing one record outright); the default δ is the ONS rule
+  δ = 10^-ceil(log10 N) (:func:`sdgov.agreement.accounting.default_delta`).
+- ``max_rows: 10,000,000`` — far above any census extract's size, low enough to stop a typo (10¹²) filling a disk.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import yaml
+from pydantic import Field, PositiveFloat, PositiveInt
+
+from sdgov.agreement.accounting import PrivacyPlan, plan_agreement
+from sdgov.agreement.spec import Agreement
+from sdgov.base.errors import PolicyError
+from sdgov.base.hashing import sha256_file
+from sdgov.base.loading import load_model_file
+from sdgov.base.model import Frozen
+from sdgov.generators.registry import GENERATORS
+from sdgov.registry.log import POLICY_FILE  # one name for the controller's policy file
+
+DEFAULT_LIFETIME_RHO = 1.0
+DEFAULT_MAX_EPSILON = 2.0
+DEFAULT_SIGMA_FLOOR = 10.0
+DEFAULT_MAX_ROWS = 10_000_000
+TOLERANCE = 1e-9  # relative: a plan computed to exactly the cap must not be refused by float rounding
+
+
+class SetBy(Frozen):
+    name: str = Field(min_length=1)
+    role: str = "controller"
+
+
+class Limits(Frozen):
+    """The limits that apply to one dataset (every field set)."""
+
+    lifetime_rho: PositiveFloat = Field(description="lifetime zCDP budget ρ over every measurement on the dataset")
+    max_epsilon_per_release: PositiveFloat
+    max_delta: float | None = Field(default=None, gt=0, lt=1, description="null: 1/N; a number only lowers it")
+    sigma_floor: PositiveFloat = Field(description="every marginal's σ is raised to at least this")
+    generators: list[str] = Field(min_length=1)
+    max_rows: PositiveInt
+
+
+class Override(Frozen):
+    """A dataset's exceptions to the defaults (unset fields inherit them)."""
+
+    lifetime_rho: PositiveFloat | None = None
+    max_epsilon_per_release: PositiveFloat | None = None
+    max_delta: float | None = Field(default=None, gt=0, lt=1)
+    sigma_floor: PositiveFloat | None = None
+    generators: list[str] | None = Field(default=None, min_length=1)
+    max_rows: PositiveInt | None = None
+    note: str = ""
+
+
+class Policy(Frozen):
+    set_by: SetBy
+    defaults: Limits
+    datasets: dict[str, Override] = Field(default_factory=dict, description="fingerprint or name label → override")
+
+    def limits(self, fingerprint: str, name: str) -> tuple[Limits, str]:
+        """The limits for a dataset and which entry set them ('defaults', or the matching key). A fingerprint
+        entry wins over a name-label entry: the content is the identity, the name only a label."""
+        key = fingerprint if fingerprint in self.datasets else name if name in self.datasets else None
+        if key is None:
+            return self.defaults, "defaults"
+        over = self.datasets[key].model_dump(exclude_none=True, exclude={"note"})
+        return self.defaults.model_copy(update=over), f"datasets.{key}"
+
+
+def policy_path(root: str | Path) -> Path:
+    return Path(root) / POLICY_FILE
+
+
+def load_policy(root: str | Path) -> tuple[Policy, str]:
+    """The controller's policy and its sha256; a registry without one refuses every release."""
+    path = policy_path(root)
+    if not path.is_file():
+        raise PolicyError(
+            "no controller policy: this registry has no policy.yaml, so no release may use it",
+            str(path),
+            f"the data controller runs 'sdgov init --root {Path(root)}' and reviews the policy it writes",
+        )
+    policy = load_model_file(Policy, path, PolicyError, "controller policy")
+    unknown = sorted({g for g in policy.defaults.generators if g not in GENERATORS})
+    for entry in policy.datasets.values():
+        unknown += sorted({g for g in entry.generators or [] if g not in GENERATORS})
+    if unknown:
+        raise PolicyError(
+            f"the policy allows unknown generator(s) {sorted(set(unknown))}",
+            str(path),
+            f"list registered generators only: {sorted(GENERATORS)}",
+        )
+    return policy, sha256_file(path)
+
+
+def default_policy_text(controller: str) -> str:
+    """The policy ``sdgov init`` writes: the defaults above, with a comment on every line."""
+    body = {
+        "set_by": {"name": controller, "role": "controller"},
+        "defaults": {
+            "lifetime_rho": DEFAULT_LIFETIME_RHO,
+            "max_epsilon_per_release": DEFAULT_MAX_EPSILON,
+            "max_delta": None,
+            "sigma_floor": DEFAULT_SIGMA_FLOOR,
+            "generators": sorted(GENERATORS),
+            "max_rows": DEFAULT_MAX_ROWS,
+        },
+        "datasets": {},
+    }
+    Policy.model_validate(body)  # what init writes must load
+    return (
+        "# The data controller's release policy for this registry (see docs/operators.md).\n"
+        "# defaults apply to every dataset; 'datasets' overrides them per dataset, keyed by the content fingerprint\n"
+        "# ('sdgov budget' prints it) or by the dataset's name label, e.g.\n"
+        "#   datasets: {toyland_census: {lifetime_rho: 0.25, note: demo data}}\n"
+        "# lifetime_rho: zCDP ρ over every measurement ever drawn on a dataset (1.0 ≈ ε 7.8 at δ=1e-5)\n"
+        "# max_epsilon_per_release: ε of one release; max_delta: null = 1/N (δ defaults to 10^-ceil(log10 N))\n"
+        "# sigma_floor: every marginal's noise scale is raised to at least this (ONS small-count rule)\n"
+        + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
+    )
+
+
+def init_policy(root: str | Path, controller: str = "Data Controller") -> tuple[Path, bool]:
+    """Write the default policy into ``root`` (created if need be); an existing policy is kept as it is.
+    Returns the path and whether it was written now."""
+    from sdgov.base.atomic import atomic_write_bytes
+
+    path = policy_path(root)
+    if path.exists():
+        return path, False
+    if Path(root).exists() and not Path(root).is_dir():
+        raise PolicyError("the registry root is not a directory", str(root), "pass a directory to --root")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, default_policy_text(controller).encode())
+    return path, True
+
+
+def planned(limits: Limits, agreement: Agreement, n_records: int) -> PrivacyPlan:
+    """The release's privacy plan under the controller's σ floor (the one plan every stage uses)."""
+    return plan_agreement(agreement, n_records, sigma_floor=limits.sigma_floor)
+
+
+def check_release(
+    limits: Limits, entry: str, agreement: Agreement, plan: PrivacyPlan, n_records: int, where: str
+) -> None:
+    """Refuse (one line) a release the policy does not allow. Called before anything is written or drawn, and
+    again under the registry lock just before the draw (the policy may have changed in between)."""
+    at = f"{where}: {entry}"
+    if agreement.generator.name not in limits.generators:
+        raise PolicyError(
+            f"generator {agreement.generator.name!r} is not allowed by the controller's policy",
+            at,
+            f"use one of {limits.generators}, or ask the data controller to allow it",
+        )
+    rows = agreement.rows if agreement.rows is not None else n_records  # default: about the noisy total, ≈ N
+    if rows > limits.max_rows:
+        raise PolicyError(
+            f"{rows:,} synthetic rows exceed the policy's max_rows of {limits.max_rows:,}",
+            at,
+            "ask for fewer rows, or ask the data controller to raise max_rows",
+        )
+    if plan.noise == "none":
+        return
+    assert plan.delta is not None and plan.epsilon is not None  # a noisy plan has both
+    max_delta = min(1.0 / n_records, limits.max_delta if limits.max_delta is not None else math.inf)
+    if plan.delta > max_delta:
+        raise PolicyError(
+            f"δ = {plan.delta:g} exceeds the policy's maximum {max_delta:g} (δ ≤ 1/N with N = {n_records:,})",
+            at,
+            "leave 'privacy.delta' out (the default 10^-ceil(log10 N) fits) or lower it",
+        )
+    if plan.epsilon > limits.max_epsilon_per_release * (1 + TOLERANCE):
+        raise PolicyError(
+            f"this release's ε = {plan.epsilon:.4g} exceeds the policy's max_epsilon_per_release of "
+            f"{limits.max_epsilon_per_release:g}",
+            at,
+            "lower the spec's budget (ε, ρ, or raise σ), or ask the data controller to raise the limit",
+        )
+
+
+def preflight(root: str | Path, agreement: Agreement, fingerprint: str, name: str, n_records: int) -> PrivacyPlan:
+    """Everything the policy can refuse, checked before a run writes anything: a registry with no policy, the
+    generator, the row count, δ and the release's ε (under the controller's σ floor). Returns the plan."""
+    policy, _ = load_policy(root)
+    limits, entry = policy.limits(fingerprint, name)
+    plan = planned(limits, agreement, n_records)
+    check_release(limits, entry, agreement, plan, n_records, str(policy_path(root)))
+    return plan

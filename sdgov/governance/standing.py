@@ -1,0 +1,263 @@
+"""Standing approvals: the sign-offs of an unattended release (the demo, scheduled runs), signed in advance.
+
+``approvals.yaml`` names who proposed Φ, who approved it and who approves releases of it, pins the agreement it
+covers and the date it lapses, and carries one signature per person::
+
+    proposer: {name: Ada Analyst, role: analyst}
+    agreement_approver: {name: Carl Controller, role: controller}
+    release_approver: {name: Carl Controller, role: controller}
+    agreement_sha256: 3f5c…          # the exact agreement (Φ, budget, generator) this approval covers
+    valid_until: 2027-05-31          # no release under it after this day (UTC)
+    signatures:                      # appended by 'sdgov approvals sign FILE --as NAME --key KEY'
+      - sdgov1.…
+
+In a registry whose controller has committed an approvers registry (:mod:`sdgov.governance.controller`), every person
+named
+must have signed a :class:`~sdgov.identity.statements.StandingStatement` over this file's content (signatures aside),
+this
+registry's id, the pinned agreement and the lapse date, with the key registered for them in the role the file
+gives them: a typed name proves nothing. The release approver approves in advance only candidates whose every
+audit check passed (flows/governed.py pauses for a human otherwise). The sign-offs it yields carry the time the
+person signed, not the time of the run, and say they come from a standing approval.
+
+A registry with no approvers registry (a sandbox: ``sdgov init`` alone) has no keys to check names against; there
+an unsigned standing approval is accepted and recorded as such (``identity_verified=False``, "typed names, not
+verified"), so no reader mistakes it for a signed sign-off.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import Field
+
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import SpecError
+from sdgov.base.hashing import sha256_json
+from sdgov.base.loading import load_model_file
+from sdgov.base.model import Frozen
+from sdgov.governance.controller import check_controller_files, registry_id
+from sdgov.governance.signoff import Role, SignOff
+from sdgov.identity.keys import verifies
+from sdgov.identity.names import check_name, same_person
+from sdgov.identity.statements import StandingStatement, decode, encode, signed_bytes
+from sdgov.registry.log import Registry
+
+
+class Person(Frozen):
+    name: str = Field(min_length=1)
+    role: Role
+
+
+class StandingApproval(Frozen):
+    description: str = ""
+    proposer: Person
+    agreement_approver: Person
+    release_approver: Person
+    agreement_sha256: str | None = None
+    valid_until: dt.date | None = None
+    signatures: list[str] = Field(default_factory=list)
+
+    def content_sha256(self) -> str:
+        """What a signature covers: every field but the signatures themselves."""
+        return sha256_json(self.model_dump(mode="json", exclude={"signatures"}))
+
+    def people(self) -> dict[str, Person]:
+        """Each distinct person once (the agreement and release approver are often the same controller)."""
+        out: dict[str, Person] = {}
+        for p in (self.proposer, self.agreement_approver, self.release_approver):
+            out.setdefault(p.name, p)
+        return out
+
+
+def load_approvals(path: str | Path) -> StandingApproval:
+    a = load_model_file(StandingApproval, path, SpecError, "standing approval")
+    where = str(path)
+    for person in (a.proposer, a.agreement_approver, a.release_approver):
+        check_name(person.name, where)
+    if a.proposer.role != "analyst":
+        raise SpecError(f"the proposer must have role 'analyst', not {a.proposer.role!r}", where, "fix 'proposer.role'")
+    for key in ("agreement_approver", "release_approver"):
+        p: Person = getattr(a, key)
+        if p.role != "controller":
+            raise SpecError(f"{key} must have role 'controller', not {p.role!r}", where, f"fix '{key}.role'")
+        if same_person(p.name, a.proposer.name):
+            raise SpecError(
+                f"{p.name!r} cannot approve what they proposed (separation of duties: the name is, or looks "
+                f"like, the proposer's {a.proposer.name!r})",
+                where,
+                f"name a different data controller as {key}",
+            )
+    return a
+
+
+@dataclass(frozen=True)
+class Verified:
+    """The outcome of checking a standing approval against a registry: when each person signed (empty: unsigned,
+    accepted only in a registry with no approvers registry)."""
+
+    signed_at: dict[str, str]
+
+    @property
+    def signed(self) -> bool:
+        return bool(self.signed_at)
+
+
+def _sign_cmd(path: str, name: str) -> str:
+    return f"'sdgov approvals sign {path} --as \"{name}\" --key KEY' (with the key registered for them)"
+
+
+def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, registry: Registry) -> Verified:
+    """Refuse (one line) a standing approval that does not cover this agreement today in this registry."""
+    if a.agreement_sha256 and a.agreement_sha256 != agreement_sha256:
+        raise SpecError(
+            f"the standing approval covers agreement {a.agreement_sha256[:12]}…, but the spec now hashes to "
+            f"{agreement_sha256[:12]}… (Φ, budget or generator changed)",
+            where,
+            "have the controller approve the new agreement and update 'agreement_sha256'",
+        )
+    if a.valid_until is not None and dt.datetime.now(dt.UTC).date() > a.valid_until:
+        raise SpecError(
+            f"the standing approval lapsed on {a.valid_until.isoformat()}",
+            where,
+            "the data controller renews it (a new 'valid_until', signed again)",
+        )
+    approvers = check_controller_files(registry)
+    if approvers is None:
+        if a.signatures:
+            raise SpecError(
+                "the standing approval is signed, but this registry has no approvers registry to check the keys",
+                where,
+                "the data controller commits approvers.yaml ('sdgov approvers commit') before signed approvals count",
+            )
+        return Verified(signed_at={})
+    for field, value in (("agreement_sha256", a.agreement_sha256), ("valid_until", a.valid_until)):
+        if value is None:
+            raise SpecError(
+                f"a standing approval in a registry with an approvers registry must set '{field}'",
+                where,
+                f"add '{field}: …' (the agreement hash 'sdgov validate' prints; a lapse date), then sign again",
+            )
+    rid, content = registry_id(registry), a.content_sha256()
+    good: dict[str, str] = {}
+    for token in a.signatures:
+        try:
+            st, sig = decode(token, StandingStatement)
+        except ValueError:
+            raise SpecError("a standing-approval signature is not an sdgov1 token", where, "sign again") from None
+        who = approvers.find(st.signer)
+        fresh = (st.registry_id, st.approval_sha256, st.agreement_sha256, st.valid_until) == (
+            rid,
+            content,
+            agreement_sha256,
+            str(a.valid_until),
+        )
+        if who is not None and fresh and verifies(who.key(), sig, signed_bytes(st)):
+            good[who.name] = st.time
+    signed_at: dict[str, str] = {}
+    for person in a.people().values():
+        who = approvers.find(person.name)
+        if who is None or who.role != person.role:
+            raise SpecError(
+                f"{person.name!r} is not a {person.role} in the approvers registry in force",
+                where,
+                "name people the data controller registered, in their registered role",
+            )
+        if who.name not in good:
+            raise SpecError(
+                f"the standing approval has no valid signature by {person.name!r} for this file, registry, agreement "
+                "and date",
+                where,
+                _sign_cmd(where, person.name),
+            )
+        signed_at[person.name] = good[who.name]
+    return Verified(signed_at=signed_at)
+
+
+def write_pinned(source: str | Path, out: str | Path, agreement_sha256: str, valid_until: dt.date) -> Path:
+    """Write ``source``'s standing approval to ``out`` pinned to ``agreement_sha256`` and lapsing after
+    ``valid_until``, without signatures (they covered the old content): what each person then signs."""
+    a = load_approvals(source).model_copy(
+        update={"agreement_sha256": agreement_sha256, "valid_until": valid_until, "signatures": []}
+    )
+    out = Path(out)
+    body = a.model_dump(mode="json", exclude={"signatures"})
+    out.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
+    return out
+
+
+def sign_standing(path: str | Path, registry: Registry, signer: str, private_key_file: str | Path) -> str:
+    """``sdgov approvals sign``: append the signer's statement to the file's ``signatures`` (text appended, so
+    comments and layout stay as the controller wrote them); return the token."""
+    path = Path(path)
+    a = load_approvals(path)
+    if signer not in {p.name for p in a.people().values()}:
+        raise SpecError(f"{signer!r} is not named in this standing approval", str(path), "sign as a person it names")
+    if a.agreement_sha256 is None or a.valid_until is None:
+        raise SpecError(
+            "a standing approval is signed only once it pins 'agreement_sha256' and 'valid_until'",
+            str(path),
+            "add both (the agreement hash 'sdgov validate' prints; a lapse date)",
+        )
+    stmt = StandingStatement(
+        registry_id=registry_id(registry),
+        approval_sha256=a.content_sha256(),
+        agreement_sha256=a.agreement_sha256,
+        valid_until=str(a.valid_until),
+        signer=signer,
+        time=utcnow(),
+    )
+    token = encode(stmt, private_key_file)
+    text = path.read_text()
+    if not a.signatures and "signatures:" not in text:
+        text = text.rstrip("\n") + "\nsignatures:\n"
+    path.write_text(text.rstrip("\n") + f"\n  - {token}\n")
+    return token
+
+
+def _via(a: StandingApproval, v: Verified, name: str) -> str:
+    if not v.signed:
+        return "standing approval, unsigned (typed names, not verified: this registry has no approvers registry)"
+    return f"standing approval signed {v.signed_at[name]}, valid until {a.valid_until}"
+
+
+def agreement_signoffs(a: StandingApproval, agreement_sha256: str, where: str, registry: Registry) -> list[SignOff]:
+    v = verify_standing(a, agreement_sha256, where, registry)
+    now = utcnow()
+    return [
+        SignOff(
+            name=p.name,
+            role=p.role,
+            subject="agreement",
+            decision="approve",
+            subject_sha256=agreement_sha256,
+            time=v.signed_at.get(p.name, now),
+            comment="proposed" if p is a.proposer else "",
+            via=_via(a, v, p.name),
+            identity_verified=v.signed,
+        )
+        for p in (a.proposer, a.agreement_approver)
+    ]
+
+
+def release_signoff(
+    a: StandingApproval, agreement_sha256: str, candidate_sha256: str, where: str, registry: Registry
+) -> SignOff:
+    """The release approver's advance approval, applied to this candidate now (its time is the application's; the
+    ``via`` says when it was signed)."""
+    v = verify_standing(a, agreement_sha256, where, registry)  # again: it may have lapsed or been re-keyed since
+    p = a.release_approver
+    return SignOff(
+        name=p.name,
+        role=p.role,
+        subject="release",
+        decision="approve",
+        subject_sha256=candidate_sha256,
+        time=utcnow(),
+        comment="applied automatically: every audit check passed",
+        via=_via(a, v, p.name),
+        identity_verified=v.signed,
+    )

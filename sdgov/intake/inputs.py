@@ -1,0 +1,150 @@
+"""Pre-flight: every user-supplied input of a release checked in one place, before anything is written.
+
+Used by the agree and propose stages and by the CLI (which calls it before starting the orchestrator, so a bad
+file costs a second, not a server start).
+
+The confidential file (CSV or Parquet) is read, validated and encoded here and nowhere else in a release, by the
+embedded engine (:mod:`sdgov.engines`, out of core: memory does not grow with the number of records) into a
+private scratch copy of cell indices; the agree stage copies it into the run as ``codes.parquet``
+(:mod:`sdgov.artifacts`), which later stages read. When the CLI has already checked the file in this process,
+the stage's check finds the same content hash and reuses that encoding (:func:`validated_data`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from sdgov.agreement.spec import LoadedSpec, load_spec
+from sdgov.base.errors import SpecError
+from sdgov.base.hashing import sha256_file
+from sdgov.data.schema import Schema
+from sdgov.engines import engine
+from sdgov.governance.approvers import Approver
+from sdgov.governance.controller import APPROVERS, controller_approvers, controller_files
+from sdgov.governance.standing import StandingApproval, load_approvals
+from sdgov.identity.names import check_name
+from sdgov.intake.preflight import check_root_is_usable, preflight
+from sdgov.registry.log import Registry
+
+
+@dataclass(frozen=True)
+class ValidatedData:
+    """The confidential file as checked: where it is, its content hash, and its records as cell indices
+    (a Parquet file; :attr:`codes` loads it into memory for the stages that need the records themselves)."""
+
+    path: Path
+    sha256: str
+    schema_sha256: str
+    codes_path: Path
+    rows: int
+    fingerprint: str  # the content's identity, independent of file encoding, column and row order
+
+    @cached_property
+    def codes(self) -> pd.DataFrame:
+        return pd.read_parquet(self.codes_path)
+
+
+_last_validated: ValidatedData | None = None  # the latest parse in this process (one file: the release's)
+
+
+def validated_data(path: Path, schema: Schema, engine_name: str = "duckdb") -> ValidatedData:
+    """Read, validate and encode the confidential file — once per process for one file content and schema.
+
+    The CLI checks the inputs before the orchestrator starts and the agree stage checks them again in the same
+    process; hashing the file (no parse) tells the second check that the first one's result still holds.
+    ``engine_name`` is the spec's ``engine:`` (:func:`sdgov.engines.engine`): every engine encodes alike.
+    """
+    global _last_validated
+    last, schema_sha = _last_validated, schema.sha256()
+    same_file = last is not None and (last.path, last.schema_sha256) == (path, schema_sha) and path.is_file()
+    if last is not None and same_file and sha256_file(path) == last.sha256:
+        return last
+    scratch = Path(tempfile.mkdtemp(prefix="sdgov-codes-"))  # private (0700), removed at exit
+    atexit.register(shutil.rmtree, scratch, True)
+    # a missing or malformed file ends here, with one clear line
+    encoded = engine(engine_name).encode(path, schema, scratch / "codes.parquet")
+    _last_validated = ValidatedData(
+        path=path,
+        sha256=sha256_file(path),
+        schema_sha256=schema_sha,
+        codes_path=encoded.path,
+        rows=encoded.rows,
+        fingerprint=encoded.fingerprint,
+    )
+    return _last_validated
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    loaded: LoadedSpec
+    data: ValidatedData
+    approvals_path: Path
+    approvals: StandingApproval
+
+
+@dataclass(frozen=True)
+class CheckedProposal:
+    loaded: LoadedSpec
+    data: ValidatedData
+    proposer: Approver
+
+
+def check_spec_and_data(
+    spec_path: str | Path, data_path: str | Path | None = None, root: str | Path | None = None
+) -> tuple[LoadedSpec, ValidatedData]:
+    """Spec, schema, data, and the pre-flight (names, paths, privacy plan, generator and audit dry runs, disk
+    space under ``root``): the checks every way into a release shares, all before the first draw."""
+    if root is not None:
+        check_root_is_usable(Path(root))
+    loaded = load_spec(spec_path)
+    data = validated_data(
+        Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_, loaded.spec.engine
+    )
+    preflight(loaded, data.rows, root)
+    return loaded, data
+
+
+def check_inputs(
+    spec_path: str | Path,
+    approvals_path: str | Path | None = None,
+    data_path: str | Path | None = None,
+    root: str | Path | None = None,
+) -> CheckedInputs:
+    """A release under a standing approval: spec, data, pre-flight and the approval file."""
+    loaded, data = check_spec_and_data(spec_path, data_path, root)
+    approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
+    if approvals_file is None:
+        raise SpecError(
+            "no sign-off: the spec names no standing approval and none was given",
+            str(loaded.spec_path),
+            "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE",
+        )
+    return CheckedInputs(
+        loaded=loaded, data=data, approvals_path=approvals_file, approvals=load_approvals(approvals_file)
+    )
+
+
+def check_proposal(
+    spec_path: str | Path, registry_root: str | Path, proposer: str, data_path: str | Path | None = None
+) -> CheckedProposal:
+    """A governed proposal: spec, data, pre-flight, and a proposer who is an analyst in the controller's approvers
+    registry (the committed one: nothing the proposer passes can stand in for it)."""
+    registry = Registry(registry_root)
+    approvers = controller_approvers(registry)
+    loaded, data = check_spec_and_data(spec_path, data_path, registry_root)
+    check_name(proposer, "--as")
+    who = approvers.find(proposer)
+    if who is None or who.role != "analyst":
+        raise SpecError(
+            f"the proposer {proposer!r} must be an analyst in the approvers registry",
+            str(controller_files(registry)[APPROVERS]),
+            "add them with role 'analyst' or name the analyst who proposes Φ",
+        )
+    return CheckedProposal(loaded=loaded, data=data, proposer=who)

@@ -1,0 +1,386 @@
+"""Pre-flight: everything that can fail after the noise is drawn, checked before it is — all problems at once.
+
+A release that spends budget and then fails (a 240-character name that the file system refuses at publish, an
+audit generator that does not import, a numeric column that the utility stage cannot read back) has paid for
+nothing and cannot be re-run for free. So before the first draw, every way into a release
+(:func:`sdgov.intake.inputs.check_spec_and_data`: the CLI, the agree and propose stages of both flows) runs
+:func:`preflight`, which checks:
+
+- the model card: a release must state its contact, data controller, licence, intended users, out-of-scope
+  uses and review date (the spec's ``model_card:``);
+- names and paths: lengths and characters of the spec and dataset names, and of every path the release will
+  write under the registry root (a file name over 255 bytes or a path over 4096 fails only at publish);
+- the privacy settings: finite, sane numbers (σ such that ρ is finite and ε at most :data:`MAX_EPSILON`), δ
+  below 1/N (the ONS rule), a planned ε within the ε asked for, at most :data:`MAX_ROWS` synthetic rows;
+- the generator: a **dry run** of the registered generator on a tiny made-up measurement set in the declared
+  domain, sampled and read back through the schema exactly as the utility stage will read it (so a numeric
+  column's released type is checked too);
+- every pre-registered audit generator: imported, built with its parameters, fitted on a tiny made-up table in
+  the declared domain and sampled;
+- free disk space for the planned output under the registry root.
+
+Every problem is collected and raised together as one :class:`PreflightError` (the CLI prints one line each).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from sdgov.agreement.spec import MAX_ROWS, Agreement, LoadedSpec
+from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
+from sdgov.data.schema import Schema, encode
+
+if TYPE_CHECKING:
+    from sdgov.agreement.accounting import PrivacyPlan
+
+MAX_NAME = 100  # spec and dataset names: the release id is '<name>-<stamp>-<run>' and must fit a file name
+MAX_FILE_NAME_BYTES = 255  # ext4, APFS, NTFS
+MAX_PATH_BYTES = 4096  # Linux PATH_MAX
+LONGEST_RELEASE_FILE = "releases/{id}/artifacts/decomposability.json"  # the deepest path a release writes
+RELEASE_ID_SUFFIX = len("-20261123T102859Z-abcdef12")
+MAX_EPSILON = 100.0  # beyond this a "privacy guarantee" promises nothing (US Census 2020 spent ~20 in total)
+
+MIN_EPSILON = 1e-3  # and the smallest ε / ρ a spec may ask for: below, the accounting underflows
+MIN_RHO = 1e-12
+MAX_SIGMA = 1e9  # noise of a billion on counts: every table is noise (and ρ underflows soon after)
+DRY_RUN_ROWS = 8
+DISK_MARGIN_BYTES = 64 * 2**20
+
+
+def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None) -> PrivacyPlan:
+    """Run every check; raise :class:`PreflightError` listing every problem, else return the privacy plan."""
+    problems: list[SdgovError] = []
+    where = str(loaded.spec_path)
+
+    def located(exc: SdgovError) -> SdgovError:
+        """A problem at a spec field (``privacy.delta``) is named with the spec file; one at a file keeps it."""
+        if exc.where.startswith("/"):
+            return exc
+        return type(exc)(exc.what, f"{where}: {exc.where}" if exc.where else where, exc.fix)
+
+    def run(check: Callable[..., object], *args: object) -> object:
+        try:
+            return check(*args)
+        except PreflightError as exc:
+            problems.extend(located(p) for p in exc.problems)
+        except SdgovError as exc:
+            problems.append(located(exc))
+        return None
+
+    run(check_names, loaded)
+    run(check_model_card, loaded)
+    run(check_selection_review, loaded)
+    if root is not None:
+        run(check_root, Path(root), loaded)
+    plan = run(check_privacy, loaded, n_records)
+    run(dry_run_generator, loaded)
+    run(dry_run_audit_generators, loaded)
+    if root is not None:
+        run(check_disk_space, Path(root), loaded, n_records)
+    if problems:
+        raise PreflightError(problems)
+    return plan  # type: ignore[return-value]  # check_privacy returned it: no problem was found
+
+
+# ------------------------------------------------------------------------------------------- names and paths
+
+
+def _name_problem(name: str, what: str) -> str | None:
+    if len(name) > MAX_NAME:
+        return f"{what} is {len(name)} characters long, over the limit of {MAX_NAME}"
+    bad = [c for c in name if unicodedata.category(c)[0] == "C" or c in "/\\"]
+    if bad:
+        return f"{what} holds a control character or slash ({bad[0]!r})"
+    return None
+
+
+def check_names(loaded: LoadedSpec) -> None:
+    problems: list[SdgovError] = []
+    for name, what, field in (
+        (loaded.spec.name, "the spec name", "name"),
+        (loaded.spec.dataset.name, "the dataset name", "dataset.name"),
+        (loaded.schema_.name, "the schema name", "name"),
+    ):
+        problem = _name_problem(name, what)
+        if problem:
+            at = f"{loaded.schema_file}: name" if "schema" in what else field
+            problems.append(SpecError(problem, at, f"shorten it to at most {MAX_NAME} plain characters"))
+    if problems:
+        raise PreflightError(problems)
+
+
+def check_model_card(loaded: LoadedSpec) -> None:
+    """A release states who answers for it and what it is for (the card's model-card fields): refuse one without."""
+    if loaded.spec.model_card is None:
+        raise SpecError(
+            "the spec has no model_card section, which a release must state",
+            "model_card",
+            "add model_card: contact, data_controller, licence, intended_users, out_of_scope, review_by",
+        )
+
+
+def check_selection_review(loaded: LoadedSpec) -> None:
+    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs: a Φ
+    edited by hand after the review would make the card's selection graph untrue."""
+    path = loaded.selection_review_path
+    if path is None:
+        return
+    from sdgov.base.loading import load_model_file
+    from sdgov.measurement.selection.review import SelectionRecord
+
+    record = load_model_file(SelectionRecord, path, SpecError, "reviewed selection")
+    reviewed = {frozenset(p) for p in record.pairs}
+    phi = {frozenset(c) for c in loaded.agreement.cliques if len(c) == 2}
+    if reviewed != phi:
+        diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
+        raise SpecError(
+            f"Φ's pairs differ from the reviewed selection it names ({'; '.join(diff)})",
+            "selection_review",
+            "propose and review again (sdgov propose --select), or remove selection_review from the spec",
+        )
+
+
+def check_root(root: Path, loaded: LoadedSpec) -> None:
+    """The registry root is a directory (or can become one), and the release's deepest path fits the system."""
+    check_root_is_usable(root)
+    check_log_readable(root)
+    if len(loaded.spec.name) > MAX_NAME:
+        return  # reported by check_names
+    release_id = loaded.spec.name + "x" * RELEASE_ID_SUFFIX
+    deepest = root.resolve() / LONGEST_RELEASE_FILE.format(id=release_id)
+    if any(len(part.encode()) > MAX_FILE_NAME_BYTES for part in deepest.parts):
+        raise SpecError(
+            f"the release directory name would be over {MAX_FILE_NAME_BYTES} bytes", "name", "shorten the spec name"
+        )
+    if len(str(deepest).encode()) > MAX_PATH_BYTES:
+        raise SpecError(
+            f"the release's files would have paths over {MAX_PATH_BYTES} bytes", str(root), "use a shorter --root"
+        )
+
+
+def check_log_readable(root: Path) -> None:
+    """Every line of the registry's log parses: a corrupt line found at the spend would stop the run after its
+    sign-offs were logged. (Whether the chain is intact is ``registry verify``'s business.)"""
+    from sdgov.registry.log import Registry
+
+    Registry(root).events()
+
+
+def check_root_is_usable(root: Path) -> None:
+    """``--root`` names a registry directory or a place where one can be made — not a file, not a loop."""
+    try:
+        if root.exists() and not root.is_dir():
+            raise SpecError("the registry root is not a directory", str(root), "point --root at a registry directory")
+        parent = next((p for p in [root, *root.parents] if p.exists()), None)
+    except OSError as exc:  # a symlink loop, a name too long...
+        raise SpecError(
+            f"the registry root cannot be used ({exc.strerror})", str(root), "point --root at a registry directory"
+        ) from None
+    if parent is not None and not parent.is_dir():
+        raise SpecError(f"{parent} is not a directory", str(root), "point --root at a registry directory")
+
+
+def check_disk_space(root: Path, loaded: LoadedSpec, n_records: int) -> None:
+    """Room for the synthetic file (kept twice: the run's and the release's copy) and the reports."""
+    existing = next((p for p in [root, *root.resolve().parents] if p.is_dir()), None)
+    if existing is None:
+        return
+    rows = loaded.agreement.rows or n_records
+    need = 2 * rows * len(loaded.agreement.attributes) * 8 + DISK_MARGIN_BYTES
+    free = shutil.disk_usage(existing).free
+    if free < need:
+        raise SpecError(
+            f"only {free / 2**20:,.0f} MiB free under the registry, the release needs about {need / 2**20:,.0f} MiB",
+            str(existing),
+            "free some space or use another --root",
+        )
+
+
+# ------------------------------------------------------------------------------------------- privacy
+
+
+def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
+    """The plan as the measure stage will compute it, and sane: what the issue's σ = 0.1, σ = 1e-300, δ = 0.999999
+    and ε = 1e-300 specs got past ``validate`` with."""
+    from sdgov.agreement.accounting import (  # OpenDP: imported when a release gets this far
+        default_delta,
+        plan_agreement,
+    )
+
+    ag = loaded.agreement
+    p = ag.privacy
+    rows = ag.rows
+    if rows is not None and rows > MAX_ROWS:
+        raise SpecError(f"rows = {rows:,} is over the limit of {MAX_ROWS:,}", "rows", "ask for fewer synthetic rows")
+    if p.noise == "none":
+        return plan_agreement(ag, n_records)
+    if p.delta is not None and p.delta >= 1 / n_records:
+        raise SpecError(
+            f"δ = {p.delta:g} is not below 1/N = 1/{n_records:,} (a δ that large allows releasing a record outright)",
+            "privacy.delta",
+            f"use δ ≤ {default_delta(n_records):g} (the ONS rule 10^-ceil(log10 N)) or leave it out",
+        )
+    try:
+        plan = plan_agreement(ag, n_records)
+    except (ValueError, OverflowError, ZeroDivisionError, ArithmeticError) as exc:
+        raise SpecError(
+            f"the privacy settings cannot be accounted ({shorten(str(exc), 80)})",
+            "privacy",
+            "choose a meaningful budget (σ between about 1 and 10^4, or ε between about 0.01 and 100)",
+        ) from None
+    return check_plan(plan, ag)
+
+
+def check_plan(plan: PrivacyPlan, ag: Agreement) -> PrivacyPlan:
+    p = ag.privacy
+    rho, eps = plan.rho, plan.epsilon
+    fix = "choose a meaningful budget (σ between about 1 and 10^4, or ε between about 0.01 and 100)"
+    if rho is None or eps is None or not (math.isfinite(rho) and math.isfinite(eps)) or rho <= 0:
+        raise SpecError(f"the plan is not a privacy guarantee (ρ = {rho}, ε = {eps})", "privacy", fix)
+    if any(not math.isfinite(m.sigma) or not 0 < m.sigma <= MAX_SIGMA for m in plan.marginals):
+        raise SpecError(f"a marginal's noise scale σ is not a number in (0, {MAX_SIGMA:g}]", "privacy", fix)
+    if eps > MAX_EPSILON:
+        raise SpecError(
+            f"the plan spends ε = {eps:.4g} (ρ = {rho:.4g}), over the sanity limit of {MAX_EPSILON:g}",
+            "privacy.sigma" if p.sigma is not None else "privacy",
+            "raise σ or lower the budget: an ε this large promises nothing",
+        )
+    if p.epsilon is not None and p.epsilon < MIN_EPSILON:
+        raise SpecError(
+            f"ε = {p.epsilon:g} is too small to account (below {MIN_EPSILON:g}: every table would be pure noise)",
+            "privacy.epsilon",
+            fix,
+        )
+    if p.rho is not None and p.rho < MIN_RHO:
+        raise SpecError(f"ρ = {p.rho:g} is too small to account (below {MIN_RHO:g})", "privacy.rho", fix)
+    if p.epsilon is not None and eps > p.epsilon * (1 + 1e-6):
+        raise SpecError(
+            f"the plan spends ε = {eps:.4g}, more than the ε = {p.epsilon:.4g} asked for (too small to account)",
+            "privacy.epsilon",
+            fix,
+        )
+    return plan
+
+
+# ------------------------------------------------------------------------------------------- dry runs
+
+
+def _tiny_records(domain: dict[str, int], rows: int = DRY_RUN_ROWS) -> pd.DataFrame:
+    """A made-up table in the declared domain (cell indices), touching the first and last cell of each column."""
+    rng = np.random.default_rng(0)
+    cols = {}
+    for a, k in domain.items():
+        v = rng.integers(0, k, size=rows)
+        v[0], v[-1] = 0, k - 1
+        cols[a] = v.astype(np.int64)
+    return pd.DataFrame(cols)
+
+
+def dry_run_generator(loaded: LoadedSpec) -> None:
+    """Fit the spec's generator (a few iterations) on made-up noisy marginals, sample a few rows to Parquet and read
+    them back through the schema as the utility and audit stages do."""
+    from sdgov.data.structures import zeros_within
+    from sdgov.generators.registry import generator
+    from sdgov.generators.sampler import sample_to_parquet
+    from sdgov.measurement.marginals import Measurement, MeasurementSet, marginal_counts
+
+    ag, schema = loaded.agreement, loaded.schema_
+    domain = schema.domain(ag.attributes)
+    records = _tiny_records(domain)
+    mset = MeasurementSet(
+        agreement_sha256="dry-run",
+        dataset_fingerprint="dry-run",
+        schema_sha256=ag.schema_sha256,
+        attributes=ag.attributes,
+        domain=domain,
+        noise="gaussian",
+        measurements=[
+            Measurement(
+                clique=c,
+                shape=schema.shape(c),
+                sigma=1.0,
+                noisy_counts=marginal_counts(records, schema, c).ravel().tolist(),
+            )
+            for c in ag.cliques
+        ],
+    )
+    spec = ag.generator.model_copy(update={"iterations": min(ag.generator.iterations, 3)})
+    try:
+        model = generator(spec.name).fit_model(mset, spec, zeros_within(schema.zero_cells(), ag.attributes))
+        with tempfile.TemporaryDirectory(prefix="sdgov-preflight-") as tmp:
+            path = Path(tmp) / "synthetic.parquet"
+            sample_to_parquet(model, schema, DRY_RUN_ROWS, ag.seed, path)
+            _read_back(pd.read_parquet(path), schema, ag.attributes)
+    except SdgovError as exc:
+        raise SpecError(f"the generator's dry run failed: {exc.what}", "generator", exc.fix or "") from None
+    except Exception as exc:  # a plug-in's own bug: found here, before the spend, not after
+        raise SpecError(
+            f"the generator {ag.generator.name!r} failed a dry run on made-up data: "
+            f"{type(exc).__name__}: {shorten(str(exc), 100)}",
+            "generator",
+            "fix the generator or its settings",
+        ) from None
+
+
+def _read_back(df: pd.DataFrame, schema: Schema, attributes: list[str]) -> None:
+    text = df.astype("string").astype(object).where(df.notna(), None)
+    encode(text, schema, where="the dry run's synthetic data", columns=attributes)
+
+
+def dry_run_audit_generators(loaded: LoadedSpec) -> None:
+    """Every generator a pre-registered audit names: imported, built with its params, fitted on a tiny made-up
+    table in the declared domain and sampled — found out after measuring, it would have spent budget on a
+    release that can never pass its audit."""
+    from sdgov.audits.generator_protocol import (
+        AuditError,
+        check_sample,
+        fit_generator,
+        load_generator,
+        make_generator,
+    )
+
+    ag = loaded.agreement
+    named: list[tuple[str, str | None, dict]] = []
+    if ag.audit is not None and ag.audit.enabled:
+        named += [
+            ("audit.generator", ag.audit.generator, dict(ag.audit.generator_params)),
+            ("audit.positive_control", ag.audit.positive_control, dict(ag.audit.control_params)),
+        ]
+    if ag.privacy_risk is not None and ag.privacy_risk.enabled:
+        named.append(
+            ("privacy_risk.generator", ag.privacy_risk.generator, dict(ag.privacy_risk.generator_params or {}))
+        )
+    domain = loaded.schema_.domain(ag.attributes)
+    problems: list[SdgovError] = []
+    for where, path, params in named:
+        if path is None:
+            continue
+        try:
+            factory = load_generator(path)
+            if "iterations" in params:
+                params["iterations"] = min(int(params["iterations"]), 3)  # the names and types, not the fit
+            gen = make_generator(factory, ag.cliques, domain, params, where)
+            records = _tiny_records(domain)
+            fit_generator(gen, records, np.ones(len(records), dtype=np.int64), seed=0)
+            check_sample(gen.sample(DRY_RUN_ROWS, 0), DRY_RUN_ROWS, domain, where)
+        except AuditError as exc:
+            problems.append(SpecError(exc.what, where, exc.fix))
+        except Exception as exc:
+            problems.append(
+                SpecError(
+                    f"{path} failed a dry run on a made-up table: {type(exc).__name__}: {shorten(str(exc), 100)}",
+                    where,
+                    "fix the generator or its params",
+                )
+            )
+    if problems:
+        raise PreflightError(problems)

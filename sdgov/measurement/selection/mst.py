@@ -1,0 +1,289 @@
+"""Private selection of Φ (MST, McKenna et al. 2021): which pairs of attributes to measure, chosen under DP.
+
+From the noisy 1-way marginals (already drawn and paid for; the fit reuses them) every candidate pair's score is
+how far its exact 2-way table is from the independence estimate — the L1 distance, which one added or removed
+record moves by at most 1. A Kruskal tree is then grown over the attributes: in each round OpenDP's report-noisy-max
+with Gumbel noise (the exponential mechanism, ``make_noisy_max`` under zCDP) picks the highest-scoring pair that
+joins two components. Forced pairs (stakeholders' knowledge) are in the tree from the start, excluded pairs and
+pairs over the cell limit are never candidates.
+
+The exponential mechanism releases only the index of the winner. The scores that the reviewers see are a separate
+Gaussian release of the whole score vector (L2 sensitivity √m for m candidates), with its own small part of the
+selection budget: post-processing of them (the ranking, "near the threshold") is free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import opendp.prelude as dp
+from pydantic import Field
+from scipy.cluster.hierarchy import DisjointSet
+
+from sdgov.agreement.spec import SelectionSpec
+from sdgov.base.errors import SpecError
+from sdgov.base.model import Frozen
+
+dp.enable_features("contrib")
+
+SCORE_SENSITIVITY = 1.0  # L∞: one record moves each pair's L1 score by at most 1 (not monotonically)
+NEAR = 5  # rejected candidates listed for the reviewers
+MST_SCORE = "L1 distance of the pair's table from the product of its noisy 1-ways (independence)"
+
+
+class Candidate(Frozen):
+    pair: list[str]
+    cells: int
+    noisy_score: float | None  # Gaussian-noised L1 distance from independence (None: no score budget)
+
+
+class SelectedEdge(Candidate):
+    how: str  # "selected" (exponential mechanism, round k) | "forced"
+    round: int | None = None
+
+
+class SelectionBudget(Frozen):
+    rho: float  # exponential mechanism + noisy scores (+ AIM's round measurements)
+    rho_mechanism: float  # MST: the exponential mechanism; AIM: its rounds, selections and measurements together
+    rho_scores: float
+    rounds: int
+    gumbel_scale: float | None  # MST: every round's; AIM: the first round's (each round's is in ``aim_rounds``)
+    score_sigma: float | None
+    rho_spent: float | None = Field(default=None, exclude_if=lambda v: v is None)  # AIM: OpenDP's maps, summed
+
+
+class AimRound(Frozen):
+    """One AIM round as the reviewers see it (its noisy table stays in the draw-once store's round journal)."""
+
+    round: int
+    clique: list[str]
+    how: str  # "forced" (measured first, no selection) | "selected" (exponential mechanism)
+    sigma: float  # Gaussian measurement of the clique
+    rho_measure: float
+    gumbel_scale: float | None  # None for a forced clique
+    rho_select: float
+    candidates: int  # how many the mechanism chose among
+    annealed: bool | None = None  # the model barely moved: σ halved, ε doubled for the next round
+
+
+class Proposal(Frozen):
+    """What the analyst proposes and the stakeholders review: Φ's pairs and why."""
+
+    method: str
+    mechanism: str
+    attributes: list[str]
+    selected: list[SelectedEdge]
+    near_threshold: list[Candidate]  # the best-scoring candidates left out
+    excluded: list[list[str]]
+    over_cell_limit: list[list[str]]
+    budget: SelectionBudget
+    score: str = Field(default=MST_SCORE, exclude_if=lambda v: v == MST_SCORE)  # what ``noisy_score`` measures
+    aim_rounds: list[AimRound] = Field(default_factory=list, exclude_if=lambda v: not v)
+
+    @property
+    def pairs(self) -> list[list[str]]:
+        return [e.pair for e in self.selected]
+
+
+@cache
+def _noisy_max(scale: float) -> dp.Measurement:
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float, monotonic=False)
+    return dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
+
+
+def gumbel_scale(rho_round: float) -> float:
+    """Smallest Gumbel scale whose OpenDP privacy map gives at most ``rho_round`` for score sensitivity 1."""
+    return float(dp.binary_search_param(_noisy_max, d_in=SCORE_SENSITIVITY, d_out=rho_round, T=float))
+
+
+def rho_of_gumbel(scale: float) -> float:
+    return float(_noisy_max(scale).map(SCORE_SENSITIVITY))
+
+
+def _gaussian_floats(sigma: float) -> dp.Measurement:
+    space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float)
+    return dp.m.make_gaussian(*space, scale=sigma)
+
+
+def score_sigma(rho: float, candidates: int) -> float:
+    """Smallest σ for which releasing all ``candidates`` scores (L2 sensitivity √m) costs at most ρ."""
+    d_in = math.sqrt(candidates) * SCORE_SENSITIVITY
+    return float(dp.binary_search_param(_gaussian_floats, d_in=d_in, d_out=rho, T=float))
+
+
+def independence_scores(
+    exact_pair: Callable[[str, str], np.ndarray], one_ways: dict[str, np.ndarray], pairs: Sequence[tuple[str, str]]
+) -> np.ndarray:
+    """L1 distance of each pair's exact table from the product of the noisy 1-ways (scaled to their mean total)."""
+    total = float(np.mean([max(float(v.sum()), 1.0) for v in one_ways.values()]))
+    probs = {a: _distribution(v) for a, v in one_ways.items()}
+    out = np.empty(len(pairs))
+    for i, (a, b) in enumerate(pairs):
+        estimate = total * np.outer(probs[a], probs[b])
+        out[i] = float(np.abs(exact_pair(a, b) - estimate).sum())
+    return out
+
+
+def _distribution(noisy: np.ndarray) -> np.ndarray:
+    p = np.clip(noisy.astype(np.float64), 0, None)
+    return p / p.sum() if p.sum() > 0 else np.full(p.shape, 1.0 / p.size)
+
+
+@dataclass(frozen=True)
+class Edges:
+    """The draft's forced and excluded pairs checked against Φ, and which pairs the cell limit leaves out — the
+    same for every selection method (MST, AIM)."""
+
+    forced: list[tuple[str, str]]
+    excluded: list[tuple[str, str]]
+    too_big: list[tuple[str, str]]
+    cells: dict[tuple[str, str], int]  # every pair of Φ's attributes → its marginal's cells
+    candidates: list[tuple[str, str]]  # pairs the mechanism may pick: not forced, excluded or over the limit
+
+
+def check_edges(attributes: list[str], sizes: dict[str, int], spec: SelectionSpec, max_marginal_cells: int) -> Edges:
+    """Refuse unknown or contradictory edges and forced pairs over the cell limit; list the candidate pairs."""
+    known = set(attributes)
+    for kind, edges in (("force", spec.force), ("exclude", spec.exclude)):
+        unknown = sorted({a for e in edges for a in e} - known)
+        if unknown:
+            raise SpecError(
+                f"privacy.selection.{kind} names {unknown}, not modelled attributes",
+                "privacy.selection",
+                f"use attributes of Φ: {attributes}",
+            )
+    order = {a: i for i, a in enumerate(attributes)}
+
+    def key(e: Sequence[str]) -> tuple[str, str]:
+        a, b = sorted(e, key=order.__getitem__)
+        return a, b
+
+    forced = [key(e) for e in spec.force]
+    excluded = {key(e) for e in spec.exclude}
+    clash = sorted(set(forced) & excluded)
+    if clash:
+        raise SpecError(
+            f"privacy.selection forces and excludes the same pair(s) {[list(c) for c in clash]}",
+            "privacy.selection",
+            "keep each pair in one list",
+        )
+    cells = {(a, b): sizes[a] * sizes[b] for i, a in enumerate(attributes) for b in attributes[i + 1 :]}
+    too_big = sorted(p for p, c in cells.items() if c > max_marginal_cells)
+    big_forced = [p for p in forced if p in too_big]
+    if big_forced:
+        raise SpecError(
+            f"forced pair(s) {[list(p) for p in big_forced]} exceed the cell limit of {max_marginal_cells:,}",
+            "privacy.selection.force",
+            "coarsen the attributes or drop the pair",
+        )
+    candidates = [p for p in cells if p not in excluded and p not in too_big and p not in forced]
+    return Edges(forced=forced, excluded=sorted(excluded), too_big=too_big, cells=cells, candidates=candidates)
+
+
+def select_mst(
+    attributes: list[str],
+    sizes: dict[str, int],
+    one_ways: dict[str, np.ndarray],
+    exact_pair: Callable[[str, str], np.ndarray],
+    spec: SelectionSpec,
+    rho: float,
+    max_marginal_cells: int,
+    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True,
+) -> Proposal:
+    """MST selection with ``rho`` (the exponential mechanism's rounds + the noisy scores). Reads the data only
+    through ``exact_pair`` (exact 2-way tables), and only inside the mechanisms. ``spec.extra`` rounds after the
+    tree add the best remaining pairs for which ``fits`` (the model within the domain limit) holds."""
+    edges = check_edges(attributes, sizes, spec, max_marginal_cells)
+    forced, excluded, too_big, cells, candidates = (
+        edges.forced,
+        set(edges.excluded),
+        edges.too_big,
+        edges.cells,
+        edges.candidates,
+    )
+    order = {a: i for i, a in enumerate(attributes)}
+
+    def key(e: Sequence[str]) -> tuple[str, str]:
+        a, b = sorted(e, key=order.__getitem__)
+        return a, b
+
+    components = DisjointSet(attributes)
+    for a, b in forced:
+        components.merge(a, b)
+    tree_rounds = _rounds_needed(components, candidates)
+    rounds = tree_rounds + min(spec.extra, len(candidates) - tree_rounds)
+    share_scores = spec.scores if candidates else 0.0
+    rho_scores = rho * share_scores
+    rho_mech = rho - rho_scores
+    scores = independence_scores(exact_pair, one_ways, candidates) if candidates else np.empty(0)
+
+    noisy: dict[tuple[str, str], float | None] = dict.fromkeys(candidates)
+    sigma = None
+    if rho_scores > 0:
+        sigma = score_sigma(rho_scores, len(candidates))
+        released = _gaussian_floats(sigma)(scores.tolist())
+        noisy = {p: float(s) for p, s in zip(candidates, released)}
+
+    chosen: list[SelectedEdge] = [
+        SelectedEdge(pair=list(p), cells=cells[p], noisy_score=noisy.get(p), how="forced") for p in forced
+    ]
+    scale = gumbel_scale(rho_mech / rounds) if rounds else None
+    index = {p: i for i, p in enumerate(candidates)}
+    taken = set(forced)
+    for r in range(rounds):
+        if r < tree_rounds:  # Kruskal: a pair joining two components
+            joining = [p for p in candidates if not components.connected(*p)]
+        else:  # extra pairs: any not yet taken whose model stays within the domain limit
+            joining = [p for p in candidates if p not in taken and fits([*taken, p])]
+            if not joining:
+                break
+        assert scale is not None
+        pick = joining[_noisy_max(scale)([float(scores[index[p]]) for p in joining])]
+        components.merge(*pick)
+        taken.add(pick)
+        chosen.append(
+            SelectedEdge(pair=list(pick), cells=cells[pick], noisy_score=noisy[pick], how="selected", round=r + 1)
+        )
+    picked = {key(e.pair) for e in chosen}
+    left = [p for p in candidates if p not in picked]
+    if rho_scores > 0:
+        left.sort(key=lambda p: -(noisy[p] or 0.0))
+    near = [Candidate(pair=list(p), cells=cells[p], noisy_score=noisy[p]) for p in left[:NEAR]]
+    return Proposal(
+        method="mst",
+        mechanism=(
+            "MST: Kruskal rounds of OpenDP make_noisy_max (Gumbel noise, zCDP) on L1 scores; "
+            "noisy scores by OpenDP make_gaussian"
+        ),
+        attributes=list(attributes),
+        selected=chosen,
+        near_threshold=near if rho_scores > 0 else [],
+        excluded=[list(p) for p in sorted(excluded)],
+        over_cell_limit=[list(p) for p in too_big],
+        budget=SelectionBudget(
+            rho=rho,
+            rho_mechanism=rho_mech,
+            rho_scores=rho_scores,
+            rounds=rounds,
+            gumbel_scale=scale,
+            score_sigma=sigma,
+        ),
+    )
+
+
+def _rounds_needed(components: DisjointSet, candidates: list[tuple[str, str]]) -> int:
+    """Kruskal rounds: one per merge the candidates can still make (a pair left out may leave a forest)."""
+    probe = DisjointSet(list(components))
+    for s in components.subsets():
+        first = next(iter(s))
+        for x in s:
+            probe.merge(first, x)
+    rounds = 0
+    for a, b in candidates:
+        if probe.merge(a, b):
+            rounds += 1
+    return rounds

@@ -1,0 +1,240 @@
+"""Stakeholders' review of a Φ proposal: drop or force pairs, each change with who and why, signed.
+
+ONS let stakeholders augment MST's private selection with prior knowledge before measurement. A review is
+post-processing of the proposal (no data is read, nothing is spent): it edits the list of pairs, within the same
+limits the selection respected (known attributes, the cell limit, the model within the domain limit). Every
+change is a record naming the reviewer and the reason; the whole review is bound to one hash
+(:func:`review_sha256`) which the reviewer signs like a decision (:class:`~sdgov.identity.statements.SignOffStatement`
+with ``subject: phi_review`` and ``decision: review``), verified with the key the approvers registry lists for
+them. The reviewed Φ then goes through the normal agreement.
+
+The orchestration (the proposal as a Prefect artifact on a paused run, a RunInput form per review) is
+:mod:`sdgov.flows.phi_review`; this module is the part of it that does not need Prefect, plus the
+:class:`SelectionRecord` the reviewed spec names and the card draws (:mod:`sdgov.reporting.selection`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import Field
+
+from sdgov.base.errors import SpecError
+from sdgov.base.hashing import sha256_json
+from sdgov.base.model import Frozen
+from sdgov.governance.approvers import ApprovalRefused, Approver, Approvers, Challenge
+from sdgov.identity.keys import verifies
+from sdgov.identity.names import same_person
+from sdgov.identity.statements import SignOffStatement, decode, signed_bytes
+from sdgov.measurement.selection.mst import Proposal
+
+SUBJECT = "phi_review"
+DECISION = "review"
+
+
+class EdgeReview(Frozen):
+    """One reviewer's edits of the proposed pairs."""
+
+    reviewer: str = Field(min_length=1)
+    drop: list[list[str]] = Field(default_factory=list)
+    force: list[list[str]] = Field(default_factory=list)
+    reason: str = Field(min_length=1, description="why: every change is logged with it")
+    close: bool = Field(default=False, description="the last review: the reviewed Φ goes to the agreement")
+
+
+class EdgeChange(Frozen):
+    action: Literal["drop", "force"]
+    pair: list[str]
+    reviewer: str
+    reason: str
+
+
+class SelectionEdge(Frozen):
+    """One edge of the selection graph the card draws."""
+
+    pair: list[str]
+    status: Literal["selected", "forced in the draft", "forced by a reviewer", "dropped by a reviewer"]
+
+
+class SignedReview(Frozen):
+    """A review that counted: who (their role in the approvers registry), the hash they signed, and whether their
+    key verified it (False only under the controller's sandbox switch for unsigned decisions)."""
+
+    review: EdgeReview
+    role: str
+    review_sha256: str
+    identity_verified: bool
+    time: str
+
+
+class SelectionRecord(Frozen):
+    """The reviewed selection: the proposal, every review that counted and the resulting pairs. Written beside the
+    selection run, named by the proposed spec (``selection_review``) and drawn on the card."""
+
+    draft_agreement_sha256: str
+    proposal: Proposal
+    reviews: list[SignedReview] = Field(default_factory=list)
+    changes: list[EdgeChange] = Field(default_factory=list)
+    pairs: list[list[str]]
+
+    def graph(self) -> list[SelectionEdge]:
+        return selection_graph(self.proposal, self.changes)
+
+
+def review_sha256(review: EdgeReview) -> str:
+    return sha256_json(review.model_dump(mode="json"))
+
+
+def parse_pairs(text: str, where: str) -> list[list[str]]:
+    """``"A,B; C,D"`` → ``[["A", "B"], ["C", "D"]]`` (the form's and the CLI's way to name pairs); a malformed
+    pair is one :class:`SpecError`."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        pair = [a.strip() for a in part.split(",")]
+        if len(pair) != 2 or not all(pair):
+            raise SpecError(f"{part!r} is not a pair of attributes", where, "write pairs as 'A,B; C,D'")
+        out.append(pair)
+    return out
+
+
+def apply_review(
+    pairs: list[list[str]],
+    review: EdgeReview,
+    attributes: list[str],
+    sizes: dict[str, int],
+    max_marginal_cells: int,
+    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True,
+) -> tuple[list[list[str]], list[EdgeChange]]:
+    """The pairs after ``review``, and its changes — or one :class:`SpecError` naming the first bad edit."""
+    where = f"review by {review.reviewer}"
+    current = [frozenset(p) for p in pairs]
+    changes: list[EdgeChange] = []
+    for pair in review.drop:
+        if frozenset(pair) not in current:
+            raise SpecError(f"cannot drop {pair}: it is not in the proposed Φ", where, f"drop one of {pairs}")
+        current.remove(frozenset(pair))
+        changes.append(EdgeChange(action="drop", pair=list(pair), reviewer=review.reviewer, reason=review.reason))
+    for pair in review.force:
+        unknown = [a for a in pair if a not in attributes]
+        if len(pair) != 2 or pair[0] == pair[1] or unknown:
+            raise SpecError(f"cannot force {pair}: not a pair of Φ's attributes", where, f"use {attributes}")
+        if frozenset(pair) in current:
+            raise SpecError(f"cannot force {pair}: it is already in Φ", where, "force a pair that is not proposed")
+        cells = sizes[pair[0]] * sizes[pair[1]]
+        if cells > max_marginal_cells:
+            raise SpecError(
+                f"cannot force {pair}: {cells:,} cells, over the limit of {max_marginal_cells:,}",
+                where,
+                "coarsen the attributes or force another pair",
+            )
+        current.append(frozenset(pair))
+        changes.append(EdgeChange(action="force", pair=list(pair), reviewer=review.reviewer, reason=review.reason))
+    order = {a: i for i, a in enumerate(attributes)}
+    out = [sorted(p, key=order.__getitem__) for p in current]
+    if not fits([(a, b) for a, b in out]):
+        raise SpecError(
+            "the reviewed Φ's model exceeds the domain limit",
+            where,
+            "drop a pair, or force fewer pairs that close cycles",
+        )
+    return out, changes
+
+
+def selection_graph(proposal: Proposal, changes: list[EdgeChange]) -> list[SelectionEdge]:
+    """Every edge that was proposed, forced or dropped, with what happened to it last."""
+    status: dict[frozenset[str], SelectionEdge] = {}
+    for e in proposal.selected:
+        label = "forced in the draft" if e.how == "forced" else "selected"
+        status[frozenset(e.pair)] = SelectionEdge(pair=e.pair, status=label)
+    for c in changes:
+        label = "dropped by a reviewer" if c.action == "drop" else "forced by a reviewer"
+        status[frozenset(c.pair)] = SelectionEdge(pair=c.pair, status=label)
+    return list(status.values())
+
+
+def check_reviewer(
+    approvers: Approvers, review: EdgeReview, challenge: Challenge, signature: str, allow_unsigned: bool = False
+) -> tuple[Approver, bool]:
+    """The registered person who signed this review (any role: stakeholders review, the controller agrees later),
+    and whether their key verified it — or :class:`ApprovalRefused`."""
+    how = "sign the review's hash with your registered key (subject phi_review, decision review)"
+    who = approvers.find(review.reviewer)
+    if who is None:
+        raise ApprovalRefused(f"{review.reviewer!r} is not in the approvers registry", "approvers.yaml", how)
+    if challenge.subject != SUBJECT or challenge.sha256 != review_sha256(review):
+        raise ApprovalRefused("the challenge is not for this review", "phi_review", how)
+    if not signature.strip():
+        if allow_unsigned:
+            return who, False
+        raise ApprovalRefused(f"the review by {who.name!r} is not signed", "phi_review", how)
+    try:
+        stmt, sig = decode(signature, SignOffStatement)
+    except ValueError as exc:
+        raise ApprovalRefused(f"the signature of {who.name!r} is unreadable: {exc}", "phi_review", how) from None
+    expected = {**challenge.model_dump(), "decision": DECISION}
+    wrong = [k for k, v in expected.items() if getattr(stmt, k) != v]
+    if wrong or not same_person(stmt.approver, who.name):
+        raise ApprovalRefused(
+            f"the signed statement does not match this review ({', '.join(wrong or ['approver'])} differ)",
+            "phi_review",
+            how,
+        )
+    if not verifies(who.key(), sig, signed_bytes(stmt)):
+        raise ApprovalRefused(f"the signature does not verify with {who.name!r}'s registered key", "phi_review", how)
+    return who, True
+
+
+def review_md(proposal: Proposal, pairs: list[list[str]], changes: list[EdgeChange], rho_budget: float) -> str:
+    """The proposal as the reviewers read it (the Prefect artifact and the pause form): the pairs now in Φ with
+    their noisy (DP) scores, the changes so far with who and why, the rejected candidates nearest the threshold,
+    and what the selection spent. Everything shown is DP or public: no figure computed on the data without noise."""
+
+    def score(s: float | None) -> str:
+        return "–" if s is None else f"{s:,.0f}"
+
+    def md(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    b = proposal.budget
+    share = b.rho / rho_budget if rho_budget else 0.0
+    status = {frozenset(e.pair): e.status for e in selection_graph(proposal, changes)}
+    scores = {frozenset(e.pair): e.noisy_score for e in [*proposal.selected, *proposal.near_threshold]}
+    lines = [
+        f"## Φ proposal: private selection ({proposal.method.upper()}) awaiting the stakeholders' review",
+        "",
+        f"The selection spent **ρ = {b.rho:.6g}** ({share:.1%} of the release's ρ = {rho_budget:.6g}): "
+        f"ρ = {b.rho_mechanism:.6g} for the exponential mechanism ({b.rounds} round(s)) and "
+        f"ρ = {b.rho_scores:.6g} for the noisy scores below. Scores are the L1 distance of each pair's table from "
+        "independence, released with Gaussian noise (DP): higher means more dependent.",
+        "",
+        f"### Pairs in Φ now ({len(pairs)})",
+        "",
+        "| pair | how | noisy score (DP) |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {md(' × '.join(p))} | {status.get(frozenset(p), '?')} | {score(scores.get(frozenset(p)))} |" for p in pairs
+    ]
+    dropped = [e for e in selection_graph(proposal, changes) if e.status == "dropped by a reviewer"]
+    if dropped:
+        lines += ["", "Dropped: " + "; ".join(md(" × ".join(e.pair)) for e in dropped)]
+    lines += ["", "### Rejected candidates nearest the threshold", ""]
+    if proposal.near_threshold:
+        lines += ["| pair | noisy score (DP) | cells |", "|---|---|---|"]
+        lines += [
+            f"| {md(' × '.join(c.pair))} | {score(c.noisy_score)} | {c.cells:,} |" for c in proposal.near_threshold
+        ]
+    else:
+        lines.append("none (no score budget, or no candidate left)")
+    if proposal.excluded:
+        lines += ["", "Excluded by the draft: " + "; ".join(md(" × ".join(p)) for p in proposal.excluded)]
+    if proposal.over_cell_limit:
+        lines += ["", "Over the cell limit: " + "; ".join(md(" × ".join(p)) for p in proposal.over_cell_limit)]
+    lines += ["", "### Changes by reviewers", ""]
+    if changes:
+        lines += ["| change | pair | reviewer | why |", "|---|---|---|---|"]
+        lines += [f"| {c.action} | {md(' × '.join(c.pair))} | {md(c.reviewer)} | {md(c.reason)} |" for c in changes]
+    else:
+        lines.append("none yet")
+    return "\n".join(lines) + "\n"

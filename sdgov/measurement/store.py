@@ -1,0 +1,406 @@
+"""The draw-once store of noisy marginals: one draw per statistic per dataset, ever.
+
+A *statistic* is one marginal of one dataset at one noise scale: its key (:func:`statistic_key`) is the
+dataset's content fingerprint, the attribute set and σ — nothing the analyst can vary for free (seed, rows,
+generator, spec name, the rest of Φ). A part of a split synthesis counts only its own records, so its marginal is
+another statistic: its key adds the part's defining filter (split attribute and codes), and an unsplit key is
+unchanged. Each is persisted under the registry (``measurements/<key>.json``)
+*before* anything uses it, under the registry lock. Any later agreement that asks for the same marginal at the
+same σ reuses that noisy table (post-processing: no new noise, no new spend); the same marginal at another σ
+is a new statistic, drawn and charged. Two noisy copies of one statistic would leak more than one, so none is
+ever drawn twice. No seed is stored: the noise cannot be drawn again, only read back.
+
+A release's noisy marginals (its ψ, ``measurements.json`` in the run directory) are assembled from the
+statistics it uses; the budget record beside it (``budget.json``) says which were drawn now and which reused,
+from which earlier run, and the dataset's lifetime ledger before and after.
+
+The budget ledger (:mod:`sdgov.governance.ledger`) reserves ρ before any noise is drawn; see its docstring for the crash
+protocol. :func:`fault_point` lets the crash tests kill a run at each step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from sdgov.agreement.accounting import PrivacyPlan
+from sdgov.agreement.spec import AgreedPart, Agreement
+from sdgov.base.atomic import atomic_write_bytes
+from sdgov.base.errors import RegistryError
+from sdgov.base.hashing import sha256_bytes, sha256_file, sha256_json, write_json
+from sdgov.base.model import Frozen
+from sdgov.contracts import Agreed
+from sdgov.data.schema import Clique, Schema
+from sdgov.governance import ledger
+from sdgov.governance.policy import check_release, load_policy, planned
+from sdgov.measurement.marginals import Measurement, MeasurementSet
+from sdgov.registry.log import Event, Registry
+
+How = Literal["reused", "adopted", "drawn"]  # logged earlier; persisted by an interrupted run; drawn now
+
+
+class Statistic(Frozen):
+    """One noisy marginal as persisted in the store: the table, its axes and σ, and the dataset it counts."""
+
+    fingerprint: str
+    attributes: list[str]  # axis order of noisy_counts
+    shape: list[int]
+    sigma: float
+    noisy_counts: list[int]
+    records: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None)  # a split part's filter
+
+
+Unit = tuple[str | None, Clique]  # (split part or None, marginal): one statistic an agreement asks for
+
+
+def statistic_key(fingerprint: str, clique: Clique, sigma: float, records: dict[str, Any] | None = None) -> str:
+    """dataset content × attribute *set* × σ (× the records counted, for a part of a split synthesis): the
+    identity of one noisy marginal."""
+    identity: dict[str, Any] = {"dataset": fingerprint, "attributes": sorted(clique), "sigma": float(sigma)}
+    if records is not None:
+        identity["records"] = records
+    return sha256_json(identity)
+
+
+def _records(agreement: Agreement, part: str | None) -> dict[str, Any] | None:
+    split = agreement.split
+    return None if split is None or part is None else split.records(split.part(part))
+
+
+def statistic_keys(fingerprint: str, agreement: Agreement, plan: PrivacyPlan) -> dict[Unit, str]:
+    """Every statistic of this agreement's plan, by (part, marginal)."""
+    return {
+        (m.part, m.clique): statistic_key(fingerprint, m.clique, m.sigma, _records(agreement, m.part))
+        for m in plan.marginals
+    }
+
+
+def _parts(agreement: Agreement) -> list[AgreedPart | None]:
+    return [None] if agreement.split is None else list(agreement.split.parts)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the measure stage did: ψ assembled for this release, its plan, and the budget record."""
+
+    path: Path  # measurements.json (ψ) in the run directory
+    plan: PrivacyPlan
+    budget: dict[str, Any]  # also written as budget.json beside ψ
+    how: dict[str, How]  # statistic key → how this run came by it
+
+    @property
+    def reused_all(self) -> bool:
+        return all(h == "reused" for h in self.how.values())
+
+
+def measure_once(
+    registry: Registry,
+    agreed: Agreed,
+    agreement: Agreement,
+    schema: Schema,
+    draw: Callable[[list[Clique], dict[Clique, float], AgreedPart | None], list[Measurement]],
+) -> Outcome:
+    """ψ for this agreement: every statistic already logged is reused, the rest drawn once — budget reserved first,
+    policy checked first. ``draw`` is called (once per part of a split synthesis, else once; for the missing
+    cliques only) when something is missing: ``draw(cliques, sigmas, part)`` counts the part's records only."""
+    run_id = Path(agreed.run_dir).name
+    fp, name, n = agreed.data.fingerprint, agreed.data.name, agreed.data.rows
+    with registry.lock():
+        policy, policy_sha = load_policy(registry.root)
+        limits, entry = policy.limits(fp, name)
+        plan = planned(limits, agreement, n)
+        check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
+        events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
+        ledger.check_policy_logged(registry, events)
+        keys = statistic_keys(fp, agreement, plan)
+        rhos = {keys[(m.part, m.clique)]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
+        logged = {k: e for k in keys.values() if (e := logged_statistic(registry, events, k)) is not None}
+        how: dict[str, How] = dict.fromkeys(logged, "reused")
+        adopted: dict[str, bytes] = {}
+        new: dict[str, float] = {}
+        for key in keys.values():
+            if key in logged:
+                continue
+            reserved = ledger.reservation(events, key) is not None
+            payload = _adopt_unlogged(registry.measurement_path(key), fp, reserved, plan.noise)
+            if payload is not None:
+                adopted[key], how[key] = payload, "adopted"
+            elif not reserved and plan.noise != "none":
+                new[key] = rhos[key]
+        acct_before = ledger.account(registry, name, fp, events)
+        spend = ledger.spend_locked(
+            registry,
+            dataset=name,
+            fingerprint=fp,
+            statistics=new,
+            agreement_sha256=agreed.agreement_sha256,
+            run_id=run_id,
+            events=events,
+        )
+        fault_point("after_spend")
+        missing = [u for u, k in keys.items() if k not in logged and k not in adopted]
+        persisted: dict[str, bytes] = dict(adopted)
+        if missing:
+            drawn: list[tuple[str | None, Measurement]] = []
+            for part in _parts(agreement):  # every part drawn before any is persisted
+                part_name = None if part is None else part.name
+                cliques = [c for p, c in missing if p == part_name]
+                if cliques:
+                    sigmas = {m.clique: m.sigma for m in plan.marginals if m.part == part_name}
+                    drawn += [(part_name, m) for m in draw(cliques, sigmas, part)]
+            fault_point("after_draw")
+            for part_name, m in drawn:
+                key = keys[(part_name, m.clique)]
+                stat = Statistic(
+                    fingerprint=fp,
+                    attributes=list(m.clique),
+                    shape=list(m.shape),
+                    sigma=m.sigma,
+                    noisy_counts=m.noisy_counts,
+                    records=_records(agreement, part_name),
+                )
+                persisted[key] = (stat.model_dump_json() + "\n").encode()
+                atomic_write_bytes(registry.measurement_path(key), persisted[key])  # persisted before any use
+                how[key] = "drawn"
+            fault_point("after_persist")
+        if persisted:
+            note = f"; {len(adopted)} adopted: persisted by an interrupted run before it was logged" if adopted else ""
+            registry.append_measured_locked(
+                agreed.agreement_sha256,
+                run_id,
+                {_name(registry, k): sha256_bytes(p) for k, p in sorted(persisted.items())},
+                f"{len(persisted)} noisy marginal(s) of dataset {fp[:12]}…, "
+                f"rho={math.fsum(rhos[k] for k in persisted) if plan.noise != 'none' else 0}{note}",
+            )
+        mset = _assemble(registry, fp, agreement, schema, plan, keys)
+    out = Path(agreed.run_dir) / "measurements.json"
+    atomic_write_bytes(out, (mset.model_dump_json(indent=None) + "\n").encode())
+    budget = _budget_record(registry, agreement, plan, keys, how, logged, acct_before, spend, limits, entry, policy_sha)
+    write_json(Path(agreed.run_dir) / "budget.json", budget)
+    return Outcome(path=out, plan=plan, budget=budget, how=how)
+
+
+def _name(registry: Registry, key: str) -> str:
+    return str(registry.measurement_path(key).relative_to(registry.root))
+
+
+def read_statistic(registry: Registry, key: str, clique: Clique, part: str | None = None) -> Measurement:
+    """A stored statistic as a :class:`Measurement` with its axes in ``clique``'s order."""
+    stat = Statistic.model_validate_json(registry.measurement_path(key).read_bytes())
+    table = np.asarray(stat.noisy_counts, dtype=np.int64).reshape(stat.shape)
+    table = np.transpose(table, [stat.attributes.index(a) for a in clique])
+    return Measurement(
+        clique=clique,
+        shape=table.shape,
+        sigma=stat.sigma,
+        noisy_counts=table.ravel().tolist(),
+        statistic=key,
+        part=part,
+    )
+
+
+def _assemble(
+    registry: Registry,
+    fingerprint: str,
+    agreement: Agreement,
+    schema: Schema,
+    plan: PrivacyPlan,
+    keys: dict[Unit, str],
+) -> MeasurementSet:
+    return MeasurementSet(
+        agreement_sha256=agreement.sha256(),
+        dataset_fingerprint=fingerprint,
+        schema_sha256=agreement.schema_sha256,
+        attributes=agreement.attributes,
+        domain=schema.domain(agreement.attributes),
+        noise=plan.noise,
+        measurements=[
+            read_statistic(registry, keys[(name, c)], c, name)
+            for part in _parts(agreement)
+            for name in [None if part is None else part.name]
+            for c in (agreement.cliques if part is None else part.cliques)
+        ],
+    )
+
+
+def logged_statistic(registry: Registry, events: list[Event], key: str) -> Event | None:
+    """The log event of the draw of statistic ``key``, after checking the persisted file still has the logged
+    hash; None if it was never drawn."""
+    name = _name(registry, key)
+    logged = next((e for e in events if e.event == "measured" and name in e.artifacts), None)
+    if logged is None:
+        return None
+    path = registry.measurement_path(key)
+    if not path.exists() or sha256_file(path) != logged.artifacts[name]:
+        raise RegistryError(
+            "persisted measurement does not match the one logged when it was drawn",
+            str(path),
+            "restore it from DVC/backup; never re-draw noise for the same statistic",
+        )
+    return logged
+
+
+def assemble_logged(
+    registry: Registry, fingerprint: str, name: str, rows: int, agreement: Agreement, schema: Schema, where: str
+) -> MeasurementSet:
+    """ψ from statistics already drawn (``sdgov stage measure``): never draws; RegistryError if one is missing."""
+    policy, _ = load_policy(registry.root)
+    limits, _ = policy.limits(fingerprint, name)
+    plan = planned(limits, agreement, rows)
+    events = registry.verified_events()
+    keys = statistic_keys(fingerprint, agreement, plan)
+    if any(logged_statistic(registry, events, k) is None for k in keys.values()):
+        raise RegistryError(
+            f"no noisy marginals were drawn for this agreement and data in registry {registry.root}",
+            where,
+            "run the governed release first ('sdgov release --spec ...' or "
+            "'sdgov propose'): noise is drawn only there, once, under the budget ledger",
+        )
+    return _assemble(registry, fingerprint, agreement, schema, plan, keys)
+
+
+def _budget_record(
+    registry: Registry,
+    agreement: Agreement,
+    plan: PrivacyPlan,
+    keys: dict[Unit, str],
+    how: dict[str, How],
+    logged: dict[str, Event],
+    before: ledger.Account,
+    spend: ledger.Spend | None,
+    limits: Any,
+    entry: str,
+    policy_sha: str,
+) -> dict[str, Any]:
+    """The dataset's lifetime ledger as this release leaves it, and where each of its statistics came from."""
+    # this release: the statistics drawn for it — now, or by an interrupted run of it (adopted, or reserved and
+    # drawn now); everything else the account holds was spent before
+    fresh = [m.rho or 0.0 for m in plan.marginals if how.get(keys[(m.part, m.clique)]) in ("drawn", "adopted")]
+    this = math.fsum(fresh)
+    total = before.spent_rho + (spend.rho if spend is not None else 0.0)
+    used_by = releases_using(registry, set(keys.values()))
+    scales = other_scales(registry, before.fingerprint, set(keys.values()))
+    stats: list[dict[str, Any]] = []
+    for m in plan.marginals:
+        key = keys[(m.part, m.clique)]
+        src = logged.get(key)
+        records = _records(agreement, m.part)
+        stats.append(
+            {
+                **({"part": m.part} if m.part is not None else {}),
+                "attributes": list(m.clique),
+                "sigma": m.sigma,
+                "rho": None if plan.noise == "none" else m.rho,
+                "statistic": key,
+                "how": how.get(key, "drawn"),
+                "measured_at": src.time if src else None,
+                "measured_in_run": src.run_id if src else None,
+                "earlier_releases": used_by.get(key, []),
+                "other_sigmas": scales.get((frozenset(m.clique), sha256_json(records)), []),
+            }
+        )
+    sharing = sorted({r for key in keys.values() for r in used_by.get(key, [])})
+    return {
+        "dataset": before.dataset,
+        "fingerprint": before.fingerprint,
+        "policy_entry": entry,
+        "policy_sha256": policy_sha,
+        "lifetime_rho": before.lifetime_rho,
+        "spent_before_rho": total - this,
+        "this_release_rho": this,
+        "spent_after_rho": total,
+        "remaining_rho": max(0.0, before.lifetime_rho - total),
+        "max_epsilon_per_release": limits.max_epsilon_per_release,
+        "sigma_floor": limits.sigma_floor,
+        "statistics": stats,
+        "reused": sum(s["how"] == "reused" for s in stats),
+        "earlier_releases_sharing": sharing,
+    }
+
+
+def other_scales(
+    registry: Registry, fingerprint: str, exclude: set[str]
+) -> dict[tuple[frozenset[str], str], list[dict[str, Any]]]:
+    """(attribute set, hash of the records counted) → every *other* noise scale it was measured at on this dataset
+    (σ, when, which run): the same table at two scales is two measurements, and both count in the lifetime ρ."""
+    out: dict[tuple[frozenset[str], str], list[dict[str, Any]]] = {}
+    for e in registry.verified_events():
+        if e.event != "measured":
+            continue
+        for name in e.artifacts:
+            key = Path(name).stem
+            path = registry.root / name
+            if key in exclude or not name.startswith("measurements/") or not path.is_file():
+                continue
+            try:
+                stat = Statistic.model_validate_json(path.read_bytes())
+            except ValueError:  # a measurement persisted before per-statistic keys: not one table
+                continue
+            if stat.fingerprint == fingerprint:
+                out.setdefault((frozenset(stat.attributes), sha256_json(stat.records)), []).append(
+                    {"sigma": stat.sigma, "measured_at": e.time, "measured_in_run": e.run_id}
+                )
+    return out
+
+
+def releases_using(registry: Registry, keys: set[str]) -> dict[str, list[str]]:
+    """Statistic key → the published releases whose ψ contains it (read from their immutable artifacts)."""
+    out: dict[str, list[str]] = {}
+    for r in registry.releases():
+        path = Path(r["path"]) / "artifacts" / "measurements.json"
+        if not path.is_file():
+            continue
+        for m in json.loads(path.read_text()).get("measurements", []):
+            if m.get("statistic") in keys:
+                out.setdefault(m["statistic"], []).append(r["release_id"])
+    return out
+
+
+def _adopt_unlogged(path: Path, fingerprint: str, reserved_before: bool, noise: str) -> bytes | None:
+    """A statistic a run persisted (atomically, under the lock) but did not live to log.
+
+    Adopted only if an earlier run had reserved the budget for this key (so an sdgov run was measuring when it
+    died): a file that appeared without a reservation was not drawn under the ledger and is refused. With
+    ``noise: none`` the counts are exact and simply measured again.
+    """
+    if not path.exists() or noise == "none":
+        return None
+    if not reserved_before:
+        raise RegistryError(
+            "an unlogged measurement file is there, but no run ever reserved budget for it (it was "
+            "not drawn by sdgov under the ledger)",
+            str(path),
+            "inspect it and move it away deliberately",
+        )
+    payload = path.read_bytes()
+    try:
+        stat = Statistic.model_validate_json(payload)
+    except ValueError:
+        raise RegistryError(
+            "an unlogged, unreadable measurement file is in the way",
+            str(path),
+            "inspect it and move it away deliberately",
+        ) from None
+    if stat.fingerprint != fingerprint:
+        raise RegistryError(
+            "an unlogged measurement of a different dataset is in the way",
+            str(path),
+            "inspect it and move it away deliberately",
+        )
+    return payload
+
+
+def fault_point(name: str) -> None:
+    """Test hook for crash tests: with ``SDGOV_FAULT=name``, touch ``$SDGOV_FAULT_FILE`` and wait to be killed."""
+    if os.environ.get("SDGOV_FAULT") == name:
+        Path(os.environ["SDGOV_FAULT_FILE"]).write_text(name)
+        time.sleep(float(os.environ.get("SDGOV_FAULT_SLEEP", "120")))

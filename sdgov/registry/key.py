@@ -1,0 +1,106 @@
+"""The registry's signing key: an Ed25519 key kept *outside* the registry directory.
+
+Every event of the registry log is signed with it (:mod:`sdgov.registry.log`), and so is every checkpoint
+(:mod:`sdgov.registry.checkpoint`). Someone who can write the registry directory but not this key cannot append, edit or
+re-chain an event without the signatures failing; with a checkpoint published elsewhere they cannot roll back,
+wipe or re-key the log either.
+
+Where the private key lives (never inside the registry; the registry only records the *public* key):
+
+1. ``$SDGOV_REGISTRY_KEY`` — a PEM file, if set;
+2. else ``$SDGOV_KEY_DIR/<registry id>.pem``;
+3. else ``$XDG_CONFIG_HOME/sdgov/keys/<registry id>.pem`` (``~/.config/sdgov/keys/…``).
+
+The location is deliberately read from the environment only, never from the registry's own configuration: a
+registry that could name its own key could name an attacker's.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from sdgov.identity import keys
+from sdgov.base.errors import RegistryError
+
+
+def key_path(registry_id: str) -> Path:
+    """Where the private key of registry ``registry_id`` is (or will be written)."""
+    explicit = os.environ.get("SDGOV_REGISTRY_KEY")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("SDGOV_KEY_DIR")
+    if base:
+        return Path(base) / f"{registry_id}.pem"
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return config / "sdgov" / "keys" / f"{registry_id}.pem"
+
+
+def parse_public_key(text: str, where: str) -> Ed25519PublicKey:
+    """The registry's public key, in the ``ed25519:<base64>`` form :func:`sdgov.identity.keys.public_line` writes."""
+    key = keys.decode_public_key(text, ssh=False)
+    if key is None:
+        raise RegistryError(
+            f"registry public key {text[:24]!r} is not 'ed25519:<base64 of 32 bytes>'",
+            where,
+            "the registry's genesis event and registry.json must name its Ed25519 public key",
+        )
+    return key
+
+
+def create(registry_id: str) -> Ed25519PrivateKey:
+    """A new key for a new registry, written to :func:`key_path` (mode 600, directory 700). Never overwrites."""
+    path = key_path(registry_id)
+    return keys.write_new_private_key(
+        path,
+        RegistryError(
+            "a registry signing key already exists for this registry id",
+            str(path),
+            "a new registry never reuses a key: point SDGOV_KEY_DIR at an empty directory",
+        ),
+    )
+
+
+def load(registry_id: str) -> Ed25519PrivateKey | None:
+    """The private key of this registry, or None if it is not on this machine (verification still works)."""
+    path = key_path(registry_id)
+    if not path.is_file():
+        return None
+    key = keys.decode_private_key(path.read_bytes())
+    if key is None:
+        raise RegistryError(
+            "the registry signing key is not an unencrypted Ed25519 private key",
+            str(path),
+            "restore the registry's key from its backup",
+        )
+    return key
+
+
+def require(registry_id: str) -> Ed25519PrivateKey:
+    """The private key, needed to append to the log; a one-line error where it is missing."""
+    key = load(registry_id)
+    if key is None:
+        raise RegistryError(
+            f"the signing key of registry {registry_id} is not on this machine, so nothing can be appended to its log",
+            str(key_path(registry_id)),
+            "restore the key there from its backup, or set SDGOV_KEY_DIR / SDGOV_REGISTRY_KEY to where it is",
+        )
+    return key
+
+
+def _framed(domain: str, message: bytes) -> bytes:
+    """``domain NUL message``: the domain keeps an event's signature from being passed off as a checkpoint's and
+    vice versa."""
+    return domain.encode() + b"\x00" + message
+
+
+def sign(key: Ed25519PrivateKey, domain: str, message: bytes) -> str:
+    """Base64 Ed25519 signature of ``message`` in ``domain``."""
+    return base64.b64encode(key.sign(_framed(domain, message))).decode()
+
+
+def signature_ok(public: Ed25519PublicKey, domain: str, message: bytes, signature: str) -> bool:
+    return keys.verifies(public, signature, _framed(domain, message))

@@ -1,0 +1,165 @@
+"""What an approver reads before deciding: Markdown summaries of an agreement and of a release candidate.
+
+Shown as the description of the Prefect UI's resume form (and by ``sdgov runs``). Built only from artifacts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sdgov.agreement.accounting import PrivacyPlan
+from sdgov.agreement.spec import Agreement
+from sdgov.audits.protocol import AuditReport
+from sdgov.governance.ledger import Account
+from sdgov.reporting.verdict import overall_verdict
+from sdgov.utility.summary import UtilitySummary
+
+
+def hash_lines(sha256: str) -> str:
+    """A 64-hex-digit hash as four groups of 16 (a line that wraps in the Prefect form instead of being cut off)."""
+    return " ".join(f"`{sha256[i : i + 16]}`" for i in range(0, len(sha256), 16))
+
+
+def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
+    if plan.noise == "none":
+        lines = ["- **Privacy: NO NOISE** — the statistics are declared public; no DP guarantee."]
+    else:
+        lines = [
+            f"- **Privacy budget of this release:** ρ = {plan.rho:.6g} (zCDP) → ε = {plan.epsilon:.4g} at "
+            f"δ = {plan.delta:.3g}; σ per marginal: " + ", ".join(sorted({f"{m.sigma:.4g}" for m in plan.marginals}))
+        ]
+    if acct is not None:
+        lines.append(
+            f"- **Ledger for dataset `{acct.dataset}`** (fingerprint `{acct.fingerprint[:12]}…`): spent ρ = "
+            f"{acct.spent_rho:.6g} in {len(acct.spends)} spend(s), remaining ρ = {acct.remaining_rho:.6g} "
+            f"(lifetime ρ = {acct.lifetime_rho:.6g}, policy {acct.policy_entry}); marginals already measured at "
+            "the same σ are reused and spend nothing"
+        )
+    return lines
+
+
+def agreement_md(
+    agreement: Agreement,
+    sha256: str,
+    proposer: str,
+    plan: PrivacyPlan,
+    acct: Account | None,
+    dataset_fingerprint: str,
+    note: str = "",
+) -> str:
+    # a split synthesis: each part's tables, measured on its own records
+    phi = "\n".join(f"  - {f'[{m.part}] ' if m.part else ''}{' × '.join(m.clique)}" for m in plan.marginals)
+    return "\n".join(
+        [
+            f"## Approve the Φ agreement `{agreement.spec_name}`?",
+            "",
+            f"**{proposer}** (analyst) proposes publishing these {len(plan.marginals)} noisy marginal tables of "
+            f"dataset `{agreement.dataset_name}` (content fingerprint `{dataset_fingerprint[:16]}…`):",
+            "",
+            phi,
+            "",
+            *_budget_lines(plan, acct),
+            f"- **Generator:** {agreement.generator.name}, {agreement.rows or 'noisy total'} rows, public seed "
+            f"{agreement.seed}",
+            f"- **Agreement hash (what you approve):** {hash_lines(sha256)}",
+            "",
+            "Decide as a **data controller** listed in the approvers registry; the proposer cannot decide. "
+            "Rejecting ends the run: no noise is drawn, nothing is released.",
+            *([f"\n> **{note}**"] if note else []),
+        ]
+    )
+
+
+def release_md(
+    agreement: Agreement,
+    candidate: str,
+    proposer: str,
+    plan: PrivacyPlan,
+    acct: Account | None,
+    audit: AuditReport,
+    utility: UtilitySummary,
+    evidence: dict[str, str],
+    utility_report: dict[str, Any] | None = None,
+    note: str = "",
+    sections: dict[str, dict[str, Any]] | None = None,
+) -> str:
+    """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
+    where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut."""
+    verdict = overall_verdict(audit, sections).label
+    if verdict == "fail":
+        verdict = "FAIL — the release is blocked whatever you decide"
+    checks = [
+        f"  - **{'pass' if c.passed else ('WARN' if c.severity == 'warn' else 'FAIL')}** — {c.name}: {c.detail}"
+        for c in audit.checks
+    ]
+    two = [m for m in utility.two_way if not m.in_phi]
+    util = [
+        f"- **Utility (real vs synthetic, controller side, not DP):** max TVD over Φ = {utility.max_phi_tvd:.4f}; "
+        f"mean TVD over Φ = {sum(m.tvd for m in utility.phi) / len(utility.phi):.4f}"
+        + (f"; max TVD of 2-way tables not in Φ = {max(m.tvd for m in two):.4f}" if two else "")
+    ]
+    if utility_report and utility_report.get("fitness"):
+        fit = utility_report["fitness"]
+        if isinstance(fit, dict):
+            fit = fit.get("statement") or "; ".join(
+                f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
+                for k, v in fit.items()
+                if v and k != "caveats"
+            )
+        util.append(f"- **Fitness statement (utility report):** {fit or 'none stated'}")
+    privacy = (
+        "**no noise** — the statistics are declared public; no DP guarantee"
+        if plan.noise == "none"
+        else f"ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g} (ρ = {plan.rho:.6g} zCDP)"
+    )
+    links = [f"  - {k}: {v}" for k, v in evidence.items()]
+    return "\n".join(
+        [
+            f"## Sign off the release of `{agreement.spec_name}`?",
+            "",
+            f"Proposed by **{proposer}**.",
+            "",
+            f"- **Overall verdict:** **{verdict.upper() if verdict == 'pass' else verdict}**",
+            f"- **Φ:** {'; '.join(' × '.join(c) for c in agreement.cliques)}",
+            f"- **Privacy:** {privacy}",
+            f"- **Release candidate hash (what you approve):** {hash_lines(candidate)}",
+            "- **To approve**, type the first 8 characters of this hash in the form's *Confirm hash* field.",
+            "- **Draft card:** the *Artifacts* tab of this run shows the generator card exactly as it will be "
+            "published (draft-card), the release summary (release-candidate) and the controller-only evidence "
+            "report (evidence-report). On approval the card is published unchanged, with your sign-off appended.",
+            "",
+            "Audit checks (each row; the overall verdict above is the one rule over all of them):",
+            "",
+            *checks,
+            "",
+            *_budget_lines(plan, acct),
+            *util,
+            f"- **Rows:** {utility.synthetic_rows:,} synthetic",
+            "- **Evidence (files on the server, controller side):**",
+            *links,
+            "",
+            "Approving publishes an immutable release whose generator card lists this decision under *Sign-offs*. "
+            "Rejecting ends the run; nothing is released.",
+            *([f"\n> **{note}**"] if note else []),
+        ]
+    )
+
+
+def budget_md(dataset: str, message: str, note: str = "") -> str:
+    return "\n".join(
+        [
+            f"## Privacy budget refused for dataset `{dataset}`",
+            "",
+            message,
+            "",
+            "No noise was drawn. To go on, a data controller raises the lifetime budget in the registry's "
+            "`policy.yaml` and then **approves** here (the measurement is retried once under the new policy); "
+            "**reject** ends the run.",
+            *([f"\n> **{note}**"] if note else []),
+        ]
+    )
+
+
+def existing(paths: dict[str, str | Path | None]) -> dict[str, str]:
+    return {k: str(v) for k, v in paths.items() if v and Path(v).exists()}

@@ -1,0 +1,552 @@
+"""The public generator card ⟨ψ, Φ, G⟩: built from the artifacts, never typed by hand.
+
+The card is the published document, so it holds only what is public or differentially private: Φ and the
+privacy guarantee, ψ's hash, the generator, figures computed from the *noisy* statistics (the synthetic data's
+distance to ψ, the noisy record total) and the verdicts. Everything computed on the confidential data — the real
+record count, distances to the real tables, the audits' figures — goes to the controller's evidence report
+(:mod:`sdgov.reporting.evidence`), which is written beside the run and never published.
+
+:func:`build_card` produces a :class:`Card` (the JSON form); :func:`render` turns it into self-contained HTML and
+Markdown with the Jinja templates in ``cards/``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jinja2 import Environment
+from pydantic import BaseModel, Field
+
+from sdgov import __version__
+from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
+from sdgov.agreement.spec import AgreedSplit, Agreement, Clique
+from sdgov.audits.protocol import AuditReport
+from sdgov.base.model import Strict
+from sdgov.base.svg import pyplot, to_svg
+from sdgov.cards import environment as template_environment
+from sdgov.contracts import StageRecord
+from sdgov.data.schema import Column, Schema
+from sdgov.engines.base import RowFilter
+from sdgov.engines.recordset import RecordSet
+from sdgov.generators.graph import SynthesisGraph, graph_svg, synthesis_graph
+from sdgov.governance.signoff import SignOff
+from sdgov.measurement.marginals import MeasurementSet
+from sdgov.reporting.selection import CardSelection, selection_svg
+from sdgov.reporting.verdict import Verdict, overall_verdict
+from sdgov.synthesis.split import privacy_summary, split_graphs
+
+PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+class PhiEntry(BaseModel):
+    attributes: list[str]
+    plain: str
+    cells: int
+    sigma: float
+    rho: float | None
+    tvd: float | None  # synthetic vs the noisy table ψ (public: post-processing of ψ), never vs the real table
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
+
+
+class Card(Strict):
+    card_version: str = "1"
+    title: str
+    release_id: str
+    created: str
+    agreement_sha256: str
+    psi_sha256: str
+    description: str
+    model_card: dict[str, Any] | None = None  # the spec's model_card: contact, controller, licence, uses, review date
+    dataset: dict[str, Any]
+    attributes: list[dict[str, Any]]
+    phi: list[PhiEntry]
+    not_preserved: list[str]
+    privacy: PrivacyPlan
+    epsilon_pld: (
+        float | None
+    )  # ε of the exact composition of the discrete Gaussians (sdgov.agreement.accounting.epsilon_pld)
+    privacy_statement: str
+    generator: dict[str, Any]
+    synthetic: dict[str, Any]
+    utility_note: str
+    fitness: dict[str, Any] | None = None  # the uses judged fit / partly fit / not fit, without the figures
+    verdict: Verdict  # the one overall verdict (sdgov.reporting.verdict), shown first
+    audit: dict[str, Any]  # each check's name and result (its figures are in the evidence report)
+    audit_sections: dict[str, dict[str, Any]] = {}  # audit check name → its title and verdict
+    signoffs: list[SignOff]
+    provenance: dict[str, Any]
+    ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
+    synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.generators.graph)
+    split: dict[str, Any] | None = None  # a split synthesis: the attribute and each part's codes, rows, Φ and ρ
+    selection: CardSelection | None = None  # how Φ's pairs were selected and reviewed (sdgov.reporting.selection)
+
+
+def ledger_statement(ledger: dict[str, Any] | None) -> str:
+    """The lifetime ledger in words: what this release spent, what was reused, and from which releases."""
+    if ledger is None:
+        return ""
+    reused = [s for s in ledger["statistics"] if s["how"] == "reused"]
+    s = (
+        f"Dataset {ledger['dataset']!r} (content fingerprint {ledger['fingerprint'][:12]}…) had spent "
+        f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
+        f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
+    )
+    if ledger["reused"]:
+        s += " The guarantee above covers all of this release's tables; those reused from earlier draws were paid then."
+    if reused:
+        s += (
+            f" {len(reused)} of its {len(ledger['statistics'])} tables were measured before at the same σ and are "
+            "reused as they were drawn (post-processing: no new noise, no new spend): "
+            + "; ".join(
+                " × ".join(r["attributes"])
+                + f" (drawn {r['measured_at']} in run {(r['measured_in_run'] or '')[:8]}"
+                + (f", released in {', '.join(r['earlier_releases'])}" if r["earlier_releases"] else "")
+                + ")"
+                for r in reused
+            )
+            + "."
+        )
+    rescaled = [s for s in ledger["statistics"] if s.get("other_sigmas")]
+    if rescaled:
+        s += (
+            " Measured before on this dataset at another noise scale, so two measurements that both count in the "
+            "lifetime ρ: "
+            + "; ".join(
+                " × ".join(r["attributes"])
+                + f" (σ = {r['sigma']:.4g} now; before: "
+                + ", ".join(f"σ = {o['sigma']:.4g} on {o['measured_at']}" for o in r["other_sigmas"])
+                + ")"
+                for r in rescaled
+            )
+            + "."
+        )
+    if ledger["earlier_releases_sharing"]:
+        s += (
+            " Earlier releases sharing measurements with this one: "
+            + ", ".join(ledger["earlier_releases_sharing"])
+            + "."
+        )
+    return s
+
+
+def environment() -> dict[str, Any]:
+    pkgs = {}
+    for p in PACKAGES:
+        try:
+            pkgs[p] = version(p)
+        except PackageNotFoundError:
+            pkgs[p] = "not installed"
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": pkgs,
+        "sdgov": __version__,
+        "git_commit": git_commit(),
+    }
+
+
+def git_commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (git unavailable)"
+    if sha.returncode != 0:
+        return "unknown (not a git checkout)"
+    return sha.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+
+
+RELEASED_AS = {
+    "label": "the bin's label (text)",
+    "midpoint": "numbers: the middle of each bin (an open-ended top bin: its lower edge)",
+    "uniform": "numbers drawn uniformly within each bin with the public seed (an open-ended top bin: its lower edge)",
+}
+"""How the card states a numeric column's release rule (``release_as`` in the schema)."""
+
+
+def _categories(col: Column) -> list[str]:
+    if col.kind == "numeric":
+        return col.labels()
+    return [f"{code} = {label}" for code, label in zip(col.codes(), col.labels())]
+
+
+def _plain(clique: Clique, schema: Schema) -> str:
+    if len(clique) == 1:
+        return f"how many people fall in each category of {clique[0]}"
+    return "how many people fall in each combination of " + ", ".join(clique[:-1]) + f" and {clique[-1]}"
+
+
+def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
+    covered = [set(c) for c in agreement.cliques]
+    out = []
+    pairs = [p for p in itertools.combinations(agreement.attributes, 2) if not any(set(p) <= c for c in covered)]
+    if pairs:
+        out.append(
+            "Associations between these pairs were not measured; the synthetic data shows only what the "
+            "measured tables imply (often close to independence): " + "; ".join(f"{a} × {b}" for a, b in pairs) + "."
+        )
+    biggest = max(len(c) for c in agreement.cliques)
+    if len(agreement.attributes) > biggest:
+        out.append(
+            f"No interaction among more than {biggest} attributes at once was measured: higher-order patterns "
+            "(e.g. a three-way interaction) are not preserved beyond what Φ implies."
+        )
+    attached = {c for c, src in schema.derived.items() if src in agreement.attributes}  # lookups: released
+    dropped = [c.name for c in schema.columns if c.name not in agreement.attributes and c.name not in attached]
+    if dropped:
+        out.append("Not released at all (not in the synthetic data): " + ", ".join(dropped) + ".")
+    out.append(
+        "Individual records are not real people; no row can be linked to a respondent, and record-level "
+        "analysis (e.g. small areas, rare combinations) is not supported."
+    )
+    out.append("Every count carries noise: small cells and rare categories are unreliable.")
+    return out
+
+
+def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
+    if plan.noise == "none":
+        return (
+            "NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "
+            "this release carries no differential-privacy guarantee."
+        )
+    s = (
+        f"The agreed statistics were measured with {plan.mechanism}, at ρ = {plan.rho:.6g} in total "
+        f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
+        f"neighbouring datasets that differ by {plan.neighbours} (the zCDP bound: it holds for any ρ-zCDP "
+        "mechanism)."
+    )
+    if plan.selection_rho and plan.selection_method == "aim":
+        s += (
+            f" Φ itself was chosen by private selection (AIM): ρ = {plan.selection_rho:.6g} of that total went to "
+            "AIM's rounds — the exponential mechanism and the Gaussian measurements of the marginals it chose, which "
+            "served the selection only — and the reviewers' noisy scores; the 1-way tables it measured are reused "
+            "here."
+        )
+    elif plan.selection_rho:
+        s += (
+            f" Φ itself was chosen by private selection (MST): ρ = {plan.selection_rho:.6g} of that total went to the "
+            "exponential mechanism and the reviewers' noisy scores; the 1-way tables it measured are reused here."
+        )
+    if eps_pld is not None:
+        s += (
+            f" Composing these discrete Gaussians exactly (privacy-loss-distribution accounting) gives the smaller "
+            f"ε = {eps_pld:.4g} at the same δ: the guarantee these mechanisms actually have."
+        )
+    s += " Everything after measurement is post-processing of the noisy statistics and spends no further budget."
+    if plan.sigma_floor is not None:
+        s += (
+            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (the data controller's policy; ONS small-count rule)"
+            f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
+            f"ε = {plan.floor_max_epsilon:.4g} (zCDP bound)."
+        )
+    return s
+
+
+def epsilon_plain(epsilon: float | None, delta: float | None) -> str:
+    """ε in plain language: how much more likely any outcome can become because one person's record is in the data."""
+    if epsilon is None or delta is None:
+        return "No guarantee: the statistics were published exactly, so nothing limits what they reveal about anyone."
+    factor = math.exp(epsilon)
+    return (
+        f"Whatever anyone concludes from this release, the chance of reaching that conclusion changes by at most a "
+        f"factor of {factor:.3g} (e^ε) whether or not any one person's record was in the data — apart from a "
+        f"probability δ = {delta:.3g} that this fails. So an attacker who gave 50% odds to a fact about someone "
+        f"before could give it at most {100 * factor / (1 + factor):.0f}% after seeing the release."
+    )
+
+
+def noisy_tvd(
+    mset: MeasurementSet, synthetic: RecordSet, split: AgreedSplit | None = None
+) -> dict[tuple[str | None, Clique], float]:
+    """TVD between each synthetic marginal and the noisy measured table ψ (negative noisy counts taken as 0),
+    by (part, marginal): a split part's table against the synthetic records of that part.
+
+    Public: ψ is differentially private and the synthetic data is post-processing of it, so this distance spends
+    no budget and says nothing about the confidential data beyond what ψ already does."""
+
+    def part(name: str | None) -> RowFilter | None:
+        return None if split is None or name is None else (split.attribute, list(split.part(name).cells))
+
+    for name in dict.fromkeys(m.part for m in mset.measurements):  # one grouped count per part
+        synthetic.prefetch([m.clique for m in mset.measurements if m.part == name], part(name))
+    out = {}
+    for m in mset.measurements:
+        noisy = np.clip(m.array().astype(np.float64).ravel(), 0, None)
+        synth = synthetic.table(m.clique, part(m.part)).astype(np.float64).ravel()
+        p, q = noisy / max(noisy.sum(), 1.0), synth / max(synth.sum(), 1.0)
+        out[(m.part, tuple(m.clique))] = round(float(0.5 * np.abs(p - q).sum()), 6)
+    return out
+
+
+def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str, Any]) -> dict[str, Any] | None:
+    """A split synthesis on the card: each part's codes, synthetic rows, Φ and ρ (the parts' ρ add up)."""
+    split = agreement.split
+    if split is None:
+        return None
+    fits = model_info.get("split", {}).get("parts", {})
+    privacy = privacy_summary(plan)
+    return {
+        "attribute": split.attribute,
+        "composition": privacy["composition"],
+        "parts": [
+            {
+                "name": p.name,
+                "codes": p.codes,
+                "rows": fits.get(p.name, {}).get("rows"),
+                "phi": [list(c) for c in p.cliques],
+                "rho": None if plan.noise == "none" else privacy["parts"][p.name]["rho"],
+            }
+            for p in split.parts
+        ],
+    }
+
+
+def public_fitness(report: dict[str, Any] | None, agreement: Agreement) -> dict[str, Any] | None:
+    """The uses the utility report judged fit, partly fit and not fit — the words, not the figures (those were
+    computed on the confidential data and are in the evidence report)."""
+    if report is None:
+        return None
+    verdicts = report["verdicts"]
+    by = {
+        key: [v["use"] for v in verdicts if v["verdict"] == grade]
+        for key, grade in (("fit_for", "fit"), ("partly_fit_for", "partly fit"), ("not_fit_for", "not fit"))
+    }
+    pairs = report["fitness"].get("not_fit_pairs", [])
+    if pairs:
+        by["not_fit_for"].append(
+            "analysing the association between "
+            + "; ".join(" × ".join(p) for p in pairs)
+            + ": these pairs were not in Φ and their association is not preserved"
+        )
+    return {
+        **by,
+        "tasks_assessed": bool(verdicts),
+        "caveats": [
+            "Not fit for anything about individual people: records are not real and cannot be linked to anyone."
+        ],
+        "rules": "The judgements follow the utility report's stated rules; the figures behind them were computed on "
+        "the confidential data and are kept in the data controller's evidence report.",
+    }
+
+
+def public_stages(records: list[StageRecord]) -> list[dict[str, Any]]:
+    """The stages' provenance without the files' sizes (the confidential data's size would tell its record count)."""
+    out = []
+    for r in records:
+        d = r.model_dump()
+        for side in ("inputs", "outputs"):
+            d[side] = [{k: v for k, v in a.items() if k != "bytes"} for a in d[side]]
+        out.append(d)
+    return out
+
+
+def build_card(
+    *,
+    release_id: str,
+    created: str,
+    agreement: Agreement,
+    agreement_sha256: str,
+    schema: Schema,
+    mset: MeasurementSet,
+    psi_sha256: str,
+    plan: PrivacyPlan,
+    model_info: dict[str, Any],
+    synthetic: dict[str, Any],
+    synthetic_codes: RecordSet,
+    audit: AuditReport,
+    signoffs: list[SignOff],
+    records: list[StageRecord],
+    data_info: dict[str, Any],
+    utility_report: dict[str, Any] | None = None,
+    audit_sections: dict[str, dict[str, Any]] | None = None,
+    log_head: dict[str, Any] | None = None,
+    ledger: dict[str, Any] | None = None,
+    model_card: dict[str, Any] | None = None,
+    selection: CardSelection | None = None,
+) -> Card:
+    """The public card. ``audit``, ``audit_sections`` and ``utility_report`` are read only for their verdicts;
+    ``data_info`` for the confidential data's hashes (its record count stays out: the card states ψ's noisy total)."""
+    tvd = noisy_tvd(mset, synthetic_codes, agreement.split)
+    sig = {(m.part, tuple(m.clique)): m for m in plan.marginals}
+    units = (
+        [(None, c) for c in agreement.cliques]
+        if agreement.split is None
+        else [(p.name, c) for p in agreement.split.parts for c in p.cliques]
+    )
+    phi = [
+        PhiEntry(
+            attributes=list(c),
+            plain=_plain(c, schema),
+            cells=schema.cells(c),
+            sigma=sig[u].sigma,
+            rho=None if plan.noise == "none" else sig[u].rho,
+            tvd=tvd.get(u),
+            part=part,
+        )
+        for u in units
+        for part, c in [u]
+    ]
+    attrs = [
+        {
+            "name": a,
+            "description": schema.by_name[a].description,
+            "categories": _categories(schema.by_name[a]),
+            "released_as": RELEASED_AS[schema.by_name[a].rule] if schema.by_name[a].kind == "numeric" else "",
+        }
+        for a in agreement.attributes
+    ]
+    sections = audit_sections or {}
+    eps_pld = epsilon_pld(plan)
+    public_data = {k: v for k, v in data_info.items() if k != "rows"}
+    return Card(
+        title=f"Generator card — {agreement.spec_name}",
+        release_id=release_id,
+        created=created,
+        agreement_sha256=agreement_sha256,
+        psi_sha256=psi_sha256,
+        description=agreement.description,
+        model_card=model_card,
+        dataset={
+            "name": agreement.dataset_name,
+            "schema": schema.name,
+            "source": schema.source,
+            **public_data,
+            "noisy_rows": round(
+                mset.noisy_total()
+                if agreement.split is None
+                else math.fsum(mset.of_part(p.name, p.attributes).noisy_total() for p in agreement.split.parts)
+            ),
+        },
+        attributes=attrs,
+        phi=phi,
+        not_preserved=not_preserved(agreement, schema),
+        privacy=plan,
+        epsilon_pld=eps_pld,
+        privacy_statement=privacy_statement(plan, eps_pld),
+        generator=model_info,
+        synthetic=synthetic,
+        utility_note=(
+            "The distances below compare the synthetic data with the noisy agreed tables ψ, which are public: they "
+            "say how faithfully the generator reproduces what it was given. How the synthetic data compares with "
+            "the confidential data is assessed by the data controller in an evidence report that is not published."
+        ),
+        fitness=public_fitness(utility_report, agreement),
+        verdict=overall_verdict(audit, sections),
+        audit={
+            "checks": [{"name": c.name, "result": check_result(c.passed, c.severity)} for c in audit.checks],
+            "not_run": audit.not_run,
+        },
+        audit_sections={
+            name: {"title": sec.get("title") or name.replace("_", " ").capitalize(), "verdict": sec.get("verdict")}
+            for name, sec in sections.items()
+        },
+        signoffs=signoffs,
+        provenance={
+            "stages": public_stages(records),
+            "environment": environment(),
+            **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log.log_head: the log this release joins
+        },
+        ledger=ledger,
+        synthesis_graphs=split_graphs(agreement.split, model_info["split"]["parts"])
+        if agreement.split is not None
+        else [g]
+        if (g := synthesis_graph(model_info, "the model"))
+        else [],
+        split=split_summary(agreement, plan, model_info),
+        selection=selection,
+    )
+
+
+def check_result(passed: bool, severity: str) -> str:
+    """One word per audit row: ``pass``, ``warning`` (a failed warn check) or ``fail`` (a failed blocking one)."""
+    return "pass" if passed else ("warning" if severity == "warn" else "fail")
+
+
+# ------------------------------------------------------------------------------------------------ render
+
+
+def tvd_plot_svg(phi: list[PhiEntry]) -> str:
+    """Bar chart of each Φ table's TVD to its noisy version ψ (inline SVG, no external file), axis from 0."""
+    plt = pyplot()
+    rows = [(" × ".join(p.attributes), p.tvd or 0.0) for p in phi]
+    fig, ax = plt.subplots(figsize=(7.5, 0.28 * len(rows) + 1.2))
+    ax.barh(range(len(rows)), [r[1] for r in rows], color="#1b7837")
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max([r[1] for r in rows] + [0.01]) * 1.15)
+    ax.set_xlabel("total variation distance, synthetic vs the noisy table ψ (0 = identical)")
+    fig.tight_layout()
+    return to_svg(fig)
+
+
+def _pretty(v: Any) -> str:
+    """Lists of attribute sets as 'A × B; C × D', dicts as 'k: v' — for the generator table."""
+    if isinstance(v, list) and v and all(isinstance(x, list) for x in v):
+        return "; ".join(" × ".join(map(str, x)) for x in v)
+    if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):  # e.g. structural zeros, lookups
+        return "; ".join(_pretty(x) for x in v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {' × '.join(map(str, x)) if isinstance(x, list) else x}" for k, x in v.items())
+    return str(v)
+
+
+def _env() -> Environment:
+    env = template_environment(trim_blocks=True, lstrip_blocks=True)
+    env.filters["short"] = lambda h: (h or "")[:12] + "…" if h else ""
+    env.filters["g"] = lambda x, p=4: "—" if x is None else f"{x:.{p}g}"
+    env.filters["pretty"] = _pretty
+    env.filters["basename"] = lambda p: Path(p).name if p else ""
+    return env
+
+
+SIGNOFF_MARKER = "<!-- sdgov: sign-off section -->\n"
+"""Where the sign-off section starts in card.html and card.md: everything before it is the draft the approver read."""
+
+
+def render(card: Card, *, draft: bool = False) -> dict[str, str]:
+    """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``; ``draft=True``: a notice that sign-off is pending
+    after :data:`SIGNOFF_MARKER` instead of the sign-offs (see :func:`sign_draft`)."""
+    env = _env()
+    ctx = {
+        "c": card,
+        "draft": draft,
+        "plot_svg": tvd_plot_svg(card.phi),
+        "ledger_statement": ledger_statement(card.ledger),
+        "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
+        "graph_svgs": [graph_svg(g) for g in card.synthesis_graphs],
+        "selection_svg": selection_svg(card.selection) if card.selection else "",
+    }
+    return {
+        "card.html": env.get_template("card.html.j2").render(**ctx),
+        "card.md": env.get_template("card.md.j2").render(**ctx),
+        "card.json": card.model_dump_json(indent=2) + "\n",
+    }
+
+
+def draft_part(text: str) -> str:
+    """The part of a rendered card.html / card.md before its sign-off section: what the approver signs off."""
+    return text[: text.index(SIGNOFF_MARKER)]
+
+
+def sign_draft(draft: dict[str, str], signed: Card) -> dict[str, str]:
+    """The published card: the draft's bytes up to the sign-off marker, then the signed card's sign-off section.
+
+    The common part is taken from the draft the approver read, never re-rendered, so nothing in it can differ."""
+    full = render(signed)
+    out = {name: draft_part(draft[name]) + full[name][full[name].index(SIGNOFF_MARKER) :] for name in draft}
+    out["card.json"] = full["card.json"]
+    return out

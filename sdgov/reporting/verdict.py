@@ -1,0 +1,50 @@
+"""The release's one overall verdict — pass, pass with N warnings, or fail — by one rule from every check.
+
+Every row of the audit report counts once: a failed blocking check fails the release, a failed warning check is a
+warning. An audit section (decomposability, privacy evidence) that reports a verdict of its own counts too, so the
+card can never show a green banner above a section that says WARN or FAIL: a section's "warn" with no failed
+warning row of its own adds one warning, its "fail" with no failed blocking row fails the release. The card shows
+this verdict first, with the warnings listed by name; nothing else on the card states a verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from sdgov.audits.protocol import AuditReport
+from sdgov.base.model import Frozen
+
+SECTION_PREFIX = {"privacy_evidence": "privacy: "}
+"""The audit rows a section's own verdict is made of (their names start with this), so they are not counted twice."""
+
+
+class Verdict(Frozen):
+    result: Literal["pass", "fail"]
+    warnings: list[str]  # the names of the checks that warned
+    failures: list[str]  # the names of the checks that failed (any one fails the release)
+
+    @property
+    def label(self) -> str:
+        """``pass``, ``pass with 2 warnings`` or ``fail``: how the card states it."""
+        if self.result == "fail":
+            return "fail"
+        n = len(self.warnings)
+        return "pass" if n == 0 else f"pass with {n} warning{'s' if n != 1 else ''}"
+
+
+def overall_verdict(audit: AuditReport, sections: dict[str, dict[str, Any]] | None = None) -> Verdict:
+    """The one verdict of a release from its audit rows and its audit sections' own verdicts."""
+    failures = [c.name for c in audit.checks if not c.passed and c.severity == "block"]
+    warnings = [c.name for c in audit.checks if not c.passed and c.severity == "warn"]
+    if audit.verdict == "fail" and not failures:  # the audit stage's own verdict always counts
+        failures.append("audit")
+    for name, section in (sections or {}).items():
+        level = section.get("verdict")
+        prefix = SECTION_PREFIX.get(name)
+        own = [c for c in audit.checks if prefix and c.name.startswith(prefix)]
+        title = section.get("title") or name.replace("_", " ")
+        if level == "fail" and not any(not c.passed and c.severity == "block" for c in own):
+            failures.append(title)
+        elif level == "warn" and not any(not c.passed for c in own):
+            warnings.append(title)
+    return Verdict(result="fail" if failures else "pass", warnings=warnings, failures=failures)
