@@ -157,3 +157,97 @@ def test_the_core_never_imports_flows_or_stages() -> None:
     graph = import_graph()
     bad = sorted(f"{m} → {t}" for m in graph if _is_core(m) for t in graph[m] if _is_orchestration(t))
     assert bad == [], "core importing flows/tasks:\n" + "\n".join(bad)
+
+
+# The floors of the core, bottom to top: a room may import only the rooms it lists (and itself). Every core
+# module belongs to exactly one room; a module that fits none fails ``test_every_core_module_has_a_room``.
+# ``sdgov`` (the package face, ``__version__``) may be imported by anyone and imports nothing.
+ROOMS: dict[str, set[str]] = {
+    "base": set(),
+    "data": {"base"},
+    "identity": {"base"},
+    "engines": {"data", "base"},
+    "generators": {"data", "base"},
+    "agreement": {"generators", "data", "base"},
+    "registry": {"identity", "base"},
+    "governance": {"registry", "agreement", "generators", "identity", "data", "base"},
+    "contracts": {"governance", "agreement", "base"},
+    "measurement": {
+        "contracts",
+        "governance",
+        "registry",
+        "agreement",
+        "generators",
+        "engines",
+        "identity",
+        "data",
+        "base",
+    },
+    "artifacts": {"measurement", "contracts", "governance", "registry", "agreement", "engines", "data", "base"},
+    "synthesis": {"artifacts", "measurement", "contracts", "generators", "agreement", "engines", "data", "base"},
+    "audits": {"artifacts", "measurement", "contracts", "generators", "agreement", "engines", "data", "base"},
+    "utility": {"agreement", "engines", "data", "base", "cards"},
+    "reporting": {
+        "utility",
+        "audits",
+        "synthesis",
+        "artifacts",
+        "measurement",
+        "contracts",
+        "governance",
+        "registry",
+        "agreement",
+        "generators",
+        "engines",
+        "identity",
+        "data",
+        "base",
+        "cards",
+    },
+    "intake": {
+        "audits",
+        "synthesis",
+        "measurement",
+        "governance",
+        "registry",
+        "agreement",
+        "engines",
+        "generators",
+        "identity",
+        "data",
+        "base",
+    },
+    "demo": {"governance", "registry", "identity", "agreement", "data", "base"},
+    "cards": set(),
+}
+
+
+def room_of(module: str) -> str | None:
+    """The room a core module lives in: its first name under ``sdgov`` (``sdgov.registry.log`` → ``registry``)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "sdgov"
+    return parts[1] if parts[1] in ROOMS else None
+
+
+def test_every_core_module_has_a_room() -> None:
+    homeless = sorted(m for m in import_graph() if not _is_orchestration(m) and room_of(m) is None)
+    assert homeless == [], "core modules outside every room (add them to a room or to ROOMS):\n" + "\n".join(homeless)
+
+
+def test_the_room_table_has_no_cycles() -> None:
+    assert cycles({room: set(below) for room, below in ROOMS.items()}) == []
+
+
+def test_rooms_import_only_downward() -> None:
+    graph = import_graph()
+    bad = []
+    for module, targets in graph.items():
+        room = room_of(module)
+        if _is_orchestration(module) or room in (None, "sdgov"):
+            continue
+        for target in targets:
+            other = room_of(target)
+            if other not in (room, "sdgov", None) and other not in ROOMS[room]:
+                bad.append(f"{module} ({room}) → {target} ({other})")
+    assert bad == [], "imports that go up or sideways between rooms:\n" + "\n".join(sorted(bad))
