@@ -1,6 +1,6 @@
 """Application 3's decomposability audit (K = 10) end to end, before and after, in one run (issue 13's < 2 min).
 
-    python benchmarks/bench_decomposability_speed.py --baseline /work/main [--repeats 1] [--out FILE]
+    python benchmarks/bench_decomposability_speed.py --baseline ../baseline-checkout [--repeats 1] [--out FILE]
 
 Runs the same command line (``sdgov audit decomposability`` on ``examples/census2011/app3.yaml``, the honest IPF
 at 30 iterations, every fit refitted — no ``memo`` —, 2 fit processes, no positive control) with the baseline

@@ -15,7 +15,7 @@ and bit-identical int64 marginals.
 Per stage it records wall seconds and CPU seconds (this process and every child process, so the Dask workers
 count too; on a shared machine CPU seconds are the figure to compare). ``--partition-mb`` / ``--partition-rows``
 set Dask's partition sizes so a small N is still cut into several partitions. Needs
-/work/shared/data/census2011_teaching_50k.csv.
+../shared/data/census2011_teaching_50k.csv.
 """
 
 from __future__ import annotations

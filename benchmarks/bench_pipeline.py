@@ -46,7 +46,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "examples" / "census2011" / "app3.yaml"
-DATA = Path("/work/shared/data/census2011_teaching_50k.csv")
+DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 
 FULL = {"measure_rows": [50_000, 500_000, 5_000_000], "sample_rows": [1_000_000, 10_000_000]}
 QUICK = {"measure_rows": [50_000, 200_000], "sample_rows": [200_000, 1_000_000], "iterations": 50}
@@ -141,7 +141,7 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
 
     from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.spec import load_spec
-    from sdgov.data.schema import encode, read_csv_strict
+    from sdgov.data.encoding import encode, read_csv_strict
     from sdgov.measurement.marginals import measure
 
     loaded = load_spec(SPEC)

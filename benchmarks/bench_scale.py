@@ -54,7 +54,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SPEC = REPO / "examples" / "census2011" / "app3.yaml"
-EXTRACT = Path("/work/shared/data/census2011_teaching_50k.csv")
+EXTRACT = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 
 
 def _peak() -> int:
@@ -68,8 +68,8 @@ def worker_measure(mode: str, path: str) -> dict[str, object]:
 
     loaded = load_spec(SPEC)
     schema, cliques = loaded.schema_, loaded.agreement.cliques
+    from sdgov.data.encoding import encode, read_csv_strict
     from sdgov.data.fingerprint import fingerprint
-    from sdgov.data.schema import encode, read_csv_strict
     from sdgov.measurement.marginals import marginal_counts
 
     src = Path(path)

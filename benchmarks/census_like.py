@@ -26,19 +26,20 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.data.schema import decode, load_schema  # noqa: E402
+from sdgov.data.encoding import decode  # noqa: E402
+from sdgov.data.schema import load_schema  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 
 SCHEMA = REPO / "examples" / "census2011" / "schema.yaml"
-EXTRACT = Path("/work/shared/data/census2011_teaching_50k.csv")
+EXTRACT = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"  # the default; --extract FILE
 CHUNK = 1_000_000
 REDRAWN = 2  # attributes redrawn per record
 
 
-def perturbed_chunks(rows: int, seed: int, chunk: int = CHUNK):
+def perturbed_chunks(rows: int, seed: int, chunk: int = CHUNK, extract: Path = EXTRACT):
     """Yield (first person id, encoded chunk as {column: int32 array}) until ``rows`` records are made."""
     schema = load_schema(SCHEMA)
-    codes = load_encoded(EXTRACT, schema)
+    codes = load_encoded(extract, schema)
     names = schema.names
     real = codes[names].to_numpy(np.int64)
     sizes = tuple(schema.by_name[n].size for n in names)
@@ -59,12 +60,12 @@ def perturbed_chunks(rows: int, seed: int, chunk: int = CHUNK):
         done += n
 
 
-def write(rows: int, seed: int, csv: Path | None, parquet: Path | None) -> dict[str, float]:
+def write(rows: int, seed: int, csv: Path | None, parquet: Path | None, extract: Path = EXTRACT) -> dict[str, float]:
     schema = load_schema(SCHEMA)
     t0 = time.perf_counter()
     csv_writer = pq_writer = None
     try:
-        for first, enc in perturbed_chunks(rows, seed):
+        for first, enc in perturbed_chunks(rows, seed, extract=extract):
             df = decode(enc, schema)
             df.insert(0, "Person ID", np.arange(first, first + len(df), dtype=np.int64) + 10_000_000)
             table = pa.Table.from_pandas(df, preserve_index=False)
@@ -90,8 +91,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--csv", type=Path)
     ap.add_argument("--parquet", type=Path)
+    ap.add_argument("--extract", type=Path, default=EXTRACT, help="the census extract (default: ../shared/data)")
     args = ap.parse_args()
-    print(write(args.rows, args.seed, args.csv, args.parquet))
+    print(write(args.rows, args.seed, args.csv, args.parquet, args.extract))
 
 
 if __name__ == "__main__":

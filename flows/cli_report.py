@@ -25,7 +25,7 @@ def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFr
     """Read and encode a released synthetic file; refuses (DataError) a file that does not match the schema."""
     import pandas as pd
 
-    from sdgov.data.schema import encode, read_csv_strict
+    from sdgov.data.encoding import encode, read_csv_strict
 
     p = Path(path)
     if not p.is_file():

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sdgov.data.schema import Schema, decode
+from sdgov.data.encoding import decode
+from sdgov.data.schema import Schema
 
 SEED = 20111121
 PARENTS: dict[str, list[str]] = {

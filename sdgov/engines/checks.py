@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from sdgov.base.errors import DataError
-from sdgov.data.schema import Column, Schema, encode_distinct
+from sdgov.data.encoding import encode_distinct
+from sdgov.data.schema import Column, Schema
 from sdgov.data.structures import LookupIndex
 
 Distinct = dict[str, tuple[list[str | None], np.ndarray]]

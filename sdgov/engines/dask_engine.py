@@ -46,9 +46,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdgov.base.errors import DataError, SpecError, shorten
+from sdgov.data.encoding import check_file_columns, encode_distinct, first_non_utf8_line
 from sdgov.data.fingerprint import columns as fingerprint_columns
 from sdgov.data.fingerprint import fingerprint_of_groups, packs
-from sdgov.data.schema import Clique, Schema, check_file_columns, encode_distinct, first_non_utf8_line
+from sdgov.data.schema import Clique, Schema
 from sdgov.engines.base import Encoded, RowFilter
 from sdgov.engines.checks import Distinct, lookup_problem, refuse, undeclared_values
 from sdgov.engines.duckdb_engine import source_columns

@@ -28,17 +28,9 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from sdgov.base.errors import DataError, shorten
+from sdgov.data.encoding import check_file_columns, csv_header, encode_distinct, first_non_utf8_line
 from sdgov.data.fingerprint import columns, fingerprint_of_groups, packs
-from sdgov.data.schema import (
-    Clique,
-    Column,
-    Schema,
-    check_file_columns,
-    csv_header,
-    encode_distinct,
-    first_non_utf8_line,
-    nfc,
-)
+from sdgov.data.schema import Clique, Column, Schema, nfc
 from sdgov.engines.base import Encoded, RowFilter
 from sdgov.engines.checks import lookup_problem, refuse, undeclared_values
 

@@ -37,7 +37,8 @@ import pandas as pd
 
 from sdgov.agreement.spec import MAX_ROWS, Agreement, LoadedSpec
 from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
-from sdgov.data.schema import Schema, encode
+from sdgov.data.encoding import encode
+from sdgov.data.schema import Schema
 
 if TYPE_CHECKING:
     from sdgov.agreement.accounting import PrivacyPlan

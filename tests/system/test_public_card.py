@@ -91,7 +91,8 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(relea
 def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> None:
     """No figure of the evidence report in the published card, except public ones; the evidence is not published."""
     from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
-    from sdgov.data.schema import encode, load_schema
+    from sdgov.data.encoding import encode
+    from sdgov.data.schema import load_schema
     from sdgov.engines.recordset import FrameRecords
     from sdgov.measurement.marginals import MeasurementSet
     from sdgov.reporting.card import noisy_tvd

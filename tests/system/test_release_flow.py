@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from sdgov.agreement.accounting import epsilon_of_rho
-from sdgov.data.schema import encode, load_schema
+from sdgov.data.encoding import encode
+from sdgov.data.schema import load_schema
 from sdgov.flows.cli import main
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry

@@ -15,8 +15,9 @@ import pytest
 
 from sdgov.agreement.spec import load_spec
 from sdgov.base.errors import DataError
+from sdgov.data.encoding import encode, read_csv_strict
 from sdgov.data.fingerprint import fingerprint
-from sdgov.data.schema import Schema, encode, read_csv_strict
+from sdgov.data.schema import Schema
 from sdgov.engines import engine, load_encoded
 from sdgov.measurement.marginals import marginal_counts
 from tests.conftest import REPO

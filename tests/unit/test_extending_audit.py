@@ -15,7 +15,8 @@ import pytest
 from sdgov.audits.generator_protocol import weighted_marginal
 from sdgov.audits.protocol import AuditContext
 from sdgov.audits.run import run_audits
-from sdgov.data.schema import decode, load_schema
+from sdgov.data.encoding import decode
+from sdgov.data.schema import load_schema
 from sdgov.measurement.marginals import Measurement, MeasurementSet
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
@@ -85,7 +86,7 @@ def demo():
 
     schema = load_schema(inputs() / "schema.yaml")
     codes = generate(schema, 3000)
-    from sdgov.data.schema import encode
+    from sdgov.data.encoding import encode
 
     return schema, encode(codes, schema)
 

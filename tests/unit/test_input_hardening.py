@@ -19,7 +19,8 @@ import yaml
 
 from sdgov.base.errors import MAX_LINE, DataError, PreflightError, SchemaError, SpecError
 from sdgov.base.loading import parse_yaml
-from sdgov.data.schema import Schema, encode, load_schema
+from sdgov.data.encoding import encode
+from sdgov.data.schema import Schema, load_schema
 from sdgov.engines import load_encoded
 from sdgov.flows.cli import main
 from sdgov.generators.registry import GENERATORS

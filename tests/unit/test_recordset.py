@@ -13,7 +13,8 @@ from scipy.stats import spearmanr
 
 from sdgov.agreement.spec import load_spec
 from sdgov.base.errors import DataError
-from sdgov.data.schema import encode, load_schema
+from sdgov.data.encoding import encode
+from sdgov.data.schema import load_schema
 from sdgov.engines import load_encoded
 from sdgov.engines.duckdb_engine import DuckDBEngine
 from sdgov.engines.recordset import FrameRecords, ParquetRecords, read_sample

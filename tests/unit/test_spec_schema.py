@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdgov.agreement.spec import ReleaseSpec, resolve
-from sdgov.data.schema import Category, Column, Schema, decode, encode
+from sdgov.data.encoding import decode, encode
+from sdgov.data.schema import Category, Column, Schema
 
 SCHEMA = Schema(
     name="t",

@@ -273,7 +273,7 @@ def test_rows_follow_the_noisy_part_totals_and_add_up():
 
 
 def test_decoding_derives_a_lookup_column_from_its_source():
-    from sdgov.data.schema import decode
+    from sdgov.data.encoding import decode
 
     schema = Schema.model_validate(schema_dict())
     cells = {

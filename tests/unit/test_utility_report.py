@@ -18,7 +18,7 @@ import yaml
 from sdgov.agreement.sections.tasks import ClassifierTask, GapTask, RegressionTask, TableTask
 from sdgov.agreement.spec import load_spec
 from sdgov.base.errors import SpecError
-from sdgov.data.schema import decode
+from sdgov.data.encoding import decode
 from sdgov.engines import load_encoded
 from sdgov.engines.recordset import FrameRecords
 from sdgov.utility import bivariate, distinguish, univariate, wasserstein
