@@ -8,7 +8,8 @@ Measures, in one run, on the ONS 2011 census teaching file and the App 3 agreeme
 
 1. **Measurement throughput** (rows/s) at 50k, 500k and 5M rows (the census rows replicated in memory):
    ``sdgov.data.schema.encode`` of the text DataFrame (all schema columns, as the measure stage does), and
-   ``sdgov.measurement.marginals.measure`` (exact marginal counts + OpenDP discrete Gaussian noise), separately and
+   ``sdgov.measurement.marginals.measure_agreement`` (exact marginal counts + OpenDP discrete Gaussian noise),
+   separately and
    together.
 2. **Model fit time** of ``sdgov.generators.pgm_mbi.fit_pgm`` for App 3: *cold* (first fit in a fresh process,
    JAX JIT included) and *warm* (second fit in the same process).
@@ -142,7 +143,7 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
     from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.spec import load_spec
     from sdgov.data.encoding import encode, read_csv_strict
-    from sdgov.measurement.marginals import measure
+    from sdgov.measurement.marginals import measure_agreement
 
     loaded = load_spec(SPEC)
     schema, agreement = loaded.schema_, loaded.agreement
@@ -161,7 +162,7 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
             t0 = time.perf_counter()
             codes = encode(df, schema, where="benchmark")
             t1 = time.perf_counter()
-            mset = measure(codes, schema, agreement, plan, dataset_fingerprint="benchmark")
+            mset = measure_agreement(codes, schema, agreement, plan, dataset_fingerprint="benchmark")
             t2 = time.perf_counter()
             t_enc.append(t1 - t0)
             t_meas.append(t2 - t1)

@@ -524,13 +524,13 @@ def main() -> None:
         from sdgov.agreement.spec import load_spec
         from sdgov.engines import load_encoded
         from sdgov.generators.pgm_mbi import fit_pgm
-        from sdgov.measurement.marginals import measure
+        from sdgov.measurement.marginals import measure_agreement
 
         loaded = load_spec(SPEC)
         ag = loaded.agreement
         codes = load_encoded(EXTRACT, loaded.schema_)
         plan = plan_privacy(ag.privacy, ag.cliques, len(codes))
-        mset = measure(codes, loaded.schema_, ag, plan, "bench")
+        mset = measure_agreement(codes, loaded.schema_, ag, plan, "bench")
         model = fit_pgm(mset, ag.generator.model_copy(update={"iterations": 300}))
         with tempfile.TemporaryDirectory(prefix="bench-model-") as tmp:
             mp = Path(tmp) / "model.pkl"

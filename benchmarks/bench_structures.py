@@ -35,7 +35,7 @@ from sdgov.data.schema import Schema  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators.registry import generator  # noqa: E402
 from sdgov.generators.sampler import sample_to_parquet  # noqa: E402
-from sdgov.measurement.marginals import measure  # noqa: E402
+from sdgov.measurement.marginals import measure_agreement  # noqa: E402
 
 APP3 = ["Health", "Hours worked per week", "Age", "Marital Status", "Occupation", "Industry", "Region"]
 ZEROS = {"Hours worked per week": [1, 2, 3, 4], "Occupation": list(range(1, 10)), "Industry": list(range(1, 13))}
@@ -88,7 +88,7 @@ def main() -> None:
         }
     )
     ag = resolve(spec, schema)
-    mset = measure(codes, schema, ag, plan_privacy(ag.privacy, ag.cliques, len(codes)), "bench")
+    mset = measure_agreement(codes, schema, ag, plan_privacy(ag.privacy, ag.cliques, len(codes)), "bench")
     zeros = schema.zero_cells()
     plugin = generator("pgm")
     plain = schema.model_copy(update={"lookups": [], "structural_zeros": []})

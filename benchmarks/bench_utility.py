@@ -36,7 +36,7 @@ from sdgov.agreement.spec import GeneratorSpec, KWay, PhiSpec, PrivacySpec, load
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
 from sdgov.generators.sampler import iter_chunks  # noqa: E402
-from sdgov.measurement.marginals import measure  # noqa: E402
+from sdgov.measurement.marginals import measure_agreement  # noqa: E402
 from sdgov.utility import tasks as T  # noqa: E402
 from sdgov.utility.report import ReportSettings, build_report, write_report  # noqa: E402
 
@@ -66,7 +66,7 @@ def synthesize(
     s = spec.model_copy(update=update)
     agreement = resolve(s, schema)
     plan = plan_privacy(agreement.privacy, agreement.cliques, len(real))
-    mset = measure(real, schema, agreement, plan, "benchmark")
+    mset = measure_agreement(real, schema, agreement, plan, "benchmark")
     model = registry.generator(agreement.generator.name).fit(mset, agreement.generator)
     data = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, len(real), seed)], ignore_index=True)
     return data, time.perf_counter() - t0

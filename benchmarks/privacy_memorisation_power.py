@@ -10,7 +10,7 @@ from sdgov.agreement.sections.privacy_risk import RiskPolicy
 from sdgov.agreement.spec import load_spec
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit
-from sdgov.audits.privacy.policy import evaluate
+from sdgov.audits.privacy.policy import apply_policy
 from sdgov.data.schema import load_encoded
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ rows = []
 for seed in range(seeds):
     t = time.time()
     r = memorisation_audit(ref, codes[attrs].to_numpy(), 30, 10_000, K, seed, 0.95, (0.99, 0.999))
-    (check,) = evaluate(
+    (check,) = apply_policy(
         RiskPolicy(),
         claimed_epsilon=None,
         epsilon_lower=None,

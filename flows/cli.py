@@ -32,7 +32,7 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], human: str) -> None
 
 def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
     from sdgov.governance.controller import check_controller_files
-    from sdgov.governance.policy import preflight
+    from sdgov.governance.policy import check_plan_allowed
     from sdgov.governance.standing import agreement_signoffs
     from sdgov.intake.inputs import check_inputs
     from sdgov.registry.log import Registry
@@ -42,7 +42,7 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     checked = check_inputs(args.spec, args.approvals, args.data, root=root)  # fail fast, before the orchestrator
     ag, data = checked.loaded.agreement, checked.data
     agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(root))
-    preflight(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
+    check_plan_allowed(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
     if api_starting is not None:
         api_starting.join()  # the flow must find the server up, not half-started
     else:
@@ -230,7 +230,7 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok')."""
     from sdgov.registry import checkpoint
 
-    cp = checkpoint.load(args.checkpoint) if args.checkpoint else None
+    cp = checkpoint.load_checkpoint(args.checkpoint) if args.checkpoint else None
     anchored = checkpoint.problems(reg, cp) if cp is not None else []
     if cp is not None and not reg.is_registry():
         problems = anchored  # wiped: the checkpoint says what was there

@@ -124,7 +124,7 @@ def _wait_forwarding_signals(proc: subprocess.Popen) -> int:
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
-    from sdgov.governance.policy import preflight
+    from sdgov.governance.policy import check_plan_allowed
     from sdgov.intake.inputs import check_proposal
     from sdgov.registry.log import Registry
 
@@ -138,7 +138,9 @@ def cmd_propose(args: argparse.Namespace) -> int:
     root = Registry(args.root).root.resolve()
     checked = check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
     ag = checked.loaded.agreement
-    preflight(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)  # the controller's policy
+    check_plan_allowed(
+        root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows
+    )  # the controller's policy
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
@@ -196,7 +198,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
 
     from sdgov.flows.phi_review import phi_review_flow
     from sdgov.flows.refusals import quiet_refusals
-    from sdgov.governance.policy import preflight
+    from sdgov.governance.policy import check_plan_allowed
     from sdgov.intake.inputs import check_proposal
     from sdgov.measurement.selection.store import check_draft
     from sdgov.registry.log import Registry
@@ -206,7 +208,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
     checked = check_proposal(args.spec, root, args.who, args.data)
     ag = checked.loaded.agreement
     check_draft(ag, args.spec)
-    preflight(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
+    check_plan_allowed(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
     quiet_refusals()
     try:
         out = phi_review_flow(
@@ -354,7 +356,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     from sdgov.base.clock import utcnow
     from sdgov.governance.approvers import REQUIRED_ROLE, Challenge, check_decision
     from sdgov.governance.controller import controller_approvers
-    from sdgov.identity.statements import SignOffStatement, encode
+    from sdgov.identity.statements import SignOffStatement, encode_statement
     from sdgov.registry.log import Registry
 
     if p["subject"] not in REQUIRED_ROLE:
@@ -365,7 +367,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
         )
     challenge = Challenge(**{k: p[k] for k in ("registry_id", "run_id", "nonce", "subject", "sha256")})
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
-    token = encode(stmt, args.key)
+    token = encode_statement(stmt, args.key)
     # the same check the flow makes after resuming: refused here, the run is never resumed (stays paused)
     check_decision(
         controller_approvers(Registry(p["registry"])),
@@ -578,12 +580,12 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 def cmd_trail(args: argparse.Namespace) -> int:
     from sdgov.registry.log import Registry
-    from sdgov.registry.trail import render_html, render_text, to_prov, trail, write
+    from sdgov.registry.trail import render_text, render_trail_html, to_prov, trail, write
 
     t = trail(Registry(args.root), args.dataset)
     written = {}
     if args.html:
-        written["html"] = str(write(args.html, render_html(t)))
+        written["html"] = str(write(args.html, render_trail_html(t)))
     if args.prov:
         written["prov"] = str(write(args.prov, json.dumps(to_prov(t), indent=2, ensure_ascii=False) + "\n"))
     _emit(args, {**t, "written": written}, render_text(t) + "".join(f"\nwrote {k}: {v}" for k, v in written.items()))

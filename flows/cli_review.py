@@ -38,7 +38,7 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
     from sdgov.base.clock import utcnow
     from sdgov.governance.approvers import Challenge
     from sdgov.governance.controller import controller_approvers
-    from sdgov.identity.statements import SignOffStatement, encode
+    from sdgov.identity.statements import SignOffStatement, encode_statement
     from sdgov.measurement.selection.review import DECISION, SUBJECT, check_reviewer, review_sha256
     from sdgov.registry.log import Registry
 
@@ -55,7 +55,7 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
         subject=SUBJECT,
         sha256=review_sha256(review),
     )
-    token = encode(
+    token = encode_statement(
         SignOffStatement(**challenge.model_dump(), decision=DECISION, approver=args.who, time=utcnow()), args.key
     )
     check_reviewer(controller_approvers(Registry(p["registry"])), review, challenge, token)

@@ -54,7 +54,7 @@ from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_
 from sdgov.governance import ledger
 from sdgov.governance.approvers import ApprovalRefused, Challenge, check_decision
 from sdgov.governance.controller import check_controller_files, controller_approvers, load_config, registry_id
-from sdgov.governance.policy import preflight
+from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import load_approvals
 from sdgov.identity.names import same_person
@@ -393,7 +393,7 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
         standing = None
     sha = agreed.agreement_sha256
     agreement = load_agreement(agreed.agreement)
-    plan = preflight(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
+    plan = check_plan_allowed(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
     signoffs = list(agreed.signoffs)
 
     def acct():

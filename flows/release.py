@@ -19,7 +19,7 @@ from sdgov.governance.controller import check_controller_files
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff
 from sdgov.registry.log import Registry
-from sdgov.reporting.publish import Candidate
+from sdgov.reporting.publish import ReleaseCandidate
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.audit import audit
 from sdgov.tasks.draft_card import draft_card, summary_artifact
@@ -34,7 +34,7 @@ def new_run_id() -> str:
     return str(rid).replace("-", "") if rid else uuid.uuid4().hex
 
 
-def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
+def evaluate(agreed: Agreed, measured: Measured) -> ReleaseCandidate:
     """generate → audit → utility → draft card: everything between the noisy marginals and the release decision.
 
     The draft card is the card as it will be published, less the sign-offs: the approver reads it before deciding
@@ -55,7 +55,9 @@ def evaluate(agreed: Agreed, measured: Measured) -> Candidate:
     audited = audit(agreed, measured, generated)
     utility = utility_report(agreed, generated)
     drafted = draft_card(agreed, measured, generated, audited, utility)
-    candidate = Candidate(measured=measured, generated=generated, audited=audited, utility=utility, draft=drafted)
+    candidate = ReleaseCandidate(
+        measured=measured, generated=generated, audited=audited, utility=utility, draft=drafted
+    )
     summary_artifact(candidate)
     return candidate
 
@@ -78,7 +80,7 @@ def standing_release_signoff(
     return s
 
 
-def publish(agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+def publish(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
     result = release(agreed, candidate, signoffs, registry_root)
     get_run_logger().info("released %s → %s", result.release_id, result.card_html)
     return result

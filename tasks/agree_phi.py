@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
-from sdgov.governance.policy import preflight
+from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.standing import agreement_signoffs
 from sdgov.intake.inputs import check_inputs
 from sdgov.registry.log import Registry
@@ -27,7 +27,7 @@ def agree_phi(
     with stage("agree_phi", VERSION) as rec:
         checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
         ag, data = checked.loaded.agreement, checked.data
-        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
+        check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         signoffs = agreement_signoffs(
             checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(registry_root)
         )

@@ -19,7 +19,7 @@ from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
 from sdgov.reporting.draft import Drafted, audit_sections, write_draft
-from sdgov.reporting.publish import Candidate
+from sdgov.reporting.publish import ReleaseCandidate
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.common import logger, stage
 
@@ -94,7 +94,7 @@ def _card_artifacts(drafted: Drafted) -> None:
     logger().info("draft card of release %s: %s", drafted.release_id, drafted.card_html.path)
 
 
-def summary_artifact(candidate: Candidate) -> None:
+def summary_artifact(candidate: ReleaseCandidate) -> None:
     """Φ, ε/δ, the overall verdict and the full candidate hash, as a table artifact on the flow run."""
     plan = PrivacyPlan.model_validate_json(candidate.measured.privacy_plan.verified().read_bytes())
     audit = AuditReport.model_validate_json(candidate.audited.report.verified().read_bytes())

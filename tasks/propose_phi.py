@@ -18,7 +18,7 @@ from sdgov.artifacts import write_agreement
 from sdgov.base.clock import utcnow
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.governance.controller import APPROVERS, controller_files
-from sdgov.governance.policy import preflight
+from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
 from sdgov.intake.inputs import check_proposal
 from sdgov.registry.log import Registry
@@ -35,7 +35,7 @@ def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, 
         checked = check_proposal(spec_path, registry_root, proposer, data_path)
         approvers_path = controller_files(Registry(registry_root))[APPROVERS]
         ag, data = checked.loaded.agreement, checked.data
-        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
+        check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers = checked.proposer, ArtifactRef.of("approvers", approvers_path)
         Registry(registry_root).append(

@@ -1,7 +1,8 @@
 """Stage 6 — release: build the generator card from the artifacts and publish one immutable release.
 
 Runs only after a passing audit and a release sign-off bound to the candidate's hash
-(:attr:`sdgov.reporting.publish.Candidate.sha256`): :func:`sdgov.reporting.publish.check_releasable` refuses anything
+(:attr:`sdgov.reporting.publish.ReleaseCandidate.sha256`): :func:`sdgov.reporting.publish.check_releasable` refuses
+anything
 else.
 """
 
@@ -13,14 +14,14 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.contracts import Agreed, ReleaseResult
 from sdgov.governance.signoff import SignOff
 from sdgov.registry.log import Registry
-from sdgov.reporting.publish import Candidate, check_releasable, publish_release
+from sdgov.reporting.publish import ReleaseCandidate, check_releasable, publish_release
 from sdgov.tasks.common import stage
 
 VERSION = "1.1.0"
 
 
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
-def release(agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+def release(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
     registry = Registry(registry_root)
     check_releasable(registry, agreed, candidate, signoffs)
     with stage("release", VERSION):

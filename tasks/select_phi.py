@@ -19,7 +19,7 @@ from sdgov.base.atomic import atomic_write_bytes
 from sdgov.base.hashing import write_json
 from sdgov.contracts import ArtifactRef
 from sdgov.governance.controller import APPROVERS, controller_files
-from sdgov.governance.policy import preflight
+from sdgov.governance.policy import check_plan_allowed
 from sdgov.intake.inputs import check_proposal
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import SelectionRecord
@@ -77,7 +77,7 @@ def select_phi(
         checked = check_proposal(spec_path, registry_root, proposer, data_path)
         ag, data = checked.loaded.agreement, checked.data
         check_draft(ag, spec_path, method)
-        preflight(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)
+        check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)
         files = write_agreement(registry_root, run_id, checked.loaded, data)
         approvers = ArtifactRef.of("approvers", controller_files(Registry(registry_root))[APPROVERS])
         agreed = files.agreed(approvers, [], rec.record())

@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 
 from sdgov.base.errors import SdgovError
+from sdgov.data.schema import Clique
 from sdgov.data.tables import contingency_table
 
-Clique = tuple[str, ...]
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 

@@ -2,7 +2,7 @@
 
 Import paths (pass them to ``sdgov audit decomposability --generator``):
 
-``sdgov.audits.generators:honest_pgm``        the pipeline's Private-PGM (:func:`sdgov.generators.pgm.fit_pgm`) on Φ
+``sdgov.audits.generators:honest_pgm``        the pipeline's Private-PGM (:func:`sdgov.generators.pgm_mbi.fit_pgm`) on Φ
 ``sdgov.audits.generators:honest_ipf``        the pipeline's IPF (:func:`sdgov.generators.ipf.fit_ipf`) on Φ
 ``sdgov.audits.generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
 ``sdgov.audits.generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
@@ -51,7 +51,8 @@ import numpy as np
 import pandas as pd
 
 from sdgov.agreement.spec import GeneratorSpec
-from sdgov.audits.generator_protocol import AuditError, Clique, weighted_marginal
+from sdgov.audits.generator_protocol import AuditError, weighted_marginal
+from sdgov.data.schema import Clique
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.registry import GENERATORS, generator
 from sdgov.generators.sampler import iter_chunks

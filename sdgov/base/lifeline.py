@@ -25,7 +25,7 @@ def _watch(fd: int) -> None:
     threading.Timer(GRACE_S, os._exit, args=(0,)).start()
 
 
-def main(argv: list[str]) -> None:
+def run_tethered(argv: list[str]) -> None:
     fd, module, args = int(argv[0]), argv[1], argv[2:]
     threading.Thread(target=_watch, args=(fd,), name="lifeline", daemon=True).start()
     sys.argv = [module, *args]
@@ -33,4 +33,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_tethered(sys.argv[1:])

@@ -32,7 +32,7 @@ def _cpt(rng: np.random.Generator, parent_sizes: list[int], k: int, concentratio
     return rng.dirichlet(np.full(k, concentration), size=int(np.prod(parent_sizes, dtype=int)))
 
 
-def generate(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
+def demo_records(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     sizes = schema.domain()
     codes: dict[str, np.ndarray] = {}
@@ -57,6 +57,6 @@ def generate(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
 def write_demo_data(schema: Schema, path: Path, rows: int = 20000) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    generate(schema, rows).to_csv(tmp, index=False)
+    demo_records(schema, rows).to_csv(tmp, index=False)
     tmp.replace(path)
     return path

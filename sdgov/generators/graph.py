@@ -52,10 +52,10 @@ def synthesis_graph(model_info: dict[str, Any], title: str = "") -> SynthesisGra
 
 def graph_svg(graph: SynthesisGraph) -> str:
     """The graph as inline SVG (see :func:`draw`)."""
-    return to_svg(draw(graph))
+    return to_svg(draw_synthesis_graph(graph))
 
 
-def draw(graph: SynthesisGraph) -> Any:
+def draw_synthesis_graph(graph: SynthesisGraph) -> Any:
     """A matplotlib figure: attributes on a circle clockwise in sampling order (numbered), Φ edges solid,
     model-added edges dashed, arrows from the attribute drawn first."""
     from matplotlib.patches import FancyArrowPatch

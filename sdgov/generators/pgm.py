@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from sdgov.measurement.marginals import MeasurementSet
 
 
-def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
+def _fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
     from sdgov.generators.pgm_mbi import fit_pgm
 
     return fit_pgm(mset, params, zeros)
 
 
-def junction_tree_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:
+def _junction_tree_cells(attributes: list[str], cliques: list[Clique], domain: dict[str, int]) -> int:
     from sdgov.generators.pgm_mbi import junction_tree_cells
 
     return junction_tree_cells(attributes, cliques, domain)
@@ -35,8 +35,8 @@ PGM = GeneratorPlugin(
     name="pgm",
     label="Private-PGM, mirror descent",
     version=lambda: f"mbi {version('mbi')}",
-    fit=fit_pgm,
-    model_cells=junction_tree_cells,
+    fit=_fit_pgm,
+    model_cells=_junction_tree_cells,
     approximate=True,
-    fit_with_zeros=fit_pgm,
+    fit_with_zeros=_fit_pgm,
 )

@@ -29,7 +29,7 @@ from sdgov.base.model import Frozen
 from sdgov.governance.signoff import Role
 from sdgov.identity.keys import parse_public_key, verifies
 from sdgov.identity.names import check_name, same_person, skeleton
-from sdgov.identity.statements import SignOffStatement, decode, signed_bytes
+from sdgov.identity.statements import SignOffStatement, decode_statement, signed_bytes
 
 FILE = "approvers.yaml"
 Subject = Literal["agreement", "release", "budget"]
@@ -135,7 +135,7 @@ def check_decision(
             return a, False
         raise ApprovalRefused(f"the decision by {a.name!r} is not signed", where, how)
     try:
-        stmt, sig = decode(signature, SignOffStatement)
+        stmt, sig = decode_statement(signature, SignOffStatement)
     except ValueError as exc:
         raise ApprovalRefused(f"the signature of {a.name!r} is unreadable: {exc}", where, how) from None
     expected = {**challenge.model_dump(), "decision": decision}

@@ -38,8 +38,8 @@ from sdgov.base.model import Frozen
 from sdgov.governance.approvers import Approvers, load_approvers
 from sdgov.governance.ledger import POLICY_FILE
 from sdgov.governance.policy import init_policy
-from sdgov.identity.keys import fingerprint, verifies
-from sdgov.identity.statements import CommitStatement, decode, encode, signed_bytes
+from sdgov.identity.keys import key_fingerprint, verifies
+from sdgov.identity.statements import CommitStatement, decode_statement, encode_statement, signed_bytes
 from sdgov.registry.log import Event, Registry
 
 CONFIG_FILE = "controller.yaml"
@@ -117,7 +117,7 @@ def committed(registry: Registry) -> tuple[dict[str, str], Approvers | None]:
             state[label] = sha
             continue
         try:
-            stmt, sig = decode(e.artifacts.get("statement", ""), CommitStatement)
+            stmt, sig = decode_statement(e.artifacts.get("statement", ""), CommitStatement)
         except ValueError:
             stmt, sig = None, ""
         proposed = None
@@ -204,7 +204,7 @@ def commit(registry: Registry, signer: str, private_key_file: str | Path) -> lis
         stmt = CommitStatement(
             registry_id=rid, file=label, sha256=now[label], previous_sha256=state[label], signer=signer, time=utcnow()
         )
-        token = encode(stmt, private_key_file)
+        token = encode_statement(stmt, private_key_file)
         sig = token.rsplit(".", 1)[1]
         if not verifies(key, sig, signed_bytes(stmt)):
             raise SdgovError(
@@ -226,7 +226,7 @@ def commit(registry: Registry, signer: str, private_key_file: str | Path) -> lis
                     "file": label,
                     "sha256": now[label],
                     "previous_sha256": state[label],
-                    "key": fingerprint(key),
+                    "key": key_fingerprint(key),
                     "statement": token,
                     # the ledger and verify read the policy in force from the last event naming it
                     **({POLICY_FILE: now[label]} if label == POLICY_FILE else {}),

@@ -208,7 +208,9 @@ def check_release(
         )
 
 
-def preflight(root: str | Path, agreement: Agreement, fingerprint: str, name: str, n_records: int) -> PrivacyPlan:
+def check_plan_allowed(
+    root: str | Path, agreement: Agreement, fingerprint: str, name: str, n_records: int
+) -> PrivacyPlan:
     """Everything the policy can refuse, checked before a run writes anything: a registry with no policy, the
     generator, the row count, δ and the release's ε (under the controller's σ floor). Returns the plan."""
     policy, _ = load_policy(root)

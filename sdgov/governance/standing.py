@@ -43,7 +43,7 @@ from sdgov.governance.controller import check_controller_files, registry_id
 from sdgov.governance.signoff import Role, SignOff
 from sdgov.identity.keys import verifies
 from sdgov.identity.names import check_name, same_person
-from sdgov.identity.statements import StandingStatement, decode, encode, signed_bytes
+from sdgov.identity.statements import StandingStatement, decode_statement, encode_statement, signed_bytes
 from sdgov.registry.log import Registry
 
 
@@ -145,7 +145,7 @@ def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, regi
     good: dict[str, str] = {}
     for token in a.signatures:
         try:
-            st, sig = decode(token, StandingStatement)
+            st, sig = decode_statement(token, StandingStatement)
         except ValueError:
             raise SpecError("a standing-approval signature is not an sdgov1 token", where, "sign again") from None
         who = approvers.find(st.signer)
@@ -210,7 +210,7 @@ def sign_standing(path: str | Path, registry: Registry, signer: str, private_key
         signer=signer,
         time=utcnow(),
     )
-    token = encode(stmt, private_key_file)
+    token = encode_statement(stmt, private_key_file)
     text = path.read_text()
     if not a.signatures and "signatures:" not in text:
         text = text.rstrip("\n") + "\nsignatures:\n"

@@ -24,7 +24,7 @@ def public_line(key: Ed25519PublicKey) -> str:
     return "ed25519:" + base64.b64encode(raw).decode()
 
 
-def fingerprint(key: Ed25519PublicKey) -> str:
+def key_fingerprint(key: Ed25519PublicKey) -> str:
     """SHA-256 of the raw public key (hex, first 16): names a key in the log without repeating it."""
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:16]

@@ -70,13 +70,13 @@ def signed_bytes(statement: Frozen) -> bytes:
     return _DOMAIN + canonical_json(statement.model_dump())
 
 
-def encode(statement: Frozen, private_key_file: str | Path) -> str:
+def encode_statement(statement: Frozen, private_key_file: str | Path) -> str:
     payload = canonical_json(statement.model_dump())
     signature, _ = sign(private_key_file, _DOMAIN + payload)
     return f"{PREFIX}.{base64.urlsafe_b64encode(payload).decode()}.{signature}"
 
 
-def decode(token: str, model: type[S]) -> tuple[S, str]:
+def decode_statement(token: str, model: type[S]) -> tuple[S, str]:
     """The statement and its base64 signature (not yet checked), or ValueError if the token is malformed."""
     prefix, _, rest = token.strip().partition(".")
     body, _, signature = rest.partition(".")

@@ -87,7 +87,7 @@ def measure_cliques(
     return noisy_measurements({c: marginal_counts(codes, schema, c) for c in cliques}, sigmas)
 
 
-def measure(
+def measure_agreement(
     codes: pd.DataFrame, schema: Schema, agreement: Agreement, plan: PrivacyPlan, dataset_fingerprint: str
 ) -> MeasurementSet:
     """Every agreed marginal drawn afresh (simulations and benchmarks; a release draws through the store)."""

@@ -63,10 +63,10 @@ def make(registry: Registry) -> Checkpoint:
         head=head.hash,
         time=utcnow(),
     )
-    return cp.model_copy(update={"signature": registry_key.sign(key, DOMAIN, cp.message())})
+    return cp.model_copy(update={"signature": registry_key.sign_framed(key, DOMAIN, cp.message())})
 
 
-def load(path: str | Path) -> Checkpoint:
+def load_checkpoint(path: str | Path) -> Checkpoint:
     p = Path(path)
     try:
         return Checkpoint.model_validate_json(p.read_bytes())
@@ -95,7 +95,7 @@ def problems(registry: Registry, cp: Checkpoint) -> list[str]:
     if cp.type != TYPE:
         return [f"{where}: unknown type {cp.type!r}"]
     try:
-        public = registry_key.parse_public_key(cp.public_key, where)
+        public = registry_key.parse_registry_public_key(cp.public_key, where)
     except RegistryError as exc:
         return [f"{where}: {exc.what}"]
     if not registry_key.signature_ok(public, DOMAIN, cp.message(), cp.signature):

@@ -39,7 +39,7 @@ def key_path(registry_id: str) -> Path:
     return config / "sdgov" / "keys" / f"{registry_id}.pem"
 
 
-def parse_public_key(text: str, where: str) -> Ed25519PublicKey:
+def parse_registry_public_key(text: str, where: str) -> Ed25519PublicKey:
     """The registry's public key, in the ``ed25519:<base64>`` form :func:`sdgov.identity.keys.public_line` writes."""
     key = keys.decode_public_key(text, ssh=False)
     if key is None:
@@ -64,7 +64,7 @@ def create(registry_id: str) -> Ed25519PrivateKey:
     )
 
 
-def load(registry_id: str) -> Ed25519PrivateKey | None:
+def load_registry_key(registry_id: str) -> Ed25519PrivateKey | None:
     """The private key of this registry, or None if it is not on this machine (verification still works)."""
     path = key_path(registry_id)
     if not path.is_file():
@@ -81,7 +81,7 @@ def load(registry_id: str) -> Ed25519PrivateKey | None:
 
 def require(registry_id: str) -> Ed25519PrivateKey:
     """The private key, needed to append to the log; a one-line error where it is missing."""
-    key = load(registry_id)
+    key = load_registry_key(registry_id)
     if key is None:
         raise RegistryError(
             f"the signing key of registry {registry_id} is not on this machine, so nothing can be appended to its log",
@@ -97,7 +97,7 @@ def _framed(domain: str, message: bytes) -> bytes:
     return domain.encode() + b"\x00" + message
 
 
-def sign(key: Ed25519PrivateKey, domain: str, message: bytes) -> str:
+def sign_framed(key: Ed25519PrivateKey, domain: str, message: bytes) -> str:
     """Base64 Ed25519 signature of ``message`` in ``domain``."""
     return base64.b64encode(key.sign(_framed(domain, message))).decode()
 

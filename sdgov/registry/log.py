@@ -298,7 +298,7 @@ class Registry:
         if self.log_path.is_symlink():
             raise RegistryError("the log is a symbolic link", str(self.log_path), "restore the real log.jsonl")
         h = e.body_hash()
-        e = e.model_copy(update={"hash": h, "sig": registry_key.sign(key, EVENT_DOMAIN, h.encode())})
+        e = e.model_copy(update={"hash": h, "sig": registry_key.sign_framed(key, EVENT_DOMAIN, h.encode())})
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as f:
             f.write(canonical_json(e.model_dump()) + b"\n")
@@ -511,14 +511,14 @@ class Registry:
             problems.append((1, "the first event is not the registry's genesis (registry id and public key)"))
             return None
         try:
-            public = registry_key.parse_public_key(text, str(self.log_path))
+            public = registry_key.parse_registry_public_key(text, str(self.log_path))
         except RegistryError as exc:
             problems.append((1, exc.what))
             return None
         cfg = self.config()
         if cfg.get("registry_id") != rid or cfg.get("public_key") != text:
             problems.append((1, f"the genesis event and {CONFIG} disagree on the registry id or public key"))
-        private = registry_key.load(rid)
+        private = registry_key.load_registry_key(rid)
         if private is not None and keys.public_line(private.public_key()) != text:
             problems.append(
                 (

@@ -178,7 +178,7 @@ def render_text(t: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_html(t: dict[str, Any]) -> str:
+def render_trail_html(t: dict[str, Any]) -> str:
     e = html.escape
     status = (
         '<p class="ok">✔ The hash chain and every released artifact verify.</p>'

@@ -55,7 +55,7 @@ def audit_sections(audited: Audited) -> dict[str, dict[str, Any]]:
     return {name: json.loads(ref.verified().read_text())["section"] for name, ref in audited.evidence.items()}
 
 
-def draft_card(
+def build_draft_card(
     agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
 ) -> Card:
     """The public card built from the stage artifacts, with no sign-offs yet (they are appended at publishing)."""
@@ -135,7 +135,7 @@ def write_draft(
 ) -> dict[str, Any]:
     """Write ``draft/card.{html,md,json}`` and the controller's ``evidence/evidence.{html,json}`` in the run
     directory; the evidence report is listed as ``evidence_report.html``."""
-    card = draft_card(agreed, measured, generated, audited, utility)
+    card = build_draft_card(agreed, measured, generated, audited, utility)
     out = Path(agreed.run_dir) / DRAFT_DIR
     paths: dict[str, Path | None] = {}
     rendered = render(card, draft=True)

@@ -20,7 +20,7 @@ from sdgov.reporting.card import sign_draft
 from sdgov.reporting.draft import Drafted, read_draft
 
 
-class Candidate(Frozen):
+class ReleaseCandidate(Frozen):
     """A release candidate: the noisy marginals and what was made and learnt from them, awaiting sign-off."""
 
     measured: Measured
@@ -65,7 +65,7 @@ def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: s
     )
 
 
-def check_releasable(registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff]) -> None:
+def check_releasable(registry: Registry, agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff]) -> None:
     """Refuse unless the audit passed (a failed one is logged as blocking) and a release sign-off names the
     candidate's hash."""
     run_dir, audited = Path(agreed.run_dir), candidate.audited
@@ -78,7 +78,7 @@ def check_releasable(registry: Registry, agreed: Agreed, candidate: Candidate, s
 
 
 def publish_release(
-    registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], task_version: str
+    registry: Registry, agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], task_version: str
 ) -> ReleaseResult:
     """Build the card from the artifacts, write the provenance, and publish the immutable release.
 
@@ -89,7 +89,7 @@ def publish_release(
 
 
 def _publish_locked(
-    registry: Registry, agreed: Agreed, candidate: Candidate, signoffs: list[SignOff], task_version: str
+    registry: Registry, agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], task_version: str
 ) -> ReleaseResult:
     run_dir = Path(agreed.run_dir)
     measured, generated, drafted = candidate.measured, candidate.generated, candidate.draft

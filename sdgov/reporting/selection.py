@@ -77,10 +77,10 @@ def card_selection(record: SelectionRecord, record_bytes: bytes, plan: PrivacyPl
 
 
 def selection_svg(sel: CardSelection) -> str:
-    return to_svg(draw(sel))
+    return to_svg(draw_selection(sel))
 
 
-def draw(sel: CardSelection) -> Any:
+def draw_selection(sel: CardSelection) -> Any:
     """Attributes on a circle; one line per pair in the style of its status, with a legend of the statuses."""
     fig, ax, pos = circle_figure(sel.attributes)
     for e in sel.edges:

@@ -25,7 +25,8 @@ conservative: since a record is in exactly one part (the split attribute is a va
 composition would allow the maximum instead, but the sum is what the budget ledger composes everywhere else.
 
 :func:`synthesise_split` runs the same fit and sample from a spec and the data outside the release flow: like
-:func:`sdgov.measurement.marginals.measure` it draws fresh noise *outside* the budget ledger — for simulations, tests
+:func:`sdgov.measurement.marginals.measure_agreement` it draws fresh noise *outside* the budget ledger — for
+simulations, tests
 and
 benchmarks, never a release (``sdgov release`` runs a split spec governed, like any other).
 """
@@ -53,7 +54,7 @@ from sdgov.engines import load_encoded
 from sdgov.generators.graph import SynthesisGraph, synthesis_graph
 from sdgov.generators.registry import generator
 from sdgov.generators.sampler import arrow_schema_of, sample_to_parquet
-from sdgov.measurement.marginals import MeasurementSet, measure
+from sdgov.measurement.marginals import MeasurementSet, measure_agreement
 
 
 def load_split_spec(path: str | Path) -> tuple[ReleaseSpec, Schema, Path]:
@@ -117,7 +118,7 @@ def synthesise_split(spec_path: str | Path, out_dir: str | Path, fingerprint: st
     for p in split.parts:
         mine = codes[np.isin(split_col, p.cells)].reset_index(drop=True)
         part_plan = plan.model_copy(update={"marginals": [m for m in plan.marginals if m.part == p.name]})
-        msets[p.name] = measure(mine, schema, part_agreement(agreement, p), part_plan, fingerprint)
+        msets[p.name] = measure_agreement(mine, schema, part_agreement(agreement, p), part_plan, fingerprint)
     rows, info = sample_split(split, msets, schema, spec.rows, spec.seed, out / "synthetic.parquet")
     graphs = split_graphs(split, info)
     privacy = privacy_summary(plan)

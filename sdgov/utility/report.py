@@ -252,7 +252,7 @@ def figures(report: dict) -> dict[str, str]:
     }
 
 
-def render_html(report: UtilityReport) -> str:
+def render_report_html(report: UtilityReport) -> str:
     from sdgov.cards import environment
 
     r = report.as_json()
@@ -283,5 +283,5 @@ def write_report(report: UtilityReport, out_dir: str | Path) -> ReportFiles:
     )
     write_json(files.summary, report.summary.model_dump(mode="json"))
     atomic_write_text(files.json, json.dumps(report.as_json(), indent=1, ensure_ascii=False) + "\n")
-    atomic_write_text(files.html, render_html(report))
+    atomic_write_text(files.html, render_report_html(report))
     return files

@@ -204,7 +204,7 @@ def re_key_the_whole_log(root: Path, rid: str, tmp: Path) -> None:
     (root / "registry.json").write_text(json.dumps({**cfg, "public_key": public}))
     events = [e for e in _events(root) if e["event"] != "budget_spent"]  # and gives the budget back
     events[0]["artifacts"] = {**events[0]["artifacts"], "registry_public_key": public}
-    _write_events(root, events, sign=lambda h: registry_key.sign(key, EVENT_DOMAIN, h.encode()))
+    _write_events(root, events, sign=lambda h: registry_key.sign_framed(key, EVENT_DOMAIN, h.encode()))
 
 
 def symlink_the_log(root: Path, rid: str, tmp: Path) -> None:

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sdgov.base.errors import SpecError
 from sdgov.governance.approvers import ApprovalRefused, Approver, Approvers, Challenge, check_decision, load_approvers
 from sdgov.identity.keys import keygen, load_private_key, sign
-from sdgov.identity.statements import SignOffStatement, encode
+from sdgov.identity.statements import SignOffStatement, encode_statement
 
 HASH = "ab" * 32
 CHALLENGE = Challenge(registry_id="r" * 32, run_id="run-a", nonce="n1", subject="release", sha256=HASH)
@@ -37,7 +37,9 @@ def book(tmp_path: Path) -> tuple[Approvers, dict[str, Path]]:
 
 def token(key: Path, approver: str = "Carl Controller", decision: str = "approve", **change: str) -> str:
     fields = {**CHALLENGE.model_dump(), **change}
-    return encode(SignOffStatement(**fields, decision=decision, approver=approver, time="2026-01-01T00:00:00Z"), key)
+    return encode_statement(
+        SignOffStatement(**fields, decision=decision, approver=approver, time="2026-01-01T00:00:00Z"), key
+    )
 
 
 def decide(book: Approvers, name: str, signature: str = "", **kw):

@@ -11,7 +11,7 @@ from sdgov.engines import load_encoded
 from sdgov.generators import pgm_mbi
 from sdgov.generators.registry import generator
 from sdgov.generators.sampler import iter_chunks
-from sdgov.measurement.marginals import measure
+from sdgov.measurement.marginals import measure_agreement
 from tests.conftest import make_demo_inputs
 
 ALL = ["Region", "Sex", "Age", "Education", "Economic Activity", "Occupation", "Health"]
@@ -40,7 +40,7 @@ def test_over_the_domain_limit_pgm_fits_with_approximate_inference_instead_of_re
     assert ag.generator.inference == "approximate"
     assert pgm_mbi.largest_clique_cells(ag.attributes, ag.cliques, loaded.schema_.domain(ag.attributes)) > 500
     real = load_encoded(loaded.data_path, loaded.schema_)
-    mset = measure(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
+    mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
     model = generator("pgm").fit(mset, ag.generator)
     assert model.fit_info["inference"].startswith("approximate (mbi ApproxMirrorDescent")
     kept = [tuple(c) for c in model.fit_info["sampled_marginals"]]

@@ -105,7 +105,7 @@ def test_epsilon_of_the_exact_composition_beside_the_zcdp_bound(privacy, cliques
 
 
 def test_the_trail_says_sdgov_published_and_tags_only_decisions():
-    from sdgov.registry.trail import render_html, render_text
+    from sdgov.registry.trail import render_text, render_trail_html
 
     def row(seq: int, event: str, who: str, role: str, decision: str, comment: str = "") -> dict:
         return {
@@ -146,6 +146,6 @@ def test_the_trail_says_sdgov_published_and_tags_only_decisions():
     assert "[approve]" not in spent and "[approve]" in approved and "[approve]" not in released
     assert "sdgov (system) published the release, approved by Carl Controller (controller)" in released
     assert "agreement hash aaaaaaaaaaaa…" in released and "      agreement.json (file): " + "b" * 64 in text
-    html = render_html(t)
+    html = render_trail_html(t)
     assert "<dt>rho</dt><dd>0.03</dd>" in html and "{&#34;dataset&#34;" not in html and '{"dataset"' not in html
     assert "table-layout:fixed" in html and "overflow-wrap:anywhere" in html

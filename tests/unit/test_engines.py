@@ -20,9 +20,8 @@ from sdgov.data.fingerprint import fingerprint
 from sdgov.data.schema import Schema
 from sdgov.engines import engine, load_encoded
 from sdgov.measurement.marginals import marginal_counts
-from tests.conftest import REPO
+from tests.conftest import CENSUS, REPO
 
-CENSUS = Path("/work/shared/data/census2011_teaching_50k.csv")
 APP3 = REPO / "examples" / "census2011" / "app3.yaml"
 census = pytest.mark.skipif(not CENSUS.is_file(), reason="needs ../shared/data (the census extract)")
 

@@ -82,10 +82,10 @@ def _context(synthetic_codes: pd.DataFrame, codes: pd.DataFrame, schema) -> Audi
 @pytest.fixture(scope="module")
 def demo():
     from sdgov.demo import inputs
-    from sdgov.demo.data import generate
+    from sdgov.demo.data import demo_records
 
     schema = load_schema(inputs() / "schema.yaml")
-    codes = generate(schema, 3000)
+    codes = demo_records(schema, 3000)
     from sdgov.data.encoding import encode
 
     return schema, encode(codes, schema)

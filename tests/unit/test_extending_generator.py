@@ -21,7 +21,7 @@ from sdgov.engines import load_encoded
 from sdgov.generators import registry
 from sdgov.generators.plugin import GeneratorPlugin
 from sdgov.generators.sampler import iter_chunks
-from sdgov.measurement.marginals import measure
+from sdgov.measurement.marginals import measure_agreement
 from tests.conftest import make_demo_inputs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
@@ -63,7 +63,7 @@ def test_the_documented_generator_fits_samples_and_labels_the_card(plugin, tmp_p
 
     codes = load_encoded(loaded.data_path, loaded.schema_)
     plan = plan_privacy(agreement.privacy, agreement.cliques, len(codes))
-    mset = measure(codes, loaded.schema_, agreement, plan, dataset_fingerprint="test")
+    mset = measure_agreement(codes, loaded.schema_, agreement, plan, dataset_fingerprint="test")
     model = registry.generator("independent").fit(mset, agreement.generator)
     rows = list(iter_chunks(model, 4000, seed=7))
     synth = {a: np.concatenate([ch[a] for ch in rows]) for a in agreement.attributes}

@@ -12,7 +12,7 @@ import pytest
 from sdgov.agreement.spec import load_spec
 from sdgov.engines import load_encoded
 from sdgov.utility.registry import METRICS
-from sdgov.utility.report import ReportSettings, build_report, render_html
+from sdgov.utility.report import ReportSettings, build_report, render_report_html
 from tests.conftest import make_demo_inputs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
@@ -49,4 +49,4 @@ def test_the_documented_metric_runs_in_the_report_against_both_baselines(novelty
     assert 0.0 < novel["independent"] <= 1.0, "independent columns invent combinations"
     overview = next(m for m in rep.metrics if m["name"] == "novelty")
     assert overview["title"] == metric.title and overview["lines"]["synthetic"].startswith("0.0% novel")
-    assert metric.title in render_html(rep)
+    assert metric.title in render_report_html(rep)

@@ -16,7 +16,7 @@ from sdgov.agreement.sections.privacy_risk import RiskPolicy
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit
 from sdgov.audits.privacy.one_run import epsilon_from_guesses, one_run_audit, p_value
-from sdgov.audits.privacy.policy import evaluate
+from sdgov.audits.privacy.policy import apply_policy
 
 ATTRS = ["A", "B", "C", "D"]
 DOMAIN = {"A": 6, "B": 3, "C": 7, "D": 5}
@@ -43,7 +43,7 @@ def _memo_level(gen: str, seed: int, pairs: int = 8, **params) -> str:
     res = memorisation_audit(
         _ref(gen, **params), _population(), pairs=pairs, train_rows=1000, synth_factor=50, seed=seed, confidence=0.95
     )
-    (check,) = evaluate(
+    (check,) = apply_policy(
         RiskPolicy(),
         claimed_epsilon=None,
         epsilon_lower=None,

@@ -19,7 +19,7 @@ from sdgov.engines import load_encoded
 from sdgov.engines.duckdb_engine import DuckDBEngine
 from sdgov.engines.recordset import FrameRecords, ParquetRecords, read_sample
 from sdgov.utility.bivariate import spearman
-from sdgov.utility.report import FAST, build_report, render_html
+from sdgov.utility.report import FAST, build_report, render_report_html
 from tests.conftest import make_demo_inputs
 
 TINY = replace(
@@ -108,8 +108,8 @@ def test_a_sampled_report_keeps_every_table_exact(demo):
     assert report.datasets["synthetic"]["univariate"] == full.datasets["synthetic"]["univariate"]
     assert report.datasets["synthetic"]["bivariate"] == full.datasets["synthetic"]["bivariate"]
     assert report.datasets["independent"]["rows"] == 1000, "baselines are as large as the synthetic sample"
-    assert "1000 real and 1000 synthetic records" in render_html(report), "the report says what was sampled"
-    assert "uniform sample" not in render_html(full)
+    assert "1000 real and 1000 synthetic records" in render_report_html(report), "the report says what was sampled"
+    assert "uniform sample" not in render_report_html(full)
 
 
 @pytest.mark.parametrize("seed", range(20))

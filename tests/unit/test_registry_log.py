@@ -51,7 +51,7 @@ def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
         == public
         == json.loads((root / "registry.json").read_text())["public_key"]
     )
-    pk = registry_key.parse_public_key(public, "test")
+    pk = registry_key.parse_registry_public_key(public, "test")
     assert all(registry_key.signature_ok(pk, EVENT_DOMAIN, e.hash.encode(), e.sig) for e in events)
     assert not any(b"PRIVATE KEY" in p.read_bytes() for p in root.rglob("*") if p.is_file())
     assert reg.verify() == []
@@ -73,7 +73,7 @@ def test_an_event_signed_with_another_key_fails(tmp_path):
     reg = _registry(root)
     lines = (root / "log.jsonl").read_text().splitlines()
     e = json.loads(lines[2])
-    e["sig"] = registry_key.sign(Ed25519PrivateKey.generate(), EVENT_DOMAIN, e["hash"].encode())
+    e["sig"] = registry_key.sign_framed(Ed25519PrivateKey.generate(), EVENT_DOMAIN, e["hash"].encode())
     lines[2] = json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     (root / "log.jsonl").write_text("\n".join(lines) + "\n")
     assert reg.verify() == ["log.jsonl line 3: registry signature does not verify (forged, edited or re-chained)"]
@@ -168,7 +168,7 @@ def test_a_checkpoint_is_extended_by_later_events_and_rollback_is_caught(tmp_pat
     reg = _registry(root, 2)
     cp_file = tmp_path / "outside" / "cp.json"
     assert _cli(capsys, "registry", "checkpoint", "--root", str(root), "--out", str(cp_file))[0] == 0
-    cp = checkpoint.load(cp_file)
+    cp = checkpoint.load_checkpoint(cp_file)
     assert (cp.sequence, cp.head, cp.registry_id) == (2, reg.events()[-1].hash, reg.registry_id())
     reg.append("note", "Ada Analyst", "analyst")  # the log grows: still extends the checkpoint
     code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root), "--checkpoint", str(cp_file))

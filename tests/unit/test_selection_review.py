@@ -7,7 +7,7 @@ import pytest
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import SpecError
 from sdgov.governance.approvers import ApprovalRefused, Challenge, load_approvers
-from sdgov.identity.statements import SignOffStatement, encode
+from sdgov.identity.statements import SignOffStatement, encode_statement
 from sdgov.measurement.selection.mst import Candidate, Proposal, SelectedEdge, SelectionBudget
 from sdgov.measurement.selection.review import (
     EdgeReview,
@@ -92,7 +92,7 @@ def test_a_review_counts_only_signed_by_the_reviewers_registered_key(tmp_path):
 
     def token(who: str, key: str, **over) -> str:
         fields = {**challenge.model_dump(), "decision": "review", "approver": who, "time": utcnow(), **over}
-        return encode(SignOffStatement(**fields), keys[key])
+        return encode_statement(SignOffStatement(**fields), keys[key])
 
     who, verified = check_reviewer(approvers, review, challenge, token("Cora Compliance", "Cora Compliance"))
     assert who.name == "Cora Compliance" and verified
@@ -141,7 +141,7 @@ def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share()
     from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.spec import PrivacySpec, SelectionSpec
     from sdgov.reporting.card import _env
-    from sdgov.reporting.selection import STYLE, card_selection, draw
+    from sdgov.reporting.selection import STYLE, card_selection, draw_selection
 
     plan = plan_privacy(PrivacySpec(rho=0.4, selection=SelectionSpec()), [("a",), ("b",), ("a", "b")], 1000)
     sel = card_selection(_record(), b"{}", plan)
@@ -152,7 +152,7 @@ def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share()
         frozenset("cd"): "selected",
         frozenset("ac"): "forced by a reviewer",
     }
-    fig = draw(sel)
+    fig = draw_selection(sel)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend == [s[3] for s in STYLE.values()]
     widths = {tuple(line.get_xydata().round(6).ravel()): line.get_linewidth() for line in fig.axes[0].lines[:4]}

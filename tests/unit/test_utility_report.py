@@ -25,7 +25,7 @@ from sdgov.utility import bivariate, distinguish, univariate, wasserstein
 from sdgov.utility import tasks as T
 from sdgov.utility.baselines import independent_marginals
 from sdgov.utility.jaro import ordering_similarity
-from sdgov.utility.report import FAST, build_report, render_html, write_report
+from sdgov.utility.report import FAST, build_report, render_report_html, write_report
 from tests.conftest import make_demo_inputs
 
 SMALL = replace(
@@ -179,7 +179,7 @@ def test_independent_baseline_scores_worse_than_real_bootstrap(demo):
     # the fitness statement is derived from the tasks
     st = rep.fitness["statement"]
     assert "Age × Sex × Health" in st and rep.verdicts
-    html = render_html(rep)
+    html = render_report_html(rep)
     assert html.count("<svg") == 4 and "What this data is and is not fit for" in html
 
 

@@ -68,7 +68,6 @@ from sdgov.audits.decomposability.theta import ThetaSpace
 from sdgov.audits.environment import numeric_environment
 from sdgov.audits.generator_protocol import (
     AuditError,
-    Clique,
     Factory,
     GeneratorCrash,
     fit_generator,
@@ -77,6 +76,7 @@ from sdgov.audits.generator_protocol import (
     sample_generator,
 )
 from sdgov.base.executor import Executor, SerialExecutor
+from sdgov.data.schema import Clique
 from sdgov.engines.recordset import sample_frame
 
 # ----------------------------------------------------------------------------------------------- result

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from sdgov.audits.generator_protocol import AuditError, Clique
+from sdgov.audits.generator_protocol import AuditError
+from sdgov.data.schema import Clique
 
 MAX_JOINT = 2**62
 

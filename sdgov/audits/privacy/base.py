@@ -19,14 +19,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdgov.audits.generator_protocol import (
-    AuditError,
-    Clique,
-    fit_generator,
-    load_generator,
-    make_generator,
-    sample_generator,
-)
+from sdgov.audits.generator_protocol import AuditError, fit_generator, load_generator, make_generator, sample_generator
+from sdgov.data.schema import Clique
 
 Progress = Callable[[int, int, str], None]
 

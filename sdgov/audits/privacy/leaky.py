@@ -35,12 +35,12 @@ import pandas as pd
 from sdgov.audits.generator_protocol import (
     AuditError,
     AuditGenerator,
-    Clique,
     expand_rows,
     fit_generator,
     load_generator,
     make_generator,
 )
+from sdgov.data.schema import Clique
 
 BASE = "sdgov.audits.generators:honest_pgm"
 

@@ -65,7 +65,7 @@ def epsilon_from_guesses(m: int, r: int, v: int, delta: float, level: float) -> 
     return lo
 
 
-def k_grid(m: int) -> list[int]:
+def one_run_k_grid(m: int) -> list[int]:
     return sorted({max(1, m // 8), max(1, m // 4), max(1, m // 2)})
 
 
@@ -177,7 +177,7 @@ def one_run_audit(
         for i in idx:
             score[i] = lookup.get(owned[i][1], 0)
     order = np.lexsort((rng.random(m), score))  # ascending score, ties in random order
-    grid = k_grid(m) if m >= 2 else []
+    grid = one_run_k_grid(m) if m >= 2 else []
     level = beta / max(len(grid), 1)
     by_k: list[Guess] = []
     pure = 0.0

@@ -40,7 +40,7 @@ def _lvl(fail: bool, warn: bool) -> Level:
     return "fail" if fail else "warn" if warn else "pass"
 
 
-def evaluate(
+def apply_policy(
     policy: RiskPolicy,
     *,
     claimed_epsilon: float | None,

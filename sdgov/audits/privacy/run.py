@@ -28,7 +28,7 @@ from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
 from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
-from sdgov.audits.privacy.policy import PolicyCheck, evaluate, worst
+from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
 from sdgov.base.executor import Executor
 from sdgov.engines.recordset import sample_frame
 
@@ -209,7 +209,7 @@ def audit_privacy(
     bounds = [b for b in (canary, one_run) if b is not None]
     eps_lower = max((b.epsilon_lower for b in bounds), default=None)
     eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
-    checks = evaluate(
+    checks = apply_policy(
         policy,
         claimed_epsilon=claimed_epsilon,
         epsilon_lower=eps_lower,

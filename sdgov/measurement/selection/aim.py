@@ -43,6 +43,7 @@ from sdgov.agreement.accounting import add_noise, rho_of_sigma
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.base.errors import InternalError
 from sdgov.base.model import Frozen
+from sdgov.data.schema import Clique
 from sdgov.measurement.marginals import Measurement
 from sdgov.measurement.selection.mst import (
     NEAR,
@@ -64,7 +65,6 @@ AIM_MODEL_CELLS = 10**7  # AIM's default model size (80 MB of float64): the per-
 LOG = logging.getLogger(__name__)
 BIAS = math.sqrt(2 / math.pi)  # E|N(0, σ²)| = σ·√(2/π): the L1 error a measurement's own noise leaves per cell
 
-Clique = tuple[str, ...]
 Estimate = Callable[[Clique], np.ndarray]  # the fitted model's table (counts) of a clique, axes in clique order
 
 

@@ -26,7 +26,7 @@ from sdgov.base.model import Frozen
 from sdgov.governance.approvers import ApprovalRefused, Approver, Approvers, Challenge
 from sdgov.identity.keys import verifies
 from sdgov.identity.names import same_person
-from sdgov.identity.statements import SignOffStatement, decode, signed_bytes
+from sdgov.identity.statements import SignOffStatement, decode_statement, signed_bytes
 from sdgov.measurement.selection.mst import Proposal
 
 SUBJECT = "phi_review"
@@ -169,7 +169,7 @@ def check_reviewer(
             return who, False
         raise ApprovalRefused(f"the review by {who.name!r} is not signed", "phi_review", how)
     try:
-        stmt, sig = decode(signature, SignOffStatement)
+        stmt, sig = decode_statement(signature, SignOffStatement)
     except ValueError as exc:
         raise ApprovalRefused(f"the signature of {who.name!r} is unreadable: {exc}", "phi_review", how) from None
     expected = {**challenge.model_dump(), "decision": DECISION}
