@@ -153,13 +153,13 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     from sdgov.agreement.spec import load_spec
     from sdgov.intake.inputs import validated_data
-    from sdgov.intake.preflight import preflight
+    from sdgov.intake.preflight import run_preflight
 
     loaded = load_spec(args.spec)
     rows = validated_data(
         Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_, loaded.spec.engine
     ).rows
-    plan = preflight(loaded, rows)  # what a release would refuse before its first draw, validate refuses too
+    plan = run_preflight(loaded, rows)  # what a release would refuse before its first draw, validate refuses too
     payload = {
         "ok": True,
         "agreement_sha256": loaded.agreement.sha256(),

@@ -580,9 +580,9 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 def cmd_trail(args: argparse.Namespace) -> int:
     from sdgov.registry.log import Registry
-    from sdgov.registry.trail import render_text, render_trail_html, to_prov, trail, write
+    from sdgov.registry.trail import build_trail, render_text, render_trail_html, to_prov, write
 
-    t = trail(Registry(args.root), args.dataset)
+    t = build_trail(Registry(args.root), args.dataset)
     written = {}
     if args.html:
         written["html"] = str(write(args.html, render_trail_html(t)))

@@ -44,9 +44,9 @@ def _executor(inp: GenerateInput) -> Iterator[Executor]:
     """Where the sample's parts run: on the Dask cluster when the release's engine is Dask; else each part is a
     Prefect task run (progress in the UI), in a process pool from :data:`PARALLEL_FROM_PARTS` parts."""
     if inp.engine == "dask":
-        from sdgov.engines.dask_executor import dask_executor
+        from sdgov.engines.dask_executor import cluster_executor
 
-        with dask_executor() as executor:
+        with cluster_executor() as executor:
             yield executor
         return
     parts = -(-(inp.rows or 0) // (PART_CHUNKS * CHUNK_ROWS))

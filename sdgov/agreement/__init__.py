@@ -1,1 +1,72 @@
-"""agreement."""
+"""What was agreed before any data is read: the release spec ψ and its sections, loading and resolving it
+into the hashed :class:`~sdgov.agreement.spec.Agreement`, and the privacy plan (zCDP accounting).
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
+"""
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "AgreedPart": "spec",
+    "AgreedSplit": "spec",
+    "Agreement": "spec",
+    "ClassifierTask": "sections.tasks",
+    "DecomposabilitySettings": "sections.decomposability",
+    "GapTask": "sections.tasks",
+    "GeneratorSpec": "spec",
+    "LoadedSpec": "spec",
+    "MAX_K": "sections.decomposability",
+    "MAX_ROWS": "spec",
+    "PrivacyPlan": "accounting",
+    "PrivacyRiskSettings": "sections.privacy_risk",
+    "RegressionTask": "sections.tasks",
+    "ReleaseSpec": "spec",
+    "RiskPolicy": "sections.privacy_risk",
+    "RiskSettings": "sections.privacy_risk",
+    "SelectionSpec": "spec",
+    "TableTask": "sections.tasks",
+    "add_noise": "accounting",
+    "check_unsplit": "spec",
+    "default_delta": "accounting",
+    "epsilon_pld": "accounting",
+    "load_spec": "spec",
+    "plan_agreement": "accounting",
+    "plan_privacy": "accounting",
+    "resolve": "spec",
+    "resolved": "spec",
+    "rho_of_sigma": "accounting",
+    "selection_budget": "accounting",
+}
+__all__ = [
+    "AgreedPart",
+    "AgreedSplit",
+    "Agreement",
+    "ClassifierTask",
+    "DecomposabilitySettings",
+    "GapTask",
+    "GeneratorSpec",
+    "LoadedSpec",
+    "MAX_K",
+    "MAX_ROWS",
+    "PrivacyPlan",
+    "PrivacyRiskSettings",
+    "RegressionTask",
+    "ReleaseSpec",
+    "RiskPolicy",
+    "RiskSettings",
+    "SelectionSpec",
+    "TableTask",
+    "add_noise",
+    "check_unsplit",
+    "default_delta",
+    "epsilon_pld",
+    "load_spec",
+    "plan_agreement",
+    "plan_privacy",
+    "resolve",
+    "resolved",
+    "rho_of_sigma",
+    "selection_budget",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

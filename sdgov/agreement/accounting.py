@@ -16,8 +16,9 @@ import numpy as np
 import opendp.prelude as dp
 from pydantic import BaseModel, ConfigDict, Field
 
-from sdgov.agreement.spec import Agreement, Clique, PrivacySpec
+from sdgov.agreement.spec import Agreement, PrivacySpec
 from sdgov.base.errors import SpecError
+from sdgov.data.schema import Clique
 
 dp.enable_features("contrib")
 

@@ -9,4 +9,45 @@
 ``privacy``           privacy-risk evidence: membership/attribute inference, a DP lower bound, record checks
 ``generators``        the honest and dishonest generators the audits fit (controls included), speaking
                       ``generator_protocol``
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
 """
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "AuditError": "generator_protocol",
+    "AuditReport": "protocol",
+    "GeneratorCrash": "generator_protocol",
+    "audit_context": "context",
+    "audit_spec": "decomposability.procedure",
+    "audit_spec_privacy": "privacy.run",
+    "check_sample": "generator_protocol",
+    "decomposability_section": "decomposability.report",
+    "fit_generator": "generator_protocol",
+    "load_generator": "generator_protocol",
+    "load_risk_policy": "privacy.policy",
+    "make_generator": "generator_protocol",
+    "privacy_section": "privacy.report",
+    "run_audits": "run",
+    "summary": "privacy.run",
+}
+__all__ = [
+    "AuditError",
+    "AuditReport",
+    "GeneratorCrash",
+    "audit_context",
+    "audit_spec",
+    "audit_spec_privacy",
+    "check_sample",
+    "decomposability_section",
+    "fit_generator",
+    "load_generator",
+    "load_risk_policy",
+    "make_generator",
+    "privacy_section",
+    "run_audits",
+    "summary",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -1,1 +1,58 @@
-"""data."""
+"""The declared domain and the data read against it: the schema (columns, categories, bins), structures
+(lookups, structural zeros), encoding and decoding, contingency tables and the content fingerprint.
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
+"""
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "Clique": "schema",
+    "Column": "schema",
+    "LookupIndex": "structures",
+    "Schema": "schema",
+    "ZeroCells": "structures",
+    "check_file_columns": "encoding",
+    "columns": "fingerprint",
+    "contingency_table": "tables",
+    "csv_header": "encoding",
+    "decode": "encoding",
+    "discard_zero_noise": "structures",
+    "encode": "encoding",
+    "encode_distinct": "encoding",
+    "fingerprint_of_groups": "fingerprint",
+    "first_non_utf8_line": "encoding",
+    "impossible": "structures",
+    "load_schema": "schema",
+    "nfc": "schema",
+    "packs": "fingerprint",
+    "read_csv_strict": "encoding",
+    "repeated": "schema",
+    "zeros_within": "structures",
+}
+__all__ = [
+    "Clique",
+    "Column",
+    "LookupIndex",
+    "Schema",
+    "ZeroCells",
+    "check_file_columns",
+    "columns",
+    "contingency_table",
+    "csv_header",
+    "decode",
+    "discard_zero_noise",
+    "encode",
+    "encode_distinct",
+    "fingerprint_of_groups",
+    "first_non_utf8_line",
+    "impossible",
+    "load_schema",
+    "nfc",
+    "packs",
+    "read_csv_strict",
+    "repeated",
+    "zeros_within",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

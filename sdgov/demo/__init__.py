@@ -10,8 +10,24 @@ from __future__ import annotations
 from importlib.resources import as_file, files
 from pathlib import Path
 
+__all__ = ["inputs"]
+
 
 def inputs() -> Path:
     """The folder holding the demo's spec, schema and standing approvals (read-only package data)."""
     with as_file(files(__name__)) as folder:  # an installed package is a real folder: as_file returns it as is
         return Path(folder)
+
+
+# --- the rest of the room's face, loaded on first use (sdgov.base.face)
+from sdgov.base.face import lazy_face  # noqa: E402
+
+_WHERE = {
+    "signed_demo_approval": "people",
+    "write_demo_data": "data",
+}
+__all__ += [
+    "signed_demo_approval",
+    "write_demo_data",
+]
+__getattr__, _ = lazy_face(__name__, _WHERE)

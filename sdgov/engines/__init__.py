@@ -46,3 +46,33 @@ def load_encoded(path: str | Path, schema: Schema) -> pd.DataFrame:
 
 
 __all__ = ["ENGINES", "Encoded", "Engine", "engine", "load_encoded"]
+
+
+# --- the rest of the room's face, loaded on first use (sdgov.base.face)
+from sdgov.base.face import lazy_face  # noqa: E402
+
+_WHERE = {
+    "DuckDBEngine": "duckdb_engine",
+    "FrameRecords": "recordset",
+    "ParquetRecords": "recordset",
+    "RecordSet": "recordset",
+    "RowFilter": "base",
+    "SAMPLE_ROWS": "recordset",
+    "read_sample": "recordset",
+    "records_of": "recordset",
+    "sample_frame": "recordset",
+    "source_columns": "duckdb_engine",
+}
+__all__ += [
+    "DuckDBEngine",
+    "FrameRecords",
+    "ParquetRecords",
+    "RecordSet",
+    "RowFilter",
+    "SAMPLE_ROWS",
+    "read_sample",
+    "records_of",
+    "sample_frame",
+    "source_columns",
+]
+__getattr__, _ = lazy_face(__name__, _WHERE)

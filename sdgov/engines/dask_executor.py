@@ -52,7 +52,7 @@ def _token() -> str:
 
 
 @contextmanager
-def dask_executor() -> Iterator[DaskExecutor]:
+def cluster_executor() -> Iterator[DaskExecutor]:
     """A :class:`DaskExecutor` on the configured cluster (or a local one), for the length of the block."""
     with _client() as client:
         yield DaskExecutor(client)

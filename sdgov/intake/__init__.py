@@ -1,1 +1,24 @@
-"""intake."""
+"""The checks before the first draw: the inputs read once, and the pre-flight that refuses a run which
+could not finish.
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
+"""
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "ValidatedData": "inputs",
+    "check_inputs": "inputs",
+    "check_proposal": "inputs",
+    "run_preflight": "preflight",
+    "validated_data": "inputs",
+}
+__all__ = [
+    "ValidatedData",
+    "check_inputs",
+    "check_proposal",
+    "run_preflight",
+    "validated_data",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -30,7 +30,7 @@ from sdgov.governance.approvers import Approver
 from sdgov.governance.controller import APPROVERS, controller_approvers, controller_files
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.identity.names import check_name
-from sdgov.intake.preflight import check_root_is_usable, preflight
+from sdgov.intake.preflight import check_root_is_usable, run_preflight
 from sdgov.registry.log import Registry
 
 
@@ -107,7 +107,7 @@ def check_spec_and_data(
     data = validated_data(
         Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_, loaded.spec.engine
     )
-    preflight(loaded, data.rows, root)
+    run_preflight(loaded, data.rows, root)
     return loaded, data
 
 

@@ -4,7 +4,7 @@ A release that spends budget and then fails (a 240-character name that the file 
 audit generator that does not import, a numeric column that the utility stage cannot read back) has paid for
 nothing and cannot be re-run for free. So before the first draw, every way into a release
 (:func:`sdgov.intake.inputs.check_spec_and_data`: the CLI, the agree and propose stages of both flows) runs
-:func:`preflight`, which checks:
+:func:`run_preflight`, which checks:
 
 - the model card: a release must state its contact, data controller, licence, intended users, out-of-scope
   uses and review date (the spec's ``model_card:``);
@@ -57,7 +57,7 @@ DRY_RUN_ROWS = 8
 DISK_MARGIN_BYTES = 64 * 2**20
 
 
-def preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None) -> PrivacyPlan:
+def run_preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None) -> PrivacyPlan:
     """Run every check; raise :class:`PreflightError` listing every problem, else return the privacy plan."""
     problems: list[SdgovError] = []
     where = str(loaded.spec_path)

@@ -1,1 +1,56 @@
-"""measurement."""
+"""Measuring Φ on the confidential data: noisy marginals drawn once per statistic per dataset (the
+store), and private selection of Φ (MST, AIM, the stakeholder review).
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
+"""
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "DECISION": "selection.review",
+    "EdgeChange": "selection.review",
+    "EdgeReview": "selection.review",
+    "Measurement": "marginals",
+    "MeasurementSet": "marginals",
+    "Proposal": "selection.mst",
+    "SUBJECT": "selection.review",
+    "SelectionRecord": "selection.review",
+    "SignedReview": "selection.review",
+    "apply_review": "selection.review",
+    "assemble_logged": "store",
+    "check_draft": "selection.store",
+    "check_reviewer": "selection.review",
+    "marginal_counts": "marginals",
+    "measure_agreement": "marginals",
+    "measure_once": "store",
+    "noisy_measurements": "marginals",
+    "parse_pairs": "selection.review",
+    "review_md": "selection.review",
+    "review_sha256": "selection.review",
+    "select_once": "selection.store",
+}
+__all__ = [
+    "DECISION",
+    "EdgeChange",
+    "EdgeReview",
+    "Measurement",
+    "MeasurementSet",
+    "Proposal",
+    "SUBJECT",
+    "SelectionRecord",
+    "SignedReview",
+    "apply_review",
+    "assemble_logged",
+    "check_draft",
+    "check_reviewer",
+    "marginal_counts",
+    "measure_agreement",
+    "measure_once",
+    "noisy_measurements",
+    "parse_pairs",
+    "review_md",
+    "review_sha256",
+    "select_once",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -13,8 +13,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.agreement.accounting import PrivacyPlan, add_noise
-from sdgov.agreement.spec import Agreement, Clique
-from sdgov.data.schema import Schema
+from sdgov.agreement.spec import Agreement
+from sdgov.data.schema import Clique, Schema
 from sdgov.data.tables import contingency_table
 
 

@@ -1,1 +1,35 @@
-"""registry."""
+"""The artifact store's code: the hash-chained, signed event log, the registry key, signed checkpoints,
+the in-toto attestation and the audit trail rendered from the log. (The repository's ``registry/`` folder is
+the data it writes.)
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
+"""
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "Event": "log",
+    "POLICY_FILE": "log",
+    "Registry": "log",
+    "build_trail": "trail",
+    "log_head": "log",
+    "policy_problems": "log",
+    "render_text": "trail",
+    "render_trail_html": "trail",
+    "to_prov": "trail",
+    "write": "trail",
+}
+__all__ = [
+    "Event",
+    "POLICY_FILE",
+    "Registry",
+    "build_trail",
+    "log_head",
+    "policy_problems",
+    "render_text",
+    "render_trail_html",
+    "to_prov",
+    "write",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -107,7 +107,7 @@ def _dataset_of(e: Event, index: dict[str, str]) -> str:
     return index.get(e.agreement_sha256, "")
 
 
-def trail(registry: Registry, dataset: str | None = None) -> dict[str, Any]:
+def build_trail(registry: Registry, dataset: str | None = None) -> dict[str, Any]:
     problems = registry.verify()
     try:
         events = registry.events()

@@ -26,13 +26,13 @@ from pydantic import BaseModel, Field
 
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
-from sdgov.agreement.spec import AgreedSplit, Agreement, Clique
+from sdgov.agreement.spec import AgreedSplit, Agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.model import Strict
 from sdgov.base.svg import pyplot, to_svg
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import StageRecord
-from sdgov.data.schema import Column, Schema
+from sdgov.data.schema import Clique, Column, Schema
 from sdgov.engines.base import RowFilter
 from sdgov.engines.recordset import RecordSet
 from sdgov.generators.graph import SynthesisGraph, graph_svg, synthesis_graph

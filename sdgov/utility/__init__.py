@@ -6,4 +6,29 @@ and the marginal-error summary the card shows. Besides them: the analyst's decla
 declared in the spec via :mod:`.taskspec`), baselines
 (:mod:`.baselines`), plots (:mod:`.plots`), the fitness statement (:mod:`.fitness`) and the report itself
 (:mod:`.report`). Nothing is imported here so that ``sdgov.agreement.spec`` can use :mod:`.taskspec` cheaply.
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
 """
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "FAST": "report",
+    "ReportSettings": "report",
+    "UtilitySummary": "summary",
+    "build_report": "report",
+    "radar": "plots",
+    "utility_summary": "summary",
+    "write_report": "report",
+}
+__all__ = [
+    "FAST",
+    "ReportSettings",
+    "UtilitySummary",
+    "build_report",
+    "radar",
+    "utility_summary",
+    "write_report",
+]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)

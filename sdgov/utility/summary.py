@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from sdgov.agreement.spec import Clique
+from sdgov.data.schema import Clique
 from sdgov.engines.recordset import RecordSet
 
 

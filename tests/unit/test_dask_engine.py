@@ -176,7 +176,7 @@ def test_the_dask_path_refuses_bad_data_in_one_line_like_duckdb(
 def test_the_sample_written_on_the_dask_cluster_is_the_same_file(on_cluster, tmp_path: Path) -> None:
     """Item 3: with ``engine: dask`` the sample's parts run on the cluster (four parts, here two workers) — and the
     released file is the same bytes as the one written in one pass here, with the progress reported per batch."""
-    from sdgov.engines.dask_executor import DaskExecutor, dask_executor
+    from sdgov.engines.dask_executor import DaskExecutor, cluster_executor
     from sdgov.generators.sampler import PART_CHUNKS, sample_to_parquet
     from tests.unit.test_sampler import chain_model, chain_schema
 
@@ -184,7 +184,7 @@ def test_the_sample_written_on_the_dask_cluster_is_the_same_file(on_cluster, tmp
     schema = chain_schema(model)
     chunk, rows = 100, 100 * PART_CHUNKS * 3 + 37  # four parts, the last one short
     seen: list[int] = []
-    with dask_executor() as executor:
+    with cluster_executor() as executor:
         assert isinstance(executor, DaskExecutor) and executor.workers == 2
         written = sample_to_parquet(
             model, schema, rows, 5, tmp_path / "dask.parquet", chunk, lambda d, t: seen.append(d), executor

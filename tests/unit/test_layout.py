@@ -2,7 +2,7 @@
 
 A newcomer who greps for ``Candidate`` or ``preflight`` should land on one definition, not pick between two that
 mean different things; and a path of one developer's machine in a tracked file breaks every other checkout
-(the census extract is ``../shared/data`` or an option, never ``/work/...``).
+(the census extract is ``../shared/data`` or an option, never a developer's home or work folder).
 """
 
 from __future__ import annotations
