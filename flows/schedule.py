@@ -9,12 +9,12 @@ otherwise the run pauses for a data controller** (``sdgov runs`` / ``sdgov appro
     sdgov schedule --spec sdgov/demo/spec.yaml --cron "0 6 1 * *" --root /srv/sdgov/registry
 
 serves the deployment from this process (``flow.serve``): keep it running (systemd, tmux) next to
-``sdgov server start``. ``--dry-run --json`` prints the deployment instead.
+``sdgov server start``. ``--dry-run --json`` prints the deployment instead. The command is in
+:mod:`sdgov.flows.cli.schedule`; this module builds the deployment.
 """
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -64,40 +64,3 @@ def deployment(
             "otherwise pause for a data controller."
         ),
     )
-
-
-def cmd_schedule(args: argparse.Namespace) -> int:
-    import json
-
-    from sdgov.registry.log import Registry
-
-    root = str(Registry(args.root).root.resolve())
-    dep = deployment(args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull)
-    info = {
-        "name": dep.name,
-        "flow": "sdgov-governed-release",
-        "cron": args.cron,
-        "schedules": [str(getattr(s.schedule, "cron", s.schedule)) for s in (dep.schedules or [])],
-        "parameters": dep.parameters,
-        "entrypoint": dep.entrypoint,
-    }
-    if args.dry_run:
-        print(json.dumps(info, indent=2) if args.json else f"would serve {dep.name} on '{args.cron}'")
-        return 0
-    from prefect import serve
-
-    print(f"serving {dep.name} on '{args.cron}' (Ctrl-C stops the schedule)")
-    serve(dep)
-    return 0
-
-
-def add_parser(add) -> None:
-    s = add("schedule", cmd_schedule, "serve a cron-scheduled deployment re-running a standing agreement")
-    s.add_argument("--spec", required=True)
-    s.add_argument("--cron", required=True, help="cron expression, e.g. '0 6 1 * *'")
-    s.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
-    s.add_argument("--name", help="deployment name (default: scheduled-<spec name>)")
-    s.add_argument("--approvals", help="standing-approval file (default: the spec's)")
-    s.add_argument("--timeout", type=int, default=DEFAULT_DECISION_TIMEOUT, help="seconds a paused run waits")
-    s.add_argument("--no-dvc-pull", action="store_true", help="do not update the DVC-tracked data before each run")
-    s.add_argument("--dry-run", action="store_true", help="print the deployment, do not serve it")

@@ -27,7 +27,6 @@ from sdgov.base.errors import SpecError
 from sdgov.base.hashing import md5_file, write_json
 from sdgov.base.loading import load_model_file
 from sdgov.contracts import Agreed, ArtifactRef, DataRef, StageRecord
-from sdgov.data.encoding import encode
 from sdgov.data.schema import Schema, load_schema
 from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.governance.signoff import SignOff
@@ -55,11 +54,6 @@ def read_schema(ref: ArtifactRef) -> Schema:
 def read_spec(ref: ArtifactRef) -> ReleaseSpec:
     """The release spec as written (its analysis tasks are outside the agreement hash, so read from here)."""
     return load_model_file(ReleaseSpec, ref.verified(), SpecError, "release spec")
-
-
-def read_synthetic(ref: ArtifactRef, schema: Schema, attributes: list[str]) -> pd.DataFrame:
-    """The synthetic records as cell indices; a file that does not fit the schema is refused (DataError)."""
-    return encode(pd.read_parquet(ref.verified()), schema, where=ref.path, columns=attributes)
 
 
 @contextmanager

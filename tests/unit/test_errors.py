@@ -8,6 +8,7 @@ import pytest
 
 from sdgov.base.errors import InternalError, SpecError
 from sdgov.flows import cli
+from sdgov.flows.cli import release
 
 
 @pytest.mark.parametrize(
@@ -21,7 +22,7 @@ def test_one_line_and_the_exit_code_say_whose_fault_it_is(monkeypatch, capsys, e
     def command(args: argparse.Namespace) -> int:
         raise error
 
-    monkeypatch.setattr(cli, "cmd_demo_data", command)
+    monkeypatch.setattr(release, "cmd_demo_data", command)
     assert cli.main(["demo-data", "--out", "unused"]) == code
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err

@@ -1,8 +1,9 @@
 """The import graph of the house: no cycles, stages independent of each other, the core never reaching up.
 
 Built from the source with ``ast`` (nothing is imported), over ``sdgov/`` plus ``flows/``, ``tasks/``, ``cards/``
-under the names they install as (``flows/cli.py`` is ``sdgov.flows.cli``). Imports inside functions count: they
-run too, and a lazy import is how a cycle hides. Imports under ``if TYPE_CHECKING:`` do not, as they never run.
+under the names they install as (``flows/cli/__init__.py`` is ``sdgov.flows.cli``). Imports inside functions
+count: they run too, and a lazy import is how a cycle hides. Imports under ``if TYPE_CHECKING:`` do not, as they
+never run.
 """
 
 from __future__ import annotations

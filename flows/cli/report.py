@@ -11,51 +11,22 @@ the spec's dataset (or ``--data``). ``--json`` prints every measure as JSON on s
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from sdgov.base.errors import DataError
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
-def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFrame:
-    """Read and encode a released synthetic file; refuses (DataError) a file that does not match the schema."""
-    import pandas as pd
-
-    from sdgov.data.encoding import encode, read_csv_strict
-
-    p = Path(path)
-    if not p.is_file():
-        raise DataError("synthetic file not found", str(p), "give the path of a released synthetic.parquet or CSV")
-    if p.suffix.lower() in (".parquet", ".pq"):
-        try:
-            df = pd.read_parquet(p)
-        except Exception as exc:  # pyarrow raises many types for a non-Parquet file
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DataError(
-                f"not a readable Parquet file ({first})", str(p), "give the released synthetic.parquet"
-            ) from None
-        df = df.astype(dict.fromkeys(df.columns, "string")) if len(df.columns) else df
-    elif p.suffix.lower() == ".csv":
-        df = read_csv_strict(p)
-    else:
-        raise DataError(f"unknown file type {p.suffix or '(none)'}", str(p), "give a .parquet or .csv file")
-    return encode(df, schema, where=str(p), columns=attributes)
+from sdgov.flows.cli._common import Parents, command, emit
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from sdgov.agreement.spec import load_spec
     from sdgov.base.hashing import sha256_file
+    from sdgov.data.synthetic import read_synthetic
     from sdgov.intake.inputs import validated_data
     from sdgov.utility.report import FAST, ReportSettings, build_report, write_report
 
     loaded = load_spec(args.spec)
     agreement = loaded.agreement
     synth = read_synthetic(args.synthetic, loaded.schema_, agreement.attributes)
-    data = Path(args.data).resolve() if getattr(args, "data", None) else loaded.data_path
+    data = Path(args.data).resolve() if args.data else loaded.data_path
     real = validated_data(data, loaded.schema_, loaded.spec.engine).codes
     settings = FAST if args.fast else ReportSettings()
     if args.no_baselines:
@@ -79,23 +50,23 @@ def cmd_report(args: argparse.Namespace) -> int:
         settings=settings,
     )
     written = write_report(report, args.out) if args.out else None
-    if args.json:
-        files = {"files": [str(written.json), str(written.html)]} if written else {}
-        print(json.dumps({**report.as_json(), **files}, indent=1, ensure_ascii=False))
-    else:
-        print(report.fitness["statement"])
-        if written:
-            print(f"  report: {written.html}\n  json:   {written.json}")
+    files = {"files": [str(written.json), str(written.html)]} if written else {}
+    human = report.fitness["statement"] + (f"\n  report: {written.html}\n  json:   {written.json}" if written else "")
+    emit(args, {**report.as_json(), **files}, human, indent=1, ensure_ascii=False)
     return 0
 
 
-def add_parser(add) -> None:
-    """Register ``report`` with the CLI's ``add(name, fn, help)`` helper (see flows/cli.py)."""
-    r = add("report", cmd_report, "utility report of a synthetic file against the real data (all measures)")
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    r = command(
+        subparsers,
+        parents,
+        "report",
+        cmd_report,
+        "utility report of a synthetic file against the real data (all measures)",
+        [parents.spec, parents.data],
+    )
     r.add_argument("kind", choices=["utility"])
-    r.add_argument("--spec", required=True)
     r.add_argument("--synthetic", required=True, help="synthetic.parquet (or CSV) with the agreed attributes")
-    r.add_argument("--data", help="override the spec's dataset path")
     r.add_argument("--out", help="directory for utility_report.json and utility_report.html")
     r.add_argument("--fast", action="store_true", help="smaller SPECKS/permutation settings")
     r.add_argument("--no-baselines", action="store_true", help="skip the independent and bootstrap baselines")

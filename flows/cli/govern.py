@@ -1,10 +1,10 @@
-"""Operations commands: the Prefect server, governed releases, decisions from the command line, the ledger.
+"""Governance commands: the Prefect server, governed releases, decisions from the command line, keys and the
+controller's files.
 
     sdgov server start [--port 4200] [--auth USER:PASS] [--home DIR] [--print-env]
     sdgov propose --spec FILE --as ANALYST [--root DIR] [--timeout S]     (runs and pauses)
     sdgov propose --select mst --spec DRAFT --as ANALYST [--review]   private selection of Φ (--review: pauses for
                                                                the stakeholders' review, then the agreement)
-    sdgov review RUN_ID --drop A,B --force C,D --why TEXT --as NAME --key KEY [--close]   review a Φ proposal
     sdgov runs [--json]                                        paused runs and whom they await
     sdgov sign RUN_ID --as NAME --key KEY [--reject]           the signed statement to paste into the UI form
     sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S] [--yes --hash PREFIX]
@@ -12,34 +12,25 @@
     sdgov keygen --out KEY.pem                                 Ed25519 key; prints the public_key line
     sdgov approvers commit --as CONTROLLER --key KEY [--root DIR]   sign the controller files' new hashes into the log
     sdgov approvals sign FILE --as NAME --key KEY [--root DIR]      sign a standing approval (demo, scheduled runs)
-    sdgov budget [--root DIR] [--json]                         the privacy-budget ledger
-    sdgov trail [--dataset NAME] [--html FILE] [--prov FILE] [--json]   the audit trail, chain verified
 
 Client commands reach the server named by ``PREFECT_API_URL`` (and ``PREFECT_API_AUTH_STRING`` when the server
-has basic auth); ``sdgov server start --print-env`` prints both.
+has basic auth); ``sdgov server start --print-env`` prints both. ``sdgov review`` (a Φ review) is in
+:mod:`.review`; the ledger and the trail (``sdgov budget``, ``sdgov trail``) in :mod:`.registry`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from sdgov.base.errors import SdgovError
-
-Add = Callable[[str, Callable[[argparse.Namespace], int], str], argparse.ArgumentParser]
-
-
-def _emit(args: argparse.Namespace, payload: Any, human: str) -> None:
-    print(json.dumps(payload, indent=2, default=str) if args.json else human)
-
+from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume
 
 # ------------------------------------------------------------------------------------------------ server
 
@@ -69,7 +60,7 @@ def cmd_server(args: argparse.Namespace) -> int:
     env = server_env(home, args.port, auth)
     client_env = {k: env[k] for k in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING") if k in env}
     if args.print_env:
-        _emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
+        emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
         return 0
     read, write = os.pipe()  # the server's lifeline (sdgov.base.lifeline): it stops when this process dies, kill -9 too
     cmd = [
@@ -134,7 +125,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
         return _propose_reviewed(args)
     if args.select:
         return _propose_selection(args)
-    _require_server()  # an ephemeral server would die with this process: nobody could resume the run
+    require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
     checked = check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
     ag = checked.loaded.agreement
@@ -163,7 +154,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
             "see 'sdgov trail --root ROOT' for the decisions recorded",
         ) from None
     payload = out.model_dump(mode="json")
-    _emit(args, payload, out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
+    emit(args, payload, out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
     return 0 if out.status == "released" else 1
 
 
@@ -187,7 +178,7 @@ def _propose_selection(args: argparse.Namespace) -> int:
     lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
     lines += [f"  near     {' × '.join(c.pair)}  score≈{_score(c.noisy_score)}" for c in proposal.near_threshold]
     lines += [f"  proposal: {root / 'runs' / run_id / 'phi_proposal.json'}", f"  proposed spec: {out}"]
-    _emit(args, {**summary, "proposed_spec": str(out), "run_id": run_id}, "\n".join(lines))
+    emit(args, {**summary, "proposed_spec": str(out), "run_id": run_id}, "\n".join(lines))
     return 0
 
 
@@ -203,7 +194,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
     from sdgov.measurement.selection.store import check_draft
     from sdgov.registry.log import Registry
 
-    _require_server()
+    require_server()
     root = Registry(args.root).root.resolve()
     checked = check_proposal(args.spec, root, args.who, args.data)
     ag = checked.loaded.agreement
@@ -226,9 +217,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
             str(root),
             "see 'sdgov trail --root ROOT' for the reviews and decisions recorded",
         ) from None
-    _emit(
-        args, out.model_dump(mode="json"), out.message + (f"\n  card: {out.release.card_html}" if out.release else "")
-    )
+    emit(args, out.model_dump(mode="json"), out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
     return 0 if out.status == "released" else 1
 
 
@@ -237,28 +226,6 @@ def _score(s: float | None) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ runs / approve
-
-
-def _require_server() -> None:
-    from prefect.settings import PREFECT_API_URL
-
-    if not PREFECT_API_URL.value():
-        raise SdgovError(
-            "no Prefect server configured: paused runs live on the server the flow runs against",
-            "PREFECT_API_URL",
-            'eval "$(sdgov server start --print-env)" (add --auth USER:PASS if the server has basic auth)',
-        )
-
-
-def _pending(client, fr) -> dict[str, Any] | None:
-    from sdgov.flows.governed import PENDING_PREFIX
-
-    if not (fr.state and fr.state.is_paused() and fr.state.state_details.pause_key):
-        return None
-    try:
-        return json.loads(client.read_flow_run_input(fr.id, PENDING_PREFIX + fr.state.state_details.pause_key))
-    except Exception:
-        return None
 
 
 def _ui_url(run_id: Any) -> str:
@@ -272,7 +239,7 @@ def paused_runs() -> list[dict[str, Any]]:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
     from prefect.client.schemas.objects import StateType
 
-    _require_server()
+    require_server()
     out = []
     with get_client(sync_client=True) as c:
         runs = c.read_flow_runs(
@@ -281,7 +248,7 @@ def paused_runs() -> list[dict[str, Any]]:
             )
         )
         for fr in runs:
-            p = _pending(c, fr) or {}
+            p = pending(c, fr) or {}
             out.append(
                 {
                     "run_id": str(fr.id),
@@ -317,38 +284,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         + (f"\n    {r['ui']}" if r["ui"] else "")
         for r in runs
     ]
-    _emit(args, {"paused": runs}, "\n".join(lines) or "no paused runs")
+    emit(args, {"paused": runs}, "\n".join(lines) or "no paused runs")
     return 0
-
-
-def _paused_decision(c, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
-    """The paused flow run and what its pause awaits (subject, hash, the nonce to sign), or a one-line error."""
-    from prefect.exceptions import ObjectNotFound
-
-    try:
-        run_id = UUID(run_id_text)
-    except ValueError:
-        raise SdgovError(f"{run_id_text!r} is not a flow run id", "RUN_ID", "see 'sdgov runs'") from None
-    try:
-        fr = c.read_flow_run(run_id)
-    except ObjectNotFound:
-        raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
-    if not (fr.state and fr.state.is_paused()):
-        raise SdgovError(
-            f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})",
-            str(run_id),
-            "only paused runs await a decision: see 'sdgov runs'",
-        )
-    p = _pending(c, fr)
-    if p is None or "nonce" not in p:
-        raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
-    if p.get("run_id") != str(run_id):  # anyone with API access can write run inputs: never sign for another run
-        raise SdgovError(
-            f"the pending decision of run {run_id} names run {p.get('run_id')!r}: someone altered it",
-            str(run_id),
-            "do not sign; report it to the operators and reject the run",
-        )
-    return run_id, fr, p
 
 
 def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str) -> str:
@@ -388,17 +325,17 @@ def _sign_paused(args: argparse.Namespace) -> tuple[UUID, Any, dict[str, Any], s
     from sdgov.identity.keys import load_private_key
 
     load_private_key(args.key)
-    _require_server()
+    require_server()
     decision = "reject" if args.reject else "approve"
     with get_client(sync_client=True) as c:
-        run_id, fr, p = _paused_decision(c, args.run_id)
+        run_id, fr, p = paused_decision(c, args.run_id)
         return run_id, fr, p, decision, _signed_statement(args, p, decision)
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
     run_id, _, p, decision, token = _sign_paused(args)
     payload = {"run_id": str(run_id), "subject": p["subject"], "decision": decision, "signature": token}
-    _emit(args, payload, token)
+    emit(args, payload, token)
     print(
         f"sdgov: paste the line above into the 'Signature' field of run {run_id}'s resume form, with your name "
         f"{args.who!r} and decision {decision!r}; it is valid for this pause only",
@@ -471,17 +408,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
     if p["subject"] == "release":
         run_input["confirm_hash"] = confirm  # the release form's field (required, checked by the flow)
     with get_client(sync_client=True) as c:
-        res = c.resume_flow_run(run_id, run_input=run_input)
-        if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
-            reason = getattr(res.details, "reason", "") or str(res.details)
-            raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")
+        resume(c, run_id, run_input)
         outcome = "resumed"
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline:  # optionally watch what the flow made of the decision
             time.sleep(0.5)
             st = c.read_flow_run(run_id).state
             if st.is_paused() and st.state_details.pause_key != fr.state.state_details.pause_key:
-                nxt = _pending(c, c.read_flow_run(run_id)) or {}
+                nxt = pending(c, c.read_flow_run(run_id)) or {}
                 if nxt.get("subject") == p["subject"]:  # the same decision asked again: the flow refused it
                     raise SdgovError(
                         f"the flow refused the decision: {nxt.get('note', '')}", str(run_id), "see 'sdgov runs'"
@@ -503,18 +437,18 @@ def cmd_approve(args: argparse.Namespace) -> int:
         "signed": True,
         "state": outcome,
     }
-    _emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256']} of run {run_id} ({outcome})")
+    emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256']} of run {run_id} ({outcome})")
     return 0
 
 
-# ------------------------------------------------------------------------------------------------ keys, budget
+# ------------------------------------------------------------------------------------------- keys, controller files
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
     from sdgov.identity.keys import keygen
 
     pub = keygen(args.out)
-    _emit(
+    emit(
         args,
         {"private_key": str(Path(args.out).resolve()), "public_key": pub},
         f'private key: {args.out} (keep it; mode 600)\nadd to approvers.yaml:  public_key: "{pub}"',
@@ -532,7 +466,7 @@ def cmd_approvers(args: argparse.Namespace) -> int:
         f"{e.event}: {e.artifacts['file']} {e.artifacts['sha256'][:12] or 'removed'} signed by {e.actor}"
         for e in events
     ]
-    _emit(
+    emit(
         args,
         {"committed": [e.model_dump() for e in events]},
         "\n".join(lines) or "nothing to commit: every controller file is as last signed",
@@ -548,66 +482,36 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     reg = Registry(args.root)
     reg.require_existing()
     token = sign_standing(args.file, reg, args.who, args.key)
-    _emit(args, {"file": str(args.file), "signer": args.who, "token": token}, f"signed {args.file} as {args.who}")
+    emit(args, {"file": str(args.file), "signer": args.who, "token": token}, f"signed {args.file} as {args.who}")
     return 0
-
-
-def cmd_budget(args: argparse.Namespace) -> int:
-    from sdgov.governance.ledger import ledger_summary
-    from sdgov.governance.policy import load_policy
-    from sdgov.registry.log import Registry
-
-    reg = Registry(args.root)
-    policy, sha = load_policy(reg.root)
-    accts = ledger_summary(reg)
-    lines = [
-        f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
-        + (
-            f" of {a['lifetime_rho']:.6g} ({a['policy_entry']}), remaining {a['remaining_rho']:.6g}"
-            if "error" not in a
-            else f" — {a['error']}"
-        )
-        + f" in {len(a.get('spends', []))} spend(s)"
-        for a in accts
-    ]
-    _emit(
-        args,
-        {"policy": policy.model_dump(), "policy_sha256": sha, "datasets": accts},
-        "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)",
-    )
-    return 0
-
-
-def cmd_trail(args: argparse.Namespace) -> int:
-    from sdgov.registry.log import Registry
-    from sdgov.registry.trail import build_trail, render_text, render_trail_html, to_prov, write
-
-    t = build_trail(Registry(args.root), args.dataset)
-    written = {}
-    if args.html:
-        written["html"] = str(write(args.html, render_trail_html(t)))
-    if args.prov:
-        written["prov"] = str(write(args.prov, json.dumps(to_prov(t), indent=2, ensure_ascii=False) + "\n"))
-    _emit(args, {**t, "written": written}, render_text(t) + "".join(f"\nwrote {k}: {v}" for k, v in written.items()))
-    return 0 if t["verified"] else 1
 
 
 # ------------------------------------------------------------------------------------------------ parser
 
 
-def add_parser(add: Add) -> None:
-    s = add("server", cmd_server, "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)")
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    s = command(
+        subparsers,
+        parents,
+        "server",
+        cmd_server,
+        "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)",
+    )
     s.add_argument("action", choices=["start"])
     s.add_argument("--port", type=int, default=4200)
     s.add_argument("--auth", help="USER:PASSWORD: enable the server's basic auth (PREFECT_SERVER_API_AUTH_STRING)")
     s.add_argument("--home", help="PREFECT_HOME holding the SQLite database (default: $PREFECT_HOME or ~/.prefect)")
     s.add_argument("--print-env", action="store_true", help="print the client settings and exit")
 
-    p = add("propose", cmd_propose, "run a governed release: propose Φ, then pause for the controller's decisions")
-    p.add_argument("--spec", required=True)
+    p = command(
+        subparsers,
+        parents,
+        "propose",
+        cmd_propose,
+        "run a governed release: propose Φ, then pause for the controller's decisions",
+        [parents.spec, parents.data, parents.root],
+    )
     p.add_argument("--as", dest="who", required=True, help="the proposing analyst (in the approvers registry)")
-    p.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
-    p.add_argument("--data", help="override the spec's dataset path")
     p.add_argument("--timeout", type=int, default=3600, help="seconds to wait for the decisions (default 3600)")
     p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
     p.add_argument(
@@ -623,13 +527,13 @@ def add_parser(add: Add) -> None:
         help="with --select: pause for the stakeholders' review (sdgov review), then the governed agreement",
     )
 
-    add("runs", cmd_runs, "list paused runs and whom they await")
+    command(subparsers, parents, "runs", cmd_runs, "list paused runs and whom they await")
 
     for name, fn, help_ in (
         ("sign", cmd_sign, "print your signed decision on a paused run, to paste into the Prefect UI form"),
         ("approve", cmd_approve, "sign your decision on a paused run and resume it through the Prefect API"),
     ):
-        a = add(name, fn, help_)
+        a = command(subparsers, parents, name, fn, help_)
         a.add_argument("run_id")
         a.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
         a.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")
@@ -640,31 +544,36 @@ def add_parser(add: Add) -> None:
             a.add_argument("--hash", help="the first 8 characters of the hash you approve (asked for when omitted)")
             a.add_argument("--yes", action="store_true", help="do not ask: for scripts, with --hash PREFIX")
 
-    k = add("keygen", cmd_keygen, "make an Ed25519 key pair: writes the private key, prints the public_key line")
+    k = command(
+        subparsers,
+        parents,
+        "keygen",
+        cmd_keygen,
+        "make an Ed25519 key pair: writes the private key, prints the public_key line",
+    )
     k.add_argument("--out", required=True, help="where to write the private key (PEM, mode 600)")
 
-    c = add("approvers", cmd_approvers, "the controller's files: sign their new hashes into the log")
+    c = command(
+        subparsers,
+        parents,
+        "approvers",
+        cmd_approvers,
+        "the controller's files: sign their new hashes into the log",
+        [parents.root],
+    )
     c.add_argument("action", choices=["commit"])
     c.add_argument("--as", dest="who", required=True, help="a data controller (of the approvers registry in force)")
     c.add_argument("--key", required=True, help="that controller's private key")
-    c.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
 
-    sa = add("approvals", cmd_approvals, "standing approvals: sign one for this registry (appended to the file)")
+    sa = command(
+        subparsers,
+        parents,
+        "approvals",
+        cmd_approvals,
+        "standing approvals: sign one for this registry (appended to the file)",
+        [parents.root],
+    )
     sa.add_argument("action", choices=["sign"])
     sa.add_argument("file", help="the standing approval (approvals.yaml)")
     sa.add_argument("--as", dest="who", required=True, help="a person it names, as in the approvers registry")
     sa.add_argument("--key", required=True, help="that person's private key")
-    sa.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
-
-    t = add("trail", cmd_trail, "review the audit trail: every event, who/role/what/when/hashes, chain verified")
-    t.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")
-    t.add_argument("--dataset", help="only events about this declared dataset")
-    t.add_argument("--html", help="also write a self-contained HTML report here")
-    t.add_argument("--prov", help="also write W3C PROV-JSON here")
-
-    from sdgov.flows.schedule import add_parser as add_schedule
-
-    add_schedule(add)  # sdgov schedule --spec FILE --cron EXPR [--dry-run]
-
-    b = add("budget", cmd_budget, "show the privacy-budget ledger: spent and remaining ρ per dataset")
-    b.add_argument("--root", help="registry root (default: $SDGOV_REGISTRY or ./registry)")

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from sdgov.base.errors import SdgovError
-from sdgov.flows.cli_ops import Add, _emit, _paused_decision, _pending, _require_server
+from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume
 
 
 def _review(args: argparse.Namespace) -> Any:
@@ -77,12 +77,12 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     load_private_key(args.key)
     review = _review(args)
-    _require_server()
+    require_server()
     with get_client(sync_client=True) as c:
-        run_id, fr, p = _paused_decision(c, args.run_id)
+        run_id, fr, p = paused_decision(c, args.run_id)
         token = _signed(args, review, p)
         if args.print:
-            _emit(args, {"run_id": str(run_id), "signature": token}, token)
+            emit(args, {"run_id": str(run_id), "signature": token}, token)
             return 0
         form = {
             "reviewer": review.reviewer,
@@ -92,13 +92,10 @@ def cmd_review(args: argparse.Namespace) -> int:
             "close": review.close,
             "signature": token,
         }
-        res = c.resume_flow_run(run_id, run_input=form)
-        if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
-            reason = getattr(res.details, "reason", "") or str(res.details)
-            raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")
+        resume(c, run_id, form)
         outcome = _watch(c, run_id, fr.state.state_details.pause_key, args.wait)
     payload = {"ok": True, "run_id": str(run_id), **review.model_dump(mode="json"), "signed": True, "state": outcome}
-    _emit(args, payload, f"{args.who} reviewed the Φ proposal of run {run_id} ({outcome})")
+    emit(args, payload, f"{args.who} reviewed the Φ proposal of run {run_id} ({outcome})")
     return 0
 
 
@@ -110,7 +107,7 @@ def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
         fr = c.read_flow_run(run_id)
         st = fr.state
         if st.is_paused() and st.state_details.pause_key != pause_key:
-            nxt = _pending(c, fr) or {}
+            nxt = pending(c, fr) or {}
             if nxt.get("note"):  # the flow refused the review and paused again
                 raise SdgovError(f"the flow refused the review: {nxt['note']}", str(run_id), "see 'sdgov runs'")
             return f"accepted; now paused for the {nxt.get('subject', '?')}"
@@ -119,8 +116,14 @@ def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
     return "resumed"
 
 
-def add_parser(add: Add) -> None:
-    r = add("review", cmd_review, "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume")
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    r = command(
+        subparsers,
+        parents,
+        "review",
+        cmd_review,
+        "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume",
+    )
     r.add_argument("run_id")
     r.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
     r.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")

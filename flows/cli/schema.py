@@ -17,11 +17,11 @@ is listed, 2 (one error line) when the files cannot be read.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from sdgov.base.errors import SpecError
+from sdgov.flows.cli._common import Parents, command, emit
 
 SHOWN = 50  # values listed per column in the human output (all of them with --json)
 
@@ -53,31 +53,34 @@ def cmd_schema(args: argparse.Namespace) -> int:
         },
     }
     clean = not (found["columns_not_in_schema"] or found["schema_columns_not_in_data"] or found["undeclared_values"])
-    if args.json:
-        print(json.dumps({"ok": clean, **found}, indent=2))
-        return 0 if clean else 1
-    print(f"{data} against schema {schema.name!r} — for the data controller only: do not copy these values anywhere")
+    lines = [f"{data} against schema {schema.name!r} — for the data controller only: do not copy these values anywhere"]
     if clean:
-        print("ok: every column and value is declared")
-        return 0
+        lines.append("ok: every column and value is declared")
     if found["columns_not_in_schema"]:
-        print(f"columns not in the schema: {found['columns_not_in_schema']}")
+        lines.append(f"columns not in the schema: {found['columns_not_in_schema']}")
     if found["schema_columns_not_in_data"]:
-        print(f"schema columns missing from the data: {found['schema_columns_not_in_data']}")
+        lines.append(f"schema columns missing from the data: {found['schema_columns_not_in_data']}")
     for col, values in found["undeclared_values"].items():
         shown = ", ".join(
             f"{v['value']!r} ({v['rows']} rows)" if v["value"] else f"(empty) ({v['rows']} rows)"
             for v in values[:SHOWN]
         )
         more = f", … {len(values) - SHOWN} more" if len(values) > SHOWN else ""
-        print(f"column {col!r}: {len(values)} undeclared value(s): {shown}{more}")
-    print("fix the schema from the public documentation (or declare missing-value tokens), then check again")
-    return 1
+        lines.append(f"column {col!r}: {len(values)} undeclared value(s): {shown}{more}")
+    if not clean:
+        lines.append("fix the schema from the public documentation (or declare missing-value tokens), then check again")
+    emit(args, {"ok": clean, **found}, "\n".join(lines))
+    return 0 if clean else 1
 
 
-def add_parser(add) -> None:
-    """Register ``schema`` with the CLI's ``add(name, fn, help)`` helper (see flows/cli.py)."""
-    s = add("schema", cmd_schema, "list the values in a data file that the schema does not declare (controller only)")
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    s = command(
+        subparsers,
+        parents,
+        "schema",
+        cmd_schema,
+        "list the values in a data file that the schema does not declare (controller only)",
+    )
     s.add_argument("action", choices=["check"])
     s.add_argument("--schema", help="the schema file (with --data)")
     s.add_argument("--data", help="the data file (CSV or Parquet); with --spec, overrides its dataset path")

@@ -1,0 +1,83 @@
+"""``sdgov`` — the command line.
+
+Every command prints one line of error (what, where, fix) and exits 2 on bad input; ``--json`` prints a
+machine-readable result on stdout (logs go to stderr).
+
+One module per command group, each exposing ``add_parser(subparsers, parents) -> None`` and listed once in
+:data:`COMMANDS`; the shared flags are parent parsers in :mod:`._common`. This module holds only ``main``, the
+parser, and the one mapping of exceptions to exit codes. Importing it changes nothing: the environment defaults
+are set by :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from types import ModuleType
+from typing import NoReturn
+
+from sdgov.flows.cli import audit, govern, registry, release, report, review, schedule, schema, stage
+from sdgov.flows.cli._common import Parents, parent_parsers
+
+COMMANDS: list[ModuleType] = [release, stage, registry, report, schema, govern, review, schedule, audit]
+
+ENV_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "90",
+    "DVC_NO_ANALYTICS": "1",
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one ``sdgov: error:`` line and exit 2 like every other refusal (argparse's own
+    usage block plus its error would be several lines, and a non-integer ``--K 2^40`` would read like a crash).
+    Sub-commands inherit the class (argparse builds sub-parsers with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        from sdgov.base.errors import SdgovError
+
+        err = SdgovError(message, self.prog, f"see '{self.prog} --help'")
+        self.exit(2, f"sdgov: error: {err.one_line()}\n")
+
+
+def parser(parents: Parents | None = None) -> argparse.ArgumentParser:
+    """The ``sdgov`` parser: every module of :data:`COMMANDS` adds its commands, with the shared flags of
+    ``parents`` (new parent parsers unless given)."""
+    p = OneLineParser(prog="sdgov", description="Governed, auditable synthetic-data releases.")
+    subparsers = p.add_subparsers(dest="command", required=True)
+    parents = parents or parent_parsers()
+    for module in COMMANDS:
+        module.add_parser(subparsers, parents)
+    return p
+
+
+def _error_json(args: argparse.Namespace, payload: dict) -> None:
+    if args.json:
+        print(json.dumps({"ok": False, **payload}))
+
+
+def main(argv: list[str] | None = None) -> int:
+    for name, value in ENV_DEFAULTS.items():  # here, not at import: importing the CLI changes nothing
+        os.environ.setdefault(name, value)
+    args = parser().parse_args(argv)
+    from sdgov.base.errors import InternalError, PreflightError, SdgovError
+
+    try:
+        return args.fn(args)
+    except PreflightError as exc:  # every problem found before the first draw, one line each
+        for problem in exc.problems:
+            print(f"sdgov: error: {problem.one_line()}", file=sys.stderr)
+        lines = [p.one_line() for p in exc.problems]
+        _error_json(args, {"error": lines[0], "errors": lines, "type": "PreflightError"})
+        return 2
+    except (SdgovError, InternalError) as exc:  # a user's mistake exits 2, a bug in sdgov exits 1
+        print(f"sdgov: error: {exc.one_line()}", file=sys.stderr)
+        _error_json(args, {"error": exc.one_line(), "type": type(exc).__name__})
+        return 2 if isinstance(exc, SdgovError) else 1
+    except OSError as exc:  # the file system refused a path the user gave (too long, a loop, a directory...)
+        err = SdgovError(exc.strerror or type(exc).__name__, str(exc.filename or ""), "check the path")
+        print(f"sdgov: error: {err.one_line()}", file=sys.stderr)
+        _error_json(args, {"error": err.one_line(), "type": type(exc).__name__})
+        return 2

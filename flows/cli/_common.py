@@ -1,0 +1,149 @@
+"""What every ``sdgov`` command shares: the one output helper, the parent parsers of the shared flags, the
+registration helper, ``json_object_arg``, and the Prefect-server helpers that ``govern`` and ``review`` both use.
+
+Nothing heavy is imported here at module level (``sdgov keygen`` must not load Prefect or JAX): each helper
+imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from sdgov.base.errors import SdgovError
+
+Command = Callable[[argparse.Namespace], int]
+ROOT_HELP = "registry root (default: $SDGOV_REGISTRY or ./registry)"
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+def emit(args: argparse.Namespace, payload: Any, human: str, *, indent: int = 2, ensure_ascii: bool = True) -> None:
+    """``--json``: the payload on stdout (anything JSON cannot hold as its ``str``); else the human text."""
+    print(json.dumps(payload, indent=indent, default=str, ensure_ascii=ensure_ascii) if args.json else human)
+
+
+# ------------------------------------------------------------------------------------------------ parsers
+
+
+@dataclass(frozen=True)
+class Parents:
+    """The parent parsers of the shared flags: each flag is declared once, here, and a command lists the ones it
+    takes (``--json`` is given to every command by :func:`command`)."""
+
+    json: argparse.ArgumentParser
+    root: argparse.ArgumentParser
+    spec: argparse.ArgumentParser
+    data: argparse.ArgumentParser
+
+
+def _parent(*names: str, **kwargs: Any) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument(*names, **kwargs)
+    return p
+
+
+def parent_parsers() -> Parents:
+    return Parents(
+        json=_parent("--json", action="store_true", help="machine-readable output on stdout"),
+        root=_parent("--root", help=ROOT_HELP),
+        spec=_parent("--spec", required=True),
+        data=_parent("--data", help="override the spec's dataset path"),
+    )
+
+
+def command(
+    subparsers: argparse._SubParsersAction,
+    parents: Parents,
+    name: str,
+    fn: Command,
+    help_: str,
+    takes: Sequence[argparse.ArgumentParser] = (),
+) -> argparse.ArgumentParser:
+    """Register one command: its help (also its description), ``--json``, the shared flags it ``takes``, and the
+    function that runs it (``args.fn``)."""
+    sp = subparsers.add_parser(name, help=help_, description=help_, parents=[parents.json, *takes])
+    sp.set_defaults(fn=fn)
+    return sp
+
+
+def json_object_arg(text: str, flag: str, example: str) -> dict:
+    """A command-line option holding a JSON object, or one clear error naming the option."""
+    from sdgov.audits.generator_protocol import AuditError
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AuditError(f"{flag} is not JSON ({exc.msg})", flag, f"write e.g. '{example}'") from None
+    if not isinstance(value, dict):
+        raise AuditError(f"{flag} must be a JSON object", flag)
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ the server
+
+
+def require_server() -> None:
+    """Paused runs live on the server the flow runs against: without ``PREFECT_API_URL``, one line."""
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise SdgovError(
+            "no Prefect server configured: paused runs live on the server the flow runs against",
+            "PREFECT_API_URL",
+            'eval "$(sdgov server start --print-env)" (add --auth USER:PASS if the server has basic auth)',
+        )
+
+
+def pending(client: Any, fr: Any) -> dict[str, Any] | None:
+    """What a paused run's pause awaits (the flow's pending-decision input), or None."""
+    from sdgov.flows.governed import PENDING_PREFIX
+
+    if not (fr.state and fr.state.is_paused() and fr.state.state_details.pause_key):
+        return None
+    try:
+        return json.loads(client.read_flow_run_input(fr.id, PENDING_PREFIX + fr.state.state_details.pause_key))
+    except Exception:
+        return None
+
+
+def paused_decision(c: Any, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
+    """The paused flow run and what its pause awaits (subject, hash, the nonce to sign), or a one-line error."""
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        run_id = UUID(run_id_text)
+    except ValueError:
+        raise SdgovError(f"{run_id_text!r} is not a flow run id", "RUN_ID", "see 'sdgov runs'") from None
+    try:
+        fr = c.read_flow_run(run_id)
+    except ObjectNotFound:
+        raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
+    if not (fr.state and fr.state.is_paused()):
+        raise SdgovError(
+            f"run {run_id} is not paused (state {fr.state.name if fr.state else '?'})",
+            str(run_id),
+            "only paused runs await a decision: see 'sdgov runs'",
+        )
+    p = pending(c, fr)
+    if p is None or "nonce" not in p:
+        raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
+    if p.get("run_id") != str(run_id):  # anyone with API access can write run inputs: never sign for another run
+        raise SdgovError(
+            f"the pending decision of run {run_id} names run {p.get('run_id')!r}: someone altered it",
+            str(run_id),
+            "do not sign; report it to the operators and reject the run",
+        )
+    return run_id, fr, p
+
+
+def resume(c: Any, run_id: UUID, run_input: dict[str, Any]) -> None:
+    """Resume a paused run with its form's input; a refusal by the server is one line."""
+    res = c.resume_flow_run(run_id, run_input=run_input)
+    if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
+        reason = getattr(res.details, "reason", "") or str(res.details)
+        raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")

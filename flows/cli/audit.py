@@ -1,0 +1,287 @@
+"""``sdgov audit decomposability`` and ``sdgov audit privacy``: the two audits of a generator against a spec.
+
+``audit decomposability`` is the black-box decomposability test (does the generator use only Φ? Houssiau et al.
+2022; the work is in :mod:`sdgov.audits.decomposability.procedure`). ``audit privacy`` is the privacy-risk
+evidence of issue 4 (the work is in :mod:`sdgov.audits.privacy`). Progress goes to stderr; ``--json`` prints the
+result contract on stdout, for privacy::
+
+    {"verdict": "pass|warn|fail", "epsilon_lower": …, "min_privacy_gain": …, "exact_matches": …, "seconds": …, …}
+
+Exit status: decomposability 0 pass, 1 fail; privacy 0 pass or warn, 1 fail; both 2 on bad input or a generator
+that crashed (its factory, ``fit`` or ``sample`` raised: one line naming the generator and the call,
+``{"ok": false, "error": …}`` with ``--json``, and with ``--out`` a file holding the error and whatever the audit
+had finished).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sdgov.flows.cli._common import Parents, command, emit, json_object_arg
+
+if TYPE_CHECKING:
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.generator_protocol import GeneratorCrash
+
+PARTS = "mia,one_run,memorisation,disclosure"
+
+
+def crash_written(args: argparse.Namespace, exc: GeneratorCrash, test: str) -> None:
+    """``--out`` after a generator crash: the error and the partial results the audit attached (a crash is a
+    verdict of its own, so the file says so instead of being left unwritten)."""
+    if args.out:
+        payload = {"ok": False, "test": test, "error": exc.one_line(), "partial": exc.partial}
+        Path(args.out).write_text(json.dumps(payload, indent=2, default=str))
+
+
+# ------------------------------------------------------------------------------------------------ decomposability
+
+
+def cmd_decomposability(args: argparse.Namespace) -> int:
+    from sdgov.agreement.sections.decomposability import MAX_K, MAX_ROWS
+    from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
+
+    if not args.generator:
+        raise AuditError(
+            "audit decomposability needs --generator",
+            "--generator",
+            "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'",
+        )
+    from sdgov.audits.decomposability.procedure import audit_spec
+    from sdgov.audits.decomposability.report import decomposability_section
+
+    overrides: dict = {}
+    if args.params:
+        overrides["generator_params"] = json_object_arg(args.params, "--params", '{"iterations": 300}')
+    if args.rows is not None:
+        if not 1 <= args.rows <= MAX_ROWS:
+            raise AuditError(f"--rows must be between 1 and {MAX_ROWS:,}", "--rows")
+        overrides["rows"] = args.rows
+    if args.K is not None and not 2 <= args.K <= MAX_K:
+        raise AuditError(
+            f"--K must be between 2 (a t-test needs two fits per group) and {MAX_K:,} (4·K fits are run)", "--K"
+        )
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise AuditError("--seed must be between 0 and 2^63 - 1", "--seed")
+    if args.control:
+        overrides["positive_control"] = None if args.control.lower() == "none" else args.control
+    from sdgov.base.executor import executor_for
+
+    if args.jobs is not None and args.jobs < 0:
+        raise AuditError("--jobs must be 0 (every core) or more", "--jobs")
+    executor = executor_for(args.jobs) if args.jobs is not None else None  # joblib workers, as for privacy
+    try:
+        result = audit_spec(
+            args.spec,
+            args.generator,
+            K=args.K,
+            seed=args.seed,
+            data_path=args.data,
+            overrides=overrides,
+            executor=executor,
+        )
+    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), what is done in --out
+        crash_written(args, exc, "decomposability")
+        raise
+    payload = {
+        "ok": True,
+        "test": "decomposability",
+        "generator": result.generator,
+        "p_value": result.p_value,
+        "verdict": result.verdict,
+        "alpha": result.alpha,
+        "K": result.K,
+        "rows": result.rows,
+        "effect_size": result.effect_size,
+        "seconds": result.seconds,
+        "timing": result.timing,
+        "control": result.control.model_dump() if result.control else None,
+        "top_interactions": result.top_interactions,
+        "beta_star_sets": result.extremal.get("beta_star_sets"),
+        "environment": result.environment,
+    }
+    if args.out:
+        section = decomposability_section(result)
+        Path(args.out).write_text(json.dumps({"result": result.model_dump(mode="json"), "section": section}, indent=2))
+        payload["out"] = str(args.out)
+    ctrl = (
+        f"; positive control {result.control.generator}: {'caught' if result.control.caught else 'NOT caught'}"
+        f" (p={result.control.p_value:.3g})"
+        if result.control
+        else ""
+    )
+    human = (
+        f"{result.verdict.upper()}: p = {result.p_value:.3g} at α = {result.alpha} (K = {result.K}, "
+        f"{result.seconds:.1f} s){ctrl}"
+    )
+    emit(args, payload, human)
+    return 0 if result.verdict == "pass" else 1
+
+
+# ------------------------------------------------------------------------------------------------ privacy
+
+
+def _settings(args: argparse.Namespace) -> RiskSettings:
+    from pydantic import ValidationError
+
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.generator_protocol import AuditError
+    from sdgov.base.loading import validation_message
+
+    values: dict[str, Any] = {}
+    if args.settings:
+        values = json_object_arg(args.settings, "--settings", '{"rf_trees": 50}')
+    for key, v in (
+        ("n_outliers", args.outliers),
+        ("n_random", args.random_targets),
+        ("n_shadow", args.shadows),
+        ("n_synth", args.synth_sets),
+        ("train_rows", args.train_rows),
+        ("canaries", args.canaries),
+        ("sensitive", args.sensitive),
+        ("n_jobs", args.jobs),
+        ("seed", args.seed),
+        ("synth_rows", args.rows),
+    ):
+        if v is not None:
+            values[key] = v
+    try:
+        return RiskSettings(**values)
+    except ValidationError as exc:
+        raise AuditError(validation_message(exc), "privacy settings", "check the option values") from None
+
+
+def cmd_privacy(args: argparse.Namespace) -> int:
+    from sdgov.audits.generator_protocol import GeneratorCrash
+    from sdgov.audits.privacy.policy import load_risk_policy
+    from sdgov.audits.privacy.report import privacy_section
+    from sdgov.audits.privacy.run import audit_spec_privacy, summary
+
+    params = json_object_arg(args.params, "--params", '{"sigma": 5}') if args.params else None
+    parts = tuple(p.strip() for p in (args.parts or PARTS).split(",") if p.strip())
+    settings = _settings(args)
+    policy = load_risk_policy(args.policy)
+
+    def progress(done: int, total: int, what: str) -> None:
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"[privacy audit] {what}: {done}/{total}", file=sys.stderr, flush=True)
+
+    try:
+        result = audit_spec_privacy(
+            args.spec,
+            args.generator,
+            settings,
+            policy,
+            args.data,
+            params,
+            parts,
+            args.canary_metric or "unit",
+            progress,
+        )
+    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), the request in --out
+        exc.partial = {
+            "generator": args.generator,
+            "params": params,
+            "parts": list(parts),
+            "settings": settings.model_dump(mode="json"),
+            **exc.partial,
+        }
+        crash_written(args, exc, "privacy")
+        raise
+    payload = summary(result)
+    if args.out:
+        Path(args.out).write_text(
+            json.dumps({"result": result.model_dump(mode="json"), "section": privacy_section(result)}, indent=2)
+        )
+        payload["out"] = str(args.out)
+    fmt = lambda x: "—" if x is None else f"{x:.3g}"
+    lines = [
+        f"{result.verdict.upper()}: ε_lower = {fmt(result.epsilon_lower)} "
+        f"(claimed {fmt(result.claimed_epsilon)}), "
+        f"min PG = {fmt(result.min_privacy_gain)}, exact matches = {result.exact_matches} "
+        f"({result.seconds:.1f} s)"
+    ]
+    lines += [f"  [{c.level}] {c.name}: {c.detail}" for c in result.checks]
+    emit(args, payload, "\n".join(lines))
+    return 1 if result.verdict == "fail" else 0
+
+
+# ------------------------------------------------------------------------------------------------ parser
+
+
+def _shared() -> argparse.ArgumentParser:
+    """The options both audits take (``--spec`` and ``--data`` come from the CLI's shared parents)."""
+    a = argparse.ArgumentParser(add_help=False)
+    a.add_argument("--seed", type=int, help="audit seed (default: the spec's audit.seed, else 0)")
+    a.add_argument("--rows", type=int, help="synthetic rows per fit (default: the spec's, else 10 × records)")
+    a.add_argument("--params", help="generator params as JSON, e.g. '{\"iterations\": 300}'")
+    a.add_argument("--out", help="also write the full result JSON (with the Figure-1 SVG) to this file")
+    a.add_argument(
+        "--jobs",
+        type=int,
+        help="parallel workers (joblib) for the trials: privacy attack trials (default 2), decomposability fits "
+        "(default 1: in this process; 0: every core)",
+    )
+    return a
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    help_ = (
+        "audit a generator against a spec: 'decomposability' (does it use only Φ? Houssiau et al. 2022) or "
+        "'privacy' (membership/attribute inference, DP lower bound, record checks)"
+    )
+    audit = subparsers.add_parser("audit", help=help_, description=help_)
+    tests = audit.add_subparsers(dest="test", required=True)
+    takes = [parents.spec, parents.data, _shared()]
+
+    d = command(
+        tests,
+        parents,
+        "decomposability",
+        cmd_decomposability,
+        "does the generator use only Φ? (the black-box test of Houssiau et al. 2022)",
+        takes,
+    )
+    d.add_argument("--generator", help="import path 'module:callable' of the generator factory (required)")
+    d.add_argument("--K", type=int, help="fits per extremal dataset (default: the spec's audit.K, else 10)")
+    d.add_argument("--control", help="positive-control generator import path ('none' to skip)")
+
+    p = command(
+        tests,
+        parents,
+        "privacy",
+        cmd_privacy,
+        "privacy-risk evidence: membership/attribute inference, DP lower bound, record checks",
+        takes,
+    )
+    p.add_argument(
+        "--generator",
+        help="import path 'module:callable' of the generator factory (default: the honest audit variant of the "
+        "spec's generator)",
+    )
+    p.add_argument(
+        "--policy", help="pass/warn/fail thresholds (YAML/JSON; default: built-in, see examples/privacy_policy.yaml)"
+    )
+    p.add_argument("--outliers", type=int, help="outlier targets (rare combinations; default 5)")
+    p.add_argument("--random-targets", type=int, help="random targets (default 5)")
+    p.add_argument("--shadows", type=int, help="shadow worlds per target (default 30)")
+    p.add_argument("--synth-sets", type=int, help="synthetic sets per shadow fit (default 10)")
+    p.add_argument("--train-rows", type=int, help="records per shadow training set (default 1000)")
+    p.add_argument("--canaries", type=int, help="canaries in the DP lower-bound audit (default train-rows / 2)")
+    p.add_argument(
+        "--canary-metric",
+        choices=["unit", "cells"],
+        default="unit",
+        help="distance of the canary audit: unit hypercube (default) or cell-scaled",
+    )
+    p.add_argument("--sensitive", help="attribute-inference target (default: the last audited attribute)")
+    p.add_argument(
+        "--parts",
+        default=PARTS,
+        help="comma list of mia, one_run, memorisation, disclosure, canary (the nearest-neighbour bound)",
+    )
+    p.add_argument("--settings", help="further RiskSettings as JSON, e.g. '{\"rf_trees\": 50}'")

@@ -1,0 +1,164 @@
+"""``sdgov registry list|show|verify|checkpoint|recover``, ``trail`` and ``budget``: what a registry holds, its
+signed event log, the audit trail and the privacy-budget ledger."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sdgov.flows.cli._common import Parents, command, emit
+
+if TYPE_CHECKING:
+    from sdgov.registry.log import Registry
+
+
+def cmd_registry(args: argparse.Namespace) -> int:
+    from sdgov.registry import checkpoint
+    from sdgov.registry.log import Registry
+
+    reg = Registry(args.root)
+    if args.action == "verify":
+        return _verify(args, reg)
+    reg.require_existing()
+    if args.action == "list":
+        rels = reg.releases()
+        emit(
+            args,
+            {"releases": rels},
+            "\n".join(f"{r['release_id']}  {r['time']}  agreement {r['agreement_sha256'][:12]}" for r in rels)
+            or "no releases",
+        )
+        return 0
+    if args.action == "show":
+        if not args.release_id:
+            raise SystemExit("sdgov registry show: give a RELEASE_ID (see 'sdgov registry list')")
+        m = reg.manifest(args.release_id)
+        emit(args, m, json.dumps(m, indent=2))
+        return 0
+    if args.action == "recover":
+        removed = reg.recover()
+        emit(
+            args,
+            {"removed": removed, "root": str(reg.root)},
+            "\n".join(
+                f"removed {r} (staging directory of a crashed publication; nothing was released from it)"
+                for r in removed
+            )
+            or "nothing to recover",
+        )
+        return 0
+    cp = checkpoint.make(reg)  # action "checkpoint": the signed head, to publish outside the registry
+    text = checkpoint.dumps(cp)
+    if not args.out:
+        print(text, end="")
+        return 0
+    from sdgov.base.atomic import atomic_write_text
+
+    atomic_write_text(Path(args.out), text)
+    emit(args, cp.model_dump(), f"checkpoint of log event {cp.sequence} (head {cp.head}) → {args.out}")
+    return 0
+
+
+def _verify(args: argparse.Namespace, reg: Registry) -> int:
+    """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok')."""
+    from sdgov.registry import checkpoint
+
+    cp = checkpoint.load_checkpoint(args.checkpoint) if args.checkpoint else None
+    anchored = checkpoint.problems(reg, cp) if cp is not None else []
+    if cp is not None and not reg.is_registry():
+        problems = anchored  # wiped: the checkpoint says what was there
+    else:
+        problems = anchored + reg.verify()
+    stale = reg.stale_staging() if reg.is_registry() else []
+    n_events = len(reg.events()) if not problems else None
+    human = (
+        f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash and signature matches"
+        + (f"; the log extends checkpoint event {cp.sequence} ({cp.head[:12]}…)" if cp is not None else "")
+        if not problems
+        else "FAILED:\n" + "\n".join(f"  {p}" for p in problems)
+    )
+    human += "".join(
+        f"\nstale: {s} (a crashed publication; nothing was released from it) — 'sdgov registry recover' removes it"
+        for s in stale
+    )
+    emit(args, {"ok": not problems, "problems": problems, "stale": stale, "root": str(reg.root)}, human)
+    return 0 if not problems else 1
+
+
+def cmd_budget(args: argparse.Namespace) -> int:
+    from sdgov.governance.ledger import ledger_summary
+    from sdgov.governance.policy import load_policy
+    from sdgov.registry.log import Registry
+
+    reg = Registry(args.root)
+    policy, sha = load_policy(reg.root)
+    accts = ledger_summary(reg)
+    lines = [
+        f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
+        + (
+            f" of {a['lifetime_rho']:.6g} ({a['policy_entry']}), remaining {a['remaining_rho']:.6g}"
+            if "error" not in a
+            else f" — {a['error']}"
+        )
+        + f" in {len(a.get('spends', []))} spend(s)"
+        for a in accts
+    ]
+    emit(
+        args,
+        {"policy": policy.model_dump(), "policy_sha256": sha, "datasets": accts},
+        "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)",
+    )
+    return 0
+
+
+def cmd_trail(args: argparse.Namespace) -> int:
+    from sdgov.registry.log import Registry
+    from sdgov.registry.trail import build_trail, render_text, render_trail_html, to_prov, write
+
+    t = build_trail(Registry(args.root), args.dataset)
+    written = {}
+    if args.html:
+        written["html"] = str(write(args.html, render_trail_html(t)))
+    if args.prov:
+        written["prov"] = str(write(args.prov, json.dumps(to_prov(t), indent=2, ensure_ascii=False) + "\n"))
+    emit(args, {**t, "written": written}, render_text(t) + "".join(f"\nwrote {k}: {v}" for k, v in written.items()))
+    return 0 if t["verified"] else 1
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    g = command(
+        subparsers,
+        parents,
+        "registry",
+        cmd_registry,
+        "list, show or verify releases and the signed event log; 'checkpoint' prints a signed head to keep "
+        "elsewhere; 'recover' removes what a crashed publication left",
+        [parents.root],
+    )
+    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover"])
+    g.add_argument("release_id", nargs="?")
+    g.add_argument("--checkpoint", help="verify: also prove the log extends this checkpoint (no rollback/rewrite)")
+    g.add_argument("--out", help="checkpoint: write it to this file (kept outside the registry)")
+
+    t = command(
+        subparsers,
+        parents,
+        "trail",
+        cmd_trail,
+        "review the audit trail: every event, who/role/what/when/hashes, chain verified",
+        [parents.root],
+    )
+    t.add_argument("--dataset", help="only events about this declared dataset")
+    t.add_argument("--html", help="also write a self-contained HTML report here")
+    t.add_argument("--prov", help="also write W3C PROV-JSON here")
+
+    command(
+        subparsers,
+        parents,
+        "budget",
+        cmd_budget,
+        "show the privacy-budget ledger: spent and remaining ρ per dataset",
+        [parents.root],
+    )

@@ -1,0 +1,203 @@
+"""``sdgov release``, ``demo``, ``demo-data``, ``validate`` and ``init``: a release from a spec, the built-in demo,
+the checks a release makes before it starts, and a registry's first policy."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from pathlib import Path
+
+from sdgov.flows.cli._common import Parents, command, emit
+
+
+def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
+    from sdgov.governance.controller import check_controller_files
+    from sdgov.governance.policy import check_plan_allowed
+    from sdgov.governance.standing import agreement_signoffs
+    from sdgov.intake.inputs import check_inputs
+    from sdgov.registry.log import Registry
+
+    root = Registry(args.root).root.resolve()
+    check_controller_files(Registry(root))  # the controller's files as last signed, or no release
+    checked = check_inputs(args.spec, args.approvals, args.data, root=root)  # fail fast, before the orchestrator
+    ag, data = checked.loaded.agreement, checked.data
+    agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(root))
+    check_plan_allowed(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
+    if api_starting is not None:
+        api_starting.join()  # the flow must find the server up, not half-started
+    else:
+        from sdgov.flows.temporary_server import install
+
+        install()  # a temporary server the flow starts dies with this process, even on kill -9
+    from sdgov.flows.refusals import quiet_refusals
+    from sdgov.flows.release import release_flow
+
+    quiet_refusals()
+
+    result = release_flow(
+        spec_path=str(Path(args.spec).resolve()),
+        registry_root=str(root),
+        approvals_path=str(Path(args.approvals).resolve()) if args.approvals else None,
+        data_path=str(Path(args.data).resolve()) if args.data else None,
+    )
+    payload = {
+        "release_id": result.release_id,
+        "path": result.path,
+        "card_html": result.card_html,
+        "card_md": result.card_md,
+        "card_json": result.card_json,
+        "manifest_sha256": result.manifest_sha256,
+        "agreement_sha256": result.agreement_sha256,
+        "registry": str(root),
+    }
+    emit(
+        args,
+        payload,
+        f"released {result.release_id}\n  card: {result.card_html}\n  path: {result.path}\n"
+        f"  verify: sdgov registry verify --root {root}",
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sdgov.agreement.spec import load_spec
+    from sdgov.data.schema import load_schema
+    from sdgov.demo import inputs
+    from sdgov.demo.data import write_demo_data
+    from sdgov.demo.people import signed_demo_approval
+    from sdgov.governance.controller import init
+    from sdgov.registry.log import Registry
+
+    api_starting = _start_temporary_api()
+    init(Registry(args.root), controller="Carl Controller")  # the demo's registry: the default policy, adopted
+    # the made-up confidential file lives beside the registry (never inside the installed package or a clone)
+    data = Registry(args.root).root.resolve().parent / "build" / "demo" / "data.csv"
+    if not data.exists():
+        write_demo_data(load_schema(inputs() / "schema.yaml"), data)
+    spec = inputs() / "spec.yaml"
+    # the demo people sign a standing approval with their (demo) keys, as a real registry's people do
+    approvals = signed_demo_approval(
+        Registry(args.root), inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data.parent
+    )
+    args.spec, args.approvals, args.data = str(spec), str(approvals), str(data)
+    return cmd_release(args, api_starting=api_starting)
+
+
+def _start_temporary_api() -> threading.Thread | None:
+    """With no Prefect API configured, a flow starts Prefect's temporary server when it begins (~12 s on a fresh
+    PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
+    while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
+    them). ``cmd_release`` joins the thread before the flow starts, so the flow finds the server running."""
+    from sdgov.flows.temporary_server import install
+
+    server = install()  # stopped when this process dies, however it dies (flows/temporary_server.py)
+    if server is None:
+        return None
+    thread = threading.Thread(target=server.start, name="prefect-temporary-api", daemon=True)
+    thread.start()
+    return thread
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write the controller's default policy into a registry (kept as it is when there is one already)."""
+    from sdgov.governance.controller import init
+    from sdgov.registry.log import Registry
+
+    reg = Registry(args.root)
+    path, written, adopted = init(reg, controller=args.controller)
+    human = (
+        f"wrote the default controller policy: {path}\n  review it (lifetime ρ, max ε per release, σ floor, "
+        "generators, rows) before the first release"
+        if written
+        else f"kept the existing controller policy: {path}"
+    ) + (
+        "\n  adopted in the log (first policy of this registry); later changes need a controller's signed "
+        "'sdgov approvers commit'"
+        if adopted
+        else ""
+    )
+    emit(args, {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}, human)
+    return 0
+
+
+def cmd_demo_data(args: argparse.Namespace) -> int:
+    from sdgov.data.schema import load_schema
+    from sdgov.demo import inputs
+    from sdgov.demo.data import write_demo_data
+
+    path = write_demo_data(load_schema(inputs() / "schema.yaml"), Path(args.out), rows=args.rows)
+    emit(args, {"path": str(path), "rows": args.rows}, f"wrote {args.rows} demo records to {path}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from sdgov.agreement.spec import load_spec
+    from sdgov.intake.inputs import validated_data
+    from sdgov.intake.preflight import run_preflight
+
+    loaded = load_spec(args.spec)
+    rows = validated_data(
+        Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_, loaded.spec.engine
+    ).rows
+    plan = run_preflight(loaded, rows)  # what a release would refuse before its first draw, validate refuses too
+    payload = {
+        "ok": True,
+        "agreement_sha256": loaded.agreement.sha256(),
+        "rows": rows,
+        "marginals": [list(c) for c in loaded.agreement.cliques],
+        "rho": plan.rho,
+        "epsilon": plan.epsilon,
+        "delta": plan.delta,
+        "sigma": [m.sigma for m in plan.marginals],
+    }
+    emit(
+        args,
+        payload,
+        f"ok: agreement {payload['agreement_sha256']}, {rows} rows, "
+        f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}",
+    )
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    command(
+        subparsers,
+        parents,
+        "demo",
+        cmd_demo,
+        "run a whole release on the built-in demo data and print where the card is",
+        [parents.root],
+    )
+
+    i = command(
+        subparsers,
+        parents,
+        "init",
+        cmd_init,
+        "write the data controller's default policy (policy.yaml) into a registry",
+        [parents.root],
+    )
+    i.add_argument("--controller", default="Data Controller", help="the controller who owns the policy")
+
+    r = command(
+        subparsers,
+        parents,
+        "release",
+        cmd_release,
+        "run the release flow for a spec",
+        [parents.spec, parents.data, parents.root],
+    )
+    r.add_argument("--approvals", help="standing-approval file (default: the spec's 'approvals')")
+
+    command(
+        subparsers,
+        parents,
+        "validate",
+        cmd_validate,
+        "check a spec, its schema and its data; print the agreement hash and budget",
+        [parents.spec, parents.data],
+    )
+
+    dd = command(subparsers, parents, "demo-data", cmd_demo_data, "write the demo's made-up confidential data")
+    dd.add_argument("--out", required=True)
+    dd.add_argument("--rows", type=int, default=20000)

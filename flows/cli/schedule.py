@@ -1,0 +1,53 @@
+"""``sdgov schedule``: serve a cron-scheduled deployment re-running a standing agreement (the deployment itself
+is built by :mod:`sdgov.flows.schedule`).
+
+    sdgov schedule --spec sdgov/demo/spec.yaml --cron "0 6 1 * *" --root /srv/sdgov/registry [--dry-run --json]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from sdgov.flows.schedule import deployment
+    from sdgov.registry.log import Registry
+
+    root = str(Registry(args.root).root.resolve())
+    dep = deployment(args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull)
+    info = {
+        "name": dep.name,
+        "flow": "sdgov-governed-release",
+        "cron": args.cron,
+        "schedules": [str(getattr(s.schedule, "cron", s.schedule)) for s in (dep.schedules or [])],
+        "parameters": dep.parameters,
+        "entrypoint": dep.entrypoint,
+    }
+    if args.dry_run:
+        emit(args, info, f"would serve {dep.name} on '{args.cron}'")
+        return 0
+    from prefect import serve
+
+    print(f"serving {dep.name} on '{args.cron}' (Ctrl-C stops the schedule)")
+    serve(dep)
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    s = command(
+        subparsers,
+        parents,
+        "schedule",
+        cmd_schedule,
+        "serve a cron-scheduled deployment re-running a standing agreement",
+        [parents.spec, parents.root],
+    )
+    s.add_argument("--cron", required=True, help="cron expression, e.g. '0 6 1 * *'")
+    s.add_argument("--name", help="deployment name (default: scheduled-<spec name>)")
+    s.add_argument("--approvals", help="standing-approval file (default: the spec's)")
+    s.add_argument("--timeout", type=int, default=DEFAULT_DECISION_TIMEOUT, help="seconds a paused run waits")
+    s.add_argument("--no-dvc-pull", action="store_true", help="do not update the DVC-tracked data before each run")
+    s.add_argument("--dry-run", action="store_true", help="print the deployment, do not serve it")
