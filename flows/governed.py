@@ -30,34 +30,32 @@ measurement — it pauses for a human exactly like the interactive mode.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.input.actions import create_flow_run_input
-from prefect.states import Completed
+from prefect.states import Completed, State
 from pydantic import BaseModel, Field
 
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
-from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.contracts import ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
-from sdgov.governance import ledger
-from sdgov.governance.approvers import ApprovalRefused, Challenge, check_decision
-from sdgov.governance.controller import check_controller_files, controller_approvers, load_config, registry_id
+from sdgov.governance import decisions, ledger
+from sdgov.governance.controller import check_controller_files, registry_id
+from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI's confirmation prompt reads it here
+from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import preflight
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import load_approvals
-from sdgov.identity.names import same_person
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
 from sdgov.reporting.draft import audit_sections
@@ -93,31 +91,17 @@ class ReleaseDecision(Decision):
     )
 
 
-CONFIRM_CHARS = 8
-
-
-def check_confirmation(subject: str, sha256: str, decision: Decision) -> None:
-    """A release is approved only with the first 8 characters of its candidate hash typed back (a rejection needs
-    none): the approver has the hash in front of them, not just a button."""
-    if subject != "release" or decision.decision != "approve":
-        return
-    typed = getattr(decision, "confirm_hash", "").strip().lower()
-    if typed != sha256[:CONFIRM_CHARS]:
-        raise ApprovalRefused(
-            f"the confirmation {typed[:16]!r} is not the first {CONFIRM_CHARS} characters of the candidate hash",
-            "confirm_hash",
-            "read the hash in the form and type its first 8 characters",
-        )
+Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused"]
 
 
 class GovernedOutcome(BaseModel):
-    status: Literal["released", "rejected", "timed_out", "blocked", "budget_refused"]
+    status: Status
     message: str
     release: ReleaseResult | None = None
     agreement_sha256: str = ""
 
 
-def _end(status: str, message: str, agreement_sha256: str = "") -> Completed:
+def _end(status: Status, message: str, agreement_sha256: str = "") -> State[GovernedOutcome]:
     # a pause that timed out cannot leave Paused for anything but Failed (Prefect's server rule); it reads
     # "The flow was timed out and never resumed." — the log's 'approval_timeout' event says which decision
     name = {"rejected": "Rejected", "timed_out": "Timed out", "blocked": "Blocked", "budget_refused": "BudgetRefused"}
@@ -129,7 +113,7 @@ def _end(status: str, message: str, agreement_sha256: str = "") -> Completed:
 
 
 class _Stop(Exception):
-    def __init__(self, state: Completed) -> None:
+    def __init__(self, state: State[GovernedOutcome]) -> None:
         self.state = state
 
 
@@ -145,14 +129,23 @@ def ui_link(flow_run_id: object) -> str:
     return f"{base}/login?redirect={page}" if PREFECT_API_AUTH_STRING.value() else base + page
 
 
-def _used_nonces(registry: Registry) -> set[str]:
-    return {e.artifacts["nonce"] for e in registry.events() if e.artifacts.get("nonce")}
+def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> None:
+    """What the pause awaits, as a flow-run input (read by ``sdgov runs``, ``sdgov sign``, ``sdgov approve``)."""
+    create_flow_run_input(
+        PENDING_PREFIX + key,
+        {
+            **pause.challenge().model_dump(),
+            **fields,
+            "registry": str(pause.registry.root),
+            "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
+        },
+    )
 
 
 def await_decision(
     registry: Registry,
     *,
-    subject: str,
+    subject: DecisionSubject,
     sha256: str,
     proposer: str,
     agreement_sha256: str,
@@ -160,9 +153,10 @@ def await_decision(
     description: str,
     deadline: float,
     poll_interval: int,
-    summary: dict | None = None,
-) -> tuple[SignOff, dict]:
-    """Pause until an eligible approver decides; refused attempts are logged and the run pauses again.
+    summary: dict[str, Any] | None = None,
+) -> tuple[SignOff, dict[str, str]]:
+    """Pause until an eligible approver decides (:func:`sdgov.governance.decisions.decide`); refused attempts are
+    logged there and the run pauses again.
 
     Each pause gets a fresh nonce, kept here in the flow (the copy in the pending input only tells ``sdgov sign``
     what to sign): a statement signed for an earlier pause, or another run, names another nonce and is refused."""
@@ -171,39 +165,41 @@ def await_decision(
     log = get_run_logger()
     note, attempt = "", 0
     rid, flow_run_id = registry_id(registry), str(flow_run.id)
+    form_class = ReleaseDecision if subject == "release" else Decision
     while True:
         attempt += 1
-        try:  # re-read: the controller may commit a fix while paused
-            people = controller_approvers(registry).with_role("controller")
-            eligible = [a.name for a in people if not same_person(a.name, proposer)]
-        except SdgovError as exc:  # e.g. an unsigned edit of approvers.yaml: nobody can decide until it is signed
-            eligible, note = [], note or exc.what
+        people, problem = decisions.eligible(registry, exclude=proposer)
+        note = note or problem
         key = f"{subject}-{attempt}"
-        nonce = secrets.token_hex(16)
-        challenge = Challenge(registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=subject, sha256=sha256)
-        create_flow_run_input(
-            PENDING_PREFIX + key,
-            {
-                **challenge.model_dump(),
-                "required_role": "controller",
-                "eligible": eligible,
-                "proposer": proposer,
-                "attempt": attempt,
-                "note": note,
-                "agreement_sha256": agreement_sha256,
-                "registry": str(registry.root),
-                "summary": summary or {},  # what `sdgov approve` prints before asking for the hash
-                "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
-            },
+        pause = Pause.new(
+            registry,
+            registry_id=rid,
+            flow_run_id=flow_run_id,
+            run_id=run_id,
+            agreement_sha256=agreement_sha256,
+            subject=subject,
+            sha256=sha256,
+            attempt=attempt,
         )
-        form_class = ReleaseDecision if subject == "release" else Decision
+        post_pending(
+            key,
+            pause,
+            deadline,
+            required_role="controller",
+            eligible=people,
+            proposer=proposer,
+            attempt=attempt,
+            note=note,
+            agreement_sha256=agreement_sha256,
+            summary=summary or {},  # what `sdgov approve` prints before asking for the hash
+        )
         form = form_class.with_initial_data(description=description + (f"\n\n> **{note}**" if note else ""))
         remaining = int(deadline - time.monotonic())
         log.info(
             "waiting for a data controller to decide on the %s %s (eligible: %s; %ds left)%s",
             subject,
             sha256,
-            ", ".join(eligible) or "nobody — fix the approvers registry",
+            ", ".join(people) or "nobody — fix the approvers registry",
             remaining,
             f"; decide at {link}" if (link := ui_link(flow_run_id)) else "",
         )
@@ -212,89 +208,26 @@ def await_decision(
                 raise FlowPauseTimeout
             d = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
         except FlowPauseTimeout:
-            msg = (
-                f"no decision on the {subject} {sha256[:12]}… within the timeout: the run ends here and nothing "
-                "was released"
-            )
-            registry.append(
-                "approval_timeout",
-                "sdgov",
-                "system",
-                agreement_sha256=agreement_sha256,
-                run_id=run_id,
-                decision="timeout",
-                comment=msg,
-                artifacts={subject: sha256},
-            )
+            msg = decisions.timeout_message(subject, sha256)
+            decisions.record_timeout(pause, msg)
             log.warning(msg)
             raise _Stop(_end("timed_out", msg, agreement_sha256)) from None
-        try:
-            approvers = controller_approvers(registry)  # as committed now: a change while paused must be signed
-            if nonce in _used_nonces(registry):
-                raise ApprovalRefused("the nonce of this pause was already used", "log.jsonl", "sign again")
-            check_confirmation(subject, sha256, d)
-            who, verified = check_decision(
-                approvers,
-                name=d.approver,
-                decision=d.decision,
-                proposer=proposer,
-                challenge=challenge,
-                signature=d.signature,
-                allow_unsigned=load_config(registry).allow_unsigned_ui_approvals,
-            )
-        except SdgovError as exc:  # ApprovalRefused, or controller files changed without a signed commit
-            registry.append(
-                "approval_refused",
-                d.approver or "?",
-                "unverified",
-                agreement_sha256=agreement_sha256,
-                run_id=run_id,
-                decision=d.decision,
-                comment=f"{exc.what} | comment: {d.comment}",
-                artifacts={subject: sha256, "nonce": nonce, "flow_run_id": flow_run_id},
-            )
-            note = f"Attempt {attempt} by {d.approver!r} was refused: {exc.what}. The run is paused again."
-            log.warning("refused: %s — pausing again", exc.one_line())
+        submitted = Submitted(
+            approver=d.approver,
+            decision=d.decision,
+            comment=d.comment,
+            signature=d.signature,
+            confirm_hash=getattr(d, "confirm_hash", ""),
+        )
+        outcome = decisions.decide(pause, submitted, proposer)
+        if isinstance(outcome, decisions.Refused):
+            note = outcome.note
+            log.warning("refused: %s — pausing again", outcome.error.one_line())
             continue
-        via = f"Prefect resume form / sdgov approve (flow run {flow_run_id}), " + (
-            f"identity verified: Ed25519 signature with {who.name}'s registered key"
-            if verified
-            else "identity NOT verified: unsigned decision accepted under the sandbox policy "
-            "allow_unsigned_ui_approvals (anyone who could reach the Prefect API could have typed this name)"
-        )
-        s = SignOff(
-            name=who.name,
-            role=who.role,
-            subject="release" if subject == "release" else "agreement",
-            decision=d.decision,
-            subject_sha256=sha256,
-            time=utcnow(),
-            comment=d.comment,
-            via=via,
-            identity_verified=verified,
-        )
-        event = {"agreement": "agreement_approved", "release": "release_approved", "budget": "budget_retry_approved"}
-        registry.append(
-            event[subject] if d.decision == "approve" else f"{subject}_rejected",
-            who.name,
-            who.role,
-            agreement_sha256=agreement_sha256,
-            run_id=run_id,
-            decision=d.decision,
-            comment=d.comment,
-            artifacts={
-                subject: sha256,
-                "nonce": nonce,
-                "flow_run_id": flow_run_id,
-                "identity_verified": str(verified).lower(),
-                **({"statement": d.signature} if verified else {}),
-            },
-        )
-        log.info("%s %sd the %s %s…", who.name, d.decision, subject, sha256[:12])
-        if d.decision == "reject":
-            msg = f"{who.name} ({who.role}) rejected the {subject} {sha256[:12]}…: nothing was released"
-            raise _Stop(_end("rejected", msg + (f" — {d.comment}" if d.comment else ""), agreement_sha256))
-        return s, {"approver": who.name}
+        log.info("%s %sd the %s %s…", outcome.name, outcome.decision, subject, sha256[:12])
+        if outcome.decision == "reject":
+            raise _Stop(_end("rejected", decisions.rejection_message(pause, outcome), agreement_sha256))
+        return outcome, {"approver": outcome.name}
 
 
 @flow(name="sdgov-governed-release", version=__version__, log_prints=False)
@@ -308,7 +241,7 @@ def governed_release_flow(
     timeout_s: int = 3600,
     poll_interval: int = 10,
     dvc_pull: bool = False,
-):
+) -> GovernedOutcome | State[GovernedOutcome]:
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
     return governed_release(
@@ -325,7 +258,7 @@ def governed_release(
     data_path: str | None = None,
     timeout_s: int = 3600,
     poll_interval: int = 10,
-):
+) -> GovernedOutcome | State[GovernedOutcome]:
     """The governed release in the calling flow run (this flow's body; the Φ review flow goes on with it)."""
     try:
         return _governed(
