@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,10 +45,11 @@ from pydantic import BaseModel, Field
 
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan
+from sdgov.agreement.spec import Agreement
 from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
-from sdgov.contracts import ReleaseResult
+from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.governance import decisions, ledger
 from sdgov.governance.controller import check_controller_files, registry_id
@@ -55,11 +57,11 @@ from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import preflight
 from sdgov.governance.signoff import SignOff
-from sdgov.governance.standing import load_approvals
+from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
 from sdgov.reporting.draft import audit_sections
-from sdgov.reporting.publish import log_blocked
+from sdgov.reporting.publish import Candidate, log_blocked
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
@@ -305,12 +307,85 @@ def _is_import(data: Path) -> bool:
         return False
 
 
-def _governed(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval):
-    log = get_run_logger()
+@dataclass
+class _Governed:
+    """One governed release between its steps: the agreed Φ, who proposed it, the standing approval (None: a human
+    decides), the sign-offs so far, and the clock and registry the pauses use."""
+
+    registry: Registry
+    registry_root: str
+    agreed: Agreed
+    agreement: Agreement
+    proposer: str
+    standing: StandingApproval | None
+    signoffs: list[SignOff]
+    deadline: float
+    poll_interval: int
+
+    @property
+    def sha(self) -> str:
+        return self.agreed.agreement_sha256
+
+    def account(self) -> ledger.Account | None:
+        try:
+            return ledger.account(self.registry, self.agreed.data.name, self.agreed.data.fingerprint)
+        except SdgovError:
+            return None
+
+    def decision(
+        self, subject: DecisionSubject, sha256: str, description: str, summary: dict[str, Any] | None = None
+    ) -> SignOff:
+        """Pause for a controller's decision on ``subject`` (an approval: a rejection or a timeout stops the run)."""
+        s, _ = await_decision(
+            self.registry,
+            subject=subject,
+            sha256=sha256,
+            description=description,
+            proposer=self.proposer,
+            agreement_sha256=self.sha,
+            run_id=Path(self.agreed.run_dir).name,
+            deadline=self.deadline,
+            poll_interval=self.poll_interval,
+            summary=summary,
+        )
+        return s
+
+
+def _governed(
+    spec_path: str,
+    registry_root: str,
+    proposer: str | None,
+    approval: Literal["interactive", "standing"],
+    approvals_path: str | None,
+    data_path: str | None,
+    timeout_s: int,
+    poll_interval: int,
+) -> GovernedOutcome:
+    """agree → measure (a refused budget may be retried once, with a controller's approval) → evaluate → decide →
+    publish; a step that ends the run early raises :class:`_Stop` with its final state."""
+    run = _agree(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval)
+    measured = _measure_with_budget_retry(run)
+    evaluated, report = _evaluate(run, measured)
+    _decide(run, measured, evaluated, report)
+    return _publish(run, evaluated)
+
+
+def _agree(
+    spec_path: str,
+    registry_root: str,
+    proposer: str | None,
+    approval: Literal["interactive", "standing"],
+    approvals_path: str | None,
+    data_path: str | None,
+    timeout_s: int,
+    poll_interval: int,
+) -> _Governed:
+    """Φ agreed: from the standing approval, or proposed by the analyst and approved by a controller."""
     registry = Registry(registry_root)
     check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
     deadline = time.monotonic() + timeout_s
     run_id = new_run_id()
+    standing: StandingApproval | None
     if approval == "standing":
         agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
@@ -324,117 +399,127 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             )
         agreed = propose_phi(spec_path, registry_root, run_id, proposer, data_path)
         standing = None
-    sha = agreed.agreement_sha256
     agreement = load_agreement(agreed.agreement)
     plan = preflight(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
-    signoffs = list(agreed.signoffs)
-
-    def acct():
-        try:
-            return ledger.account(registry, agreed.data.name, agreed.data.fingerprint)
-        except SdgovError:
-            return None
-
-    common = {
-        "proposer": proposer,
-        "agreement_sha256": sha,
-        "run_id": Path(agreed.run_dir).name,
-        "deadline": deadline,
-        "poll_interval": poll_interval,
-    }
+    run = _Governed(
+        registry=registry,
+        registry_root=registry_root,
+        agreed=agreed,
+        agreement=agreement,
+        proposer=proposer,
+        standing=standing,
+        signoffs=list(agreed.signoffs),
+        deadline=deadline,
+        poll_interval=poll_interval,
+    )
     if standing is None:
-        s, _ = await_decision(
-            registry,
-            subject="agreement",
-            sha256=sha,
-            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.fingerprint),
-            summary={
-                "phi": [" × ".join(c) for c in agreement.cliques],
-                "epsilon": None if plan.noise == "none" else plan.epsilon,
-                "delta": None if plan.noise == "none" else plan.delta,
-            },
-            **common,
+        run.signoffs.append(
+            run.decision(
+                "agreement",
+                run.sha,
+                agreement_md(agreement, run.sha, proposer, plan, run.account(), agreed.data.fingerprint),
+                summary={
+                    "phi": [" × ".join(c) for c in agreement.cliques],
+                    "epsilon": None if plan.noise == "none" else plan.epsilon,
+                    "delta": None if plan.noise == "none" else plan.delta,
+                },
+            )
         )
-        signoffs.append(s)
+    return run
 
+
+def _measure_with_budget_retry(run: _Governed) -> Measured:
+    """The noisy marginals under the ledger; when the budget refuses, a controller may approve one retry (after
+    raising the budget), else the run ends as ``budget_refused``."""
     try:
-        measured = measure(agreed, registry_root)
+        return measure(run.agreed, run.registry_root)
     except BudgetError as exc:
-        log.warning("%s", exc.one_line())
-        await_decision(
-            registry,
-            subject="budget",
-            sha256=sha,
-            description=budget_md(agreed.data.name, exc.what),
-            **common,
-        )
+        get_run_logger().warning("%s", exc.one_line())
+        run.decision("budget", run.sha, budget_md(run.agreed.data.name, exc.what))
         try:
-            measured = measure(agreed, registry_root)
+            return measure(run.agreed, run.registry_root)
         except BudgetError as exc2:
-            return _end("budget_refused", exc2.one_line(), sha)
+            raise _Stop(_end("budget_refused", exc2.one_line(), run.sha)) from None
 
-    evaluated = evaluate(agreed, measured)
-    audited, utility, candidate = evaluated.audited, evaluated.utility, evaluated.sha256
+
+def _evaluate(run: _Governed, measured: Measured) -> tuple[Candidate, AuditReport]:
+    """generate → audit → utility → draft card; a failed audit ends the run here (``blocked``)."""
+    evaluated = evaluate(run.agreed, measured)
+    audited = evaluated.audited
     report = AuditReport.model_validate_json(audited.report.verified().read_bytes())
     if report.verdict != "pass":
         msg = "the audit failed, so nothing was released (no approval can override a failed audit)"
-        log_blocked(registry, agreed, audited, msg)
-        return _end("blocked", msg, sha)
-    all_passed = all(c.passed for c in report.checks)
-    if standing is not None and all_passed:
-        signoffs.append(
+        log_blocked(run.registry, run.agreed, audited, msg)
+        raise _Stop(_end("blocked", msg, run.sha))
+    return evaluated, report
+
+
+def _decide(run: _Governed, measured: Measured, evaluated: Candidate, report: AuditReport) -> None:
+    """The release sign-off: the standing approval when every audit check passed, else a controller's decision."""
+    if run.standing is not None and all(c.passed for c in report.checks):
+        run.signoffs.append(
             standing_release_signoff(
-                registry,
-                standing,
-                agreed,
-                candidate,
+                run.registry,
+                run.standing,
+                run.agreed,
+                evaluated.sha256,
                 comment="standing approval: every audit check passed and the budget allowed",
             )
         )
-    else:
-        if standing is not None:
-            log.warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
-        full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
-        evidence = existing(
-            {
-                "audit": audited.report.path,
-                "utility summary": utility.report.path,
-                "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
-                "synthetic data": evaluated.generated.synthetic.path,
-            }
-        )
-        evidence["draft generator card (published as is, plus the sign-offs)"] = evaluated.draft.card_html.path
-        if evaluated.draft.evidence_report is not None:
-            evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
-        plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
-        sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
-        summary = {
-            "phi": [" × ".join(c) for c in agreement.cliques],
-            "epsilon": None if plan.noise == "none" else plan.epsilon,
-            "delta": None if plan.noise == "none" else plan.delta,
-            "verdict": overall_verdict(report, sections).label,
-            "draft_card": evaluated.draft.card_html.path,
-            "draft_card_md": evaluated.draft.card_md.path,
-            "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
-            "release_id": evaluated.draft.release_id,
+        return
+    if run.standing is not None:
+        get_run_logger().warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
+    description, summary = _release_form(run, measured, evaluated, report)
+    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary))
+
+
+def _release_form(
+    run: _Governed, measured: Measured, evaluated: Candidate, report: AuditReport
+) -> tuple[str, dict[str, Any]]:
+    """What the release approver reads: the form's description (verdicts, utility, evidence files) and the summary
+    ``sdgov approve`` prints."""
+    audited, utility, agreement = evaluated.audited, evaluated.utility, run.agreement
+    full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
+    evidence = existing(
+        {
+            "audit": audited.report.path,
+            "utility summary": utility.report.path,
+            "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
+            "synthetic data": evaluated.generated.synthetic.path,
         }
-        desc = release_md(
-            agreement,
-            candidate,
-            proposer,
-            plan,
-            acct(),
-            report,
-            UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
-            evidence,
-            full,
-            sections=sections,
-        )
-        s, _ = await_decision(
-            registry, subject="release", sha256=candidate, description=desc, summary=summary, **common
-        )
-        signoffs.append(s)
-    result = publish(agreed, evaluated, signoffs, registry_root)
+    )
+    evidence["draft generator card (published as is, plus the sign-offs)"] = evaluated.draft.card_html.path
+    if evaluated.draft.evidence_report is not None:
+        evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
+    plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+    sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
+    summary = {
+        "phi": [" × ".join(c) for c in agreement.cliques],
+        "epsilon": None if plan.noise == "none" else plan.epsilon,
+        "delta": None if plan.noise == "none" else plan.delta,
+        "verdict": overall_verdict(report, sections).label,
+        "draft_card": evaluated.draft.card_html.path,
+        "draft_card_md": evaluated.draft.card_md.path,
+        "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
+        "release_id": evaluated.draft.release_id,
+    }
+    description = release_md(
+        agreement,
+        evaluated.sha256,
+        run.proposer,
+        plan,
+        run.account(),
+        report,
+        UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+        evidence,
+        full,
+        sections=sections,
+    )
+    return description, summary
+
+
+def _publish(run: _Governed, evaluated: Candidate) -> GovernedOutcome:
+    result = publish(run.agreed, evaluated, run.signoffs, run.registry_root)
     return GovernedOutcome(
-        status="released", message=f"released {result.release_id}", release=result, agreement_sha256=sha
+        status="released", message=f"released {result.release_id}", release=result, agreement_sha256=run.sha
     )
