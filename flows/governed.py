@@ -30,38 +30,38 @@ measurement — it pauses for a human exactly like the interactive mode.
 from __future__ import annotations
 
 import json
-import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.input.actions import create_flow_run_input
-from prefect.states import Completed
+from prefect.states import Completed, State
 from pydantic import BaseModel, Field
 
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan
+from sdgov.agreement.spec import Agreement
 from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
-from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
-from sdgov.contracts import ReleaseResult
+from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
-from sdgov.governance import ledger
-from sdgov.governance.approvers import ApprovalRefused, Challenge, check_decision
-from sdgov.governance.controller import check_controller_files, controller_approvers, load_config, registry_id
+from sdgov.governance import decisions, ledger
+from sdgov.governance.controller import check_controller_files, registry_id
+from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI's confirmation prompt reads it here
+from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
-from sdgov.governance.standing import load_approvals
-from sdgov.identity.names import same_person
+from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
 from sdgov.reporting.draft import audit_sections
-from sdgov.reporting.publish import log_blocked
+from sdgov.reporting.publish import ReleaseCandidate, log_blocked
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
@@ -93,31 +93,17 @@ class ReleaseDecision(Decision):
     )
 
 
-CONFIRM_CHARS = 8
-
-
-def check_confirmation(subject: str, sha256: str, decision: Decision) -> None:
-    """A release is approved only with the first 8 characters of its candidate hash typed back (a rejection needs
-    none): the approver has the hash in front of them, not just a button."""
-    if subject != "release" or decision.decision != "approve":
-        return
-    typed = getattr(decision, "confirm_hash", "").strip().lower()
-    if typed != sha256[:CONFIRM_CHARS]:
-        raise ApprovalRefused(
-            f"the confirmation {typed[:16]!r} is not the first {CONFIRM_CHARS} characters of the candidate hash",
-            "confirm_hash",
-            "read the hash in the form and type its first 8 characters",
-        )
+Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused"]
 
 
 class GovernedOutcome(BaseModel):
-    status: Literal["released", "rejected", "timed_out", "blocked", "budget_refused"]
+    status: Status
     message: str
     release: ReleaseResult | None = None
     agreement_sha256: str = ""
 
 
-def _end(status: str, message: str, agreement_sha256: str = "") -> Completed:
+def _end(status: Status, message: str, agreement_sha256: str = "") -> State[GovernedOutcome]:
     # a pause that timed out cannot leave Paused for anything but Failed (Prefect's server rule); it reads
     # "The flow was timed out and never resumed." — the log's 'approval_timeout' event says which decision
     name = {"rejected": "Rejected", "timed_out": "Timed out", "blocked": "Blocked", "budget_refused": "BudgetRefused"}
@@ -129,7 +115,7 @@ def _end(status: str, message: str, agreement_sha256: str = "") -> Completed:
 
 
 class _Stop(Exception):
-    def __init__(self, state: Completed) -> None:
+    def __init__(self, state: State[GovernedOutcome]) -> None:
         self.state = state
 
 
@@ -145,14 +131,23 @@ def ui_link(flow_run_id: object) -> str:
     return f"{base}/login?redirect={page}" if PREFECT_API_AUTH_STRING.value() else base + page
 
 
-def _used_nonces(registry: Registry) -> set[str]:
-    return {e.artifacts["nonce"] for e in registry.events() if e.artifacts.get("nonce")}
+def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> None:
+    """What the pause awaits, as a flow-run input (read by ``sdgov runs``, ``sdgov sign``, ``sdgov approve``)."""
+    create_flow_run_input(
+        PENDING_PREFIX + key,
+        {
+            **pause.challenge().model_dump(),
+            **fields,
+            "registry": str(pause.registry.root),
+            "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
+        },
+    )
 
 
 def await_decision(
     registry: Registry,
     *,
-    subject: str,
+    subject: DecisionSubject,
     sha256: str,
     proposer: str,
     agreement_sha256: str,
@@ -160,9 +155,10 @@ def await_decision(
     description: str,
     deadline: float,
     poll_interval: int,
-    summary: dict | None = None,
-) -> tuple[SignOff, dict]:
-    """Pause until an eligible approver decides; refused attempts are logged and the run pauses again.
+    summary: dict[str, Any] | None = None,
+) -> tuple[SignOff, dict[str, str]]:
+    """Pause until an eligible approver decides (:func:`sdgov.governance.decisions.decide`); refused attempts are
+    logged there and the run pauses again.
 
     Each pause gets a fresh nonce, kept here in the flow (the copy in the pending input only tells ``sdgov sign``
     what to sign): a statement signed for an earlier pause, or another run, names another nonce and is refused."""
@@ -171,39 +167,41 @@ def await_decision(
     log = get_run_logger()
     note, attempt = "", 0
     rid, flow_run_id = registry_id(registry), str(flow_run.id)
+    form_class = ReleaseDecision if subject == "release" else Decision
     while True:
         attempt += 1
-        try:  # re-read: the controller may commit a fix while paused
-            people = controller_approvers(registry).with_role("controller")
-            eligible = [a.name for a in people if not same_person(a.name, proposer)]
-        except SdgovError as exc:  # e.g. an unsigned edit of approvers.yaml: nobody can decide until it is signed
-            eligible, note = [], note or exc.what
+        people, problem = decisions.eligible(registry, exclude=proposer)
+        note = note or problem
         key = f"{subject}-{attempt}"
-        nonce = secrets.token_hex(16)
-        challenge = Challenge(registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=subject, sha256=sha256)
-        create_flow_run_input(
-            PENDING_PREFIX + key,
-            {
-                **challenge.model_dump(),
-                "required_role": "controller",
-                "eligible": eligible,
-                "proposer": proposer,
-                "attempt": attempt,
-                "note": note,
-                "agreement_sha256": agreement_sha256,
-                "registry": str(registry.root),
-                "summary": summary or {},  # what `sdgov approve` prints before asking for the hash
-                "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
-            },
+        pause = Pause.new(
+            registry,
+            registry_id=rid,
+            flow_run_id=flow_run_id,
+            run_id=run_id,
+            agreement_sha256=agreement_sha256,
+            subject=subject,
+            sha256=sha256,
+            attempt=attempt,
         )
-        form_class = ReleaseDecision if subject == "release" else Decision
+        post_pending(
+            key,
+            pause,
+            deadline,
+            required_role="controller",
+            eligible=people,
+            proposer=proposer,
+            attempt=attempt,
+            note=note,
+            agreement_sha256=agreement_sha256,
+            summary=summary or {},  # what `sdgov approve` prints before asking for the hash
+        )
         form = form_class.with_initial_data(description=description + (f"\n\n> **{note}**" if note else ""))
         remaining = int(deadline - time.monotonic())
         log.info(
             "waiting for a data controller to decide on the %s %s (eligible: %s; %ds left)%s",
             subject,
             sha256,
-            ", ".join(eligible) or "nobody — fix the approvers registry",
+            ", ".join(people) or "nobody — fix the approvers registry",
             remaining,
             f"; decide at {link}" if (link := ui_link(flow_run_id)) else "",
         )
@@ -212,89 +210,26 @@ def await_decision(
                 raise FlowPauseTimeout
             d = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
         except FlowPauseTimeout:
-            msg = (
-                f"no decision on the {subject} {sha256[:12]}… within the timeout: the run ends here and nothing "
-                "was released"
-            )
-            registry.append(
-                "approval_timeout",
-                "sdgov",
-                "system",
-                agreement_sha256=agreement_sha256,
-                run_id=run_id,
-                decision="timeout",
-                comment=msg,
-                artifacts={subject: sha256},
-            )
+            msg = decisions.timeout_message(subject, sha256)
+            decisions.record_timeout(pause, msg)
             log.warning(msg)
             raise _Stop(_end("timed_out", msg, agreement_sha256)) from None
-        try:
-            approvers = controller_approvers(registry)  # as committed now: a change while paused must be signed
-            if nonce in _used_nonces(registry):
-                raise ApprovalRefused("the nonce of this pause was already used", "log.jsonl", "sign again")
-            check_confirmation(subject, sha256, d)
-            who, verified = check_decision(
-                approvers,
-                name=d.approver,
-                decision=d.decision,
-                proposer=proposer,
-                challenge=challenge,
-                signature=d.signature,
-                allow_unsigned=load_config(registry).allow_unsigned_ui_approvals,
-            )
-        except SdgovError as exc:  # ApprovalRefused, or controller files changed without a signed commit
-            registry.append(
-                "approval_refused",
-                d.approver or "?",
-                "unverified",
-                agreement_sha256=agreement_sha256,
-                run_id=run_id,
-                decision=d.decision,
-                comment=f"{exc.what} | comment: {d.comment}",
-                artifacts={subject: sha256, "nonce": nonce, "flow_run_id": flow_run_id},
-            )
-            note = f"Attempt {attempt} by {d.approver!r} was refused: {exc.what}. The run is paused again."
-            log.warning("refused: %s — pausing again", exc.one_line())
+        submitted = Submitted(
+            approver=d.approver,
+            decision=d.decision,
+            comment=d.comment,
+            signature=d.signature,
+            confirm_hash=getattr(d, "confirm_hash", ""),
+        )
+        outcome = decisions.decide(pause, submitted, proposer)
+        if isinstance(outcome, decisions.Refused):
+            note = outcome.note
+            log.warning("refused: %s — pausing again", outcome.error.one_line())
             continue
-        via = f"Prefect resume form / sdgov approve (flow run {flow_run_id}), " + (
-            f"identity verified: Ed25519 signature with {who.name}'s registered key"
-            if verified
-            else "identity NOT verified: unsigned decision accepted under the sandbox policy "
-            "allow_unsigned_ui_approvals (anyone who could reach the Prefect API could have typed this name)"
-        )
-        s = SignOff(
-            name=who.name,
-            role=who.role,
-            subject="release" if subject == "release" else "agreement",
-            decision=d.decision,
-            subject_sha256=sha256,
-            time=utcnow(),
-            comment=d.comment,
-            via=via,
-            identity_verified=verified,
-        )
-        event = {"agreement": "agreement_approved", "release": "release_approved", "budget": "budget_retry_approved"}
-        registry.append(
-            event[subject] if d.decision == "approve" else f"{subject}_rejected",
-            who.name,
-            who.role,
-            agreement_sha256=agreement_sha256,
-            run_id=run_id,
-            decision=d.decision,
-            comment=d.comment,
-            artifacts={
-                subject: sha256,
-                "nonce": nonce,
-                "flow_run_id": flow_run_id,
-                "identity_verified": str(verified).lower(),
-                **({"statement": d.signature} if verified else {}),
-            },
-        )
-        log.info("%s %sd the %s %s…", who.name, d.decision, subject, sha256[:12])
-        if d.decision == "reject":
-            msg = f"{who.name} ({who.role}) rejected the {subject} {sha256[:12]}…: nothing was released"
-            raise _Stop(_end("rejected", msg + (f" — {d.comment}" if d.comment else ""), agreement_sha256))
-        return s, {"approver": who.name}
+        log.info("%s %sd the %s %s…", outcome.name, outcome.decision, subject, sha256[:12])
+        if outcome.decision == "reject":
+            raise _Stop(_end("rejected", decisions.rejection_message(pause, outcome), agreement_sha256))
+        return outcome, {"approver": outcome.name}
 
 
 @flow(name="sdgov-governed-release", version=__version__, log_prints=False)
@@ -308,7 +243,7 @@ def governed_release_flow(
     timeout_s: int = 3600,
     poll_interval: int = 10,
     dvc_pull: bool = False,
-):
+) -> GovernedOutcome | State[GovernedOutcome]:
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
     return governed_release(
@@ -325,7 +260,7 @@ def governed_release(
     data_path: str | None = None,
     timeout_s: int = 3600,
     poll_interval: int = 10,
-):
+) -> GovernedOutcome | State[GovernedOutcome]:
     """The governed release in the calling flow run (this flow's body; the Φ review flow goes on with it)."""
     try:
         return _governed(
@@ -372,12 +307,85 @@ def _is_import(data: Path) -> bool:
         return False
 
 
-def _governed(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval):
-    log = get_run_logger()
+@dataclass
+class _Governed:
+    """One governed release between its steps: the agreed Φ, who proposed it, the standing approval (None: a human
+    decides), the sign-offs so far, and the clock and registry the pauses use."""
+
+    registry: Registry
+    registry_root: str
+    agreed: Agreed
+    agreement: Agreement
+    proposer: str
+    standing: StandingApproval | None
+    signoffs: list[SignOff]
+    deadline: float
+    poll_interval: int
+
+    @property
+    def sha(self) -> str:
+        return self.agreed.agreement_sha256
+
+    def account(self) -> ledger.Account | None:
+        try:
+            return ledger.account(self.registry, self.agreed.data.name, self.agreed.data.fingerprint)
+        except SdgovError:
+            return None
+
+    def decision(
+        self, subject: DecisionSubject, sha256: str, description: str, summary: dict[str, Any] | None = None
+    ) -> SignOff:
+        """Pause for a controller's decision on ``subject`` (an approval: a rejection or a timeout stops the run)."""
+        s, _ = await_decision(
+            self.registry,
+            subject=subject,
+            sha256=sha256,
+            description=description,
+            proposer=self.proposer,
+            agreement_sha256=self.sha,
+            run_id=Path(self.agreed.run_dir).name,
+            deadline=self.deadline,
+            poll_interval=self.poll_interval,
+            summary=summary,
+        )
+        return s
+
+
+def _governed(
+    spec_path: str,
+    registry_root: str,
+    proposer: str | None,
+    approval: Literal["interactive", "standing"],
+    approvals_path: str | None,
+    data_path: str | None,
+    timeout_s: int,
+    poll_interval: int,
+) -> GovernedOutcome:
+    """agree → measure (a refused budget may be retried once, with a controller's approval) → evaluate → decide →
+    publish; a step that ends the run early raises :class:`_Stop` with its final state."""
+    run = _agree(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval)
+    measured = _measure_with_budget_retry(run)
+    evaluated, report = _evaluate(run, measured)
+    _decide(run, measured, evaluated, report)
+    return _publish(run, evaluated)
+
+
+def _agree(
+    spec_path: str,
+    registry_root: str,
+    proposer: str | None,
+    approval: Literal["interactive", "standing"],
+    approvals_path: str | None,
+    data_path: str | None,
+    timeout_s: int,
+    poll_interval: int,
+) -> _Governed:
+    """Φ agreed: from the standing approval, or proposed by the analyst and approved by a controller."""
     registry = Registry(registry_root)
     check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
     deadline = time.monotonic() + timeout_s
     run_id = new_run_id()
+    standing: StandingApproval | None
     if approval == "standing":
         agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
@@ -391,117 +399,127 @@ def _governed(spec_path, registry_root, proposer, approval, approvals_path, data
             )
         agreed = propose_phi(spec_path, registry_root, run_id, proposer, data_path)
         standing = None
-    sha = agreed.agreement_sha256
     agreement = load_agreement(agreed.agreement)
     plan = check_plan_allowed(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
-    signoffs = list(agreed.signoffs)
-
-    def acct():
-        try:
-            return ledger.account(registry, agreed.data.name, agreed.data.fingerprint)
-        except SdgovError:
-            return None
-
-    common = {
-        "proposer": proposer,
-        "agreement_sha256": sha,
-        "run_id": Path(agreed.run_dir).name,
-        "deadline": deadline,
-        "poll_interval": poll_interval,
-    }
+    run = _Governed(
+        registry=registry,
+        registry_root=registry_root,
+        agreed=agreed,
+        agreement=agreement,
+        proposer=proposer,
+        standing=standing,
+        signoffs=list(agreed.signoffs),
+        deadline=deadline,
+        poll_interval=poll_interval,
+    )
     if standing is None:
-        s, _ = await_decision(
-            registry,
-            subject="agreement",
-            sha256=sha,
-            description=agreement_md(agreement, sha, proposer, plan, acct(), agreed.data.fingerprint),
-            summary={
-                "phi": [" × ".join(c) for c in agreement.cliques],
-                "epsilon": None if plan.noise == "none" else plan.epsilon,
-                "delta": None if plan.noise == "none" else plan.delta,
-            },
-            **common,
+        run.signoffs.append(
+            run.decision(
+                "agreement",
+                run.sha,
+                agreement_md(agreement, run.sha, proposer, plan, run.account(), agreed.data.fingerprint),
+                summary={
+                    "phi": [" × ".join(c) for c in agreement.cliques],
+                    "epsilon": None if plan.noise == "none" else plan.epsilon,
+                    "delta": None if plan.noise == "none" else plan.delta,
+                },
+            )
         )
-        signoffs.append(s)
+    return run
 
+
+def _measure_with_budget_retry(run: _Governed) -> Measured:
+    """The noisy marginals under the ledger; when the budget refuses, a controller may approve one retry (after
+    raising the budget), else the run ends as ``budget_refused``."""
     try:
-        measured = measure(agreed, registry_root)
+        return measure(run.agreed, run.registry_root)
     except BudgetError as exc:
-        log.warning("%s", exc.one_line())
-        await_decision(
-            registry,
-            subject="budget",
-            sha256=sha,
-            description=budget_md(agreed.data.name, exc.what),
-            **common,
-        )
+        get_run_logger().warning("%s", exc.one_line())
+        run.decision("budget", run.sha, budget_md(run.agreed.data.name, exc.what))
         try:
-            measured = measure(agreed, registry_root)
+            return measure(run.agreed, run.registry_root)
         except BudgetError as exc2:
-            return _end("budget_refused", exc2.one_line(), sha)
+            raise _Stop(_end("budget_refused", exc2.one_line(), run.sha)) from None
 
-    evaluated = evaluate(agreed, measured)
-    audited, utility, candidate = evaluated.audited, evaluated.utility, evaluated.sha256
+
+def _evaluate(run: _Governed, measured: Measured) -> tuple[ReleaseCandidate, AuditReport]:
+    """generate → audit → utility → draft card; a failed audit ends the run here (``blocked``)."""
+    evaluated = evaluate(run.agreed, measured)
+    audited = evaluated.audited
     report = AuditReport.model_validate_json(audited.report.verified().read_bytes())
     if report.verdict != "pass":
         msg = "the audit failed, so nothing was released (no approval can override a failed audit)"
-        log_blocked(registry, agreed, audited, msg)
-        return _end("blocked", msg, sha)
-    all_passed = all(c.passed for c in report.checks)
-    if standing is not None and all_passed:
-        signoffs.append(
+        log_blocked(run.registry, run.agreed, audited, msg)
+        raise _Stop(_end("blocked", msg, run.sha))
+    return evaluated, report
+
+
+def _decide(run: _Governed, measured: Measured, evaluated: ReleaseCandidate, report: AuditReport) -> None:
+    """The release sign-off: the standing approval when every audit check passed, else a controller's decision."""
+    if run.standing is not None and all(c.passed for c in report.checks):
+        run.signoffs.append(
             standing_release_signoff(
-                registry,
-                standing,
-                agreed,
-                candidate,
+                run.registry,
+                run.standing,
+                run.agreed,
+                evaluated.sha256,
                 comment="standing approval: every audit check passed and the budget allowed",
             )
         )
-    else:
-        if standing is not None:
-            log.warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
-        full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
-        evidence = existing(
-            {
-                "audit": audited.report.path,
-                "utility summary": utility.report.path,
-                "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
-                "synthetic data": evaluated.generated.synthetic.path,
-            }
-        )
-        evidence["draft generator card (published as is, plus the sign-offs)"] = evaluated.draft.card_html.path
-        if evaluated.draft.evidence_report is not None:
-            evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
-        plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
-        sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
-        summary = {
-            "phi": [" × ".join(c) for c in agreement.cliques],
-            "epsilon": None if plan.noise == "none" else plan.epsilon,
-            "delta": None if plan.noise == "none" else plan.delta,
-            "verdict": overall_verdict(report, sections).label,
-            "draft_card": evaluated.draft.card_html.path,
-            "draft_card_md": evaluated.draft.card_md.path,
-            "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
-            "release_id": evaluated.draft.release_id,
+        return
+    if run.standing is not None:
+        get_run_logger().warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
+    description, summary = _release_form(run, measured, evaluated, report)
+    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary))
+
+
+def _release_form(
+    run: _Governed, measured: Measured, evaluated: ReleaseCandidate, report: AuditReport
+) -> tuple[str, dict[str, Any]]:
+    """What the release approver reads: the form's description (verdicts, utility, evidence files) and the summary
+    ``sdgov approve`` prints."""
+    audited, utility, agreement = evaluated.audited, evaluated.utility, run.agreement
+    full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
+    evidence = existing(
+        {
+            "audit": audited.report.path,
+            "utility summary": utility.report.path,
+            "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
+            "synthetic data": evaluated.generated.synthetic.path,
         }
-        desc = release_md(
-            agreement,
-            candidate,
-            proposer,
-            plan,
-            acct(),
-            report,
-            UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
-            evidence,
-            full,
-            sections=sections,
-        )
-        s, _ = await_decision(
-            registry, subject="release", sha256=candidate, description=desc, summary=summary, **common
-        )
-        signoffs.append(s)
-    result = publish(agreed, evaluated, signoffs, registry_root)
+    )
+    evidence["draft generator card (published as is, plus the sign-offs)"] = evaluated.draft.card_html.path
+    if evaluated.draft.evidence_report is not None:
+        evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
+    plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+    sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
+    summary = {
+        "phi": [" × ".join(c) for c in agreement.cliques],
+        "epsilon": None if plan.noise == "none" else plan.epsilon,
+        "delta": None if plan.noise == "none" else plan.delta,
+        "verdict": overall_verdict(report, sections).label,
+        "draft_card": evaluated.draft.card_html.path,
+        "draft_card_md": evaluated.draft.card_md.path,
+        "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
+        "release_id": evaluated.draft.release_id,
+    }
+    description = release_md(
+        agreement,
+        evaluated.sha256,
+        run.proposer,
+        plan,
+        run.account(),
+        report,
+        UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
+        evidence,
+        full,
+        sections=sections,
+    )
+    return description, summary
+
+
+def _publish(run: _Governed, evaluated: ReleaseCandidate) -> GovernedOutcome:
+    result = publish(run.agreed, evaluated, run.signoffs, run.registry_root)
     return GovernedOutcome(
-        status="released", message=f"released {result.release_id}", release=result, agreement_sha256=sha
+        status="released", message=f"released {result.release_id}", release=result, agreement_sha256=run.sha
     )

@@ -19,7 +19,6 @@ agreement. The 1-ways the selection measured are reused by the measurement there
 
 from __future__ import annotations
 
-import secrets
 import time
 from pathlib import Path
 
@@ -28,33 +27,30 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
-from prefect.input.actions import create_flow_run_input
-from prefect.states import Completed
-from pydantic import Field, ValidationError
+from prefect.states import Completed, State
+from pydantic import Field
 
 from sdgov import __version__
 from sdgov.agreement.spec import load_spec
-from sdgov.base.clock import utcnow
-from sdgov.base.errors import SdgovError
 from sdgov.base.hashing import sha256_file
-from sdgov.flows.governed import PENDING_PREFIX, GovernedOutcome, governed_release, ui_link
+from sdgov.flows.governed import GovernedOutcome, governed_release, post_pending, ui_link
 from sdgov.flows.release import new_run_id
 from sdgov.generators.registry import generator
-from sdgov.governance.approvers import ApprovalRefused, Challenge
-from sdgov.governance.controller import check_controller_files, controller_approvers, load_config, registry_id
+from sdgov.governance import decisions
+from sdgov.governance.controller import check_controller_files, registry_id
+from sdgov.governance.decisions import Pause
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import (
     SUBJECT,
     EdgeChange,
-    EdgeReview,
+    ReviewLimits,
     SelectionRecord,
     SignedReview,
-    apply_review,
-    check_reviewer,
-    parse_pairs,
+    changes_text,
+    decide_review,
     review_md,
-    review_sha256,
 )
+from sdgov.measurement.selection.review import format_pairs as format_pairs  # `sdgov review` reads it here
 from sdgov.registry.log import Registry
 from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
@@ -76,26 +72,6 @@ class Review(RunInput):
         title="Signature",
         description="paste the output of 'sdgov review RUN_ID ... --print' (sdgov review --key does it all)",
     )
-
-
-def format_pairs(pairs: list[list[str]]) -> str:
-    """The form's text for ``pairs`` (read back by :func:`parse_pairs` to the same lists)."""
-    return "; ".join(",".join(p) for p in pairs)
-
-
-def edge_review(form: Review) -> EdgeReview:
-    """The review the form holds, as signed: a malformed pair or an empty reason is one :class:`SdgovError`."""
-    where = f"review by {form.reviewer}"
-    try:
-        return EdgeReview(
-            reviewer=form.reviewer,
-            drop=parse_pairs(form.drop, where),
-            force=parse_pairs(form.force, where),
-            reason=form.reason,
-            close=form.close,
-        )
-    except ValidationError as exc:
-        raise SdgovError(f"the review is incomplete: {exc.errors()[0]['msg']}", where, "give a reason") from None
 
 
 class _Review:
@@ -125,12 +101,13 @@ def await_reviews(
     draft_sha256: str,
     run_id: str,
     proposer: str,
-    limits: dict,
+    limits: ReviewLimits,
     deadline: float,
     poll_interval: int,
 ) -> bool:
     """Pause for reviews until one closes (True) or the time is up (False, logged). Each pause gets a fresh nonce;
-    a refused review is logged and the run pauses again with the reason in the form."""
+    a refused review is logged (:mod:`sdgov.governance.decisions`) and the run pauses again with the reason in the
+    form."""
     from prefect.runtime import flow_run
 
     log = get_run_logger()
@@ -139,27 +116,29 @@ def await_reviews(
     while True:
         attempt += 1
         key = f"phi-review-{attempt}"  # Prefect input keys: lowercase letters, digits, dashes
-        nonce = secrets.token_hex(16)
-        try:
-            people = [a.name for a in controller_approvers(registry).approvers]
-        except SdgovError as exc:
-            people, note = [], note or exc.what
-        create_flow_run_input(
-            PENDING_PREFIX + key,
-            {
-                **Challenge(
-                    registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=SUBJECT, sha256=draft_sha256
-                ).model_dump(),  # sha256: the draft under review (the review's own hash is what gets signed)
-                "required_role": "reviewer (anyone in the approvers registry)",
-                "eligible": people,
-                "proposer": proposer,
-                "attempt": attempt,
-                "note": note,
-                "agreement_sha256": draft_sha256,
-                "registry": str(registry.root),
-                "summary": {"phi": [" × ".join(p) for p in state.pairs]},
-                "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
-            },
+        pause = Pause.new(
+            registry,
+            registry_id=rid,
+            flow_run_id=flow_run_id,
+            run_id=run_id,
+            agreement_sha256=draft_sha256,
+            subject=SUBJECT,
+            sha256=draft_sha256,  # the draft under review (the review's own hash is what gets signed)
+            attempt=attempt,
+        )
+        people, problem = decisions.eligible(registry, role=None)
+        note = note or problem
+        post_pending(
+            key,
+            pause,
+            deadline,
+            required_role="reviewer (anyone in the approvers registry)",
+            eligible=people,
+            proposer=proposer,
+            attempt=attempt,
+            note=note,
+            agreement_sha256=draft_sha256,
+            summary={"phi": [" × ".join(p) for p in state.pairs]},
         )
         remaining = int(deadline - time.monotonic())
         form = Review.with_initial_data(description=state.markdown() + (f"\n\n> **{note}**" if note else ""))
@@ -174,74 +153,30 @@ def await_reviews(
                 raise FlowPauseTimeout
             form_in = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
         except FlowPauseTimeout:
-            registry.append(
-                "approval_timeout",
-                "sdgov",
-                "system",
-                agreement_sha256=draft_sha256,
-                run_id=run_id,
-                decision="timeout",
-                comment="no review closed the Φ proposal within the timeout: nothing was agreed or released",
-                artifacts={SUBJECT: draft_sha256},
+            decisions.record_timeout(
+                pause, "no review closed the Φ proposal within the timeout: nothing was agreed or released"
             )
             return False
-        try:
-            review = edge_review(form_in)
-            if nonce in {e.artifacts.get("nonce") for e in registry.events()}:
-                raise ApprovalRefused("the nonce of this pause was already used", "log.jsonl", "sign again")
-            challenge = Challenge(
-                registry_id=rid, run_id=flow_run_id, nonce=nonce, subject=SUBJECT, sha256=review_sha256(review)
-            )
-            who, verified = check_reviewer(
-                controller_approvers(registry),
-                review,
-                challenge,
-                form_in.signature,
-                allow_unsigned=load_config(registry).allow_unsigned_ui_approvals,
-            )
-            pairs, changes = apply_review(state.pairs, review, **limits)
-        except SdgovError as exc:
-            registry.append(
-                "phi_review_refused",
-                form_in.reviewer or "?",
-                "unverified",
-                agreement_sha256=draft_sha256,
-                run_id=run_id,
-                decision="review",
-                comment=f"{exc.what} | drop: {form_in.drop} | force: {form_in.force} | why: {form_in.reason}",
-                artifacts={"nonce": nonce, "flow_run_id": flow_run_id},
-            )
-            note = f"Attempt {attempt} by {form_in.reviewer!r} was refused: {exc.what}. The run is paused again."
-            log.warning("review refused: %s — pausing again", exc.one_line())
+        outcome = decide_review(
+            pause,
+            reviewer=form_in.reviewer,
+            drop=form_in.drop,
+            force=form_in.force,
+            reason=form_in.reason,
+            close=form_in.close,
+            signature=form_in.signature,
+            pairs=state.pairs,
+            limits=limits,
+        )
+        if isinstance(outcome, decisions.Refused):
+            note = outcome.note
+            log.warning("review refused: %s — pausing again", outcome.error.one_line())
             continue
-        h = review_sha256(review)
-        registry.append(
-            "phi_reviewed",
-            who.name,
-            who.role,
-            agreement_sha256=draft_sha256,
-            run_id=run_id,
-            decision="close" if review.close else "review",
-            comment="; ".join(f"{c.action} {' × '.join(c.pair)}" for c in changes) + f" — why: {review.reason}"
-            if changes
-            else f"no change — why: {review.reason}",
-            artifacts={
-                "review_sha256": h,
-                "drop": format_pairs(review.drop),
-                "force": format_pairs(review.force),
-                "nonce": nonce,
-                "flow_run_id": flow_run_id,
-                "identity_verified": str(verified).lower(),
-                **({"statement": form_in.signature} if verified else {}),
-            },
-        )
-        state.pairs, state.changes = pairs, state.changes + changes
-        state.reviews.append(
-            SignedReview(review=review, role=who.role, review_sha256=h, identity_verified=verified, time=utcnow())
-        )
+        state.pairs, state.changes = outcome.pairs, state.changes + outcome.changes
+        state.reviews.append(outcome.signed)
         state.publish()
-        log.info("%s reviewed Φ: %s", who.name, "; ".join(f"{c.action} {' × '.join(c.pair)}" for c in changes))
-        if review.close:
+        log.info("%s reviewed Φ: %s", outcome.who.name, changes_text(outcome.changes))
+        if outcome.signed.review.close:
             return True
         note = ""
 
@@ -255,7 +190,7 @@ def phi_review_flow(
     data_path: str | None = None,
     timeout_s: int = 3600,
     poll_interval: int = 10,
-):
+) -> GovernedOutcome | State[GovernedOutcome]:
     """Select, pause for the stakeholders' review, write the proposed spec, then run the governed release of it
     in this same run (its agreement and release pauses)."""
     registry = Registry(registry_root)
@@ -271,12 +206,12 @@ def phi_review_flow(
     sizes = loaded.schema_.domain(attrs)
     plugin = generator(ag.generator.name)
     ones = [(a,) for a in attrs]
-    limits = {
-        "attributes": attrs,
-        "sizes": sizes,
-        "max_marginal_cells": ag.limits.max_marginal_cells,
-        "fits": lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= ag.limits.max_model_cells,
-    }
+    limits = ReviewLimits(
+        attributes=attrs,
+        sizes=sizes,
+        max_marginal_cells=ag.limits.max_marginal_cells,
+        fits=lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= ag.limits.max_model_cells,
+    )
     draft_sha = summary["draft_agreement_sha256"]
     closed = await_reviews(
         registry,

@@ -24,8 +24,11 @@ class QuietRefusals(logging.Filter):
         return not (m and m.group(1) in _refusal_names(SdgovError))
 
 
-def _refusal_names(cls: type) -> set[str]:
-    return {cls.__name__}.union(*(_refusal_names(c) for c in cls.__subclasses__()))
+def _refusal_names(cls: type[Exception]) -> set[str]:
+    names = {cls.__name__}
+    for sub in cls.__subclasses__():
+        names |= _refusal_names(sub)
+    return names
 
 
 def quiet_refusals() -> None:

@@ -16,7 +16,10 @@ serves the deployment from this process (``flow.serve``): keep it running (syste
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prefect.deployments.runner import RunnerDeployment
 
 DEFAULT_DECISION_TIMEOUT = 7 * 24 * 3600  # a scheduled run that needs a human waits a week, then ends
 
@@ -29,7 +32,7 @@ def deployment(
     approvals: str | None = None,
     timeout_s: int = DEFAULT_DECISION_TIMEOUT,
     dvc_pull: bool = True,
-):
+) -> RunnerDeployment:
     from prefect.client.schemas.schedules import CronSchedule
 
     from sdgov.agreement.spec import load_spec
@@ -53,7 +56,8 @@ def deployment(
     }
     if approvals:
         params["approvals_path"] = str(Path(approvals).resolve())
-    return governed_release_flow.to_deployment(
+    # Prefect's async_dispatch types the call as RunnerDeployment | Coroutine; called from sync code it is the former
+    return governed_release_flow.to_deployment(  # type: ignore[return-value]
         name=name or f"scheduled-{loaded.agreement.spec_name}",
         cron=cron,
         parameters=params,

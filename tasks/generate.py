@@ -62,6 +62,7 @@ def _progress_bar() -> Callable[[int, int], None] | None:
     bar = create_progress_artifact(0.0, key="synthetic-sampling", description="synthetic rows sampled (%)")
 
     def update(done: int, total: int) -> None:
-        update_progress_artifact(bar, 100.0 * done / max(total, 1))
+        # Prefect's async_dispatch types the call as UUID | Coroutine; called from a sync task it is the UUID
+        update_progress_artifact(bar, 100.0 * done / max(total, 1))  # type: ignore[arg-type]
 
     return update

@@ -16,14 +16,18 @@ The orchestration (the proposal as a Prefect artifact on a paused run, a RunInpu
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from sdgov.base.errors import SpecError
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_json
 from sdgov.base.model import Frozen
 from sdgov.governance.approvers import ApprovalRefused, Approver, Approvers, Challenge
+from sdgov.governance.controller import controller_approvers, load_config
+from sdgov.governance.decisions import Pause, Refused, check_nonce_unused, record_review, record_review_refused
 from sdgov.identity.keys import verifies
 from sdgov.identity.names import same_person
 from sdgov.identity.statements import SignOffStatement, decode_statement, signed_bytes
@@ -238,3 +242,110 @@ def review_md(proposal: Proposal, pairs: list[list[str]], changes: list[EdgeChan
     else:
         lines.append("none yet")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class ReviewLimits:
+    """What a review may do to Φ (:func:`apply_review`'s limits): the attributes, their sizes, the largest marginal
+    and whether a set of pairs still fits the generator's model."""
+
+    attributes: list[str]
+    sizes: dict[str, int]
+    max_marginal_cells: int
+    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True
+
+
+def accept_review(
+    pause: Pause, review: EdgeReview, signature: str, pairs: list[list[str]], limits: ReviewLimits
+) -> tuple[Approver, bool, list[list[str]], list[EdgeChange]]:
+    """Whether a review submitted to ``pause`` counts: its nonce unused, signed by a registered person over the
+    review's own hash for this pause (unsigned only under the sandbox switch), and within the selection's limits.
+    The reviewer, whether their key verified it, the pairs after it and its changes — or one :class:`SdgovError`."""
+    check_nonce_unused(pause.registry, pause.nonce)
+    who, verified = check_reviewer(
+        controller_approvers(pause.registry),
+        review,
+        pause.challenge(SUBJECT, review_sha256(review)),
+        signature,
+        allow_unsigned=load_config(pause.registry).allow_unsigned_ui_approvals,
+    )
+    after, changes = apply_review(
+        pairs, review, limits.attributes, limits.sizes, limits.max_marginal_cells, limits.fits
+    )
+    return who, verified, after, changes
+
+
+def changes_text(changes: list[EdgeChange]) -> str:
+    """The changes as the log and the run's log line write them: 'drop A × B; force C × D'."""
+    return "; ".join(f"{c.action} {' × '.join(c.pair)}" for c in changes)
+
+
+def review_comment(review: EdgeReview, changes: list[EdgeChange]) -> str:
+    """The ``phi_reviewed`` event's comment: the changes and why."""
+    return f"{changes_text(changes)} — why: {review.reason}" if changes else f"no change — why: {review.reason}"
+
+
+def format_pairs(pairs: list[list[str]]) -> str:
+    """The form's text for ``pairs`` (read back by :func:`parse_pairs` to the same lists)."""
+    return "; ".join(",".join(p) for p in pairs)
+
+
+def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool) -> EdgeReview:
+    """The review a form holds, as signed: a malformed pair or an empty reason is one :class:`SdgovError`."""
+    where = f"review by {reviewer}"
+    try:
+        return EdgeReview(
+            reviewer=reviewer,
+            drop=parse_pairs(drop, where),
+            force=parse_pairs(force, where),
+            reason=reason,
+            close=close,
+        )
+    except ValidationError as exc:
+        raise SdgovError(f"the review is incomplete: {exc.errors()[0]['msg']}", where, "give a reason") from None
+
+
+@dataclass(frozen=True)
+class AcceptedReview:
+    """A review that counted (already logged): who signed it, the pairs after it and its changes."""
+
+    who: Approver
+    signed: SignedReview
+    pairs: list[list[str]]
+    changes: list[EdgeChange]
+
+
+def decide_review(
+    pause: Pause,
+    *,
+    reviewer: str,
+    drop: str,
+    force: str,
+    reason: str,
+    close: bool,
+    signature: str,
+    pairs: list[list[str]],
+    limits: ReviewLimits,
+) -> AcceptedReview | Refused:
+    """Apply the rules to a review submitted to ``pause`` (:func:`accept_review`) and log the outcome:
+    ``phi_reviewed`` and the review that counted, or ``phi_review_refused`` and :class:`Refused` — the flow then
+    pauses again with its note."""
+    try:
+        review = edge_review(reviewer, drop, force, reason, close)
+        who, verified, after, changes = accept_review(pause, review, signature, pairs, limits)
+    except SdgovError as exc:
+        return record_review_refused(pause, reviewer, exc, f"drop: {drop} | force: {force} | why: {reason}")
+    h = review_sha256(review)
+    record_review(
+        pause,
+        who,
+        verified,
+        review_sha256=h,
+        close=review.close,
+        comment=review_comment(review, changes),
+        drop=format_pairs(review.drop),
+        force=format_pairs(review.force),
+        signature=signature,
+    )
+    signed = SignedReview(review=review, role=who.role, review_sha256=h, identity_verified=verified, time=utcnow())
+    return AcceptedReview(who=who, signed=signed, pairs=after, changes=changes)

@@ -1,0 +1,331 @@
+"""Human decisions taken while a flow run waits: whether a submitted one counts, and what the log records of it.
+
+A flow (:mod:`sdgov.flows.governed`, :mod:`sdgov.flows.phi_review`) pauses, shows a form and polls; everything
+else about a decision is here and needs no orchestrator. Each pause is one :class:`Pause` — the registry, the
+run, the subject and its hash, and a fresh nonce — and a decision submitted to it is checked against the rules:
+
+- the nonce of the pause was never used before in the registry log (a resume replayed from another pause, or sent
+  twice, is refused);
+- a release approval carries the first :data:`CONFIRM_CHARS` characters of the candidate hash typed back;
+- the approver is an eligible controller (never the proposer), and the signed statement is for this registry,
+  run, nonce, subject, hash and decision, verified with their registered key
+  (:func:`sdgov.governance.approvers.check_decision`; unsigned counts only under the sandbox switch).
+
+A refused decision is logged as ``approval_refused`` and the flow pauses again with :attr:`Refused.note` in the
+form; an accepted one becomes a :class:`SignOff` (its ``via`` says how the identity was established) and is
+logged as ``agreement_approved`` / ``release_approved`` / ``budget_retry_approved`` or ``<subject>_rejected``; no
+decision in time is ``approval_timeout``. The stakeholders' reviews of Φ are recorded here too
+(``phi_reviewed`` / ``phi_review_refused``); their acceptance rules live beside the review itself
+(:func:`sdgov.measurement.selection.review.decide_review`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Literal
+
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import SdgovError
+from sdgov.base.model import Frozen
+from sdgov.governance.approvers import ApprovalRefused, Approver, Challenge, check_decision
+from sdgov.governance.controller import controller_approvers, load_config
+from sdgov.governance.signoff import SignOff
+from sdgov.identity.names import same_person
+from sdgov.registry.log import Registry
+
+__all__ = [
+    "APPROVED_EVENT",
+    "CONFIRM_CHARS",
+    "Pause",
+    "Refused",
+    "Submitted",
+    "accept_decision",
+    "check_confirmation",
+    "check_nonce_unused",
+    "decide",
+    "eligible",
+    "record_decision",
+    "record_refused",
+    "record_review",
+    "record_review_refused",
+    "record_timeout",
+    "refusal_note",
+    "rejection_message",
+    "signoff",
+    "timeout_message",
+    "via",
+]
+
+CONFIRM_CHARS = 8
+APPROVED_EVENT = {"agreement": "agreement_approved", "release": "release_approved", "budget": "budget_retry_approved"}
+DecisionSubject = Literal["agreement", "release", "budget"]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """One pause of a flow run awaiting a human: what a decision submitted to it must be bound to.
+
+    ``run_id`` is the sdgov run the log's events name; ``flow_run_id`` the orchestrator's run the signed statement
+    names; ``sha256`` the hash of the subject under decision (for a review of Φ, the draft under review)."""
+
+    registry: Registry
+    registry_id: str
+    flow_run_id: str
+    run_id: str
+    agreement_sha256: str
+    subject: str
+    sha256: str
+    attempt: int
+    nonce: str
+
+    @classmethod
+    def new(
+        cls,
+        registry: Registry,
+        *,
+        registry_id: str,
+        flow_run_id: str,
+        run_id: str,
+        agreement_sha256: str,
+        subject: str,
+        sha256: str,
+        attempt: int,
+    ) -> Pause:
+        """A pause with a fresh nonce (kept by the flow: a copy in the form only tells ``sdgov sign`` what to sign)."""
+        return cls(
+            registry=registry,
+            registry_id=registry_id,
+            flow_run_id=flow_run_id,
+            run_id=run_id,
+            agreement_sha256=agreement_sha256,
+            subject=subject,
+            sha256=sha256,
+            attempt=attempt,
+            nonce=secrets.token_hex(16),
+        )
+
+    def challenge(self, subject: str | None = None, sha256: str | None = None) -> Challenge:
+        """What a statement must be signed over; a review signs its own hash under the review's subject."""
+        return Challenge(
+            registry_id=self.registry_id,
+            run_id=self.flow_run_id,
+            nonce=self.nonce,
+            subject=subject or self.subject,
+            sha256=sha256 or self.sha256,
+        )
+
+
+class Submitted(Frozen):
+    """A decision as the form (or ``sdgov approve``) submitted it; ``confirm_hash`` only on the release form."""
+
+    approver: str
+    decision: Literal["approve", "reject"]
+    comment: str = ""
+    signature: str = ""
+    confirm_hash: str = ""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A submitted decision or review that did not count (already logged): the error and the form's next note."""
+
+    error: SdgovError
+    note: str
+
+
+def eligible(registry: Registry, exclude: str | None = None, role: str | None = "controller") -> tuple[list[str], str]:
+    """Who may decide now (re-read: the controller may commit a fix while paused): the people with ``role`` (anyone
+    when None) but ``exclude`` (the proposer); and, when the approvers registry cannot be used (e.g. an unsigned
+    edit of approvers.yaml: nobody can decide until it is signed), nobody and the reason."""
+    try:
+        book = controller_approvers(registry)
+    except SdgovError as exc:
+        return [], exc.what
+    people = book.approvers if role is None else book.with_role(role)
+    return [a.name for a in people if exclude is None or not same_person(a.name, exclude)], ""
+
+
+def check_nonce_unused(registry: Registry, nonce: str) -> None:
+    """A pause's nonce counts once: refused when any event of the log already names it."""
+    if nonce in {e.artifacts["nonce"] for e in registry.events() if e.artifacts.get("nonce")}:
+        raise ApprovalRefused("the nonce of this pause was already used", "log.jsonl", "sign again")
+
+
+def check_confirmation(subject: str, sha256: str, decision: str, confirm_hash: str | None) -> None:
+    """A release is approved only with the first 8 characters of its candidate hash typed back (a rejection needs
+    none): the approver has the hash in front of them, not just a button."""
+    if subject != "release" or decision != "approve":
+        return
+    typed = (confirm_hash or "").strip().lower()
+    if typed != sha256[:CONFIRM_CHARS]:
+        raise ApprovalRefused(
+            f"the confirmation {typed[:16]!r} is not the first {CONFIRM_CHARS} characters of the candidate hash",
+            "confirm_hash",
+            "read the hash in the form and type its first 8 characters",
+        )
+
+
+def accept_decision(pause: Pause, submitted: Submitted, proposer: str) -> tuple[Approver, bool]:
+    """The registered controller who decided and whether their key verified it, or :class:`SdgovError` (an
+    :class:`ApprovalRefused`, or controller files changed without a signed commit while paused)."""
+    approvers = controller_approvers(pause.registry)  # as committed now: a change while paused must be signed
+    check_nonce_unused(pause.registry, pause.nonce)
+    check_confirmation(pause.subject, pause.sha256, submitted.decision, submitted.confirm_hash)
+    return check_decision(
+        approvers,
+        name=submitted.approver,
+        decision=submitted.decision,
+        proposer=proposer,
+        challenge=pause.challenge(),
+        signature=submitted.signature,
+        allow_unsigned=load_config(pause.registry).allow_unsigned_ui_approvals,
+    )
+
+
+def via(flow_run_id: str, name: str, verified: bool) -> str:
+    """How a decision reached the run and how its author's identity was established (the sign-off's ``via``)."""
+    return f"Prefect resume form / sdgov approve (flow run {flow_run_id}), " + (
+        f"identity verified: Ed25519 signature with {name}'s registered key"
+        if verified
+        else "identity NOT verified: unsigned decision accepted under the sandbox policy "
+        "allow_unsigned_ui_approvals (anyone who could reach the Prefect API could have typed this name)"
+    )
+
+
+def signoff(pause: Pause, submitted: Submitted, who: Approver, verified: bool) -> SignOff:
+    """The card's record of an accepted decision (a budget retry is signed off as an agreement decision)."""
+    return SignOff(
+        name=who.name,
+        role=who.role,
+        subject="release" if pause.subject == "release" else "agreement",
+        decision=submitted.decision,
+        subject_sha256=pause.sha256,
+        time=utcnow(),
+        comment=submitted.comment,
+        via=via(pause.flow_run_id, who.name, verified),
+        identity_verified=verified,
+    )
+
+
+def refusal_note(pause: Pause, who: str, error: SdgovError) -> str:
+    return f"Attempt {pause.attempt} by {who!r} was refused: {error.what}. The run is paused again."
+
+
+def record_refused(pause: Pause, submitted: Submitted, error: SdgovError) -> Refused:
+    """Log ``approval_refused`` (as the typed name, unverified) and say why in the next form."""
+    pause.registry.append(
+        "approval_refused",
+        submitted.approver or "?",
+        "unverified",
+        agreement_sha256=pause.agreement_sha256,
+        run_id=pause.run_id,
+        decision=submitted.decision,
+        comment=f"{error.what} | comment: {submitted.comment}",
+        artifacts={pause.subject: pause.sha256, "nonce": pause.nonce, "flow_run_id": pause.flow_run_id},
+    )
+    return Refused(error, refusal_note(pause, submitted.approver, error))
+
+
+def record_decision(pause: Pause, submitted: Submitted, who: Approver, verified: bool) -> None:
+    """Log an accepted decision: ``<subject>_approved`` (``budget_retry_approved``) or ``<subject>_rejected``, with
+    the nonce, the flow run and, when verified, the signed statement."""
+    pause.registry.append(
+        APPROVED_EVENT[pause.subject] if submitted.decision == "approve" else f"{pause.subject}_rejected",
+        who.name,
+        who.role,
+        agreement_sha256=pause.agreement_sha256,
+        run_id=pause.run_id,
+        decision=submitted.decision,
+        comment=submitted.comment,
+        artifacts={
+            pause.subject: pause.sha256,
+            "nonce": pause.nonce,
+            "flow_run_id": pause.flow_run_id,
+            "identity_verified": str(verified).lower(),
+            **({"statement": submitted.signature} if verified else {}),
+        },
+    )
+
+
+def decide(pause: Pause, submitted: Submitted, proposer: str) -> SignOff | Refused:
+    """Apply the rules to a submitted decision and log the outcome: the sign-off when it counts (an approval or a
+    rejection), else :class:`Refused` — the flow then pauses again with its note."""
+    try:
+        who, verified = accept_decision(pause, submitted, proposer)
+    except SdgovError as exc:
+        return record_refused(pause, submitted, exc)
+    record_decision(pause, submitted, who, verified)
+    return signoff(pause, submitted, who, verified)
+
+
+def rejection_message(pause: Pause, s: SignOff) -> str:
+    msg = f"{s.name} ({s.role}) rejected the {pause.subject} {pause.sha256[:12]}…: nothing was released"
+    return msg + (f" — {s.comment}" if s.comment else "")
+
+
+def timeout_message(subject: str, sha256: str) -> str:
+    return f"no decision on the {subject} {sha256[:12]}… within the timeout: the run ends here and nothing was released"
+
+
+def record_timeout(pause: Pause, comment: str) -> None:
+    """Log ``approval_timeout``: nobody decided on the pause's subject in time."""
+    pause.registry.append(
+        "approval_timeout",
+        "sdgov",
+        "system",
+        agreement_sha256=pause.agreement_sha256,
+        run_id=pause.run_id,
+        decision="timeout",
+        comment=comment,
+        artifacts={pause.subject: pause.sha256},
+    )
+
+
+def record_review_refused(pause: Pause, reviewer: str, error: SdgovError, details: str) -> Refused:
+    """Log ``phi_review_refused`` (as the typed name, unverified); ``details`` is what the form asked for."""
+    pause.registry.append(
+        "phi_review_refused",
+        reviewer or "?",
+        "unverified",
+        agreement_sha256=pause.agreement_sha256,
+        run_id=pause.run_id,
+        decision="review",
+        comment=f"{error.what} | {details}",
+        artifacts={"nonce": pause.nonce, "flow_run_id": pause.flow_run_id},
+    )
+    return Refused(error, refusal_note(pause, reviewer, error))
+
+
+def record_review(
+    pause: Pause,
+    who: Approver,
+    verified: bool,
+    *,
+    review_sha256: str,
+    close: bool,
+    comment: str,
+    drop: str,
+    force: str,
+    signature: str,
+) -> None:
+    """Log ``phi_reviewed``: a review that counted, with its hash, its pairs as the form wrote them, and, when
+    verified, the signed statement."""
+    pause.registry.append(
+        "phi_reviewed",
+        who.name,
+        who.role,
+        agreement_sha256=pause.agreement_sha256,
+        run_id=pause.run_id,
+        decision="close" if close else "review",
+        comment=comment,
+        artifacts={
+            "review_sha256": review_sha256,
+            "drop": drop,
+            "force": force,
+            "nonce": pause.nonce,
+            "flow_run_id": pause.flow_run_id,
+            "identity_verified": str(verified).lower(),
+            **({"statement": signature} if verified else {}),
+        },
+    )
