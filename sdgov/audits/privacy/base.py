@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.audits.generator_protocol import (
     AuditError,
@@ -27,6 +27,7 @@ from sdgov.audits.generator_protocol import (
     make_generator,
     sample_generator,
 )
+from sdgov.base.model import Frozen
 
 Progress = Callable[[int, int, str], None]
 
@@ -81,8 +82,7 @@ def record_keys(rows: np.ndarray, sizes: list[int]) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ targets
 
 
-class Target(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Target(Frozen):
     index: int  # row of the real data
     kind: str  # "outlier" | "random"
     record: dict[str, int]

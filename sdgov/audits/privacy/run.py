@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
@@ -30,6 +29,7 @@ from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tigh
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import PolicyCheck, evaluate, worst
 from sdgov.base.executor import Executor
+from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
@@ -37,8 +37,7 @@ PARTS = ("mia", "one_run", "memorisation", "disclosure", "canary")
 DEFAULT_PARTS = ("mia", "one_run", "memorisation", "disclosure")  # "canary": the nearest-neighbour bound, on request
 
 
-class PrivacyAuditResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class PrivacyAuditResult(Frozen):
     spec_name: str
     generator: str
     generator_params: dict[str, Any]
