@@ -10,7 +10,7 @@ attribute pairs, median over seeds.
 * sdgov MST: the declared selection share measures the 1-ways and runs OpenDP's Gumbel noisy-max (+ the
   reviewers' noisy scores); the rest measures the selected pairs; mbi mirror descent on the tree; sdgov's sampler.
   This is :func:`sdgov.measurement.selection.mst.select_mst` and the release's own functions, without the registry.
-* sdgov AIM (``--aim``): :func:`sdgov.measurement.selection.aim.select_aim` with the same share (AIM's rounds: Gumbel
+* sdgov AIM (``--aim``): :class:`sdgov.measurement.selection.aim.Aim` with the same share (AIM's rounds: Gumbel
   noisy-max on the mbi model's errors, Gaussian measurement, refit, annealing), then the release of its Φ as above.
 * sdgov all 2-way: every pair at ε = 1, fitted with mbi's approximate inference (the card's "approximate"
   path, :mod:`sdgov.generators.pgm_mbi`), when ``--all-pairs`` is given.
@@ -115,12 +115,12 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
 def sdgov_aim(
     real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, aim_rounds=None, aim_iterations=None
 ):
-    """AIM as ``propose --select aim`` runs it (:func:`sdgov.measurement.selection.aim.select_aim`, mbi between
+    """AIM as ``propose --select aim`` runs it (:class:`sdgov.measurement.selection.aim.Aim`, mbi between
     rounds), then
     the release of the proposed Φ: its pairs measured with what the selection leaves, mbi fit, sdgov's sampler.
     The rounds' own measurements serve the selection only (the release does not reuse them)."""
     from sdgov.generators.pgm_mbi import marginal_estimator
-    from sdgov.measurement.selection.aim import select_aim
+    from sdgov.measurement.selection.aim import Aim
 
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
@@ -131,18 +131,15 @@ def sdgov_aim(
     m1 = measure_cliques(real, schema, ones, plan1.sigmas)
     assert plan1.selection_rho is not None
     plugin = registry.generator("pgm")
-    proposal = select_aim(
-        attrs,
-        sizes,
-        m1,
-        lambda c: contingency_table(real, c, tuple(sizes[a] for a in c)).astype(float),
-        sel,
-        plan1.selection_rho,
-        10**6,
-        2 * 10**9,
-        marginal_estimator(attrs, sizes, aim_iterations or iterations),
-        lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
+    aim = Aim(
+        spec=sel,
+        rho=plan1.selection_rho,
+        max_marginal_cells=10**6,
+        max_model_cells=2 * 10**9,
+        estimate=marginal_estimator(attrs, sizes, aim_iterations or iterations),
+        model_cells=lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
     )
+    proposal = aim.run(attrs, sizes, m1, lambda c: contingency_table(real, c, tuple(sizes[a] for a in c)).astype(float))
     t_sel = time.perf_counter() - t0
     cliques = [tuple(e.pair) for e in proposal.selected]
     syn, plan, model = release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed)

@@ -14,10 +14,11 @@ from functools import cache
 
 import numpy as np
 import opendp.prelude as dp
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.agreement.spec import Agreement, PrivacySpec
 from sdgov.base.errors import SpecError
+from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
 
 dp.enable_features("contrib")
@@ -66,8 +67,7 @@ def rho_of_epsilon(epsilon: float, delta: float) -> float:
     return float(dp.binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=RHO_SEARCH))
 
 
-class MarginalBudget(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class MarginalBudget(Frozen):
     clique: Clique
     weight: float
     sigma: float
@@ -75,10 +75,9 @@ class MarginalBudget(BaseModel):
     part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
 
-class PrivacyPlan(BaseModel):
+class PrivacyPlan(Frozen):
     """Every privacy number of a release, computed once. The card only displays it."""
 
-    model_config = ConfigDict(frozen=True)
     noise: str
     mechanism: str
     neighbours: str

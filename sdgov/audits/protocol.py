@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from sdgov.base.executor import Executor, executor_for
+from sdgov.base.model import Frozen
 
 if TYPE_CHECKING:
     from sdgov.agreement.accounting import PrivacyPlan
@@ -28,18 +29,16 @@ if TYPE_CHECKING:
     from sdgov.measurement.marginals import MeasurementSet
 
 
-class Check(BaseModel):
+class Check(Frozen):
     """One row of the audit report; a failed ``block`` check blocks the release, a failed ``warn`` check does not."""
 
-    model_config = ConfigDict(frozen=True)
     name: str
     passed: bool
     detail: str
     severity: Literal["block", "warn"] = "block"
 
 
-class AuditReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class AuditReport(Frozen):
     verdict: Literal["pass", "fail"]
     checks: list[Check]
     not_run: list[str]

@@ -123,7 +123,7 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
 def marginal_estimator(
     attributes: list[str], sizes: dict[str, int], iterations: int
 ) -> Callable[[list[Measurement]], Callable[[Clique], np.ndarray]]:
-    """AIM's model between rounds (:func:`sdgov.measurement.selection.aim.select_aim`): mbi mirror descent on the
+    """AIM's model between rounds (:class:`sdgov.measurement.selection.aim.Aim`): mbi mirror descent on the
     measurements
     so far, warm-started from the previous round's potentials (as AIM's reference does). Its tables — counts, axes
     in clique order — of every pair come from one pass of mbi's ``calculate_many_marginals`` (belief propagation

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.agreement.accounting import PrivacyPlan, add_noise
 from sdgov.agreement.spec import Agreement
+from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique, Schema
 from sdgov.data.tables import contingency_table
 
 
-class Measurement(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Measurement(Frozen):
     clique: Clique
     shape: tuple[int, ...]
     sigma: float
@@ -31,10 +31,9 @@ class Measurement(BaseModel):
         return np.asarray(self.noisy_counts, dtype=np.int64).reshape(self.shape)
 
 
-class MeasurementSet(BaseModel):
+class MeasurementSet(Frozen):
     """The noisy-marginal artifact (persisted as JSON, tracked by DVC, hashed into every later artifact)."""
 
-    model_config = ConfigDict(frozen=True)
     agreement_sha256: str
     dataset_fingerprint: str  # the content fingerprint of the data (sdgov.data.fingerprint), not a file hash
     schema_sha256: str

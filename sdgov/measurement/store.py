@@ -15,15 +15,14 @@ statistics it uses; the budget record beside it (``budget.json``) says which wer
 from which earlier run, and the dataset's lifetime ledger before and after.
 
 The budget ledger (:mod:`sdgov.governance.ledger`) reserves ρ before any noise is drawn; see its docstring for the crash
-protocol. :func:`fault_point` lets the crash tests kill a run at each step.
+protocol. :data:`fault_point` is the crash tests' hook (a no-op in production): they install one that kills a run
+at each step (``tests/crashing_store.py``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -399,8 +398,11 @@ def _adopt_unlogged(path: Path, fingerprint: str, reserved_before: bool, noise: 
     return payload
 
 
-def fault_point(name: str) -> None:
-    """Test hook for crash tests: with ``SDGOV_FAULT=name``, touch ``$SDGOV_FAULT_FILE`` and wait to be killed."""
-    if os.environ.get("SDGOV_FAULT") == name:
-        Path(os.environ["SDGOV_FAULT_FILE"]).write_text(name)
-        time.sleep(float(os.environ.get("SDGOV_FAULT_SLEEP", "120")))
+def _no_fault(name: str) -> None:
+    """Production: every step of :func:`measure_once` passes."""
+
+
+FaultHook = Callable[[str], None]
+fault_point: FaultHook = _no_fault
+"""Called with each step's name (``after_spend``, ``after_draw``, ``after_persist``): the crash tests install a hook
+that stops the process there (:mod:`tests.crashing_store`); production never replaces it."""

@@ -16,6 +16,7 @@ import itertools
 import math
 import platform
 import subprocess
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,9 @@ from pydantic import BaseModel, Field
 
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
-from sdgov.agreement.spec import AgreedSplit, Agreement
+from sdgov.agreement.spec import AgreedSplit, Agreement, ModelCardSpec
 from sdgov.audits.protocol import AuditReport
-from sdgov.base.model import Strict
+from sdgov.base.model import Frozen, Strict
 from sdgov.base.svg import pyplot, to_svg
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import StageRecord
@@ -354,40 +355,69 @@ def public_stages(records: list[StageRecord]) -> list[dict[str, Any]]:
     return out
 
 
-def build_card(
-    *,
-    release_id: str,
-    created: str,
-    agreement: Agreement,
-    agreement_sha256: str,
-    schema: Schema,
-    mset: MeasurementSet,
-    psi_sha256: str,
-    plan: PrivacyPlan,
-    model_info: dict[str, Any],
-    synthetic: dict[str, Any],
-    synthetic_codes: RecordSet,
-    audit: AuditReport,
-    signoffs: list[SignOff],
-    records: list[StageRecord],
-    data_info: dict[str, Any],
-    utility_report: dict[str, Any] | None = None,
-    audit_sections: dict[str, dict[str, Any]] | None = None,
-    log_head: dict[str, Any] | None = None,
-    ledger: dict[str, Any] | None = None,
-    model_card: dict[str, Any] | None = None,
-    selection: CardSelection | None = None,
-) -> Card:
-    """The public card. ``audit``, ``audit_sections`` and ``utility_report`` are read only for their verdicts;
-    ``data_info`` for the confidential data's hashes (its record count stays out: the card states ψ's noisy total)."""
-    tvd = noisy_tvd(mset, synthetic_codes, agreement.split)
+JSONObject = dict[str, Any]
+"""An artifact read back as JSON whose shape belongs to its own stage: the generator's model info, the utility
+report, an audit's section, the budget ledger."""
+
+
+class SyntheticFile(Frozen):
+    """The released synthetic file as the card names it."""
+
+    rows: int
+    seed: int
+    chunk_rows: int
+    file: str
+    sha256: str
+
+
+class DataHashes(Frozen):
+    """The confidential data's hashes; its record count stays out (the card states ψ's noisy total)."""
+
+    fingerprint: str
+    sha256: str
+    dvc_md5: str
+    measurements_dvc_md5: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardInputs:
+    """Everything the public card is built from, typed: the stage contracts' artifacts, read back and hash-checked
+    (:func:`sdgov.reporting.draft.card_inputs`). ``audit``, ``audit_sections`` and ``utility_report`` are read only
+    for their verdicts."""
+
+    release_id: str
+    created: str
+    agreement: Agreement
+    agreement_sha256: str
+    schema: Schema
+    mset: MeasurementSet  # ψ
+    psi_sha256: str
+    plan: PrivacyPlan
+    model_info: JSONObject  # the generator's own (sdgov.generators.graph reads its tables and sampling order)
+    synthetic: SyntheticFile
+    synthetic_codes: RecordSet  # the synthetic data, open: the distances to ψ are computed on it
+    data: DataHashes
+    audit: AuditReport
+    audit_sections: dict[str, JSONObject] = field(default_factory=dict)  # audit check name → its section
+    utility_report: JSONObject | None = None
+    signoffs: list[SignOff] = field(default_factory=list)
+    records: list[StageRecord]
+    ledger: JSONObject | None = None
+    model_card: ModelCardSpec | None = None
+    selection: CardSelection | None = None
+
+
+def _phi(i: CardInputs) -> list[PhiEntry]:
+    """Φ's tables, each with its σ, ρ and the synthetic data's distance to its noisy table."""
+    agreement, schema, plan = i.agreement, i.schema, i.plan
+    tvd = noisy_tvd(i.mset, i.synthetic_codes, agreement.split)
     sig = {(m.part, tuple(m.clique)): m for m in plan.marginals}
     units = (
         [(None, c) for c in agreement.cliques]
         if agreement.split is None
         else [(p.name, c) for p in agreement.split.parts for c in p.cliques]
     )
-    phi = [
+    return [
         PhiEntry(
             attributes=list(c),
             plain=_plain(c, schema),
@@ -400,7 +430,10 @@ def build_card(
         for u in units
         for part, c in [u]
     ]
-    attrs = [
+
+
+def _attributes(agreement: Agreement, schema: Schema) -> list[dict[str, Any]]:
+    return [
         {
             "name": a,
             "description": schema.by_name[a].description,
@@ -409,65 +442,74 @@ def build_card(
         }
         for a in agreement.attributes
     ]
-    sections = audit_sections or {}
+
+
+def _dataset(i: CardInputs) -> dict[str, Any]:
+    """The dataset's names and hashes, and ψ's noisy record total (never the real count)."""
+    agreement, schema, mset = i.agreement, i.schema, i.mset
+    return {
+        "name": agreement.dataset_name,
+        "schema": schema.name,
+        "source": schema.source,
+        **i.data.model_dump(),
+        "noisy_rows": round(
+            mset.noisy_total()
+            if agreement.split is None
+            else math.fsum(mset.of_part(p.name, p.attributes).noisy_total() for p in agreement.split.parts)
+        ),
+    }
+
+
+def build_card(inputs: CardInputs) -> Card:
+    """The public card from its inputs (:class:`CardInputs`)."""
+    i, agreement, plan, model_info = inputs, inputs.agreement, inputs.plan, inputs.model_info
+    sections = i.audit_sections
     eps_pld = epsilon_pld(plan)
-    public_data = {k: v for k, v in data_info.items() if k != "rows"}
     return Card(
         title=f"Generator card — {agreement.spec_name}",
-        release_id=release_id,
-        created=created,
-        agreement_sha256=agreement_sha256,
-        psi_sha256=psi_sha256,
+        release_id=i.release_id,
+        created=i.created,
+        agreement_sha256=i.agreement_sha256,
+        psi_sha256=i.psi_sha256,
         description=agreement.description,
-        model_card=model_card,
-        dataset={
-            "name": agreement.dataset_name,
-            "schema": schema.name,
-            "source": schema.source,
-            **public_data,
-            "noisy_rows": round(
-                mset.noisy_total()
-                if agreement.split is None
-                else math.fsum(mset.of_part(p.name, p.attributes).noisy_total() for p in agreement.split.parts)
-            ),
-        },
-        attributes=attrs,
-        phi=phi,
-        not_preserved=not_preserved(agreement, schema),
+        model_card=None if i.model_card is None else i.model_card.model_dump(mode="json"),
+        dataset=_dataset(i),
+        attributes=_attributes(agreement, i.schema),
+        phi=_phi(i),
+        not_preserved=not_preserved(agreement, i.schema),
         privacy=plan,
         epsilon_pld=eps_pld,
         privacy_statement=privacy_statement(plan, eps_pld),
         generator=model_info,
-        synthetic=synthetic,
+        synthetic=i.synthetic.model_dump(),
         utility_note=(
             "The distances below compare the synthetic data with the noisy agreed tables ψ, which are public: they "
             "say how faithfully the generator reproduces what it was given. How the synthetic data compares with "
             "the confidential data is assessed by the data controller in an evidence report that is not published."
         ),
-        fitness=public_fitness(utility_report, agreement),
-        verdict=overall_verdict(audit, sections),
+        fitness=public_fitness(i.utility_report, agreement),
+        verdict=overall_verdict(i.audit, sections),
         audit={
-            "checks": [{"name": c.name, "result": check_result(c.passed, c.severity)} for c in audit.checks],
-            "not_run": audit.not_run,
+            "checks": [{"name": c.name, "result": check_result(c.passed, c.severity)} for c in i.audit.checks],
+            "not_run": i.audit.not_run,
         },
         audit_sections={
             name: {"title": sec.get("title") or name.replace("_", " ").capitalize(), "verdict": sec.get("verdict")}
             for name, sec in sections.items()
         },
-        signoffs=signoffs,
+        signoffs=i.signoffs,
         provenance={
-            "stages": public_stages(records),
+            "stages": public_stages(i.records),
             "environment": environment(),
-            **({"log_head": log_head} if log_head else {}),  # sdgov.registry.log.log_head: the log this release joins
         },
-        ledger=ledger,
+        ledger=i.ledger,
         synthesis_graphs=split_graphs(agreement.split, model_info["split"]["parts"])
         if agreement.split is not None
         else [g]
         if (g := synthesis_graph(model_info, "the model"))
         else [],
         split=split_summary(agreement, plan, model_info),
-        selection=selection,
+        selection=i.selection,
     )
 
 

@@ -12,6 +12,8 @@ written to the run's ``evidence/`` folder and never published with the release.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from sdgov.base.hashing import md5_file, sha256_bytes
 from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, StageRecord, UtilityReported
 from sdgov.measurement.selection.review import SelectionRecord
-from sdgov.reporting.card import Card, build_card, render
+from sdgov.reporting.card import Card, CardInputs, DataHashes, SyntheticFile, build_card, render
 from sdgov.reporting.evidence import build_evidence, render_evidence
 from sdgov.reporting.selection import CardSelection, card_selection
 from sdgov.utility.summary import UtilitySummary
@@ -59,15 +61,24 @@ def build_draft_card(
     agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
 ) -> Card:
     """The public card built from the stage artifacts, with no sign-offs yet (they are appended at publishing)."""
+    with card_inputs(agreed, measured, generated, audited, utility) as inputs:
+        return build_card(inputs)
+
+
+@contextmanager
+def card_inputs(
+    agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
+) -> Iterator[CardInputs]:
+    """The card's inputs from the stage contracts, each artifact read back and hash-checked (the release id and the
+    time fixed now), with the synthetic data open while they are used."""
     run_dir = Path(agreed.run_dir)
     agreement = load_agreement(agreed.agreement)
     schema = read_schema(agreed.schema_file)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     spec = read_spec(agreed.spec)
-    model_card = spec.model_card
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
     with synthetic_records(generated.synthetic, schema, agreement.attributes) as synthetic_codes:
-        return build_card(
+        yield CardInputs(
             release_id=f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}",
             created=utcnow(),
             agreement=agreement,
@@ -77,27 +88,26 @@ def build_draft_card(
             psi_sha256=measured.measurements.sha256,
             plan=plan,
             model_info=json.loads(generated.model_info.verified().read_text()),
-            synthetic={
-                "rows": generated.rows,
-                "seed": generated.seed,
-                "chunk_rows": generated.chunk_rows,
-                "file": "synthetic.parquet",
-                "sha256": generated.synthetic.sha256,
-            },
+            synthetic=SyntheticFile(
+                rows=generated.rows,
+                seed=generated.seed,
+                chunk_rows=generated.chunk_rows,
+                file="synthetic.parquet",
+                sha256=generated.synthetic.sha256,
+            ),
             synthetic_codes=synthetic_codes,
             utility_report=(json.loads(utility.full_report.verified().read_text()) if utility.full_report else None),
             audit_sections=audit_sections(audited),
             audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
-            signoffs=[],
             records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
             ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
-            data_info={  # the confidential file's hashes; its record count stays out (the card states ψ's noisy total)
-                "fingerprint": agreed.data.fingerprint,
-                "sha256": agreed.data.sha256,
-                "dvc_md5": agreed.data.dvc_md5,
-                "measurements_dvc_md5": md5_file(measured.measurements.verified()),
-            },
-            model_card=None if model_card is None else model_card.model_dump(mode="json"),
+            data=DataHashes(
+                fingerprint=agreed.data.fingerprint,
+                sha256=agreed.data.sha256,
+                dvc_md5=agreed.data.dvc_md5,
+                measurements_dvc_md5=md5_file(measured.measurements.verified()),
+            ),
+            model_card=spec.model_card,
             selection=_selection(spec, Path(agreed.spec.path), plan),
         )
 

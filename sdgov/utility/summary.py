@@ -10,14 +10,13 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
 from sdgov.engines.recordset import RecordSet
 
 
-class MarginalError(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class MarginalError(Frozen):
     clique: Clique
     in_phi: bool
     tvd: float
@@ -25,8 +24,7 @@ class MarginalError(BaseModel):
     cells: int
 
 
-class UtilitySummary(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class UtilitySummary(Frozen):
     real_rows: int
     synthetic_rows: int
     phi: list[MarginalError]

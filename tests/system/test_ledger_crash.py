@@ -74,9 +74,9 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     sign_standing_approval(spec, root, keys)  # with an approvers registry in force, typed names no longer count
     marker = tmp_path / "fault"
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, str(spec), str(root)],
+        [sys.executable, "-m", "tests.crashing_store", point, str(marker), str(spec), str(root)],
         cwd=REPO,
-        env=_env(SDGOV_FAULT=point, SDGOV_FAULT_FILE=str(marker)),
+        env=_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
-from sdgov.audits.privacy.run import audit_privacy
+from sdgov.audits.privacy.run import PrivacyAuditRun
 from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
 
 
@@ -36,9 +36,18 @@ def test_evidence_report_renders_the_privacy_evidence_section(released):
         disclosure_rows=300,
         n_jobs=1,
     )
-    res = audit_privacy(
-        real, attrs, dom, [("A", "B"), ("C", "D")], INDEPENDENT, {"sigma": 5.0}, st, RiskPolicy(), 1.0, 1e-4
-    )
+    res = PrivacyAuditRun(
+        real=real,
+        attributes=attrs,
+        domain=dom,
+        cliques=[("A", "B"), ("C", "D")],
+        generator=INDEPENDENT,
+        params={"sigma": 5.0},
+        settings=st,
+        policy=RiskPolicy(),
+        claimed_epsilon=1.0,
+        claimed_delta=1e-4,
+    ).run()
     section = privacy_section(res)
     _, evidence = _evidence(released)
     assert evidence["audit_sections"] == {}  # releases without the audits have no sections

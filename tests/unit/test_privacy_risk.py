@@ -18,7 +18,7 @@ from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.privacy.base import select_targets
 from sdgov.audits.privacy.canary import epsilon_lower, epsilon_lower_k, log_null_bound
 from sdgov.audits.privacy.policy import load_risk_policy
-from sdgov.audits.privacy.run import audit_privacy
+from sdgov.audits.privacy.run import PrivacyAuditRun
 
 REPO = Path(__file__).resolve().parents[2]
 INDEPENDENT = "sdgov.audits.generators:independent"
@@ -89,19 +89,19 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     st = RiskSettings(train_rows=400, canaries=400, disclosure_rows=900, n_jobs=1, seed=3)
     params = {"base": INDEPENDENT, "sigma": 5.0}
     # claimed (ε, δ) = (1, 1e-6): the δ-aware bound needs m·δ well below β (see sdgov.audits.privacy.canary)
-    leaky = audit_privacy(
-        real,
-        attrs,
-        dom,
-        cliques,
-        "sdgov.audits.privacy.leaky:copier",
-        params,
-        st,
-        RiskPolicy(),
-        1.0,
-        1e-6,
+    leaky = PrivacyAuditRun(
+        real=real,
+        attributes=attrs,
+        domain=dom,
+        cliques=cliques,
+        generator="sdgov.audits.privacy.leaky:copier",
+        params=params,
+        settings=st,
+        policy=RiskPolicy(),
+        claimed_epsilon=1.0,
+        claimed_delta=1e-6,
         parts=("canary", "disclosure"),
-    )
+    ).run()
     checks = {c.name: c.level for c in leaky.checks}
     assert leaky.verdict == "fail"
     assert checks["exact matches of real-unique records"] == "fail"
@@ -110,19 +110,19 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     assert leaky.epsilon_lower > 1.0, "ε_lower must refute the claimed ε = 1"
     assert checks["DP lower bound"] == "fail"
     # the same audit of the honest base generator passes both checks
-    honest = audit_privacy(
-        real,
-        attrs,
-        dom,
-        cliques,
-        INDEPENDENT,
-        {"sigma": 5.0},
-        st,
-        RiskPolicy(),
-        1.0,
-        1e-6,
+    honest = PrivacyAuditRun(
+        real=real,
+        attributes=attrs,
+        domain=dom,
+        cliques=cliques,
+        generator=INDEPENDENT,
+        params={"sigma": 5.0},
+        settings=st,
+        policy=RiskPolicy(),
+        claimed_epsilon=1.0,
+        claimed_delta=1e-6,
         parts=("canary", "disclosure"),
-    )
+    ).run()
     hc = {c.name: c.level for c in honest.checks}
     assert honest.epsilon_lower == 0.0 and honest.epsilon_lower_pure == 0.0 and hc["DP lower bound"] == "pass"
     assert hc["exact matches of real-unique records"] == "pass"
@@ -150,19 +150,19 @@ def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
     st = RiskSettings(
         n_outliers=1, n_random=0, n_shadow=8, n_synth=4, train_rows=200, folds=4, rf_trees=50, ai_sets=1, n_jobs=1
     )
-    res = audit_privacy(
-        real,
-        attrs,
-        dom,
-        cliques,
-        "sdgov.audits.privacy.leaky:category_leak",
-        {"base": INDEPENDENT, "sigma": 5.0},
-        st,
-        RiskPolicy(),
-        1.0,
-        1e-4,
+    res = PrivacyAuditRun(
+        real=real,
+        attributes=attrs,
+        domain=dom,
+        cliques=cliques,
+        generator="sdgov.audits.privacy.leaky:category_leak",
+        params={"base": INDEPENDENT, "sigma": 5.0},
+        settings=st,
+        policy=RiskPolicy(),
+        claimed_epsilon=1.0,
+        claimed_delta=1e-4,
         parts=("mia",),
-    )
+    ).run()
     (r,) = res.targets
     assert r.target.index == 17
     assert r.privacy_gain < 0.5 and r.privacy_gain_ci[1] < 0.5

@@ -22,7 +22,7 @@ import sdgov.measurement.selection.aim as aim
 from sdgov.agreement.accounting import rho_of_sigma
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.measurement.marginals import Measurement
-from sdgov.measurement.selection.aim import AimJournal, select_aim
+from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import rho_of_gumbel
 from sdgov.registry.log import Registry
 from tests.governance import controller_registry
@@ -73,7 +73,9 @@ def _cells(sizes):
 
 
 def _run(attrs, sizes, ones, exact, spec, rho, cell_limit=10**6, **kw):
-    return select_aim(attrs, sizes, ones, exact, spec, rho, cell_limit, 10**9, _estimate, _cells(sizes), **kw)
+    selector = Aim(spec=spec, rho=rho, max_marginal_cells=cell_limit, max_model_cells=10**9, estimate=_estimate,
+              model_cells=_cells(sizes), **kw)  # fmt: skip
+    return selector.run(attrs, sizes, ones, exact)
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,15 +14,14 @@ subtracted, and only what the target's own presence adds remains. The CI is a t-
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LinearRegression
 
 from sdgov.audits.privacy.base import world_ci
+from sdgov.base.model import Frozen
 
 
-class AttributeResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class AttributeResult(Frozen):
     sensitive: str
     p_in: float
     p_out: float

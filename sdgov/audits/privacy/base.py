@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from sdgov.audits.generator_protocol import AuditError, fit_generator, load_generator, make_generator, sample_generator
+from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
 
 Progress = Callable[[int, int, str], None]
@@ -75,8 +76,7 @@ def record_keys(rows: np.ndarray, sizes: list[int]) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ targets
 
 
-class Target(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Target(Frozen):
     index: int  # row of the real data
     kind: str  # "outlier" | "random"
     record: dict[str, int]

@@ -66,12 +66,12 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from scipy.optimize import brentq
 from scipy.spatial import cKDTree
 from scipy.special import gammaln
 
 from sdgov.audits.privacy.base import GeneratorRef, seed_of
+from sdgov.base.model import Frozen
 
 Metric = Literal["unit", "cells"]
 
@@ -121,8 +121,7 @@ def k_grid(m: int) -> list[int]:
     return sorted({2**i for i in range(int(math.log2(m)) + 1)} | {m})
 
 
-class CanaryRun(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class CanaryRun(Frozen):
     nu_hat: float  # Σ of all m distances
     epsilon_lower: float  # refutes the (ε, δ) claim
     epsilon_lower_pure: float  # δ = 0: refutes a pure ε-DP reading of the claim
@@ -132,8 +131,7 @@ class CanaryRun(BaseModel):
     min_distance: float
 
 
-class CanaryResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class CanaryResult(Frozen):
     m: int
     d: int
     n_synth: int

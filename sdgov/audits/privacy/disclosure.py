@@ -21,14 +21,13 @@ training data T (the generator is fitted on it and samples n records), a holdout
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
 from sdgov.audits.privacy.base import record_keys
+from sdgov.base.model import Frozen
 
 
-class UniqueMatches(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class UniqueMatches(Frozen):
     real_unique_train: int  # |U_T|: training records unique in T ∪ H
     real_unique_holdout: int  # |U_H|
     synthetic: int  # S_T
@@ -38,23 +37,20 @@ class UniqueMatches(BaseModel):
     p_value: float  # one-sided binomial test of S_T vs S_H
 
 
-class DCR(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class DCR(Frozen):
     histogram: list[int]  # index = Hamming distance 0..d
     share_zero: float
     median: float
     sample: int
 
 
-class SmallCells(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class SmallCells(Frozen):
     threshold: int
     total: int
     by_marginal: dict[str, int]
 
 
-class DisclosureResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class DisclosureResult(Frozen):
     rows: int  # n: training records = synthetic records = holdout = independent sample
     exact_matches: int  # synthetic records equal to some training record
     exact_matches_independent: int  # the same for the independent sample

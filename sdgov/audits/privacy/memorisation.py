@@ -35,14 +35,13 @@ import math
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from sdgov.audits.privacy.base import GeneratorRef, Progress, record_keys, seed_of, world_ci
 from sdgov.base.executor import Executor, executor_for
+from sdgov.base.model import Frozen
 
 
-class MemorisationResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class MemorisationResult(Frozen):
     pairs: int  # W
     train_rows: int  # n
     synth_rows: int  # m = K·n

@@ -37,13 +37,13 @@ import math
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from sklearn.ensemble import RandomForestClassifier
 
 from sdgov.agreement.sections.privacy_risk import RiskSettings
 from sdgov.audits.privacy.attribute import AttributeResult, advantage, predict_sensitive
 from sdgov.audits.privacy.base import GeneratorRef, Progress, Target, seed_of, world_ci
 from sdgov.base.executor import Executor, executor_for
+from sdgov.base.model import Frozen
 
 CORR_MAX_CATEGORIES = 300
 
@@ -236,16 +236,14 @@ def run_worlds(
 # ------------------------------------------------------------------------------------------------ game
 
 
-class FeatureScore(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class FeatureScore(Frozen):
     tpr: float
     fpr: float
     advantage: float
     ci: tuple[float, float]
 
 
-class TargetRisk(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class TargetRisk(Frozen):
     target: Target
     by_feature: dict[str, FeatureScore]
     feature: str  # the attacker's best feature set

@@ -33,10 +33,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
 from sdgov.audits.privacy.base import GeneratorRef, record_keys, seed_of
+from sdgov.base.model import Frozen
 
 
 def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -69,16 +69,14 @@ def one_run_k_grid(m: int) -> list[int]:
     return sorted({max(1, m // 8), max(1, m // 4), max(1, m // 2)})
 
 
-class Guess(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Guess(Frozen):
     k: int
     guesses: int
     correct: int
     epsilon_lower: float
 
 
-class OneRunResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class OneRunResult(Frozen):
     canaries: int  # m
     included: int
     base_rows: int

@@ -9,11 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from sdgov.agreement.sections.privacy_risk import RiskPolicy
 from sdgov.audits.generator_protocol import AuditError
 from sdgov.base.loading import load_model_file
+from sdgov.base.model import Frozen
 
 Level = Literal["pass", "warn", "fail"]
 
@@ -25,8 +24,7 @@ def load_risk_policy(path: str | Path | None) -> RiskPolicy:
     return load_model_file(RiskPolicy, path, AuditError, "privacy policy")
 
 
-class PolicyCheck(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class PolicyCheck(Frozen):
     name: str
     level: Level
     detail: str

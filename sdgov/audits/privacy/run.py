@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
-from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, seed_of, select_targets
+from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
 from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
@@ -30,15 +31,16 @@ from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tigh
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
 from sdgov.base.executor import Executor
+from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 PARTS = ("mia", "one_run", "memorisation", "disclosure", "canary")
 DEFAULT_PARTS = ("mia", "one_run", "memorisation", "disclosure")  # "canary": the nearest-neighbour bound, on request
+_T = TypeVar("_T")
 
 
-class PrivacyAuditResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class PrivacyAuditResult(Frozen):
     spec_name: str
     generator: str
     generator_params: dict[str, Any]
@@ -67,118 +69,178 @@ class PrivacyAuditResult(BaseModel):
     timing: dict[str, float]
 
 
-def audit_privacy(
-    real: np.ndarray,
-    attributes: list[str],
-    domain: dict[str, int],
-    cliques: list[tuple[str, ...]],
-    generator: str,
-    params: dict[str, Any],
-    settings: RiskSettings,
-    policy: RiskPolicy,
-    claimed_epsilon: float | None,
-    claimed_delta: float | None,
-    *,
-    spec_name: str = "",
-    labels: dict[str, list[str]] | None = None,
-    numeric: set[str] | None = None,
-    parts: tuple[str, ...] = DEFAULT_PARTS,
-    canary_metric: Metric = "unit",
-    progress: Progress | None = None,
-    executor: Executor | None = None,
-) -> PrivacyAuditResult:
-    t0 = time.perf_counter()
-    timing: dict[str, float] = {}
-    load_generator(generator)  # fail fast on a bad import path
-    bad = [p for p in parts if p not in PARTS]
-    if bad:
-        raise AuditError(f"unknown audit part(s) {bad}", "privacy audit", f"choose from {list(PARTS)}")
-    st = settings
-    real = np.asarray(real, dtype=np.int64)
-    ref = GeneratorRef(
-        path=generator, cliques=tuple(tuple(c) for c in cliques), domain=dict(domain), params=dict(params)
-    )
-    sizes = [domain[a] for a in attributes]
-    N = len(real)
+@dataclass(frozen=True)
+class _Pool:
+    """What every phase draws from: the generator, the targets and the reference records (all but the targets)."""
 
-    targets = select_targets(real, attributes, sizes, st.n_outliers, st.n_random, st.seed, labels)
-    mask = np.ones(N, bool)
-    mask[[t.index for t in targets]] = False
-    reference = real[mask][np.random.default_rng(seed_of(st.seed, 1)).permutation(int(mask.sum()))]
-    sensitive = st.sensitive if st.sensitive is not None else attributes[-1]
-    if sensitive not in attributes:
-        raise AuditError(f"sensitive attribute {sensitive!r} is not audited", "--sensitive", f"one of {attributes}")
-    timing["targets"] = time.perf_counter() - t0
+    ref: GeneratorRef
+    targets: list[Target]
+    reference: np.ndarray
+    sensitive: str
+    sizes: list[int]
 
-    risks: list[TargetRisk] = []
-    if "mia" in parts and targets:
-        t = time.perf_counter()
-        risks = linkability(
-            ref,
-            reference,
-            targets,
-            st,
-            sensitive if st.ai_sets > 0 else None,
-            sensitive in (numeric or set()),
-            progress,
-            executor,
+
+@dataclass(frozen=True)
+class _Findings:
+    risks: list[TargetRisk]
+    canary: CanaryResult | None
+    one_run: OneRunResult | None
+    memorisation: MemorisationResult | None
+    disclosure: DisclosureResult | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyAuditRun:
+    """The privacy-risk audit of ``generator`` on ``real`` (codes, one column per attribute): its inputs as fields,
+    :meth:`run` runs the :data:`PARTS` asked in ``parts`` — one method each — and judges them by ``policy``.
+
+    The claimed (ε, δ) are the release's; ``labels`` name the codes for the targets' report, ``numeric`` the numeric
+    attributes (an attribute-inference target among them is scored as a number)."""
+
+    real: np.ndarray
+    attributes: list[str]
+    domain: dict[str, int]
+    cliques: list[tuple[str, ...]]
+    generator: str
+    params: dict[str, Any]
+    settings: RiskSettings
+    policy: RiskPolicy
+    claimed_epsilon: float | None
+    claimed_delta: float | None
+    spec_name: str = ""
+    labels: dict[str, list[str]] | None = None
+    numeric: set[str] | None = None
+    parts: tuple[str, ...] = DEFAULT_PARTS
+    canary_metric: Metric = "unit"
+    progress: Progress | None = None
+    executor: Executor | None = None
+
+    def run(self) -> PrivacyAuditResult:
+        """The asked parts in a fixed order (the canary audit before the one-run audit, which halves its β when both
+        bounds are reported), each timed, then the policy's checks."""
+        t0 = time.perf_counter()
+        pool = self.pool()
+        timing = {"targets": time.perf_counter() - t0}
+        asked = self.parts
+        mia = "mia" in asked and bool(pool.targets)
+        risks = self._timed(timing, "membership_and_attribute", lambda: self.mia(pool)) if mia else []
+        canary = self._timed(timing, "canary", lambda: self.canary(pool), "canary audit") if "canary" in asked else None
+        one_run = (
+            self._timed(timing, "one_run", lambda: self.one_run(pool, canary), "one-run canary audit")
+            if "one_run" in asked
+            else None
         )
-        timing["membership_and_attribute"] = time.perf_counter() - t
+        memo = self._timed(timing, "memorisation", lambda: self.memorisation(pool)) if "memorisation" in asked else None
+        disclosure = (
+            self._timed(timing, "disclosure", lambda: self.disclosure(pool), "record checks")
+            if "disclosure" in asked
+            else None
+        )
+        return self.result(pool, _Findings(risks, canary, one_run, memo, disclosure), t0, timing)
 
-    canary: CanaryResult | None = None
-    if "canary" in parts:
+    def _timed(self, timing: dict[str, float], key: str, phase: Callable[[], _T], done: str | None = None) -> _T:
         t = time.perf_counter()
-        m = st.canaries or default_canaries(st.train_rows, st.beta, claimed_delta)
+        out = phase()
+        timing[key] = time.perf_counter() - t
+        if done and self.progress:
+            self.progress(1, 1, done)
+        return out
+
+    def pool(self) -> _Pool:
+        """Fail fast on a bad generator path or part; pick the targets (outliers and random records) and shuffle the
+        rest into the reference records."""
+        load_generator(self.generator)  # fail fast on a bad import path
+        bad = [p for p in self.parts if p not in PARTS]
+        if bad:
+            raise AuditError(f"unknown audit part(s) {bad}", "privacy audit", f"choose from {list(PARTS)}")
+        st, attributes = self.settings, self.attributes
+        real = np.asarray(self.real, dtype=np.int64)
+        ref = GeneratorRef(
+            path=self.generator,
+            cliques=tuple(tuple(c) for c in self.cliques),
+            domain=dict(self.domain),
+            params=dict(self.params),
+        )
+        sizes = [self.domain[a] for a in attributes]
+        targets = select_targets(real, attributes, sizes, st.n_outliers, st.n_random, st.seed, self.labels)
+        mask = np.ones(len(real), bool)
+        mask[[t.index for t in targets]] = False
+        reference = real[mask][np.random.default_rng(seed_of(st.seed, 1)).permutation(int(mask.sum()))]
+        sensitive = st.sensitive if st.sensitive is not None else attributes[-1]
+        if sensitive not in attributes:
+            raise AuditError(f"sensitive attribute {sensitive!r} is not audited", "--sensitive", f"one of {attributes}")
+        return _Pool(ref, targets, reference, sensitive, sizes)
+
+    def mia(self, pool: _Pool) -> list[TargetRisk]:
+        """Membership and attribute inference against each target (linkability)."""
+        st = self.settings
+        return linkability(
+            pool.ref,
+            pool.reference,
+            pool.targets,
+            st,
+            pool.sensitive if st.ai_sets > 0 else None,
+            pool.sensitive in (self.numeric or set()),
+            self.progress,
+            self.executor,
+        )
+
+    def canary(self, pool: _Pool) -> CanaryResult:
+        """The nearest-neighbour canary audit's ε lower bound."""
+        st, reference = self.settings, pool.reference
+        m = st.canaries or default_canaries(st.train_rows, st.beta, self.claimed_delta)
         n_base = st.canary_base_rows if st.canary_base_rows is not None else st.train_rows - m
         base = reference[
             np.random.default_rng(seed_of(st.seed, 2)).choice(
                 len(reference), size=max(0, min(n_base, len(reference))), replace=False
             )
         ]
-        canary = canary_audit(
-            ref, base, m, st.m, seed_of(st.seed, 3), st.beta, claimed_delta or 0.0, canary_metric, st.canary_runs
+        return canary_audit(
+            pool.ref,
+            base,
+            m,
+            st.m,
+            seed_of(st.seed, 3),
+            st.beta,
+            self.claimed_delta or 0.0,
+            self.canary_metric,
+            st.canary_runs,
         )
-        timing["canary"] = time.perf_counter() - t
-        if progress:
-            progress(1, 1, "canary audit")
 
-    one_run: OneRunResult | None = None
-    if "one_run" in parts:
-        t = time.perf_counter()
-        one_run = one_run_audit(
-            ref,
-            reference,
+    def one_run(self, pool: _Pool, canary: CanaryResult | None) -> OneRunResult:
+        """The one-run canary audit's ε lower bound (β halved when the canary bound is reported too)."""
+        st = self.settings
+        return one_run_audit(
+            pool.ref,
+            pool.reference,
             st.one_run_canaries,
             st.one_run_base_rows if st.one_run_base_rows is not None else st.train_rows,
             st.one_run_synth_factor,
             seed_of(st.seed, 7),
             st.beta / (2 if canary is not None else 1),  # both bounds reported: Bonferroni over the two
-            claimed_delta or 0.0,
+            self.claimed_delta or 0.0,
         )
-        timing["one_run"] = time.perf_counter() - t
-        if progress:
-            progress(1, 1, "one-run canary audit")
 
-    memo: MemorisationResult | None = None
-    if "memorisation" in parts:
-        t = time.perf_counter()
-        memo = memorisation_audit(
-            ref,
-            reference,
+    def memorisation(self, pool: _Pool) -> MemorisationResult:
+        """How often the generator copies a training record rather than generalising."""
+        st, mp = self.settings, self.policy.memorisation
+        return memorisation_audit(
+            pool.ref,
+            pool.reference,
             st.memorisation_pairs,
             st.memorisation_rows,
             st.memorisation_synth_factor,
             seed_of(st.seed, 8),
             st.confidence,
-            (1 - policy.memorisation.warn_alpha, 1 - policy.memorisation.fail_alpha),
-            progress,
-            executor,
+            (1 - mp.warn_alpha, 1 - mp.fail_alpha),
+            self.progress,
+            self.executor,
         )
-        timing["memorisation"] = time.perf_counter() - t
 
-    disclosure: DisclosureResult | None = None
-    if "disclosure" in parts:
-        t = time.perf_counter()
+    def disclosure(self, pool: _Pool) -> DisclosureResult:
+        """The record checks: one fit on a training part, its synthetic output against a holdout and an independent
+        real sample."""
+        st, reference = self.settings, pool.reference
         n_train = st.disclosure_rows or min(len(reference) // 3, 25_000)
         if 3 * n_train > len(reference):
             raise AuditError(
@@ -188,68 +250,68 @@ def audit_privacy(
                 "lower disclosure_rows",
             )
         train, holdout, independent = (reference[i * n_train : (i + 1) * n_train] for i in range(3))
-        synth = ref.fit_sample(train, seed_of(st.seed, 4), n_train, [seed_of(st.seed, 5)])[0]
-        disclosure = disclosure_checks(
+        synth = pool.ref.fit_sample(train, seed_of(st.seed, 4), n_train, [seed_of(st.seed, 5)])[0]
+        return disclosure_checks(
             train,
             holdout,
             independent,
             synth,
-            attributes,
-            sizes,
-            [tuple(c) for c in cliques],
-            policy.small_cells.threshold,
+            self.attributes,
+            pool.sizes,
+            [tuple(c) for c in self.cliques],
+            self.policy.small_cells.threshold,
             st.dcr_sample,
             seed_of(st.seed, 6),
         )
-        timing["disclosure"] = time.perf_counter() - t
-        if progress:
-            progress(1, 1, "record checks")
 
-    tight = dp_adv_bound_tight(claimed_epsilon, claimed_delta)
-    bounds = [b for b in (canary, one_run) if b is not None]
-    eps_lower = max((b.epsilon_lower for b in bounds), default=None)
-    eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
-    checks = apply_policy(
-        policy,
-        claimed_epsilon=claimed_epsilon,
-        epsilon_lower=eps_lower,
-        targets=risks,
-        dp_bound=tight,
-        disclosure=disclosure,
-        epsilon_lower_pure=eps_pure,
-        n_worlds=st.n_shadow,
-        memorisation=memo,
-    )
-    seconds = time.perf_counter() - t0
-    timing["total"] = seconds
-    return PrivacyAuditResult(
-        spec_name=spec_name,
-        generator=generator,
-        generator_params=dict(params),
-        attributes=list(attributes),
-        records=N,
-        claimed_epsilon=claimed_epsilon,
-        claimed_delta=claimed_delta,
-        dp_adv_bound=dp_adv_bound(claimed_epsilon),
-        dp_adv_bound_tight=tight,
-        settings={**st.model_dump(mode="json"), "canary_metric": canary_metric, "parts": list(parts)},
-        policy=policy.name,
-        outlier_rule=OUTLIER_RULE,
-        sensitive=sensitive if st.ai_sets > 0 else None,
-        targets=risks,
-        canary=canary,
-        one_run=one_run,
-        memorisation=memo,
-        disclosure=disclosure,
-        checks=checks,
-        verdict=worst([c.level for c in checks]) if checks else "pass",
-        epsilon_lower=eps_lower,
-        epsilon_lower_pure=eps_pure,
-        min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
-        exact_matches=disclosure.exact_matches if disclosure else None,
-        seconds=seconds,
-        timing=timing,
-    )
+    def result(self, pool: _Pool, found: _Findings, t0: float, timing: dict[str, float]) -> PrivacyAuditResult:
+        """The policy's checks on the findings, and the verdict."""
+        st, risks, disclosure = self.settings, found.risks, found.disclosure
+        tight = dp_adv_bound_tight(self.claimed_epsilon, self.claimed_delta)
+        bounds = [b for b in (found.canary, found.one_run) if b is not None]
+        eps_lower = max((b.epsilon_lower for b in bounds), default=None)
+        eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
+        checks = apply_policy(
+            self.policy,
+            claimed_epsilon=self.claimed_epsilon,
+            epsilon_lower=eps_lower,
+            targets=risks,
+            dp_bound=tight,
+            disclosure=disclosure,
+            epsilon_lower_pure=eps_pure,
+            n_worlds=st.n_shadow,
+            memorisation=found.memorisation,
+        )
+        seconds = time.perf_counter() - t0
+        timing["total"] = seconds
+        return PrivacyAuditResult(
+            spec_name=self.spec_name,
+            generator=self.generator,
+            generator_params=dict(self.params),
+            attributes=list(self.attributes),
+            records=len(self.real),
+            claimed_epsilon=self.claimed_epsilon,
+            claimed_delta=self.claimed_delta,
+            dp_adv_bound=dp_adv_bound(self.claimed_epsilon),
+            dp_adv_bound_tight=tight,
+            settings={**st.model_dump(mode="json"), "canary_metric": self.canary_metric, "parts": list(self.parts)},
+            policy=self.policy.name,
+            outlier_rule=OUTLIER_RULE,
+            sensitive=pool.sensitive if st.ai_sets > 0 else None,
+            targets=risks,
+            canary=found.canary,
+            one_run=found.one_run,
+            memorisation=found.memorisation,
+            disclosure=disclosure,
+            checks=checks,
+            verdict=worst([c.level for c in checks]) if checks else "pass",
+            epsilon_lower=eps_lower,
+            epsilon_lower_pure=eps_pure,
+            min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
+            exact_matches=disclosure.exact_matches if disclosure else None,
+            seconds=seconds,
+            timing=timing,
+        )
 
 
 def default_canaries(train_rows: int, beta: float, delta: float | None) -> int:
@@ -333,17 +395,17 @@ def audit_agreement_privacy(
     domain = schema.domain(attrs)
     labels = {a: [str(x) for x in schema.by_name[a].labels()] for a in attrs}
     numeric = {a for a in attrs if schema.by_name[a].kind == "numeric"}
-    return audit_privacy(
-        codes[attrs].to_numpy(),
-        attrs,
-        domain,
-        [tuple(c) for c in agreement.cliques],
-        gen,
-        params,
-        settings,
-        policy or RiskPolicy(),
-        plan.epsilon,
-        plan.delta,
+    return PrivacyAuditRun(
+        real=codes[attrs].to_numpy(),
+        attributes=attrs,
+        domain=domain,
+        cliques=[tuple(c) for c in agreement.cliques],
+        generator=gen,
+        params=params,
+        settings=settings,
+        policy=policy or RiskPolicy(),
+        claimed_epsilon=plan.epsilon,
+        claimed_delta=plan.delta,
         spec_name=agreement.spec_name,
         labels=labels,
         numeric=numeric,
@@ -351,7 +413,7 @@ def audit_agreement_privacy(
         canary_metric=canary_metric,
         progress=progress,
         executor=executor,
-    )
+    ).run()
 
 
 def summary(result: PrivacyAuditResult) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from sdgov.data.schema import Clique, Schema
 from sdgov.generators.registry import generator
 from sdgov.governance import ledger
 from sdgov.measurement.marginals import Measurement, marginal_counts, measure_cliques
-from sdgov.measurement.selection.aim import AimJournal, select_aim
+from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import Proposal, select_mst
 from sdgov.measurement.store import Outcome, logged_statistic, measure_once
 from sdgov.registry.log import Registry
@@ -172,19 +172,21 @@ def _aim(
     ones: list[Clique] = [(a,) for a in attrs]
     journal_file = journal_path(registry, key)
     journal = AimJournal.model_validate_json(journal_file.read_bytes()) if reserved and journal_file.exists() else None
-    return select_aim(
+    aim = Aim(
+        spec=sel,
+        rho=rho,
+        max_marginal_cells=agreement.limits.max_marginal_cells,
+        max_model_cells=agreement.limits.exact_cells(),
+        estimate=marginal_estimator(attrs, sizes, agreement.generator.iterations),
+        model_cells=lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
+        journal=journal,
+        persist=lambda j: atomic_write_bytes(journal_file, (j.model_dump_json() + "\n").encode()),
+    )
+    return aim.run(
         attrs,
         sizes,
         MeasurementSet.model_validate_json(one_ways.read_bytes()).measurements,
         lambda clique: marginal_counts(data, schema, clique).astype(np.float64),
-        sel,
-        rho,
-        agreement.limits.max_marginal_cells,
-        agreement.limits.exact_cells(),
-        marginal_estimator(attrs, sizes, agreement.generator.iterations),
-        lambda cliques: plugin.model_cells(attrs, ones + list(cliques), sizes),
-        journal=journal,
-        persist=lambda j: atomic_write_bytes(journal_file, (j.model_dump_json() + "\n").encode()),
     )
 
 
