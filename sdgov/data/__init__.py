@@ -27,7 +27,7 @@ _WHERE = {
     "load_schema": "schema",
     "nfc": "schema",
     "packs": "fingerprint",
-    "read_csv_strict": "encoding",
+    "read_synthetic": "synthetic",
     "repeated": "schema",
     "zeros_within": "structures",
 }
@@ -51,7 +51,7 @@ __all__ = [
     "load_schema",
     "nfc",
     "packs",
-    "read_csv_strict",
+    "read_synthetic",
     "repeated",
     "zeros_within",
 ]
