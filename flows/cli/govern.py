@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from sdgov.base.errors import SdgovError
+from sdgov.base.errors import InternalError, SdgovError
 from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume
 
 # ------------------------------------------------------------------------------------------------ server
@@ -153,9 +153,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
             str(root),
             "see 'sdgov trail --root ROOT' for the decisions recorded",
         ) from None
-    payload = out.model_dump(mode="json")
-    emit(args, payload, out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
-    return 0 if out.status == "released" else 1
+    return _emit_outcome(args, out)
 
 
 def _propose_selection(args: argparse.Namespace) -> int:
@@ -217,8 +215,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
             str(root),
             "see 'sdgov trail --root ROOT' for the reviews and decisions recorded",
         ) from None
-    emit(args, out.model_dump(mode="json"), out.message + (f"\n  card: {out.release.card_html}" if out.release else ""))
-    return 0 if out.status == "released" else 1
+    return _emit_outcome(args, out)
 
 
 def _score(s: float | None) -> str:
@@ -253,7 +250,7 @@ def paused_runs() -> list[dict[str, Any]]:
                 {
                     "run_id": str(fr.id),
                     "name": fr.name,
-                    "paused_since": str(fr.state.timestamp),
+                    "paused_since": str(fr.state.timestamp) if fr.state else "",
                     "subject": p.get("subject", "?"),
                     "sha256": p.get("sha256", ""),
                     "awaiting_role": p.get("required_role", "?"),
@@ -410,11 +407,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
     with get_client(sync_client=True) as c:
         resume(c, run_id, run_input)
         outcome = "resumed"
+        asked_key = fr.state.state_details.pause_key if fr.state else None
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline:  # optionally watch what the flow made of the decision
             time.sleep(0.5)
             st = c.read_flow_run(run_id).state
-            if st.is_paused() and st.state_details.pause_key != fr.state.state_details.pause_key:
+            if st is None:
+                continue
+            if st.is_paused() and st.state_details.pause_key != asked_key:
                 nxt = pending(c, c.read_flow_run(run_id)) or {}
                 if nxt.get("subject") == p["subject"]:  # the same decision asked again: the flow refused it
                     raise SdgovError(
@@ -577,3 +577,14 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     sa.add_argument("file", help="the standing approval (approvals.yaml)")
     sa.add_argument("--as", dest="who", required=True, help="a person it names, as in the approvers registry")
     sa.add_argument("--key", required=True, help="that person's private key")
+
+
+def _emit_outcome(args: argparse.Namespace, out: object) -> int:
+    """A governed or reviewed run's outcome: its JSON, or its message and the card; exit 0 only when released."""
+    from sdgov.flows.governed import GovernedOutcome
+
+    if not isinstance(out, GovernedOutcome):  # a flow called in-process returns its value (Prefect types a State too)
+        raise InternalError("the flow returned no outcome", str(type(out)), "report this as a bug")
+    card = f"\n  card: {out.release.card_html}" if out.release else ""
+    emit(args, out.model_dump(mode="json"), out.message + card)
+    return 0 if out.status == "released" else 1
