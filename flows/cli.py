@@ -80,7 +80,7 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
@@ -151,7 +151,7 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.intake.inputs import validated_data
     from sdgov.intake.preflight import preflight
 
@@ -254,7 +254,7 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
 
 def cmd_stage(args: argparse.Namespace) -> int:
     """The stages as plain commands, for ``dvc repro``: they call the very task functions the flow runs."""
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.contracts import ArtifactRef, GenerateInput
 
     loaded = load_spec(args.spec)

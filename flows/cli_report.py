@@ -47,7 +47,7 @@ def read_synthetic(path: str | Path, schema, attributes: list[str]) -> pd.DataFr
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.base.hashing import sha256_file
     from sdgov.intake.inputs import validated_data
     from sdgov.utility.report import FAST, ReportSettings, build_report, write_report

@@ -33,7 +33,7 @@ from prefect.states import Completed
 from pydantic import Field, ValidationError
 
 from sdgov import __version__
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import SdgovError
 from sdgov.base.hashing import sha256_file

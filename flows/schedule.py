@@ -32,7 +32,7 @@ def deployment(
 ):
     from prefect.client.schemas.schedules import CronSchedule
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.base.errors import SdgovError
     from sdgov.flows.governed import governed_release_flow
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.data import schema
 from sdgov.flows.cli import main
 from tests.conftest import init_registry, make_demo_inputs

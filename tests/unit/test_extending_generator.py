@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 
 from sdgov.agreement.accounting import plan_privacy
-from sdgov.agreement.spec import GeneratorSpec, load_spec, resolve
+from sdgov.agreement.load import load_spec
+from sdgov.agreement.resolve import resolve
+from sdgov.agreement.spec import GeneratorSpec
 from sdgov.audits.generator_protocol import load_generator
 from sdgov.base.errors import SpecError
 from sdgov.engines import load_encoded
