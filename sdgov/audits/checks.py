@@ -27,6 +27,7 @@ class StructuralChecks:
     section: ClassVar[str | None] = None
     settings_model: ClassVar[type[BaseModel]] = NoSettings
     not_run: ClassVar[str] = ""
+    title: ClassVar[str] = "structural"
     row_prefix: ClassVar[str | None] = None
 
     def generators(self, settings: NoSettings, agreement: Agreement) -> list[AuditGenerator]:

@@ -129,6 +129,7 @@ class AuditCheck(Protocol):
     section: ClassVar[str | None]
     settings_model: ClassVar[type[BaseModel]]
     not_run: ClassVar[str]
+    title: ClassVar[str]  # its section's name on the card when the section gives no "title" of its own
     row_prefix: ClassVar[str | None]  # its report rows start with it, or None: its section's verdict always counts
 
     def generators(self, settings: Any, agreement: Agreement) -> list[AuditGenerator]: ...

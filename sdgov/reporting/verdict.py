@@ -22,6 +22,11 @@ def row_prefix(section: str) -> str | None:
     return next((a.row_prefix for a in registry.AUDITS if a.name == section), None)
 
 
+def section_title(section: str) -> str:
+    """How the card names a check's section that gives no title of its own: the check's ``title``."""
+    return next((a.title for a in registry.AUDITS if a.name == section), section.replace("_", " "))
+
+
 class Verdict(Frozen):
     result: Literal["pass", "fail"]
     warnings: list[str]  # the names of the checks that warned
@@ -46,7 +51,7 @@ def overall_verdict(audit: AuditReport, sections: dict[str, dict[str, Any]] | No
         level = section.get("verdict")
         prefix = row_prefix(name)
         own = [c for c in audit.checks if prefix and c.name.startswith(prefix)]
-        title = section.get("title") or name.replace("_", " ")
+        title = section.get("title") or section_title(name)
         if level == "fail" and not any(not c.passed and c.severity == "block" for c in own):
             failures.append(title)
         elif level == "warn" and not any(not c.passed for c in own):

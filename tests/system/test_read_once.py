@@ -38,7 +38,7 @@ def test_the_audits_read_the_encoded_copy_not_the_csv(released_with_audits):
     data = (spec.parent / "data.csv").resolve()
     assert released_with_audits["parsed"] == [data]
     evidence = {p.name for p in (root / "runs").glob("*/*.json")}  # the controller's, in the run directory
-    assert {"decomposability.json", "privacy_evidence.json"} <= evidence
+    assert {"decomposability.json", "privacy_risk.json"} <= evidence
     assert_codes_are_the_encoded_records(root, data, spec)
 
 

@@ -24,6 +24,7 @@ class DecomposabilityAudit:
         "Black-box decomposability test (Houssiau et al. 2022): not run — the spec does not "
         "pre-register it (add an 'audit:' section)."
     )
+    title: ClassVar[str] = "decomposability"
     row_prefix: ClassVar[str | None] = None  # its section's own verdict always counts (see sdgov.reporting.verdict)
 
     def generators(self, settings: DecomposabilitySettings, agreement: Agreement) -> list[AuditGenerator]:

@@ -19,13 +19,14 @@ ROW_PREFIX = "privacy: "
 
 
 class PrivacyRiskAudit:
-    name: ClassVar[str] = "privacy_evidence"
+    name: ClassVar[str] = "privacy_risk"
     section: ClassVar[str | None] = "privacy_risk"
     settings_model: ClassVar[type[BaseModel]] = PrivacyRiskSettings
     not_run: ClassVar[str] = (
         "Privacy-risk evidence (membership/attribute inference, empirical ε lower bound, record checks): "
         "not run — the spec does not pre-register it (add a 'privacy_risk:' section)."
     )
+    title: ClassVar[str] = "privacy evidence"
     row_prefix: ClassVar[str | None] = ROW_PREFIX
 
     def generators(self, settings: PrivacyRiskSettings, agreement: Agreement) -> list[AuditGenerator]:
