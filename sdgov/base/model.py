@@ -7,7 +7,7 @@ cannot change after validation. ``Strict`` for the few models that are built up 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 class Strict(BaseModel):
@@ -18,13 +18,10 @@ class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def relocated(exc: ValidationError, *prefix: str | int) -> ValidationError:
-    """``exc``'s errors under ``prefix`` (a section's name): raised in a validator, pydantic reports them where that
-    validator runs, so a nested model validated by hand is reported at ``audit.K``, as its own field would be."""
-    return ValidationError.from_exception_data(
-        exc.title,
-        [
-            {"type": PydanticCustomError(e["type"], e["msg"]), "loc": (*prefix, *e["loc"]), "input": e["input"]}
-            for e in exc.errors()
-        ],
-    )
+def line_errors(exc: ValidationError, *prefix: str | int) -> list[InitErrorDetails]:
+    """``exc``'s errors, each under ``prefix`` (a section's name), as they can be raised again together with others:
+    type, message and input kept."""
+    return [
+        {"type": PydanticCustomError(e["type"], e["msg"]), "loc": (*prefix, *e["loc"]), "input": e["input"]}
+        for e in exc.errors()
+    ]

@@ -19,16 +19,18 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import (
     Field,
+    ModelWrapValidatorHandler,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
     model_serializer,
     model_validator,
 )
+from pydantic_core import InitErrorDetails
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
-from sdgov.base.model import Frozen, relocated
+from sdgov.base.model import Frozen, line_errors
 
 SECTIONS: dict[str, type[Frozen]] = {
     "audit": DecomposabilitySettings,
@@ -39,27 +41,30 @@ SECTIONS: dict[str, type[Frozen]] = {
 S = TypeVar("S", bound=Frozen)
 
 
-def gather(data: Any) -> Any:
-    """A spec's or agreement's raw input with its registered top-level sections moved into ``sections`` (each
-    validated by its model; ``null`` is absent, as before); anything else is left for the model to accept or refuse."""
+def gather(data: Any) -> tuple[Any, list[InitErrorDetails]]:
+    """A spec's or agreement's raw input with its registered top-level sections moved into ``sections``, each
+    validated by its model (``null`` is absent, as before), and the errors of those that are not valid, located at
+    ``<section>.<field>`` as a field of the spec would be; anything else is left for the model to accept or refuse."""
     if not isinstance(data, Mapping):
-        return data
+        return data, []
     data = dict(data)
     sections = dict(data.pop("sections", None) or {})
     for name in SECTIONS:
         value = data.pop(name, None)
         if value is not None:
             sections[name] = value
-    for name, value in sections.items():
+    errors: list[InitErrorDetails] = []
+    for name, value in list(sections.items()):
         if name not in SECTIONS:
             raise ValueError(f"unknown section {name!r}: registered sections are {list(SECTIONS)}")
         if not isinstance(value, SECTIONS[name]):
             try:
                 sections[name] = SECTIONS[name].model_validate(value)
             except ValidationError as exc:
-                raise relocated(exc, name) from None  # reported at 'audit.K', as a field of the spec would be
+                errors += line_errors(exc, name)
+                del sections[name]
     data["sections"] = sections
-    return data
+    return data, errors
 
 
 def flatten(dumped: dict[str, Any], after: str, absent: bool = False) -> dict[str, Any]:
@@ -83,10 +88,24 @@ class Sectioned(Frozen):
     _absent_sections: ClassVar[bool] = False  # write a section not given as None (the spec), or leave it out
     sections: dict[str, SerializeAsAny[Frozen]] = Field(default_factory=dict)
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _gather(cls, data: Any) -> Any:
-        return gather(data)
+    def _gather(cls, data: Any, handler: ModelWrapValidatorHandler[Sectioned]) -> Sectioned:
+        """The sections gathered and validated, then the rest; their errors reported together, in the order of the
+        keys as written (a section where its field stood), as pydantic reports a model's own fields."""
+        data, errors = gather(data)
+        try:
+            model = handler(data)
+        except ValidationError as exc:
+            if not errors:
+                raise
+            errors += line_errors(exc)
+        if not errors:
+            return model
+        fields = {(f.alias or name): None for name, f in cls.model_fields.items()}
+        keys = list(flatten(fields, cls._sections_after, absent=True))
+        errors.sort(key=lambda e: keys.index(e["loc"][0]) if e["loc"] and e["loc"][0] in keys else len(keys))
+        raise ValidationError.from_exception_data(cls.__name__, errors)
 
     @model_serializer(mode="wrap")
     def _flatten(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
