@@ -11,7 +11,7 @@ many synthetic rows. The arms and their timing are those of :mod:`bench_selectio
 
 * sdgov MST, without and with ``--extra`` pairs beyond the tree (the selection share as in the census bench);
 * sdgov on the spec's own Φ (``examples/uci_adult/spec.yaml``: all pairs of its 8 income attributes), resolved by
-  :func:`sdgov.agreement.spec.resolve` exactly as a release would (its inference, iterations), measured, fitted,
+  :func:`sdgov.agreement.resolve.resolve` exactly as a release would (its inference, iterations), measured, fitted,
   sampled;
 * dpmm's MSTPipeline and the reference MST on mbi 2.0, each in its own venv (``--dpmm``, ``--mbi``).
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_selection import REPO, combine, peer_arms, sdgov_mst, shared_options, summarize, tvd_pairs
 
 from sdgov.agreement.accounting import plan_privacy
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
 from sdgov.generators.sampler import iter_chunks
@@ -68,8 +68,8 @@ def read_adult(path: Path, schema) -> pd.DataFrame:
 
 
 def sdgov_spec_phi(real, schema, agreement, eps, delta, rows, seed, inference=None):
-    """The spec's own release: Φ, inference and iterations as :func:`sdgov.agreement.spec.resolve` agreed them (or the
-    ``inference`` the spec could declare instead), ε and δ of this run; measured, fitted, sampled with the release's
+    """The spec's own release: Φ, inference and iterations as :func:`sdgov.agreement.resolve.resolve` agreed them (or
+    the ``inference`` the spec could declare instead), ε and δ of this run; measured, fitted, sampled with the release's
     functions (without the registry)."""
     t0, c0 = time.perf_counter(), time.process_time()
     attrs, cliques = agreement.attributes, list(agreement.cliques)
@@ -84,7 +84,7 @@ def sdgov_spec_phi(real, schema, agreement, eps, delta, rows, seed, inference=No
         noise="gaussian",
         measurements=measure_cliques(real, schema, cliques, plan.sigmas),
     )
-    gen = agreement.generator.model_copy(update={"inference": inference or agreement.generator.inference})
+    gen = agreement.generator.with_params(inference=inference or agreement.generator.params.inference)
     model = registry.generator(gen.name).fit(mset, gen)
     syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
     info = {"cliques": len(cliques), "rho": plan.rho, "fit": model.fit_info, "cpu_seconds": time.process_time() - c0}
@@ -147,7 +147,7 @@ def main() -> None:
                 runs[name] = functools.partial(sdgov_mst, *data, *selection, extra, args.exact_cells)
             for inference in args.spec_inference:
                 # resolve() leaves 'auto' only where the junction tree is within the limit: exact inference
-                agreed = "approximate" if agreement.generator.inference == "approximate" else "exact"
+                agreed = "approximate" if agreement.generator.params.inference == "approximate" else "exact"
                 how = f"as agreed: {agreed}" if inference == "auto" else inference
                 runs[f"sdgov spec Φ (28 pairs, {how})"] = functools.partial(
                     sdgov_spec_phi, real, schema, agreement, args.eps, args.delta, rows, s, inference

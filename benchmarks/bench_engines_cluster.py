@@ -63,7 +63,7 @@ def run(rows: int, workers: int, partition_mb: int, partition_rows: int, keep: P
     import census_like
     from distributed import Client, LocalCluster
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.engines import dask_engine, engine
 
     loaded = load_spec(SPEC)

@@ -141,7 +141,7 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
     import pandas as pd
 
     from sdgov.agreement.accounting import plan_privacy
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.data.encoding import encode, read_csv_strict
     from sdgov.measurement.marginals import measure_agreement
 
@@ -199,7 +199,7 @@ def worker_fit(args: argparse.Namespace) -> dict:
     import numpy as np
 
     import sdgov.generators.pgm_mbi as pgm
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.measurement.marginals import MeasurementSet
 
     import_s = time.perf_counter() - t_imp
@@ -256,7 +256,7 @@ def worker_sample(args: argparse.Namespace) -> dict:
     import numpy as np
 
     import sdgov.base.jaxsetup  # noqa: F401  (x64 before mbi, as in the product)
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.generators.sampler import iter_chunks, sample_to_parquet
 
     with open(args.models, "rb") as f:

@@ -173,7 +173,7 @@ def release_vs_joblib(spec: Path, jobs: int, seed: int) -> dict:
             approvals_path=str(REPO / "examples" / "census2011" / "approvals.yaml"),
         )
         flow_s = time.perf_counter() - t
-        ev = json.loads((Path(r.path) / "artifacts" / "privacy_evidence.json").read_text())["result"]
+        ev = json.loads((Path(r.path) / "artifacts" / "privacy_risk.json").read_text())["result"]
     out = {
         "run": "app1 ε=1 audit: release flow (Prefect process pool) vs joblib",
         "joblib_seconds": base.seconds,

@@ -62,7 +62,7 @@ def _peak() -> int:
 
 
 def worker_measure(mode: str, path: str) -> dict[str, object]:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.engines import engine
     from sdgov.engines.duckdb_engine import _connection, _ident, _source
 
@@ -121,7 +121,7 @@ def worker_measure(mode: str, path: str) -> dict[str, object]:
 def worker_sample(rows: int, model_path: str) -> dict[str, object]:
     import pickle
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.generators.sampler import sample_to_parquet
 
     model = pickle.loads(Path(model_path).read_bytes())
@@ -368,7 +368,7 @@ def bench_release(
     rows: int, parquet: Path | None, timeout: float | None, privacy_risk: str | None = None
 ) -> dict[str, object]:
     """One end-to-end release at ``rows`` rows in a temporary directory (registry, spec, Prefect home)."""
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
 
     with tempfile.TemporaryDirectory(prefix="bench-e2e-", dir="/tmp") as tmp:
         workdir = Path(tmp)
@@ -521,7 +521,7 @@ def main() -> None:
         import pickle
 
         from sdgov.agreement.accounting import plan_privacy
-        from sdgov.agreement.spec import load_spec
+        from sdgov.agreement.load import load_spec
         from sdgov.engines import load_encoded
         from sdgov.generators.pgm_mbi import fit_pgm
         from sdgov.measurement.marginals import measure_agreement

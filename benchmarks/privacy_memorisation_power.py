@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from sdgov.agreement.load import load_spec
 from sdgov.agreement.sections.privacy_risk import RiskPolicy
-from sdgov.agreement.spec import load_spec
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit
 from sdgov.audits.privacy.policy import apply_policy

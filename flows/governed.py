@@ -281,7 +281,7 @@ def pull_latest_data(spec_path: str, data_path: str | None) -> None:
     """Scheduled runs: bring the DVC-tracked confidential data to its latest version before proposing."""
     import subprocess
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
 
     data = Path(data_path) if data_path else load_spec(spec_path).data_path
     if not Path(str(data) + ".dvc").exists():

@@ -31,7 +31,7 @@ from prefect.states import Completed, State
 from pydantic import Field
 
 from sdgov import __version__
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.base.hashing import sha256_file
 from sdgov.flows.governed import GovernedOutcome, governed_release, post_pending, ui_link
 from sdgov.flows.release import new_run_id

@@ -35,7 +35,7 @@ def deployment(
 ) -> RunnerDeployment:
     from prefect.client.schemas.schedules import CronSchedule
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.base.errors import SdgovError
     from sdgov.flows.governed import governed_release_flow
 

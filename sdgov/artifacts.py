@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from sdgov.agreement.spec import Agreement, LoadedSpec, ReleaseSpec
+from sdgov.agreement.load import LoadedSpec
+from sdgov.agreement.spec import Agreement, ReleaseSpec
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import md5_file, write_json
 from sdgov.base.loading import load_model_file

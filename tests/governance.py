@@ -52,7 +52,7 @@ def sign_standing_approval(spec: Path, root: Path, keys: dict[str, Path], days: 
     people it names sign it for this registry — what a registry with an approvers registry requires."""
     import datetime as dt
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.governance.standing import load_approvals, sign_standing, write_pinned
 
     loaded = load_spec(spec)

@@ -60,7 +60,7 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
@@ -131,7 +131,7 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.intake.inputs import validated_data
     from sdgov.intake.preflight import run_preflight
 

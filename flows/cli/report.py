@@ -17,7 +17,7 @@ from sdgov.flows.cli._common import Parents, command, emit
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.base.hashing import sha256_file
     from sdgov.data.synthetic import read_synthetic
     from sdgov.intake.inputs import validated_data

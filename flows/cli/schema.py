@@ -32,7 +32,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from sdgov.engines.duckdb_engine import source_columns
 
     if args.spec:
-        from sdgov.agreement.spec import load_spec
+        from sdgov.agreement.load import load_spec
 
         loaded = load_spec(args.spec)
         schema, data = loaded.schema_, Path(args.data).resolve() if args.data else loaded.data_path

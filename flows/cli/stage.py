@@ -11,7 +11,7 @@ from sdgov.flows.cli._common import Parents, command, emit
 
 def cmd_stage(args: argparse.Namespace) -> int:
     """The stages as plain commands, for ``dvc repro``: they call the very task functions the flow runs."""
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.contracts import ArtifactRef, GenerateInput
 
     loaded = load_spec(args.spec)

@@ -19,6 +19,7 @@ from sdgov.base.face import lazy_face
 _WHERE = {
     "AuditError": "generator_protocol",
     "AuditReport": "protocol",
+    "CheckGenerator": "protocol",
     "GeneratorCrash": "generator_protocol",
     "audit_context": "context",
     "audit_spec": "decomposability.procedure",
@@ -31,11 +32,13 @@ _WHERE = {
     "make_generator": "generator_protocol",
     "privacy_section": "privacy.report",
     "run_audits": "run",
+    "settings_of": "protocol",
     "summary": "privacy.run",
 }
 __all__ = [
     "AuditError",
     "AuditReport",
+    "CheckGenerator",
     "GeneratorCrash",
     "audit_context",
     "audit_spec",
@@ -48,6 +51,7 @@ __all__ = [
     "make_generator",
     "privacy_section",
     "run_audits",
+    "settings_of",
     "summary",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
+from sdgov.audits.protocol import AuditContext, AuditOutcome, Check, CheckGenerator
 from sdgov.base.errors import DataError
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.agreement.spec import Agreement
 
 
 class NoSettings(Frozen):
@@ -24,6 +27,11 @@ class StructuralChecks:
     section: ClassVar[str | None] = None
     settings_model: ClassVar[type[BaseModel]] = NoSettings
     not_run: ClassVar[str] = ""
+    title: ClassVar[str] = "structural"
+    row_prefix: ClassVar[str | None] = None
+
+    def generators(self, settings: NoSettings, agreement: Agreement) -> list[CheckGenerator]:
+        return []  # it fits nothing
 
     def run(self, context: AuditContext, settings: NoSettings) -> AuditOutcome:
         return AuditOutcome(checks=structural_checks(context))

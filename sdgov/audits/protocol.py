@@ -2,10 +2,13 @@
 
 An :class:`AuditCheck` has a ``name`` (its evidence file ``<name>.json`` and its card section
 ``cards/audits/<name>.{html,md}.j2``), a pydantic ``settings_model`` that *is* its pre-registered spec section
-(``section``, e.g. ``audit:``; ``None`` for a check that always runs with its settings' defaults), and
-``run(context, settings)``, which returns its :class:`Check` rows and, optionally, the evidence the card shows.
-The stage runs the checks of :data:`sdgov.audits.registry.AUDITS` in order; a failed blocking check blocks the
-release. ``docs/extending.md`` walks through adding one.
+(``section``, e.g. ``audit:``, registered in :data:`sdgov.agreement.sections.SECTIONS`; ``None`` for a check that
+always runs with its settings' defaults), the audit generators it will fit (``generators``: the pre-flight dry-runs
+them before any budget is spent), the prefix of its report rows (``row_prefix``: the card's verdict counts a
+section's own verdict only when none of them says it) and ``run(context, settings)``, which returns its
+:class:`Check` rows and, optionally, the evidence the card shows. The stage runs the checks of
+:data:`sdgov.audits.registry.AUDITS` in order; a failed blocking check blocks the release. ``docs/extending.md``
+walks through adding one.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
 
 import pandas as pd
 from pydantic import BaseModel
@@ -111,11 +114,24 @@ class AuditOutcome:
     section: dict[str, Any] | None = None
 
 
+class CheckGenerator(NamedTuple):
+    """A generator a check will fit: where the spec names it, its import path (``None``: the release's own honest
+    variant, which the generator dry run covers) and its parameters."""
+
+    where: str
+    path: str | None
+    params: dict[str, Any]
+
+
 class AuditCheck(Protocol):
     name: ClassVar[str]
     section: ClassVar[str | None]
     settings_model: ClassVar[type[BaseModel]]
     not_run: ClassVar[str]
+    title: ClassVar[str]  # its section's name on the card when the section gives no "title" of its own
+    row_prefix: ClassVar[str | None]  # its report rows start with it, or None: its section's verdict always counts
+
+    def generators(self, settings: Any, agreement: Agreement) -> list[CheckGenerator]: ...
 
     def run(self, context: AuditContext, settings: Any) -> AuditOutcome: ...
 
@@ -125,5 +141,5 @@ def settings_of(check: AuditCheck, agreement: Agreement) -> BaseModel | None:
     not pre-register it or switches it off (``enabled: false``)."""
     if check.section is None:
         return check.settings_model()
-    settings = getattr(agreement, check.section, None)
+    settings = agreement.sections.get(check.section)
     return settings if settings is not None and getattr(settings, "enabled", True) else None

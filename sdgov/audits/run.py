@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from sdgov.audits import registry
 from sdgov.audits.protocol import AuditCheck, AuditContext, AuditReport, Check, settings_of
-from sdgov.audits.registry import AUDITS
 
 
 def run_audits(
-    context: AuditContext, audits: tuple[AuditCheck, ...] = AUDITS
+    context: AuditContext, audits: tuple[AuditCheck, ...] | None = None
 ) -> tuple[AuditReport, dict[str, dict[str, Any]]]:
     """Every check the agreement pre-registers (or that always runs), in order → the report (a failed blocking check
-    fails it; the checks not pre-registered are named in ``not_run``) and ``{name: {"result", "section"}}``."""
+    fails it; the checks not pre-registered are named in ``not_run``) and ``{name: {"result", "section"}}``.
+    ``audits``: the registry's :data:`~sdgov.audits.registry.AUDITS` unless given."""
+    if audits is None:
+        audits = registry.AUDITS
     checks: list[Check] = []
     not_run: list[str] = []
     evidence: dict[str, dict[str, Any]] = {}

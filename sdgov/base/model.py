@@ -6,7 +6,8 @@ cannot change after validation. ``Strict`` for the few models that are built up 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
 class Strict(BaseModel):
@@ -15,3 +16,12 @@ class Strict(BaseModel):
 
 class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def line_errors(exc: ValidationError, *prefix: str | int) -> list[InitErrorDetails]:
+    """``exc``'s errors, each under ``prefix`` (a section's name), as they can be raised again together with others:
+    type, message and input kept."""
+    return [
+        {"type": PydanticCustomError(e["type"], e["msg"]), "loc": (*prefix, *e["loc"]), "input": e["input"]}
+        for e in exc.errors()
+    ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells
 from sdgov.generators.model import CliqueModel
-from sdgov.generators.plugin import GeneratorPlugin
+from sdgov.generators.plugin import GeneratorPlugin, InferenceParams
 
 if TYPE_CHECKING:
     from sdgov.agreement.spec import GeneratorSpec
@@ -39,4 +39,5 @@ PGM = GeneratorPlugin(
     model_cells=_junction_tree_cells,
     approximate=True,
     fit_with_zeros=_fit_pgm,
+    params=InferenceParams,
 )

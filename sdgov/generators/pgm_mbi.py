@@ -2,8 +2,8 @@
 
 Exact inference runs on the junction tree of Φ. When that tree is larger than the domain limit (a dense Φ: all
 pairs of 17 census attributes triangulate into a 10^12-cell clique), the agreement says ``inference: approximate``
-(:func:`sdgov.agreement.spec.resolve`) and :func:`fit_pgm` uses mbi's approximate inference instead of refusing: mirror
-descent over the region graph of Φ with convex generalized belief propagation (``ApproxMirrorDescent``) estimates
+(:func:`sdgov.agreement.resolve.resolve`) and :func:`fit_pgm` uses mbi's approximate inference instead of refusing:
+mirror descent over the region graph of Φ with convex generalized belief propagation (``ApproxMirrorDescent``) estimates
 consistent pseudo-marginals for *every* agreed marginal from all of them at once. Region graphs cannot be sampled,
 so the sampled model is then the maximum-entropy model, fitted exactly, of the strongest of those denoised
 marginals (by mutual information) whose junction tree stays within ``SAMPLING_CELLS``; the card lists which.
@@ -34,6 +34,7 @@ from scipy.cluster.hierarchy import DisjointSet
 from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells, discard_zero_noise
 from sdgov.generators.model import CliqueModel
+from sdgov.generators.plugin import InferenceParams
 
 if TYPE_CHECKING:
     from sdgov.agreement.spec import GeneratorSpec
@@ -80,7 +81,7 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     ]
     total = max(mset.noisy_total(), 1.0)
     info: dict[str, object] = {"inference": "exact (junction tree)"}
-    if params.inference == "approximate":
+    if params.own(InferenceParams).inference == "approximate":
         measurements, info = _approximate(domain, measurements, total, params.iterations)
     model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations, constraints=cons)
 

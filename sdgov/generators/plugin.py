@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
+from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells
 from sdgov.generators.model import CliqueModel
@@ -24,6 +27,17 @@ ModelCells = Callable[[list[str], list[Clique], dict[str, int]], int]
 FitWithZeros = Callable[["MeasurementSet", "GeneratorSpec", Sequence[ZeroCells]], CliqueModel]
 
 
+class InferenceParams(Frozen):
+    """The own parameters of a generator that can fit approximately (``approximate=True``): how it infers."""
+
+    inference: Literal["auto", "exact", "approximate"] = Field(
+        default="auto",
+        exclude_if=lambda v: v == "auto",  # absent: same hash as before
+        description="'auto' resolves to approximate when the junction tree exceeds the domain limit "
+        "(limits.max_model_cells) or the exact-inference limit (limits.max_exact_cells)",
+    )
+
+
 @dataclass(frozen=True)
 class GeneratorPlugin:
     """One generator, as the pipeline, the spec check, the card and the audits see it.
@@ -35,6 +49,10 @@ class GeneratorPlugin:
     ``fit_with_zeros`` (optional) fits with the schema's structural zeros as exact zeros of the model; a
     generator without it is fitted with ``fit`` and the sampler redraws any record that falls in a zero.
     ``version()`` names the implementation and its version; the card shows ``implementation()``.
+    ``params`` is the pydantic model of the generator's own parameters: a spec writes them beside ``name`` and
+    ``iterations`` under ``generator:``, they are validated by this model (an unknown or ill-typed one is refused
+    when the spec is read), hashed into the agreement when given, and reach ``fit`` as ``generator_spec.params``.
+    A generator with ``approximate=True`` takes :class:`InferenceParams` (or a subclass).
     """
 
     name: str
@@ -44,6 +62,7 @@ class GeneratorPlugin:
     model_cells: ModelCells
     approximate: bool = False  # fits a Φ whose exact model exceeds the domain limit (``inference: approximate``)
     fit_with_zeros: FitWithZeros | None = None
+    params: type[Frozen] = Frozen  # its own parameters (none: any key beside name and iterations is refused)
 
     def fit_model(self, mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:
         """The fit, told the structural zeros when there are any and the generator can take them."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdgov.agreement.spec import LoadedSpec, load_spec
+from sdgov.agreement.load import LoadedSpec, load_spec
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.data.schema import Schema

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from sdgov.agreement.spec import MAX_ROWS, Agreement, LoadedSpec
+from sdgov.agreement.load import LoadedSpec
+from sdgov.agreement.spec import MAX_ROWS, Agreement
 from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
 from sdgov.data.encoding import encode
 from sdgov.data.schema import Schema
@@ -338,9 +339,10 @@ def _read_back(df: pd.DataFrame, schema: Schema, attributes: list[str]) -> None:
 
 
 def dry_run_audit_generators(loaded: LoadedSpec) -> None:
-    """Every generator a pre-registered audit names: imported, built with its params, fitted on a tiny made-up
-    table in the declared domain and sampled — found out after measuring, it would have spent budget on a
-    release that can never pass its audit."""
+    """Every generator a pre-registered audit names (each check of the registry says which: its ``generators``):
+    imported, built with its params, fitted on a tiny made-up table in the declared domain and sampled — found out
+    after measuring, it would have spent budget on a release that can never pass its audit."""
+    from sdgov.audits import registry
     from sdgov.audits.generator_protocol import (
         AuditError,
         check_sample,
@@ -348,18 +350,14 @@ def dry_run_audit_generators(loaded: LoadedSpec) -> None:
         load_generator,
         make_generator,
     )
+    from sdgov.audits.protocol import CheckGenerator, settings_of
 
     ag = loaded.agreement
-    named: list[tuple[str, str | None, dict]] = []
-    if ag.audit is not None and ag.audit.enabled:
-        named += [
-            ("audit.generator", ag.audit.generator, dict(ag.audit.generator_params)),
-            ("audit.positive_control", ag.audit.positive_control, dict(ag.audit.control_params)),
-        ]
-    if ag.privacy_risk is not None and ag.privacy_risk.enabled:
-        named.append(
-            ("privacy_risk.generator", ag.privacy_risk.generator, dict(ag.privacy_risk.generator_params or {}))
-        )
+    named: list[CheckGenerator] = []
+    for check in registry.AUDITS:
+        settings = settings_of(check, ag)
+        if settings is not None:
+            named += check.generators(settings, ag)
     domain = loaded.schema_.domain(ag.attributes)
     problems: list[SdgovError] = []
     for where, path, params in named:

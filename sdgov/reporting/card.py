@@ -40,7 +40,7 @@ from sdgov.generators.graph import SynthesisGraph, graph_svg, synthesis_graph
 from sdgov.governance.signoff import SignOff
 from sdgov.measurement.marginals import MeasurementSet
 from sdgov.reporting.selection import CardSelection, selection_svg
-from sdgov.reporting.verdict import Verdict, overall_verdict
+from sdgov.reporting.verdict import Verdict, overall_verdict, section_title
 from sdgov.synthesis.split import privacy_summary, split_graphs
 
 PACKAGES = ["sdgov", "mbi", "opendp", "prefect", "dvc", "jax", "numpy", "pandas", "pyarrow", "pydantic", "scipy"]
@@ -494,7 +494,7 @@ def build_card(inputs: CardInputs) -> Card:
             "not_run": i.audit.not_run,
         },
         audit_sections={
-            name: {"title": sec.get("title") or name.replace("_", " ").capitalize(), "verdict": sec.get("verdict")}
+            name: {"title": sec.get("title") or section_title(name).capitalize(), "verdict": sec.get("verdict")}
             for name, sec in sections.items()
         },
         signoffs=i.signoffs,

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from sdgov.audits import registry
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.model import Frozen
 
-SECTION_PREFIX = {"privacy_evidence": "privacy: "}
-"""The audit rows a section's own verdict is made of (their names start with this), so they are not counted twice."""
+
+def row_prefix(section: str) -> str | None:
+    """The start of the names of the audit rows the check's own section verdict is made of (its ``row_prefix``), so
+    they are not counted twice; ``None`` when the section's verdict always counts."""
+    return next((a.row_prefix for a in registry.AUDITS if a.name == section), None)
+
+
+def section_title(section: str) -> str:
+    """How the card names a check's section that gives no title of its own: the check's ``title``."""
+    return next((a.title for a in registry.AUDITS if a.name == section), section.replace("_", " "))
 
 
 class Verdict(Frozen):
@@ -40,9 +49,9 @@ def overall_verdict(audit: AuditReport, sections: dict[str, dict[str, Any]] | No
         failures.append("audit")
     for name, section in (sections or {}).items():
         level = section.get("verdict")
-        prefix = SECTION_PREFIX.get(name)
+        prefix = row_prefix(name)
         own = [c for c in audit.checks if prefix and c.name.startswith(prefix)]
-        title = section.get("title") or name.replace("_", " ")
+        title = section.get("title") or section_title(name)
         if level == "fail" and not any(not c.passed and c.severity == "block" for c in own):
             failures.append(title)
         elif level == "warn" and not any(not c.passed for c in own):

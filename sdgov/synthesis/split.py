@@ -11,7 +11,7 @@ with ``split:`` instead of ``phi:``::
         - {name: others, codes: [2], share: 3, phi: {marginals: [[Age, Sex], [Age, Health], [Sex, Health]]}}
     privacy: {rho: 0.5}                 # split across the parts by share (a fixed sigma applies to every part)
 
-The spec resolves (:func:`sdgov.agreement.spec.resolve`) to one :class:`~sdgov.agreement.spec.Agreement` whose
+The spec resolves (:func:`sdgov.agreement.resolve.resolve`) to one :class:`~sdgov.agreement.spec.Agreement` whose
 ``split`` holds each
 part's Φ, budget and generator settings — in the agreement hash, so the controller signs the split. Each part is
 measured on its own records only (the release's measure stage: the engine's grouped scan with the part's filter,
@@ -43,7 +43,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdgov.agreement.accounting import PrivacyPlan, plan_agreement
-from sdgov.agreement.spec import AgreedPart, AgreedSplit, Agreement, ReleaseSpec, resolve, resolved
+from sdgov.agreement.load import resolved
+from sdgov.agreement.resolve import resolve
+from sdgov.agreement.spec import AgreedPart, AgreedSplit, Agreement, ReleaseSpec
 from sdgov.base.errors import SpecError
 from sdgov.base.executor import Executor
 from sdgov.base.hashing import write_json

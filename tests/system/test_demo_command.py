@@ -24,7 +24,7 @@ def test_sdgov_demo_json_produces_a_verified_release(tmp_path):
     card = json.loads((Path(out["path"]) / "card.json").read_text())  # the demo runs both pre-registered audits
     [run_dir] = (tmp_path / "registry" / "runs").iterdir()
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())  # the controller's, unpublished
-    dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_evidence"]
+    dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_risk"]
     assert dec["verdict"] == "pass" and dec["control"]["caught"]
     assert pe["verdict"] in ("pass", "warn") and card["audit"]["not_run"] == []
     assert card["audit_sections"]["decomposability"]["verdict"] == "pass"

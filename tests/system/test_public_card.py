@@ -137,4 +137,4 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
 
     # the evidence is the controller's: beside the run, never in the release
     files = json.loads((released / "manifest.json").read_text())["files"]
-    assert not any("evidence" in f or "utility" in f or "audit" in f or "privacy_evidence" in f for f in files)
+    assert not any("evidence" in f or "utility" in f or "audit" in f or "privacy_risk" in f for f in files)

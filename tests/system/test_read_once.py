@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.data import schema
 from sdgov.flows.cli import main
 from tests.conftest import init_registry, make_demo_inputs
@@ -38,7 +38,7 @@ def test_the_audits_read_the_encoded_copy_not_the_csv(released_with_audits):
     data = (spec.parent / "data.csv").resolve()
     assert released_with_audits["parsed"] == [data]
     evidence = {p.name for p in (root / "runs").glob("*/*.json")}  # the controller's, in the run directory
-    assert {"decomposability.json", "privacy_evidence.json"} <= evidence
+    assert {"decomposability.json", "privacy_risk.json"} <= evidence
     assert_codes_are_the_encoded_records(root, data, spec)
 
 

@@ -47,7 +47,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     d = Path(r.path)
     assert Registry(root).verify() == []
     [run_dir] = (root / "runs").iterdir()
-    for name in ("decomposability", "privacy_evidence"):  # the controller's evidence, bound to sign-off, unpublished
+    for name in ("decomposability", "privacy_risk"):  # the controller's evidence, bound to sign-off, unpublished
         assert (run_dir / f"{name}.json").is_file() and not (d / "artifacts" / f"{name}.json").exists()
         assert f"artifacts/{name}.json" not in json.loads((d / "manifest.json").read_text())["files"]
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
@@ -55,7 +55,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     assert {n: s["verdict"] for n, s in card["audit_sections"].items()} == {
         n: s["verdict"] for n, s in evidence["audit_sections"].items()
     }
-    dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_evidence"]
+    dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_risk"]
     assert dec["verdict"] == "pass" and dec["K"] == 4 and dec["p_value"] >= 0.05
     assert pe["verdict"] in ("pass", "warn") and pe["key_figures"]["claimed_epsilon"] == pytest.approx(1.0)
     assert len(pe["targets"]) == 3
@@ -71,7 +71,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     assert "**Black-box decomposability test (Houssiau et al. 2022) (overall)** — pass" in md
     assert "contributing most to β*" not in (d / "card.html").read_text()  # the cells' counts are confidential
     stage = next(s for s in card["provenance"]["stages"] if s["stage"] == "audit")
-    assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_evidence"}
+    assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_risk"}
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data
     # every attack trial ran as its own Prefect task run (process pool): visible, by name, in the UI
     fits, classifiers = task_runs("shadow-fit-", *window), task_runs("attack-classifier-", *window)

@@ -15,7 +15,7 @@ def _evidence(released) -> tuple[Path, dict]:
     return run_dir, json.loads((run_dir / "evidence" / "evidence.json").read_text())
 
 
-def test_evidence_report_renders_the_privacy_evidence_section(released):
+def test_evidence_report_renders_the_privacy_risk_section(released):
     """The controller's evidence report takes the section; its HTML shows verdict, checks and the two plots. The
     public card shows only the section's verdict."""
     from sdgov.audits.privacy.audit import audit_checks
@@ -51,14 +51,12 @@ def test_evidence_report_renders_the_privacy_evidence_section(released):
     section = privacy_section(res)
     _, evidence = _evidence(released)
     assert evidence["audit_sections"] == {}  # releases without the audits have no sections
-    report = EvidenceReport.model_validate(evidence).model_copy(
-        update={"audit_sections": {"privacy_evidence": section}}
-    )
+    report = EvidenceReport.model_validate(evidence).model_copy(update={"audit_sections": {"privacy_risk": section}})
     html = render_evidence(report)["evidence.html"]
     assert "<h2>Privacy evidence</h2>" in html and html.count("<svg") >= 3
     assert section["summary"] and section["summary"] in html.replace("&#39;", "'")
     card = Card.model_validate_json(Path(released["result"].card_json).read_text())
-    public = {"privacy_evidence": {"title": "Privacy evidence", "verdict": res.verdict}}
+    public = {"privacy_risk": {"title": "Privacy evidence", "verdict": res.verdict}}
     out = render(card.model_copy(update={"audit_sections": public}))
     assert f'Privacy evidence (overall)</td><td class="{res.verdict}">{res.verdict}' in out["card.html"]
     assert "<h2>Privacy evidence</h2>" not in out["card.html"] and section["summary"] not in out["card.html"]

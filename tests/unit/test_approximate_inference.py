@@ -6,7 +6,7 @@ import numpy as np
 import yaml
 
 from sdgov.agreement.accounting import plan_privacy
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.engines import load_encoded
 from sdgov.generators import pgm_mbi
 from sdgov.generators.registry import generator
@@ -30,14 +30,14 @@ def _spec(tmp_path, limit: int | None, inference: str | None = None):
 
 def test_within_the_limit_inference_stays_exact_and_the_agreement_hash_is_unchanged(tmp_path):
     loaded = _spec(tmp_path, None)
-    assert loaded.agreement.generator.inference == "auto"
+    assert loaded.agreement.generator.params.inference == "auto"
     assert "inference" not in loaded.agreement.model_dump(mode="json")["generator"]
 
 
 def test_over_the_domain_limit_pgm_fits_with_approximate_inference_instead_of_refusing(tmp_path):
     loaded = _spec(tmp_path, 500)  # the all-pairs junction tree is far larger; the largest pair is 5 × 10 cells
     ag = loaded.agreement
-    assert ag.generator.inference == "approximate"
+    assert ag.generator.params.inference == "approximate"
     assert pgm_mbi.largest_clique_cells(ag.attributes, ag.cliques, loaded.schema_.domain(ag.attributes)) > 500
     real = load_encoded(loaded.data_path, loaded.schema_)
     mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
@@ -78,9 +78,9 @@ def test_the_exact_inference_limit_sends_auto_to_approximate_within_the_domain_l
     plain = resolved({})
     ag = plain.agreement
     cells = generator("pgm").model_cells(ag.attributes, ag.cliques, plain.schema_.domain(ag.attributes))
-    assert ag.generator.inference == "auto" and 500 < cells < 10**9
+    assert ag.generator.params.inference == "auto" and 500 < cells < 10**9
     timed = resolved({"max_exact_cells": 500}).agreement
-    assert timed.generator.inference == "approximate" and timed.sha256() != ag.sha256()
-    assert resolved({"max_exact_cells": 500}, inference="exact").agreement.generator.inference == "exact"
+    assert timed.generator.params.inference == "approximate" and timed.sha256() != ag.sha256()
+    assert resolved({"max_exact_cells": 500}, inference="exact").agreement.generator.params.inference == "exact"
     roomy = resolved({"max_exact_cells": 10**9}).agreement
-    assert roomy.generator.inference == "auto" and roomy.sha256() != ag.sha256()  # the limit itself is agreed
+    assert roomy.generator.params.inference == "auto" and roomy.sha256() != ag.sha256()  # the limit itself is agreed

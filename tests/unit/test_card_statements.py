@@ -34,7 +34,7 @@ def test_one_verdict_from_every_check():
 
 def test_a_section_verdict_never_contradicts_the_overall_one():
     """A section that says WARN (or FAIL) without a failed row of its own still counts; its own rows count once."""
-    sections = {"privacy_evidence": {"verdict": "warn", "title": "Privacy evidence"}}
+    sections = {"privacy_risk": {"verdict": "warn", "title": "Privacy evidence"}}
     assert overall_verdict(_report(OK), sections).label == "pass with 1 warning"
     assert overall_verdict(_report(OK, WARN), sections).warnings == [WARN.name]  # not counted twice
     failing = {"decomposability": {"verdict": "fail", "title": "Decomposability"}}

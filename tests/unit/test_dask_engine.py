@@ -20,7 +20,7 @@ import pytest
 import yaml
 from distributed import LocalCluster
 
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.engines import dask_engine, engine
 from sdgov.flows.cli import main
 from tests.conftest import CENSUS, REPO

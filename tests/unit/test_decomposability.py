@@ -189,11 +189,11 @@ def test_random_subspace_mode_catches_dishonest_and_passes_honest():
 def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
     import yaml
 
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
 
     src = REPO / "examples" / "census2011" / "app1.yaml"
     plain = load_spec(src)
-    assert plain.spec.audit is None and "audit" not in plain.agreement.model_dump()
+    assert "audit" not in plain.spec.sections and "audit" not in plain.agreement.model_dump()
     spec = yaml.safe_load(src.read_text())
     spec["dataset"]["path"] = str((src.parent / spec["dataset"]["path"]).resolve())
     spec["schema"] = str(src.parent / spec["schema"])
@@ -201,7 +201,8 @@ def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
     spec["audit"] = {"K": 6, "seed": 9, "alpha": 0.01, "positive_control": "sdgov.audits.generators:dishonest_ipf"}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     with_audit = load_spec(tmp_path / "s.yaml")
-    st = with_audit.agreement.audit
+    st = with_audit.agreement.section("audit", DecomposabilitySettings)
+    assert st is not None
     assert (st.K, st.seed, st.alpha, st.positive_control) == (6, 9, 0.01, "sdgov.audits.generators:dishonest_ipf")
     assert with_audit.agreement.sha256() != plain.agreement.sha256()  # the settings are signed with Φ
 

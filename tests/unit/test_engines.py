@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.base.errors import DataError
 from sdgov.data.encoding import encode, read_csv_strict
 from sdgov.data.fingerprint import fingerprint

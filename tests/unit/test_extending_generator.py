@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 
 from sdgov.agreement.accounting import plan_privacy
-from sdgov.agreement.spec import GeneratorSpec, load_spec, resolve
+from sdgov.agreement.load import load_spec
+from sdgov.agreement.resolve import resolve
+from sdgov.agreement.spec import GeneratorSpec
 from sdgov.audits.generator_protocol import load_generator
 from sdgov.base.errors import SpecError
 from sdgov.engines import load_encoded
@@ -86,3 +88,39 @@ def test_the_documented_generator_gets_its_audit_variants(plugin, tmp_path):
         gen.fit(records, seed=1)
         out = gen.sample(50, seed=2)
         assert list(out.columns) == list(domain) and len(out) == 50
+
+
+def _loaded(tmp_path: Path, name: str, **generator: object):
+    return load_spec(
+        make_demo_inputs(
+            tmp_path / name, rows=1500, privacy={"noise": "none"}, generator={"name": "independent", **generator}
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "where"), [({"smoothing": -1}, "generator.smoothing"), ({"smooth": 1}, "generator.smooth")]
+)
+def test_the_documented_parameter_is_validated_by_the_plugins_own_model(plugin, tmp_path, given, where):
+    with pytest.raises(SpecError, match=re.escape(where)):
+        _loaded(tmp_path, "bad", **given)
+    with pytest.raises(ValueError, match="smoothing"):
+        GeneratorSpec(name="pgm", smoothing=1)  # another generator's parameter: pgm's own is 'inference'
+
+
+def test_the_documented_parameter_is_hashed_when_given_and_reaches_the_fit(plugin, tmp_path):
+    plain, smooth = _loaded(tmp_path, "plain"), _loaded(tmp_path, "smooth", smoothing=1e9)
+    assert plain.agreement.model_dump()["generator"] == {"name": "independent", "iterations": 2000, "smoothing": 0.0}
+    assert smooth.agreement.model_dump()["generator"] == {"name": "independent", "iterations": 2000, "smoothing": 1e9}
+    assert smooth.agreement.sha256() != plain.agreement.sha256()
+
+    codes = load_encoded(plain.data_path, plain.schema_)
+    margins = {}
+    for loaded in (plain, smooth):
+        agreement = loaded.agreement
+        plan = plan_privacy(agreement.privacy, agreement.cliques, len(codes))
+        mset = measure_agreement(codes, loaded.schema_, agreement, plan, dataset_fingerprint="test")
+        margins[loaded is smooth] = registry.generator("independent").fit(mset, agreement.generator).marginals
+    # a pseudo-count of 10^9 per cell flattens every margin to uniform; without it they are the data's own
+    assert all(np.allclose(m, 1 / len(m), atol=1e-5) for m in margins[True])
+    assert not all(np.allclose(m, 1 / len(m), atol=1e-2) for m in margins[False])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.engines import load_encoded
 from sdgov.utility.registry import METRICS
 from sdgov.utility.report import ReportSettings, build_report, render_report_html

@@ -19,7 +19,7 @@ from sdgov.generators.registry import generator
 from sdgov.measurement.marginals import measure
 from sdgov.agreement.accounting import plan_privacy
 from sdgov.generators.sampler import iter_chunks
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from tests.conftest import make_demo_inputs
 from pathlib import Path
 

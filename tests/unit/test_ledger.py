@@ -222,7 +222,7 @@ def test_init_writes_a_loadable_default_policy_once(tmp_path, capsys):
 
 def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     """Only a file persisted by a run that had reserved budget (and died) is adopted; anything else is refused."""
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
     from sdgov.base.errors import RegistryError
     from sdgov.governance.policy import planned
     from sdgov.measurement.store import Statistic, statistic_key

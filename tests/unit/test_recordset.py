@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
-from sdgov.agreement.spec import load_spec
+from sdgov.agreement.load import load_spec
 from sdgov.base.errors import DataError
 from sdgov.data.encoding import encode
 from sdgov.data.schema import load_schema

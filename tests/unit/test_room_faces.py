@@ -38,6 +38,8 @@ def test_faces_list_what_other_rooms_import() -> None:
                 continue
             face = importlib.import_module(f"sdgov.{other}").__all__
             for alias in node.names:
+                if f"sdgov.{other}.{alias.name}" in files:  # a name its module shares: reached by the module path
+                    continue
                 if f"{node.module}.{alias.name}" not in files and alias.name not in face:
                     off_face.append(f"{module} imports {node.module}.{alias.name}")
     assert off_face == [], "names used across rooms but missing from the room's face:\n" + "\n".join(sorted(off_face))

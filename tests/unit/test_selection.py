@@ -212,7 +212,7 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, capsys):
-    from sdgov.agreement.spec import load_spec
+    from sdgov.agreement.load import load_spec
 
     root = tmp_path / "registry"
     controller_registry(root, tmp_path / "keys")

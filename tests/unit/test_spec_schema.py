@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdgov.agreement.spec import ReleaseSpec, resolve
+from sdgov.agreement.resolve import resolve
+from sdgov.agreement.spec import ReleaseSpec
 from sdgov.data.encoding import decode, encode
 from sdgov.data.schema import Category, Column, Schema
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov.agreement.spec import ReleaseSpec, resolve
+from sdgov.agreement.resolve import resolve
+from sdgov.agreement.spec import ReleaseSpec
 from sdgov.base.errors import SchemaError, SpecError
 from sdgov.data.schema import Schema, load_schema
 from sdgov.data.structures import discard_zero_noise, impossible
@@ -118,7 +119,7 @@ def test_default_limits_are_ons_one_million_cells_per_marginal_and_two_billion_p
     dense = {"all_kway": [{"k": 2, "attributes": ["C0", "C1", "C2", "C3"]}]}
     with pytest.raises(SpecError, match="pgm model needs [0-9,]+ cells, over the model domain limit of 2,000,000,000"):
         resolve(spec(phi=dense, generator=exact), ring)
-    assert resolve(spec(phi=dense), ring).generator.inference == "approximate"
+    assert resolve(spec(phi=dense), ring).generator.params.inference == "approximate"
 
 
 def test_noise_on_structurally_zero_cells_is_discarded_and_only_there():
@@ -196,7 +197,7 @@ def test_split_parts_resolve_to_their_own_agreements_and_budget_shares():
 
 
 def test_a_parts_statistic_is_keyed_by_its_records_and_unsplit_keys_and_agreements_are_unchanged():
-    from sdgov.agreement.spec import resolve
+    from sdgov.agreement.resolve import resolve
     from sdgov.base.hashing import sha256_json
     from sdgov.measurement.store import statistic_key
 

@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdgov.agreement.load import load_spec
 from sdgov.agreement.sections.tasks import ClassifierTask, GapTask, RegressionTask, TableTask
-from sdgov.agreement.spec import load_spec
 from sdgov.base.errors import SpecError
 from sdgov.data.encoding import decode
 from sdgov.engines import load_encoded

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
@@ -10,7 +10,10 @@ from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.audits.decomposability.procedure import DecomposabilityResult, run_decomposability
 from sdgov.audits.decomposability.report import decomposability_section
 from sdgov.audits.generators import honest_variant
-from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
+from sdgov.audits.protocol import AuditContext, AuditOutcome, Check, CheckGenerator
+
+if TYPE_CHECKING:
+    from sdgov.agreement.spec import Agreement
 
 
 class DecomposabilityAudit:
@@ -21,6 +24,15 @@ class DecomposabilityAudit:
         "Black-box decomposability test (Houssiau et al. 2022): not run — the spec does not "
         "pre-register it (add an 'audit:' section)."
     )
+    title: ClassVar[str] = "decomposability"
+    row_prefix: ClassVar[str | None] = None  # its section's own verdict always counts (see sdgov.reporting.verdict)
+
+    def generators(self, settings: DecomposabilitySettings, agreement: Agreement) -> list[CheckGenerator]:
+        """The generator under test and the positive control, as the spec names them."""
+        return [
+            CheckGenerator("audit.generator", settings.generator, dict(settings.generator_params)),
+            CheckGenerator("audit.positive_control", settings.positive_control, dict(settings.control_params)),
+        ]
 
     def run(self, context: AuditContext, settings: DecomposabilitySettings) -> AuditOutcome:
         agreement, schema = context.agreement, context.schema

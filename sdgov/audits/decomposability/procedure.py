@@ -482,12 +482,12 @@ def audit_spec(
 ) -> DecomposabilityResult:
     """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings (``K``, ``seed`` and
     ``overrides`` replace some of them, e.g. from the command line)."""
-    from sdgov.agreement.spec import check_unsplit, load_spec
+    from sdgov.agreement.load import check_unsplit, load_spec
     from sdgov.engines import load_encoded
 
     loaded = load_spec(spec_path)
     check_unsplit(loaded, "the decomposability test")
-    settings = loaded.agreement.audit or DecomposabilitySettings()
+    settings = loaded.agreement.section("audit", DecomposabilitySettings) or DecomposabilitySettings()
     upd: dict[str, Any] = {**(overrides or {}), **({"K": K} if K is not None else {})}
     if seed is not None:
         upd["seed"] = seed

@@ -3,24 +3,34 @@
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
 from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
 from sdgov.audits.privacy.report import privacy_section
 from sdgov.audits.privacy.run import PrivacyAuditResult, audit_agreement_privacy
-from sdgov.audits.protocol import AuditContext, AuditOutcome, Check
+from sdgov.audits.protocol import AuditContext, AuditOutcome, Check, CheckGenerator
+
+if TYPE_CHECKING:
+    from sdgov.agreement.spec import Agreement
+
+ROW_PREFIX = "privacy: "
 
 
 class PrivacyRiskAudit:
-    name: ClassVar[str] = "privacy_evidence"
+    name: ClassVar[str] = "privacy_risk"
     section: ClassVar[str | None] = "privacy_risk"
     settings_model: ClassVar[type[BaseModel]] = PrivacyRiskSettings
     not_run: ClassVar[str] = (
         "Privacy-risk evidence (membership/attribute inference, empirical ε lower bound, record checks): "
         "not run — the spec does not pre-register it (add a 'privacy_risk:' section)."
     )
+    title: ClassVar[str] = "privacy evidence"
+    row_prefix: ClassVar[str | None] = ROW_PREFIX
+
+    def generators(self, settings: PrivacyRiskSettings, agreement: Agreement) -> list[CheckGenerator]:
+        return [CheckGenerator("privacy_risk.generator", settings.generator, dict(settings.generator_params or {}))]
 
     def run(self, context: AuditContext, settings: PrivacyRiskSettings) -> AuditOutcome:
         def progress(done: int, total: int, what: str) -> None:
@@ -52,7 +62,7 @@ def audit_checks(result: PrivacyAuditResult) -> list[Check]:
     """The policy checks as report rows (fail blocks, warn warns)."""
     return [
         Check(
-            name=f"privacy: {c.name}",
+            name=f"{ROW_PREFIX}{c.name}",
             passed=c.level == "pass",
             detail=c.detail,
             severity="block" if c.level == "fail" else "warn",

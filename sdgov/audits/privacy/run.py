@@ -334,7 +334,7 @@ def audit_spec_privacy(
     """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
     from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` on the full data."""
     from sdgov.agreement.accounting import plan_privacy
-    from sdgov.agreement.spec import check_unsplit, load_spec
+    from sdgov.agreement.load import check_unsplit, load_spec
     from sdgov.engines import load_encoded
 
     loaded = load_spec(spec_path)

@@ -1,0 +1,87 @@
+"""A regression pin: the agreement hash of every example spec, of the demo and of variants exercising each part
+of the agreement (the pre-registered sections, a generator's own parameter, another generator, a split) is what
+it was before the sections and the generators' parameters became plug-ins (issue 23 item 2). An agreement hash
+is what every approver signed and every ledger entry names: a change here re-opens every agreement.
+
+The values are the hashes computed on main at d008fec, before the change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sdgov.agreement.load import load_spec
+from sdgov.agreement.resolve import resolve
+from sdgov.agreement.spec import ReleaseSpec
+from sdgov.data.schema import load_schema
+from sdgov.demo import inputs
+from tests.conftest import REPO
+
+SPECS = {
+    "examples/census2011/all_pairs.yaml": "2fc7fca3f4c26bca008bee81745ed5d3d789ff16984b84e16b4f2fc1c56d2869",
+    "examples/census2011/app1.yaml": "0f36318fd3d6415b503ac347a5e6b5eebb594d26e8913015b8c7cec3c74164ea",
+    "examples/census2011/app2.yaml": "8792653edc881b67c76d9e0064ab4a45b91173ab3b14dda1256f72cae71eb72f",
+    "examples/census2011/app3.yaml": "03a348a9f6c6b72cae867cbe298ba4e1a93fa6505d37ca041e56b6eef6bd64a5",
+    "examples/uci_adult/spec.yaml": "219b246d786277be88816e68c876ee08a9106c839d28ac5963d2c833e48d7be5",
+    "sdgov/demo/spec.yaml": "ba82d6bf90269af44a8066203ed63156476333aa4b0d3405696226908d389fb0",
+}
+
+SPLIT = {
+    "attribute": "Sex",
+    "parts": [
+        {"name": "men", "codes": [1], "phi": {"marginals": [["Age", "Education"], ["Education", "Occupation"]]}},
+        {"name": "women", "codes": [2], "phi": {"marginals": [["Age", "Education", "Occupation"]]}, "share": 2},
+    ],
+}
+NO_AUDITS = ("audit", "privacy_risk")
+VARIANTS = {  # name: (keys dropped from the demo spec, keys set) → the hash
+    "no audits": (NO_AUDITS, {}, "eaf92e99f890fa4fa846b4d61f333790523747579c6eeea8b4b9c687ed8c9e4b"),
+    "privacy_risk only, switched off": (
+        NO_AUDITS,
+        {"privacy_risk": {"enabled": False, "settings": {"sensitive": "Health"}}},
+        "d298e2acff7210c59fc789e9e9e3e41beeb2b27f1ec22300649a68b4315236ee",
+    ),
+    "audit only, defaults": (
+        NO_AUDITS,
+        {"audit": {}},
+        "56030ae4ae1b96dc5abc2c77da461eb6aa3869e363e230eab88e0761073f1b21",
+    ),
+    "pgm, exact inference": (
+        NO_AUDITS,
+        {"generator": {"name": "pgm", "inference": "exact", "iterations": 5}},
+        "65f739822c70ab3cc2b58e9a80fc5981e1d301981ca18ede00d75c64c9644faf",
+    ),
+    "ipf": (
+        NO_AUDITS,
+        {"generator": {"name": "ipf"}},
+        "edfbb487a12097114a7ec6f0be1b122d583c406598be4b5093e69852d9f87121",
+    ),
+    "split": (
+        (*NO_AUDITS, "phi"),
+        {"split": SPLIT, "privacy": {"rho": 0.5}},
+        "5e05adc2ed617317fa8e1e866f3857e70d1cd6302d1edcdf69344e03a66801cb",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", SPECS)
+def test_the_example_specs_agreement_hashes_are_unchanged(path):
+    assert load_spec(REPO / path).agreement.sha256() == SPECS[path]
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_each_part_of_the_agreement_hashes_as_before(name):
+    dropped, given, sha256 = VARIANTS[name]
+    raw = yaml.safe_load((inputs() / "spec.yaml").read_text())
+    spec = ReleaseSpec.model_validate({k: v for k, v in raw.items() if k not in dropped} | given)
+    assert resolve(spec, load_schema(inputs() / "schema.yaml")).sha256() == sha256
+
+
+def test_a_section_is_written_where_the_field_stood():
+    """Not only the hash (over sorted keys): the agreement's JSON keeps its key order, a section after 'limits'."""
+    agreement = load_spec(Path(inputs() / "spec.yaml")).agreement
+    keys = list(agreement.model_dump())
+    assert keys[keys.index("limits") + 1 : keys.index("limits") + 3] == ["audit", "privacy_risk"]
+    assert list(agreement.model_dump()["generator"]) == ["name", "iterations"]  # 'inference: auto' left out
