@@ -7,7 +7,7 @@ Measures, in one run, on the ONS 2011 census teaching file and the App 3 agreeme
 (``examples/census2011/app3.yaml``: 21 two-way marginals over 7 attributes, σ = 10):
 
 1. **Measurement throughput** (rows/s) at 50k, 500k and 5M rows (the census rows replicated in memory):
-   ``sdgov.data.schema.encode`` of the text DataFrame (all schema columns, as the measure stage does), and
+   ``sdgov.data.encoding.encode`` of the text DataFrame (all schema columns, as the measure stage does), and
    ``sdgov.measurement.marginals.measure_agreement`` (exact marginal counts + OpenDP discrete Gaussian noise),
    separately and
    together.

@@ -6,7 +6,7 @@ data: the source is cut into partitions (CSV byte ranges of :data:`BLOCK_BYTES`,
 
 1. **scan** (first read): per partition, every column's distinct raw values with their row counts, and the
    distinct (source, lookup column) pairs with their first row. The client adds them up and decides with the
-   embedded engine's own code (:func:`sdgov.data.schema.encode_distinct`, :mod:`sdgov.engines.checks`): same data
+   embedded engine's own code (:func:`sdgov.data.encoding.encode_distinct`, :mod:`sdgov.engines.checks`): same data
    refused with the same line;
 2. **encode** (second read): per partition, each raw value → its cell, the records as int32 columns. The client
    writes them to ``codes.parquet`` in partition order (file order kept), one partition at a time; partitions
@@ -18,7 +18,7 @@ data: the source is cut into partitions (CSV byte ranges of :data:`BLOCK_BYTES`,
 4. **marginals**: per row-group chunk of ``codes.parquet``, one ``bincount`` per clique; the int64 tables are
    summed in a tree. Integer sums in any order are exact: the tables equal DuckDB's bit for bit.
 
-CSV is parsed by pandas' C parser as text (as :func:`sdgov.data.schema.read_csv_strict` does); Parquet values become
+CSV is parsed by pandas' C parser as text (as :func:`sdgov.data.encoding.read_csv_strict` does); Parquet values become
 text by DuckDB's own ``CAST(… AS VARCHAR)``, run on the worker, so a typed Parquet column is read exactly as the
 embedded engine reads it. Dask cuts a CSV at line ends: a quoted field holding a line break is not supported
 (export such files as Parquet).

@@ -3,7 +3,7 @@
 Encoding takes two scans of the source and none of it is held in memory:
 
 1. every column's distinct values with their row counts, in one ``GROUPING SETS`` scan; each distinct value
-   is checked and given its cell by :func:`sdgov.data.schema.encode_distinct` — the very function the in-memory
+   is checked and given its cell by :func:`sdgov.data.encoding.encode_distinct` — the very function the in-memory
    encoder uses, so both accept, refuse and encode alike, with the same one-line errors;
 2. the records as cells (each column cast to an ``ENUM`` of its distinct values, whose position indexes a list
    of cells), written as zstd Parquet in file order.

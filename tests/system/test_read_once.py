@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from sdgov.agreement.load import load_spec
-from sdgov.data import schema
+from sdgov.data import encoding
 from sdgov.flows.cli import main
 from tests.conftest import init_registry, make_demo_inputs
 from tests.system.conftest import counting_encodes
@@ -44,6 +44,6 @@ def test_the_audits_read_the_encoded_copy_not_the_csv(released_with_audits):
 
 def assert_codes_are_the_encoded_records(root: Path, data: Path, spec: Path) -> None:
     [codes] = (root / "runs").glob("*/codes.parquet")
-    expected = schema.encode(schema.read_csv_strict(data), load_spec(spec).schema_)
+    expected = encoding.encode(encoding.read_csv_strict(data), load_spec(spec).schema_)
     pd.testing.assert_frame_equal(pd.read_parquet(codes), expected)
     assert not list((root / "releases").rglob("codes.parquet")), "the encoded confidential data is never published"

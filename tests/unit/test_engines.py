@@ -81,7 +81,7 @@ def test_fingerprint_with_and_without_packing(tmp_path: Path, k: int, size: int)
 
 
 def test_refusals_are_the_in_memory_encoders(tmp_path: Path) -> None:
-    """Both encoders call sdgov.data.schema.encode_distinct: same values refused with the same line."""
+    """Both encoders call sdgov.data.encoding.encode_distinct: same values refused with the same line."""
     schema = _wide_schema(2, 3)
     (tmp_path / "d.csv").write_text("c0,c1\n0,1\n2,7\n1,x\n")
     with pytest.raises(DataError) as engine_err:
