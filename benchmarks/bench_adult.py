@@ -46,6 +46,7 @@ from sdgov.agreement.accounting import plan_privacy
 from sdgov.agreement.load import load_spec
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
+from sdgov.generators.plugin import InferenceParams
 from sdgov.generators.sampler import iter_chunks
 from sdgov.measurement.marginals import MeasurementSet, measure_cliques
 
@@ -84,7 +85,7 @@ def sdgov_spec_phi(real, schema, agreement, eps, delta, rows, seed, inference=No
         noise="gaussian",
         measurements=measure_cliques(real, schema, cliques, plan.sigmas),
     )
-    gen = agreement.generator.with_params(inference=inference or agreement.generator.params.inference)
+    gen = agreement.generator.with_params(inference=inference or agreement.generator.own(InferenceParams).inference)
     model = registry.generator(gen.name).fit(mset, gen)
     syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
     info = {"cliques": len(cliques), "rho": plan.rho, "fit": model.fit_info, "cpu_seconds": time.process_time() - c0}
@@ -145,9 +146,10 @@ def main() -> None:
             for extra in args.extra:
                 name = "sdgov MST" + (f" + {extra} pairs" if extra else "")
                 runs[name] = functools.partial(sdgov_mst, *data, *selection, extra, args.exact_cells)
+            # resolve() leaves 'auto' only where the junction tree is within the limit: exact inference
+            agreed_inference = agreement.generator.own(InferenceParams).inference
+            agreed = "approximate" if agreed_inference == "approximate" else "exact"
             for inference in args.spec_inference:
-                # resolve() leaves 'auto' only where the junction tree is within the limit: exact inference
-                agreed = "approximate" if agreement.generator.params.inference == "approximate" else "exact"
                 how = f"as agreed: {agreed}" if inference == "auto" else inference
                 runs[f"sdgov spec Φ (28 pairs, {how})"] = functools.partial(
                     sdgov_spec_phi, real, schema, agreement, args.eps, args.delta, rows, s, inference

@@ -11,7 +11,7 @@ from sdgov.agreement.sections.privacy_risk import RiskPolicy
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit
 from sdgov.audits.privacy.policy import apply_policy
-from sdgov.data.schema import load_encoded
+from sdgov.engines import load_encoded
 
 REPO = Path(__file__).resolve().parents[1]
 app, gen, K, seeds, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]

@@ -16,7 +16,7 @@ import hashlib, sys
 import numpy as np, yaml
 from sdgov.engines import load_encoded
 from sdgov.generators.registry import generator
-from sdgov.measurement.marginals import measure
+from sdgov.measurement.marginals import measure_agreement
 from sdgov.agreement.accounting import plan_privacy
 from sdgov.generators.sampler import iter_chunks
 from sdgov.agreement.load import load_spec
@@ -32,7 +32,7 @@ spec.write_text(yaml.safe_dump(raw, sort_keys=False))
 loaded = load_spec(spec)
 ag = loaded.agreement
 real = load_encoded(loaded.data_path, loaded.schema_)
-mset = measure(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
+mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
 rows = next(iter_chunks(generator("pgm").fit(mset, ag.generator), 2000, 7))
 print(hashlib.sha256(b"".join(np.ascontiguousarray(rows[a]).tobytes() for a in sorted(rows))).hexdigest())
 """
