@@ -21,6 +21,7 @@ has basic auth); ``sdgov server start --print-env`` prints both. ``sdgov review`
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import subprocess
 import sys
@@ -490,22 +491,15 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    s = command(
-        subparsers,
-        parents,
-        "server",
-        cmd_server,
-        "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)",
-    )
+    add = functools.partial(command, subparsers, parents)
+    s = add("server", cmd_server, "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)")
     s.add_argument("action", choices=["start"])
     s.add_argument("--port", type=int, default=4200)
     s.add_argument("--auth", help="USER:PASSWORD: enable the server's basic auth (PREFECT_SERVER_API_AUTH_STRING)")
     s.add_argument("--home", help="PREFECT_HOME holding the SQLite database (default: $PREFECT_HOME or ~/.prefect)")
     s.add_argument("--print-env", action="store_true", help="print the client settings and exit")
 
-    p = command(
-        subparsers,
-        parents,
+    p = add(
         "propose",
         cmd_propose,
         "run a governed release: propose Φ, then pause for the controller's decisions",
@@ -527,13 +521,13 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         help="with --select: pause for the stakeholders' review (sdgov review), then the governed agreement",
     )
 
-    command(subparsers, parents, "runs", cmd_runs, "list paused runs and whom they await")
+    add("runs", cmd_runs, "list paused runs and whom they await")
 
     for name, fn, help_ in (
         ("sign", cmd_sign, "print your signed decision on a paused run, to paste into the Prefect UI form"),
         ("approve", cmd_approve, "sign your decision on a paused run and resume it through the Prefect API"),
     ):
-        a = command(subparsers, parents, name, fn, help_)
+        a = add(name, fn, help_)
         a.add_argument("run_id")
         a.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
         a.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")
@@ -544,30 +538,15 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
             a.add_argument("--hash", help="the first 8 characters of the hash you approve (asked for when omitted)")
             a.add_argument("--yes", action="store_true", help="do not ask: for scripts, with --hash PREFIX")
 
-    k = command(
-        subparsers,
-        parents,
-        "keygen",
-        cmd_keygen,
-        "make an Ed25519 key pair: writes the private key, prints the public_key line",
-    )
+    k = add("keygen", cmd_keygen, "make an Ed25519 key pair: writes the private key, prints the public_key line")
     k.add_argument("--out", required=True, help="where to write the private key (PEM, mode 600)")
 
-    c = command(
-        subparsers,
-        parents,
-        "approvers",
-        cmd_approvers,
-        "the controller's files: sign their new hashes into the log",
-        [parents.root],
-    )
+    c = add("approvers", cmd_approvers, "the controller's files: sign their new hashes into the log", [parents.root])
     c.add_argument("action", choices=["commit"])
     c.add_argument("--as", dest="who", required=True, help="a data controller (of the approvers registry in force)")
     c.add_argument("--key", required=True, help="that controller's private key")
 
-    sa = command(
-        subparsers,
-        parents,
+    sa = add(
         "approvals",
         cmd_approvals,
         "standing approvals: sign one for this registry (appended to the file)",

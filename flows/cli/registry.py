@@ -4,6 +4,7 @@ signed event log, the audit trail and the privacy-budget ledger."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -128,9 +129,8 @@ def cmd_trail(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    g = command(
-        subparsers,
-        parents,
+    add = functools.partial(command, subparsers, parents)
+    g = add(
         "registry",
         cmd_registry,
         "list, show or verify releases and the signed event log; 'checkpoint' prints a signed head to keep "
@@ -142,9 +142,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     g.add_argument("--checkpoint", help="verify: also prove the log extends this checkpoint (no rollback/rewrite)")
     g.add_argument("--out", help="checkpoint: write it to this file (kept outside the registry)")
 
-    t = command(
-        subparsers,
-        parents,
+    t = add(
         "trail",
         cmd_trail,
         "review the audit trail: every event, who/role/what/when/hashes, chain verified",
@@ -154,11 +152,4 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     t.add_argument("--html", help="also write a self-contained HTML report here")
     t.add_argument("--prov", help="also write W3C PROV-JSON here")
 
-    command(
-        subparsers,
-        parents,
-        "budget",
-        cmd_budget,
-        "show the privacy-budget ledger: spent and remaining ρ per dataset",
-        [parents.root],
-    )
+    add("budget", cmd_budget, "show the privacy-budget ledger: spent and remaining ρ per dataset", [parents.root])

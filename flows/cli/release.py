@@ -4,6 +4,7 @@ the checks a release makes before it starts, and a registry's first policy."""
 from __future__ import annotations
 
 import argparse
+import functools
 import threading
 from pathlib import Path
 
@@ -160,44 +161,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    command(
-        subparsers,
-        parents,
-        "demo",
-        cmd_demo,
-        "run a whole release on the built-in demo data and print where the card is",
-        [parents.root],
-    )
+    add = functools.partial(command, subparsers, parents)
+    add("demo", cmd_demo, "run a whole release on the built-in demo data and print where the card is", [parents.root])
 
-    i = command(
-        subparsers,
-        parents,
-        "init",
-        cmd_init,
-        "write the data controller's default policy (policy.yaml) into a registry",
-        [parents.root],
+    i = add(
+        "init", cmd_init, "write the data controller's default policy (policy.yaml) into a registry", [parents.root]
     )
     i.add_argument("--controller", default="Data Controller", help="the controller who owns the policy")
 
-    r = command(
-        subparsers,
-        parents,
-        "release",
-        cmd_release,
-        "run the release flow for a spec",
-        [parents.spec, parents.data, parents.root],
-    )
+    r = add("release", cmd_release, "run the release flow for a spec", [parents.spec, parents.data, parents.root])
     r.add_argument("--approvals", help="standing-approval file (default: the spec's 'approvals')")
 
-    command(
-        subparsers,
-        parents,
+    add(
         "validate",
         cmd_validate,
         "check a spec, its schema and its data; print the agreement hash and budget",
         [parents.spec, parents.data],
     )
 
-    dd = command(subparsers, parents, "demo-data", cmd_demo_data, "write the demo's made-up confidential data")
+    dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")
     dd.add_argument("--out", required=True)
     dd.add_argument("--rows", type=int, default=20000)

@@ -11,6 +11,7 @@ the spec's dataset (or ``--data``). ``--json`` prints every measure as JSON on s
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from sdgov.flows.cli._common import Parents, command, emit
@@ -57,9 +58,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    r = command(
-        subparsers,
-        parents,
+    add = functools.partial(command, subparsers, parents)
+    r = add(
         "report",
         cmd_report,
         "utility report of a synthetic file against the real data (all measures)",

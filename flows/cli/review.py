@@ -12,6 +12,7 @@ form's *Signature* field in the UI (with the same fields typed there).
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from typing import Any
 
@@ -117,13 +118,8 @@ def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    r = command(
-        subparsers,
-        parents,
-        "review",
-        cmd_review,
-        "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume",
-    )
+    add = functools.partial(command, subparsers, parents)
+    r = add("review", cmd_review, "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume")
     r.add_argument("run_id")
     r.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
     r.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")

@@ -7,6 +7,7 @@ is built by :mod:`sdgov.flows.schedule`).
 from __future__ import annotations
 
 import argparse
+import functools
 
 from sdgov.flows.cli._common import Parents, command, emit
 from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
@@ -37,9 +38,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    s = command(
-        subparsers,
-        parents,
+    add = functools.partial(command, subparsers, parents)
+    s = add(
         "schedule",
         cmd_schedule,
         "serve a cron-scheduled deployment re-running a standing agreement",

@@ -17,6 +17,7 @@ is listed, 2 (one error line) when the files cannot be read.
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +75,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    s = command(
-        subparsers,
-        parents,
-        "schema",
-        cmd_schema,
-        "list the values in a data file that the schema does not declare (controller only)",
-    )
+    add = functools.partial(command, subparsers, parents)
+    s = add("schema", cmd_schema, "list the values in a data file that the schema does not declare (controller only)")
     s.add_argument("action", choices=["check"])
     s.add_argument("--schema", help="the schema file (with --data)")
     s.add_argument("--data", help="the data file (CSV or Parquet); with --spec, overrides its dataset path")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +96,8 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    s = command(
-        subparsers,
-        parents,
+    add = functools.partial(command, subparsers, parents)
+    s = add(
         "stage",
         cmd_stage,
         "run one stage outside the flow (used by dvc.yaml); 'measure' exports the noisy "
