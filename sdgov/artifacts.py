@@ -41,14 +41,17 @@ CODES_FILE = "codes.parquet"
 
 
 def load_agreement(ref: ArtifactRef) -> Agreement:
+    """The agreement from the canonical agreement file (hash-verified): its ``agreement`` section, validated."""
     return Agreement.model_validate(json.loads(ref.verified().read_text())["agreement"])
 
 
 def read_measurements(ref: ArtifactRef) -> MeasurementSet:
+    """The noisy marginals the measure stage wrote (hash-verified)."""
     return MeasurementSet.model_validate_json(ref.verified().read_bytes())
 
 
 def read_schema(ref: ArtifactRef) -> Schema:
+    """The public schema of the run (hash-verified)."""
     return load_schema(ref.verified())
 
 
@@ -105,6 +108,8 @@ class AgreementFiles:
     codes: ArtifactRef
 
     def agreed(self, approvals: ArtifactRef, signoffs: list[SignOff], record: StageRecord) -> Agreed:
+        """The agree stage's hand-over: these references plus the approvals, sign-offs and stage record, as
+        :class:`Agreed`."""
         return Agreed(
             run_dir=str(self.run_dir),
             spec=self.spec,

@@ -26,6 +26,7 @@ class ArtifactRef(Frozen):
 
     @classmethod
     def of(cls, name: str, path: str | Path) -> ArtifactRef:
+        """A reference to the file as it is now: its resolved path, sha256 and size in bytes."""
         p = Path(path)
         return cls(name=name, path=str(p.resolve()), sha256=sha256_file(p), bytes=p.stat().st_size)
 
@@ -56,6 +57,8 @@ class DataRef(Frozen):
     rows: int
 
     def as_artifact(self) -> ArtifactRef:
+        """The confidential file as an :class:`ArtifactRef` (the recorded sha256, the current size), so it can be
+        :meth:`~ArtifactRef.verified`."""
         return ArtifactRef(name="data", path=self.path, sha256=self.sha256, bytes=Path(self.path).stat().st_size)
 
 

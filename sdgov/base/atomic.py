@@ -8,6 +8,8 @@ from pathlib import Path
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a synced temporary file in the same directory and a rename (parents made as
+    needed); the temporary file is removed on failure."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -22,4 +24,5 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` as UTF-8, atomically (:func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, text.encode())

@@ -99,6 +99,7 @@ class InternalError(Exception):
     """
 
     def one_line(self) -> str:
+        """What the CLI prints: the error shortened to 160 characters, presented as a bug to report."""
         text = shorten(str(self), 160)
         return f"internal error (a bug in sdgov, please report it with the command you ran): {text}"
 

@@ -25,6 +25,7 @@ class SerialExecutor:
     re-imported by its path in a worker)."""
 
     def map(self, fn: Callable[..., T], calls: Sequence[tuple], label: str) -> list[T]:
+        """Each call in turn, in this process; results in the order of ``calls``."""
         return [fn(*args) for args in calls]
 
 
@@ -36,6 +37,7 @@ class ProcessExecutor:
         self.workers = workers
 
     def map(self, fn: Callable[..., T], calls: Sequence[tuple], label: str) -> list[T]:
+        """The calls spread over the worker processes, one at a time each; results in the order of ``calls``."""
         from joblib import Parallel, delayed
 
         n_jobs = -1 if self.workers < 1 else self.workers

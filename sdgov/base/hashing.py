@@ -15,14 +15,18 @@ _CHUNK = 1 << 20
 
 
 def canonical_json(obj: Any) -> bytes:
+    """``obj`` as canonical JSON bytes (sorted keys, no whitespace, UTF-8); NaN and infinity are refused
+    (ValueError)."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
 def sha256_bytes(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
 
 
 def sha256_json(obj: Any) -> str:
+    """Hex SHA-256 of ``obj``'s canonical JSON: the same for the same data, whatever its key order or formatting."""
     return sha256_bytes(canonical_json(obj))
 
 
@@ -35,6 +39,7 @@ def _file_digest(path: Path, algorithm: str) -> str:
 
 
 def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks (constant memory at any size)."""
     return _file_digest(Path(path), "sha256")
 
 

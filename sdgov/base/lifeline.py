@@ -26,6 +26,8 @@ def _watch(fd: int) -> None:
 
 
 def run_tethered(argv: list[str]) -> None:
+    """Run ``argv = [FD, MODULE, *ARGS]``: MODULE as ``__main__`` with ARGS, terminated when the pipe FD reaches
+    end-of-file (its parent died)."""
     fd, module, args = int(argv[0]), argv[1], argv[2:]
     threading.Thread(target=_watch, args=(fd,), name="lifeline", daemon=True).start()
     sys.argv = [module, *args]

@@ -188,6 +188,8 @@ def parse_yaml(text: str) -> Any:
 
 
 def read_yaml(path: str | Path, error: type[SdgovError], what: str) -> object:
+    """The parsed content of a YAML (or JSON) file, bounded by :func:`parse_yaml`; a missing, oversized, non-UTF-8,
+    malformed or refused file raises ``error`` with one line naming ``what``."""
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} file not found", str(path), "check the path")
@@ -221,6 +223,8 @@ def validation_message(exc: ValidationError) -> str:
 
 
 def load_model_file(cls: type[M], path: str | Path, error: type[SdgovError], what: str) -> M:
+    """The YAML file validated as ``cls``; anything but a mapping that validates raises ``error`` with one line naming
+    ``what``."""
     raw = read_yaml(path, error, what)
     if not isinstance(raw, dict):
         raise error(

@@ -33,6 +33,8 @@ def _cpt(rng: np.random.Generator, parent_sizes: list[int], k: int, concentratio
 
 
 def demo_records(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
+    """``rows`` made-up people as labels (plus a ``Person ID`` from 1), drawn from the fixed network with its structural
+    zeros; the same seed gives the same tables and records."""
     rng = np.random.default_rng(seed)
     sizes = schema.domain()
     codes: dict[str, np.ndarray] = {}
@@ -55,6 +57,8 @@ def demo_records(schema: Schema, rows: int, seed: int = SEED) -> pd.DataFrame:
 
 
 def write_demo_data(schema: Schema, path: Path, rows: int = 20000) -> Path:
+    """Write :func:`demo_records` (the fixed seed) to ``path`` as CSV, via a temporary file and a rename; return
+    ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     demo_records(schema, rows).to_csv(tmp, index=False)

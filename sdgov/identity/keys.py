@@ -20,6 +20,8 @@ from sdgov.base.errors import SpecError
 
 
 def public_line(key: Ed25519PublicKey) -> str:
+    """The key as ``ed25519:<base64 of the 32 raw bytes>``: what ``sdgov keygen`` prints and the approvers registry
+    holds."""
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return "ed25519:" + base64.b64encode(raw).decode()
 
@@ -97,6 +99,8 @@ def parse_public_key(text: str, where: str) -> Ed25519PublicKey:
 
 
 def load_private_key(private_key_file: str | Path) -> Ed25519PrivateKey:
+    """The unencrypted Ed25519 private key in a PEM (PKCS#8) or OpenSSH file; a one-line SpecError if it cannot be read
+    or is not one."""
     path = Path(private_key_file)
     try:
         data = path.read_bytes()
@@ -117,6 +121,8 @@ def sign(private_key_file: str | Path, message: bytes) -> tuple[str, Ed25519Publ
 
 
 def verifies(key: Ed25519PublicKey, signature_b64: str, message: bytes) -> bool:
+    """Whether ``signature_b64`` is a valid base64 Ed25519 signature of ``message`` by ``key``; malformed base64 is
+    False, not an error."""
     try:
         key.verify(base64.b64decode(signature_b64, validate=True), message)
         return True

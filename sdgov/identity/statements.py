@@ -67,10 +67,13 @@ S = TypeVar("S", SignOffStatement, CommitStatement, StandingStatement)
 
 
 def signed_bytes(statement: Frozen) -> bytes:
+    """The exact bytes a statement's signature covers: the domain prefix, then the canonical JSON of the statement."""
     return _DOMAIN + canonical_json(statement.model_dump())
 
 
 def encode_statement(statement: Frozen, private_key_file: str | Path) -> str:
+    """Sign ``statement`` with the key in ``private_key_file``; the token ``sdgov1.<base64url payload>.<base64
+    signature>``."""
     payload = canonical_json(statement.model_dump())
     signature, _ = sign(private_key_file, _DOMAIN + payload)
     return f"{PREFIX}.{base64.urlsafe_b64encode(payload).decode()}.{signature}"
