@@ -297,6 +297,8 @@ class DaskEngine:
         return out
 
     def encode(self, source: Path, schema: Schema, out: Path) -> Encoded:
+        """As :meth:`Engine.encode`, on the Dask cluster: one scan for the distinct values, then the partitions encoded
+        in parallel and written in file order; any problem refused as one DataError."""
         from dask import delayed
 
         where = str(source)
@@ -379,6 +381,8 @@ class DaskEngine:
     def marginals(
         self, codes: Path, schema: Schema, cliques: list[Clique], records: RowFilter | None = None
     ) -> dict[Clique, np.ndarray]:
+        """As :meth:`Engine.marginals`, summed over the file's row groups on the Dask cluster; a clique listed twice is
+        counted once."""
         from dask import delayed
 
         unique = list(dict.fromkeys(cliques))
@@ -390,6 +394,7 @@ class DaskEngine:
         return {c: tables[c] for c in cliques}
 
     def undeclared(self, source: Path, schema: Schema) -> dict[str, list[tuple[str, int]]]:
+        """As :meth:`Engine.undeclared`, from one scan of ``source`` on the Dask cluster."""
         file_names = source_columns(source, schema)
         columns = [c for c in schema.columns if c.name in file_names]
         names = [c.name for c in columns]

@@ -33,6 +33,7 @@ class DaskExecutor:
         self.workers = max(1, sum(client.nthreads().values()))
 
     def map(self, fn: Callable[..., T], calls: Sequence[tuple], label: str) -> list[T]:
+        """One Dask task per call (a unique key each: never taken from a cache), gathered in the order of ``calls``."""
         futures = [
             self.client.submit(_call, fn, args, key=f"{label}-{i}-{_token()}", pure=False)
             for i, args in enumerate(calls)

@@ -205,6 +205,8 @@ class DuckDBEngine:
     name = "duckdb"
 
     def encode(self, source: Path, schema: Schema, out: Path) -> Encoded:
+        """As :meth:`Engine.encode`: the header checked before DuckDB is imported, then the cells written to ``out`` and
+        fingerprinted over one connection."""
         checked = _checked_source(source, schema, None)  # before DuckDB is imported: a bad header costs nothing
         with _connection(out) as con:
             rows = self._write_cells(con, checked, schema, out)
@@ -296,6 +298,8 @@ class DuckDBEngine:
     def marginals(
         self, codes: Path, schema: Schema, cliques: list[Clique], records: RowFilter | None = None
     ) -> dict[Clique, np.ndarray]:
+        """As :meth:`Engine.marginals`: one ``GROUPING SETS`` query per 32 distinct cliques, each table's axes then put
+        in its clique's order."""
         where = "" if records is None else f" WHERE {_ident(records[0])} IN ({', '.join(map(str, records[1]))})"
         attrs = list(dict.fromkeys(a for c in cliques for a in c))
         sets = list(dict.fromkeys(frozenset(c) for c in cliques))
@@ -347,6 +351,8 @@ class DuckDBEngine:
         return out
 
     def undeclared(self, source: Path, schema: Schema) -> dict[str, list[tuple[str, int]]]:
+        """As :meth:`Engine.undeclared`, from the distinct values of ``source``'s declared columns (``GROUPING SETS``
+        scans)."""
         src, names = _source(source, schema)
         columns = [c for c in schema.columns if c.name in names]
         with _connection(source) as con:

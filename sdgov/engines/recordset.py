@@ -84,6 +84,7 @@ class FrameRecords(RecordSet):
         return {c: contingency_table(frame, c, self.schema.shape(c)).astype(np.int64) for c in cliques}
 
     def sample(self) -> pd.DataFrame:
+        """Every record: the frame itself (not a copy)."""
         return self.frame
 
 
@@ -103,6 +104,8 @@ class ParquetRecords(RecordSet):
         return DuckDBEngine().marginals(self.path, self.schema, cliques, records)
 
     def sample(self) -> pd.DataFrame:
+        """At most ``sample_rows`` records of the file, drawn from ``seed`` by :func:`read_sample`; read once, then
+        kept."""
         if self._sample is None:
             self._sample = read_sample(self.path, self.columns, self.sample_rows, self.seed)
         return self._sample

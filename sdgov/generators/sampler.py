@@ -61,6 +61,8 @@ class _ColumnPlan:
 
 
 def plan_columns(model: CliqueModel) -> list[_ColumnPlan]:
+    """Each column, in the model's order, with the conditional CDFs it is drawn from: given the largest set of earlier
+    columns sharing a clique with it (a parent configuration without mass draws uniformly)."""
     plans: list[_ColumnPlan] = []
     used: list[str] = []
     for col in model.order:
@@ -85,6 +87,8 @@ def plan_columns(model: CliqueModel) -> list[_ColumnPlan]:
 
 
 def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``n`` records drawn column by column from ``plans`` with ``rng``, as int32 cells; structural zeros are not
+    checked here."""
     data: dict[str, np.ndarray] = {}
     for p in plans:
         if p.parents:
@@ -131,6 +135,8 @@ def _chunk(
 def iter_chunks(
     model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS, zeros: Sequence[ZeroCells] = ()
 ) -> Iterator[dict[str, np.ndarray]]:
+    """The ``rows`` records as chunks of ``chunk_rows``, chunk ``i`` drawn from :func:`chunk_rng` ``(seed, i)`` with its
+    structural zeros redrawn: the same inputs give the same chunks, bit for bit."""
     plans = plan_columns(model)
     zeros = zeros_within(zeros, model.attributes)
     for i in range(max(1, -(-rows // chunk_rows))):
@@ -143,6 +149,8 @@ def _arrow_type(col: Column) -> pa.DataType:
 
 
 def arrow_schema_of(schema: Schema, attributes: tuple[str, ...]) -> pa.Schema:
+    """The released file's Arrow schema for ``attributes``: int64 codes, float64 numbers or text, each nullable as
+    declared."""
     fields = [pa.field(a, _arrow_type(schema.by_name[a]), nullable=schema.by_name[a].nullable) for a in attributes]
     return pa.schema(fields, metadata={b"sdgov": b"synthetic records; codes as declared in the schema"})
 

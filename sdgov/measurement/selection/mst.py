@@ -86,6 +86,7 @@ class Proposal(Frozen):
 
     @property
     def pairs(self) -> list[list[str]]:
+        """The selected pairs (forced ones included), in the order of ``selected``."""
         return [e.pair for e in self.selected]
 
 
@@ -101,6 +102,7 @@ def gumbel_scale(rho_round: float) -> float:
 
 
 def rho_of_gumbel(scale: float) -> float:
+    """The zCDP ρ that one noisy-max round at Gumbel ``scale`` costs, by OpenDP's privacy map (score sensitivity 1)."""
     return float(_noisy_max(scale).map(SCORE_SENSITIVITY))
 
 

@@ -83,10 +83,13 @@ class SelectionRecord(Frozen):
     pairs: list[list[str]]
 
     def graph(self) -> list[SelectionEdge]:
+        """Every edge the card draws, with its status after the reviewers' drops and forces
+        (:func:`selection_graph`)."""
         return selection_graph(self.proposal, self.changes)
 
 
 def review_sha256(review: EdgeReview) -> str:
+    """Hex SHA-256 of the review's canonical JSON: the hash its reviewer signs."""
     return sha256_json(review.model_dump(mode="json"))
 
 
