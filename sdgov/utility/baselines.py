@@ -28,5 +28,7 @@ def independent_marginals(real: RecordSet, attributes: list[str], rows: int, see
 
 
 def bootstrap(train: pd.DataFrame, attributes: list[str], rows: int, seed: int = 0) -> pd.DataFrame:
+    """``rows`` records of ``attributes`` resampled with replacement from the real training part (its own seed stream):
+    the "as good as real" baseline."""
     idx = stream(seed, 202).integers(0, len(train), rows)
     return train[attributes].iloc[idx].reset_index(drop=True)

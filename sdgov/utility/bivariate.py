@@ -55,10 +55,13 @@ def association(table: np.ndarray, both_numeric: bool) -> float:
 
 
 def pairs(attributes: list[str]) -> list[tuple[str, str]]:
+    """Every unordered pair of ``attributes``, each in list order."""
     return list(itertools.combinations(attributes, 2))
 
 
 def association_matrix(records: RecordSet, schema: Schema, attributes: list[str]) -> np.ndarray:
+    """The symmetric association matrix (diagonal 1, axes in the order of ``attributes``): Spearman's ρ between two
+    numeric columns, else Cramér's V, from each pair's exact table."""
     records.prefetch(pairs(attributes))
     m = np.eye(len(attributes))
     for (i, a), (j, b) in itertools.combinations(enumerate(attributes), 2):
@@ -80,6 +83,8 @@ def phi_pairs(attributes: list[str], cliques: list[tuple[str, ...]]) -> np.ndarr
 def bivariate(
     real_assoc: np.ndarray, synth: RecordSet, schema: Schema, attributes: list[str], in_phi: np.ndarray
 ) -> dict:
+    """B = 1 − |R − S| / 2 against the real matrix ``real_assoc``: the synthetic matrix, B, the mean B off the diagonal
+    (all pairs, in Φ, not in Φ; None if none) and the five worst pairs."""
     s = association_matrix(synth, schema, attributes)
     b = 1 - np.abs(real_assoc - s) / 2
     off = ~np.eye(len(attributes), dtype=bool)

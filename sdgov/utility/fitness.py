@@ -62,6 +62,8 @@ def _versus(syn: float, boot: float, ind: float, unit: str) -> str:
 
 
 def task_verdicts(tasks: dict[str, list[dict]]) -> list[dict]:
+    """The verdict (fit, partly fit, not fit) on each use of each declared task by the module's rules, with the baseline
+    position where both baselines ran and the figures it rests on."""
     syn = tasks["synthetic"]
     ind = {t["name"]: t for t in tasks.get("independent", [])}
     boot = {t["name"]: t for t in tasks.get("bootstrap", [])}
@@ -143,6 +145,8 @@ def task_verdicts(tasks: dict[str, list[dict]]) -> list[dict]:
 
 
 def statement(verdicts: list[dict], generic: dict, attributes: list[str]) -> dict:
+    """The fitness statement: the uses fit, partly fit and not fit (plus the pairs outside Φ with B below
+    :data:`B_RULE`), the caveats, and all of it as one paragraph."""
     fit = [f"{v['use']} ({v['detail']})" for v in verdicts if v["verdict"] == "fit"]
     partly = [f"{v['use']} ({v['detail']})" for v in verdicts if v["verdict"] == "partly fit"]
     not_fit = [f"{v['use']} ({v['detail']})" for v in verdicts if v["verdict"] == "not fit"]

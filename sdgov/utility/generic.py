@@ -34,12 +34,15 @@ class Univariate:
     name, title = "univariate", "One-way similarity and coverage"
 
     def compute(self, ctx: MetricContext, synthetic: RecordSet) -> UnivariateResult:
+        """Coverage and similarity of every column (:func:`~sdgov.utility.univariate.univariate`)."""
         return UnivariateResult(**univariate.univariate(ctx.real, synthetic, ctx.schema, ctx.attributes))
 
     def line(self, result: UnivariateResult) -> str:
+        """Mean similarity and mean coverage, to three decimals."""
         return f"mean similarity {result.mean_similarity:.3f}, mean coverage {result.mean_coverage:.3f}"
 
     def radar(self, result: UnivariateResult) -> dict[str, float | None]:
+        """Two axes: mean one-way similarity and mean coverage."""
         return {"univariate similarity": result.mean_similarity, "coverage": result.mean_coverage}
 
 
@@ -56,14 +59,17 @@ class Bivariate:
     name, title = "bivariate", "Pairwise association, B = 1 − |R − S| / 2"
 
     def compute(self, ctx: MetricContext, synthetic: RecordSet) -> BivariateResult:
+        """B against the real association matrix held in ``ctx`` (:func:`~sdgov.utility.bivariate.bivariate`)."""
         return BivariateResult(
             **bivariate.bivariate(ctx.real_association, synthetic, ctx.schema, ctx.attributes, ctx.in_phi)
         )
 
     def line(self, result: BivariateResult) -> str:
+        """Mean B off the diagonal, to four decimals (— without a pair)."""
         return "mean B —" if result.mean_B is None else f"mean B {result.mean_B:.4f}"
 
     def radar(self, result: BivariateResult) -> dict[str, float | None]:
+        """One axis: mean B."""
         return {"pairwise association (mean B)": result.mean_B}  # one B everywhere: 1 − |R − S| / 2
 
 
@@ -79,6 +85,8 @@ class Specks:
     name, title = "specks", "SPECKS (random-forest propensity, KS distance)"
 
     def compute(self, ctx: MetricContext, synthetic: RecordSet) -> SpecksResult:
+        """SPECKS on the real and synthetic samples with the settings' seeds, rows and trees
+        (:func:`~sdgov.utility.distinguish.specks`)."""
         st = ctx.settings
         return SpecksResult(
             **distinguish.specks(
@@ -93,9 +101,11 @@ class Specks:
         )
 
     def line(self, result: SpecksResult) -> str:
+        """Median KS and the number of seeds it is over."""
         return f"median KS {result.median_ks:.3f} over {result.seeds} seeds"
 
     def radar(self, result: SpecksResult) -> dict[str, float | None]:
+        """One axis: 1 − median SPECKS (1 = indistinguishable)."""
         return {"1 − SPECKS": 1 - result.median_ks}
 
 
@@ -111,6 +121,8 @@ class Pmse:
     name, title = "pmse", "pMSE ratio (CART propensity)"
 
     def compute(self, ctx: MetricContext, synthetic: RecordSet) -> PmseResult:
+        """The pMSE ratio on the real and synthetic samples with the settings' rows and permutations
+        (:func:`~sdgov.utility.distinguish.pmse`)."""
         st = ctx.settings
         return PmseResult(
             **distinguish.pmse(
@@ -119,9 +131,11 @@ class Pmse:
         )
 
     def line(self, result: PmseResult) -> str:
+        """The pMSE ratio to three significant digits (— when undefined)."""
         return "ratio —" if result.ratio is None else f"ratio {result.ratio:.3g}"
 
     def radar(self, result: PmseResult) -> dict[str, float | None]:
+        """One axis: the pMSE ratio scored on [0, 1] by :func:`ratio_score`."""
         return {"pMSE ratio score": ratio_score(result.ratio)}
 
 
@@ -137,6 +151,8 @@ class Wasserstein:
     name, title = "wasserstein", "1-way Wasserstein randomisation ratio"
 
     def compute(self, ctx: MetricContext, synthetic: RecordSet) -> WassersteinResult:
+        """The 1-way Wasserstein randomisation ratio of every column, with the settings' replicates and seed
+        (:func:`~sdgov.utility.wasserstein.wasserstein`)."""
         return WassersteinResult(
             **wasserstein.wasserstein(
                 ctx.real, synthetic, ctx.attributes, ctx.settings.wasserstein_replicates, ctx.settings.seed
@@ -144,9 +160,11 @@ class Wasserstein:
         )
 
     def line(self, result: WassersteinResult) -> str:
+        """Mean randomisation ratio, to three significant digits."""
         return f"mean ratio {result.mean_ratio:.3g}"
 
     def radar(self, result: WassersteinResult) -> dict[str, float | None]:
+        """One axis: the mean of the columns' Wasserstein scores."""
         return {"Wasserstein score": result.mean_score}
 
 
@@ -156,11 +174,15 @@ class Marginals:
     name, title = "marginals", "Marginal errors (TVD, RMSE): Φ, one-way, two-way"
 
     def compute(self, ctx: MetricContext, synthetic: RecordSet) -> UtilitySummary:
+        """TVD and RMSE of every Φ marginal, one-way and two-way table
+        (:func:`~sdgov.utility.summary.utility_summary`)."""
         return utility_summary(ctx.real, synthetic, ctx.attributes, ctx.cliques)
 
     def line(self, result: UtilitySummary) -> str:
+        """The largest TVD over Φ and the worst two-way TVD."""
         worst_two_way = max((m.tvd for m in result.two_way), default=0.0)
         return f"max TVD in Φ {result.max_phi_tvd:.3f}, worst two-way TVD {worst_two_way:.3f}"
 
     def radar(self, result: UtilitySummary) -> dict[str, float | None]:
+        """No axis: the marginal errors are not on the radar."""
         return {}

@@ -10,6 +10,8 @@ import jellyfish
 
 
 def ordering_similarity(a: list[str], b: list[str]) -> float:
+    """Jaro similarity of two orderings of names, one symbol per name: 1 for the same order (or two empty ones), lower
+    as names move or are missing."""
     alphabet = {name: chr(0x4E00 + i) for i, name in enumerate(dict.fromkeys(list(a) + list(b)))}
     sa, sb = "".join(alphabet[x] for x in a), "".join(alphabet[x] for x in b)
     if not sa and not sb:

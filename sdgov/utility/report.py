@@ -241,6 +241,8 @@ def _clean(x: Any) -> Any:
 
 
 def figures(report: dict) -> dict[str, str]:
+    """The report's SVG figures from its JSON form: the radar, the univariate bars, the synthetic data's B heatmap and
+    the SPECKS boxes."""
     from sdgov.utility import plots
 
     ds = report["datasets"]
@@ -253,6 +255,8 @@ def figures(report: dict) -> dict[str, str]:
 
 
 def render_report_html(report: UtilityReport) -> str:
+    """The utility report as one HTML page (``utility_report.html.j2`` with its SVG figures); a missing number shows as
+    —."""
     from sdgov.cards import environment
 
     r = report.as_json()

@@ -33,10 +33,13 @@ class UtilitySummary(Frozen):
 
     @property
     def max_phi_tvd(self) -> float:
+        """The largest TVD over the Φ marginals (ValueError if Φ is empty)."""
         return max(m.tvd for m in self.phi)
 
 
 def marginal_error(real: RecordSet, synth: RecordSet, clique: Clique, in_phi: bool) -> MarginalError:
+    """One clique's error: TVD of the proportions and RMSE in counts with the synthetic table scaled to the real
+    total."""
     r = real.table(clique).astype(np.float64).ravel()
     s = synth.table(clique).astype(np.float64).ravel()
     p, q = r / r.sum(), s / max(s.sum(), 1.0)
@@ -55,6 +58,8 @@ def summary_tables(attributes: list[str], cliques: list[Clique]) -> list[Clique]
 
 
 def utility_summary(real: RecordSet, synth: RecordSet, attributes: list[str], cliques: list[Clique]) -> UtilitySummary:
+    """The errors of every Φ clique, every attribute and every pair (``in_phi``: the table lies inside a Φ clique), each
+    record set counted in one batch."""
     covered = {frozenset(s) for c in cliques for k in range(1, len(c) + 1) for s in itertools.combinations(c, k)}
     for records in (real, synth):
         records.prefetch(summary_tables(attributes, cliques))

@@ -33,6 +33,8 @@ class Split:
 
 
 def split_real(real: pd.DataFrame, holdout: float = 0.2, seed: int = 0) -> Split:
+    """The real records split once by a seeded permutation: ``holdout`` of them (rounded) held out, the rest to train
+    on; the same seed, the same split."""
     perm = np.random.default_rng(seed).permutation(len(real))
     cut = int(round(len(real) * holdout))
     return Split(real, real.iloc[perm[cut:]].reset_index(drop=True), real.iloc[perm[:cut]].reset_index(drop=True))
@@ -66,6 +68,8 @@ def _table(records: RecordSet, schema: Schema, attrs: list[str], where: dict) ->
 
 
 def table_task(t: TableTask, real: RecordSet, synth: RecordSet, schema: Schema) -> dict:
+    """The task's table on real and on synthetic records (scaled to the real total): RMSE in counts, TVD of the
+    proportions, and both totals."""
     r = _table(real, schema, t.attributes, t.where)
     s = _table(synth, schema, t.attributes, t.where) * (real.rows / max(synth.rows, 1))
     p, q = r / max(r.sum(), 1), s / max(s.sum(), 1)
@@ -90,6 +94,8 @@ def _gap(records: RecordSet, schema: Schema, t: GapTask) -> tuple[np.ndarray, li
 
 
 def gap_task(t: GapTask, real: RecordSet, synth: RecordSet, schema: Schema) -> dict:
+    """The gap P(by | group a) − P(by | group b), in percentage points, on real and on synthetic records: RMSE, largest
+    error and sign agreement over the cells the real data has."""
     gr, groups = _gap(real, schema, t)
     gs, _ = _gap(synth, schema, t)
     labels = [" / ".join(x) for x in _cell_labels(schema, t.by)]
@@ -269,6 +275,9 @@ def classifier_task(
     rows: int = 4000,
     real_fit: dict | None = None,
 ) -> tuple[dict, dict]:
+    """A random forest trained on synthetic against one trained on real, both tested on the real holdout (plus
+    overconfidence and the Jaro similarity of importance orderings); returns the real fit too, to pass back as
+    ``real_fit``."""
     f = list(t.features)
     hx, hy = split.holdout[f].to_numpy(), split.holdout[t.target].to_numpy()
     with warnings.catch_warnings():

@@ -37,6 +37,7 @@ def column_fidelity(r: np.ndarray, s: np.ndarray, kind: str) -> dict[str, float 
 
 
 def univariate(real: RecordSet, synth: RecordSet, schema: Schema, attributes: list[str]) -> dict:
+    """Coverage and similarity of every column of ``attributes`` from its exact one-way counts, and their means."""
     rows = []
     for a in attributes:
         res = column_fidelity(counts(real, a), counts(synth, a), schema.by_name[a].kind)
