@@ -31,9 +31,11 @@ class StructuralChecks:
     row_prefix: ClassVar[str | None] = None
 
     def generators(self, settings: NoSettings, agreement: Agreement) -> list[CheckGenerator]:
+        """None: the structural checks fit no generator."""
         return []  # it fits nothing
 
     def run(self, context: AuditContext, settings: NoSettings) -> AuditOutcome:
+        """The structural rows of :func:`structural_checks`; no evidence section."""
         return AuditOutcome(checks=structural_checks(context))
 
 
@@ -52,6 +54,9 @@ def _schema_error(context: AuditContext) -> str | None:
 
 
 def structural_checks(context: AuditContext) -> list[Check]:
+    """The structural report rows: measurements exactly Φ (per part) for this agreement, generator handed only the noisy
+    marginals and schema, fitted only Φ, output fits the schema, row count as requested, noise added (warn). Reads no
+    confidential data."""
     agreement, mset, generate_record = context.agreement, context.measurements, context.generate_record
     agreement_sha256, measurements = context.agreement_sha256, context.measurements_ref
     fitted_cliques = [tuple(c) for c in context.model_info.get("fitted_marginals", [])]

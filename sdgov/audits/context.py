@@ -21,6 +21,8 @@ def audit_context(
     executor_for: Callable[[int], Executor],
     log: Callable[[str], None],
 ) -> AuditContext:
+    """The audit stage's context from the earlier stages' hand-overs, every artifact hash-verified; the encoded
+    confidential data (the agree stage's copy) is read only when a check asks."""
     return AuditContext(
         agreement=load_agreement(agreed.agreement),
         agreement_sha256=agreed.agreement_sha256,

@@ -61,6 +61,8 @@ class GeneratorCrash(AuditError):
 
     @classmethod
     def of(cls, exc: BaseException, generator: str, call: str) -> GeneratorCrash:
+        """The crash of ``generator`` in ``call`` in one line: the exception's type and first line (at most 300
+        characters)."""
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         return cls(
             f"generator {generator} crashed in {call}: {type(exc).__name__}: {first}",
@@ -71,9 +73,13 @@ class GeneratorCrash(AuditError):
 
 @runtime_checkable
 class AuditGenerator(Protocol):
-    def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None) -> None: ...
+    def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None) -> None:
+        """Fit on weighted unique records (cell indices; ``weights`` their counts, None: 1 each)."""
+        ...
 
-    def sample(self, n: int, seed: int) -> pd.DataFrame: ...
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """``n`` records of cell indices drawn with ``seed``: the same fit, ``n`` and seed give the same rows."""
+        ...
 
 
 Factory = Callable[..., AuditGenerator]
@@ -121,6 +127,8 @@ def make_generator(
     params: dict[str, Any] | None,
     where: str = "generator",
 ) -> AuditGenerator:
+    """The factory's generator for Φ and ``domain``; a factory that refuses its arguments or returns no fit()/sample()
+    is an AuditError, one that raises a :class:`GeneratorCrash`."""
     try:
         gen = factory([tuple(c) for c in cliques], dict(domain), **(params or {}))
     except SdgovError:

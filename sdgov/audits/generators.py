@@ -263,10 +263,13 @@ class BlendIPF:
         self.attributes = list(domain)
 
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
+        """Fit the honest and the leaky IPF on the same weighted records and seed."""
         self.honest.fit(records, weights, seed=seed)
         self.leaky.fit(records, weights, seed=seed)
 
     def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """``n`` records, ``share`` of them (rounded) from the leaky fit and the rest from the honest one (``seed +
+        1``), shuffled with ``seed``."""
         k = int(round(self.share * int(n)))
         parts = [self.leaky.sample(k, seed), self.honest.sample(int(n) - k, seed + 1)]
         rows = pd.concat(parts, ignore_index=True)
@@ -285,38 +288,47 @@ def _first_non_phi(phi: list[Clique], domain: dict[str, int], k: int) -> Clique:
 
 
 def blend_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A :class:`BlendIPF` at the given ``share`` (default 2 %)."""
     return BlendIPF(cliques, domain, **params)
 
 
 def blend2_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A :class:`BlendIPF` with 2 % of its rows from the leaky fit (unless ``share`` is given)."""
     return BlendIPF(cliques, domain, **{"share": 0.02, **params})
 
 
 def blend5_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A :class:`BlendIPF` with 5 % of its rows from the leaky fit (unless ``share`` is given)."""
     return BlendIPF(cliques, domain, **{"share": 0.05, **params})
 
 
 def blend10_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A :class:`BlendIPF` with 10 % of its rows from the leaky fit (unless ``share`` is given)."""
     return BlendIPF(cliques, domain, **{"share": 0.10, **params})
 
 
 def honest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestPGM:
+    """The pipeline's Private-PGM, fitted on the Φ marginals only."""
     return HonestPGM(cliques, domain, **params)
 
 
 def honest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestIPF:
+    """The pipeline's IPF, fitted on the Φ marginals only."""
     return HonestIPF(cliques, domain, **params)
 
 
 def independent(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Independent:
+    """Independent 1-way marginals (an attribute outside Φ drawn uniformly): honest."""
     return Independent(cliques, domain, **params)
 
 
 def dishonest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> DishonestPGM:
+    """Private-PGM on Φ plus one leaked non-Φ marginal (``leak``): the positive control."""
     return DishonestPGM(cliques, domain, **params)
 
 
 def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> DishonestIPF:
+    """IPF on Φ plus one leaked non-Φ marginal (``leak``): a positive control."""
     return DishonestIPF(cliques, domain, **params)
 
 

@@ -101,6 +101,7 @@ class AuditContext:
 
     @property
     def confidential_was_read(self) -> bool:
+        """Whether the confidential data, all of it or a sample, has been read by a check."""
         return self._confidential is not None or self._sampled
 
 
@@ -131,9 +132,13 @@ class AuditCheck(Protocol):
     title: ClassVar[str]  # its section's name on the card when the section gives no "title" of its own
     row_prefix: ClassVar[str | None]  # its report rows start with it, or None: its section's verdict always counts
 
-    def generators(self, settings: Any, agreement: Agreement) -> list[CheckGenerator]: ...
+    def generators(self, settings: Any, agreement: Agreement) -> list[CheckGenerator]:
+        """The generators ``run`` will fit, for the pre-flight to dry-run before any budget is spent."""
+        ...
 
-    def run(self, context: AuditContext, settings: Any) -> AuditOutcome: ...
+    def run(self, context: AuditContext, settings: Any) -> AuditOutcome:
+        """Run the check: its report rows and, when it has evidence for the card, its result and section."""
+        ...
 
 
 def settings_of(check: AuditCheck, agreement: Agreement) -> BaseModel | None:

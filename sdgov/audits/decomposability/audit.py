@@ -35,6 +35,8 @@ class DecomposabilityAudit:
         ]
 
     def run(self, context: AuditContext, settings: DecomposabilitySettings) -> AuditOutcome:
+        """The pre-registered decomposability test on the confidential sample, of the spec's generator or else the
+        release's own honest variant at its iterations: the report rows, the result and the card section."""
         agreement, schema = context.agreement, context.schema
         generator = settings.generator or honest_variant(agreement.generator.name)
         if not settings.generator and not settings.generator_params:  # the release's own iterations

@@ -95,6 +95,7 @@ class ProjectionBasis:
         return sum((self.project(diff, self.sets[i]) for i in chosen), np.zeros(self.d))
 
     def scores(self, pool: MovePool, beta: np.ndarray) -> list[np.ndarray]:
+        """Per block of the pool, each move's inner product ⟨β, u⟩ (β on the full joint table)."""
         at = beta[self.theta.cells]
         return [(at[b.cells] * b.sign).sum(axis=1) for b in pool.blocks]
 
@@ -103,6 +104,7 @@ class ProjectionBasis:
         return beta[self.theta.cells]
 
     def set_names(self) -> list[str]:
+        """The non-Φ interaction sets, each as ``A × B × …``, in basis order."""
         return [" × ".join(s) for s in self.sets]
 
 
@@ -136,6 +138,7 @@ class MarginalCellBasis:
         self.info = {"marginal_cells": self.d, "of_cells": total, "sets": len(self.sets)}
 
     def random_direction(self, rng: np.random.Generator) -> np.ndarray:
+        """Standard normal coefficients on the chosen marginal cells."""
         return rng.standard_normal(self.d)
 
     def groups(self, F: np.ndarray) -> list[np.ndarray]:
@@ -148,6 +151,7 @@ class MarginalCellBasis:
         return np.where(keep, diff, 0.0)
 
     def set_names(self) -> list[str]:
+        """The minimal non-Φ sets with a chosen cell, each as ``A × B × …``, in the order of :meth:`groups`."""
         return [" × ".join(self.sets[t]) for t in self.used]
 
     def _centred(self, df: pd.DataFrame, t: int, weights: np.ndarray | None = None) -> np.ndarray:
@@ -160,6 +164,8 @@ class MarginalCellBasis:
         return m.ravel()
 
     def features(self, df: pd.DataFrame, weights: np.ndarray | None = None) -> np.ndarray:
+        """The (weighted) records' fully centred T-marginal at every chosen cell (T, v), normalised: ⟨b, Θ⟩ per basis
+        vector."""
         out = np.zeros(self.d)
         for t in self.used:
             sel = self.t_of == t
@@ -171,6 +177,7 @@ class MarginalCellBasis:
         return self.features(self.theta.records, weights)
 
     def scores(self, pool: MovePool, coef: np.ndarray) -> list[np.ndarray]:
+        """Per block of the pool, each move's inner product with β = Σ coef · b (zero for a set with no chosen cell)."""
         tables: dict[tuple[str, ...], np.ndarray] = {}
         for t in self.used:
             T = self.sets[t]

@@ -53,6 +53,7 @@ class MovePool:
         )
 
     def set_counts(self) -> dict[str, int]:
+        """The number of moves of each minimal non-Φ set, keyed ``A × B × …``."""
         return {" × ".join(b.attrs): len(b) for b in self.blocks}
 
 

@@ -58,12 +58,15 @@ class ThetaSpace:
 
     @property
     def C(self) -> int:
+        """The number of cells held (the occupied cells of D*, plus any added by :meth:`extend`)."""
         return len(self.cells)
 
     def inside_phi(self, s: tuple[str, ...]) -> bool:
+        """Whether the attribute set ``s`` lies inside one Φ marginal."""
         return any(set(s) <= set(c) for c in self.cliques)
 
     def minimal_non_phi_sets(self) -> list[tuple[str, ...]]:
+        """The attribute sets outside Φ none of whose proper subsets is, by size then attribute order."""
         out: list[tuple[str, ...]] = []
         for k in range(1, len(self.attributes) + 1):
             for s in itertools.combinations(self.attributes, k):
@@ -99,6 +102,7 @@ class ThetaSpace:
         return np.bincount(i[hit], minlength=self.C).astype(np.float64)
 
     def describe_cell(self, i: int, labels: dict[str, list[str]] | None) -> dict[str, Any]:
+        """Cell ``i`` as attribute → value: its label where ``labels`` has one, else its cell index."""
         out = {}
         for j, a in enumerate(self.attributes):
             v = int(self.values[i, j])

@@ -30,9 +30,13 @@ class PrivacyRiskAudit:
     row_prefix: ClassVar[str | None] = ROW_PREFIX
 
     def generators(self, settings: PrivacyRiskSettings, agreement: Agreement) -> list[CheckGenerator]:
+        """The audited generator as the spec names it (``privacy_risk.generator``)."""
         return [CheckGenerator("privacy_risk.generator", settings.generator, dict(settings.generator_params or {}))]
 
     def run(self, context: AuditContext, settings: PrivacyRiskSettings) -> AuditOutcome:
+        """The privacy-risk audit of the agreement on the confidential sample, its trials on ``n_jobs`` workers and its
+        progress logged: the report rows, the result and the card section."""
+
         def progress(done: int, total: int, what: str) -> None:
             if done == total or done % max(1, total // 10) == 0:
                 context.log(f"privacy audit — {what}: {done} / {total}")

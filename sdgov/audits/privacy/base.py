@@ -42,9 +42,11 @@ class GeneratorRef:
 
     @property
     def attributes(self) -> list[str]:
+        """The audited attributes, in the domain's order."""
         return list(self.domain)
 
     def check(self) -> None:
+        """Resolve the import path now, so that an unusable one is an AuditError before any trial runs."""
         load_generator(self.path)
 
     def fit_sample(self, rows: np.ndarray, fit_seed: int, n: int, sample_seeds: list[int]) -> list[np.ndarray]:
@@ -163,5 +165,6 @@ def world_ci(per_world: np.ndarray, level: float, lo: float = -1.0, hi: float = 
 
 
 def need(cond: bool, what: str, where: str, fix: str = "") -> None:
+    """Raise :class:`AuditError` (``what``, ``where``, ``fix``) unless ``cond`` holds."""
     if not cond:
         raise AuditError(what, where, fix)

@@ -85,6 +85,7 @@ def log_null_bound(nu: float, k: int, d: int, n: int, log_box: float = 0.0) -> f
 
 
 def log_binom(m: int, k: int) -> float:
+    """log C(m, k), through log-gamma (no overflow at any m)."""
     return float(gammaln(m + 1) - gammaln(k + 1) - gammaln(m - k + 1))
 
 
@@ -118,6 +119,8 @@ def epsilon_lower_k(
 
 
 def k_grid(m: int) -> list[int]:
+    """The numbers k of smallest canary distances tried (the Bonferroni grid): the powers of 2 up to ``m``, and
+    ``m``."""
     return sorted({2**i for i in range(int(math.log2(m)) + 1)} | {m})
 
 

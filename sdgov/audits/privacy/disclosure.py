@@ -63,6 +63,8 @@ class DisclosureResult(Frozen):
 def unique_matches(
     train: np.ndarray, holdout: np.ndarray, independent: np.ndarray, synth: np.ndarray, sizes: list[int]
 ) -> UniqueMatches:
+    """Training records unique in training ∪ holdout that the synthetic records (and the independent sample) reproduce,
+    against the holdout's: the +1-smoothed rate ratio and a one-sided binomial p-value."""
     tk, hk = record_keys(train, sizes), record_keys(holdout, sizes)
     uk, cnt = np.unique(np.concatenate([tk, hk]), return_counts=True)
     once = uk[cnt == 1]
@@ -111,6 +113,8 @@ def _dcr_summary(dist: np.ndarray, d: int) -> DCR:
 def small_cells(
     synth: np.ndarray, attributes: list[str], sizes: list[int], cliques: list[tuple[str, ...]], threshold: int
 ) -> SmallCells:
+    """Per Φ marginal, the cells that hold at least one but fewer than ``threshold`` synthetic records, and their
+    total."""
     by = {}
     for c in cliques:
         cols = [attributes.index(a) for a in c]
@@ -131,6 +135,9 @@ def disclosure_checks(
     dcr_sample: int,
     seed: int,
 ) -> DisclosureResult:
+    """The disclosure measures against the training records: exact matches (and the independent sample's), unique
+    matches, distance to the closest record of at most ``dcr_sample`` synthetic and holdout records (seeded), small
+    cells when Φ is given."""
     rng = np.random.default_rng(seed)
     d = len(sizes)
     tkeys = np.unique(record_keys(train, sizes))

@@ -72,6 +72,8 @@ class Memoriser(_Wrapped):
         self.copy_fraction = float(copy_fraction)
 
     def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """The base's ``n`` records with ``copy_fraction`` of them (rounded up, at least one) replaced by training rows
+        copied verbatim; the same seed gives the same rows."""
         assert self.rows is not None, "fit() first"
         rng = np.random.default_rng([int(seed), 7])
         c = min(max(1, math.ceil(self.copy_fraction * n)), n)
@@ -90,6 +92,8 @@ Copier = Memoriser  # the copier is the memoriser at copy_fraction 1
 
 class CategoryLeak(_Wrapped):
     def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """The base's ``n`` records with every value outside the observed categories redrawn from them and every
+        observed category shown at least once."""
         out = pd.DataFrame(self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64), columns=self.attributes)
         assert self.rows is not None, "fit() first"
         rng = np.random.default_rng([int(seed), 8])
@@ -106,18 +110,22 @@ class CategoryLeak(_Wrapped):
 
 
 def memoriser(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    """The memoriser over the base generator, copying ``copy_fraction`` (default 2 %) of its output."""
     return Memoriser(cliques, domain, **params)
 
 
 def memoriser_1pct(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    """The memoriser copying 1 % of its output (a ``copy_fraction`` passed is overridden)."""
     return Memoriser(cliques, domain, **{**params, "copy_fraction": 0.01})
 
 
 def memoriser_2pct(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    """The memoriser copying 2 % of its output (a ``copy_fraction`` passed is overridden)."""
     return Memoriser(cliques, domain, **{**params, "copy_fraction": 0.02})
 
 
 def copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
+    """The memoriser at ``copy_fraction`` 1 unless another is given: every output row a training row."""
     return Memoriser(cliques, domain, **{"copy_fraction": 1.0, **params})
 
 
@@ -127,4 +135,5 @@ def exact_marginal(cliques: list[Clique], domain: dict[str, int], base: str = BA
 
 
 def category_leak(cliques: list[Clique], domain: dict[str, int], **params: Any) -> CategoryLeak:
+    """The base generator showing the category lists it learned from the training data (:class:`CategoryLeak`)."""
     return CategoryLeak(cliques, domain, **params)

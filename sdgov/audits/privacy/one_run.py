@@ -66,6 +66,8 @@ def epsilon_from_guesses(m: int, r: int, v: int, delta: float, level: float) -> 
 
 
 def one_run_k_grid(m: int) -> list[int]:
+    """The numbers k of guesses on each side tried (the Bonferroni grid): m/8, m/4 and m/2, each at least 1, without
+    repeats."""
     return sorted({max(1, m // 8), max(1, m // 4), max(1, m // 2)})
 
 

@@ -31,6 +31,7 @@ class PolicyCheck(Frozen):
 
 
 def worst(levels: list[Level]) -> Level:
+    """The worst of the levels: fail over warn over pass (pass for none)."""
     return "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
 
 

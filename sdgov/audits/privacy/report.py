@@ -49,6 +49,8 @@ def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
 
 
 def dcr_plot_svg(result: PrivacyAuditResult) -> str | None:
+    """SVG bars of the distance to the closest training record, synthetic against real holdout records (shares); None
+    without disclosure results."""
     d = result.disclosure
     if d is None:
         return None
@@ -141,4 +143,5 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
 
 
 def fmt(x: float | None, p: int = 3) -> str:
+    """``x`` to ``p`` significant digits; — for None or NaN."""
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{p}g}"
