@@ -398,8 +398,10 @@ def test_timeout_ends_the_run_cleanly_and_says_so(tmp_path, prefect_server):
     t = FlowThread(spec_path=str(spec), registry_root=str(root), proposer="Ada Analyst", timeout_s=4, poll_interval=1)
     t.start()
     t.join(120)
-    # Prefect's server turns a pause that timed out into Failed, with a message that says so
-    assert "timed out and never resumed" in str(t.error), t.error
+    # Prefect's server turns a pause that timed out into Failed, with a message that says so; on a loaded machine the
+    # 4 s may be gone before the pause, and the flow ends the run itself, saying so
+    said = str(t.error) if t.error else t.result.message
+    assert "timed out and never resumed" in said or "within the timeout" in said, said
     events = [e for e in Registry(root).events() if e.event not in CONTROLLER_EVENTS]
     assert [e.event for e in events] == ["agreement_proposed", "approval_timeout"]
     assert "within the timeout" in events[-1].comment
