@@ -61,7 +61,7 @@ from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
 from sdgov.reporting.draft import audit_sections
-from sdgov.reporting.publish import ReleaseCandidate, log_blocked
+from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
@@ -364,10 +364,16 @@ def _governed(
     """agree → measure (a refused budget may be retried once, with a controller's approval) → evaluate → decide →
     publish; a step that ends the run early raises :class:`_Stop` with its final state."""
     run = _agree(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval)
-    measured = _measure_with_budget_retry(run)
-    evaluated, report = _evaluate(run, measured)
-    _decide(run, measured, evaluated, report)
-    return _publish(run, evaluated)
+    try:
+        measured = _measure_with_budget_retry(run)
+        evaluated, report = _evaluate(run, measured)
+        _decide(run, measured, evaluated, report)
+        return _publish(run, evaluated)
+    except _Stop:
+        raise  # an ending the log already records (rejected, timed out, blocked, budget refused)
+    except Exception as exc:  # the trail records the run as failed, not as drawn and left there
+        log_failed(run.registry, run.agreed, exc)
+        raise
 
 
 def _agree(

@@ -32,6 +32,7 @@ WHAT = {
     "release_approved": "approved the release candidate",
     "release_rejected": "rejected the release candidate",
     "release_blocked": "release blocked",
+    "run_failed": "the run failed: nothing was released",
     "released": "published the release",
     "phi_selected": "proposed Φ by private selection",
     "phi_reviewed": "reviewed the proposed Φ (pairs dropped or forced, and why)",
@@ -56,8 +57,14 @@ DECISIONS = {
 """Events that record a person's decision: only these show it (a system event is never tagged [approve])."""
 
 
+EXACT = "(noise: none, no privacy)"
+"""How the ``measured`` event's comment marks marginals measured exactly (sdgov/measurement/store.py)."""
+
+
 def readable(r: dict[str, Any]) -> tuple[str, str]:
     """Who did it and what, as a reader should see it: sdgov publishes, on the approver's decision."""
+    if r["event"] == "measured" and EXACT in r["comment"]:
+        return f"{r['who']} ({r['role']})", "measured and persisted the marginals exactly (no noise, no privacy)"
     if r["event"] in PERFORMED_BY_SDGOV:
         return "sdgov (system)", f"{r['what']}, approved by {r['who']} ({r['role']})"
     return f"{r['who']} ({r['role']})", r["what"]
