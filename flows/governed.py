@@ -226,7 +226,7 @@ def await_decision(
             note = outcome.note
             log.warning("refused: %s — pausing again", outcome.error.one_line())
             continue
-        log.info("%s %sd the %s %s…", outcome.name, outcome.decision, subject, sha256[:12])
+        log.info("%s", decisions.decided_message(outcome, subject, sha256))
         if outcome.decision == "reject":
             raise _Stop(_end("rejected", decisions.rejection_message(pause, outcome), agreement_sha256))
         return outcome, {"approver": outcome.name}

@@ -17,7 +17,7 @@ from sdgov.artifacts import load_agreement, read_spec
 from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult
 from sdgov.governance.controller import check_controller_files
 from sdgov.governance.signoff import SignOff
-from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff
+from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff, standing_artifacts
 from sdgov.registry.log import Registry
 from sdgov.reporting.publish import ReleaseCandidate, log_failed
 from sdgov.tasks.agree_phi import agree_phi
@@ -75,7 +75,7 @@ def standing_release_signoff(
         run_id=Path(agreed.run_dir).name,
         decision=s.decision,
         comment=comment or s.via,
-        artifacts={"candidate": candidate},
+        artifacts={"candidate": candidate, **standing_artifacts(s)},
     )
     return s
 

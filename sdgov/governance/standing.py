@@ -28,6 +28,7 @@ verified"), so no reader mistakes it for a signed sign-off.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from sdgov.identity.keys import verifies
 from sdgov.identity.names import check_name, same_person
 from sdgov.identity.statements import StandingStatement, decode_statement, encode_statement, signed_bytes
 from sdgov.registry.log import Registry
+from sdgov.registry.trail import SIGNED_AT
 
 
 class Person(Frozen):
@@ -258,6 +260,13 @@ def _with_signatures(text: str, signed: StandingApproval) -> str:
     if again != signed:
         out = yaml.safe_dump(signed.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
     return out
+
+
+def standing_artifacts(s: SignOff) -> dict[str, str]:
+    """What the log records of the standing approval a sign-off applies: the time its person signed it, so the
+    trail shows the signature at its own time and the run's event as sdgov applying it."""
+    m = re.match(r"standing approval signed (\S+),", s.via)
+    return {SIGNED_AT: m.group(1) if m else "unsigned"}
 
 
 def _via(a: StandingApproval, v: Verified, name: str) -> str:
