@@ -52,7 +52,7 @@ from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.governance import decisions, ledger
-from sdgov.governance.controller import check_controller_files, registry_id
+from sdgov.governance.controller import check_controller_files, load_config, registry_id
 from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI's confirmation prompt reads it here
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import check_plan_allowed
@@ -61,7 +61,7 @@ from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
 from sdgov.reporting.draft import audit_sections
-from sdgov.reporting.publish import ReleaseCandidate, log_blocked
+from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
@@ -78,7 +78,7 @@ class Decision(RunInput):
     decision: Literal["approve", "reject"] = Field(title="Decision")
     comment: str = Field(default="", title="Comment", description="recorded in the audit trail")
     signature: str = Field(
-        default="",
+        min_length=1,
         title="Signature",
         description="paste the output of 'sdgov sign RUN_ID --as NAME --key KEY' (sdgov approve --key does it all)",
     )
@@ -91,6 +91,32 @@ class ReleaseDecision(Decision):
         title="Confirm hash",
         description="type the first 8 characters of the release candidate hash shown above",
     )
+
+
+UNSIGNED_OK = Field(
+    default="",
+    title="Signature (optional in this sandbox registry)",
+    description="the controller's sandbox switch (allow_unsigned_ui_approvals) lets an unsigned decision count, "
+    "recorded as identity not verified; a signature given must still verify ('sdgov sign RUN_ID --as NAME --key KEY')",
+)
+
+
+class SandboxDecision(Decision):
+    """The form where the controller allows unsigned UI decisions: the signature may be left empty."""
+
+    signature: str = UNSIGNED_OK
+
+
+class SandboxReleaseDecision(ReleaseDecision):
+    signature: str = UNSIGNED_OK
+
+
+def form_for(subject: str, allow_unsigned: bool) -> type[Decision]:
+    """The resume form of a pause: the release form asks for the hash; only a sandbox registry's leaves the
+    signature optional (everywhere else a decision counts only signed, so the form requires it)."""
+    if subject == "release":
+        return SandboxReleaseDecision if allow_unsigned else ReleaseDecision
+    return SandboxDecision if allow_unsigned else Decision
 
 
 Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused"]
@@ -117,6 +143,11 @@ def _end(status: Status, message: str, agreement_sha256: str = "") -> State[Gove
 class _Stop(Exception):
     def __init__(self, state: State[GovernedOutcome]) -> None:
         self.state = state
+
+
+def with_note(description: str, note: str) -> str:
+    """The form's text with the reason the last attempt was refused at the top, where the approver looks first."""
+    return (f"> **{note}**\n\n" if note else "") + description
 
 
 def ui_link(flow_run_id: object) -> str:
@@ -167,7 +198,7 @@ def await_decision(
     log = get_run_logger()
     note, attempt = "", 0
     rid, flow_run_id = registry_id(registry), str(flow_run.id)
-    form_class = ReleaseDecision if subject == "release" else Decision
+    form_class = form_for(subject, load_config(registry).allow_unsigned_ui_approvals)
     while True:
         attempt += 1
         people, problem = decisions.eligible(registry, exclude=proposer)
@@ -195,7 +226,7 @@ def await_decision(
             agreement_sha256=agreement_sha256,
             summary=summary or {},  # what `sdgov approve` prints before asking for the hash
         )
-        form = form_class.with_initial_data(description=description + (f"\n\n> **{note}**" if note else ""))
+        form = form_class.with_initial_data(description=with_note(description, note))
         remaining = int(deadline - time.monotonic())
         log.info(
             "waiting for a data controller to decide on the %s %s (eligible: %s; %ds left)%s",
@@ -226,7 +257,7 @@ def await_decision(
             note = outcome.note
             log.warning("refused: %s — pausing again", outcome.error.one_line())
             continue
-        log.info("%s %sd the %s %s…", outcome.name, outcome.decision, subject, sha256[:12])
+        log.info("%s", decisions.decided_message(outcome, subject, sha256))
         if outcome.decision == "reject":
             raise _Stop(_end("rejected", decisions.rejection_message(pause, outcome), agreement_sha256))
         return outcome, {"approver": outcome.name}
@@ -364,10 +395,16 @@ def _governed(
     """agree → measure (a refused budget may be retried once, with a controller's approval) → evaluate → decide →
     publish; a step that ends the run early raises :class:`_Stop` with its final state."""
     run = _agree(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval)
-    measured = _measure_with_budget_retry(run)
-    evaluated, report = _evaluate(run, measured)
-    _decide(run, measured, evaluated, report)
-    return _publish(run, evaluated)
+    try:
+        measured = _measure_with_budget_retry(run)
+        evaluated, report = _evaluate(run, measured)
+        _decide(run, measured, evaluated, report)
+        return _publish(run, evaluated)
+    except _Stop:
+        raise  # an ending the log already records (rejected, timed out, blocked, budget refused)
+    except Exception as exc:  # the trail records the run as failed, not as drawn and left there
+        log_failed(run.registry, run.agreed, exc)
+        raise
 
 
 def _agree(

@@ -33,7 +33,7 @@ from pydantic import Field
 from sdgov import __version__
 from sdgov.agreement.load import load_spec
 from sdgov.base.hashing import sha256_file
-from sdgov.flows.governed import GovernedOutcome, governed_release, post_pending, ui_link
+from sdgov.flows.governed import GovernedOutcome, governed_release, post_pending, ui_link, with_note
 from sdgov.flows.release import new_run_id
 from sdgov.generators.registry import generator
 from sdgov.governance import decisions
@@ -141,7 +141,7 @@ def await_reviews(
             summary={"phi": [" × ".join(p) for p in state.pairs]},
         )
         remaining = int(deadline - time.monotonic())
-        form = Review.with_initial_data(description=state.markdown() + (f"\n\n> **{note}**" if note else ""))
+        form = Review.with_initial_data(description=with_note(state.markdown(), note))
         log.info(
             "waiting for the stakeholders' review of the Φ proposal (sdgov review %s …; %ds left)%s",
             flow_run_id,

@@ -17,9 +17,9 @@ from sdgov.artifacts import load_agreement, read_spec
 from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult
 from sdgov.governance.controller import check_controller_files
 from sdgov.governance.signoff import SignOff
-from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff
+from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff, standing_artifacts
 from sdgov.registry.log import Registry
-from sdgov.reporting.publish import ReleaseCandidate
+from sdgov.reporting.publish import ReleaseCandidate, log_failed
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.audit import audit
 from sdgov.tasks.draft_card import draft_card, summary_artifact
@@ -75,7 +75,7 @@ def standing_release_signoff(
         run_id=Path(agreed.run_dir).name,
         decision=s.decision,
         comment=comment or s.via,
-        artifacts={"candidate": candidate},
+        artifacts={"candidate": candidate, **standing_artifacts(s)},
     )
     return s
 
@@ -95,9 +95,13 @@ def release_flow(
     get_run_logger().info(
         "agreement %s signed by %s", agreed.agreement_sha256[:12], ", ".join(s.name for s in agreed.signoffs)
     )
-    candidate = evaluate(agreed, measure(agreed, registry_root))
-    signoffs = list(agreed.signoffs)
-    if candidate.audited.verdict == "pass":
-        standing = load_approvals(agreed.approvals.verified())
-        signoffs.append(standing_release_signoff(Registry(registry_root), standing, agreed, candidate.sha256))
-    return publish(agreed, candidate, signoffs, registry_root)
+    try:
+        candidate = evaluate(agreed, measure(agreed, registry_root))
+        signoffs = list(agreed.signoffs)
+        if candidate.audited.verdict == "pass":
+            standing = load_approvals(agreed.approvals.verified())
+            signoffs.append(standing_release_signoff(Registry(registry_root), standing, agreed, candidate.sha256))
+        return publish(agreed, candidate, signoffs, registry_root)
+    except Exception as exc:  # the trail records the run as failed, not as drawn and left there
+        log_failed(Registry(registry_root), agreed, exc)
+        raise

@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.governance.policy import check_plan_allowed
-from sdgov.governance.standing import agreement_signoffs
+from sdgov.governance.standing import agreement_signoffs, standing_artifacts
 from sdgov.intake.inputs import check_inputs
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
@@ -41,7 +41,7 @@ def agree_phi(
                 run_id=run_id,
                 decision=s.decision,
                 comment=s.comment or s.via,
-                artifacts={"agreement": files.agreement.sha256, "spec": files.spec.sha256},
+                artifacts={"agreement": files.agreement.sha256, "spec": files.spec.sha256, **standing_artifacts(s)},
             )
         approvals = ArtifactRef.of("approvals", checked.approvals_path)
         rec.inputs = [files.spec, files.schema, approvals, files.data.as_artifact()]

@@ -102,7 +102,7 @@ def summary_artifact(candidate: ReleaseCandidate) -> None:
         {"item": "Φ (agreed tables)", "value": "; ".join(" × ".join(m.clique) for m in plan.marginals)},
         {"item": "ε", "value": "none (no noise)" if plan.noise == "none" else f"{plan.epsilon:.4g}"},
         {"item": "δ", "value": "—" if plan.noise == "none" else f"{plan.delta:.3g}"},
-        {"item": "ρ (zCDP)", "value": f"{plan.rho:.6g}"},
+        {"item": "ρ (zCDP)", "value": "none (exact marginals, no privacy)" if plan.rho is None else f"{plan.rho:.6g}"},
         {"item": "overall verdict", "value": overall_verdict(audit, audit_sections(candidate.audited)).label},
         {"item": "candidate hash (type its first 8 characters to approve)", "value": candidate.sha256},
         {"item": "draft card", "value": candidate.draft.card_html.path},

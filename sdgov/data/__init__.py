@@ -10,6 +10,7 @@ from sdgov.base.face import lazy_face
 _WHERE = {
     "Clique": "schema",
     "Column": "schema",
+    "CsvShape": "encoding",
     "LookupIndex": "structures",
     "Schema": "schema",
     "ZeroCells": "structures",
@@ -17,6 +18,7 @@ _WHERE = {
     "columns": "fingerprint",
     "contingency_table": "tables",
     "csv_header": "encoding",
+    "csv_shape": "encoding",
     "decode": "encoding",
     "discard_zero_noise": "structures",
     "encode": "encoding",
@@ -34,6 +36,7 @@ _WHERE = {
 __all__ = [
     "Clique",
     "Column",
+    "CsvShape",
     "LookupIndex",
     "Schema",
     "ZeroCells",
@@ -41,6 +44,7 @@ __all__ = [
     "columns",
     "contingency_table",
     "csv_header",
+    "csv_shape",
     "decode",
     "discard_zero_noise",
     "encode",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,10 @@ def read_csv_strict(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise DataError("data file not found", str(path), "check the 'dataset.path' in the spec")
     header = csv_header(path)  # checked before pandas sees the file: a 200k-column header would take gigabytes
+    if header:
+        csv_shape(path, len(header))  # a ragged row: pandas would pad it, or shift it into the index
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c", index_col=False)
     except pd.errors.EmptyDataError:
         raise DataError(
             "the file is empty (no header, no rows)", str(path), "export the data with a header row"
@@ -48,6 +51,7 @@ def csv_header(path: Path) -> list[str]:
     """The header row, NFC-normalised, within the width cap and without duplicates."""
     with open(path, "rb") as f:
         raw = f.readline(MAX_HEADER_BYTES + 1)
+    raw = raw.split(b"\r", 1)[0]  # a file whose lines end in CR alone: readline found no LF
     try:
         first = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -70,6 +74,90 @@ def csv_header(path: Path) -> list[str]:
             f"duplicate column header(s) {shorten(repr(dup), 120)}", str(path), "give every column a unique name"
         )
     return header
+
+
+SHAPE_CHUNK = 16 * 2**20
+"""Bytes of the file :func:`csv_shape` looks at in one step (its memory is a few times this, whatever N)."""
+
+
+@dataclass(frozen=True)
+class CsvShape:
+    """What :func:`csv_shape` learnt of a CSV: its line break and the first line holding a quoted line break."""
+
+    newline: str  # "\n", "\r\n" or "\r" (the first record's; "\n" for a file of one line)
+    quoted_break_line: int  # 0: no field holds a line break
+
+
+def csv_shape(path: Path, fields: int, header: bool = True) -> CsvShape:
+    """Check, in one streaming pass, that every record of the CSV ``path`` has ``fields`` fields (RFC 4180: a
+    comma or a line break inside double quotes belongs to its field; blank lines are skipped, as the parsers
+    skip them). A ragged record is refused with one line naming its row (and line); the readers would pad a short
+    one with empty fields, or drop an extra field that is empty. Line breaks may be LF, CRLF or CR alone."""
+    quote, comma, lf, cr = 34, 44, 10, 13
+    inside = 0  # 1: the chunk starts inside a quoted field
+    commas = content = 0  # of the record in progress (carried over chunk boundaries)
+    line = start_line = 1  # the physical line the chunk starts on; the one the record in progress began on
+    record = 0  # records seen so far, header included
+    newline, quoted_break = "", 0
+    with open(path, "rb") as f:
+        while chunk := f.read(SHAPE_CHUNK):
+            if chunk.endswith(b"\r"):  # keep a CRLF in one chunk
+                chunk += f.read(1)
+            b = np.frombuffer(chunk, np.uint8)
+            cr_at = np.flatnonzero(b == cr)
+            after = np.minimum(cr_at + 1, b.size - 1)
+            lone_cr = cr_at[(cr_at + 1 >= b.size) | (b[after] != lf)]
+            breaks = np.union1d(np.flatnonzero(b == lf), lone_cr)  # where a line ends (CRLF: at its LF)
+            comma_at = np.flatnonzero(b == comma)
+            quote_at = np.flatnonzero(b == quote)
+            if quote_at.size:  # a byte is inside quotes after an odd number of quotes (RFC 4180: "" is two)
+                in_break = ((np.searchsorted(quote_at, breaks) + inside) & 1).astype(bool)
+                comma_at = comma_at[((np.searchsorted(quote_at, comma_at) + inside) & 1) == 0]
+            else:
+                in_break = np.full(breaks.size, bool(inside))
+                comma_at = comma_at[:0] if inside else comma_at
+            if not quoted_break and in_break.any():
+                quoted_break = line + int(np.argmax(in_break))
+            ends = breaks[~in_break]
+            if ends.size:
+                if not newline:
+                    e = int(ends[0])
+                    newline = "\r" if b[e] == cr else ("\r\n" if e > 0 and b[e - 1] == cr else "\n")
+                per_commas = np.diff(np.searchsorted(comma_at, ends), prepend=0)
+                per_commas[0] += commas
+                crlf = (b[ends] == lf) & (ends > 0) & (b[np.maximum(ends - 1, 0)] == cr)
+                length = np.diff(ends, prepend=-1) - 1 - crlf
+                length[0] += content
+                kept = length > 0  # a blank line is skipped, as the parsers skip it
+                bad = np.flatnonzero(kept & (per_commas != fields - 1))
+                if bad.size:
+                    k = int(bad[0])
+                    start = start_line if k == 0 else line + int(np.searchsorted(breaks, ends[k - 1])) + 1
+                    found = int(per_commas[k]) + 1
+                    _ragged(path, record + int(np.count_nonzero(kept[:k])), start, found, fields, header)
+                record += int(np.count_nonzero(kept))
+                last = int(ends[-1])
+                start_line = line + int(np.searchsorted(breaks, last)) + 1
+                commas = int(comma_at.size - np.searchsorted(comma_at, last, side="right"))
+                content = b.size - last - 1
+            else:
+                commas += int(comma_at.size)
+                content += b.size
+            line += int(breaks.size)
+            inside = (inside + int(quote_at.size)) & 1
+    if content and commas != fields - 1:
+        _ragged(path, record, start_line, commas + 1, fields, header)
+    return CsvShape(newline=newline or "\n", quoted_break_line=quoted_break)
+
+
+def _ragged(path: Path, record: int, line: int, found: int, fields: int, header: bool) -> None:
+    row = record if header else record + 1  # data rows count from 1, after the header
+    what = "the header" if header and record == 0 else f"row {row:,} (line {line:,})"
+    raise DataError(
+        f"{what} has {found:,} field(s), but the file has {fields:,} column(s)",
+        str(path),
+        "give every row exactly one field per column (no extra or missing commas; quote a field that holds one)",
+    )
 
 
 def first_non_utf8_line(path: Path) -> int:

@@ -40,6 +40,16 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def check_attribute_name(name: str) -> str:
+    """An attribute (column) name becomes part of file names, table headers and report paths: refuse a path
+    separator or a control character (a line break, a tab, NUL, …), naming the attribute."""
+    if "/" in name or "\\" in name:
+        raise ValueError(f"attribute name {name!r} holds a path separator ('/' or '\\'): rename the attribute")
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in name):
+        raise ValueError(f"attribute name {name!r} holds a control character or line break: rename the attribute")
+    return name
+
+
 def repeated(items: list[str]) -> list[str]:
     """The items that occur more than once, sorted (one pass: schemas may list 10^5 categories)."""
     return sorted(k for k, n in Counter(items).items() if n > 1)
@@ -83,7 +93,7 @@ class Column(Frozen):
     @field_validator("name")
     @classmethod
     def _nfc_name(cls, name: str) -> str:
-        return nfc(name)
+        return check_attribute_name(nfc(name))
 
     @field_serializer("bins", when_used="json")
     def _json_bins(self, bins: list[float] | None) -> list[float | str] | None:
@@ -222,7 +232,7 @@ class Schema(Frozen):
     @field_validator("identifiers")
     @classmethod
     def _nfc_identifiers(cls, names: list[str]) -> list[str]:
-        return [nfc(n) for n in names]
+        return [check_attribute_name(nfc(n)) for n in names]
 
     @field_validator("missing_values")
     @classmethod

@@ -7,12 +7,23 @@ distributed engine then refuse the same data with the same line.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from sdgov.base.errors import DataError
-from sdgov.data.encoding import encode_distinct
+from sdgov.data.encoding import CsvShape, csv_shape, encode_distinct
 from sdgov.data.schema import Column, Schema
 from sdgov.data.structures import LookupIndex
+
+
+def checked_shape(source: Path, schema: Schema, names: list[str]) -> CsvShape | None:
+    """A CSV source's shape (:func:`sdgov.data.encoding.csv_shape`), a ragged row refused in one line; None for
+    Parquet. Every engine calls it before reading a record, so all refuse the same file with the same line."""
+    if source.suffix.lower() == ".parquet":
+        return None
+    return csv_shape(source, len(names), schema.header)
+
 
 Distinct = dict[str, tuple[list[str | None], np.ndarray]]
 """Per column, its distinct raw values (``None``: an empty field) and the row count of each."""

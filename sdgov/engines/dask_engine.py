@@ -20,8 +20,8 @@ data: the source is cut into partitions (CSV byte ranges of :data:`BLOCK_BYTES`,
 
 CSV is parsed by pandas' C parser as text (as :func:`sdgov.data.encoding.read_csv_strict` does); Parquet values become
 text by DuckDB's own ``CAST(… AS VARCHAR)``, run on the worker, so a typed Parquet column is read exactly as the
-embedded engine reads it. Dask cuts a CSV at line ends: a quoted field holding a line break is not supported
-(export such files as Parquet).
+embedded engine reads it. Dask cuts a CSV at line ends: a quoted field holding a line break is refused, naming its
+line (export such files as Parquet); lines may end in LF, CRLF or CR alone.
 
 Where it runs: the scheduler named by ``SDGOV_DASK_SCHEDULER`` (``tcp://host:8786``), else a local cluster of
 :data:`LOCAL_WORKERS` worker processes started for the call. On a real cluster the workers must have sdgov
@@ -51,7 +51,7 @@ from sdgov.data.fingerprint import columns as fingerprint_columns
 from sdgov.data.fingerprint import fingerprint_of_groups, packs
 from sdgov.data.schema import Clique, Schema
 from sdgov.engines.base import Encoded, RowFilter
-from sdgov.engines.checks import Distinct, lookup_problem, refuse, undeclared_values
+from sdgov.engines.checks import Distinct, checked_shape, lookup_problem, refuse, undeclared_values
 from sdgov.engines.duckdb_engine import source_columns
 
 if TYPE_CHECKING:
@@ -102,8 +102,9 @@ def _client() -> Iterator[Client]:
 # ------------------------------------------------------------------------------------------- reading
 
 
-def _partitions(source: Path, schema: Schema, names: list[str]) -> list[Delayed]:
-    """The source as delayed pandas frames of text (``NaN``: an empty field), in file order."""
+def _partitions(source: Path, schema: Schema, names: list[str], lineterminator: str | None = None) -> list[Delayed]:
+    """The source as delayed pandas frames of text (``NaN``: an empty field), in file order; ``lineterminator``
+    "\\r" for a file whose lines end in CR alone (Dask cuts partitions at it)."""
     import dask.dataframe as dd
     from dask import delayed
 
@@ -121,6 +122,7 @@ def _partitions(source: Path, schema: Schema, names: list[str]) -> list[Delayed]
         na_values=[""],
         encoding="utf-8",
         engine="c",
+        lineterminator=lineterminator,
     )
     return list(frame.to_delayed())
 
@@ -278,8 +280,19 @@ class DaskEngine:
     ) -> tuple[list[Delayed], list[dict[str, Any]]]:
         from dask import delayed
 
+        file_names = source_columns(source, schema)
+        shape = checked_shape(source, schema, file_names)  # a ragged row: refused with its row number
+        if shape is not None and shape.quoted_break_line:
+            raise DataError(
+                f"line {shape.quoted_break_line:,} holds a line break inside a quoted field, which the Dask engine "
+                "cannot read (it cuts the file into partitions at line ends)",
+                str(source),
+                "convert the file to Parquet, or read it with the embedded engine (engine: duckdb)",
+            )
         try:
-            parts = _partitions(source, schema, source_columns(source, schema))
+            parts = _partitions(
+                source, schema, file_names, "\r" if shape is not None and shape.newline == "\r" else None
+            )
             summaries = client.gather(client.compute([delayed(_scan)(p, names, lookups) for p in parts]))
         except READ_ERRORS as exc:
             raise _refusal(exc, source) from None

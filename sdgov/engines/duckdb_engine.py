@@ -32,7 +32,7 @@ from sdgov.data.encoding import check_file_columns, csv_header, encode_distinct,
 from sdgov.data.fingerprint import columns, fingerprint_of_groups, packs
 from sdgov.data.schema import Clique, Column, Schema, nfc
 from sdgov.engines.base import Encoded, RowFilter
-from sdgov.engines.checks import lookup_problem, refuse, undeclared_values
+from sdgov.engines.checks import checked_shape, lookup_problem, refuse, undeclared_values
 
 if TYPE_CHECKING:
     import duckdb
@@ -89,10 +89,9 @@ def _source(path: Path, schema: Schema) -> tuple[str, list[str]]:
         if path.stat().st_size == 0:
             raise DataError("the file is empty (no rows)", str(path), "export the data")
     columns = "{" + ", ".join(f"{_text(n)}: 'VARCHAR'" for n in names) + "}"
-    return (
+    return (  # no null_padding: a short row is refused (csv_shape names it), and quoted line breaks are read
         f"read_csv({_text(str(path))}, columns={columns}, header={str(schema.header).lower()}, delim=',', "
-        "quote='\"', escape='\"', auto_detect=false, strict_mode=true, null_padding=true, nullstr='', "
-        "encoding='utf-8')",
+        "quote='\"', escape='\"', auto_detect=false, strict_mode=true, nullstr='', encoding='utf-8')",
         names,
     )
 
@@ -196,7 +195,9 @@ def _checked_source(source: Path, schema: Schema, only: list[str] | None) -> _Ch
     """The source, its SQL relation, its column names and the schema columns to encode (every one, or ``only``),
     after the header check."""
     src, names = _source(source, schema)
-    return source, src, names, check_file_columns(names, schema, str(source), only)
+    wanted = check_file_columns(names, schema, str(source), only)
+    checked_shape(source, schema, names)  # a ragged row: refused with its row number
+    return source, src, names, wanted
 
 
 class DuckDBEngine:
@@ -355,6 +356,7 @@ class DuckDBEngine:
         scans)."""
         src, names = _source(source, schema)
         columns = [c for c in schema.columns if c.name in names]
+        checked_shape(source, schema, names)
         with _connection(source) as con:
             _, distinct = _distinct(con, src, columns, source)
         return undeclared_values(columns, distinct, frozenset(schema.missing_values))

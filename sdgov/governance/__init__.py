@@ -42,6 +42,7 @@ _WHERE = {
     "registry_id": "controller",
     "release_signoff": "standing",
     "sign_standing": "standing",
+    "standing_artifacts": "standing",
     "write_pinned": "standing",
 }
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "registry_id",
     "release_signoff",
     "sign_standing",
+    "standing_artifacts",
     "write_pinned",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

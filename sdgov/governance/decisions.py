@@ -259,6 +259,11 @@ def decide(pause: Pause, submitted: Submitted, proposer: str) -> SignOff | Refus
     return signoff(pause, submitted, who, verified)
 
 
+def decided_message(s: SignOff, subject: str, sha256: str) -> str:
+    """The run log's line for a decision that counted: 'Carl Controller approved the release 3f5c…'."""
+    return f"{s.name} {'approved' if s.decision == 'approve' else 'rejected'} the {subject} {sha256[:12]}…"
+
+
 def rejection_message(pause: Pause, s: SignOff) -> str:
     msg = f"{s.name} ({s.role}) rejected the {pause.subject} {pause.sha256[:12]}…: nothing was released"
     return msg + (f" — {s.comment}" if s.comment else "")

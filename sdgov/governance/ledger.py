@@ -182,7 +182,6 @@ def spend_locked(
         "system",
         agreement_sha256=agreement_sha256,
         run_id=run_id,
-        decision="approve",
         artifacts=artifacts,
         comment=json.dumps(detail, sort_keys=True),
     )

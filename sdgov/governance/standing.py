@@ -28,16 +28,18 @@ verified"), so no reader mistakes it for a signed sign-off.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 from pydantic import Field
 
+from sdgov.base.atomic import atomic_write_text
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_json
-from sdgov.base.loading import load_model_file
+from sdgov.base.loading import load_model_file, parse_yaml
 from sdgov.base.model import Frozen
 from sdgov.governance.controller import check_controller_files, registry_id
 from sdgov.governance.signoff import Role, SignOff
@@ -45,6 +47,7 @@ from sdgov.identity.keys import verifies
 from sdgov.identity.names import check_name, same_person
 from sdgov.identity.statements import StandingStatement, decode_statement, encode_statement, signed_bytes
 from sdgov.registry.log import Registry
+from sdgov.registry.trail import SIGNED_AT
 
 
 class Person(Frozen):
@@ -94,6 +97,11 @@ def load_approvals(path: str | Path) -> StandingApproval:
     return a
 
 
+def _today() -> dt.date:
+    """Today's date in UTC: the day a lapse date is compared with."""
+    return dt.datetime.now(dt.UTC).date()
+
+
 @dataclass(frozen=True)
 class Verified:
     """The outcome of checking a standing approval against a registry: when each person signed (empty: unsigned,
@@ -119,7 +127,7 @@ def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, regi
             where,
             "have the controller approve the new agreement and update 'agreement_sha256'",
         )
-    if a.valid_until is not None and dt.datetime.now(dt.UTC).date() > a.valid_until:
+    if a.valid_until is not None and _today() > a.valid_until:
         raise SpecError(
             f"the standing approval lapsed on {a.valid_until.isoformat()}",
             where,
@@ -202,6 +210,12 @@ def sign_standing(path: str | Path, registry: Registry, signer: str, private_key
             str(path),
             "add both (the agreement hash 'sdgov validate' prints; a lapse date)",
         )
+    if _today() > a.valid_until:
+        raise SpecError(
+            f"the standing approval lapsed on {a.valid_until.isoformat()}: a signature would not make it valid",
+            str(path),
+            "set a new 'valid_until' (today or later; the existing signatures then no longer count) and sign again",
+        )
     stmt = StandingStatement(
         registry_id=registry_id(registry),
         approval_sha256=a.content_sha256(),
@@ -211,11 +225,48 @@ def sign_standing(path: str | Path, registry: Registry, signer: str, private_key
         time=utcnow(),
     )
     token = encode_statement(stmt, private_key_file)
-    text = path.read_text()
-    if not a.signatures and "signatures:" not in text:
-        text = text.rstrip("\n") + "\nsignatures:\n"
-    path.write_text(text.rstrip("\n") + f"\n  - {token}\n")
+    signed = a.model_copy(update={"signatures": [*a.signatures, token]})
+    atomic_write_text(path, _with_signatures(path.read_text(encoding="utf-8"), signed))
     return token
+
+
+def _with_signatures(text: str, signed: StandingApproval) -> str:
+    """``text`` with its top-level ``signatures`` replaced by ``signed``'s, as a block list (comments and layout
+    elsewhere kept as the controller wrote them). Whatever form the key had (absent, ``[]``, empty, a block list,
+    not last in the file), the result is checked to read back as ``signed``; if it would not, the file is written
+    afresh from ``signed`` (its comments lost, never its content): the next signer always finds valid YAML."""
+    block = "signatures:\n" + "".join(f"  - {t}\n" for t in signed.signatures)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        spans = [  # a block list ends with its last item (a block node's own end is the next key's start)
+            (k.start_mark.index, (v.value[-1] if isinstance(v, yaml.SequenceNode) and v.value else v).end_mark.index)
+            for k, v in (root.value if isinstance(root, yaml.MappingNode) else [])
+            if isinstance(k, yaml.ScalarNode) and k.value == "signatures"
+        ]
+    except yaml.YAMLError:
+        spans = []
+    if len(spans) == 1:
+        start, end = spans[0]
+        rest = text[end:]
+        first, newline, after = rest.partition("\n")
+        rest = after if not first.strip() and newline else rest.lstrip(" \t")
+        out = text[:start] + block + rest
+    else:
+        out = text.rstrip("\n") + "\n" + block
+    try:
+        again = StandingApproval.model_validate(parse_yaml(out))
+    except (ValueError, yaml.YAMLError):
+        again = None
+    if again != signed:
+        out = yaml.safe_dump(signed.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+    return out
+
+
+def standing_artifacts(s: SignOff) -> dict[str, str]:
+    """What the log records of the standing approval a sign-off applies: the time its person signed it, so the
+    trail shows the signature at its own time and the run's event as sdgov applying it."""
+    m = re.match(r"standing approval signed (\S+),", s.via)
+    return {SIGNED_AT: m.group(1) if m else "unsigned"}
 
 
 def _via(a: StandingApproval, v: Verified, name: str) -> str:

@@ -177,8 +177,12 @@ def measure_once(
                 agreed.agreement_sha256,
                 run_id,
                 {_name(registry, k): sha256_bytes(p) for k, p in sorted(persisted.items())},
-                f"{len(persisted)} noisy marginal(s) of dataset {fp[:12]}…, "
-                f"rho={math.fsum(rhos[k] for k in persisted) if plan.noise != 'none' else 0}{note}",
+                (
+                    f"{len(persisted)} exact marginal(s) of dataset {fp[:12]}… (noise: none, no privacy){note}"
+                    if plan.noise == "none"
+                    else f"{len(persisted)} noisy marginal(s) of dataset {fp[:12]}…, "
+                    f"rho={math.fsum(rhos[k] for k in persisted)}{note}"
+                ),
             )
         mset = _assemble(registry, fp, agreement, schema, plan, keys)
     out = Path(agreed.run_dir) / "measurements.json"

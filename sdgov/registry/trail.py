@@ -32,6 +32,7 @@ WHAT = {
     "release_approved": "approved the release candidate",
     "release_rejected": "rejected the release candidate",
     "release_blocked": "release blocked",
+    "run_failed": "the run failed: nothing was released",
     "released": "published the release",
     "phi_selected": "proposed Φ by private selection",
     "phi_reviewed": "reviewed the proposed Φ (pairs dropped or forced, and why)",
@@ -41,6 +42,10 @@ WHAT = {
 
 PERFORMED_BY_SDGOV = {"released"}
 """Events sdgov performs on a person's decision: the log names the approver, the trail says sdgov acted."""
+
+SIGNED_AT = "standing_approval_signed"
+"""The artifact of an event that applies a standing approval: when its person signed it, or ``unsigned``
+(sdgov/governance/standing.py writes it)."""
 
 DECISIONS = {
     "agreement_approved",
@@ -55,16 +60,56 @@ DECISIONS = {
 }
 """Events that record a person's decision: only these show it (a system event is never tagged [approve])."""
 
+EXACT = "(noise: none, no privacy)"
+"""How the ``measured`` event's comment marks marginals measured exactly (sdgov/measurement/store.py)."""
+
+STANDING_SUBJECT = {"agreement_signed": "the Φ agreement", "release_approved": "the release candidate"}
+
+
+def standing_signed(r: dict[str, Any]) -> str | None:
+    """For an event that applied a standing approval, when its person signed it ('' if the log does not say,
+    'unsigned' in a sandbox registry); None for any other event. sdgov applied it at the event's time."""
+    if r["event"] not in STANDING_SUBJECT:
+        return None
+    at = r["artifacts"].get(SIGNED_AT)
+    if isinstance(at, str):
+        return at
+    if r["event"] == "agreement_signed" or r["comment"].startswith("standing approval"):  # logs before the artifact
+        return ""
+    return None
+
 
 def readable(r: dict[str, Any]) -> tuple[str, str]:
-    """Who did it and what, as a reader should see it: sdgov publishes, on the approver's decision."""
+    """Who did it and what, as a reader should see it: sdgov publishes, on the approver's decision; sdgov applies a
+    standing approval, which its person signed at their own time."""
+    if r["event"] == "measured" and EXACT in r["comment"]:
+        return f"{r['who']} ({r['role']})", "measured and persisted the marginals exactly (no noise, no privacy)"
     if r["event"] in PERFORMED_BY_SDGOV:
         return "sdgov (system)", f"{r['what']}, approved by {r['who']} ({r['role']})"
+    at = standing_signed(r)
+    if at is not None:
+        when = {"": "", "unsigned": " (unsigned: typed names, not verified)"}.get(at, f" at {at}")
+        return (
+            "sdgov (system)",
+            f"applied the standing approval of {STANDING_SUBJECT[r['event']]} signed by {r['who']} ({r['role']}){when}",
+        )
     return f"{r['who']} ({r['role']})", r["what"]
 
 
-ARTIFACT_LABELS = {"agreement": "agreement.json (file)", "spec": "spec file"}
-"""One name per hash: the log's ``agreement`` artifact is the file's hash, not the agreement hash (canonical JSON)."""
+ARTIFACT_LABELS = {"spec": "spec file", "candidate": "release candidate hash", "release": "release candidate hash"}
+"""One name per hash (see :func:`artifact_label`)."""
+
+
+def artifact_label(r: dict[str, Any], name: str, value: object) -> str:
+    """What a logged artifact is: an agreement or budget decision names the agreement hash (the sha256 of the
+    agreement's canonical JSON); the agree stages name the run's agreement.json file, whose bytes hash otherwise."""
+    if name in ("agreement", "budget") and value == r["agreement_sha256"]:
+        return "agreement hash"
+    if name == "agreement":
+        return "agreement.json (file sha256)"
+    if name == SIGNED_AT:
+        return "standing approval signed"
+    return ARTIFACT_LABELS.get(name, name)
 
 
 def decision_of(r: dict[str, Any]) -> str:
@@ -174,7 +219,7 @@ def render_text(t: dict[str, Any]) -> str:
         if r["comment"]:
             lines.append(f"      comment: {r['comment']}")
         for k, v in r["artifacts"].items():
-            lines.append(f"      {ARTIFACT_LABELS.get(k, k)}: {v}")
+            lines.append(f"      {artifact_label(r, k, v)}: {v}")
     return "\n".join(lines)
 
 
@@ -200,7 +245,7 @@ def render_trail_html(t: dict[str, Any]) -> str:
         f"<td>{e(decision_of(r))}</td><td class='c'>{comment(r['comment'])}</td><td class='h'>"
         + (f"agreement hash {e(r['agreement_sha256'])}<br>" if r["agreement_sha256"] else "")
         + (f"release {e(r['release_id'])}<br>" if r["release_id"] else "")
-        + "".join(f"{e(ARTIFACT_LABELS.get(k, k))}: {e(v)}<br>" for k, v in r["artifacts"].items())
+        + "".join(f"{e(artifact_label(r, k, v))}: {e(v)}<br>" for k, v in r["artifacts"].items())
         + f"</td><td class='h'>{e(r['hash'])}</td></tr>"
         for r in t["events"]
     )
@@ -244,35 +289,58 @@ def to_prov(t: dict[str, Any]) -> dict[str, Any]:
         "used": {},
         "wasGeneratedBy": {},
         "wasDerivedFrom": {},
+        "actedOnBehalfOf": {},
+        "wasInformedBy": {},
     }
 
     def rel(kind: str, key: str, body: dict[str, Any]) -> None:
         doc[kind][f"_:{kind}{len(doc[kind])}_{key}"] = body
 
+    def agent(who: str, system: bool) -> str:
+        ag = f"agent:{_slug(who)}"
+        kind = "prov:SoftwareAgent" if system else "prov:Person"
+        doc["agent"].setdefault(ag, {"prov:label": who, "prov:type": {"$": kind, "type": "prov:QUALIFIED_NAME"}})
+        return ag
+
     for r in t["events"]:
-        ag = f"agent:{_slug(r['who'])}"
-        system = r["role"] == "system"
-        doc["agent"].setdefault(
-            ag,
-            {
-                "prov:label": r["who"],
-                "prov:type": {"$": "prov:SoftwareAgent" if system else "prov:Person", "type": "prov:QUALIFIED_NAME"},
-            },
-        )
         act = f"event:{r['seq']}"
         doc["activity"][act] = {
             "prov:startTime": r["time"],
             "prov:endTime": r["time"],
-            "prov:label": r["what"],
+            "prov:label": readable(r)[1],
             "prov:type": {"$": f"sdgov:{r['event']}", "type": "prov:QUALIFIED_NAME"},
-            "sdgov:decision": r["decision"],
+            "sdgov:decision": decision_of(r),
             "sdgov:comment": r["comment"],
             "sdgov:eventHash": r["hash"],
             "sdgov:prevHash": r["prev"],
             "sdgov:verified": t["verified"],
             "sdgov:dataset": r["dataset"],
         }
-        rel("wasAssociatedWith", str(r["seq"]), {"prov:activity": act, "prov:agent": ag, "prov:role": r["role"]})
+        signed = standing_signed(r)
+        if r["event"] in PERFORMED_BY_SDGOV or signed is not None:  # sdgov acts, on the person's decision
+            sdgov, person = agent("sdgov", True), agent(r["who"], False)
+            rel("wasAssociatedWith", str(r["seq"]), {"prov:activity": act, "prov:agent": sdgov, "prov:role": "system"})
+            rel(
+                "actedOnBehalfOf",
+                str(r["seq"]),
+                {"prov:delegate": sdgov, "prov:responsible": person, "prov:activity": act},
+            )
+            if signed:  # the person's own act: signing the standing approval, at its time
+                sig = f"{act}_signed"
+                doc["activity"][sig] = {
+                    "prov:startTime": signed,
+                    "prov:endTime": signed,
+                    "prov:label": f"signed the standing approval of {STANDING_SUBJECT[r['event']]}",
+                }
+                rel(
+                    "wasAssociatedWith",
+                    f"{r['seq']}_signed",
+                    {"prov:activity": sig, "prov:agent": person, "prov:role": r["role"]},
+                )
+                rel("wasInformedBy", str(r["seq"]), {"prov:informed": act, "prov:informant": sig})
+        else:
+            ag = agent(r["who"], r["role"] == "system")
+            rel("wasAssociatedWith", str(r["seq"]), {"prov:activity": act, "prov:agent": ag, "prov:role": r["role"]})
         if r["agreement_sha256"]:
             ent = f"agreement:{r['agreement_sha256']}"
             doc["entity"].setdefault(
@@ -286,8 +354,10 @@ def to_prov(t: dict[str, Any]) -> dict[str, Any]:
         for name, sha in r["artifacts"].items():
             if not (isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
                 continue  # e.g. a signature, not a content hash
+            if sha == r["agreement_sha256"]:
+                continue  # the agreement hash: the agreement entity above, not a file
             ent = f"sha256:{sha}"
-            doc["entity"].setdefault(ent, {"prov:label": name, "sdgov:sha256": sha})
+            doc["entity"].setdefault(ent, {"prov:label": artifact_label(r, name, sha), "sdgov:sha256": sha})
             kind = "wasGeneratedBy" if generated else "used"
             rel(
                 kind,

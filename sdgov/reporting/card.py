@@ -191,7 +191,7 @@ def _plain(clique: Clique, schema: Schema) -> str:
     return "how many people fall in each combination of " + ", ".join(clique[:-1]) + f" and {clique[-1]}"
 
 
-def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
+def not_preserved(agreement: Agreement, schema: Schema, exact: bool = False) -> list[str]:
     covered = [set(c) for c in agreement.cliques]
     out = []
     pairs = [p for p in itertools.combinations(agreement.attributes, 2) if not any(set(p) <= c for c in covered)]
@@ -214,7 +214,11 @@ def not_preserved(agreement: Agreement, schema: Schema) -> list[str]:
         "Individual records are not real people; no row can be linked to a respondent, and record-level "
         "analysis (e.g. small areas, rare combinations) is not supported."
     )
-    out.append("Every count carries noise: small cells and rare categories are unreliable.")
+    out.append(
+        "No count carries noise: the agreed tables were measured exactly, with no privacy protection."
+        if exact
+        else "Every count carries noise: small cells and rare categories are unreliable."
+    )
     return out
 
 
@@ -476,7 +480,7 @@ def build_card(inputs: CardInputs) -> Card:
         dataset=_dataset(i),
         attributes=_attributes(agreement, i.schema),
         phi=_phi(i),
-        not_preserved=not_preserved(agreement, i.schema),
+        not_preserved=not_preserved(agreement, i.schema, exact=plan.noise == "none"),
         privacy=plan,
         epsilon_pld=eps_pld,
         privacy_statement=privacy_statement(plan, eps_pld),

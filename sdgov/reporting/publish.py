@@ -65,6 +65,20 @@ def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: s
     )
 
 
+def log_failed(registry: Registry, agreed: Agreed, exc: BaseException) -> None:
+    """A run that broke after its agreement: say so in the hash-chained log (nothing was released), so the trail
+    never shows a drawn measurement as the last word of a run that ended in an error."""
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    registry.append(
+        "run_failed",
+        "sdgov",
+        "system",
+        agreement_sha256=agreed.agreement_sha256,
+        run_id=Path(agreed.run_dir).name,
+        comment=f"{type(exc).__name__}: {first}" if first else type(exc).__name__,
+    )
+
+
 def check_releasable(registry: Registry, agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff]) -> None:
     """Refuse unless the audit passed (a failed one is logged as blocking) and a release sign-off names the
     candidate's hash."""

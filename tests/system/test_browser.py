@@ -233,11 +233,18 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "self-approval",
             ["Approve the Φ agreement", "Privacy budget of this release"]
             + [run["sha256"][i : i + 16] for i in range(0, 64, 16)],
+            "sdgov1.e30.AA",  # the signature is required: the form is not sent without one
         )
         _wait(env, root, "agreement", 2, proc)
-        # typing the controller's name without his signature: refused too (the UI cannot tell who typed it)
+        # typing the controller's name without his signature (the field is required: a made-up one): refused too
         _decide_in_browser(
-            url, run["run_id"], "Carl Controller", "approve", "unsigned", ["was refused", "separation of duties"]
+            url,
+            run["run_id"],
+            "Carl Controller",
+            "approve",
+            "unsigned",
+            ["was refused", "separation of duties"],
+            "sdgov1.e30.AA",
         )
         _wait(env, root, "agreement", 3, proc)
         _decide_in_browser(
@@ -246,7 +253,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "Carl Controller",
             "approve",
             "agreed in the browser",
-            ["was refused", "is not signed"],
+            ["was refused", "is unreadable"],
             _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
         )
         rel = _wait(env, root, "release", 1, proc)

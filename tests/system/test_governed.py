@@ -124,11 +124,12 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     code, first_token, err = cli("sign", rid, "--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
     assert code == 0 and first_token.startswith("sdgov1."), err
 
-    # the form cannot be sent without a decision (the field has no default): the server refuses it
+    # the form cannot be sent without a decision or a signature (required fields): the server refuses it
     assert raw_resume(rid, approver="Carl Controller") == "REJECT"
+    assert raw_resume(rid, approver="Carl Controller", decision="approve") == "REJECT"
     assert pause_state(rid).is_paused()
-    # the attack: a raw resume naming the controller, unsigned → refused, logged, paused again
-    assert raw_resume(rid, approver="Carl Controller", decision="approve") == "ACCEPT"
+    # the attack: a raw resume naming the controller, unsigned (a blank) → refused, logged, paused again
+    assert raw_resume(rid, approver="Carl Controller", decision="approve", signature=" ") == "ACCEPT"
     again = wait_paused(root, "agreement", attempt=2, thread=t)
     assert "is not signed" in again["note"] and "paused again" in again["note"]
     # Carl's statement from the first pause, replayed: its nonce is spent → refused, paused again

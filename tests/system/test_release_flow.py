@@ -219,3 +219,41 @@ def _spec(tmp_path: Path) -> Path:
     from tests.conftest import make_demo_inputs
 
     return make_demo_inputs(tmp_path / "in", rows=2000)
+
+
+def test_noise_none_releases_exact_marginals_and_every_text_says_so(tmp_path, prefect_server):
+    """Issue 25: ``privacy: {noise: none}`` crashed after measuring (ρ None); it releases, and the card, the
+    release-candidate summary and the trail say the marginals are exact, with no privacy."""
+    from sdgov.flows.release import release_flow
+    from sdgov.registry.trail import build_trail, render_text
+    from tests.conftest import make_demo_inputs
+
+    root = init_registry(tmp_path / "registry")
+    spec = make_demo_inputs(
+        tmp_path / "in", rows=300, privacy={"noise": "none"}, phi={"marginals": [["Age", "Sex"], ["Sex", "Health"]]}
+    )
+    result = release_flow(spec_path=str(spec), registry_root=str(root))
+    md = Path(result.card_md).read_text()
+    assert "NO NOISE WAS ADDED" in md and "No count carries noise" in md and "Every count carries noise" not in md
+    trail = render_text(build_trail(Registry(root)))
+    assert "measured and persisted the marginals exactly (no noise, no privacy)" in trail
+    assert "noisy marginal" not in trail and Registry(root).verify() == []
+
+
+def test_a_run_that_breaks_after_its_agreement_is_recorded_as_failed(tmp_path, prefect_server, monkeypatch):
+    """Issue 25: a run that raised after its agreement left the log at 'measured'/'agreement_signed' with no word of
+    the failure; the log now ends with a 'run_failed' event naming the error."""
+    import sdgov.flows.release as flow_module
+    from tests.conftest import make_demo_inputs
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire\nsecond line")
+
+    monkeypatch.setattr(flow_module, "measure", broken)
+    root = init_registry(tmp_path / "registry")
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        flow_module.release_flow(spec_path=str(make_demo_inputs(tmp_path / "in", rows=300)), registry_root=str(root))
+    last = Registry(root).events()[-1]
+    assert (last.event, last.actor, last.role) == ("run_failed", "sdgov", "system")
+    assert last.comment == "RuntimeError: disk on fire" and last.run_id and last.agreement_sha256
+    assert Registry(root).verify() == []

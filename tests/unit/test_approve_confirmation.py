@@ -63,3 +63,25 @@ def test_scripts_pass_yes_and_hash_and_nothing_is_asked(monkeypatch):
         _confirmation(args(yes=True), PENDING)
     with pytest.raises(SdgovError, match="needs the first 8 characters of the release hash " + SHA):
         _confirmation(args(), PENDING)
+
+
+@pytest.mark.parametrize("subject", ["agreement", "release"])
+def test_the_form_requires_the_signature_and_puts_a_refusal_on_top(subject):
+    """Issue 25: the UI labelled "Signature" Optional (it had a default) though a decision counts only signed, and
+    a refusal's reason sat under the whole summary though the docs say it is on top. Only a sandbox registry (the
+    controller's allow_unsigned_ui_approvals) leaves the signature optional, and says so."""
+    from pydantic import ValidationError
+
+    from sdgov.flows.governed import form_for, with_note
+
+    form = form_for(subject, allow_unsigned=False)
+    schema = form.model_json_schema()
+    assert "signature" in schema["required"] and schema["properties"]["signature"]["title"] == "Signature"
+    fields = {"approver": "Carl Controller", "decision": "approve", "confirm_hash": "0123abcd"}
+    for unsigned in ({}, {"signature": ""}):
+        with pytest.raises(ValidationError):
+            form(**fields, **unsigned)
+    sandbox = form_for(subject, allow_unsigned=True).model_json_schema()
+    assert "signature" not in sandbox["required"] and "optional" in sandbox["properties"]["signature"]["title"]
+    text = with_note("## Approve the release candidate\n\nΦ …", "Attempt 1 by 'Carl Controller' was refused: …")
+    assert text.startswith("> **Attempt 1 by 'Carl Controller' was refused") and text.endswith("Φ …")

@@ -149,9 +149,12 @@ def _lines() -> list[str]:
     [
         (lambda rows: rows.__setitem__(2500, "3,x,1,hi"), "column 'c1': non-integer value(s) for integer codes"),
         (lambda rows: rows.__setitem__(2600, "0,1,2,hi"), "1 row(s) disagree with the lookup from 'c0' (first at"),
-        (lambda rows: rows.__setitem__(2700, "0,1,2,lo,7"), "not a readable CSV ("),
+        (lambda rows: rows.__setitem__(2700, "0,1,2,lo,7"), "row 2,701 (line 2,702) has 5 field(s)"),
+        # issue 25: extra empty fields were dropped silently, a short row padded with empty fields
+        (lambda rows: rows.__setitem__(2700, "0,1,2,lo" + "," * 10_000), "row 2,701 (line 2,702) has 10,004"),
+        (lambda rows: rows.__setitem__(1200, "0,1,2"), "row 1,201 (line 1,202) has 3 field(s)"),
     ],
-    ids=["undeclared-value", "lookup-disagrees", "extra-field"],
+    ids=["undeclared-value", "lookup-disagrees", "extra-field", "extra-empty-fields", "short-row"],
 )
 def test_the_dask_path_refuses_bad_data_in_one_line_like_duckdb(
     on_cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mutate, expect
@@ -214,3 +217,35 @@ def test_the_generate_stage_picks_the_dask_executor_for_the_dask_engine(monkeypa
 class _FakeClient:
     def nthreads(self) -> dict[str, int]:
         return {"w1": 1, "w2": 1}
+
+
+def test_line_endings_and_quoted_line_breaks_read_alike(on_cluster, tmp_path: Path) -> None:
+    """Issue 25: a file whose lines end in CR alone was 'the file is empty', and a quoted line break (RFC 4180) was
+    refused by the embedded engine though the docs say it reads one. Both engines and the in-memory reader read LF,
+    CRLF and CR alike (the CR file cut into several Dask partitions); the embedded engine and the in-memory reader
+    read a quoted line break, which the Dask engine refuses with the true reason, naming its line."""
+    from sdgov.base.errors import DataError
+    from sdgov.data.encoding import encode, read_csv_strict
+    from sdgov.data.schema import Schema
+
+    cols = [{"name": f"c{i}", "categories": [{"code": j, "label": str(j)} for j in range(3)]} for i in range(2)]
+    schema = Schema.model_validate({"name": "nl", "identifiers": ["id"], "columns": cols})
+    text = "id,c0,c1\n" + "".join(f"p{i},{i % 3},{i * 7 % 3}\n" for i in range(6000))
+    reference = encode(read_csv_strict(_text(tmp_path / "lf.csv", text)), schema)
+    for name, newline in (("crlf", "\r\n"), ("cr", "\r")):
+        source = _text(tmp_path / f"{name}.csv", text.replace("\n", newline))
+        embedded, _ = _same_encoding(source, schema, tmp_path, file_order=True)
+        pd.testing.assert_frame_equal(pd.read_parquet(embedded), reference)
+        pd.testing.assert_frame_equal(encode(read_csv_strict(source), schema), reference)
+    quoted = _text(tmp_path / "quoted.csv", text.replace("p1,", '"p\n1",').replace("p2,", '"p,\r\n2",'))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(engine("duckdb").encode(quoted, schema, tmp_path / "q.parquet").path), reference
+    )
+    pd.testing.assert_frame_equal(encode(read_csv_strict(quoted), schema), reference)
+    with pytest.raises(DataError, match="line 3 holds a line break inside a quoted field, which the Dask engine"):
+        engine("dask").encode(quoted, schema, tmp_path / "q-dask.parquet")
+
+
+def _text(path: Path, text: str) -> Path:
+    path.write_bytes(text.encode())
+    return path

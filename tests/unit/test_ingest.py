@@ -107,7 +107,7 @@ def test_schema_check_lists_undeclared_values_and_writes_nothing(adult) -> None:
 @pytest.mark.parametrize(
     "mutate, expect",
     [
-        (lambda rs: rs[3].append("7"), "not a readable CSV"),  # a 16th field
+        (lambda rs: rs[3].append("7"), "row 4 (line 4) has 16 field(s), but the file has 15"),  # no header row
         (lambda rs: rs[3].__setitem__(9, "?"), "'sex': 1 empty/NaN or missing-token value(s)"),  # no missing_as
         (lambda rs: rs[3].__setitem__(0, "?"), "'age': 1 empty/NaN or missing-token value(s)"),
         (lambda rs: rs[3].__setitem__(0, "seventeen"), "'age': non-numeric value(s)"),

@@ -215,6 +215,16 @@ SCHEMA_CASES: list[Case] = [
         _schema(lambda d: d["identifiers"].append("Region")),
         ["schema.yaml", "['Region']", "more than once"],
     ),
+    (  # issue 25: an attribute name with a path separator was accepted
+        "schema-attribute-name-path",
+        _schema(lambda d: d["columns"][0].update({"name": "../../../tmp/x"})),
+        ["schema.yaml", "'../../../tmp/x'", "path separator"],
+    ),
+    (
+        "schema-attribute-name-control-character",
+        _schema(lambda d: d["columns"][0].update({"name": "Re\ngion"})),
+        ["schema.yaml", "'Re\\ngion'", "control character"],
+    ),
     (
         "schema-unknown-key",
         _schema(lambda d: d["columns"][0].update({"colour": "red"})),
@@ -289,15 +299,20 @@ DATA_CASES: list[Case] = [
         lambda i: i.edit_csv(_set_cell("Education", 5, "")),
         ["data.csv", "'Education'", "1 empty/NaN value(s)"],
     ),
-    (
+    (  # issue 25: a short row was padded with empty fields (refused only where the column allows no empty value)
         "data-short-row",
         lambda i: _csv_text(i, lambda ls: ls + [",".join(ls[1].split(",")[:-1])]),
-        ["data.csv", "'Health'", "empty/NaN"],
+        ["data.csv", f"row {ROWS + 1} (line {ROWS + 2}) has", "field(s), but the file has"],
     ),
     (
         "data-ragged-row",
         lambda i: _csv_text(i, lambda ls: ls[:10] + [ls[10] + ",1,2,3"] + ls[11:]),
-        ["data.csv", "not a readable CSV"],
+        ["data.csv", "row 10 (line 11) has", "field(s), but the file has"],
+    ),
+    (  # issue 25: extra empty fields were dropped silently
+        "data-row-with-extra-empty-fields",
+        lambda i: _csv_text(i, lambda ls: ls[:5] + [ls[5] + "," * 100_000] + ls[6:]),
+        ["data.csv", "row 5 (line 6) has", "field(s), but the file has"],
     ),
     ("data-header-only", lambda i: _csv_text(i, lambda ls: ls[:1]), ["data.csv", "no data rows"]),
     ("data-empty-file", lambda i: i.write("data.csv", ""), ["data.csv", "empty"]),

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sdgov.base.errors import SpecError
+from sdgov.governance import standing
 from sdgov.governance.standing import (
     agreement_signoffs,
     load_approvals,
@@ -104,14 +105,16 @@ def test_a_signature_for_another_registry_does_not_replay_here(tmp_path: Path) -
         _verify(path, Registry(tmp_path / "b"))
 
 
-def test_another_agreement_or_a_lapsed_approval_is_refused(governed, tmp_path: Path) -> None:
+def test_another_agreement_or_a_lapsed_approval_is_refused(governed, tmp_path: Path, monkeypatch) -> None:
     reg, keys = governed
     path = _approval(tmp_path / "approvals.yaml")
     _sign_all(path, reg, keys)
     with pytest.raises(SpecError, match="covers agreement"):
         _verify(path, reg, agreement="ef" * 32)
     old = _approval(tmp_path / "old.yaml", valid_until="2020-01-31")
-    _sign_all(old, reg, keys)
+    with monkeypatch.context() as m:  # signed while it was still in force
+        m.setattr(standing, "_today", lambda: dt.date(2020, 1, 1))
+        _sign_all(old, reg, keys)
     with pytest.raises(SpecError, match="lapsed on 2020-01-31"):
         _verify(old, reg)
 
@@ -147,3 +150,35 @@ def test_the_sign_command_signs_and_refuses_a_stranger_in_one_line(governed, tmp
     assert main([*args, str(keys["Carl Controller"]), "--as", "Carl Controller", "--json"]) == 0
     assert '"signer": "Carl Controller"' in capsys.readouterr().out
     _verify(path, reg)
+
+
+@pytest.mark.parametrize(
+    "signatures",
+    [
+        "signatures: []\n",
+        "signatures: [] \n# the end\n",
+        "signatures: []  # appended by sdgov\n",
+        "signatures: []\ndescription: x\n",
+    ],
+)
+def test_every_signature_leaves_yaml_the_next_signer_reads(governed, tmp_path: Path, signatures: str) -> None:
+    """Issue 25: on a file with ``signatures: []`` the first signature was appended after the ``[]``, which no YAML
+    reader accepts, and the next signer could not sign. Signed twice, by two keys, the file loads and verifies."""
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml")
+    path.write_text(path.read_text() + signatures)
+    _sign_all(path, reg, keys)
+    assert len(load_approvals(path).signatures) == 2 and "# the controller's comment survives" in path.read_text()
+    assert set(_verify(path, reg).signed_at) == {"Ada Analyst", "Carl Controller"}
+
+
+def test_signing_a_lapsed_approval_is_refused_in_one_line(governed, tmp_path: Path, capsys) -> None:
+    from sdgov.flows.cli import main
+
+    reg, keys = governed
+    path = _approval(tmp_path / "approvals.yaml", valid_until="2020-01-31")
+    before = path.read_bytes()
+    args = ["approvals", "sign", str(path), "--root", str(reg.root), "--key", str(keys["Ada Analyst"])]
+    assert main([*args, "--as", "Ada Analyst"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lapsed on 2020-01-31" in err and path.read_bytes() == before
