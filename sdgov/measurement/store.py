@@ -116,7 +116,7 @@ def measure_once(
     with registry.lock():
         policy, policy_sha = load_policy(registry.root)
         limits, entry = policy.limits(fp, name)
-        plan = planned(limits, agreement, n)
+        plan = planned(limits, agreement)
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
@@ -249,12 +249,12 @@ def logged_statistic(registry: Registry, events: list[Event], key: str) -> Event
 
 
 def assemble_logged(
-    registry: Registry, fingerprint: str, name: str, rows: int, agreement: Agreement, schema: Schema, where: str
+    registry: Registry, fingerprint: str, name: str, agreement: Agreement, schema: Schema, where: str
 ) -> MeasurementSet:
     """ψ from statistics already drawn (``sdgov stage measure``): never draws; RegistryError if one is missing."""
     policy, _ = load_policy(registry.root)
     limits, _ = policy.limits(fingerprint, name)
-    plan = planned(limits, agreement, rows)
+    plan = planned(limits, agreement)
     events = registry.verified_events()
     keys = statistic_keys(fingerprint, agreement, plan)
     if any(logged_statistic(registry, events, k) is None for k in keys.values()):

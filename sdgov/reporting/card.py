@@ -230,6 +230,8 @@ def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
         f"neighbouring datasets that differ by {plan.neighbours} (the zCDP bound: it holds for any ρ-zCDP "
         "mechanism)."
     )
+    if plan.delta_source:
+        s += f" Where δ comes from: {plan.delta_source} — never from the confidential data or its record count."
     if plan.selection_rho and plan.selection_method == "aim":
         s += (
             f" Φ itself was chosen by private selection (AIM): ρ = {plan.selection_rho:.6g} of that total went to "

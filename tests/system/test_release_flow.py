@@ -64,8 +64,9 @@ def test_card_privacy_numbers_are_consistent(released):
     assert p["rho"] <= p["rho_budget"] * (1 + 1e-9)
     assert p["epsilon"] == pytest.approx(epsilon_of_rho(p["rho"], p["delta"]), rel=1e-9)
     assert p["epsilon"] == pytest.approx(1.0, rel=1e-6)  # the demo asked for ε = 1
-    assert p["delta"] == 1e-4  # 3,000 records → 10^-ceil(log10 3000)
+    assert p["delta"] == 1e-9  # the policy's fixed default: never 10^-ceil(log10 N), which gave N's magnitude
     html = Path(released["result"].card_html).read_text()
+    assert "Where δ comes from" in html and "policy default δ = 1e-09" in html
     for m in p["marginals"]:
         assert " × ".join(m["clique"]) in html
     assert f"{p['epsilon']:.4g}" in html and "<svg" in html
