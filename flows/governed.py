@@ -55,7 +55,7 @@ from sdgov.governance import decisions, ledger
 from sdgov.governance.controller import check_controller_files, registry_id
 from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI's confirmation prompt reads it here
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
-from sdgov.governance.policy import check_plan_allowed
+from sdgov.governance.policy import check_plan_allowed, rows_warning
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
@@ -417,7 +417,15 @@ def _agree(
             run.decision(
                 "agreement",
                 run.sha,
-                agreement_md(agreement, run.sha, proposer, plan, run.account(), agreed.data.fingerprint),
+                agreement_md(
+                    agreement,
+                    run.sha,
+                    proposer,
+                    plan,
+                    run.account(),
+                    agreed.data.fingerprint,
+                    note=rows_warning(agreement, agreed.data.rows) or "",
+                ),
                 summary={
                     "phi": [" × ".join(c) for c in agreement.cliques],
                     "epsilon": None if plan.noise == "none" else plan.epsilon,

@@ -220,3 +220,14 @@ def _spec(tmp_path: Path) -> Path:
     from tests.conftest import make_demo_inputs
 
     return make_demo_inputs(tmp_path / "in", rows=2000)
+
+
+def test_rows_equal_to_n_is_flagged_in_the_evidence_report_not_on_the_card(released):
+    # the shared release asks for rows = 3,000 = the true record count: the controller is told, the public is not
+    [run_dir] = (released["root"] / "runs").iterdir()
+    evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
+    assert evidence["real_rows"] == 3000
+    assert any("exactly the confidential dataset's true record count" in w for w in evidence["warnings"])
+    assert "true record count" in (run_dir / "evidence" / "evidence.html").read_text()
+    for name in ("card.html", "card.md", "card.json"):
+        assert "true record count" not in (Path(released["result"].path) / name).read_text()

@@ -120,3 +120,16 @@ def test_discrete_gaussian_noise_has_the_planned_scale():
 def test_two_draws_differ_no_seed_is_stored():
     a, b = add_noise(np.zeros(100, dtype=np.int64), 5.0), add_noise(np.zeros(100, dtype=np.int64), 5.0)
     assert (a != b).any()
+
+
+def test_rows_equal_to_n_is_flagged_for_the_controller_only(tmp_path):
+    """A spec asking for exactly N synthetic rows would publish N (App 1 did): the controller is warned, in the
+    agreement's pause form and the evidence report; rows left out default to ψ's noisy total."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.policy import rows_warning
+    from tests.conftest import make_demo_inputs
+
+    ag = load_spec(make_demo_inputs(tmp_path, rows=50)).agreement  # the spec's rows = the data's 50 records
+    assert rows_warning(ag, 51) is None and rows_warning(ag.model_copy(update={"rows": None}), 50) is None
+    warning = rows_warning(ag, 50)
+    assert warning is not None and "exactly the confidential dataset's true record count" in warning
