@@ -60,6 +60,7 @@ from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
+from sdgov.reporting.card import Card, privacy_headline
 from sdgov.reporting.draft import audit_sections
 from sdgov.reporting.publish import ReleaseCandidate, log_blocked
 from sdgov.reporting.verdict import overall_verdict
@@ -500,11 +501,13 @@ def _release_form(
     if evaluated.draft.evidence_report is not None:
         evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+    headline = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes()).epsilon  # as the card says
     sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
     summary = {
         "phi": [" × ".join(c) for c in agreement.cliques],
         "epsilon": None if plan.noise == "none" else plan.epsilon,
         "delta": None if plan.noise == "none" else plan.delta,
+        "privacy_headline": None if headline is None else privacy_headline(headline),
         "verdict": overall_verdict(report, sections).label,
         "draft_card": evaluated.draft.card_html.path,
         "draft_card_md": evaluated.draft.card_md.path,
@@ -522,6 +525,7 @@ def _release_form(
         evidence,
         full,
         sections=sections,
+        epsilon=headline,
     )
     return description, summary
 
