@@ -41,6 +41,7 @@ _WHERE = {
     "record_review_refused": "decisions",
     "registry_id": "controller",
     "release_signoff": "standing",
+    "rows_warning": "policy",
     "sign_standing": "standing",
     "write_pinned": "standing",
 }
@@ -78,6 +79,7 @@ __all__ = [
     "record_review_refused",
     "registry_id",
     "release_signoff",
+    "rows_warning",
     "sign_standing",
     "write_pinned",
 ]
