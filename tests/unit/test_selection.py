@@ -253,6 +253,10 @@ def test_the_card_states_the_selection_budget():
     text = privacy_statement(plan)
     assert f"ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to the exponential mechanism" in text
     assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], delta=1e-3))
+    # the PLD figure composed only the marginals' Gaussians and left the selection's ρ out: no PLD ε then
+    from sdgov.agreement.accounting import epsilon_pld
+
+    assert epsilon_pld(plan) is None and epsilon_pld(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")])) is not None
 
 
 def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(tmp_path, monkeypatch):
