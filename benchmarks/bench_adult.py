@@ -75,7 +75,7 @@ def sdgov_spec_phi(real, schema, agreement, eps, delta, rows, seed, inference=No
     t0, c0 = time.perf_counter(), time.process_time()
     attrs, cliques = agreement.attributes, list(agreement.cliques)
     p = agreement.privacy.model_copy(update={"epsilon": eps, "delta": delta})
-    plan = plan_privacy(p, cliques, len(real))
+    plan = plan_privacy(p, cliques)
     mset = MeasurementSet(
         agreement_sha256="bench",
         dataset_fingerprint="bench",

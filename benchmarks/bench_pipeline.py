@@ -154,7 +154,7 @@ def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path
         reps = -(-n // len(base))
         df = base if reps == 1 else pd.concat([base] * reps, ignore_index=True)
         df = df.iloc[:n].reset_index(drop=True) if len(df) != n else df
-        plan = plan_privacy(agreement.privacy, agreement.cliques, n)  # δ depends on N; not timed
+        plan = plan_privacy(agreement.privacy, agreement.cliques)  # not timed
         repeats = 3 if n <= 500_000 else 1
         t_enc, t_meas = [], []
         for _ in range(repeats):

@@ -529,7 +529,7 @@ def main() -> None:
         loaded = load_spec(SPEC)
         ag = loaded.agreement
         codes = load_encoded(EXTRACT, loaded.schema_)
-        plan = plan_privacy(ag.privacy, ag.cliques, len(codes))
+        plan = plan_privacy(ag.privacy, ag.cliques)
         mset = measure_agreement(codes, loaded.schema_, ag, plan, "bench")
         model = fit_pgm(mset, ag.generator.model_copy(update={"iterations": 300}))
         with tempfile.TemporaryDirectory(prefix="bench-model-") as tmp:

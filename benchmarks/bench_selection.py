@@ -69,7 +69,7 @@ def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed
     """The release of a proposed Φ: its cliques measured with what the selection leaves (the 1-ways ``m1`` reused),
     the pgm fit, sdgov's sampler. Returns the synthetic frame, the plan and the fitted model."""
     ones = [(a,) for a in attrs]
-    plan = plan_privacy(p, ones + list(cliques), len(real))
+    plan = plan_privacy(p, ones + list(cliques))
     m2 = measure_cliques(real, schema, list(cliques), plan.sigmas)
     mset = MeasurementSet(
         agreement_sha256="bench",
@@ -93,7 +93,7 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
     p = PrivacySpec(epsilon=eps, delta=delta, selection=SelectionSpec(share=share, one_way=one_way, extra=extra))
     ones = [(a,) for a in attrs]
     limit = LimitsSpec(max_exact_cells=exact_cells).exact_cells()
-    plan1 = plan_privacy(p, ones, len(real))
+    plan1 = plan_privacy(p, ones)
     m1 = measure_cliques(real, schema, ones, plan1.sigmas)
     assert plan1.selection_rho is not None
     proposal = select_mst(
@@ -127,7 +127,7 @@ def sdgov_aim(
     sel = SelectionSpec(method="aim", share=share, one_way=one_way, rounds=aim_rounds)
     p = PrivacySpec(epsilon=eps, delta=delta, selection=sel)
     ones = [(a,) for a in attrs]
-    plan1 = plan_privacy(p, ones, len(real))
+    plan1 = plan_privacy(p, ones)
     m1 = measure_cliques(real, schema, ones, plan1.sigmas)
     assert plan1.selection_rho is not None
     plugin = registry.generator("pgm")
@@ -159,7 +159,7 @@ def sdgov_all_pairs(real, schema, attrs, eps, delta, rows, seed, iterations):
     sizes = schema.domain(attrs)
     p = PrivacySpec(epsilon=eps, delta=delta)
     cliques = list(itertools.combinations(attrs, 2))
-    plan = plan_privacy(p, cliques, len(real))
+    plan = plan_privacy(p, cliques)
     m = measure_cliques(real, schema, cliques, plan.sigmas)
     mset = MeasurementSet(
         agreement_sha256="bench",

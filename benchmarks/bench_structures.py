@@ -89,7 +89,7 @@ def main() -> None:
         }
     )
     ag = resolve(spec, schema)
-    mset = measure_agreement(codes, schema, ag, plan_privacy(ag.privacy, ag.cliques, len(codes)), "bench")
+    mset = measure_agreement(codes, schema, ag, plan_privacy(ag.privacy, ag.cliques), "bench")
     zeros = schema.zero_cells()
     plugin = generator("pgm")
     plain = schema.model_copy(update={"lookups": [], "structural_zeros": []})

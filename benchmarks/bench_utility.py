@@ -67,7 +67,7 @@ def synthesize(
         update["attributes"] = None
     s = spec.model_copy(update=update)
     agreement = resolve(s, schema)
-    plan = plan_privacy(agreement.privacy, agreement.cliques, len(real))
+    plan = plan_privacy(agreement.privacy, agreement.cliques)
     mset = measure_agreement(real, schema, agreement, plan, "benchmark")
     model = registry.generator(agreement.generator.name).fit(mset, agreement.generator)
     data = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, len(real), seed)], ignore_index=True)

@@ -55,11 +55,12 @@ from sdgov.governance import decisions, ledger
 from sdgov.governance.controller import check_controller_files, load_config, registry_id
 from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI's confirmation prompt reads it here
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
-from sdgov.governance.policy import check_plan_allowed
+from sdgov.governance.policy import check_plan_allowed, rows_warning
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
+from sdgov.reporting.card import Card, privacy_headline
 from sdgov.reporting.draft import audit_sections
 from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
 from sdgov.reporting.verdict import overall_verdict
@@ -454,7 +455,15 @@ def _agree(
             run.decision(
                 "agreement",
                 run.sha,
-                agreement_md(agreement, run.sha, proposer, plan, run.account(), agreed.data.fingerprint),
+                agreement_md(
+                    agreement,
+                    run.sha,
+                    proposer,
+                    plan,
+                    run.account(),
+                    agreed.data.fingerprint,
+                    note=rows_warning(agreement, agreed.data.rows) or "",
+                ),
                 summary={
                     "phi": [" × ".join(c) for c in agreement.cliques],
                     "epsilon": None if plan.noise == "none" else plan.epsilon,
@@ -529,11 +538,13 @@ def _release_form(
     if evaluated.draft.evidence_report is not None:
         evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+    headline = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes()).epsilon  # as the card says
     sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
     summary = {
         "phi": [" × ".join(c) for c in agreement.cliques],
         "epsilon": None if plan.noise == "none" else plan.epsilon,
         "delta": None if plan.noise == "none" else plan.delta,
+        "privacy_headline": None if headline is None else privacy_headline(headline),
         "verdict": overall_verdict(report, sections).label,
         "draft_card": evaluated.draft.card_html.path,
         "draft_card_md": evaluated.draft.card_md.path,
@@ -551,6 +562,7 @@ def _release_form(
         evidence,
         full,
         sections=sections,
+        epsilon=headline,
     )
     return description, summary
 

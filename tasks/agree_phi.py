@@ -11,11 +11,16 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
+<<<<<<< HEAD
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.standing import agreement_signoffs, standing_artifacts
+=======
+from sdgov.governance.policy import check_plan_allowed, rows_warning
+from sdgov.governance.standing import agreement_signoffs
+>>>>>>> h/epsilon
 from sdgov.intake.inputs import check_inputs
 from sdgov.registry.log import Registry
-from sdgov.tasks.common import stage
+from sdgov.tasks.common import logger, stage
 
 VERSION = "1.2.0"  # 1.2: standing approvals signed with registered keys; 1.1: codes.parquet for later stages
 
@@ -28,6 +33,8 @@ def agree_phi(
         checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
         ag, data = checked.loaded.agreement, checked.data
         check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
+        if warning := rows_warning(ag, data.rows):  # the controller's log and evidence report, never the card
+            logger().warning("for the data controller: %s", warning)
         signoffs = agreement_signoffs(
             checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(registry_root)
         )

@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
+from sdgov.reporting.card import Card, epsilon_rows
 from sdgov.reporting.draft import Drafted, audit_sections, write_draft
 from sdgov.reporting.publish import ReleaseCandidate
 from sdgov.reporting.verdict import overall_verdict
@@ -98,11 +99,15 @@ def summary_artifact(candidate: ReleaseCandidate) -> None:
     """Φ, ε/δ, the overall verdict and the full candidate hash, as a table artifact on the flow run."""
     plan = PrivacyPlan.model_validate_json(candidate.measured.privacy_plan.verified().read_bytes())
     audit = AuditReport.model_validate_json(candidate.audited.report.verified().read_bytes())
+    headline = Card.model_validate_json(candidate.draft.card_json.verified().read_bytes()).epsilon  # the card's
+    privacy = (
+        [{"item": "ε", "value": "none (no noise)"}]
+        if headline is None
+        else [{"item": label, "value": value} for label, value in epsilon_rows(headline)]
+    )
     rows = [
         {"item": "Φ (agreed tables)", "value": "; ".join(" × ".join(m.clique) for m in plan.marginals)},
-        {"item": "ε", "value": "none (no noise)" if plan.noise == "none" else f"{plan.epsilon:.4g}"},
-        {"item": "δ", "value": "—" if plan.noise == "none" else f"{plan.delta:.3g}"},
-        {"item": "ρ (zCDP)", "value": "none (exact marginals, no privacy)" if plan.rho is None else f"{plan.rho:.6g}"},
+        *privacy,
         {"item": "overall verdict", "value": overall_verdict(audit, audit_sections(candidate.audited)).label},
         {"item": "candidate hash (type its first 8 characters to approve)", "value": candidate.sha256},
         {"item": "draft card", "value": candidate.draft.card_html.path},

@@ -349,7 +349,9 @@ def approval_summary(p: dict[str, Any]) -> str:
     lines = [f"sdgov: run {p['run_id']} awaits a decision on the {p['subject']} proposed by {p.get('proposer', '?')}"]
     if s.get("phi"):
         lines.append("  Φ: " + "; ".join(s["phi"]))
-        lines.append("  privacy: " + (eps or f"ε = {s['epsilon']:.4g}, δ = {s['delta']:.3g}"))
+        lines.append(
+            "  privacy: " + (eps or s.get("privacy_headline") or f"ε = {s['epsilon']:.4g}, δ = {s['delta']:.3g}")
+        )
     if s.get("verdict"):
         lines.append(f"  overall verdict: {s['verdict']}")
     lines.append(f"  {p['subject']} hash: {p['sha256']}")

@@ -75,9 +75,7 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     registry = Registry(args.root)
     data = validated_data(loaded.data_path, loaded.schema_, loaded.spec.engine)
     ag = loaded.agreement
-    mset = assemble_logged(
-        registry, data.fingerprint, ag.dataset_name, data.rows, ag, loaded.schema_, str(loaded.spec_path)
-    )
+    mset = assemble_logged(registry, data.fingerprint, ag.dataset_name, ag, loaded.schema_, str(loaded.spec_path))
     payload = (mset.model_dump_json(indent=None) + "\n").encode()
     out = Path(args.out)
     if out.exists() and out.read_bytes() != payload:

@@ -28,9 +28,10 @@ NEIGHBOURS = "add/remove one record (unbounded DP)"
 MECHANISM = "discrete Gaussian (OpenDP make_gaussian on integer counts), zCDP"
 
 
-def default_delta(n_records: int) -> float:
-    """ONS rule: δ = 10^-ceil(log10 N), i.e. below 1/N."""
-    return 10.0 ** -math.ceil(math.log10(max(n_records, 2)))
+DEFAULT_DELTA = 1e-9
+"""δ when neither the spec nor the controller's policy sets one (:func:`sdgov.governance.policy.policy_delta`):
+fixed, never computed from the data — δ = 10^-ceil(log10 N) would print N's order of magnitude on the card."""
+DEFAULT_DELTA_SOURCE = f"the fixed default δ = {DEFAULT_DELTA:g} (no policy consulted)"
 
 
 @cache
@@ -85,6 +86,7 @@ class PrivacyPlan(Frozen):
     rho: float | None
     epsilon: float | None
     delta: float | None
+    delta_source: str | None = None  # where δ came from (the policy, its public bound on N, or the spec): never N
     sigma_floor: float | None
     floor_binding: bool
     floor_max_epsilon: float | None
@@ -98,12 +100,19 @@ class PrivacyPlan(Frozen):
 
 
 def plan_privacy(
-    p: PrivacySpec, cliques: list[Clique], n_records: int, sigma_floor: float | None = None
+    p: PrivacySpec,
+    cliques: list[Clique],
+    *,
+    delta: float = DEFAULT_DELTA,
+    delta_source: str = DEFAULT_DELTA_SOURCE,
+    sigma_floor: float | None = None,
 ) -> PrivacyPlan:
     """Resolve a privacy spec into σ per marginal, ρ spent, and (ε, δ).
 
-    ``n_records`` only sets the default δ (ONS rule); it never changes σ for a ρ budget. ``sigma_floor`` is the
-    data controller's (:mod:`sdgov.governance.policy`); a spec's own ``sigma_floor`` can only raise it.
+    ``delta`` is the controller's (:func:`sdgov.governance.policy.policy_delta`, said where it came from in
+    ``delta_source``), used when the spec gives none; nothing here sees the data or its record count.
+    ``sigma_floor`` is the data controller's (:mod:`sdgov.governance.policy`); a spec's own ``sigma_floor`` can
+    only raise it.
     """
     if p.noise == "none":
         return PrivacyPlan(
@@ -119,7 +128,8 @@ def plan_privacy(
             floor_max_epsilon=None,
             marginals=[MarginalBudget(clique=c, weight=0.0, sigma=0.0, rho=None) for c in cliques],
         )
-    delta = p.delta if p.delta is not None else default_delta(n_records)
+    if p.delta is not None:
+        delta, delta_source = float(p.delta), "the agreement (privacy.delta), within the controller's policy"
     weights = _weights(p, cliques)
     if p.sigma is not None:
         sigmas = [float(p.sigma)] * len(cliques)
@@ -153,6 +163,7 @@ def plan_privacy(
         rho=rho,
         epsilon=epsilon_of_rho(rho, delta),
         delta=delta,
+        delta_source=delta_source,
         sigma_floor=floor,
         floor_binding=floor_binding,
         floor_max_epsilon=floor_max,
@@ -162,14 +173,23 @@ def plan_privacy(
     )
 
 
-def plan_agreement(agreement: Agreement, n_records: int, sigma_floor: float | None = None) -> PrivacyPlan:
+def plan_agreement(
+    agreement: Agreement,
+    *,
+    delta: float = DEFAULT_DELTA,
+    delta_source: str = DEFAULT_DELTA_SOURCE,
+    sigma_floor: float | None = None,
+) -> PrivacyPlan:
     """The agreement's plan: :func:`plan_privacy` of its Φ — or, for a split synthesis, of every part's Φ at the
     part's share, each marginal tagged with its part and the parts' ρ added (sequential composition:
     conservative, as a record is in exactly one part and parallel composition would allow the maximum)."""
     if agreement.split is None:
-        return plan_privacy(agreement.privacy, agreement.cliques, n_records, sigma_floor=sigma_floor)
+        return plan_privacy(
+            agreement.privacy, agreement.cliques, delta=delta, delta_source=delta_source, sigma_floor=sigma_floor
+        )
     plans = {
-        p.name: plan_privacy(p.privacy, p.cliques, n_records, sigma_floor=sigma_floor) for p in agreement.split.parts
+        p.name: plan_privacy(p.privacy, p.cliques, delta=delta, delta_source=delta_source, sigma_floor=sigma_floor)
+        for p in agreement.split.parts
     }
     first = next(iter(plans.values()))
     marginals = [m.model_copy(update={"part": name}) for name, plan in plans.items() for m in plan.marginals]
@@ -223,24 +243,34 @@ def _weights(p: PrivacySpec, cliques: list[Clique]) -> list[float]:
 
 
 def epsilon_pld(plan: PrivacyPlan) -> float | None:
-    """ε at the plan's δ for the exact composition of its discrete Gaussians (privacy-loss distributions).
-
-    The zCDP conversion (:attr:`PrivacyPlan.epsilon`) is an upper bound for *any* ρ-zCDP mechanism; composing the
-    discrete Gaussians' own privacy-loss distributions (Google's ``dp-accounting``, pessimistic discretisation, so
-    still a valid upper bound) gives the ε these mechanisms actually have — smaller. One record moves one cell of
-    each marginal by 1, so each marginal is a one-dimensional discrete Gaussian with sensitivity 1. ``None`` when
-    no noise was added.
-    """
-    if plan.noise == "none" or plan.delta is None:
+    """An upper bound on ε at the plan's δ from the composition of its discrete Gaussians' privacy-loss
+    distributions (:func:`epsilon_pld_of_sigmas`). ``None`` when no noise was added, and when Φ was chosen by
+    private selection: the exponential mechanism's and the noisy scores' ρ is not a discrete Gaussian's, so only
+    the zCDP bound (:attr:`PrivacyPlan.epsilon`) covers the whole release."""
+    if plan.noise == "none" or plan.delta is None or plan.selection_rho:
         return None
+    return epsilon_pld_of_sigmas([m.sigma for m in plan.marginals], plan.delta)
+
+
+def epsilon_pld_of_sigmas(sigmas: list[float], delta: float) -> float:
+    """An upper bound on ε at δ for the composition of discrete Gaussians of these scales, each on a sensitivity-1
+    marginal, by privacy-loss distributions.
+
+    The zCDP conversion is an upper bound for *any* ρ-zCDP mechanism; composing the discrete Gaussians' own
+    privacy-loss distributions (Google's ``dp-accounting``) is tighter — but not exact: its discretisation is
+    pessimistic, so the figure is an upper bound slightly above the true ε of these mechanisms (issue 25: the
+    demo's 11 tables at ε = 1, δ = 1e-5 gave 0.91558 against an exact 0.91501). One record moves one cell of each
+    marginal by 1, so each marginal is a one-dimensional discrete Gaussian with sensitivity 1.
+    """
     from dp_accounting.pld import privacy_loss_distribution as pld  # slow import: only when a card is made
 
     composed = None
-    for sigma in sorted(m.sigma for m in plan.marginals):
+    for sigma in sorted(sigmas):
         one = pld.from_discrete_gaussian_mechanism(sigma, sensitivity=SENSITIVITY)
         composed = one if composed is None else composed.compose(one)
-    assert composed is not None  # a plan always has at least one marginal
-    return float(composed.get_epsilon_for_delta(plan.delta))
+    if composed is None:
+        raise ValueError("no mechanism to compose")
+    return float(composed.get_epsilon_for_delta(delta))
 
 
 def add_noise(counts: np.ndarray, sigma: float) -> np.ndarray:

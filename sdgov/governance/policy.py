@@ -7,7 +7,8 @@ A registry without one refuses every release (``sdgov init`` writes a sensible d
     defaults:                          # every dataset, unless overridden below
       lifetime_rho: 1.0                # zCDP ρ over every measurement ever drawn on the dataset
       max_epsilon_per_release: 2.0     # the ε of one release (all its statistics, reused or new)
-      max_delta: null                  # null: δ ≤ 1/N; a number can only lower that
+      max_delta: null                  # δ of every release (a spec may only lower it); null: 1e-9
+      public_max_records: null         # a public bound on the record count: δ = the power of ten below 1/bound
       sigma_floor: 10                  # every marginal gets σ ≥ 10 (raised to it, never refused)
       generators: [ipf, pgm]
       max_rows: 10000000               # synthetic records per release
@@ -25,8 +26,13 @@ Why these defaults:
   releases (the demo spends ρ ≈ 0.02), and since a statistic is measured once per noise scale, re-releases of the
   same tables cost nothing.
 - ``max_epsilon_per_release: 2.0`` — twice the demo's ε = 1: one release cannot take a large bite at once.
-- δ ≤ 1/N always (a larger δ could allow publishing one record outright); the default δ is the ONS rule
-  δ = 10^-ceil(log10 N) (:func:`sdgov.agreement.accounting.default_delta`).
+- δ comes from this policy, never from the data (:func:`policy_delta`): δ = 10^-ceil(log10 N) would print the
+  record count's order of magnitude on the card. By default it is fixed at 10⁻⁹ (below 1/N for any dataset
+  under a billion records); ``public_max_records`` — a bound on N that is public anyway (a census's population,
+  a register's published size) — gives the largest power of ten below 1/bound instead; ``max_delta`` sets it
+  outright. The smallest of those that are set applies, and the card says which. A spec's ``privacy.delta`` may
+  only lower it. δ < 1/N is still checked against the true count (a bound set too low is refused, without
+  saying N).
 - ``max_rows: 10,000,000`` — far above any census extract's size, low enough to stop a typo (10¹²) filling a disk.
 """
 
@@ -38,7 +44,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from sdgov.agreement.accounting import PrivacyPlan, plan_agreement
+from sdgov.agreement.accounting import DEFAULT_DELTA, PrivacyPlan, plan_agreement
 from sdgov.agreement.spec import Agreement
 from sdgov.base.errors import PolicyError
 from sdgov.base.hashing import sha256_file
@@ -64,7 +70,12 @@ class Limits(Frozen):
 
     lifetime_rho: PositiveFloat = Field(description="lifetime zCDP budget ρ over every measurement on the dataset")
     max_epsilon_per_release: PositiveFloat
-    max_delta: float | None = Field(default=None, gt=0, lt=1, description="null: 1/N; a number only lowers it")
+    max_delta: float | None = Field(
+        default=None, gt=0, lt=1, description="δ of every release, the most a spec may ask for (null: 1e-9)"
+    )
+    public_max_records: PositiveInt | None = Field(
+        default=None, description="a public upper bound on the dataset's record count: δ below 1/bound"
+    )
     sigma_floor: PositiveFloat = Field(description="every marginal's σ is raised to at least this")
     generators: list[str] = Field(min_length=1)
     max_rows: PositiveInt
@@ -76,6 +87,7 @@ class Override(Frozen):
     lifetime_rho: PositiveFloat | None = None
     max_epsilon_per_release: PositiveFloat | None = None
     max_delta: float | None = Field(default=None, gt=0, lt=1)
+    public_max_records: PositiveInt | None = None
     sigma_floor: PositiveFloat | None = None
     generators: list[str] | None = Field(default=None, min_length=1)
     max_rows: PositiveInt | None = None
@@ -131,6 +143,7 @@ def default_policy_text(controller: str) -> str:
             "lifetime_rho": DEFAULT_LIFETIME_RHO,
             "max_epsilon_per_release": DEFAULT_MAX_EPSILON,
             "max_delta": None,
+            "public_max_records": None,
             "sigma_floor": DEFAULT_SIGMA_FLOOR,
             "generators": sorted(GENERATORS),
             "max_rows": DEFAULT_MAX_ROWS,
@@ -144,7 +157,8 @@ def default_policy_text(controller: str) -> str:
         "# ('sdgov budget' prints it) or by the dataset's name label, e.g.\n"
         "#   datasets: {toyland_census: {lifetime_rho: 0.25, note: demo data}}\n"
         "# lifetime_rho: zCDP ρ over every measurement ever drawn on a dataset (1.0 ≈ ε 7.8 at δ=1e-5)\n"
-        "# max_epsilon_per_release: ε of one release; max_delta: null = 1/N (δ defaults to 10^-ceil(log10 N))\n"
+        "# max_epsilon_per_release: ε of one release; max_delta: δ of every release (null: 1e-9, never from N)\n"
+        "# public_max_records: a public bound on the record count; δ becomes the power of ten below 1/bound\n"
         "# sigma_floor: every marginal's noise scale is raised to at least this (ONS small-count rule)\n"
         + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
     )
@@ -165,9 +179,44 @@ def init_policy(root: str | Path, controller: str = "Data Controller") -> tuple[
     return path, True
 
 
-def planned(limits: Limits, agreement: Agreement, n_records: int) -> PrivacyPlan:
-    """The release's privacy plan under the controller's σ floor (the one plan every stage uses)."""
-    return plan_agreement(agreement, n_records, sigma_floor=limits.sigma_floor)
+def policy_delta(limits: Limits) -> tuple[float, str]:
+    """The release's δ under the policy, and where it came from (said on the card): the smallest of ``max_delta``
+    and the one ``public_max_records`` gives, or the fixed :data:`~sdgov.agreement.accounting.DEFAULT_DELTA` when
+    neither is set. Never a function of the confidential data."""
+    options: list[tuple[float, str]] = []
+    if limits.max_delta is not None:
+        options.append((limits.max_delta, f"set by the data controller's policy (max_delta = {limits.max_delta:g})"))
+    if limits.public_max_records is not None:
+        bound = limits.public_max_records
+        options.append(
+            (
+                10.0 ** -(math.floor(math.log10(bound)) + 1),
+                f"derived from the public bound of {bound:,} records that the data controller's policy declares "
+                "(public_max_records): the largest power of ten below 1/bound",
+            )
+        )
+    if not options:
+        fixed = f"the data controller's policy default δ = {DEFAULT_DELTA:g}, fixed (not derived from the data)"
+        options.append((DEFAULT_DELTA, fixed))
+    return min(options)
+
+
+def planned(limits: Limits, agreement: Agreement) -> PrivacyPlan:
+    """The release's privacy plan under the controller's δ and σ floor (the one plan every stage uses)."""
+    delta, source = policy_delta(limits)
+    return plan_agreement(agreement, delta=delta, delta_source=source, sigma_floor=limits.sigma_floor)
+
+
+def rows_warning(agreement: Agreement, n_records: int) -> str | None:
+    """For the data controller only (never the card): a spec asking for exactly N synthetic rows would publish the
+    true record count; the default (``rows`` left out) is ψ's noisy total."""
+    if agreement.rows is None or agreement.rows != n_records:
+        return None
+    return (
+        f"the spec asks for rows = {agreement.rows:,}, exactly the confidential dataset's true record count: the "
+        "published synthetic file would state N. Ask the analyst to leave 'rows' out (the default is the noisy "
+        "total of the measured tables) or to choose another number"
+    )
 
 
 def check_release(
@@ -184,20 +233,27 @@ def check_release(
         )
     rows = agreement.rows if agreement.rows is not None else n_records  # default: about the noisy total, ≈ N
     if rows > limits.max_rows:
+        asked = f"{rows:,} synthetic rows" if agreement.rows is not None else "the noisy total (the default rows)"
         raise PolicyError(
-            f"{rows:,} synthetic rows exceed the policy's max_rows of {limits.max_rows:,}",
+            f"{asked} would exceed the policy's max_rows of {limits.max_rows:,}",
             at,
             "ask for fewer rows, or ask the data controller to raise max_rows",
         )
     if plan.noise == "none":
         return
     assert plan.delta is not None and plan.epsilon is not None  # a noisy plan has both
-    max_delta = min(1.0 / n_records, limits.max_delta if limits.max_delta is not None else math.inf)
-    if plan.delta > max_delta:
+    max_delta, _ = policy_delta(limits)
+    if plan.delta > max_delta * (1 + TOLERANCE):
         raise PolicyError(
-            f"δ = {plan.delta:g} exceeds the policy's maximum {max_delta:g} (δ ≤ 1/N with N = {n_records:,})",
+            f"δ = {plan.delta:g} exceeds the policy's δ = {max_delta:g}",
             at,
-            "leave 'privacy.delta' out (the default 10^-ceil(log10 N) fits) or lower it",
+            "leave 'privacy.delta' out (the policy's δ applies) or lower it",
+        )
+    if plan.delta >= 1.0 / n_records:  # a controller's public bound set below the true count: say so, not N
+        raise PolicyError(
+            f"δ = {plan.delta:g} is not below 1/N for this dataset (a δ that large allows releasing a record outright)",
+            at,
+            "the data controller lowers max_delta, or raises public_max_records to a true bound on the record count",
         )
     if plan.epsilon > limits.max_epsilon_per_release * (1 + TOLERANCE):
         raise PolicyError(
@@ -215,6 +271,6 @@ def check_plan_allowed(
     generator, the row count, δ and the release's ε (under the controller's σ floor). Returns the plan."""
     policy, _ = load_policy(root)
     limits, entry = policy.limits(fingerprint, name)
-    plan = planned(limits, agreement, n_records)
+    plan = planned(limits, agreement)
     check_release(limits, entry, agreement, plan, n_records, str(policy_path(root)))
     return plan

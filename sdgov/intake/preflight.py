@@ -10,8 +10,8 @@ nothing and cannot be re-run for free. So before the first draw, every way into 
   uses and review date (the spec's ``model_card:``);
 - names and paths: lengths and characters of the spec and dataset names, and of every path the release will
   write under the registry root (a file name over 255 bytes or a path over 4096 fails only at publish);
-- the privacy settings: finite, sane numbers (σ such that ρ is finite and ε at most :data:`MAX_EPSILON`), δ
-  below 1/N (the ONS rule), a planned ε within the ε asked for, at most :data:`MAX_ROWS` synthetic rows;
+- the privacy settings: finite, sane numbers (σ such that ρ is finite and ε at most :data:`MAX_EPSILON`), a
+  spec's δ below 1/N, a planned ε within the ε asked for, at most :data:`MAX_ROWS` synthetic rows;
 - the generator: a **dry run** of the registered generator on a tiny made-up measurement set in the declared
   domain, sampled and read back through the schema exactly as the utility stage will read it (so a numeric
   column's released type is checked too);
@@ -213,10 +213,7 @@ def check_disk_space(root: Path, loaded: LoadedSpec, n_records: int) -> None:
 def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
     """The plan as the measure stage will compute it, and sane: what the issue's σ = 0.1, σ = 1e-300, δ = 0.999999
     and ε = 1e-300 specs got past ``validate`` with."""
-    from sdgov.agreement.accounting import (  # OpenDP: imported when a release gets this far
-        default_delta,
-        plan_agreement,
-    )
+    from sdgov.agreement.accounting import plan_agreement  # OpenDP: imported when a release gets this far
 
     ag = loaded.agreement
     p = ag.privacy
@@ -224,15 +221,15 @@ def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
     if rows is not None and rows > MAX_ROWS:
         raise SpecError(f"rows = {rows:,} is over the limit of {MAX_ROWS:,}", "rows", "ask for fewer synthetic rows")
     if p.noise == "none":
-        return plan_agreement(ag, n_records)
-    if p.delta is not None and p.delta >= 1 / n_records:
+        return plan_agreement(ag)
+    if p.delta is not None and p.delta >= 1 / n_records:  # said without N: the analyst may not learn it here
         raise SpecError(
-            f"δ = {p.delta:g} is not below 1/N = 1/{n_records:,} (a δ that large allows releasing a record outright)",
+            f"δ = {p.delta:g} is not below 1/N for this dataset (a δ that large allows releasing a record outright)",
             "privacy.delta",
-            f"use δ ≤ {default_delta(n_records):g} (the ONS rule 10^-ceil(log10 N)) or leave it out",
+            "leave 'privacy.delta' out (the data controller's policy sets δ, 1e-9 by default) or lower it",
         )
     try:
-        plan = plan_agreement(ag, n_records)
+        plan = plan_agreement(ag)  # at the fixed default δ: the controller's policy δ is checked next
     except (ValueError, OverflowError, ZeroDivisionError, ArithmeticError) as exc:
         raise SpecError(
             f"the privacy settings cannot be accounted ({shorten(str(exc), 80)})",

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from sdgov.agreement.accounting import PrivacyPlan
+from sdgov.agreement.accounting import PrivacyPlan, epsilon_of_rho, epsilon_pld_of_sigmas
 from sdgov.agreement.spec import AgreedPart, Agreement
 from sdgov.base.atomic import atomic_write_bytes
 from sdgov.base.errors import RegistryError
@@ -116,7 +116,7 @@ def measure_once(
     with registry.lock():
         policy, policy_sha = load_policy(registry.root)
         limits, entry = policy.limits(fp, name)
-        plan = planned(limits, agreement, n)
+        plan = planned(limits, agreement)
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
@@ -253,12 +253,12 @@ def logged_statistic(registry: Registry, events: list[Event], key: str) -> Event
 
 
 def assemble_logged(
-    registry: Registry, fingerprint: str, name: str, rows: int, agreement: Agreement, schema: Schema, where: str
+    registry: Registry, fingerprint: str, name: str, agreement: Agreement, schema: Schema, where: str
 ) -> MeasurementSet:
     """ψ from statistics already drawn (``sdgov stage measure``): never draws; RegistryError if one is missing."""
     policy, _ = load_policy(registry.root)
     limits, _ = policy.limits(fingerprint, name)
-    plan = planned(limits, agreement, rows)
+    plan = planned(limits, agreement)
     events = registry.verified_events()
     keys = statistic_keys(fingerprint, agreement, plan)
     if any(logged_statistic(registry, events, k) is None for k in keys.values()):
@@ -312,6 +312,7 @@ def _budget_record(
             }
         )
     sharing = sorted({r for key in keys.values() for r in used_by.get(key, [])})
+    dataset_eps, dataset_pld = dataset_epsilon(registry, [*before.spends, *([spend] if spend else [])], total, plan)
     return {
         "dataset": before.dataset,
         "fingerprint": before.fingerprint,
@@ -322,12 +323,37 @@ def _budget_record(
         "this_release_rho": this,
         "spent_after_rho": total,
         "remaining_rho": max(0.0, before.lifetime_rho - total),
+        "delta": plan.delta,
+        "dataset_epsilon": dataset_eps,
+        "dataset_epsilon_pld": dataset_pld,
         "max_epsilon_per_release": limits.max_epsilon_per_release,
         "sigma_floor": limits.sigma_floor,
         "statistics": stats,
         "reused": sum(s["how"] == "reused" for s in stats),
         "earlier_releases_sharing": sharing,
     }
+
+
+def dataset_epsilon(
+    registry: Registry, spends: list[ledger.Spend], total_rho: float, plan: PrivacyPlan
+) -> tuple[float | None, float | None]:
+    """The dataset's cumulative ε at this release's δ over every statistic its ledger holds (every release, and
+    any run not released: drawn noise is kept and counts): the zCDP bound of the ledger's ρ, and the
+    privacy-loss-distribution bound of all its discrete Gaussians, each counted once (a statistic is drawn once,
+    and reused for free). The PLD figure is ``None`` when a spend is not a persisted Gaussian marginal (private
+    selection, a legacy or an interrupted spend): the zCDP bound alone then covers it."""
+    if plan.delta is None:  # noise 'none': no δ to state the dataset's ε at
+        return None, None
+    sigmas: list[float] = []
+    gaussian = True
+    for key in dict.fromkeys(k for s in spends for k in s.statistics):
+        path = registry.measurement_path(key)
+        try:
+            sigmas.append(Statistic.model_validate_json(path.read_bytes()).sigma)
+        except (OSError, ValueError):  # a selection's proposal, or never persisted
+            gaussian = False
+    pld = epsilon_pld_of_sigmas(sigmas, plan.delta) if gaussian and sigmas else None
+    return epsilon_of_rho(total_rho, plan.delta), pld
 
 
 def other_scales(

@@ -12,6 +12,7 @@ from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.agreement.spec import Agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.governance.ledger import Account
+from sdgov.reporting.card import EpsilonSummary, privacy_headline
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.utility.summary import UtilitySummary
 
@@ -83,9 +84,12 @@ def release_md(
     utility_report: dict[str, Any] | None = None,
     note: str = "",
     sections: dict[str, dict[str, Any]] | None = None,
+    epsilon: EpsilonSummary | None = None,
 ) -> str:
     """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
-    where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut."""
+    where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut.
+    ``epsilon``: the draft card's headline figures (this release's and the dataset's ε, zCDP and PLD), stated in
+    the card's own words (:func:`~sdgov.reporting.card.privacy_headline`)."""
     verdict = overall_verdict(audit, sections).label
     if verdict == "fail":
         verdict = "FAIL — the release is blocked whatever you decide"
@@ -111,6 +115,8 @@ def release_md(
     privacy = (
         "**no noise** — the statistics are declared public; no DP guarantee"
         if plan.noise == "none"
+        else privacy_headline(epsilon)
+        if epsilon is not None
         else f"ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g} (ρ = {plan.rho:.6g} zCDP)"
     )
     links = [f"  - {k}: {v}" for k, v in evidence.items()]

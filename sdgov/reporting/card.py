@@ -57,6 +57,78 @@ class PhiEntry(BaseModel):
     part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
 
+class EpsilonSummary(Frozen):
+    """The privacy figures the card headlines, and the release's pause form and release-candidate artifact repeat
+    (:func:`privacy_headline`, :func:`epsilon_rows`): this release's ε and the dataset's cumulative ε over every
+    release, each by the zCDP bound and by privacy-loss-distribution accounting (an upper bound too), at one δ."""
+
+    delta: float
+    delta_source: str | None
+    release_rho: float  # every table of this release, drawn now or reused: what its guarantee covers
+    release_epsilon: float
+    release_epsilon_pld: float | None  # None: not only discrete Gaussians (private selection)
+    spent_rho: float | None = None  # charged to the ledger by this release (new draws; reused tables were paid before)
+    dataset_rho: float | None = None  # the dataset's ledger after this release
+    dataset_epsilon: float | None = None
+    dataset_epsilon_pld: float | None = None
+
+
+def epsilon_summary(plan: PrivacyPlan, eps_pld: float | None, ledger: dict[str, Any] | None) -> EpsilonSummary | None:
+    """The card's headline figures from the plan and the measure stage's ledger record (None without noise)."""
+    if plan.noise == "none" or plan.rho is None or plan.epsilon is None or plan.delta is None:
+        return None
+    led = ledger or {}
+    return EpsilonSummary(
+        delta=plan.delta,
+        delta_source=plan.delta_source,
+        release_rho=plan.rho,
+        release_epsilon=plan.epsilon,
+        release_epsilon_pld=eps_pld,
+        spent_rho=led.get("this_release_rho"),
+        dataset_rho=led.get("spent_after_rho"),
+        dataset_epsilon=led.get("dataset_epsilon"),
+        dataset_epsilon_pld=led.get("dataset_epsilon_pld"),
+    )
+
+
+def privacy_headline(e: EpsilonSummary) -> str:
+    """The card's headline privacy sentence (also the release pause form's): the same figures, formatted once."""
+    s = f"This release: (ε = {e.release_epsilon:.4g}, δ = {e.delta:.3g})-DP by the zCDP bound (ρ = {e.release_rho:.6g})"
+    if e.release_epsilon_pld is not None:
+        s += f"; ε ≤ {e.release_epsilon_pld:.4g} by privacy-loss-distribution accounting (an upper bound)"
+    s += "."
+    if e.dataset_epsilon is not None and e.dataset_rho is not None:
+        s += (
+            f" The dataset over every release so far (its privacy ledger): ε = {e.dataset_epsilon:.4g} by the zCDP "
+            f"bound (ρ = {e.dataset_rho:.6g})"
+        )
+        if e.dataset_epsilon_pld is not None:
+            s += f"; ε ≤ {e.dataset_epsilon_pld:.4g} by privacy-loss-distribution accounting"
+        s += ", at the same δ."
+    return s
+
+
+def epsilon_rows(e: EpsilonSummary) -> list[tuple[str, str]]:
+    """The headline figures as (label, value) rows, formatted as :func:`privacy_headline` formats them."""
+
+    def g(x: float | None, digits: int = 4) -> str:
+        return "—" if x is None else f"{x:.{digits}g}"
+
+    return [
+        ("ε of this release (zCDP bound)", g(e.release_epsilon)),
+        ("ε of this release (privacy-loss-distribution accounting, an upper bound)", g(e.release_epsilon_pld)),
+        ("δ", f"{e.delta:.3g}"),
+        ("ε of the dataset over every release (zCDP bound)", g(e.dataset_epsilon)),
+        (
+            "ε of the dataset over every release (privacy-loss-distribution accounting, an upper bound)",
+            g(e.dataset_epsilon_pld),
+        ),
+        ("ρ of this release (zCDP, all its tables)", g(e.release_rho, 6)),
+        ("ρ spent by this release (new draws; reused tables were paid before)", g(e.spent_rho, 6)),
+        ("ρ of the dataset over every release (zCDP)", g(e.dataset_rho, 6)),
+    ]
+
+
 class Card(Strict):
     card_version: str = "1"
     title: str
@@ -71,9 +143,8 @@ class Card(Strict):
     phi: list[PhiEntry]
     not_preserved: list[str]
     privacy: PrivacyPlan
-    epsilon_pld: (
-        float | None
-    )  # ε of the exact composition of the discrete Gaussians (sdgov.agreement.accounting.epsilon_pld)
+    epsilon_pld: float | None  # an upper bound by PLD accounting of the discrete Gaussians (accounting.epsilon_pld)
+    epsilon: EpsilonSummary | None = None  # the headline: this release's and the dataset's ε (None without noise)
     privacy_statement: str
     generator: dict[str, Any]
     synthetic: dict[str, Any]
@@ -100,6 +171,17 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
         f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
         f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
     )
+    if ledger.get("dataset_epsilon") is not None:
+        s += (
+            f" Over every release so far the dataset's ρ = {ledger['spent_after_rho']:.6g} gives "
+            f"ε = {ledger['dataset_epsilon']:.4g} (zCDP bound)"
+            + (
+                f", ε ≤ {ledger['dataset_epsilon_pld']:.4g} by privacy-loss-distribution accounting"
+                if ledger.get("dataset_epsilon_pld") is not None
+                else ""
+            )
+            + f" at δ = {ledger['delta']:.3g}; a table measured once and reused counts once."
+        )
     if ledger["reused"]:
         s += " The guarantee above covers all of this release's tables; those reused from earlier draws were paid then."
     if reused:
@@ -234,6 +316,8 @@ def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
         f"neighbouring datasets that differ by {plan.neighbours} (the zCDP bound: it holds for any ρ-zCDP "
         "mechanism)."
     )
+    if plan.delta_source:
+        s += f" Where δ comes from: {plan.delta_source} — never from the confidential data or its record count."
     if plan.selection_rho and plan.selection_method == "aim":
         s += (
             f" Φ itself was chosen by private selection (AIM): ρ = {plan.selection_rho:.6g} of that total went to "
@@ -248,8 +332,9 @@ def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
         )
     if eps_pld is not None:
         s += (
-            f" Composing these discrete Gaussians exactly (privacy-loss-distribution accounting) gives the smaller "
-            f"ε = {eps_pld:.4g} at the same δ: the guarantee these mechanisms actually have."
+            f" Composing these discrete Gaussians' privacy-loss distributions gives the smaller ε ≤ {eps_pld:.4g} at "
+            "the same δ: also an upper bound (the accounting discretises pessimistically, so the exact ε of these "
+            "mechanisms is slightly lower still)."
         )
     s += " Everything after measurement is post-processing of the noisy statistics and spends no further budget."
     if plan.sigma_floor is not None:
@@ -483,6 +568,7 @@ def build_card(inputs: CardInputs) -> Card:
         not_preserved=not_preserved(agreement, i.schema, exact=plan.noise == "none"),
         privacy=plan,
         epsilon_pld=eps_pld,
+        epsilon=epsilon_summary(plan, eps_pld, i.ledger),
         privacy_statement=privacy_statement(plan, eps_pld),
         generator=model_info,
         synthetic=i.synthetic.model_dump(),
@@ -572,6 +658,7 @@ def render(card: Card, *, draft: bool = False) -> dict[str, str]:
         "draft": draft,
         "plot_svg": tvd_plot_svg(card.phi),
         "ledger_statement": ledger_statement(card.ledger),
+        "privacy_headline": privacy_headline(card.epsilon) if card.epsilon else "",
         "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
         "graph_svgs": [graph_svg(g) for g in card.synthesis_graphs],
         "selection_svg": selection_svg(card.selection) if card.selection else "",

@@ -27,6 +27,7 @@ from sdgov.base.clock import utcnow
 from sdgov.base.hashing import md5_file, sha256_bytes
 from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, StageRecord, UtilityReported
+from sdgov.governance.policy import rows_warning
 from sdgov.measurement.selection.review import SelectionRecord
 from sdgov.reporting.card import Card, CardInputs, DataHashes, SyntheticFile, build_card, render
 from sdgov.reporting.evidence import build_evidence, render_evidence
@@ -125,10 +126,12 @@ def write_evidence_report(
     card: Card, card_json: str, agreed: Agreed, audited: Audited, utility: UtilityReported
 ) -> Path:
     """The controller's evidence report (``evidence/evidence.{html,json}`` in the run directory) for this draft."""
+    warning = rows_warning(load_agreement(agreed.agreement), agreed.data.rows)
     evidence = build_evidence(
         card,
         sha256_bytes(card_json.encode()),
         real_rows=agreed.data.rows,
+        warnings=[warning] if warning else [],
         audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
         audit_sections=audit_sections(audited),
         utility=UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),

@@ -31,6 +31,7 @@ class EvidenceReport(Strict):
     agreement_sha256: str
     card_sha256: str  # the public card (card.json) this report backs
     real_rows: int
+    warnings: list[str] = []  # for the controller only, e.g. a spec asking for exactly N synthetic rows
     verdict: Verdict
     audit: AuditReport  # every row with its detail
     audit_sections: dict[str, dict[str, Any]]  # every audit section as the audit wrote it
@@ -48,6 +49,7 @@ def build_evidence(
     audit_sections: dict[str, dict[str, Any]],
     utility: UtilitySummary,
     utility_report: dict[str, Any] | None,
+    warnings: list[str] | None = None,
 ) -> EvidenceReport:
     return EvidenceReport(
         title=f"Evidence report — {card.title.removeprefix('Generator card — ')}",
@@ -56,6 +58,7 @@ def build_evidence(
         agreement_sha256=card.agreement_sha256,
         card_sha256=card_sha256,
         real_rows=real_rows,
+        warnings=warnings or [],
         verdict=card.verdict,
         audit=audit,
         audit_sections=audit_sections,

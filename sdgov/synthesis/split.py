@@ -115,7 +115,7 @@ def synthesise_split(spec_path: str | Path, out_dir: str | Path, fingerprint: st
     split_col = codes[split.attribute].to_numpy()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    plan = plan_agreement(agreement, len(codes))
+    plan = plan_agreement(agreement)  # outside the ledger and the policy: the fixed default δ
     msets: dict[str, MeasurementSet] = {}
     for p in split.parts:
         mine = codes[np.isin(split_col, p.cells)].reset_index(drop=True)

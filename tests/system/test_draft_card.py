@@ -91,6 +91,17 @@ def test_the_draft_card_and_the_sampling_progress_are_shown_on_the_flow_run_as_a
     table = by_key["release-candidate"].data
     table = json.loads(table) if isinstance(table, str) else table
     assert card["signoffs"][-1]["subject_sha256"] in json.dumps(table)
+    from sdgov.reporting.card import EpsilonSummary, epsilon_rows
+
+    items = {r["item"]: r["value"] for r in table}  # the card's headline figures, this release's and the dataset's
+    e = EpsilonSummary.model_validate(card["epsilon"])
+    assert all(items[label] == value for label, value in epsilon_rows(e)), items
+    assert items["ε of this release (zCDP bound)"] == f"{card['privacy']['epsilon']:.4g}"
+    assert (
+        items["ε of this release (privacy-loss-distribution accounting, an upper bound)"]
+        == f"{card['epsilon_pld']:.4g}"
+    )
+    assert items["ε of the dataset over every release (zCDP bound)"] == f"{card['ledger']['dataset_epsilon']:.4g}"
     assert {"draft-card-html", "evidence-report-html"}.isdisjoint(by_key)  # no served runs folder: no links
     progress = by_key["synthetic-sampling"]  # the generate stage's progress bar, full once the sample is written
     assert progress.type == "progress" and float(progress.data) == 100.0

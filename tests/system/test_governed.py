@@ -162,8 +162,16 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
         hash_lines(rel["sha256"]),  # the full hash, in groups that wrap
         "draft-card",
         "draft/card.html",
+        "ε ≤ ",  # the PLD bound beside the zCDP one, as the card headlines them
+        "The dataset over every release so far",
     ):
         assert needle in desc, needle
+    from sdgov.reporting.card import EpsilonSummary, privacy_headline
+
+    draft = json.loads(Path(rel["summary"]["draft_card"]).with_name("card.json").read_text())
+    headline = privacy_headline(EpsilonSummary.model_validate(draft["epsilon"]))
+    assert headline in desc and headline in Path(rel["summary"]["draft_card_md"]).read_text()
+    assert rel["summary"]["privacy_headline"] == headline
     assert rel["summary"]["verdict"] == "pass" and Path(rel["summary"]["draft_card"]).is_file()
     code, out, _ = cli("runs")  # the full hash, the verdict and the draft card, not a shortened hash
     assert code == 0 and f"release hash: {rel['sha256']}" in out and "overall verdict: pass" in out, out

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from sdgov.agreement.accounting import epsilon_of_rho
 from sdgov.data.encoding import encode
@@ -64,8 +65,9 @@ def test_card_privacy_numbers_are_consistent(released):
     assert p["rho"] <= p["rho_budget"] * (1 + 1e-9)
     assert p["epsilon"] == pytest.approx(epsilon_of_rho(p["rho"], p["delta"]), rel=1e-9)
     assert p["epsilon"] == pytest.approx(1.0, rel=1e-6)  # the demo asked for ε = 1
-    assert p["delta"] == 1e-4  # 3,000 records → 10^-ceil(log10 3000)
+    assert p["delta"] == 1e-9  # the policy's fixed default: never 10^-ceil(log10 N), which gave N's magnitude
     html = Path(released["result"].card_html).read_text()
+    assert "Where δ comes from" in html and "policy default δ = 1e-09" in html
     for m in p["marginals"]:
         assert " × ".join(m["clique"]) in html
     assert f"{p['epsilon']:.4g}" in html and "<svg" in html
@@ -183,13 +185,71 @@ def test_seed_only_change_rereleases_without_new_noise_or_spend(tmp_path, prefec
     assert Registry(root).verify() == []
 
 
+def _cks20_epsilon(rho: float, delta: float) -> float:
+    """The tight zCDP → (ε, δ) conversion of Canonne–Kamath–Steinke 2020 (Prop. 12), minimised over α here."""
+    from scipy.optimize import minimize_scalar
+
+    def eps(a: float) -> float:
+        return a * rho + (math.log(1 / delta) + (a - 1) * math.log(1 - 1 / a) - math.log(a)) / (a - 1)
+
+    return float(minimize_scalar(eps, bounds=(1 + 1e-9, 1e4), method="bounded", options={"xatol": 1e-10}).fun)
+
+
+def _pld_epsilon(sigmas: list[float], delta: float) -> float:
+    """PLD accounting of discrete Gaussians (sensitivity 1), composed here from the σs alone."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    composed = None
+    for s in sorted(sigmas):
+        one = pld.from_discrete_gaussian_mechanism(s, sensitivity=1)
+        composed = one if composed is None else composed.compose(one)
+    assert composed is not None
+    return float(composed.get_epsilon_for_delta(delta))
+
+
+def _assert_epsilons(card: dict, release: dict[frozenset[str], float], dataset: set[tuple[frozenset[str], float]]):
+    """The card's ε for this release and for the dataset agree with ρ = Σ 1/(2σ²) (sensitivity 1) converted here:
+    equal to the tight CKS20 conversion, within the standard ε = ρ + 2√(ρ ln(1/δ)), and PLD recomputed here."""
+    e, delta = card["epsilon"], card["privacy"]["delta"]
+    assert delta == 1e-9
+    for rho_key, eps_key, pld_key, sigmas in (
+        ("release_rho", "release_epsilon", "release_epsilon_pld", list(release.values())),
+        ("dataset_rho", "dataset_epsilon", "dataset_epsilon_pld", [s for _, s in dataset]),  # shared: counted once
+    ):
+        rho = math.fsum(1 / (2 * s**2) for s in sigmas)
+        assert e[rho_key] == pytest.approx(rho, rel=1e-12)
+        assert e[eps_key] == pytest.approx(_cks20_epsilon(rho, delta), rel=1e-6)
+        assert e[eps_key] <= rho + 2 * math.sqrt(rho * math.log(1 / delta))
+        assert e[pld_key] == pytest.approx(_pld_epsilon(sigmas, delta), rel=1e-9) and e[pld_key] < e[eps_key]
+    md = Path(card["_md"]).read_text()
+    headline = (
+        f"This release: (ε = {e['release_epsilon']:.4g}, δ = 1e-09)-DP by the zCDP bound (ρ = {e['release_rho']:.6g}); "
+        f"ε ≤ {e['release_epsilon_pld']:.4g} by privacy-loss-distribution accounting (an upper bound). The dataset "
+        f"over every release so far (its privacy ledger): ε = {e['dataset_epsilon']:.4g} by the zCDP bound "
+        f"(ρ = {e['dataset_rho']:.6g}); ε ≤ {e['dataset_epsilon_pld']:.4g} by privacy-loss-distribution accounting"
+    )
+    assert headline in md
+    assert "spent" not in md.split("## Privacy")[1].split("### Lifetime")[0].split("spent now (new draws)")[0], (
+        "one meaning of 'spent' (the ledger's new charge): this release's ρ is not called spent"
+    )
+
+
 def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(tmp_path, prefect_server):
+    """Three releases on one dataset, the first two sharing Age × Sex: each card states this release's ε and the
+    dataset's cumulative ε (zCDP bound and PLD), as computed here from the σs; the shared table counts once."""
     from sdgov.flows.release import release_flow
     from tests.conftest import make_demo_inputs
 
     def spec(d: str, marginals: list[list[str]], sigma: float = 12) -> str:
         p = make_demo_inputs(tmp_path / d, rows=2000, phi={"marginals": marginals}, privacy={"sigma": sigma})
         return str(p)
+
+    def card_of(result) -> dict:
+        return {**json.loads(Path(result.card_json).read_text()), "_md": result.card_md}
+
+    age_sex, region_health, education_health = (
+        frozenset(c) for c in (("Age", "Sex"), ("Region", "Health"), ("Education", "Health"))
+    )
 
     root = init_registry(tmp_path / "registry")
     first = release_flow(spec_path=spec("a", [["Age", "Sex"], ["Region", "Health"]]), registry_root=str(root))
@@ -205,9 +265,20 @@ def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(t
     reused = [s for s in c2["statistics"] if s["how"] == "reused"]
     assert [r["attributes"] for r in reused] == [["Sex", "Age"]] and reused[0]["earlier_releases"] == [first.release_id]
     assert c2["earlier_releases_sharing"] == [first.release_id]
+    r1 = {age_sex: 12.0, region_health: 12.0}
+    r2 = {age_sex: 12.0, education_health: 12.0}
+    _assert_epsilons(card_of(first), r1, set(r1.items()))
+    _assert_epsilons(card_of(second), r2, set(r1.items()) | set(r2.items()))
 
-    # the same marginal at another σ: a new statistic, drawn and charged, and the card shows both measurements
-    third = release_flow(spec_path=spec("c", [["Age", "Sex"]], sigma=15), registry_root=str(root))
+    # the same marginal at another σ: a new statistic, drawn and charged, and the card shows both measurements;
+    # rows left out: the synthetic file has ψ's noisy total of rows, never N
+    c = yaml.safe_load(Path(spec("c", [["Age", "Sex"]], sigma=15)).read_text())
+    del c["rows"]
+    (tmp_path / "c" / "spec.yaml").write_text(yaml.safe_dump(c, sort_keys=False))
+    third = release_flow(spec_path=str(tmp_path / "c" / "spec.yaml"), registry_root=str(root))
+    r3 = {age_sex: 15.0}
+    _assert_epsilons(card_of(third), r3, set(r1.items()) | set(r2.items()) | set(r3.items()))
+    assert card_of(third)["synthetic"]["rows"] == card_of(third)["dataset"]["noisy_rows"]
     c3 = json.loads(Path(third.card_json).read_text())["ledger"]
     assert c3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and c3["earlier_releases_sharing"] == []
     assert [o["sigma"] for o in c3["statistics"][0]["other_sigmas"]] == [12]
@@ -257,3 +328,14 @@ def test_a_run_that_breaks_after_its_agreement_is_recorded_as_failed(tmp_path, p
     assert (last.event, last.actor, last.role) == ("run_failed", "sdgov", "system")
     assert last.comment == "RuntimeError: disk on fire" and last.run_id and last.agreement_sha256
     assert Registry(root).verify() == []
+
+
+def test_rows_equal_to_n_is_flagged_in_the_evidence_report_not_on_the_card(released):
+    # the shared release asks for rows = 3,000 = the true record count: the controller is told, the public is not
+    [run_dir] = (released["root"] / "runs").iterdir()
+    evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
+    assert evidence["real_rows"] == 3000
+    assert any("exactly the confidential dataset's true record count" in w for w in evidence["warnings"])
+    assert "true record count" in (run_dir / "evidence" / "evidence.html").read_text()
+    for name in ("card.html", "card.md", "card.json"):
+        assert "true record count" not in (Path(released["result"].path) / name).read_text()

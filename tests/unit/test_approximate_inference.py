@@ -40,7 +40,7 @@ def test_over_the_domain_limit_pgm_fits_with_approximate_inference_instead_of_re
     assert ag.generator.params.inference == "approximate"
     assert pgm_mbi.largest_clique_cells(ag.attributes, ag.cliques, loaded.schema_.domain(ag.attributes)) > 500
     real = load_encoded(loaded.data_path, loaded.schema_)
-    mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
+    mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques), "fp")
     model = generator("pgm").fit(mset, ag.generator)
     assert model.fit_info["inference"].startswith("approximate (mbi ApproxMirrorDescent")
     kept = [tuple(c) for c in model.fit_info["sampled_marginals"]]

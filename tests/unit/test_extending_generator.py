@@ -64,7 +64,7 @@ def test_the_documented_generator_fits_samples_and_labels_the_card(plugin, tmp_p
     assert agreement.generator.name == "independent"
 
     codes = load_encoded(loaded.data_path, loaded.schema_)
-    plan = plan_privacy(agreement.privacy, agreement.cliques, len(codes))
+    plan = plan_privacy(agreement.privacy, agreement.cliques)
     mset = measure_agreement(codes, loaded.schema_, agreement, plan, dataset_fingerprint="test")
     model = registry.generator("independent").fit(mset, agreement.generator)
     rows = list(iter_chunks(model, 4000, seed=7))
@@ -118,7 +118,7 @@ def test_the_documented_parameter_is_hashed_when_given_and_reaches_the_fit(plugi
     margins = {}
     for loaded in (plain, smooth):
         agreement = loaded.agreement
-        plan = plan_privacy(agreement.privacy, agreement.cliques, len(codes))
+        plan = plan_privacy(agreement.privacy, agreement.cliques)
         mset = measure_agreement(codes, loaded.schema_, agreement, plan, dataset_fingerprint="test")
         margins[loaded is smooth] = registry.generator("independent").fit(mset, agreement.generator).marginals
     # a pseudo-count of 10^9 per cell flattens every margin to uniform; without it they are the data's own

@@ -32,7 +32,7 @@ spec.write_text(yaml.safe_dump(raw, sort_keys=False))
 loaded = load_spec(spec)
 ag = loaded.agreement
 real = load_encoded(loaded.data_path, loaded.schema_)
-mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques, len(real)), "fp")
+mset = measure_agreement(real, loaded.schema_, ag, plan_privacy(ag.privacy, ag.cliques), "fp")
 rows = next(iter_chunks(generator("pgm").fit(mset, ag.generator), 2000, 7))
 print(hashlib.sha256(b"".join(np.ascontiguousarray(rows[a]).tobytes() for a in sorted(rows))).hexdigest())
 """

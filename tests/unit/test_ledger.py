@@ -183,8 +183,8 @@ def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_p
     [
         ({"max_epsilon_per_release": 0.5}, {}, "exceeds the policy's max_epsilon_per_release of 0.5"),
         ({"generators": ["ipf"]}, {}, "generator 'pgm' is not allowed"),
-        ({"max_rows": 1000}, {}, "1,500 synthetic rows exceed the policy's max_rows of 1,000"),
-        ({"max_delta": 1e-5}, {"privacy": {"rho": RHO, "delta": 1e-4}}, "δ = 0.0001 exceeds the policy.s maximum"),
+        ({"max_rows": 1000}, {}, "1,500 synthetic rows would exceed the policy's max_rows of 1,000"),
+        ({"max_delta": 1e-5}, {"privacy": {"rho": RHO, "delta": 1e-4}}, "δ = 0.0001 exceeds the policy.s δ = 1e-05"),
     ],
 )
 def test_policy_violations_are_refused_before_anything_is_written(tmp_path, defaults, over, match):
@@ -194,6 +194,18 @@ def test_policy_violations_are_refused_before_anything_is_written(tmp_path, defa
     with pytest.raises(PolicyError, match=match):
         _measure_only(spec, root)
     assert tree_bytes(root) == before and not (root / "measurements").exists()
+
+
+def test_default_rows_over_max_rows_are_refused_without_saying_n(tmp_path):
+    """The default rows is ψ's noisy total (about N): a refusal must not print the true count to the analyst."""
+    root = init_registry(tmp_path / "registry", max_rows=1000)
+    spec = make_demo_inputs(tmp_path / "in", rows=1500, privacy={"rho": RHO})
+    s = yaml.safe_load(spec.read_text())
+    del s["rows"]
+    spec.write_text(yaml.safe_dump(s, sort_keys=False))
+    with pytest.raises(PolicyError, match=r"the noisy total \(the default rows\) would exceed") as exc:
+        _measure_only(spec, root)
+    assert "1,500" not in exc.value.one_line() and "1500" not in exc.value.one_line()
 
 
 def test_the_controllers_sigma_floor_raises_sigma(tmp_path):
@@ -236,7 +248,7 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     from sdgov.governance.policy import load_policy
 
     limits, _ = load_policy(root)[0].limits(agreed.data.fingerprint, "toyland_census")
-    m = planned(limits, loaded.agreement, agreed.data.rows).marginals[0]
+    m = planned(limits, loaded.agreement).marginals[0]
     path = Registry(root).measurement_path(statistic_key(agreed.data.fingerprint, m.clique, m.sigma))
     path.parent.mkdir(parents=True)
     shape = loaded.schema_.shape(m.clique)

@@ -12,7 +12,6 @@ from scipy.optimize import minimize_scalar
 
 from sdgov.agreement.accounting import (
     add_noise,
-    default_delta,
     epsilon_of_rho,
     plan_privacy,
     rho_of_epsilon,
@@ -59,27 +58,52 @@ def test_rho_of_epsilon_inverts(eps, delta_exp):
 @given(rho=st.floats(1e-3, 10.0), w=st.lists(st.floats(0.1, 10.0), min_size=3, max_size=3))
 def test_rho_budget_is_spent_exactly_and_split_by_weight(rho, w):
     spec = PrivacySpec(rho=rho, weights={"A,B": w[0], "B,C": w[1], "A,C": w[2]})
-    plan = plan_privacy(spec, CLIQUES, 1000)
+    plan = plan_privacy(spec, CLIQUES, delta=1e-3)
     assert plan.rho == pytest.approx(rho, rel=1e-9)
     shares = [m.rho / plan.rho for m in plan.marginals]
     assert shares == pytest.approx([x / sum(w) for x in w], rel=1e-9)
 
 
 def test_sigma_gives_rho_and_floor_reports_max_epsilon():
-    plan = plan_privacy(PrivacySpec(sigma=10), CLIQUES, 50_000)
+    plan = plan_privacy(PrivacySpec(sigma=10), CLIQUES, delta=1e-5)
     assert plan.rho == pytest.approx(3 / 200)
     assert plan.delta == 1e-5
-    floored = plan_privacy(PrivacySpec(rho=10.0, sigma_floor=10), CLIQUES, 50_000)
+    floored = plan_privacy(PrivacySpec(rho=10.0, sigma_floor=10), CLIQUES, delta=1e-5)
     assert floored.floor_binding and all(m.sigma == 10 for m in floored.marginals)
     assert floored.rho == pytest.approx(3 / 200) and floored.floor_max_epsilon == pytest.approx(floored.epsilon)
 
 
-def test_default_delta_is_the_ons_rule():
-    assert [default_delta(n) for n in (50_000, 100_000, 100_001, 569_741)] == [1e-5, 1e-5, 1e-6, 1e-6]
+def test_delta_comes_from_the_policy_never_from_the_record_count(tmp_path):
+    """δ = 10^-ceil(log10 N) printed N's order of magnitude on the card (issue 25 item 2): δ is the policy's — a
+    fixed 1e-9, or the power of ten below a public bound on N it declares — and the plan says where it came from;
+    the same agreement on datasets of any size gets the same plan."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.base.errors import PolicyError
+    from sdgov.governance.policy import check_plan_allowed
+    from tests.conftest import init_registry, make_demo_inputs
+
+    ag = load_spec(make_demo_inputs(tmp_path / "in", rows=50)).agreement
+
+    def plan(root, n):
+        return check_plan_allowed(root, ag, "fp", ag.dataset_name, n)
+
+    root = init_registry(tmp_path / "default")
+    plans = [plan(root, n) for n in (500, 3_000, 569_741)]
+    assert [p.delta for p in plans] == [1e-9] * 3
+    assert plans[0] == plans[1] == plans[2], "nothing in the plan depends on N"
+    assert "policy default" in plans[0].delta_source and "not derived from the data" in plans[0].delta_source
+    bounded = plan(init_registry(tmp_path / "bound", public_max_records=60_000_000), 3_000)
+    assert bounded.delta == 1e-8 and "public bound of 60,000,000 records" in bounded.delta_source
+    both = plan(init_registry(tmp_path / "both", public_max_records=1_000, max_delta=1e-6), 3_000)
+    assert both.delta == 1e-6 and "max_delta" in both.delta_source
+    too_low = init_registry(tmp_path / "low", public_max_records=1_000)  # δ = 1e-4, but N = 20,000 > the bound
+    with pytest.raises(PolicyError, match="not below 1/N for this dataset") as exc:
+        plan(too_low, 20_000)
+    assert "20,000" not in exc.value.one_line() and "20000" not in exc.value.one_line()
 
 
 def test_noise_none_is_exact_and_says_so():
-    plan = plan_privacy(PrivacySpec(noise="none"), CLIQUES, 100)
+    plan = plan_privacy(PrivacySpec(noise="none"), CLIQUES, delta=1e-2)
     assert plan.noise == "none" and plan.epsilon is None
     counts = np.arange(12).reshape(3, 4)
     assert (add_noise(counts, 0.0) == counts).all()
@@ -96,3 +120,16 @@ def test_discrete_gaussian_noise_has_the_planned_scale():
 def test_two_draws_differ_no_seed_is_stored():
     a, b = add_noise(np.zeros(100, dtype=np.int64), 5.0), add_noise(np.zeros(100, dtype=np.int64), 5.0)
     assert (a != b).any()
+
+
+def test_rows_equal_to_n_is_flagged_for_the_controller_only(tmp_path):
+    """A spec asking for exactly N synthetic rows would publish N (App 1 did): the controller is warned, in the
+    agreement's pause form and the evidence report; rows left out default to ψ's noisy total."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.policy import rows_warning
+    from tests.conftest import make_demo_inputs
+
+    ag = load_spec(make_demo_inputs(tmp_path, rows=50)).agreement  # the spec's rows = the data's 50 records
+    assert rows_warning(ag, 51) is None and rows_warning(ag.model_copy(update={"rows": None}), 50) is None
+    warning = rows_warning(ag, 50)
+    assert warning is not None and "exactly the confidential dataset's true record count" in warning

@@ -38,7 +38,7 @@ def test_the_composed_plan_spends_exactly_the_budget_and_fixes_the_one_ways_sigm
     p = PrivacySpec(rho=rho, selection=SelectionSpec(share=share, one_way=one_way))
     ones = [(a,) for a in ATTRS[:n_ones]]
     pairs = [(ATTRS[i % n_ones], f"b{i}") for i in range(n_pairs)]
-    draft, final = plan_privacy(p, ones, 1000), plan_privacy(p, ones + pairs, 1000)
+    draft, final = plan_privacy(p, ones, delta=1e-3), plan_privacy(p, ones + pairs, delta=1e-3)
     assert final.selection_rho == pytest.approx(rho * share * (1 - one_way), rel=1e-12)
     ones_rho = math.fsum(m.rho or 0 for m in final.marginals if len(m.clique) == 1)
     assert ones_rho == pytest.approx(rho * share * one_way, rel=1e-9)
@@ -52,7 +52,7 @@ def test_the_composed_plan_spends_exactly_the_budget_and_fixes_the_one_ways_sigm
 
 def test_without_selection_the_plan_is_unchanged():
     p = PrivacySpec(rho=0.5)
-    plan = plan_privacy(p, [("a",), ("b", "c")], 100)
+    plan = plan_privacy(p, [("a",), ("b", "c")], delta=1e-2)
     assert plan.selection_rho is None and plan.rho == pytest.approx(0.5)
     assert "selection" not in p.model_dump(mode="json")  # the agreement hash of every existing spec is unchanged
 
@@ -249,10 +249,14 @@ def test_the_card_states_the_selection_budget():
     from sdgov.reporting.card import privacy_statement
 
     p = PrivacySpec(rho=0.03, selection=SelectionSpec(share=0.5, one_way=0.5))
-    plan = plan_privacy(p, [("a",), ("b",), ("a", "b")], 1000)
+    plan = plan_privacy(p, [("a",), ("b",), ("a", "b")], delta=1e-3)
     text = privacy_statement(plan)
     assert f"ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to the exponential mechanism" in text
-    assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], 1000))
+    assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], delta=1e-3))
+    # the PLD figure composed only the marginals' Gaussians and left the selection's ρ out: no PLD ε then
+    from sdgov.agreement.accounting import epsilon_pld
+
+    assert epsilon_pld(plan) is None and epsilon_pld(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")])) is not None
 
 
 def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(tmp_path, monkeypatch):

@@ -237,10 +237,10 @@ def test_the_card_says_aim_spent_the_selection_rho_on_its_rounds():
     from sdgov.reporting.card import privacy_statement
 
     p = PrivacySpec(rho=0.03, selection=SelectionSpec(method="aim", share=0.5, one_way=0.5))
-    text = privacy_statement(plan_privacy(p, [("a",), ("b",), ("a", "b")], 1000))
+    text = privacy_statement(plan_privacy(p, [("a",), ("b",), ("a", "b")], delta=1e-3))
     assert f"private selection (AIM): ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to AIM's rounds" in text
-    mst = plan_privacy(PrivacySpec(rho=0.03, selection=SelectionSpec()), [("a",), ("a", "b")], 1000)
-    assert "selection_method" not in plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], 1000).model_dump()
+    mst = plan_privacy(PrivacySpec(rho=0.03, selection=SelectionSpec()), [("a",), ("a", "b")], delta=1e-3)
+    assert "selection_method" not in plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], delta=1e-3).model_dump()
     assert mst.selection_method == "mst" and "(MST)" in privacy_statement(mst)
 
 

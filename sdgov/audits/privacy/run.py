@@ -332,7 +332,7 @@ def audit_spec_privacy(
     progress: Progress | None = None,
 ) -> PrivacyAuditResult:
     """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
-    from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` on the full data."""
+    from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` (at the fixed default δ)."""
     from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.load import check_unsplit, load_spec
     from sdgov.engines import load_encoded
@@ -340,7 +340,7 @@ def audit_spec_privacy(
     loaded = load_spec(spec_path)
     check_unsplit(loaded, "the privacy-risk audit")
     codes = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
-    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques, len(codes))
+    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques)  # the fixed default δ, never N
     return audit_agreement_privacy(
         loaded.agreement,
         loaded.schema_,
