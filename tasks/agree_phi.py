@@ -11,13 +11,8 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
-<<<<<<< HEAD
-from sdgov.governance.policy import check_plan_allowed
-from sdgov.governance.standing import agreement_signoffs, standing_artifacts
-=======
 from sdgov.governance.policy import check_plan_allowed, rows_warning
-from sdgov.governance.standing import agreement_signoffs
->>>>>>> h/epsilon
+from sdgov.governance.standing import agreement_signoffs, standing_artifacts
 from sdgov.intake.inputs import check_inputs
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import logger, stage
