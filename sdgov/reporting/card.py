@@ -318,30 +318,32 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
 
 
 def public_fitness(report: dict[str, Any] | None, agreement: Agreement) -> dict[str, Any] | None:
-    """The uses the utility report judged fit, partly fit and not fit — the words, not the figures (those were
-    computed on the confidential data and are in the evidence report)."""
+    """What the public card may say about fitness for use: only what follows from public facts (Φ), never a
+    judgement made by comparing with the confidential data. The utility report's verdicts (fit / partly fit / not
+    fit for each declared task, and which unmeasured pairs lost their real association) are such comparisons:
+    even without their figures they tell something about the real data, so they stay in the controller's evidence
+    report (:mod:`sdgov.reporting.evidence`)."""
     if report is None:
         return None
-    verdicts = report["verdicts"]
-    by = {
-        key: [v["use"] for v in verdicts if v["verdict"] == grade]
-        for key, grade in (("fit_for", "fit"), ("partly_fit_for", "partly fit"), ("not_fit_for", "not fit"))
-    }
-    pairs = report["fitness"].get("not_fit_pairs", [])
-    if pairs:
-        by["not_fit_for"].append(
-            "analysing the association between "
-            + "; ".join(" × ".join(p) for p in pairs)
-            + ": these pairs were not in Φ and their association is not preserved"
-        )
+    covered = [set(c) for c in agreement.cliques]
+    unmeasured = [p for p in itertools.combinations(agreement.attributes, 2) if not any(set(p) <= c for c in covered)]
     return {
-        **by,
-        "tasks_assessed": bool(verdicts),
+        "fit_for": [],
+        "partly_fit_for": [],
+        "not_fit_for": [
+            "analysing the association between "
+            + "; ".join(" × ".join(p) for p in unmeasured)
+            + ": these pairs were not in Φ, so the synthetic data shows only what the measured tables imply"
+        ]
+        if unmeasured
+        else [],
+        "tasks_assessed": bool(report["verdicts"]),
         "caveats": [
             "Not fit for anything about individual people: records are not real and cannot be linked to anyone."
         ],
-        "rules": "The judgements follow the utility report's stated rules; the figures behind them were computed on "
-        "the confidential data and are kept in the data controller's evidence report.",
+        "rules": "These judgements follow from what was measured (Φ) alone. Judgements that compare the synthetic "
+        "data with the confidential data (fitness for the declared analysis tasks, and their figures) are kept in "
+        "the data controller's evidence report.",
     }
 
 
