@@ -215,10 +215,12 @@ def _assemble(
     schema: Schema,
     plan: PrivacyPlan,
     keys: dict[Unit, str],
+    create_secret: bool = True,
 ) -> MeasurementSet:
     """ψ as published: the dataset and each statistic named by their keyed commitments, never by the unkeyed
-    fingerprint or store key (each a function of the records alone: an oracle for a record the reader lacks)."""
-    commit = commitment.registry_committer(registry.registry_id())
+    fingerprint or store key (each a function of the records alone: an oracle for a record the reader lacks).
+    The measure stage makes the registry's commitment secret if it has none; a re-export never does."""
+    commit = commitment.registry_committer(registry.registry_id(), create=create_secret)
     return MeasurementSet(
         agreement_sha256=agreement.sha256(),
         dataset_fingerprint=commit("fingerprint", fingerprint),
@@ -270,7 +272,7 @@ def assemble_logged(
             "run the governed release first ('sdgov release --spec ...' or "
             "'sdgov propose'): noise is drawn only there, once, under the budget ledger",
         )
-    return _assemble(registry, fingerprint, agreement, schema, plan, keys)
+    return _assemble(registry, fingerprint, agreement, schema, plan, keys, create_secret=False)
 
 
 def _budget_record(

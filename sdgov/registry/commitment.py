@@ -96,9 +96,17 @@ def hmac_commit(secret: bytes, kind: str, value: str) -> str:
     return hmac.new(secret, kind.encode() + b"\x00" + value.encode(), hashlib.sha256).hexdigest()
 
 
-def registry_committer(registry_id: str) -> Committer:
-    """``commit`` bound to this registry's secret (made if it has none yet)."""
-    secret = load_or_create_secret(registry_id)
+def registry_committer(registry_id: str, create: bool = True) -> Committer:
+    """``commit`` bound to this registry's secret, made if it has none yet — unless ``create`` is False: a command
+    that re-exports what a release published (``sdgov stage measure``) must commit under the same secret, so on a
+    machine without it that is a one-line error, never a new secret."""
+    secret = load_or_create_secret(registry_id) if create else load_secret(registry_id)
+    if secret is None:
+        raise RegistryError(
+            f"the commitment secret of registry {registry_id} is not on this machine",
+            str(secret_path(registry_id)),
+            f"restore it there from its backup, or set {ENV} to where it is",
+        )
     return lambda kind, value: hmac_commit(secret, kind, value)
 
 

@@ -41,3 +41,14 @@ def test_a_damaged_or_missing_secret_is_one_line(tmp_path, monkeypatch):
     (tmp_path / "secret").unlink()
     with pytest.raises(RegistryError, match="is not on this machine"):
         commitment.prove("r1", {"sha256_hmac": "00"}, {"sha256": "00"})
+
+
+def test_a_re_export_never_makes_a_new_secret(tmp_path, monkeypatch):
+    """A new secret would commit the same data to other values than the published release: refused in one line."""
+    monkeypatch.delenv(commitment.ENV, raising=False)
+    monkeypatch.setenv("SDGOV_KEY_DIR", str(tmp_path / "keys"))
+    with pytest.raises(RegistryError, match="is not on this machine"):
+        commitment.registry_committer("r1", create=False)
+    assert not commitment.secret_path("r1").exists()
+    made = commitment.registry_committer("r1")("sha256", "00")
+    assert commitment.registry_committer("r1", create=False)("sha256", "00") == made
