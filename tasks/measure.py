@@ -21,6 +21,7 @@ from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.engines import engine
 from sdgov.measurement.marginals import noisy_measurements
 from sdgov.measurement.store import measure_once
+from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import logger, stage
 
@@ -72,7 +73,12 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             ArtifactRef.of("privacy_plan", Path(agreed.run_dir) / "privacy_plan.json"),
             ArtifactRef.of("budget", Path(agreed.run_dir) / "budget.json"),
         ]
-        rec.params = {"reused": outcome.reused_all, "statistics": outcome.how}
+        # the record is published (provenance): each statistic by its keyed commitment, as in measurements.json
+        commit = commitment.registry_committer(Registry(registry_root).registry_id())
+        rec.params = {
+            "reused": outcome.reused_all,
+            "statistics": {commit("statistic", k): h for k, h in outcome.how.items()},
+        }
     return Measured(
         measurements=rec.outputs[0],
         privacy_plan=rec.outputs[1],

@@ -1,4 +1,4 @@
-"""``sdgov registry list|show|verify|checkpoint|recover``, ``trail`` and ``budget``: what a registry holds, its
+"""``sdgov registry list|show|verify|checkpoint|recover|prove``, ``trail`` and ``budget``: what a registry holds, its
 signed event log, the audit trail and the privacy-budget ledger."""
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ def cmd_registry(args: argparse.Namespace) -> int:
     if args.action == "verify":
         return _verify(args, reg)
     reg.require_existing()
+    if args.action == "prove":
+        return _prove(args, reg)
     if args.action == "list":
         rels = reg.releases()
         emit(
@@ -88,6 +90,46 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     return 0 if not problems else 1
 
 
+def _prove(args: argparse.Namespace, reg: Registry) -> int:
+    """Show an auditor which data a release came from: hash ``--data`` as sdgov did, open the card's keyed
+    commitments with the controller's secret. Exit 0 every commitment opens to this file, 1 one does not,
+    2 bad input (one line)."""
+    from sdgov.base.errors import SdgovError
+    from sdgov.base.hashing import md5_file, sha256_file
+    from sdgov.registry import commitment
+
+    if not args.release_id or not args.data:
+        raise SdgovError(
+            "prove needs a release and the data", "sdgov registry prove", "give a RELEASE_ID and --data FILE"
+        )
+    card_path = reg.release_dir(args.release_id) / "card.json"
+    if args.release_id not in {r["release_id"] for r in reg.releases()} or not card_path.is_file():
+        raise SdgovError("no such release", args.release_id, "see 'sdgov registry list'")
+    data = Path(args.data)
+    if not data.is_file():
+        raise SdgovError("the data file is not there", str(data), "give the confidential file with --data")
+    values = {"sha256": sha256_file(data), "dvc_md5": md5_file(data)}
+    if args.schema:  # the content fingerprint: the same records in any file layout (CRLF, column order, BOM)
+        from sdgov.data.schema import load_schema
+        from sdgov.intake.inputs import validated_data
+
+        values["fingerprint"] = validated_data(data, load_schema(args.schema)).fingerprint
+    try:
+        dataset = json.loads(card_path.read_text())["dataset"]
+    except (ValueError, KeyError, TypeError):
+        raise SdgovError("the release's card.json is not a card", str(card_path), "sdgov registry verify") from None
+    opened = commitment.prove(reg.registry_id(), dataset, values)
+    proved = all(opened.values())
+    human = (
+        f"{'proved' if proved else 'NOT proved'}: release {args.release_id} "
+        + ("commits to this data (" if proved else "does not commit to this data (")
+        + ", ".join(f"{k} {'matches' if ok else 'differs'}" for k, ok in opened.items())
+        + ")"
+    )
+    emit(args, {"release_id": args.release_id, "proved": proved, "matches": opened}, human)
+    return 0 if proved else 1
+
+
 def cmd_budget(args: argparse.Namespace) -> int:
     from sdgov.governance.ledger import ledger_summary
     from sdgov.governance.policy import load_policy
@@ -134,11 +176,18 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "registry",
         cmd_registry,
         "list, show or verify releases and the signed event log; 'checkpoint' prints a signed head to keep "
-        "elsewhere; 'recover' removes what a crashed publication left",
+        "elsewhere; 'recover' removes what a crashed publication left; 'prove' shows which data a release came "
+        "from (the controller's keyed commitments, opened)",
         [parents.root],
     )
-    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover"])
+    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover", "prove"])
     g.add_argument("release_id", nargs="?")
+    g.add_argument(
+        "--data",
+        help="prove: the confidential file; its hashes are checked against the release's keyed commitments "
+        "(needs the controller's commitment secret)",
+    )
+    g.add_argument("--schema", help="prove: also check the content fingerprint (any file layout of the same records)")
     g.add_argument("--checkpoint", help="verify: also prove the log extends this checkpoint (no rollback/rewrite)")
     g.add_argument("--out", help="checkpoint: write it to this file (kept outside the registry)")
 

@@ -24,7 +24,7 @@ class Measurement(Frozen):
     shape: tuple[int, ...]
     sigma: float
     noisy_counts: list[int]
-    statistic: str = ""  # its key in the registry's draw-once store (dataset × attributes × σ); "" outside it
+    statistic: str = ""  # published: the keyed commitment of its draw-once store key (dataset × attributes × σ)
     part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
     def array(self) -> np.ndarray:
@@ -35,7 +35,7 @@ class MeasurementSet(Frozen):
     """The noisy-marginal artifact (persisted as JSON, tracked by DVC, hashed into every later artifact)."""
 
     agreement_sha256: str
-    dataset_fingerprint: str  # the content fingerprint of the data (sdgov.data.fingerprint), not a file hash
+    dataset_fingerprint: str  # published: the keyed commitment of the content fingerprint (sdgov.registry.commitment)
     schema_sha256: str
     attributes: list[str]
     domain: dict[str, int]

@@ -42,6 +42,7 @@ from sdgov.data.schema import Clique, Schema
 from sdgov.governance import ledger
 from sdgov.governance.policy import check_release, load_policy, planned
 from sdgov.measurement.marginals import Measurement, MeasurementSet
+from sdgov.registry import commitment
 from sdgov.registry.log import Event, Registry
 
 How = Literal["reused", "adopted", "drawn"]  # logged earlier; persisted by an interrupted run; drawn now
@@ -218,16 +219,23 @@ def _assemble(
     schema: Schema,
     plan: PrivacyPlan,
     keys: dict[Unit, str],
+    create_secret: bool = True,
 ) -> MeasurementSet:
+    """ψ as published: the dataset and each statistic named by their keyed commitments, never by the unkeyed
+    fingerprint or store key (each a function of the records alone: an oracle for a record the reader lacks).
+    The measure stage makes the registry's commitment secret if it has none; a re-export never does."""
+    commit = commitment.registry_committer(registry.registry_id(), create=create_secret)
     return MeasurementSet(
         agreement_sha256=agreement.sha256(),
-        dataset_fingerprint=fingerprint,
+        dataset_fingerprint=commit("fingerprint", fingerprint),
         schema_sha256=agreement.schema_sha256,
         attributes=agreement.attributes,
         domain=schema.domain(agreement.attributes),
         noise=plan.noise,
         measurements=[
-            read_statistic(registry, keys[(name, c)], c, name)
+            read_statistic(registry, keys[(name, c)], c, name).model_copy(
+                update={"statistic": commit("statistic", keys[(name, c)])}
+            )
             for part in _parts(agreement)
             for name in [None if part is None else part.name]
             for c in (agreement.cliques if part is None else part.cliques)
@@ -268,7 +276,7 @@ def assemble_logged(
             "run the governed release first ('sdgov release --spec ...' or "
             "'sdgov propose'): noise is drawn only there, once, under the budget ledger",
         )
-    return _assemble(registry, fingerprint, agreement, schema, plan, keys)
+    return _assemble(registry, fingerprint, agreement, schema, plan, keys, create_secret=False)
 
 
 def _budget_record(
@@ -292,6 +300,7 @@ def _budget_record(
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
+    commit = commitment.registry_committer(registry.registry_id())  # budget.json is published: no unkeyed hash
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
         key = keys[(m.part, m.clique)]
@@ -303,7 +312,7 @@ def _budget_record(
                 "attributes": list(m.clique),
                 "sigma": m.sigma,
                 "rho": None if plan.noise == "none" else m.rho,
-                "statistic": key,
+                "statistic": commit("statistic", key),
                 "how": how.get(key, "drawn"),
                 "measured_at": src.time if src else None,
                 "measured_in_run": src.run_id if src else None,
@@ -315,7 +324,7 @@ def _budget_record(
     dataset_eps, dataset_pld = dataset_epsilon(registry, [*before.spends, *([spend] if spend else [])], total, plan)
     return {
         "dataset": before.dataset,
-        "fingerprint": before.fingerprint,
+        "fingerprint_hmac": commit("fingerprint", before.fingerprint),
         "policy_entry": entry,
         "policy_sha256": policy_sha,
         "lifetime_rho": before.lifetime_rho,
@@ -382,15 +391,18 @@ def other_scales(
 
 
 def releases_using(registry: Registry, keys: set[str]) -> dict[str, list[str]]:
-    """Statistic key → the published releases whose ψ contains it (read from their immutable artifacts)."""
+    """Statistic key → the published releases whose ψ contains it (read from their immutable artifacts, which name
+    it by its commitment; releases published before commitments, by the key itself)."""
+    commit = commitment.registry_committer(registry.registry_id())
+    named = {commit("statistic", k): k for k in keys} | {k: k for k in keys}
     out: dict[str, list[str]] = {}
     for r in registry.releases():
         path = Path(r["path"]) / "artifacts" / "measurements.json"
         if not path.is_file():
             continue
         for m in json.loads(path.read_text()).get("measurements", []):
-            if m.get("statistic") in keys:
-                out.setdefault(m["statistic"], []).append(r["release_id"])
+            if m.get("statistic") in named:
+                out.setdefault(named[m["statistic"]], []).append(r["release_id"])
     return out
 
 

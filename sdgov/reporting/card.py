@@ -32,13 +32,14 @@ from sdgov.audits.protocol import AuditReport
 from sdgov.base.model import Frozen, Strict
 from sdgov.base.svg import pyplot, to_svg
 from sdgov.cards import environment as template_environment
-from sdgov.contracts import StageRecord
+from sdgov.contracts import ArtifactRef, StageRecord
 from sdgov.data.schema import Clique, Column, Schema
 from sdgov.engines.base import RowFilter
 from sdgov.engines.recordset import RecordSet
 from sdgov.generators.graph import SynthesisGraph, graph_svg, synthesis_graph
 from sdgov.governance.signoff import SignOff
 from sdgov.measurement.marginals import MeasurementSet
+from sdgov.registry import commitment
 from sdgov.reporting.selection import CardSelection, selection_svg
 from sdgov.reporting.verdict import Verdict, overall_verdict, section_title
 from sdgov.synthesis.split import privacy_summary, split_graphs
@@ -167,7 +168,7 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
         return ""
     reused = [s for s in ledger["statistics"] if s["how"] == "reused"]
     s = (
-        f"Dataset {ledger['dataset']!r} (content fingerprint {ledger['fingerprint'][:12]}…) had spent "
+        f"Dataset {ledger['dataset']!r} (content commitment {ledger['fingerprint_hmac'][:12]}…) had spent "
         f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
         f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
     )
@@ -406,40 +407,74 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
 
 
 def public_fitness(report: dict[str, Any] | None, agreement: Agreement) -> dict[str, Any] | None:
-    """The uses the utility report judged fit, partly fit and not fit — the words, not the figures (those were
-    computed on the confidential data and are in the evidence report)."""
+    """What the public card may say about fitness for use: only what follows from public facts (Φ), never a
+    judgement made by comparing with the confidential data. The utility report's verdicts (fit / partly fit / not
+    fit for each declared task, and which unmeasured pairs lost their real association) are such comparisons:
+    even without their figures they tell something about the real data, so they stay in the controller's evidence
+    report (:mod:`sdgov.reporting.evidence`)."""
     if report is None:
         return None
-    verdicts = report["verdicts"]
-    by = {
-        key: [v["use"] for v in verdicts if v["verdict"] == grade]
-        for key, grade in (("fit_for", "fit"), ("partly_fit_for", "partly fit"), ("not_fit_for", "not fit"))
-    }
-    pairs = report["fitness"].get("not_fit_pairs", [])
-    if pairs:
-        by["not_fit_for"].append(
-            "analysing the association between "
-            + "; ".join(" × ".join(p) for p in pairs)
-            + ": these pairs were not in Φ and their association is not preserved"
-        )
+    covered = [set(c) for c in agreement.cliques]
+    unmeasured = [p for p in itertools.combinations(agreement.attributes, 2) if not any(set(p) <= c for c in covered)]
     return {
-        **by,
-        "tasks_assessed": bool(verdicts),
+        "fit_for": [],
+        "partly_fit_for": [],
+        "not_fit_for": [
+            "analysing the association between "
+            + "; ".join(" × ".join(p) for p in unmeasured)
+            + ": these pairs were not in Φ, so the synthetic data shows only what the measured tables imply"
+        ]
+        if unmeasured
+        else [],
+        "tasks_assessed": bool(report["verdicts"]),
         "caveats": [
             "Not fit for anything about individual people: records are not real and cannot be linked to anyone."
         ],
-        "rules": "The judgements follow the utility report's stated rules; the figures behind them were computed on "
-        "the confidential data and are kept in the data controller's evidence report.",
+        "rules": "These judgements follow from what was measured (Φ) alone. Judgements that compare the synthetic "
+        "data with the confidential data (fitness for the declared analysis tasks, and their figures) are kept in "
+        "the data controller's evidence report.",
     }
 
 
-def public_stages(records: list[StageRecord]) -> list[dict[str, Any]]:
-    """The stages' provenance without the files' sizes (the confidential data's size would tell its record count)."""
+PUBLIC_HASHES = frozenset(
+    {
+        "spec",
+        "schema",
+        "approvals",
+        "agreement",
+        "measurements",
+        "privacy_plan",
+        "budget",
+        "synthetic",
+        "model_info",
+        "draft_card_html",
+        "draft_card_md",
+        "draft_card_json",
+    }
+)
+"""The stage artifacts whose file sha256 the card may print: inputs the analyst wrote, files the release
+publishes, and the draft card. Every other artifact (the data, its codes, the audits' and the utility report's
+figures, the evidence report: each a function of the confidential records) is named by its keyed commitment."""
+
+
+def public_artifact(a: ArtifactRef, run_dir: Path, commit: commitment.Committer) -> dict[str, str]:
+    """One stage input or output as the card names it: its name, its file's name (relative to the run directory,
+    else the bare name: no machine path), and its sha256 if the file is public, else its keyed commitment. No size
+    (the confidential data's size would tell its record count)."""
+    path, run_dir = Path(a.path).resolve(), run_dir.resolve()
+    file = path.relative_to(run_dir).as_posix() if path.is_relative_to(run_dir) else path.name
+    if a.name in PUBLIC_HASHES:
+        return {"name": a.name, "file": file, "sha256": a.sha256}
+    return {"name": a.name, "file": file, "hmac_sha256": commit("sha256", a.sha256)}
+
+
+def public_stages(records: list[StageRecord], run_dir: Path, commit: commitment.Committer) -> list[dict[str, Any]]:
+    """The stages' provenance as published: every artifact by :func:`public_artifact`."""
     out = []
     for r in records:
         d = r.model_dump()
         for side in ("inputs", "outputs"):
-            d[side] = [{k: v for k, v in a.items() if k != "bytes"} for a in d[side]]
+            d[side] = [public_artifact(a, run_dir, commit) for a in getattr(r, side)]
         out.append(d)
     return out
 
@@ -460,12 +495,25 @@ class SyntheticFile(Frozen):
 
 
 class DataHashes(Frozen):
-    """The confidential data's hashes; its record count stays out (the card states ψ's noisy total)."""
+    """The confidential data's hashes, controller-side: unkeyed, each is a function of the records alone, so the
+    card publishes only their commitments (:meth:`committed`). Its record count stays out (the card states ψ's
+    noisy total)."""
 
     fingerprint: str
     sha256: str
     dvc_md5: str
-    measurements_dvc_md5: str
+    measurements_dvc_md5: str  # ψ's file: public
+
+    def committed(self, commit: commitment.Committer) -> dict[str, str]:
+        """What the card's ``dataset`` names the data by: keyed commitments the controller can open to an auditor
+        (``sdgov registry prove``), and ψ's own md5."""
+        return {
+            "commitment": commitment.SCHEME,
+            "fingerprint_hmac": commit("fingerprint", self.fingerprint),
+            "sha256_hmac": commit("sha256", self.sha256),
+            "dvc_md5_hmac": commit("dvc_md5", self.dvc_md5),
+            "measurements_dvc_md5": self.measurements_dvc_md5,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -486,6 +534,10 @@ class CardInputs:
     synthetic: SyntheticFile
     synthetic_codes: RecordSet  # the synthetic data, open: the distances to ψ are computed on it
     data: DataHashes
+    commit: (
+        commitment.Committer
+    )  # the registry's keyed commitment (sdgov.registry.commitment): how the card names the data
+    run_dir: Path  # the run's folder: artifacts are named relative to it, never by a machine path
     audit: AuditReport
     audit_sections: dict[str, JSONObject] = field(default_factory=dict)  # audit check name → its section
     utility_report: JSONObject | None = None
@@ -540,7 +592,7 @@ def _dataset(i: CardInputs) -> dict[str, Any]:
         "name": agreement.dataset_name,
         "schema": schema.name,
         "source": schema.source,
-        **i.data.model_dump(),
+        **i.data.committed(i.commit),
         "noisy_rows": round(
             mset.noisy_total()
             if agreement.split is None
@@ -589,7 +641,7 @@ def build_card(inputs: CardInputs) -> Card:
         },
         signoffs=i.signoffs,
         provenance={
-            "stages": public_stages(i.records),
+            "stages": public_stages(i.records, i.run_dir, i.commit),
             "environment": environment(),
         },
         ledger=i.ledger,

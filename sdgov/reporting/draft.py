@@ -29,6 +29,8 @@ from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, StageRecord, UtilityReported
 from sdgov.governance.policy import rows_warning
 from sdgov.measurement.selection.review import SelectionRecord
+from sdgov.registry import commitment
+from sdgov.registry.log import Registry
 from sdgov.reporting.card import Card, CardInputs, DataHashes, SyntheticFile, build_card, render
 from sdgov.reporting.evidence import build_evidence, render_evidence
 from sdgov.reporting.selection import CardSelection, card_selection
@@ -108,9 +110,16 @@ def card_inputs(
                 dvc_md5=agreed.data.dvc_md5,
                 measurements_dvc_md5=md5_file(measured.measurements.verified()),
             ),
+            commit=run_committer(run_dir),
+            run_dir=run_dir,
             model_card=spec.model_card,
             selection=_selection(spec, Path(agreed.spec.path), plan),
         )
+
+
+def run_committer(run_dir: Path) -> commitment.Committer:
+    """The keyed commitment of the registry a run belongs to (its run folder is ``<registry>/runs/<run id>``)."""
+    return commitment.registry_committer(Registry(run_dir.parents[1]).registry_id())
 
 
 def _selection(spec: ReleaseSpec, spec_path: Path, plan: PrivacyPlan) -> CardSelection | None:

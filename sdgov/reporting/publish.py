@@ -16,8 +16,8 @@ from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed, Audited, Generated, Measured, ReleaseResult, UtilityReported
 from sdgov.governance.signoff import SignOff
 from sdgov.registry.log import Registry, log_head
-from sdgov.reporting.card import sign_draft
-from sdgov.reporting.draft import Drafted, read_draft
+from sdgov.reporting.card import public_stages, sign_draft
+from sdgov.reporting.draft import Drafted, read_draft, run_committer
 
 
 class ReleaseCandidate(Frozen):
@@ -114,7 +114,10 @@ def _publish_locked(
             "signoffs": signoffs,
             "provenance": {
                 **draft.provenance,
-                "stages": [*draft.provenance["stages"], drafted.record.model_dump()],
+                "stages": [
+                    *draft.provenance["stages"],
+                    *public_stages([drafted.record], run_dir, run_committer(run_dir)),
+                ],
                 "log_head": log_head(*registry.head(), registry.registry_id()),
             },
         }

@@ -201,6 +201,7 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     part's statistics spent once (keyed by the part's filter), a re-run drawing nothing new, and the card showing
     both models and each part's Φ and ρ. 5,000 records of the census extract keep it small."""
     from sdgov.measurement.store import statistic_key
+    from sdgov.registry import commitment
     from sdgov.registry.log import Registry
 
     spec = write_split_inputs(tmp_path / "inputs")
@@ -237,15 +238,19 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     events = Registry(root).verified_events()
     (spend,) = [json.loads(e.comment) for e in events if e.event == "budget_spent"]
     stats = budget["statistics"]
-    assert sorted(spend["statistics"]) == sorted(s["statistic"] for s in stats) and len(stats) == 10 + 4
+    commit = commitment.registry_committer(Registry(root).registry_id())  # budget.json: keyed
+    assert sorted(commit("statistic", k) for k in spend["statistics"]) == sorted(s["statistic"] for s in stats)
+    assert len(stats) == 10 + 4
     assert spend["rho"] == pytest.approx(1.0)
     for name, rho in (("students", 0.25), ("others", 0.75)):
         assert sum(s["rho"] for s in stats if s["part"] == name) == pytest.approx(rho)
     # a part's marginal is another statistic than the same marginal over all records
     region_age = [s for s in stats if s["attributes"] == ["Region", "Age"]]
     assert len(region_age) == 2 and len({s["statistic"] for s in region_age}) == 2
-    fp = budget["fingerprint"]
-    assert all(s["statistic"] != statistic_key(fp, ("Region", "Age"), s["sigma"]) for s in region_age)
+    fp = spend["fingerprint"]  # the ledger's, controller-side
+    assert all(
+        s["statistic"] != commit("statistic", statistic_key(fp, ("Region", "Age"), s["sigma"])) for s in region_age
+    )
 
     # the card: both models, each part's Φ and ρ
     assert [g["title"].split("'")[1] for g in card["synthesis_graphs"]] == ["students", "others"]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from sdgov.base.hashing import sha256_file
+from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from sdgov.reporting.card import SIGNOFF_MARKER
 
@@ -18,14 +19,33 @@ def _draft_outputs(card: dict) -> dict[str, dict]:
     return {o["name"]: o for o in stage["outputs"]}
 
 
+def _run_dir(released: dict) -> Path:
+    [run_dir] = (released["root"] / "runs").iterdir()
+    return run_dir
+
+
+def _opened(ref: dict, run_dir: Path) -> str:
+    """An artifact's sha256 as the card names it: printed when public, else recomputed by the controller from the
+    file in the run directory and checked against the card's keyed commitment (the registry's secret opens it)."""
+    if "sha256" in ref:
+        return ref["sha256"]
+    sha = sha256_file(run_dir / ref["file"])
+    assert (
+        commitment.registry_committer(Registry(run_dir.parents[1]).registry_id())("sha256", sha) == ref["hmac_sha256"]
+    )
+    return sha
+
+
 def test_published_card_is_the_draft_plus_the_signoff_section(released):
     result = released["result"]
     card = json.loads(Path(result.card_json).read_text())
     drafts = _draft_outputs(card)
+    run_dir = _run_dir(released)
     for name in ("card.html", "card.md"):
         ref = drafts["draft_" + name.replace(".", "_")]
-        draft = Path(ref["path"]).read_bytes()
-        assert sha256_file(Path(ref["path"])) == ref["sha256"]  # the file the approver read, unchanged since
+        assert ref["file"] == f"draft/{name}"  # named inside the run, never by a machine path
+        draft = (run_dir / ref["file"]).read_bytes()
+        assert sha256_file(run_dir / ref["file"]) == ref["sha256"]  # the file the approver read, unchanged since
         published = (Path(result.path) / name).read_bytes()
         assert draft.count(MARKER) == 1 and published.count(MARKER) == 1, name
         common, pending = draft.split(MARKER)
@@ -37,7 +57,7 @@ def test_published_card_is_the_draft_plus_the_signoff_section(released):
         assert card["provenance"]["log_head"]["hash"] in signoff, name
         assert "awaiting sign-off" not in common.decode() and "Sign-offs" not in common.decode(), name
     assert card["release_id"] == result.release_id
-    assert json.loads(Path(drafts["draft_card_json"]["path"]).read_text())["signoffs"] == []
+    assert json.loads((run_dir / drafts["draft_card_json"]["file"]).read_text())["signoffs"] == []
 
 
 def test_the_candidate_hash_covers_the_draft_and_the_evidence_report_is_not_published(released):
@@ -55,7 +75,8 @@ def test_the_candidate_hash_covers_the_draft_and_the_evidence_report_is_not_publ
     from sdgov.base.hashing import sha256_json
 
     stages = {s["stage"]: s for s in card["provenance"]["stages"]}
-    outs = {o["name"]: o["sha256"] for st in stages.values() for o in st["outputs"]}
+    run_dir = _run_dir(released)
+    outs = {o["name"]: _opened(o, run_dir) for st in stages.values() for o in st["outputs"]}
     parts = {
         "measurements": outs["measurements"],
         "synthetic": card["synthetic"]["sha256"],
@@ -67,7 +88,7 @@ def test_the_candidate_hash_covers_the_draft_and_the_evidence_report_is_not_publ
         "draft_card_html": drafts["draft_card_html"]["sha256"],
         "draft_card_md": drafts["draft_card_md"]["sha256"],
         "draft_card_json": drafts["draft_card_json"]["sha256"],
-        "evidence_report": drafts["draft_evidence_report_html"]["sha256"],
+        "evidence_report": outs["draft_evidence_report_html"],
     }
     assert sha256_json(parts) == manifest_candidate
     assert sha256_json({**parts, "draft_card_html": "0" * 64}) != manifest_candidate
@@ -80,7 +101,7 @@ def test_the_draft_card_and_the_sampling_progress_are_shown_on_the_flow_run_as_a
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     card = json.loads(Path(released["result"].card_json).read_text())
-    draft_html = Path(_draft_outputs(card)["draft_card_html"]["path"])
+    draft_html = _run_dir(released) / _draft_outputs(card)["draft_card_html"]["file"]
     flow_run_id = UUID(draft_html.parent.parent.name)  # the run directory is named for the flow run
     with get_client(sync_client=True) as c:
         arts = c.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))

@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 
 from sdgov.base.hashing import md5_file, sha256_file
+from sdgov.registry import commitment
+from sdgov.registry.log import Registry
 from tests.conftest import REPO, init_registry
 
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -60,7 +62,10 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
     lock = yaml.safe_load((repo / "dvc.lock").read_text())
     outs = {o["path"]: o["md5"] for s in lock["stages"].values() for o in s.get("outs", [])}
     card = json.loads(Path(result.card_json).read_text())
-    assert card["dataset"]["dvc_md5"] == outs["build/demo/data.csv"] == md5_file(repo / "build/demo/data.csv")
+    # the confidential file's md5 only as the controller's keyed commitment, which its secret opens
+    commit = commitment.registry_committer(Registry(registry).registry_id())
+    assert outs["build/demo/data.csv"] == md5_file(repo / "build/demo/data.csv")
+    assert card["dataset"]["dvc_md5_hmac"] == commit("dvc_md5", outs["build/demo/data.csv"])
     assert card["dataset"]["measurements_dvc_md5"] == outs["build/demo/measurements.json"]
 
     # 4. the published release folder (card, manifest, ψ, synthetic data) tracked by hash too; push everything to

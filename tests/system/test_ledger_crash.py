@@ -16,6 +16,7 @@ import pytest
 
 from sdgov.base.hashing import sha256_bytes, sha256_file
 from sdgov.governance import ledger
+from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from tests.conftest import REPO
 from tests.governance import controller_registry, sign_standing_approval
@@ -109,7 +110,8 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     [measured] = [e for e in events if e.event == "measured"]
     assert measured.artifacts == {f"measurements/{n}": sha256_bytes(b) for n, b in stored.items()}
     released = json.loads((Path(result.path) / "artifacts" / "measurements.json").read_text())
-    by_key = {n.removesuffix(".json"): json.loads(b) for n, b in stored.items()}
+    commit = commitment.registry_committer(reg.registry_id())  # ψ names each statistic by its commitment
+    by_key = {commit("statistic", n.removesuffix(".json")): json.loads(b) for n, b in stored.items()}
     for m in released["measurements"]:  # ψ is assembled from exactly the stored statistics
         assert m["noisy_counts"] == by_key[m["statistic"]]["noisy_counts"]
     [acct] = ledger.ledger_summary(reg)

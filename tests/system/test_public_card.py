@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import pandas as pd
 import yaml
 
 from sdgov.registry.log import Registry
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 NOT_FIGURES = {"seconds", "seed", "seeds", "settings", "generator", "policy", "K", "rows", "alpha", "canaries"} | {
@@ -138,3 +141,161 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
     # the evidence is the controller's: beside the run, never in the release
     files = json.loads((released / "manifest.json").read_text())["files"]
     assert not any("evidence" in f or "utility" in f or "audit" in f or "privacy_risk" in f for f in files)
+
+
+# ------------------------------------------------------------------ issue 25: hashes, the count and paths
+
+HEX = re.compile(rb"[0-9a-fA-F]{12,}")
+PREFIX = 12
+"""A hash counts as published when any 12 consecutive hex digits of it appear in a published file (cards print
+``hash[:12]``); two unrelated hashes share a given 12 digits with probability 16⁻¹², so this never fires by chance."""
+UNKNOWN = ("Economic Activity", "Occupation", "Health")
+"""The target's attributes the adversary does not know (5 × 6 × 5 = 150 candidate completions); they know every
+other record, the target's other attributes and how the file is laid out."""
+
+
+def published(release: Path) -> dict[str, bytes]:
+    """Every file of the release, by its name in the release: what anyone may read."""
+    return {p.relative_to(release).as_posix(): p.read_bytes() for p in sorted(release.rglob("*")) if p.is_file()}
+
+
+def hex_windows(blob: bytes) -> set[str]:
+    """Every run of 12 consecutive hex digits in ``blob``, lower-cased: a hash is in the file, whole or cut to a
+    prefix, iff its first 12 digits are one of these."""
+    out: set[str] = set()
+    for run in HEX.findall(blob):
+        run = run.lower().decode()
+        out.update(run[i : i + PREFIX] for i in range(len(run) - PREFIX + 1))
+    return out
+
+
+def ledger_fingerprint(root: Path) -> str:
+    """The data's content fingerprint as the controller's ledger holds it (the log's spend event)."""
+    [fp] = {json.loads(e.comment)["fingerprint"] for e in Registry(root).verified_events() if e.event == "budget_spent"}
+    return fp
+
+
+def test_no_published_file_holds_a_hash_of_the_data_its_record_count_or_a_machine_path(released_with_audits):
+    import tempfile
+
+    from sdgov.base.hashing import md5_file, sha256_file
+    from sdgov.data.encoding import encode, read_csv_strict
+    from sdgov.data.fingerprint import fingerprint
+    from sdgov.data.schema import load_schema
+
+    result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))
+    release, data = Path(result.path), spec.parent / "data.csv"
+    [run_dir] = (root / "runs").iterdir()
+    fp = fingerprint(
+        encode(read_csv_strict(data), load_schema(spec.parent / "schema.yaml")),
+        load_schema(spec.parent / "schema.yaml"),
+    )
+    assert fp == ledger_fingerprint(root)  # the test hashes the data as sdgov does
+    # everything a function of the confidential records alone, unkeyed: the file's hashes, the content fingerprint,
+    # the draw-once store's statistic keys (fingerprint × marginal × σ) and every controller-side file computed on
+    # the data (its codes, the audits', the utility report, the evidence report)
+    controller_files = [run_dir / "codes.parquet", *(run_dir / "evidence").iterdir()]
+    controller_files += list(run_dir.glob("utility*")) + [
+        run_dir / f"{n}.json" for n in ("audit", "decomposability", "privacy_risk")
+    ]
+    secret = {"data sha256": sha256_file(data), "data DVC md5": md5_file(data), "content fingerprint": fp}
+    secret |= {f"statistic {p.stem[:8]}": p.stem for p in (root / "measurements").glob("*.json")}
+    secret |= {f"sha256 of {p.relative_to(run_dir)}": sha256_file(p) for p in controller_files}
+    assert len(secret) > 3 + 11 + 6
+    files = published(release)
+    assert {"card.json", "card.html", "card.md", "artifacts/budget.json", "artifacts/provenance.json"} <= set(files)
+    for name, blob in files.items():
+        windows = hex_windows(blob)
+        leaked = [what for what, h in secret.items() if h[:PREFIX] in windows]
+        assert not leaked, f"{name} publishes {leaked}"
+
+    # the true record count: in no published text, unless the card's noisy count happens to round to it
+    real = json.loads((run_dir / "evidence" / "evidence.json").read_text())["real_rows"]
+    assert real == len(read_csv_strict(data)) == 3000
+    if json.loads(files["card.json"])["dataset"]["noisy_rows"] != real:
+        for name, blob in files.items():
+            if not name.endswith(".parquet"):
+                assert not {str(real), f"{real:,}"} & printed(blob.decode()), f"{name} prints the record count"
+
+    # no machine path: not the registry, the run, the inputs, the data, the code, a temporary folder or home
+    paths = {root, root.resolve(), run_dir, spec.parent, data, REPO_ROOT, Path(tempfile.gettempdir()), Path.home()}
+    for name, blob in files.items():
+        text = blob.decode("utf-8", errors="replace")
+        found = sorted(str(p) for p in paths if f"{p}{os.sep}" in text or f'{p}"' in text)
+        assert not found, f"{name} publishes machine paths {found}"
+
+
+def test_the_known_all_but_one_attack_confirms_no_candidate(released_with_audits):
+    """An adversary who knows every record but the target's three attributes recomputes, for each of the 150
+    completions, the unkeyed content fingerprint, the file's sha256 and DVC md5 and the statistic keys, and looks
+    for each in every published file: one found names the target's attributes. None may be."""
+    import hashlib
+    import itertools
+
+    from sdgov.data.encoding import encode, read_csv_strict
+    from sdgov.data.fingerprint import fingerprint
+    from sdgov.data.schema import load_schema
+    from sdgov.measurement.marginals import MeasurementSet
+    from sdgov.measurement.store import statistic_key
+
+    result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))
+    release, data = Path(result.path), spec.parent / "data.csv"
+    schema = load_schema(spec.parent / "schema.yaml")
+    files = published(release)
+    psi = MeasurementSet.model_validate_json(files["artifacts/measurements.json"])  # public: cliques and σ
+    raw = data.read_bytes()
+    head, target = raw[: raw.rstrip(b"\n").rindex(b"\n") + 1], raw[raw.rstrip(b"\n").rindex(b"\n") + 1 :]
+    header = raw.split(b"\n", 1)[0].decode().split(",")
+    known = encode(read_csv_strict(data), schema)  # every record; the target's last row is overwritten below
+    candidates: dict[tuple[str, ...], set[str]] = {}
+    for completion in itertools.product(*(schema.by_name[a].codes() for a in UNKNOWN)):
+        fields = target.rstrip(b"\n").decode().split(",")
+        for attr, code in zip(UNKNOWN, completion, strict=True):
+            fields[header.index(attr)] = str(code)
+        file = head + (",".join(fields) + "\n").encode()
+        codes = known.copy()
+        for attr, code in zip(UNKNOWN, completion, strict=True):
+            codes.loc[codes.index[-1], attr] = schema.by_name[attr].codes().index(code)
+        fp = fingerprint(codes, schema)
+        values = {fp, hashlib.sha256(file).hexdigest(), hashlib.md5(file).hexdigest()}
+        values |= {statistic_key(fp, m.clique, m.sigma) for m in psi.measurements}
+        candidates[tuple(map(str, completion))] = values
+    truth = tuple(target.rstrip(b"\n").decode().split(",")[header.index(a)] for a in UNKNOWN)
+    assert len(candidates) == 150 and ledger_fingerprint(root) in candidates[truth]  # the attack is sound
+    assert hashlib.sha256(raw).hexdigest() in candidates[truth]
+
+    windows = set().union(*(hex_windows(blob) for blob in files.values()))
+    confirmed = sorted(c for c, values in candidates.items() if any(v[:PREFIX] in windows for v in values))
+    assert confirmed == [], f"the published files confirm the target's {UNKNOWN} = {confirmed}"
+
+
+def test_the_controller_proves_which_data_a_release_came_from(released_with_audits, tmp_path, monkeypatch, capsys):
+    """``sdgov registry prove``: the data file and the controller's secret open the card's commitments; a file that
+    differs in one record does not; without the secret, one line and exit 2."""
+    from sdgov.flows.cli import main
+
+    result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))
+    data, schema = spec.parent / "data.csv", spec.parent / "schema.yaml"
+    argv = ["registry", "prove", result.release_id, "--root", str(root), "--json"]
+
+    assert main([*argv, "--data", str(data), "--schema", str(schema)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["proved"] and out["matches"] == {"sha256": True, "dvc_md5": True, "fingerprint": True}
+
+    crlf = tmp_path / "crlf.csv"  # the same records in another layout: only the content fingerprint still opens
+    crlf.write_bytes(data.read_bytes().replace(b"\n", b"\r\n"))
+    assert main([*argv, "--data", str(crlf), "--schema", str(schema)]) == 1
+    assert json.loads(capsys.readouterr().out)["matches"] == {"sha256": False, "dvc_md5": False, "fingerprint": True}
+
+    lines = data.read_bytes().splitlines(keepends=True)
+    fields = lines[-1].decode().split(",")
+    fields[-1] = "1\n" if fields[-1].strip() != "1" else "2\n"  # the last record's Health, changed
+    other = tmp_path / "other.csv"
+    other.write_bytes(b"".join(lines[:-1]) + ",".join(fields).encode())
+    assert main([*argv, "--data", str(other), "--schema", str(schema)]) == 1
+    assert json.loads(capsys.readouterr().out)["matches"] == {"sha256": False, "dvc_md5": False, "fingerprint": False}
+
+    monkeypatch.setenv("SDGOV_COMMITMENT_SECRET", str(tmp_path / "elsewhere"))  # not this machine's secret
+    assert main([*argv, "--data", str(data)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "commitment secret" in err and "Traceback" not in err and len(err.splitlines()) == 1, err

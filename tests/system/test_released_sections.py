@@ -65,9 +65,11 @@ def test_evidence_report_renders_the_privacy_risk_section(released):
     assert all(c.severity == "block" for c, r in zip(checks, res.checks) if r.level == "fail")
 
 
-def test_the_utility_report_stays_with_the_controller_and_the_card_states_its_verdicts(released):
+def test_the_utility_report_stays_with_the_controller_and_the_card_judges_only_from_public_facts(released):
     """The utility_report stage keeps its summary (utility.json) and the full report in the run directory (computed
-    on the confidential data: never published); the card states the fitness verdicts without the figures."""
+    on the confidential data: never published). Its fitness verdicts compare with the real data, so they are the
+    controller's evidence (issue 25); the card judges only from Φ: every pair Φ did not measure is not fit for
+    association analysis, whatever the real data says."""
     d = Path(released["result"].path)
     run_dir, evidence = _evidence(released)
     assert (run_dir / "utility.json").is_file()  # the existing summary contract is unchanged
@@ -77,9 +79,23 @@ def test_the_utility_report_stays_with_the_controller_and_the_card_states_its_ve
     assert not list(d.rglob("utility*")), "the utility report is not published"
     assert evidence["utility_report"]["fitness"]["statement"] == full["fitness"]["statement"]
     card = json.loads((d / "card.json").read_text())
-    pairs = [" × ".join(p) for p in full["fitness"]["not_fit_pairs"]]
-    assert all(p in " ".join(card["fitness"]["not_fit_for"]) for p in pairs)
+    agreement = json.loads((d / "artifacts" / "agreement.json").read_text())["agreement"]
+    measured = [set(c) for c in agreement["cliques"]]
+    unmeasured = [
+        f"{a} × {b}"
+        for i, a in enumerate(agreement["attributes"])
+        for b in agreement["attributes"][i + 1 :]
+        if not any({a, b} <= c for c in measured)
+    ]
+    assert unmeasured and card["fitness"]["not_fit_for"] == [
+        f"analysing the association between {'; '.join(unmeasured)}: these pairs were not in Φ, so the synthetic "
+        "data shows only what the measured tables imply"
+    ]  # a function of Φ alone: the same sentence whichever of these pairs the real data would have flagged
+    assert card["fitness"]["fit_for"] == card["fitness"]["partly_fit_for"] == []  # the real-data verdicts: not here
     assert "B = " not in json.dumps(card["fitness"]), "the association figures are the controller's"
+    real_judged = [" × ".join(p) for p in full["fitness"]["not_fit_pairs"]]
+    evidence_html = (run_dir / "evidence" / "evidence.html").read_text()
+    assert all(p in evidence_html for p in real_judged)  # the controller reads the real-data judgements
     card_html = (d / "card.html").read_text()
     assert 'href="utility_report.html"' not in card_html and "What this data is and is not fit for" in card_html
     from sdgov.registry.log import Registry
