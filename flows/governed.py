@@ -41,7 +41,7 @@ from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.input.actions import create_flow_run_input
 from prefect.states import Completed, State
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan
@@ -59,7 +59,7 @@ from sdgov.governance.policy import check_plan_allowed, rows_warning
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
-from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, release_md
+from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, key_facts, release_md
 from sdgov.reporting.card import Card, privacy_headline
 from sdgov.reporting.draft import audit_sections
 from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
@@ -83,6 +83,14 @@ class Decision(RunInput):
         title="Signature",
         description="paste the output of 'sdgov sign RUN_ID --as NAME --key KEY' (sdgov approve --key does it all)",
     )
+
+    @classmethod
+    def for_pause(cls, description: str, facts: str) -> type[RunInput]:
+        """This pause's form: the text above the fields, and the key facts (:func:`key_facts`) as the Decision
+        field's help, which stays in view at 1280×800 where the Prefect UI scrolls the text out of sight."""
+        form = cls.with_initial_data(description=description)
+        decision = (Literal["approve", "reject"], Field(title="Decision", description=facts or None))
+        return create_model(cls.__name__, __base__=form, decision=decision)
 
 
 class ReleaseDecision(Decision):
@@ -188,6 +196,7 @@ def await_decision(
     deadline: float,
     poll_interval: int,
     summary: dict[str, Any] | None = None,
+    facts: str = "",
 ) -> tuple[SignOff, dict[str, str]]:
     """Pause until an eligible approver decides (:func:`sdgov.governance.decisions.decide`); refused attempts are
     logged there and the run pauses again.
@@ -227,7 +236,7 @@ def await_decision(
             agreement_sha256=agreement_sha256,
             summary=summary or {},  # what `sdgov approve` prints before asking for the hash
         )
-        form = form_class.with_initial_data(description=with_note(description, note))
+        form = form_class.for_pause(with_note(description, note), facts)
         remaining = int(deadline - time.monotonic())
         log.info(
             "waiting for a data controller to decide on the %s %s (eligible: %s; %ds left)%s",
@@ -365,7 +374,12 @@ class _Governed:
             return None
 
     def decision(
-        self, subject: DecisionSubject, sha256: str, description: str, summary: dict[str, Any] | None = None
+        self,
+        subject: DecisionSubject,
+        sha256: str,
+        description: str,
+        summary: dict[str, Any] | None = None,
+        facts: str = "",
     ) -> SignOff:
         """Pause for a controller's decision on ``subject`` (an approval: a rejection or a timeout stops the run)."""
         s, _ = await_decision(
@@ -379,6 +393,7 @@ class _Governed:
             deadline=self.deadline,
             poll_interval=self.poll_interval,
             summary=summary,
+            facts=facts,
         )
         return s
 
@@ -469,6 +484,7 @@ def _agree(
                     "epsilon": None if plan.noise == "none" else plan.epsilon,
                     "delta": None if plan.noise == "none" else plan.delta,
                 },
+                facts=key_facts("agreement", run.sha, plan),
             )
         )
     return run
@@ -516,7 +532,7 @@ def _decide(run: _Governed, measured: Measured, evaluated: ReleaseCandidate, rep
     if run.standing is not None:
         get_run_logger().warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
     description, summary = _release_form(run, measured, evaluated, report)
-    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary))
+    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary, summary["key_facts"]))
 
 
 def _release_form(
@@ -551,6 +567,7 @@ def _release_form(
         "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
         "release_id": evaluated.draft.release_id,
     }
+    summary["key_facts"] = key_facts("release candidate", evaluated.sha256, plan, summary["verdict"], headline)
     description = release_md(
         agreement,
         evaluated.sha256,

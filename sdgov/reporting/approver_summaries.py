@@ -22,6 +22,28 @@ def hash_lines(sha256: str) -> str:
     return " ".join(f"`{sha256[i : i + 16]}`" for i in range(0, len(sha256), 16))
 
 
+def key_facts(
+    what: str, sha256: str, plan: PrivacyPlan, verdict: str | None = None, epsilon: EpsilonSummary | None = None
+) -> str:
+    """What an approver must see before anything else, in one line: the verdict, the privacy cost and the full hash
+    they sign. It leads the form's text and is the Decision field's own help, which the Prefect UI keeps in view at
+    1280×800 while the text above the fields scrolls out of sight."""
+    if plan.noise == "none":
+        privacy = "NO NOISE (no DP guarantee)"
+    elif epsilon is not None:
+        privacy = f"ε = {epsilon.release_epsilon:.4g} (zCDP bound)"
+        if epsilon.release_epsilon_pld is not None:
+            privacy += f", ε ≤ {epsilon.release_epsilon_pld:.4g} (PLD)"
+        privacy += f", δ = {epsilon.delta:.3g}"
+        if epsilon.dataset_epsilon is not None:
+            privacy += f"; the dataset's ε over every release = {epsilon.dataset_epsilon:.4g}"
+    else:
+        privacy = f"ρ = {plan.rho:.6g} (zCDP) → ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g}"
+    head = [f"verdict {verdict.upper()}"] if verdict else []
+    groups = " ".join(sha256[i : i + 16] for i in range(0, len(sha256), 16))  # wraps instead of being cut off
+    return " · ".join([*head, privacy, f"{what} hash {groups}"])
+
+
 def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
     if plan.noise == "none":
         lines = ["- **Privacy: NO NOISE** — the statistics are declared public; no DP guarantee."]
@@ -53,7 +75,7 @@ def agreement_md(
     phi = "\n".join(f"  - {f'[{m.part}] ' if m.part else ''}{' × '.join(m.clique)}" for m in plan.marginals)
     return "\n".join(
         [
-            f"## Approve the Φ agreement `{agreement.spec_name}`?",
+            f"**Approve the Φ agreement `{agreement.spec_name}`?** {key_facts('agreement', sha256, plan)}",
             "",
             f"**{proposer}** (analyst) proposes publishing these {len(plan.marginals)} noisy marginal tables of "
             f"dataset `{agreement.dataset_name}` (content fingerprint `{dataset_fingerprint[:16]}…`):",
@@ -122,7 +144,8 @@ def release_md(
     links = [f"  - {k}: {v}" for k, v in evidence.items()]
     return "\n".join(
         [
-            f"## Sign off the release of `{agreement.spec_name}`?",
+            f"**Sign off the release of `{agreement.spec_name}`?** "
+            + key_facts("release candidate", candidate, plan, verdict, epsilon),
             "",
             f"Proposed by **{proposer}**.",
             "",

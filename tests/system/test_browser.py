@@ -122,6 +122,35 @@ def _sign(env: dict[str, str], run_id: str, name: str, key: Path) -> str:
     return out.strip()
 
 
+# Is this text in the resume form, inside the window and inside every box that scrolls or clips it (the form's
+# description is a short scroll box with no visible scrollbar at 1280×800)?
+IN_VIEW = """(needle) => {
+  const inView = (node, at) => {
+    const range = document.createRange();
+    range.setStart(node, at);
+    range.setEnd(node, at + needle.length);
+    const r = range.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight || r.right > window.innerWidth || r.height === 0) return false;
+    for (let el = node.parentElement; el; el = el.parentElement) {
+      const style = getComputedStyle(el), box = el.getBoundingClientRect(), clips = /(auto|scroll|hidden|clip)/;
+      if (clips.test(style.overflowY) && (r.top < box.top || r.bottom > box.bottom)) return false;
+      if (clips.test(style.overflowX) && (r.left < box.left || r.right > box.right)) return false;
+    }
+    return true;
+  };
+  const walk = document.createTreeWalker(document.querySelector('.p-modal__card'), NodeFilter.SHOW_TEXT);
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    const at = node.textContent.indexOf(needle);
+    if (at >= 0 && inView(node, at)) return true;
+  }
+  return false;
+}"""
+
+
+def _groups(sha256: str) -> list[str]:
+    return [sha256[i : i + 16] for i in range(0, 64, 16)]
+
+
 def _login(page, url: str) -> None:
     page.goto(f"{url}/login")
     page.locator("input[type=password]").fill(AUTH)  # the server's basic auth, through the UI's login
@@ -140,6 +169,7 @@ def _decide_in_browser(
     confirm_hash: str | None = None,
     artifact_id: str | None = None,
     artifact_expect: tuple[str, ...] = (),
+    above_fold: tuple[str, ...] = (),
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
@@ -154,12 +184,15 @@ def _decide_in_browser(
                 page.goto(f"{url}/artifacts/artifact/{artifact_id}")
                 for needle in artifact_expect:  # wait for the Markdown to render, then read it
                     sync_api.expect(page.locator("body")).to_contain_text(needle, timeout=30_000)
+            page.set_viewport_size({"width": 1280, "height": 800})  # the form, in an ordinary laptop window
             page.goto(f"{url}/runs/flow-run/{run_id}")
             page.get_by_role("button", name="Resume").click()
             form = page.locator(".p-modal__card")
             form.locator(".schema-form-property").first.wait_for()  # the form is built from the run's input schema
             for needle in expect:  # the description renders after the fields: wait for each text, never read early
                 sync_api.expect(form).to_contain_text(needle, timeout=30_000)
+            for needle in above_fold:  # at 1280×800, without scrolling anything
+                assert page.evaluate(IN_VIEW, needle), f"{needle!r} is not in view at 1280×800"
             fields = form.locator(".schema-form-property")
             fields.nth(0).locator("textarea").fill(name)
             fields.nth(1).locator("button.p-select-button__control").click()
@@ -234,6 +267,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             ["Approve the Φ agreement", "Privacy budget of this release"]
             + [run["sha256"][i : i + 16] for i in range(0, 64, 16)],
             "sdgov1.e30.AA",  # the signature is required: the form is not sent without one
+            above_fold=("ε = ", "δ = ", *_groups(run["sha256"])),  # the agreement's hash and privacy cost
         )
         _wait(env, root, "agreement", 2, proc)
         # typing the controller's name without his signature (the field is required: a made-up one): refused too
@@ -245,6 +279,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "unsigned",
             ["was refused", "separation of duties"],
             "sdgov1.e30.AA",
+            above_fold=("was refused", *_groups(run["sha256"])),  # why the last attempt was refused, first
         )
         _wait(env, root, "agreement", 3, proc)
         _decide_in_browser(
@@ -274,6 +309,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             + [sha[i : i + 16] for i in range(0, 64, 16)],
             _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
             confirm_hash=sha[:8],
+            above_fold=("verdict PASS", "ε = ", "δ = ", *_groups(sha)),  # the verdict, privacy cost and full hash
             artifact_id=art_id,
             artifact_expect=("DRAFT generator card, awaiting sign-off", card_title, "What was not preserved"),
         )
