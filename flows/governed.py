@@ -53,7 +53,6 @@ from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.governance import decisions, ledger
 from sdgov.governance.controller import check_controller_files, load_config, registry_id
-from sdgov.governance.decisions import CONFIRM_CHARS as CONFIRM_CHARS  # the CLI's confirmation prompt reads it here
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import check_plan_allowed, rows_warning
 from sdgov.governance.signoff import SignOff

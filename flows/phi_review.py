@@ -50,7 +50,6 @@ from sdgov.measurement.selection.review import (
     decide_review,
     review_md,
 )
-from sdgov.measurement.selection.review import format_pairs as format_pairs  # `sdgov review` reads it here
 from sdgov.registry.log import Registry
 from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 

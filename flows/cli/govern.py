@@ -366,7 +366,7 @@ def approval_summary(p: dict[str, Any]) -> str:
 def _confirmation(args: argparse.Namespace, p: dict[str, Any]) -> str:
     """Show the summary, then take the first 8 characters of the hash, typed by the approver (``--yes --hash
     PREFIX`` in scripts); a missing or wrong prefix is one line and nothing is sent."""
-    from sdgov.flows.governed import CONFIRM_CHARS
+    from sdgov.governance.decisions import CONFIRM_CHARS
 
     if args.yes and not args.hash:
         raise SdgovError(

@@ -73,8 +73,8 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
 def cmd_review(args: argparse.Namespace) -> int:
     from prefect import get_client
 
-    from sdgov.flows.phi_review import format_pairs
     from sdgov.identity.keys import load_private_key
+    from sdgov.measurement.selection.review import format_pairs
 
     load_private_key(args.key)
     review = _review(args)
