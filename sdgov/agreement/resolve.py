@@ -75,21 +75,37 @@ class Resolution:
     def agreement(self) -> Agreement:
         spec, schema = self.spec, self.schema
         assert self.generator is not None  # settled by the last step
-        return Agreement(
-            spec_name=spec.name,
-            description=spec.description,
-            dataset_name=spec.dataset.name,
-            schema_name=schema.name,
-            schema_sha256=schema.sha256(),
-            attributes=self.attributes,
-            cliques=sorted(self.cliques, key=lambda c: [self.order[a] for a in c]),
-            privacy=spec.privacy,
-            generator=self.generator,
-            rows=spec.rows,
-            seed=spec.seed,
-            limits=spec.limits,
-            sections=spec.sections,  # every pre-registered audit, as written: absent ones leave the hash unchanged
-        )
+        cliques = sorted(self.cliques, key=lambda c: [self.order[a] for a in c])
+        return build_agreement(spec, schema, self.attributes, cliques, self.generator)
+
+
+def build_agreement(
+    spec: ReleaseSpec,
+    schema: Schema,
+    attributes: list[str],
+    cliques: list[Clique],
+    generator: GeneratorSpec,
+    split: AgreedSplit | None = None,
+) -> Agreement:
+    """The one way an agreement is built from a resolved spec: what the spec states, as written, plus what resolution
+    settled (attributes, Φ in schema order, the generator's parameters, a split's parts). Every pre-registered audit
+    section is carried as written; absent ones leave the hash unchanged."""
+    return Agreement(
+        spec_name=spec.name,
+        description=spec.description,
+        dataset_name=spec.dataset.name,
+        schema_name=schema.name,
+        schema_sha256=schema.sha256(),
+        attributes=attributes,
+        cliques=cliques,
+        privacy=spec.privacy,
+        generator=generator,
+        rows=spec.rows,
+        seed=spec.seed,
+        limits=spec.limits,
+        sections=spec.sections,
+        split=split,
+    )
 
 
 def explicit_marginals(r: Resolution) -> None:
@@ -337,20 +353,9 @@ def _resolve_split(spec: ReleaseSpec, split: SplitSpec, schema: Schema, where: s
             )
     order = {name: i for i, name in enumerate(schema.names)}
     cliques = sorted({c for p in parts for c in p.cliques}, key=lambda c: [order[a] for a in c])
-    return Agreement(
-        spec_name=spec.name,
-        description=spec.description,
-        dataset_name=spec.dataset.name,
-        schema_name=schema.name,
-        schema_sha256=schema.sha256(),
-        attributes=sorted(modelled | {split.attribute}, key=order.__getitem__),
-        cliques=cliques,
-        privacy=spec.privacy,
-        generator=spec.generator,
-        rows=spec.rows,
-        seed=spec.seed,
-        limits=spec.limits,
-        split=AgreedSplit(attribute=split.attribute, parts=parts),
+    attributes = sorted(modelled | {split.attribute}, key=order.__getitem__)
+    return build_agreement(
+        spec, schema, attributes, cliques, spec.generator, AgreedSplit(attribute=split.attribute, parts=parts)
     )
 
 
