@@ -27,6 +27,10 @@ def shorten(text: str, limit: int, head: float = 0.75) -> str:
 class SdgovError(Exception):
     """A user-facing error: one line of what/where/fix."""
 
+    logged: bool = False
+    """True where the registry's log already records this ending (a refused budget, a blocked release), so that a
+    flow does not log it a second time as ``run_failed``."""
+
     def __init__(self, what: str, where: str = "", fix: str = "") -> None:
         self.what, self.where, self.fix = what, where, fix
         # str(exc) is the whole line (logs, tests); the CLI prints one_line(), bounded to MAX_LINE

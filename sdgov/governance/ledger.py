@@ -167,7 +167,7 @@ def spend_locked(
             artifacts=artifacts,
             comment=json.dumps(detail, sort_keys=True),
         )
-        raise BudgetError(
+        refused = BudgetError(
             f"privacy budget exceeded for dataset {dataset!r}: this release needs ρ={rho:.6g} for "
             f"{len(statistics)} new statistic(s), but {acct.spent_rho:.6g} of the lifetime ρ={acct.lifetime_rho:.6g} "
             f"is already spent ({len(acct.spends)} spend(s)); {acct.remaining_rho:.6g} remains. Refused before any "
@@ -176,6 +176,8 @@ def spend_locked(
             "lower the budget of this agreement (or reuse statistics already measured) or ask the data controller "
             "to raise the lifetime budget",
         )
+        refused.logged = True  # budget_refused, above
+        raise refused
     e = registry.append_locked(
         SPENT,
         "sdgov",

@@ -68,6 +68,8 @@ def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: s
 def log_failed(registry: Registry, agreed: Agreed, exc: BaseException) -> None:
     """A run that broke after its agreement: say so in the hash-chained log (nothing was released), so the trail
     never shows a drawn measurement as the last word of a run that ended in an error."""
+    if getattr(exc, "logged", False):
+        return  # an ending the log already records (a refused budget, a blocked release)
     first = (str(exc).strip().splitlines() or [""])[0][:300]
     registry.append(
         "run_failed",
@@ -85,7 +87,9 @@ def check_releasable(registry: Registry, agreed: Agreed, candidate: ReleaseCandi
     run_dir, audited = Path(agreed.run_dir), candidate.audited
     if audited.verdict != "pass":
         log_blocked(registry, agreed, audited, "audit failed")
-        raise SdgovError("the audit failed, so nothing was released", audited.report.path, "read the audit report")
+        blocked = SdgovError("the audit failed, so nothing was released", audited.report.path, "read the audit report")
+        blocked.logged = True  # release_blocked, above
+        raise blocked
     sha = candidate.sha256
     if not any(s.subject == "release" and s.decision == "approve" and s.subject_sha256 == sha for s in signoffs):
         raise SdgovError("no release sign-off for this candidate", run_dir.name, "a data controller must approve it")
