@@ -30,6 +30,7 @@ from sdgov.tasks.utility_report import utility_report
 
 
 def new_run_id() -> str:
+    """The Prefect flow run's id without dashes (32 hex characters); a fresh uuid4 hex outside a flow run."""
     rid = flow_run.get_id()
     return str(rid).replace("-", "") if rid else uuid.uuid4().hex
 
@@ -81,6 +82,7 @@ def standing_release_signoff(
 
 
 def publish(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+    """Publish the candidate through the release task, which refuses it without a passing audit and a bound sign-off."""
     result = release(agreed, candidate, signoffs, registry_root)
     get_run_logger().info("released %s → %s", result.release_id, result.card_html)
     return result
@@ -90,6 +92,10 @@ def publish(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff]
 def release_flow(
     spec_path: str, registry_root: str, approvals_path: str | None = None, data_path: str | None = None
 ) -> ReleaseResult:
+    """The release on standing approvals: agree Φ, measure, evaluate, publish; no human decision during the run.
+
+    The standing release sign-off is added only on a passing audit (publication refuses a candidate without one);
+    controller files must be as last signed; a failure after agreement is logged as a failed run, then re-raised."""
     check_controller_files(Registry(registry_root))  # approvers, budgets, policy as last signed, or no release
     agreed = agree_phi(spec_path, registry_root, new_run_id(), approvals_path, data_path)
     get_run_logger().info(

@@ -24,6 +24,9 @@ VERSION = "1.2.0"  # 1.2: standing approvals signed with registered keys; 1.1: c
 def agree_phi(
     spec_path: str, registry_root: str, run_id: str, approvals_path: str | None = None, data_path: str | None = None
 ) -> Agreed:
+    """Check spec, schema, data and standing approvals, then write the agreement and log its sign-offs → ``Agreed``.
+
+    Inputs and the controller's policy are checked before anything is written: a refusal writes nothing."""
     with stage("agree_phi", VERSION) as rec:
         checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
         ag, data = checked.loaded.agreement, checked.data

@@ -24,6 +24,9 @@ VERSION = "1.3.0"  # 1.3: reads the encoded data artifact (codes.parquet), not t
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)
 def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
+    """Run the agreed audits on the synthetic data → ``Audited``: the verdict, the report and each evidence file.
+
+    The confidential data is recorded as an input only when an audit read it; a failed blocking check blocks release."""
     with stage("audit", VERSION) as rec, prefect_executors() as executor_for:
         context = audit_context(agreed, measured, generated, executor_for, logger().info)
         report, evidence = run_audits(context)

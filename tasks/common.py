@@ -13,6 +13,7 @@ from sdgov.contracts import ArtifactRef, StageRecord
 
 
 def logger() -> logging.Logger | logging.LoggerAdapter:
+    """The Prefect run logger inside a flow or task run; the ``sdgov`` logger outside one (DVC stage commands)."""
     try:
         from prefect import get_run_logger
 
@@ -33,6 +34,7 @@ class Recorder:
         self._t0 = time.perf_counter()
 
     def record(self) -> StageRecord:
+        """The stage's ``StageRecord``: inputs, outputs and params, finished now, with the seconds since it started."""
         return StageRecord(
             stage=self.stage,
             task_version=self.version,
@@ -47,6 +49,7 @@ class Recorder:
 
 @contextmanager
 def stage(name: str, version: str) -> Iterator[Recorder]:
+    """Log the stage's start and finish, yielding the ``Recorder`` it fills; a stage that raises logs no finish."""
     log = logger()
     log.info("stage %s (v%s) started", name, version)
     rec = Recorder(name, version)

@@ -33,6 +33,9 @@ RUNS_URL = "SDGOV_RUNS_URL"
 def draft_card(
     agreed: Agreed, measured: Measured, generated: Generated, audited: Audited, utility: UtilityReported
 ) -> Drafted:
+    """Write the draft card and the controller-only evidence report, show them on the run → ``Drafted``.
+
+    The draft is the card as it will be published, less the sign-off section."""
     with stage("draft_card", VERSION) as rec:
         written = write_draft(agreed, measured, generated, audited, utility)
         paths = written["paths"]

@@ -36,6 +36,7 @@ class PrefectExecutor:
         self.runner, self.workers = runner, workers
 
     def map(self, fn: Callable[..., T], calls: Sequence[tuple], label: str) -> list[T]:
+        """Run ``fn(*args)`` for every call as batched task runs and return the results in the order of ``calls``."""
         size = max(1, -(-len(calls) // (self.BATCHES_PER_WORKER * self.workers)))
         batches = [list(calls[i : i + size]) for i in range(0, len(calls), size)]
         futures = [

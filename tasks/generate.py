@@ -28,6 +28,9 @@ VERSION = "1.2.0"  # 1.2: with engine dask the parts run on the Dask cluster (1.
 
 @task(name="generate", version=VERSION, cache_policy=NO_CACHE)
 def generate(inp: GenerateInput) -> Generated:
+    """Fit the generator to the noisy marginals and write the synthetic Parquet file → ``Generated``.
+
+    Its only input is ``GenerateInput``: it never reads the confidential data."""
     with stage("generate", VERSION) as rec:
         rec.inputs = [inp.measurements, inp.schema_file]
         with _executor(inp) as executor:

@@ -30,6 +30,9 @@ VERSION = "2.0.0"  # 2.0: one draw per statistic (dataset × marginal × σ), re
 
 @task(name="measure", version=VERSION, cache_policy=NO_CACHE)
 def measure(agreed: Agreed, registry_root: str) -> Measured:
+    """Draw (or reuse) the agreed noisy marginals once per statistic and write the privacy plan → ``Measured``.
+
+    Counts come from the encoded data only when noise is drawn; the record names statistics by keyed commitment."""
     log = logger()
     with stage("measure", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)

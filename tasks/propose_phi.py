@@ -31,6 +31,9 @@ VERSION = (
 
 @task(name="propose_phi", version=VERSION, cache_policy=NO_CACHE)
 def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, data_path: str | None = None) -> Agreed:
+    """Check the proposal and the proposer (role analyst), write the agreement and log it as proposed → ``Agreed``.
+
+    The only sign-off is the proposer's; the controller decides later, in the governed flow."""
     with stage("propose_phi", VERSION) as rec:
         checked = check_proposal(spec_path, registry_root, proposer, data_path)
         approvers_path = controller_files(Registry(registry_root))[APPROVERS]

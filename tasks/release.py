@@ -22,6 +22,9 @@ VERSION = "1.1.0"
 
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
 def release(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+    """Publish one immutable release of the candidate → ``ReleaseResult``.
+
+    ``check_releasable`` refuses it unless the audit passed and the sign-offs are bound to the candidate's hash."""
     registry = Registry(registry_root)
     check_releasable(registry, agreed, candidate, signoffs)
     with stage("release", VERSION):

@@ -46,6 +46,9 @@ def proposed_spec(draft_path: Path, pairs: list[list[str]], record: Path | None 
 
 
 def write_proposed_spec(draft_path: Path, pairs: list[list[str]], out: Path, record: Path | None = None) -> Path:
+    """Write the proposed spec (Φ = the draft's 1-ways + ``pairs``) to ``out`` as YAML and return ``out``.
+
+    Outside the draft's folder the schema and dataset paths are made absolute: a spec's paths are relative to it."""
     spec = proposed_spec(draft_path, pairs, record)
     base = draft_path.parent.resolve()
     if out.parent.resolve() != base:  # paths in a spec are relative to it: elsewhere, make them absolute

@@ -22,6 +22,9 @@ VERSION = "1.2.0"  # 1.2: record sets (tables out of core, models on a sample) i
 
 @task(name="utility_report", version=VERSION, cache_policy=NO_CACHE)
 def utility_report(agreed: Agreed, generated: Generated) -> UtilityReported:
+    """Build the utility report on samples of the encoded real data and the synthetic data → ``UtilityReported``.
+
+    Writes the card's summary (``utility.json``) and the full report (JSON and HTML) in the run directory."""
     with stage("utility_report", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)
         schema = read_schema(agreed.schema_file)

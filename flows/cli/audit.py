@@ -42,6 +42,9 @@ def crash_written(args: argparse.Namespace, exc: GeneratorCrash, test: str) -> N
 
 
 def cmd_decomposability(args: argparse.Namespace) -> int:
+    """Run the decomposability test of ``--generator`` against the spec: exit 0 pass, 1 fail.
+
+    A bad option is an ``AuditError`` and a generator crash is re-raised after ``--out`` records it (both exit 2)."""
     from sdgov.agreement.sections.decomposability import MAX_K, MAX_ROWS
     from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
 
@@ -156,6 +159,9 @@ def _settings(args: argparse.Namespace) -> RiskSettings:
 
 
 def cmd_privacy(args: argparse.Namespace) -> int:
+    """Run the privacy-risk audit (the ``--parts`` asked for) under the risk policy: exit 0 pass or warn, 1 fail.
+
+    A generator crash is re-raised (exit 2) after ``--out`` records it with the request (generator, params, ...)."""
     from sdgov.audits.generator_protocol import GeneratorCrash
     from sdgov.audits.privacy.policy import load_risk_policy
     from sdgov.audits.privacy.report import privacy_section
@@ -230,6 +236,7 @@ def _shared() -> argparse.ArgumentParser:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``audit decomposability`` and ``audit privacy``, which share the spec, data and trial options."""
     help_ = (
         "audit a generator against a spec: 'decomposability' (does it use only Φ? Houssiau et al. 2022) or "
         "'privacy' (membership/attribute inference, DP lower bound, record checks)"

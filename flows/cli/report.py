@@ -18,6 +18,9 @@ from sdgov.flows.cli._common import Parents, command, emit
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Print (``--json``: every measure) and with ``--out`` write the utility report of ``--synthetic``; exit 0.
+
+    A synthetic file with other attributes or undeclared categories is refused (exit 2)."""
     from sdgov.agreement.load import load_spec
     from sdgov.base.hashing import sha256_file
     from sdgov.data.synthetic import read_synthetic
@@ -58,6 +61,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``report utility``."""
     add = functools.partial(command, subparsers, parents)
     r = add(
         "report",

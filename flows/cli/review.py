@@ -71,6 +71,10 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
+    """Sign the Φ review for the run's pause, check it as the flow will, and resume the run with it; exit 0.
+
+    ``--print`` prints the signed statement instead of sending it; a review the check or the flow refuses is an
+    ``SdgovError`` (exit 2)."""
     from prefect import get_client
 
     from sdgov.identity.keys import load_private_key
@@ -118,6 +122,7 @@ def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``review``."""
     add = functools.partial(command, subparsers, parents)
     r = add("review", cmd_review, "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume")
     r.add_argument("run_id")

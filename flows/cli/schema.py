@@ -28,6 +28,9 @@ SHOWN = 50  # values listed per column in the human output (all of them with --j
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    """List on this terminal what the data file holds that the schema does not declare: exit 0 nothing, 1 something.
+
+    Nothing is written anywhere. Neither ``--spec`` nor ``--schema`` with ``--data`` is a ``SpecError`` (exit 2)."""
     from sdgov.data.schema import load_schema
     from sdgov.engines import engine
     from sdgov.engines.duckdb_engine import source_columns
@@ -75,6 +78,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``schema check``."""
     add = functools.partial(command, subparsers, parents)
     s = add("schema", cmd_schema, "list the values in a data file that the schema does not declare (controller only)")
     s.add_argument("action", choices=["check"])

@@ -94,6 +94,7 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``stage measure|generate|utility`` (the commands dvc.yaml runs)."""
     add = functools.partial(command, subparsers, parents)
     s = add(
         "stage",

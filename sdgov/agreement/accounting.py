@@ -96,6 +96,7 @@ class PrivacyPlan(Frozen):
 
     @property
     def sigmas(self) -> dict[Clique, float]:
+        """σ of each agreed marginal, keyed by its clique: the noise scale it is (or was) measured at."""
         return {m.clique: m.sigma for m in self.marginals}
 
 

@@ -46,6 +46,10 @@ def resolved(path: str | Path, where: str = "") -> Path:
 
 
 def load_spec(path: str | Path) -> LoadedSpec:
+    """Read the release spec at ``path`` with its schema, resolve its agreement and check its tasks → ``LoadedSpec``.
+
+    Paths are resolved against the spec's folder; a bad spec, Φ or task is a ``SpecError`` line, a bad schema a
+    ``SchemaError``."""
     path = resolved(path)
     spec = load_model_file(ReleaseSpec, path, SpecError, "release spec")
     base = path.parent

@@ -49,6 +49,7 @@ class Resolution:
         return self.spec.privacy.selection is not None
 
     def canon(self, attrs: list[str] | tuple[str, ...]) -> Clique:
+        """``attrs`` as a clique: sorted in schema column order, the canonical form Φ's marginals are compared in."""
         return tuple(sorted(attrs, key=self.order.__getitem__))
 
     def check_attrs(self, attrs: list[str], ctx: str) -> None:
@@ -73,6 +74,7 @@ class Resolution:
             )
 
     def agreement(self) -> Agreement:
+        """The ``Agreement`` the steps settled, its marginals in schema column order; only after the generator step."""
         spec, schema = self.spec, self.schema
         assert self.generator is not None  # settled by the last step
         cliques = sorted(self.cliques, key=lambda c: [self.order[a] for a in c])
@@ -133,6 +135,7 @@ def kway_shorthands(r: Resolution) -> None:
 
 
 def marginals_distinct(r: Resolution) -> None:
+    """No marginal listed twice in Φ (a shorthand may already generate one listed explicitly)."""
     seen: set[Clique] = set()
     for c in r.cliques:
         if c in seen:
@@ -145,6 +148,7 @@ def marginals_distinct(r: Resolution) -> None:
 
 
 def marginals_within_count(r: Resolution) -> None:
+    """Φ resolves to at most ``MAX_MARGINALS`` marginals."""
     if len(r.cliques) > MAX_MARGINALS:
         raise SpecError(
             f"Φ resolves to {len(r.cliques):,} marginals, over the limit of {MAX_MARGINALS:,}",
@@ -167,6 +171,7 @@ def marginals_not_nested(r: Resolution) -> None:
 
 
 def marginals_within_cell_limit(r: Resolution) -> None:
+    """Every marginal has at most ``limits.max_marginal_cells`` cells."""
     limit = r.spec.limits.max_marginal_cells
     for c in r.cliques:
         cells = r.schema.cells(c)
@@ -196,6 +201,7 @@ def modelled_attributes(r: Resolution) -> None:
 
 
 def selection_has_every_one_way(r: Resolution) -> None:
+    """With private selection, Φ holds the 1-way marginal of every modelled attribute (the selection measures all)."""
     if not r.selected:
         return
     ones = {c[0] for c in r.cliques if len(c) == 1}
@@ -209,6 +215,7 @@ def selection_has_every_one_way(r: Resolution) -> None:
 
 
 def weights_name_marginals(r: Resolution) -> None:
+    """Every key of ``privacy.weights`` (written ``'A,B'``) names a marginal in Φ."""
     phi = set(r.cliques)
     for key in r.spec.privacy.weights:
         names = [s.strip() for s in key.split(",")]

@@ -348,6 +348,7 @@ class AgreedSplit(Frozen):
         return {"attribute": self.attribute, "codes": sorted(part.codes)}
 
     def part(self, name: str) -> AgreedPart:
+        """The part named ``name``; ``StopIteration`` if the split has none."""
         return next(p for p in self.parts if p.name == name)
 
 
@@ -375,4 +376,5 @@ class Agreement(Sectioned):
     split: AgreedSplit | None = Field(default=None, exclude_if=lambda v: v is None)  # absent: same hash
 
     def sha256(self) -> str:
+        """Hex SHA-256 of the agreement's canonical JSON: the hash every sign-off binds (absent sections: the same)."""
         return sha256_json(self.model_dump(mode="json"))

@@ -161,6 +161,7 @@ def _ragged(path: Path, record: int, line: int, found: int, fields: int, header:
 
 
 def first_non_utf8_line(path: Path) -> int:
+    """1-based number of the first line of ``path`` that is not valid UTF-8; 0 when every line is."""
     with open(path, "rb") as f:
         for i, line in enumerate(f, start=1):
             try:

@@ -178,6 +178,7 @@ class Column(Frozen):
 
     @property
     def integer_codes(self) -> bool:
+        """True for a categorical column whose codes are ints (judged by its first category), False otherwise."""
         return self.kind == "categorical" and isinstance(self.categories[0].code, int)  # type: ignore[index]
 
     def labels(self) -> list[str]:
@@ -319,10 +320,12 @@ class Schema(Frozen):
 
     @cached_property
     def by_name(self) -> dict[str, Column]:
+        """Column name → column, for every column of the schema (lookup columns included)."""
         return {c.name: c for c in self.columns}
 
     @property
     def names(self) -> list[str]:
+        """Every column's name, in schema order: the canonical attribute order of cliques and domains."""
         return [c.name for c in self.columns]
 
     def domain(self, attrs: tuple[str, ...] | list[str] | None = None) -> dict[str, int]:
@@ -331,14 +334,18 @@ class Schema(Frozen):
         return {a: self.by_name[a].size for a in (self.names if attrs is None else attrs)}
 
     def shape(self, attrs: tuple[str, ...] | list[str]) -> tuple[int, ...]:
+        """The marginal's array shape over ``attrs``: each attribute's number of cells, in the order given."""
         return tuple(self.by_name[a].size for a in attrs)
 
     def cells(self, attrs: tuple[str, ...] | list[str]) -> int:
+        """Number of cells in the marginal over ``attrs``, multiplied in float64 so a huge one cannot overflow."""
         return int(np.prod(self.shape(attrs), dtype=np.float64))
 
     def sha256(self) -> str:
+        """Hex SHA-256 of the schema's canonical JSON, as the agreement records it (``schema_sha256``)."""
         return sha256_json(self.model_dump(mode="json"))
 
 
 def load_schema(path: str | Path) -> Schema:
+    """Read and validate the schema file at ``path``; an unreadable or invalid file is one ``SchemaError`` line."""
     return load_model_file(Schema, path, SchemaError, "schema")

@@ -48,6 +48,7 @@ class ValidatedData:
 
     @cached_property
     def codes(self) -> pd.DataFrame:
+        """The records as int32 cell indices, one column per attribute: ``codes_path`` read on first use, then kept."""
         return pd.read_parquet(self.codes_path)
 
 

@@ -106,6 +106,9 @@ def _name_problem(name: str, what: str) -> str | None:
 
 
 def check_names(loaded: LoadedSpec) -> None:
+    """The spec, dataset and schema names are at most ``MAX_NAME`` characters, none a control character or slash.
+
+    Every name at fault is reported, together, in one ``PreflightError``."""
     problems: list[SdgovError] = []
     for name, what, field in (
         (loaded.spec.name, "the spec name", "name"),
@@ -240,6 +243,8 @@ def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
 
 
 def check_plan(plan: PrivacyPlan, ag: Agreement) -> PrivacyPlan:
+    """``plan`` back if it is a guarantee worth accounting, else one ``SpecError``: finite ρ > 0 and ε, every σ in
+    (0, ``MAX_SIGMA``], ε at most ``MAX_EPSILON`` and not over the ε asked for, ε or ρ asked not below the minimum."""
     p = ag.privacy
     rho, eps = plan.rho, plan.epsilon
     fix = "choose a meaningful budget (σ between about 1 and 10^4, or ε between about 0.01 and 100)"

@@ -28,6 +28,7 @@ class Measurement(Frozen):
     part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
     def array(self) -> np.ndarray:
+        """The noisy counts as an int64 array of ``shape``, one axis per attribute of the clique, in its order."""
         return np.asarray(self.noisy_counts, dtype=np.int64).reshape(self.shape)
 
 

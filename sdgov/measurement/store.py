@@ -99,6 +99,7 @@ class Outcome:
 
     @property
     def reused_all(self) -> bool:
+        """True when every statistic was reused from an earlier draw: this run drew no noise and adopted none."""
         return all(h == "reused" for h in self.how.values())
 
 

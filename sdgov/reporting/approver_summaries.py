@@ -71,6 +71,8 @@ def agreement_md(
     dataset_fingerprint: str,
     note: str = "",
 ) -> str:
+    """The agreement pause's form text (Markdown): the key facts first, then Φ table by table, the budget, the generator
+    and the full hash to approve; a non-empty ``note`` (e.g. a warning for the controller) closes it as a quote."""
     # a split synthesis: each part's tables, measured on its own records
     phi = "\n".join(f"  - {f'[{m.part}] ' if m.part else ''}{' × '.join(m.clique)}" for m in plan.marginals)
     return "\n".join(
@@ -176,6 +178,8 @@ def release_md(
 
 
 def budget_md(dataset: str, message: str, note: str = "") -> str:
+    """The budget refusal's form text (Markdown): the ledger's ``message``, that no noise was drawn, and what approving
+    (one retry under the raised policy) and rejecting do; a non-empty ``note`` closes it as a quote."""
     return "\n".join(
         [
             f"## Privacy budget refused for dataset `{dataset}`",
@@ -191,4 +195,5 @@ def budget_md(dataset: str, message: str, note: str = "") -> str:
 
 
 def existing(paths: dict[str, str | Path | None]) -> dict[str, str]:
+    """The entries of ``paths`` whose file exists, the paths as strings; unset or missing ones are left out."""
     return {k: str(v) for k, v in paths.items() if v and Path(v).exists()}

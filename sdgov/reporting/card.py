@@ -222,6 +222,8 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
 
 
 def environment() -> dict[str, Any]:
+    """The software that made the release, for the card: Python, platform, the ``PACKAGES`` versions ("not installed"
+    for one absent), sdgov's version and the git commit."""
     pkgs = {}
     for p in PACKAGES:
         try:
@@ -238,6 +240,8 @@ def environment() -> dict[str, Any]:
 
 
 def git_commit() -> str:
+    """The commit sdgov runs from, "(with uncommitted changes)" when tracked files differ; without git or outside a
+    checkout an "unknown (…)" text, never an error."""
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(
@@ -275,6 +279,8 @@ def _plain(clique: Clique, schema: Schema) -> str:
 
 
 def not_preserved(agreement: Agreement, schema: Schema, exact: bool = False) -> list[str]:
+    """The card's "not preserved" sentences: unmeasured pairs, interactions above Φ's largest marginal, columns not
+    released, no real records, and the noise on every count (``exact``: that there is none)."""
     covered = [set(c) for c in agreement.cliques]
     out = []
     pairs = [p for p in itertools.combinations(agreement.attributes, 2) if not any(set(p) <= c for c in covered)]
@@ -306,6 +312,8 @@ def not_preserved(agreement: Agreement, schema: Schema, exact: bool = False) -> 
 
 
 def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
+    """The card's privacy guarantee in words, from the plan alone: ρ-zCDP, the (ε, δ) it implies and where δ comes from,
+    selection's share, the tighter ``eps_pld`` when given, the noise floor; with noise ``none``, that there is none."""
     if plan.noise == "none":
         return (
             "NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "

@@ -51,6 +51,8 @@ def build_evidence(
     utility_report: dict[str, Any] | None,
     warnings: list[str] | None = None,
 ) -> EvidenceReport:
+    """The controller-only report backing ``card`` (bound by ``card_sha256``): figures from the confidential data, never
+    published; of ``utility_report`` only the tasks hash, fitness, verdicts and radar are kept."""
     return EvidenceReport(
         title=f"Evidence report — {card.title.removeprefix('Generator card — ')}",
         release_id=card.release_id,

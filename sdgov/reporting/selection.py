@@ -77,6 +77,7 @@ def card_selection(record: SelectionRecord, record_bytes: bytes, plan: PrivacyPl
 
 
 def selection_svg(sel: CardSelection) -> str:
+    """The card's selection graph of ``sel`` as SVG text (:func:`draw_selection`)."""
     return to_svg(draw_selection(sel))
 
 

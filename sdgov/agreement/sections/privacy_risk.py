@@ -76,6 +76,7 @@ class RiskSettings(Frozen):
 
     @property
     def m(self) -> int:
+        """Records per synthetic set (m): ``synth_rows``, else ``train_rows``."""
         return self.synth_rows or self.train_rows
 
 

@@ -36,6 +36,7 @@ class TableTask(_Task):
     where: dict[str, list[Code]] = Field(default_factory=dict, description="attribute → codes kept")
 
     def used(self) -> list[str]:
+        """The attributes the task reads (its table and its ``where`` filter), as checked against the schema."""
         return list(self.attributes) + list(self.where)
 
 
@@ -52,6 +53,7 @@ class GapTask(_Task):
     where: dict[str, list[Code]] = Field(default_factory=dict)
 
     def used(self) -> list[str]:
+        """The attributes the task reads: the group, the ``by`` cells and the ``where`` filter."""
         return [self.group] + list(self.by) + list(self.where)
 
 
@@ -61,6 +63,7 @@ class RegressionTask(_Task):
     features: list[str] = Field(min_length=1)
 
     def used(self) -> list[str]:
+        """The attributes the task reads: the target, then the features."""
         return [self.target] + list(self.features)
 
 
@@ -71,6 +74,7 @@ class ClassifierTask(_Task):
     trees: PositiveInt = 60
 
     def used(self) -> list[str]:
+        """The attributes the task reads: the target, then the features."""
         return [self.target] + list(self.features)
 
 
