@@ -21,6 +21,7 @@ decision in time is ``approval_timeout``. The stakeholders' reviews of Φ are re
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from dataclasses import dataclass
 from typing import Literal
@@ -47,6 +48,7 @@ __all__ = [
     "eligible",
     "record_decision",
     "record_refused",
+    "record_run_refused",
     "record_review",
     "record_review_refused",
     "record_timeout",
@@ -225,6 +227,13 @@ def record_refused(pause: Pause, submitted: Submitted, error: SdgovError) -> Ref
         artifacts={pause.subject: pause.sha256, "nonce": pause.nonce, "flow_run_id": pause.flow_run_id},
     )
     return Refused(error, refusal_note(pause, submitted.approver, error))
+
+
+def record_run_refused(registry: Registry, run_id: str, error: SdgovError) -> None:
+    """Log ``run_refused``: a run nobody watches (a scheduled one) could not start. A log that cannot take the
+    line (it fails verification, or its key is missing) refused the run already; that refusal is the run's state."""
+    with contextlib.suppress(SdgovError):
+        registry.append("run_refused", "sdgov", "system", run_id=run_id, comment=error.one_line())
 
 
 def record_decision(pause: Pause, submitted: Submitted, who: Approver, verified: bool) -> None:
