@@ -40,7 +40,7 @@ from sdgov.governance.ledger import POLICY_FILE
 from sdgov.governance.policy import init_policy
 from sdgov.identity.keys import key_fingerprint, verifies
 from sdgov.identity.statements import CommitStatement, decode_statement, encode_statement, signed_bytes
-from sdgov.registry.log import Event, Registry
+from sdgov.registry.log import Event, LogBroken, Registry
 
 CONFIG_FILE = "controller.yaml"
 APPROVERS = "approvers.yaml"  # the label of the approvers registry in the log, wherever the file lives
@@ -150,9 +150,19 @@ def _bad(e: Event, why: str) -> SdgovError:
 
 
 def check_controller_files(registry: Registry) -> Approvers | None:
-    """Refuse (one line) while a controller file differs from its last signed commit; else the approvers in force."""
+    """Refuse (one line) while the registry fails verification (:meth:`Registry.verified_events`), a controller file
+    is a symbolic link, or differs from its last signed commit; else the approvers in force. What ``sdgov registry
+    verify`` flags (:func:`controller_problems` beside :meth:`Registry.verify`) stops a release here, before it
+    reads or writes anything."""
     state, in_force = committed(registry)
     now, paths = _current(registry), controller_files(registry)
+    links = [p.name for p in paths.values() if p.is_symlink()]
+    if links:
+        raise SdgovError(
+            f"controller file(s) are symbolic links (refused): {', '.join(links)}",
+            str(registry.root),
+            "replace each link by the file itself (the bytes a controller signed), then commit it if it changed",
+        )
     changed = [k for k in state if now[k] != state[k]]
     if changed:
         raise SdgovError(
@@ -162,6 +172,29 @@ def check_controller_files(registry: Registry) -> Approvers | None:
             "a data controller reviews the change and runs 'sdgov approvers commit --as NAME --key KEY'",
         )
     return in_force
+
+
+def controller_problems(registry: Registry) -> list[str]:
+    """For ``sdgov registry verify``: each controller file (but ``policy.yaml``, which :meth:`Registry.verify`
+    checks) that is a symbolic link or differs from its last signed commit, and any commit whose signed statement
+    does not hold — one line each, the same checks that :func:`check_controller_files` refuses a release on."""
+    try:
+        state, _ = committed(registry)
+    except LogBroken:
+        return []  # Registry.verify reports the broken log itself
+    except SdgovError as exc:
+        return [exc.one_line()]
+    now, paths = _current(registry), controller_files(registry)
+    out = []
+    for label, path in paths.items():
+        if label == POLICY_FILE:
+            continue
+        if path.is_symlink():
+            out.append(f"{path.name}: a symbolic link (refused: a controller file must be the file itself)")
+        elif now[label] != state[label]:
+            what = "removed" if not now[label] else f"changed (now {now[label][:12]}…)"
+            out.append(f"{path.name}: {what} without a signed commit ('sdgov approvers commit'); no release runs")
+    return out
 
 
 def controller_approvers(registry: Registry) -> Approvers:

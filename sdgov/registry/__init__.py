@@ -10,6 +10,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "Event": "log",
+    "LogBroken": "log",
     "POLICY_FILE": "log",
     "Registry": "log",
     "build_trail": "trail",
@@ -22,6 +23,7 @@ _WHERE = {
 }
 __all__ = [
     "Event",
+    "LogBroken",
     "POLICY_FILE",
     "Registry",
     "build_trail",
