@@ -26,7 +26,7 @@ hash-chained log and in the card's sign-offs.
 file, and auto-releases only if every audit check passed; otherwise — or when the privacy budget refuses the
 measurement — it pauses for a human exactly like the interactive mode. A standing run that cannot start (the spec
 changed since the standing approval was signed, a lapsed or unsigned approval, controller files changed without a
-signature, bad inputs) is refused before anything is read or written: ``run_refused`` in the log, final state
+signature, bad inputs) is refused before anything is written or drawn: ``run_refused`` in the log, final state
 ``Refused``.
 """
 
@@ -391,12 +391,12 @@ def _agree(
 ) -> _Governed:
     """Φ agreed: from the standing approval, or proposed by the analyst and approved by a controller."""
     registry = Registry(registry_root)
-    deadline = time.monotonic() + timeout_s
     run_id = new_run_id()
     standing: StandingApproval | None
     if approval == "standing":
         try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
             check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them
+            deadline = time.monotonic() + timeout_s
             agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
         except SdgovError as exc:
             get_run_logger().warning("refused: %s", exc.one_line())
@@ -406,6 +406,7 @@ def _agree(
         standing = load_approvals(agreed.approvals.verified())
     else:
         check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
+        deadline = time.monotonic() + timeout_s
         if not proposer:
             raise SdgovError(
                 "an interactive release needs the analyst who proposes it",
