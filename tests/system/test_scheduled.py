@@ -155,6 +155,7 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
     env |= {
         "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "1",
         "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",  # the runs log to schedule.log; the server has less to do
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_UI_ENABLED": "false",
         "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
