@@ -36,8 +36,7 @@ from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
 from sdgov.governance.approvers import Approvers, load_approvers
-from sdgov.governance.ledger import POLICY_FILE
-from sdgov.governance.policy import init_policy
+from sdgov.governance.policy import POLICY_FILE, init_policy
 from sdgov.identity.keys import key_fingerprint, verifies
 from sdgov.identity.statements import (
     CommitStatement,
