@@ -24,7 +24,10 @@ hash-chained log and in the card's sign-offs.
 
 ``approval="standing"`` (scheduled releases, flows/schedule.py) takes the Φ agreement from the standing-approval
 file, and auto-releases only if every audit check passed; otherwise — or when the privacy budget refuses the
-measurement — it pauses for a human exactly like the interactive mode.
+measurement — it pauses for a human exactly like the interactive mode. A standing run that cannot start (the spec
+changed since the standing approval was signed, a lapsed or unsigned approval, controller files changed without a
+signature, bad inputs) is refused before anything is written or drawn: ``run_refused`` in the log, final state
+``Refused``.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ def form_for(subject: str, allow_unsigned: bool) -> type[Decision]:
     return SandboxDecision if allow_unsigned else Decision
 
 
-Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused"]
+Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused", "refused"]
 
 
 class GovernedOutcome(BaseModel):
@@ -140,7 +143,13 @@ class GovernedOutcome(BaseModel):
 def _end(status: Status, message: str, agreement_sha256: str = "") -> State[GovernedOutcome]:
     # a pause that timed out cannot leave Paused for anything but Failed (Prefect's server rule); it reads
     # "The flow was timed out and never resumed." — the log's 'approval_timeout' event says which decision
-    name = {"rejected": "Rejected", "timed_out": "Timed out", "blocked": "Blocked", "budget_refused": "BudgetRefused"}
+    name = {
+        "rejected": "Rejected",
+        "timed_out": "Timed out",
+        "blocked": "Blocked",
+        "budget_refused": "BudgetRefused",
+        "refused": "Refused",
+    }
     return Completed(
         name=name[status],
         message=message,
@@ -434,15 +443,22 @@ def _agree(
 ) -> _Governed:
     """Φ agreed: from the standing approval, or proposed by the analyst and approved by a controller."""
     registry = Registry(registry_root)
-    check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
-    deadline = time.monotonic() + timeout_s
     run_id = new_run_id()
     standing: StandingApproval | None
     if approval == "standing":
-        agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
+        try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
+            check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them
+            deadline = time.monotonic() + timeout_s
+            agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
+        except SdgovError as exc:
+            get_run_logger().warning("refused: %s", exc.one_line())
+            decisions.record_run_refused(registry, run_id, exc)
+            raise _Stop(_end("refused", exc.one_line())) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
         standing = load_approvals(agreed.approvals.verified())
     else:
+        check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
+        deadline = time.monotonic() + timeout_s
         if not proposer:
             raise SdgovError(
                 "an interactive release needs the analyst who proposes it",

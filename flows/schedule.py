@@ -8,9 +8,10 @@ otherwise the run pauses for a data controller** (``sdgov runs`` / ``sdgov appro
 
     sdgov schedule --spec sdgov/demo/spec.yaml --cron "0 6 1 * *" --root /srv/sdgov/registry
 
-serves the deployment from this process (``flow.serve``): keep it running (systemd, tmux) next to
-``sdgov server start``. ``--dry-run --json`` prints the deployment instead. The command is in
-:mod:`sdgov.flows.cli.schedule`; this module builds the deployment.
+serves the deployment from this process (``flow.serve``, one run at a time): keep it running (systemd, tmux) next to
+``sdgov server start``, whose scheduler creates the runs that this process then executes. ``--every SECONDS``
+instead of ``--cron`` schedules at a fixed interval. ``--dry-run --json`` prints the deployment instead. The command
+is in :mod:`sdgov.flows.cli.schedule`; this module builds the deployment.
 """
 
 from __future__ import annotations
@@ -27,20 +28,28 @@ DEFAULT_DECISION_TIMEOUT = 7 * 24 * 3600  # a scheduled run that needs a human w
 def deployment(
     spec: str,
     root: str,
-    cron: str,
+    cron: str | None,
     name: str | None = None,
     approvals: str | None = None,
     timeout_s: int = DEFAULT_DECISION_TIMEOUT,
     dvc_pull: bool = True,
+    every: int | None = None,
 ) -> RunnerDeployment:
+    from datetime import timedelta
+
     from prefect.client.schemas.schedules import CronSchedule
 
     from sdgov.agreement.load import load_spec
     from sdgov.base.errors import SdgovError
     from sdgov.flows.governed import governed_release_flow
 
+    if (cron is None) == (every is None):
+        raise SdgovError("a schedule is either --cron or --every", "--cron/--every", "give exactly one of them")
+    if every is not None and every < 1:
+        raise SdgovError(f"--every {every}: the interval is a positive number of seconds", "--every", "e.g. 3600")
     try:
-        CronSchedule(cron=cron)
+        if cron is not None:
+            CronSchedule(cron=cron)
     except ValueError:
         raise SdgovError(
             f"{cron!r} is not a cron expression", "--cron", "e.g. '0 6 1 * *' (06:00 on the 1st)"
@@ -60,6 +69,7 @@ def deployment(
     return governed_release_flow.to_deployment(  # type: ignore[return-value]
         name=name or f"scheduled-{loaded.agreement.spec_name}",
         cron=cron,
+        interval=timedelta(seconds=every) if every is not None else None,
         parameters=params,
         tags=["sdgov", "scheduled-release"],
         description=(

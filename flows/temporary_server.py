@@ -5,7 +5,8 @@ stops it from an ``atexit`` hook: a normal exit or Ctrl-C stops it, but SIGTERM 
 ``kill -9`` left it running. :func:`install` registers, before anything asks for one, a server whose process is
 started under :mod:`sdgov.base.lifeline`: it holds the read end of a pipe only this process can write, so it stops
 itself when this process dies, however it dies. A SIGTERM handler also turns SIGTERM into a normal exit, so the
-flow's own cleanup runs.
+flow's own cleanup runs. A server that does not come up in time (an overloaded machine) is one line, exit 2
+(:class:`ServerDidNotStart`), not Prefect's ``RuntimeError`` traceback.
 """
 
 from __future__ import annotations
@@ -19,11 +20,38 @@ from typing import Any
 
 import prefect
 from prefect.server.api.server import SubprocessASGIServer
-from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, get_current_settings
+from prefect.settings import (
+    PREFECT_API_URL,
+    PREFECT_SERVER_EPHEMERAL_ENABLED,
+    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    get_current_settings,
+)
+
+from sdgov.base.errors import SdgovError
+
+
+class ServerDidNotStart(SdgovError):
+    """The temporary Prefect server did not answer in time: nothing was run."""
 
 
 class GuardedServer(SubprocessASGIServer):
     """``SubprocessASGIServer`` whose uvicorn process dies with this one (same command as Prefect 3.8's)."""
+
+    def start(self, timeout: int | None = None) -> None:
+        try:
+            super().start(timeout)
+        except RuntimeError as exc:
+            if "Prefect API server" not in str(exc):
+                raise
+            with contextlib.suppress(Exception):
+                self.stop()
+            waited = timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+            raise ServerDidNotStart(
+                f"the temporary Prefect server did not come up within {waited} s; nothing was run",
+                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS",
+                "try again when the machine is less busy, raise that setting (e.g. to 120), or run 'sdgov server "
+                "start' and set PREFECT_API_URL",
+            ) from None
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
         self._close_lifeline()  # a retry on another port: the previous server process has exited

@@ -289,8 +289,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str) -> str:
     """Sign (registry id, run, nonce, subject, hash, decision, name, time), after the checks the flow will make."""
     from sdgov.base.clock import utcnow
-    from sdgov.governance.approvers import REQUIRED_ROLE, Challenge, check_decision
+    from sdgov.governance.approvers import REQUIRED_ROLE, ApprovalRefused, Challenge, check_decision
     from sdgov.governance.controller import controller_approvers
+    from sdgov.governance.decisions import record_cli_refused
     from sdgov.identity.statements import SignOffStatement, encode_statement
     from sdgov.registry.log import Registry
 
@@ -303,15 +304,20 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     challenge = Challenge(**{k: p[k] for k in ("registry_id", "run_id", "nonce", "subject", "sha256")})
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
     token = encode_statement(stmt, args.key)
-    # the same check the flow makes after resuming: refused here, the run is never resumed (stays paused)
-    check_decision(
-        controller_approvers(Registry(p["registry"])),
-        name=args.who,
-        decision=decision,
-        proposer=p["proposer"],
-        challenge=challenge,
-        signature=token,
-    )
+    # the same check the flow makes after resuming: refused here (and logged), the run is never resumed
+    registry = Registry(p["registry"])
+    try:
+        check_decision(
+            controller_approvers(registry),
+            name=args.who,
+            decision=decision,
+            proposer=p["proposer"],
+            challenge=challenge,
+            signature=token,
+        )
+    except ApprovalRefused as exc:
+        record_cli_refused(registry, challenge, args.who, decision, exc)
+        raise
     return token
 
 

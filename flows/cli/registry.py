@@ -73,7 +73,10 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     if cp is not None and not reg.is_registry():
         problems = anchored  # wiped: the checkpoint says what was there
     else:
+        from sdgov.governance.controller import controller_problems
+
         problems = anchored + reg.verify()
+        problems += controller_problems(reg)  # what a release refuses to start on, verify reports too
     stale = reg.stale_staging() if reg.is_registry() else []
     n_events = len(reg.events()) if not problems else None
     human = (

@@ -7,11 +7,12 @@ import argparse
 import functools
 import threading
 from pathlib import Path
+from typing import Any
 
 from sdgov.flows.cli._common import Parents, command, emit
 
 
-def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None = None) -> int:
+def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = None) -> int:
     from sdgov.governance.controller import check_controller_files
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.governance.standing import agreement_signoffs
@@ -25,7 +26,7 @@ def cmd_release(args: argparse.Namespace, api_starting: threading.Thread | None 
     agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(root))
     check_plan_allowed(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
     if api_starting is not None:
-        api_starting.join()  # the flow must find the server up, not half-started
+        api_starting.wait()  # the flow must find the server up, not half-started (or one line: it did not come up)
     else:
         from sdgov.flows.temporary_server import install
 
@@ -84,7 +85,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return cmd_release(args, api_starting=api_starting)
 
 
-def _start_temporary_api() -> threading.Thread | None:
+class _ServerStart(threading.Thread):
+    """The temporary server starting in the background; :meth:`wait` re-raises, in the caller's thread, a start
+    that failed (one line, not a traceback printed by the thread)."""
+
+    def __init__(self, server: Any) -> None:
+        super().__init__(name="prefect-temporary-api", daemon=True)
+        self.server = server
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.server.start()
+        except Exception as exc:
+            self.error = exc
+
+    def wait(self) -> None:
+        self.join()
+        if self.error is not None:
+            raise self.error
+
+
+def _start_temporary_api() -> _ServerStart | None:
     """With no Prefect API configured, a flow starts Prefect's temporary server when it begins (~12 s on a fresh
     PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
     while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
@@ -94,7 +116,7 @@ def _start_temporary_api() -> threading.Thread | None:
     server = install()  # stopped when this process dies, however it dies (flows/temporary_server.py)
     if server is None:
         return None
-    thread = threading.Thread(target=server.start, name="prefect-temporary-api", daemon=True)
+    thread = _ServerStart(server)
     thread.start()
     return thread
 

@@ -2,6 +2,7 @@
 is built by :mod:`sdgov.flows.schedule`).
 
     sdgov schedule --spec sdgov/demo/spec.yaml --cron "0 6 1 * *" --root /srv/sdgov/registry [--dry-run --json]
+    sdgov schedule --spec sdgov/demo/spec.yaml --every 3600 --root /srv/sdgov/registry       (a fixed interval)
 """
 
 from __future__ import annotations
@@ -18,22 +19,26 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from sdgov.registry.log import Registry
 
     root = str(Registry(args.root).root.resolve())
-    dep = deployment(args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull)
+    dep = deployment(
+        args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull, args.every
+    )
+    when = f"'{args.cron}'" if args.cron else f"every {args.every} s"
     info = {
         "name": dep.name,
         "flow": "sdgov-governed-release",
         "cron": args.cron,
-        "schedules": [str(getattr(s.schedule, "cron", s.schedule)) for s in (dep.schedules or [])],
+        "every": args.every,
+        "schedules": [str(getattr(s.schedule, "cron", None) or f"every {args.every} s") for s in (dep.schedules or [])],
         "parameters": dep.parameters,
         "entrypoint": dep.entrypoint,
     }
     if args.dry_run:
-        emit(args, info, f"would serve {dep.name} on '{args.cron}'")
+        emit(args, info, f"would serve {dep.name} {when}")
         return 0
     from prefect import serve
 
-    print(f"serving {dep.name} on '{args.cron}' (Ctrl-C stops the schedule)")
-    serve(dep)
+    print(f"serving {dep.name} {when}, one run at a time (Ctrl-C stops the schedule)")
+    serve(dep, limit=1)  # the server's scheduler creates the runs; this process runs them, never two at once
     return 0
 
 
@@ -42,10 +47,11 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     s = add(
         "schedule",
         cmd_schedule,
-        "serve a cron-scheduled deployment re-running a standing agreement",
+        "serve a scheduled deployment (cron or interval) re-running a standing agreement",
         [parents.spec, parents.root],
     )
-    s.add_argument("--cron", required=True, help="cron expression, e.g. '0 6 1 * *'")
+    s.add_argument("--cron", help="cron expression, e.g. '0 6 1 * *' (or --every)")
+    s.add_argument("--every", type=int, metavar="SECONDS", help="a fixed interval instead of a cron expression")
     s.add_argument("--name", help="deployment name (default: scheduled-<spec name>)")
     s.add_argument("--approvals", help="standing-approval file (default: the spec's)")
     s.add_argument("--timeout", type=int, default=DEFAULT_DECISION_TIMEOUT, help="seconds a paused run waits")

@@ -36,11 +36,16 @@ from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
 from sdgov.governance.approvers import Approvers, load_approvers
-from sdgov.governance.ledger import POLICY_FILE
-from sdgov.governance.policy import init_policy
+from sdgov.governance.policy import POLICY_FILE, init_policy
 from sdgov.identity.keys import key_fingerprint, verifies
-from sdgov.identity.statements import CommitStatement, decode_statement, encode_statement, signed_bytes
-from sdgov.registry.log import Event, Registry
+from sdgov.identity.statements import (
+    CommitStatement,
+    SignOffStatement,
+    decode_statement,
+    encode_statement,
+    signed_bytes,
+)
+from sdgov.registry.log import Event, LogBroken, Registry
 
 CONFIG_FILE = "controller.yaml"
 APPROVERS = "approvers.yaml"  # the label of the approvers registry in the log, wherever the file lives
@@ -101,9 +106,17 @@ def _signer_key_ok(in_force: Approvers | None, proposed: Approvers | None, signe
 def committed(registry: Registry) -> tuple[dict[str, str], Approvers | None]:
     """The last committed hash of each controller file ('' = none/absent) and the approvers registry in force,
     re-checking every commit's signature against the controllers in force when it was made."""
+    state, in_force, _ = _commits(registry, registry.verified_events())
+    return state, in_force
+
+
+def _commits(
+    registry: Registry, events: list[Event]
+) -> tuple[dict[str, str], Approvers | None, list[tuple[int, Approvers]]]:
+    """:func:`committed` over verified ``events``, plus each adoption of an approvers registry as (line, registry)."""
     state = dict.fromkeys(COMMIT_EVENTS, "")
     in_force: Approvers | None = None
-    events = registry.verified_events()  # commits count only in a log whose chain and signatures hold
+    adopted: list[tuple[int, Approvers]] = []
     rid = next((e.artifacts.get("registry_id", "") for e in events if e.event == "registry_created"), "")
     for e in events:
         if e.event not in ("approvers_changed", "policy_changed"):
@@ -138,7 +151,52 @@ def committed(registry: Registry) -> tuple[dict[str, str], Approvers | None]:
         state[label] = sha
         if label == APPROVERS:
             in_force = proposed
-    return state, in_force
+            if proposed is not None:
+                adopted.append((e.seq, proposed))
+    return state, in_force, adopted
+
+
+DECISION_EVENTS = {
+    "agreement_approved": "agreement",
+    "agreement_rejected": "agreement",
+    "release_approved": "release",
+    "release_rejected": "release",
+    "budget_retry_approved": "budget",
+    "budget_rejected": "budget",
+}
+
+
+def statement_problems(registry: Registry, events: list[Event]) -> list[str]:
+    """Every logged decision recorded as identity-verified must carry a statement that still verifies: signed by
+    the named approver's key in the approvers registry in force when they decided, for this registry, run, pause
+    (nonce), subject hash and decision. Catches a decision rewritten by whoever holds the registry key (who can
+    re-sign the log, but not an approver's statement)."""
+    _, _, adopted = _commits(registry, events)
+    rid = next((e.artifacts.get("registry_id", "") for e in events if e.event == "registry_created"), "")
+    problems: list[str] = []
+    for e in events:
+        subject = DECISION_EVENTS.get(e.event)
+        if subject is None or e.artifacts.get("identity_verified") != "true":
+            continue
+        book = next((a for seq, a in reversed(adopted) if seq < e.seq), None)
+        where = f"log.jsonl line {e.seq + 1}: {e.actor!r}'s {e.event}"
+        try:
+            stmt, sig = decode_statement(e.artifacts.get("statement", ""), SignOffStatement)
+        except ValueError:
+            problems.append(f"{where} is marked identity-verified but carries no readable signed statement")
+            continue
+        who = book.find(stmt.approver) if book is not None else None
+        bound = (stmt.registry_id, stmt.run_id, stmt.nonce, stmt.subject, stmt.sha256, stmt.decision) == (
+            rid,
+            e.artifacts.get("flow_run_id"),
+            e.artifacts.get("nonce"),
+            subject,
+            e.artifacts.get(subject),
+            e.decision,
+        )
+        if who is None or who.name != e.actor or not bound or not verifies(who.key(), sig, signed_bytes(stmt)):
+            problems.append(f"{where}: its signed statement does not match the event or its approver's key")
+    return problems
 
 
 def _bad(e: Event, why: str) -> SdgovError:
@@ -150,9 +208,23 @@ def _bad(e: Event, why: str) -> SdgovError:
 
 
 def check_controller_files(registry: Registry) -> Approvers | None:
-    """Refuse (one line) while a controller file differs from its last signed commit; else the approvers in force."""
-    state, in_force = committed(registry)
+    """Refuse (one line) while the registry fails verification (:meth:`Registry.verified_events`), a controller file
+    is a symbolic link, or differs from its last signed commit; else the approvers in force. What ``sdgov registry
+    verify`` flags (:func:`controller_problems` beside :meth:`Registry.verify`) stops a release here, before it
+    reads or writes anything."""
+    events = registry.verified_events()
+    state, in_force, _ = _commits(registry, events)
     now, paths = _current(registry), controller_files(registry)
+    forged = statement_problems(registry, events)
+    if forged:
+        raise SdgovError(forged[0], "log.jsonl", "the log was rewritten: restore it from a verified copy")
+    links = [p.name for p in paths.values() if p.is_symlink()]
+    if links:
+        raise SdgovError(
+            f"controller file(s) are symbolic links (refused): {', '.join(links)}",
+            str(registry.root),
+            "replace each link by the file itself (the bytes a controller signed), then commit it if it changed",
+        )
     changed = [k for k in state if now[k] != state[k]]
     if changed:
         raise SdgovError(
@@ -162,6 +234,31 @@ def check_controller_files(registry: Registry) -> Approvers | None:
             "a data controller reviews the change and runs 'sdgov approvers commit --as NAME --key KEY'",
         )
     return in_force
+
+
+def controller_problems(registry: Registry) -> list[str]:
+    """For ``sdgov registry verify``: each controller file (but ``policy.yaml``, which :meth:`Registry.verify`
+    checks) that is a symbolic link or differs from its last signed commit, any commit whose signed statement does
+    not hold, and any logged decision whose statement does not (:func:`statement_problems`) — one line each, the
+    same checks that :func:`check_controller_files` refuses a release on."""
+    try:
+        events = registry.verified_events()
+        state, _, _ = _commits(registry, events)
+    except LogBroken:
+        return []  # Registry.verify reports the broken log itself
+    except SdgovError as exc:
+        return [exc.one_line()]
+    now, paths = _current(registry), controller_files(registry)
+    out = statement_problems(registry, events)
+    for label, path in paths.items():
+        if label == POLICY_FILE:
+            continue
+        if path.is_symlink():
+            out.append(f"{path.name}: a symbolic link (refused: a controller file must be the file itself)")
+        elif now[label] != state[label]:
+            what = "removed" if not now[label] else f"changed (now {now[label][:12]}…)"
+            out.append(f"{path.name}: {what} without a signed commit ('sdgov approvers commit'); no release runs")
+    return out
 
 
 def controller_approvers(registry: Registry) -> Approvers:

@@ -21,6 +21,7 @@ decision in time is ``approval_timeout``. The stakeholders' reviews of Φ are re
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from dataclasses import dataclass
 from typing import Literal
@@ -46,7 +47,9 @@ __all__ = [
     "decide",
     "eligible",
     "record_decision",
+    "record_cli_refused",
     "record_refused",
+    "record_run_refused",
     "record_review",
     "record_review_refused",
     "record_timeout",
@@ -225,6 +228,36 @@ def record_refused(pause: Pause, submitted: Submitted, error: SdgovError) -> Ref
         artifacts={pause.subject: pause.sha256, "nonce": pause.nonce, "flow_run_id": pause.flow_run_id},
     )
     return Refused(error, refusal_note(pause, submitted.approver, error))
+
+
+def record_cli_refused(registry: Registry, challenge: Challenge, who: str, decision: str, error: SdgovError) -> None:
+    """Log ``approval_refused`` for a decision that ``sdgov sign`` / ``sdgov approve`` refused before anything
+    reached the run (the proposer deciding, a wrong key, a wrong role): every refusal is in the log, not only those
+    the flow sees. ``refused_by`` tells it from a refused resume (the pause stays as it was: same nonce). A registry
+    this machine cannot append to (no key, a broken log) leaves the refusal on the terminal only."""
+    with contextlib.suppress(SdgovError):
+        if registry.registry_id() != challenge.registry_id:
+            return  # not the registry the pause names
+        registry.append(
+            "approval_refused",
+            who or "?",
+            "unverified",
+            decision=decision,
+            comment=f"{error.what} | refused by sdgov before the run was resumed",
+            artifacts={
+                challenge.subject: challenge.sha256,
+                "pause_nonce": challenge.nonce,  # not 'nonce': that marks a pause's nonce as used
+                "flow_run_id": challenge.run_id,
+                "refused_by": "sdgov approve/sign",
+            },
+        )
+
+
+def record_run_refused(registry: Registry, run_id: str, error: SdgovError) -> None:
+    """Log ``run_refused``: a run nobody watches (a scheduled one) could not start. A log that cannot take the
+    line (it fails verification, or its key is missing) refused the run already; that refusal is the run's state."""
+    with contextlib.suppress(SdgovError):
+        registry.append("run_refused", "sdgov", "system", run_id=run_id, comment=error.one_line())
 
 
 def record_decision(pause: Pause, submitted: Submitted, who: Approver, verified: bool) -> None:

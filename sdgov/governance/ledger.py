@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
+from sdgov.governance.controller import check_controller_files
 from sdgov.governance.policy import POLICY_FILE, load_policy, policy_path
 from sdgov.registry.log import policy_problems  # the registry checks the policy hash the ledger logs
 
@@ -142,6 +143,7 @@ def spend_locked(
     if not statistics:
         return None
     check_policy_logged(registry, events)
+    check_controller_files(registry)  # the rest of what verify checks: controller files, approval statements
     acct = account(registry, dataset, fingerprint, events)
     rho = math.fsum(statistics.values())
     after = acct.spent_rho + rho

@@ -10,6 +10,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "Event": "log",
+    "LogBroken": "log",
     "POLICY_FILE": "log",
     "Registry": "log",
     "SIGNED_AT": "trail",
@@ -23,6 +24,7 @@ _WHERE = {
 }
 __all__ = [
     "Event",
+    "LogBroken",
     "POLICY_FILE",
     "Registry",
     "SIGNED_AT",

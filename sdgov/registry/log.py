@@ -91,9 +91,11 @@ class LogBroken(RegistryError):
     """The log fails verification: nothing may be computed from it (spends, budgets, reuse)."""
 
     def __init__(self, line: int, reason: str, where: str, root: Path) -> None:
-        self.line = line
+        self.line = line  # 0: not a log line (a release, a persisted measurement)
         super().__init__(
-            f"the registry log is broken at line {line} ({reason}); nothing is spent or reused from a broken log",
+            f"the registry log is broken at line {line} ({reason}); nothing is spent or reused from a broken log"
+            if line
+            else f"the registry fails verification ({reason}); nothing is spent or reused from it",
             where,
             f"run 'sdgov registry verify --root {root}'",
         )
@@ -251,15 +253,22 @@ class Registry:
         return out
 
     def verified_events(self) -> list[Event]:
-        """The events, after checking the chain and every signature; :class:`LogBroken` names the first bad line.
+        """The events, after the checks :meth:`verify` makes — the chain, every signature, the genesis key, every
+        release (files, manifest, the log heads its manifest and card name, symbolic links) and every persisted
+        measurement; :class:`LogBroken` names the first problem. The controller's files (``policy.yaml``
+        included) are checked by the ledger and :func:`sdgov.governance.controller.check_controller_files`.
 
-        Spends, budgets and measurement reuse are computed only from this (a deleted ``budget_spent`` line
-        must not give budget back)."""
+        Spends, budgets and measurement reuse are computed only from this: a deleted ``budget_spent`` line must
+        not give budget back, even when whoever deleted it re-signed the log with the registry key (the log heads
+        that the releases name no longer match)."""
         problems: list[tuple[int, str]] = []
         events = self._verify_log(problems)
         if problems:
             line, reason = problems[0]
             raise LogBroken(max(line, 1), reason, str(self.log_path), self.root)
+        contents = self._verify_contents(events)
+        if contents:
+            raise LogBroken(0, contents[0], str(self.root), self.root)
         return events
 
     def head(self) -> tuple[int, str]:
@@ -439,6 +448,13 @@ class Registry:
         lines: list[tuple[int, str]] = []
         events = self._verify_log(lines)
         problems += [f"{LOG} line {i}: {reason}" if i else f"{LOG}: {reason}" for i, reason in lines]
+        problems += self._verify_contents(events)
+        problems += policy_problems(self, events)
+        return problems
+
+    def _verify_contents(self, events: list[Event]) -> list[str]:
+        """What the log vouches for: every release and every persisted measurement, exactly as logged."""
+        problems: list[str] = []
         released = {e.release_id: e for e in events if e.event == "released"}
         rel_root = self.root / "releases"
         if rel_root.is_symlink():
@@ -458,7 +474,6 @@ class Registry:
                     problems.append(f"{name}: persisted measurement missing (logged at line {e.seq + 1})")
                 elif sha256_file(path) != sha:
                     problems.append(f"{name}: sha256 differs from the one logged at line {e.seq + 1} (modified)")
-        problems += policy_problems(self, events)
         return problems
 
     def _verify_log(self, problems: list[tuple[int, str]]) -> list[Event]:

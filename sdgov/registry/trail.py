@@ -24,6 +24,7 @@ WHAT = {
     "agreement_rejected": "rejected the Φ agreement",
     "approval_refused": "attempted a decision that was refused",
     "approval_timeout": "no decision before the timeout",
+    "run_refused": "refused a run that could not start (scheduled)",
     "budget_spent": "privacy budget spent (ledger)",
     "budget_refused": "privacy budget refused the measurement",
     "budget_retry_approved": "approved a retry after the budget was raised",

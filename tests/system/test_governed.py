@@ -222,18 +222,29 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     assert "ship it" in Path(out.release.card_md).read_text()
     assert decisions(root) == [
         ("agreement_proposed", "Ada Analyst"),
+        ("approval_refused", "Mallory"),  # the five refused by sdgov approve, the run never resumed
+        ("approval_refused", "ada  analyst"),
+        ("approval_refused", "\u0410da Analyst"),
+        ("approval_refused", "Cora Compliance"),
         ("approval_refused", "Carl Controller"),
+        ("approval_refused", "Carl Controller"),  # the raw resumes, refused by the flow
         ("approval_refused", "Carl Controller"),
+        ("approval_refused", "Carl Controller"),  # sdgov sign with Ada's key
         ("agreement_approved", "Carl Controller"),
         ("budget_spent", "sdgov"),
         ("measured", "sdgov"),
-        ("approval_refused", "Carl Controller"),
+        ("approval_refused", "Cora Compliance"),  # sdgov approve: wrong role
+        ("approval_refused", "Carl Controller"),  # the form's hash typed wrong
         ("release_approved", "Carl Controller"),
         ("released", "Carl Controller"),
     ], decisions(root)
     events = Registry(root).events()
-    refused = [e for e in events if e.event == "approval_refused"]
+    everything_refused = [e for e in events if e.event == "approval_refused"]
+    refused = [e for e in everything_refused if "refused_by" not in e.artifacts]  # by the flow, after a resume
     assert "is not signed" in refused[0].comment and "replayed or stale" in refused[1].comment
+    by_cli = [e for e in everything_refused if "refused_by" in e.artifacts]
+    assert len(by_cli) == 7 and all("refused by sdgov before the run was resumed" in e.comment for e in by_cli)
+    assert "proposed this agreement" in by_cli[1].comment and "registered key" in by_cli[4].comment
     approved = [e for e in events if e.event.endswith("_approved")]
     nonces = [e.artifacts["nonce"] for e in refused + approved]
     assert len(set(nonces)) == len(nonces) == 5  # a fresh nonce for every pause

@@ -1,15 +1,25 @@
-"""Scheduled releases under a standing agreement: cron deployment; auto-release only if audits pass and the budget
-allows, otherwise a pause for a human."""
+"""Scheduled releases under a standing agreement: the deployment (cron or interval); auto-release only if audits pass
+and the budget allows, otherwise a pause for a human; a run whose agreement changed is refused and logged.
+
+The release branch runs as a team runs it: a real Prefect server's own scheduler creates the runs, and the
+controller's served deployment (``sdgov schedule``) executes them — nobody calls the flow or creates a run."""
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
-import pytest
 import yaml
 
+from sdgov.base.atomic import atomic_write_bytes
 from sdgov.governance import ledger
 from sdgov.registry.log import Registry
 from tests.governance import sign_standing_approval
@@ -34,60 +44,155 @@ def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_pat
     assert d["parameters"]["approval"] == "standing" and d["parameters"]["dvc_pull"] is True
     code, _, err = cli("schedule", "--spec", str(demo_spec), "--cron", "every monday", "--dry-run")
     assert code == 2 and "not a cron expression" in err
+    code, out, err = cli("schedule", "--spec", str(demo_spec), "--every", "3600", "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["schedules"] == ["every 3600 s"], err
+    for bad in (["--every", "0"], ["--every", "60", "--cron", "0 6 1 * *"], []):
+        code, _, err = cli("schedule", "--spec", str(demo_spec), *bad, "--dry-run")
+        assert code == 2 and len(err.strip().splitlines()) == 1, (bad, err)
 
 
-def test_three_scheduled_releases_against_two_and_a_half_rho(tmp_path, prefect_server):
-    from sdgov.flows.governed import governed_release_flow
-
+def test_a_standing_run_over_the_lifetime_budget_pauses_for_a_controller_who_declines(tmp_path, prefect_server):
+    """The standing policy's other branch (its release branch runs on the server's schedule below): the ledger
+    refuses the measurement, so the run pauses for a controller instead of releasing; he declines."""
     spec, root, keys = setup_registry(tmp_path, rows=1200)
-    rhos = {1: 0.03, 2: 0.031, 3: 0.032}  # σ above the policy's floor of 10 for the demo's 11 marginals
     policy = yaml.safe_load((root / "policy.yaml").read_text())
-    policy["datasets"] = {"toyland_census": {"lifetime_rho": rhos[1] + rhos[2] + rhos[3] / 2}}
+    policy["datasets"] = {"toyland_census": {"lifetime_rho": 0.02}}
     (root / "policy.yaml").write_text(yaml.safe_dump(policy))
     carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
     code, _, err = cli("approvers", "commit", *carl, "--root", str(root))  # the controller signs the new policy
     assert code == 0, err
+    s = yaml.safe_load(spec.read_text())
+    s["privacy"] = {"rho": 0.03}  # σ above the policy's floor of 10 for the demo's 11 marginals; over the lifetime
+    spec.write_text(yaml.safe_dump(s))
+    sign_standing_approval(spec, root, keys)
 
-    def next_run(k: int) -> None:  # each scheduled run: a new budget (so new σ) on the same dataset → new ρ
-        s = yaml.safe_load(spec.read_text())
-        s["privacy"] = {"rho": rhos[k]}
-        spec.write_text(yaml.safe_dump(s))
-        sign_standing_approval(spec, root, keys)  # a new agreement needs its people's signatures again
-
-    for seed in (1, 2):
-        next_run(seed)
-        with contextlib.redirect_stdout(io.StringIO()):
-            out = governed_release_flow(
-                spec_path=str(spec), registry_root=str(root), approval="standing", poll_interval=1, timeout_s=120
-            )
-        assert out.status == "released"
-    events = [e for e in Registry(root).events() if e.event not in CONTROLLER_EVENTS]
-    assert [e.event for e in events][:6] == [
-        "agreement_signed",
-        "agreement_signed",
-        "budget_spent",
-        "measured",
-        "release_approved",
-        "released",
-    ]
-    assert "every audit check passed" in events[4].comment
-
-    # the third run would overspend (ρ1 + ρ2 + ρ3 > lifetime): refused before measuring → paused; a human declines
-    next_run(3)
     t = FlowThread(spec_path=str(spec), registry_root=str(root), approval="standing", poll_interval=1, timeout_s=120)
     t.start()
     run = wait_paused(root, "budget", thread=t)
     assert "budget" in run["subject"]
-    code, _, err = cli(
-        "approve", run["run_id"], "--as", "Carl Controller", "--key", str(keys["Carl Controller"]), "--reject",
-        "--comment", "budget stays",
-    )  # fmt: skip
+    code, _, err = cli("approve", run["run_id"], *carl, "--reject", "--comment", "budget stays")
     assert code == 0, err
     t.join(120)
     assert t.result.status == "rejected"
-    events = [e for e, _ in decisions(root)]
-    assert events.count("measured") == 2 and events.count("released") == 2
-    assert events[12:] == ["agreement_signed", "agreement_signed", ledger.REFUSED, "budget_rejected"]
-    [acct] = ledger.ledger_summary(Registry(root))
-    assert acct["spent_rho"] == pytest.approx(rhos[1] + rhos[2]) and len(acct["spends"]) == 2
+    assert [e for e, _ in decisions(root)] == [
+        "agreement_signed",
+        "agreement_signed",
+        ledger.REFUSED,
+        "budget_rejected",
+    ]
+    assert ledger.ledger_summary(Registry(root)) == [] or ledger.ledger_summary(Registry(root))[0]["spent_rho"] == 0
     assert Registry(root).verify() == []
+
+
+# ------------------------------------------------------------------------------ the server's own scheduler
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _started(argv: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """An ``sdgov`` command in its own process group, stopped (the group: its children too) when the block ends."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).with_name("sdgov")), *argv],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        yield proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _wait(what: str, done, timeout: float, *procs: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        for p in procs:
+            assert p.poll() is None, f"{p.args[1]} exited ({p.returncode}) while waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+_IDLE_SERVICES = (
+    "CANCELLATION_CLEANUP",
+    "FOREMAN",
+    "LATE_RUNS",
+    "PAUSE_EXPIRATIONS",
+    "TRIGGERS",
+    "EVENT_PERSISTER",
+    "TASK_RUN_RECORDER",
+    "REPOSSESSOR",
+)
+"""Server services the test does not need (on 2 busy cores they slow the ones it does)."""
+
+
+def _events(root: Path) -> list[str]:
+    return [e.event for e in Registry(root).events() if e.event not in CONTROLLER_EVENTS]
+
+
+def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(tmp_path):
+    """``sdgov server start`` (its scheduler every second) creates the runs of ``sdgov schedule --every 4`` (the
+    controller's served deployment); nobody calls the flow or creates a run. Two release under the signed standing
+    approval; then the spec changes (a new agreement nobody signed) and the next run is refused, logged, nothing
+    drawn."""
+    import httpx
+
+    port = _free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env |= {
+        "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "1",
+        "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        "PREFECT_LOGGING_TO_API_ENABLED": "false",  # the runs log to schedule.log; the server has less to do
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_UI_ENABLED": "false",
+        "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+        "SDGOV_JAX_CACHE_DIR": str(tmp_path / "jax"),  # the runs' processes share mbi's compiled programs
+        **{f"PREFECT_SERVER_SERVICES_{s}_ENABLED": "false" for s in _IDLE_SERVICES},
+    }
+    server_argv = ["server", "start", "--port", str(port), "--home", str(tmp_path / "prefect")]
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{api}/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    with _started(server_argv, env, tmp_path / "server.log") as server:
+        spec, root, keys = setup_registry(tmp_path, rows=1000)  # while the server starts
+        sign_standing_approval(spec, root, keys)
+        serve_argv = ["schedule", "--spec", str(spec), "--every", "2", "--root", str(root), "--no-dvc-pull"]
+        _wait("the Prefect server", healthy, 120, server)
+        with _started(serve_argv, env | {"PREFECT_API_URL": api}, tmp_path / "schedule.log") as served:
+            _wait("two scheduled releases", lambda: _events(root).count("released") >= 2, 240, server, served)
+            s = yaml.safe_load(spec.read_text())
+            s["privacy"] = {"rho": 0.031}  # a new budget: a new agreement, which the standing approval does not cover
+            atomic_write_bytes(spec, yaml.safe_dump(s).encode())
+            _wait("a refused run", lambda: "run_refused" in _events(root), 120, server, served)
+        runs = httpx.post(f"{api}/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_ASC"}, timeout=10).json()
+
+    events = list(Registry(root).events())
+    refused = next(e for e in events if e.event == "run_refused")
+    assert "standing approval covers agreement" in refused.comment and refused.actor == "sdgov"
+    after = [e.event for e in events if e.seq > refused.seq]
+    assert "measured" not in after and "budget_spent" not in after and "released" not in after
+    released = [e for e in events if e.event == "released"]
+    assert len(released) >= 2 and all(e.seq < refused.seq for e in released)
+    assert "every audit check passed" in next(e for e in events if e.event == "release_approved").comment
+    assert Registry(root).verify() == []
+    # every run was created by the server's scheduler (auto_scheduled), and the refused one says so in its state
+    finished = [r for r in runs if r["state"]["type"] == "COMPLETED"]
+    assert len(finished) >= 3 and all(r["auto_scheduled"] for r in runs)
+    assert any(r["state"]["name"] == "Refused" for r in finished)

@@ -297,3 +297,34 @@ def test_the_release_carries_an_in_toto_provenance_statement(anchored):
     assert predicate["buildDefinition"]["externalParameters"]["agreement_sha256"] == manifest["agreement_sha256"]
     assert predicate["buildDefinition"]["internalParameters"]["registry_log_head"] == manifest["log_head"]
     assert manifest["files"]["provenance.intoto.json"]["sha256"] == sha256_file(d / "provenance.intoto.json")
+
+
+def test_a_log_re_signed_with_the_registry_key_after_deleting_a_spend_refuses_every_spend(anchored, tmp_path, capsys):
+    """Issue 24: whoever holds the registry key deletes ``budget_spent`` and re-signs the log. Chain and signatures
+    hold, but the release's manifest and card name a log head that is no longer there: verify fails, and so
+    does every spend (before, the ledger read the log as intact and gave the budget back)."""
+    from sdgov.governance import ledger
+    from sdgov.registry import key as registry_key
+    from sdgov.registry.log import EVENT_DOMAIN, LogBroken
+
+    root = tmp_path / "registry"
+    shutil.copytree(anchored["root"], root, symlinks=True)
+    reg = Registry(root)
+    spent = next(e for e in reg.events() if e.event == "budget_spent")
+    fingerprint = json.loads(spent.comment)["fingerprint"]
+    key = registry_key.require(reg.registry_id())
+    delete = [e for e in _events(root) if e["event"] != "budget_spent"]
+    _write_events(root, delete, sign=lambda h: registry_key.sign_framed(key, EVENT_DOMAIN, h.encode()))
+    code, out = _verify(root, anchored["checkpoint"], capsys)
+    assert code == 1 and any("log head" in p for p in out["problems"]), out
+    with pytest.raises(LogBroken, match="fails verification .*log head"), reg.lock():
+        ledger.spend_locked(
+            reg,
+            dataset="toyland_census",
+            fingerprint=fingerprint,
+            statistics={"a-new-marginal": 0.01},
+            agreement_sha256="0" * 64,
+            run_id="r",
+            events=reg.verified_events(),
+        )
+    assert [e.event for e in reg.events()].count("budget_spent") == 0  # nothing spent

@@ -126,3 +126,71 @@ def test_sdgov_release_refuses_in_one_line_while_a_controller_file_is_unsigned(t
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "policy.yaml" in err and "changed without a signed commit" in err
     assert not (root / "runs").exists() and not (root / "log.jsonl").exists()  # nothing written
+
+
+def _tree(root) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_registry_verify_flags_an_unsigned_edit_of_the_approvers_that_release_refuses(tmp_path, capsys) -> None:
+    """One verification (issue 24): what stops a release, verify reports — it said ok before."""
+    from sdgov.flows.cli import main
+
+    root = tmp_path / "registry"
+    controller_registry(root, tmp_path / "keys")
+    assert main(["registry", "verify", "--root", str(root), "--json"]) == 0
+    capsys.readouterr()
+    approvers = yaml.safe_load((root / "approvers.yaml").read_text())
+    approvers["approvers"][0]["role"] = "controller"  # Ada makes herself a controller, unsigned
+    (root / "approvers.yaml").write_text(yaml.safe_dump(approvers))
+    with pytest.raises(SdgovError, match="changed without a signed commit"):
+        check_controller_files(Registry(root))
+    assert main(["registry", "verify", "--root", str(root), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is False and any("approvers.yaml: changed" in p for p in out["problems"]), out
+
+
+def test_a_symlinked_policy_is_refused_before_a_release_writes_anything(tmp_path, capsys) -> None:
+    """The link points at the very bytes the controller signed: the hashes match, but a link can be re-pointed at
+    will; before, the release wrote codes.parquet and two agreement_signed events, then its spend crashed."""
+    from sdgov.flows.cli import main
+    from tests.conftest import make_demo_inputs
+    from tests.governance import sign_standing_approval
+
+    spec = make_demo_inputs(tmp_path / "in", rows=200)
+    root = tmp_path / "registry"
+    keys = controller_registry(root, tmp_path / "keys")
+    sign_standing_approval(spec, root, keys)
+    elsewhere = tmp_path / "elsewhere.yaml"
+    elsewhere.write_bytes((root / "policy.yaml").read_bytes())
+    (root / "policy.yaml").unlink()
+    (root / "policy.yaml").symlink_to(elsewhere)
+    before = _tree(root)
+    assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "policy.yaml" in err and "symbolic link" in err, err
+    assert _tree(root) == before and not (root / "runs").exists()  # nothing written
+    assert main(["registry", "verify", "--root", str(root), "--json"]) == 1
+    assert any("policy.yaml: a symbolic link" in p for p in json.loads(capsys.readouterr().out)["problems"])
+
+
+def test_an_unsigned_controller_file_edit_after_a_release_started_stops_its_spend(tmp_path) -> None:
+    """Every spend makes the start-of-release check again: nothing is drawn on a registry verify would flag."""
+    import uuid
+
+    from sdgov.tasks.agree_phi import agree_phi
+    from sdgov.tasks.measure import measure
+    from tests.conftest import make_demo_inputs
+    from tests.governance import sign_standing_approval
+
+    spec = make_demo_inputs(tmp_path / "in", rows=800)
+    root = tmp_path / "registry"
+    sign_standing_approval(spec, root, controller_registry(root, tmp_path / "keys"))
+    agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)  # started: the files were as signed
+    approvers = yaml.safe_load((root / "approvers.yaml").read_text())
+    approvers["approvers"][0]["role"] = "controller"
+    (root / "approvers.yaml").write_text(yaml.safe_dump(approvers))
+    with pytest.raises(SdgovError, match="changed without a signed commit"):
+        measure.fn(agreed, str(root))
+    assert "budget_spent" not in [e.event for e in Registry(root).events()]
+    assert not list((root / "measurements").glob("*.json")), "no noise drawn"

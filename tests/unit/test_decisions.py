@@ -233,3 +233,40 @@ def test_a_signed_review_counts_and_a_refused_one_is_logged(governed) -> None:
     e = last(registry)
     assert (e.event, e.decision, e.comment) == ("phi_review_refused", "review", "x | why: y")
     assert e.artifacts == {"nonce": p.nonce, "flow_run_id": "flow-run-1"}
+
+
+def test_a_decision_rewritten_by_the_registry_key_holder_fails_verify_and_stops_releases(governed, capsys) -> None:
+    """One verification (issue 24): the registry key can re-sign the log, but not an approver's statement. A logged
+    approval re-attributed to another controller (log re-chained and re-signed) is flagged by ``registry verify``
+    and refuses the next release; before, verify said ok."""
+    import json
+
+    from sdgov.base.errors import SdgovError
+    from sdgov.base.hashing import canonical_json, sha256_bytes
+    from sdgov.flows.cli import main
+    from sdgov.governance.controller import check_controller_files
+    from sdgov.registry import key as registry_key
+    from sdgov.registry.log import EVENT_DOMAIN
+
+    registry, keys = governed
+    p = pause(registry)
+    assert isinstance(decisions.decide(p, submitted(p, keys["Carl Controller"]), PROPOSER), SignOff)
+    assert main(["registry", "verify", "--root", str(registry.root)]) == 0
+    key = registry_key.require(registry.registry_id())
+    lines, prev = [], "0" * 64
+    for line in registry.log_path.read_text().splitlines():
+        e = json.loads(line)
+        if e["event"] == "release_approved":
+            e["actor"] = "Vic Controller"  # Vic is a controller too, but never decided this
+        e["prev"] = prev
+        e["hash"] = sha256_bytes(canonical_json({k: v for k, v in e.items() if k not in ("hash", "sig")}))
+        e["sig"] = registry_key.sign_framed(key, EVENT_DOMAIN, e["hash"].encode())
+        prev = e["hash"]
+        lines.append(canonical_json(e))
+    registry.log_path.write_bytes(b"\n".join(lines) + b"\n")
+    capsys.readouterr()
+    assert main(["registry", "verify", "--root", str(registry.root), "--json"]) == 1
+    problems = json.loads(capsys.readouterr().out)["problems"]
+    assert any("'Vic Controller''s release_approved" in p and "signed statement" in p for p in problems), problems
+    with pytest.raises(SdgovError, match="signed statement does not match"):
+        check_controller_files(registry)
