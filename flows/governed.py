@@ -36,7 +36,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
@@ -87,12 +87,14 @@ class Decision(RunInput):
     )
 
     @classmethod
-    def for_pause(cls, description: str, facts: str) -> type[RunInput]:
+    def for_pause(cls, description: str, facts: str) -> type[Decision]:
         """This pause's form: the text above the fields, and the key facts (:func:`key_facts`) as the Decision
         field's help, which stays in view at 1280×800 where the Prefect UI scrolls the text out of sight."""
         form = cls.with_initial_data(description=description)
-        decision = (Literal["approve", "reject"], Field(title="Decision", description=facts or None))
-        return create_model(cls.__name__, __base__=form, decision=decision)
+        fields: dict[str, Any] = {
+            "decision": (Literal["approve", "reject"], Field(title="Decision", description=facts or None))
+        }
+        return cast(type[Decision], create_model(cls.__name__, __base__=form, **fields))
 
 
 class ReleaseDecision(Decision):
@@ -293,35 +295,35 @@ def governed_release_flow(
     poll_interval: int = 10,
     dvc_pull: bool = False,
 ) -> GovernedOutcome | State[GovernedOutcome]:
+    """The governed release as a Prefect flow: the run's parameters become one :class:`GovernedRequest` (a scheduled
+    run first brings DVC-tracked data to its latest version)."""
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
     return governed_release(
-        spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval
+        GovernedRequest(
+            spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval
+        )
     )
 
 
-def governed_release(
-    spec_path: str,
-    registry_root: str,
-    proposer: str | None = None,
-    approval: Literal["interactive", "standing"] = "interactive",
-    approvals_path: str | None = None,
-    data_path: str | None = None,
-    timeout_s: int = 3600,
-    poll_interval: int = 10,
-) -> GovernedOutcome | State[GovernedOutcome]:
+@dataclass(frozen=True)
+class GovernedRequest:
+    """What a governed run was asked to do (the flow's parameters), passed whole to its steps."""
+
+    spec_path: str
+    registry_root: str
+    proposer: str | None = None
+    approval: Literal["interactive", "standing"] = "interactive"
+    approvals_path: str | None = None
+    data_path: str | None = None
+    timeout_s: int = 3600
+    poll_interval: int = 10
+
+
+def governed_release(request: GovernedRequest) -> GovernedOutcome | State[GovernedOutcome]:
     """The governed release in the calling flow run (this flow's body; the Φ review flow goes on with it)."""
     try:
-        return _governed(
-            spec_path,
-            registry_root,
-            proposer,
-            approval,
-            approvals_path,
-            data_path,
-            timeout_s,
-            poll_interval,
-        )
+        return _governed(request)
     except _Stop as stop:
         return stop.state
 
@@ -406,19 +408,10 @@ class _Governed:
         return s
 
 
-def _governed(
-    spec_path: str,
-    registry_root: str,
-    proposer: str | None,
-    approval: Literal["interactive", "standing"],
-    approvals_path: str | None,
-    data_path: str | None,
-    timeout_s: int,
-    poll_interval: int,
-) -> GovernedOutcome:
+def _governed(request: GovernedRequest) -> GovernedOutcome:
     """agree → measure (a refused budget may be retried once, with a controller's approval) → evaluate → decide →
     publish; a step that ends the run early raises :class:`_Stop` with its final state."""
-    run = _agree(spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval)
+    run = _agree(request)
     try:
         measured = _measure_with_budget_retry(run)
         evaluated, report = _evaluate(run, measured)
@@ -431,25 +424,17 @@ def _governed(
         raise
 
 
-def _agree(
-    spec_path: str,
-    registry_root: str,
-    proposer: str | None,
-    approval: Literal["interactive", "standing"],
-    approvals_path: str | None,
-    data_path: str | None,
-    timeout_s: int,
-    poll_interval: int,
-) -> _Governed:
+def _agree(request: GovernedRequest) -> _Governed:
     """Φ agreed: from the standing approval, or proposed by the analyst and approved by a controller."""
-    registry = Registry(registry_root)
+    r = request
+    registry, registry_root, proposer = Registry(r.registry_root), r.registry_root, r.proposer
     run_id = new_run_id()
     standing: StandingApproval | None
-    if approval == "standing":
+    if r.approval == "standing":
         try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
             check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them
-            deadline = time.monotonic() + timeout_s
-            agreed = agree_phi(spec_path, registry_root, run_id, approvals_path, data_path)
+            deadline = time.monotonic() + r.timeout_s
+            agreed = agree_phi(r.spec_path, registry_root, run_id, r.approvals_path, r.data_path)
         except SdgovError as exc:
             get_run_logger().warning("refused: %s", exc.one_line())
             decisions.record_run_refused(registry, run_id, exc)
@@ -458,14 +443,14 @@ def _agree(
         standing = load_approvals(agreed.approvals.verified())
     else:
         check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + r.timeout_s
         if not proposer:
             raise SdgovError(
                 "an interactive release needs the analyst who proposes it",
                 "proposer",
                 "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
             )
-        agreed = propose_phi(spec_path, registry_root, run_id, proposer, data_path)
+        agreed = propose_phi(r.spec_path, registry_root, run_id, proposer, r.data_path)
         standing = None
     agreement = load_agreement(agreed.agreement)
     plan = check_plan_allowed(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
@@ -478,7 +463,7 @@ def _agree(
         standing=standing,
         signoffs=list(agreed.signoffs),
         deadline=deadline,
-        poll_interval=poll_interval,
+        poll_interval=r.poll_interval,
     )
     if standing is None:
         run.signoffs.append(
@@ -582,7 +567,8 @@ def _release_form(
         "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
         "release_id": evaluated.draft.release_id,
     }
-    summary["key_facts"] = key_facts("release candidate", evaluated.sha256, plan, summary["verdict"], headline)
+    verdict = overall_verdict(report, sections).label
+    summary["key_facts"] = key_facts("release candidate", evaluated.sha256, plan, verdict, headline)
     description = release_md(
         agreement,
         evaluated.sha256,

@@ -33,7 +33,7 @@ from pydantic import Field
 from sdgov import __version__
 from sdgov.agreement.load import load_spec
 from sdgov.base.hashing import sha256_file
-from sdgov.flows.governed import GovernedOutcome, governed_release, post_pending, ui_link, with_note
+from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, post_pending, ui_link, with_note
 from sdgov.flows.release import new_run_id
 from sdgov.generators.registry import generator
 from sdgov.governance import decisions
@@ -249,10 +249,12 @@ def phi_review_flow(
         artifacts={"selection_record": sha256_file(record_path), "proposed_spec": sha256_file(out)},
     )
     return governed_release(
-        spec_path=str(out),
-        registry_root=registry_root,
-        proposer=proposer,
-        data_path=data_path,
-        timeout_s=max(int(deadline - time.monotonic()), 1),
-        poll_interval=poll_interval,
+        GovernedRequest(
+            spec_path=str(out),
+            registry_root=registry_root,
+            proposer=proposer,
+            data_path=data_path,
+            timeout_s=max(int(deadline - time.monotonic()), 1),
+            poll_interval=poll_interval,
+        )
     )
