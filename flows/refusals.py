@@ -15,6 +15,8 @@ class QuietRefusals(logging.Filter):
     _FAILED = re.compile(r"encountered an exception:? (\w+)")
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """False for a record about an sdgov refusal (an ``SdgovError`` attached, or named in Prefect's 'encountered an
+        exception' line); every other record passes."""
         from sdgov.base.errors import SdgovError
 
         exc = record.exc_info[1] if record.exc_info else None

@@ -35,6 +35,9 @@ def deployment(
     dvc_pull: bool = True,
     every: int | None = None,
 ) -> RunnerDeployment:
+    """The deployment of :func:`~sdgov.flows.governed.governed_release_flow` under the standing approval, on ``cron``
+    or every ``every`` seconds (not started); neither or both, a bad cron or a non-positive interval is an
+    ``SdgovError``."""
     from datetime import timedelta
 
     from prefect.client.schemas.schedules import CronSchedule

@@ -38,6 +38,8 @@ class GuardedServer(SubprocessASGIServer):
     """``SubprocessASGIServer`` whose uvicorn process dies with this one (same command as Prefect 3.8's)."""
 
     def start(self, timeout: int | None = None) -> None:
+        """Start the server as Prefect does; one that does not come up in time is stopped and raises
+        :class:`ServerDidNotStart` (one line) instead of Prefect's ``RuntimeError``."""
         try:
             super().start(timeout)
         except RuntimeError as exc:
@@ -89,6 +91,7 @@ class GuardedServer(SubprocessASGIServer):
             os.close(read)
 
     def stop(self) -> None:
+        """Stop the server as Prefect does, then close its lifeline (the pipe's write end this process held)."""
         super().stop()
         self._close_lifeline()
 

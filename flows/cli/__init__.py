@@ -36,6 +36,7 @@ class OneLineParser(argparse.ArgumentParser):
     Sub-commands inherit the class (argparse builds sub-parsers with the parent's class)."""
 
     def error(self, message: str) -> NoReturn:
+        """Print the bad flag or argument as one ``sdgov: error:`` line (what, where, fix) and exit 2; never returns."""
         from sdgov.base.errors import SdgovError
 
         err = SdgovError(message, self.prog, f"see '{self.prog} --help'")
@@ -59,6 +60,9 @@ def _error_json(args: argparse.Namespace, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command ``argv`` names and return its exit code: the command's own, 2 for a user's mistake (an
+    ``SdgovError``, each pre-flight problem on its own line, a path the file system refused), 1 for a bug in sdgov;
+    every error is one line on stderr (``--json``: also ``{"ok": false, ...}`` on stdout)."""
     for name, value in ENV_DEFAULTS.items():  # here, not at import: importing the CLI changes nothing
         os.environ.setdefault(name, value)
     args = parser().parse_args(argv)

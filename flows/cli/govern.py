@@ -37,6 +37,8 @@ from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pen
 
 
 def server_env(home: Path, port: int, auth: str | None) -> dict[str, str]:
+    """The environment of a local Prefect server on 127.0.0.1:``port`` with its SQLite database in ``home`` and the
+    client settings; ``auth`` (``USER:PASSWORD``, else an ``SdgovError``) turns on basic auth for both."""
     env = {
         "PREFECT_HOME": str(home),
         "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
@@ -55,6 +57,8 @@ def server_env(home: Path, port: int, auth: str | None) -> dict[str, str]:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
+    """Run a local Prefect server until it stops and return its exit status; it dies with this process, even on
+    ``kill -9``. ``--print-env`` only prints the client settings (``export`` lines), exit 0."""
     home = Path(args.home or os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").resolve()
     home.mkdir(parents=True, exist_ok=True)
     auth = args.auth or os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
@@ -116,6 +120,9 @@ def _wait_forwarding_signals(proc: subprocess.Popen) -> int:
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
+    """Run a governed release that pauses for the controller's decisions (``--select``: write a Φ proposal instead;
+    with ``--review``: the Φ review first): exit 0 released or proposed, 1 no release. A run needs ``PREFECT_API_URL``;
+    a refusal, or a run that failed (a decision that never came), is one line, exit 2."""
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.intake.inputs import check_proposal
     from sdgov.registry.log import Registry
@@ -233,6 +240,8 @@ def _ui_url(run_id: Any) -> str:
 
 
 def paused_runs() -> list[dict[str, Any]]:
+    """Every paused run on the configured server (one line without ``PREFECT_API_URL``) with its pending decision:
+    the subject and its hash, the role awaited and who is eligible, the proposer, the deadline and the UI link."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
     from prefect.client.schemas.objects import StateType
@@ -269,6 +278,7 @@ def paused_runs() -> list[dict[str, Any]]:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    """Print the paused runs and whom each awaits (``no paused runs`` when there is none); exit 0."""
     runs = paused_runs()
     lines = [
         f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
@@ -337,6 +347,8 @@ def _sign_paused(args: argparse.Namespace) -> tuple[UUID, Any, dict[str, Any], s
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
+    """Print the signed decision for the run's pause, to paste into its Prefect UI form; exit 0. A decision the flow
+    would refuse (unknown name, wrong role, own proposal, wrong key) is logged and refused here, exit 2."""
     run_id, _, p, decision, token = _sign_paused(args)
     payload = {"run_id": str(run_id), "subject": p["subject"], "decision": decision, "signature": token}
     emit(args, payload, token)
@@ -406,6 +418,9 @@ def _confirmation(args: argparse.Namespace, p: dict[str, Any]) -> str:
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
+    """Sign the decision, resume the run with it and exit 0; an approval first asks for the hash's first 8 characters
+    (``--yes --hash PREFIX``). A refused decision, a wrong prefix, or (``--wait``) the flow asking again is one line,
+    exit 2."""
     from prefect import get_client
 
     run_id, fr, p, decision, sig = _sign_paused(args)
@@ -454,6 +469,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
+    """Write a new Ed25519 private key (mode 600; an existing file is refused, exit 2) and print its ``public_key``
+    line; exit 0."""
     from sdgov.identity.keys import keygen
 
     pub = keygen(args.out)
@@ -499,6 +516,7 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``server``, ``propose``, ``runs``, ``sign``, ``approve``, ``keygen``, ``approvers``, ``approvals``."""
     add = functools.partial(command, subparsers, parents)
     s = add("server", cmd_server, "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)")
     s.add_argument("action", choices=["start"])

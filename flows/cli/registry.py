@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 
 def cmd_registry(args: argparse.Namespace) -> int:
+    """``list``, ``show``, ``recover`` and ``checkpoint`` (to ``--out`` or stdout) exit 0 and refuse a directory that
+    is not a registry; ``verify`` and ``prove`` exit 0 intact / proved, 1 not, 2 bad input."""
     from sdgov.registry import checkpoint
     from sdgov.registry.log import Registry
 
@@ -134,6 +136,8 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
+    """Print the privacy-budget ledger under the controller's policy: spent and remaining ρ per dataset; exit 0. A
+    registry without a policy is refused (one line, exit 2)."""
     from sdgov.governance.ledger import ledger_summary
     from sdgov.governance.policy import load_policy
     from sdgov.registry.log import Registry
@@ -160,6 +164,8 @@ def cmd_budget(args: argparse.Namespace) -> int:
 
 
 def cmd_trail(args: argparse.Namespace) -> int:
+    """Print the audit trail (``--dataset``: only that dataset's events; ``--html`` / ``--prov``: also write those);
+    exit 0 when the chain verifies, 1 when it does not."""
     from sdgov.registry.log import Registry
     from sdgov.registry.trail import build_trail, render_text, render_trail_html, to_prov, write
 
@@ -174,6 +180,7 @@ def cmd_trail(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``registry``, ``trail`` and ``budget``."""
     add = functools.partial(command, subparsers, parents)
     g = add(
         "registry",

@@ -13,6 +13,9 @@ from sdgov.flows.cli._common import Parents, command, emit
 
 
 def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = None) -> int:
+    """Run the release flow for ``--spec`` and print where the card is; exit 0. The controller's files as last
+    signed, the inputs, the standing approval and the policy are checked before the flow starts: a refusal is one
+    line, exit 2."""
     from sdgov.governance.controller import check_controller_files
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.governance.standing import agreement_signoffs
@@ -62,6 +65,8 @@ def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = No
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Run a whole release on the built-in demo (default policy adopted, made-up data written beside the registry, a
+    standing approval signed by the demo people); exit codes as ``release``."""
     from sdgov.agreement.load import load_spec
     from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
@@ -144,6 +149,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_data(args: argparse.Namespace) -> int:
+    """Write ``--rows`` made-up demo records to ``--out``; exit 0."""
     from sdgov.data.schema import load_schema
     from sdgov.demo import inputs
     from sdgov.demo.data import write_demo_data
@@ -154,6 +160,8 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Check a spec, its schema, its data and every pre-flight check a release makes; print the agreement hash, rows and
+    budget, exit 0. A problem is one line each, exit 2."""
     from sdgov.agreement.load import load_spec
     from sdgov.intake.inputs import validated_data
     from sdgov.intake.preflight import run_preflight
@@ -183,6 +191,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``demo``, ``init``, ``release``, ``validate`` and ``demo-data``."""
     add = functools.partial(command, subparsers, parents)
     add("demo", cmd_demo, "run a whole release on the built-in demo data and print where the card is", [parents.root])
 

@@ -15,6 +15,8 @@ from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
+    """Serve the scheduled deployment of the standing agreement, one run at a time, until Ctrl-C (exit 0);
+    ``--dry-run`` prints it instead. A bad schedule or spec is one line, exit 2."""
     from sdgov.flows.schedule import deployment
     from sdgov.registry.log import Registry
 
@@ -43,6 +45,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``schedule``."""
     add = functools.partial(command, subparsers, parents)
     s = add(
         "schedule",

@@ -48,6 +48,7 @@ class Approver(Frozen):
     public_key: str = Field(description="'ed25519:<base64>' or 'ssh-ed25519 AAAA…': checks this person's decisions")
 
     def key(self) -> Ed25519PublicKey:
+        """This approver's Ed25519 public key; an unreadable one is a one-line ``SpecError`` naming the entry."""
         return parse_public_key(self.public_key, f"{FILE}: {self.name}")
 
 
@@ -56,9 +57,11 @@ class Approvers(Frozen):
     approvers: list[Approver] = Field(min_length=1)
 
     def find(self, name: str) -> Approver | None:
+        """The approver listed as ``name`` (compared by visual skeleton: a look-alike is the same person), or None."""
         return next((a for a in self.approvers if same_person(a.name, name)), None)
 
     def with_role(self, role: str) -> list[Approver]:
+        """The approvers who hold ``role``, in the file's order."""
         return [a for a in self.approvers if a.role == role]
 
 
@@ -91,6 +94,7 @@ def load_approvers(path: str | Path) -> Approvers:
 
 
 def default_path(registry_root: str | Path) -> Path:
+    """The default place of the approvers registry, ``ROOT/approvers.yaml`` (``controller.yaml`` may name another)."""
     return Path(registry_root) / FILE
 
 

@@ -68,6 +68,8 @@ def registry_id(registry: Registry) -> str:
 
 
 def load_config(registry: Registry) -> ControllerConfig:
+    """The registry's ``controller.yaml`` (defaults when there is none); an invalid one is a one-line
+    ``SpecError``."""
     path = registry.root / CONFIG_FILE
     if not path.exists():
         return ControllerConfig()

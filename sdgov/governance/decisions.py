@@ -212,6 +212,7 @@ def signoff(pause: Pause, submitted: Submitted, who: Approver, verified: bool) -
 
 
 def refusal_note(pause: Pause, who: str, error: SdgovError) -> str:
+    """The next form's note after a refused attempt: who was refused, why, and that the run is paused again."""
     return f"Attempt {pause.attempt} by {who!r} was refused: {error.what}. The run is paused again."
 
 
@@ -298,11 +299,13 @@ def decided_message(s: SignOff, subject: str, sha256: str) -> str:
 
 
 def rejection_message(pause: Pause, s: SignOff) -> str:
+    """The run log's line for a rejection: who rejected which subject, that nothing was released, and their comment."""
     msg = f"{s.name} ({s.role}) rejected the {pause.subject} {pause.sha256[:12]}…: nothing was released"
     return msg + (f" — {s.comment}" if s.comment else "")
 
 
 def timeout_message(subject: str, sha256: str) -> str:
+    """The run log's line for a pause nobody decided on in time: the run ends and nothing was released."""
     return f"no decision on the {subject} {sha256[:12]}… within the timeout: the run ends here and nothing was released"
 
 

@@ -76,6 +76,8 @@ class Account(Frozen):
 
 
 def spend_of(e: Event) -> Spend | None:
+    """The spend a ``budget_spent`` event records, or None for any other event; a legacy spend counts, its file
+    hash standing in for the fingerprint and its measurement key for the statistics."""
     if e.event != SPENT:
         return None
     d = json.loads(e.comment)
@@ -95,6 +97,7 @@ def spend_of(e: Event) -> Spend | None:
 
 
 def spends(events: list[Event]) -> list[Spend]:
+    """Every spend recorded in ``events``, in log order."""
     return [s for s in map(spend_of, events) if s is not None]
 
 

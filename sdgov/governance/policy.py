@@ -110,6 +110,7 @@ class Policy(Frozen):
 
 
 def policy_path(root: str | Path) -> Path:
+    """Where the controller's policy lives, ``ROOT/policy.yaml`` (whether or not it exists)."""
     return Path(root) / POLICY_FILE
 
 

@@ -77,6 +77,9 @@ class StandingApproval(Frozen):
 
 
 def load_approvals(path: str | Path) -> StandingApproval:
+    """The standing approval in ``path``, refusing (one ``SpecError`` line) a name hiding characters, a proposer who
+    is not an analyst, an approver who is not a controller or who is (or looks like) the proposer. Signatures are not
+    checked here (:func:`verify_standing`)."""
     a = load_model_file(StandingApproval, path, SpecError, "standing approval")
     where = str(path)
     for person in (a.proposer, a.agreement_approver, a.release_approver):
@@ -111,6 +114,7 @@ class Verified:
 
     @property
     def signed(self) -> bool:
+        """Whether anyone signed it (False: an unsigned approval, typed names only)."""
         return bool(self.signed_at)
 
 
@@ -276,6 +280,8 @@ def _via(a: StandingApproval, v: Verified, name: str) -> str:
 
 
 def agreement_signoffs(a: StandingApproval, agreement_sha256: str, where: str, registry: Registry) -> list[SignOff]:
+    """The proposer's and the agreement approver's sign-offs on this agreement, once :func:`verify_standing` accepts
+    the approval (else its one-line refusal); each dated when signed, or now when unsigned."""
     v = verify_standing(a, agreement_sha256, where, registry)
     now = utcnow()
     return [
