@@ -36,7 +36,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
@@ -132,6 +132,8 @@ def form_for(subject: str, allow_unsigned: bool) -> type[Decision]:
     return SandboxDecision if allow_unsigned else Decision
 
 
+F = TypeVar("F", bound=RunInput)
+
 Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused", "refused"]
 
 
@@ -167,6 +169,22 @@ class _Stop(Exception):
 def with_note(description: str, note: str) -> str:
     """The form's text with the reason the last attempt was refused at the top, where the approver looks first."""
     return (f"> **{note}**\n\n" if note else "") + description
+
+
+def wait_for_input(form: type[F], deadline: float, poll_interval: int, key: str, waiting: str, act: str) -> F | None:
+    """Pause this run until someone sends ``form``, or None once ``deadline`` (``time.monotonic()``) passes (already
+    past: no pause). ``waiting`` is logged first, with the seconds left and where to ``act`` in the UI."""
+    from prefect.runtime import flow_run
+
+    remaining = int(deadline - time.monotonic())
+    link = ui_link(flow_run.id)
+    get_run_logger().info("%s; %ds left%s", waiting, remaining, f"; {act} at {link}" if link else "")
+    if remaining <= 0:
+        return None
+    try:
+        return pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
+    except FlowPauseTimeout:
+        return None
 
 
 def ui_link(flow_run_id: object) -> str:
@@ -247,20 +265,10 @@ def await_decision(
             summary=summary or {},  # what `sdgov approve` prints before asking for the hash
         )
         form = form_class.for_pause(with_note(description, note), facts)
-        remaining = int(deadline - time.monotonic())
-        log.info(
-            "waiting for a data controller to decide on the %s %s (eligible: %s; %ds left)%s",
-            subject,
-            sha256,
-            ", ".join(people) or "nobody — fix the approvers registry",
-            remaining,
-            f"; decide at {link}" if (link := ui_link(flow_run_id)) else "",
-        )
-        try:
-            if remaining <= 0:
-                raise FlowPauseTimeout
-            d = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
-        except FlowPauseTimeout:
+        eligible = ", ".join(people) or "nobody — fix the approvers registry"
+        waiting = f"waiting for a data controller to decide on the {subject} {sha256} (eligible: {eligible})"
+        d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide")
+        if d is None:
             msg = decisions.timeout_message(subject, sha256)
             decisions.record_timeout(pause, msg)
             log.warning(msg)

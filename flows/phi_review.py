@@ -24,8 +24,6 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
-from prefect.exceptions import FlowPauseTimeout
-from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.states import Completed, State
 from pydantic import Field
@@ -33,7 +31,14 @@ from pydantic import Field
 from sdgov import __version__
 from sdgov.agreement.load import load_spec
 from sdgov.base.hashing import sha256_file
-from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, post_pending, ui_link, with_note
+from sdgov.flows.governed import (
+    GovernedOutcome,
+    GovernedRequest,
+    governed_release,
+    post_pending,
+    wait_for_input,
+    with_note,
+)
 from sdgov.flows.release import new_run_id
 from sdgov.generators.registry import generator
 from sdgov.governance import decisions
@@ -139,19 +144,10 @@ def await_reviews(
             agreement_sha256=draft_sha256,
             summary={"phi": [" × ".join(p) for p in state.pairs]},
         )
-        remaining = int(deadline - time.monotonic())
         form = Review.with_initial_data(description=with_note(state.markdown(), note))
-        log.info(
-            "waiting for the stakeholders' review of the Φ proposal (sdgov review %s …; %ds left)%s",
-            flow_run_id,
-            remaining,
-            f"; review at {link}" if (link := ui_link(flow_run_id)) else "",
-        )
-        try:
-            if remaining <= 0:
-                raise FlowPauseTimeout
-            form_in = pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
-        except FlowPauseTimeout:
+        waiting = f"waiting for the stakeholders' review of the Φ proposal (sdgov review {flow_run_id} …)"
+        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review")
+        if form_in is None:
             decisions.record_timeout(
                 pause, "no review closed the Φ proposal within the timeout: nothing was agreed or released"
             )

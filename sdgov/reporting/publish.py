@@ -54,15 +54,7 @@ class ReleaseCandidate(Frozen):
 
 def log_blocked(registry: Registry, agreed: Agreed, audited: Audited, comment: str) -> None:
     """A failed audit blocks the release: say so in the hash-chained log."""
-    registry.append(
-        "release_blocked",
-        "sdgov",
-        "system",
-        agreement_sha256=agreed.agreement_sha256,
-        run_id=Path(agreed.run_dir).name,
-        artifacts={"audit": audited.report.sha256},
-        comment=comment,
-    )
+    _log_end(registry, agreed, "release_blocked", comment, {"audit": audited.report.sha256})
 
 
 def log_failed(registry: Registry, agreed: Agreed, exc: BaseException) -> None:
@@ -71,13 +63,21 @@ def log_failed(registry: Registry, agreed: Agreed, exc: BaseException) -> None:
     if getattr(exc, "logged", False):
         return  # an ending the log already records (a refused budget, a blocked release)
     first = (str(exc).strip().splitlines() or [""])[0][:300]
+    _log_end(registry, agreed, "run_failed", f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
+
+
+def _log_end(
+    registry: Registry, agreed: Agreed, event: str, comment: str, artifacts: dict[str, str] | None = None
+) -> None:
+    """How a run that released nothing ends, in the log, by sdgov, under its agreement and run id."""
     registry.append(
-        "run_failed",
+        event,
         "sdgov",
         "system",
         agreement_sha256=agreed.agreement_sha256,
         run_id=Path(agreed.run_dir).name,
-        comment=f"{type(exc).__name__}: {first}" if first else type(exc).__name__,
+        artifacts=artifacts or {},
+        comment=comment,
     )
 
 
