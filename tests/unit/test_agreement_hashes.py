@@ -3,7 +3,8 @@ of the agreement (the pre-registered sections, a generator's own parameter, anot
 it was before the sections and the generators' parameters became plug-ins (issue 23 item 2). An agreement hash
 is what every approver signed and every ledger entry names: a change here re-opens every agreement.
 
-The values are the hashes computed on main at d008fec, before the change."""
+The values are the hashes computed on main at d008fec, before the change (the demo spec with its former
+``rows: 20000``)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ SPECS = {
     "examples/census2011/app2.yaml": "8792653edc881b67c76d9e0064ab4a45b91173ab3b14dda1256f72cae71eb72f",
     "examples/census2011/app3.yaml": "03a348a9f6c6b72cae867cbe298ba4e1a93fa6505d37ca041e56b6eef6bd64a5",
     "examples/uci_adult/spec.yaml": "219b246d786277be88816e68c876ee08a9106c839d28ac5963d2c833e48d7be5",
-    "sdgov/demo/spec.yaml": "ba82d6bf90269af44a8066203ed63156476333aa4b0d3405696226908d389fb0",
+    # issue 25: the demo no longer asks for rows = N (20,000); with rows: 20000 it hashes ba82d6bf… as before
+    "sdgov/demo/spec.yaml": "d5419ce745aab31bcd5e7f217c41e84df677d1c1efe5e35a6f2d3ab310546014",
 }
 
 SPLIT = {
@@ -71,10 +73,16 @@ def test_the_example_specs_agreement_hashes_are_unchanged(path):
     assert load_spec(REPO / path).agreement.sha256() == SPECS[path]
 
 
+def test_the_demo_spec_as_pinned_hashes_as_before():
+    raw = yaml.safe_load((inputs() / "spec.yaml").read_text()) | {"rows": 20000}
+    pinned = "ba82d6bf90269af44a8066203ed63156476333aa4b0d3405696226908d389fb0"
+    assert resolve(ReleaseSpec.model_validate(raw), load_schema(inputs() / "schema.yaml")).sha256() == pinned
+
+
 @pytest.mark.parametrize("name", VARIANTS)
 def test_each_part_of_the_agreement_hashes_as_before(name):
     dropped, given, sha256 = VARIANTS[name]
-    raw = yaml.safe_load((inputs() / "spec.yaml").read_text())
+    raw = yaml.safe_load((inputs() / "spec.yaml").read_text()) | {"rows": 20000}  # the demo spec as it was pinned
     spec = ReleaseSpec.model_validate({k: v for k, v in raw.items() if k not in dropped} | given)
     assert resolve(spec, load_schema(inputs() / "schema.yaml")).sha256() == sha256
 
