@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 
+from sdgov.flows.cli import ENV_DEFAULTS
 from tests.conftest import REPO
 
 CHILD = textwrap.dedent(
@@ -41,7 +42,7 @@ CHILD = textwrap.dedent(
 
 
 def test_process_pool_workers_use_the_runs_temporary_server(tmp_path):
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}
+    env = {**ENV_DEFAULTS, **os.environ, "PREFECT_HOME": str(tmp_path / "prefect")}  # as `sdgov` sets them
     env.pop("PREFECT_API_URL", None)  # the run starts its own temporary server, as for a user
     p = subprocess.run([sys.executable, "-c", CHILD], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]

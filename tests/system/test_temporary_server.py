@@ -14,6 +14,8 @@ import time
 
 import httpx
 
+from sdgov.flows.cli import ENV_DEFAULTS
+
 CHILD = textwrap.dedent(
     """
     import signal, sys, time
@@ -53,7 +55,7 @@ def test_the_temporary_server_dies_with_the_run(tmp_path):
     try:
         for i, end in enumerate(ENDS):
             (tmp_path / end).mkdir()
-            env = {**os.environ, "PREFECT_HOME": str(tmp_path / end / "prefect")}
+            env = {**ENV_DEFAULTS, **os.environ, "PREFECT_HOME": str(tmp_path / end / "prefect")}  # as `sdgov` does
             env.pop("PREFECT_API_URL", None)
             ports = str(8000 + 250 * i)
             runs[end] = subprocess.Popen(
