@@ -45,6 +45,9 @@ class AuditReport(Frozen):
     verdict: Literal["pass", "fail"]
     checks: list[Check]
     not_run: list[str]
+    # the rows of the pre-registered audits, computed on the confidential data: the public card says only that they
+    # ran and did not block the release (their results, warnings included, stay in the controller's evidence)
+    confidential: list[str] = []
 
 
 @dataclass

@@ -18,6 +18,7 @@ def run_audits(
         audits = registry.AUDITS
     checks: list[Check] = []
     not_run: list[str] = []
+    confidential: list[str] = []
     evidence: dict[str, dict[str, Any]] = {}
     for audit in audits:
         settings = settings_of(audit, context.agreement)
@@ -26,7 +27,12 @@ def run_audits(
             continue
         outcome = audit.run(context, settings)
         checks += outcome.checks
+        if audit.section is not None:  # pre-registered: it reads the confidential data
+            confidential += [c.name for c in outcome.checks]
         if outcome.section is not None:
             evidence[audit.name] = {"result": outcome.result, "section": outcome.section}
     blocked = any(not c.passed and c.severity == "block" for c in checks)
-    return AuditReport(verdict="fail" if blocked else "pass", checks=checks, not_run=not_run), evidence
+    report = AuditReport(
+        verdict="fail" if blocked else "pass", checks=checks, not_run=not_run, confidential=confidential
+    )
+    return report, evidence

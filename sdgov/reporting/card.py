@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from sdgov import __version__
 from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
 from sdgov.agreement.spec import AgreedSplit, Agreement, ModelCardSpec
-from sdgov.audits.protocol import AuditReport
+from sdgov.audits.protocol import AuditReport, Check
 from sdgov.base.model import Frozen, Strict
 from sdgov.base.svg import pyplot, to_svg
 from sdgov.cards import environment as template_environment
@@ -638,13 +638,13 @@ def build_card(inputs: CardInputs) -> Card:
             "the confidential data is assessed by the data controller in an evidence report that is not published."
         ),
         fitness=public_fitness(i.utility_report, agreement),
-        verdict=overall_verdict(i.audit, sections),
+        verdict=overall_verdict(public_rows(i.audit)),  # the rows computed on ψ, the synthetic data and public facts
         audit={
-            "checks": [{"name": c.name, "result": check_result(c.passed, c.severity)} for c in i.audit.checks],
+            "checks": [{"name": c.name, "result": public_result(c, i.audit)} for c in i.audit.checks],
             "not_run": i.audit.not_run,
         },
         audit_sections={
-            name: {"title": sec.get("title") or section_title(name).capitalize(), "verdict": sec.get("verdict")}
+            name: {"title": sec.get("title") or section_title(name).capitalize(), "verdict": CONTROLLER_SIDE}
             for name, sec in sections.items()
         },
         signoffs=i.signoffs,
@@ -661,6 +661,24 @@ def build_card(inputs: CardInputs) -> Card:
         split=split_summary(agreement, plan, model_info),
         selection=i.selection,
     )
+
+
+CONTROLLER_SIDE = "controller-side"
+"""How the public card states a pre-registered audit's row or section: it ran on the confidential data and did not
+block the release; its result (a pass or a warning) is a figure of that data, so it stays in the evidence report."""
+
+
+def public_rows(audit: AuditReport) -> AuditReport:
+    """The audit with only its rows computed from ψ, the synthetic data and public facts."""
+    return audit.model_copy(update={"checks": [c for c in audit.checks if c.name not in audit.confidential]})
+
+
+def public_result(check: Check, audit: AuditReport) -> str:
+    """A row as the public card states it: its result, or :data:`CONTROLLER_SIDE` for a row computed on the
+    confidential data (``fail`` where it blocked: only a draft that is never published can show that)."""
+    if check.name in audit.confidential:
+        return "fail" if not check.passed and check.severity == "block" else CONTROLLER_SIDE
+    return check_result(check.passed, check.severity)
 
 
 def check_result(passed: bool, severity: str) -> str:

@@ -29,9 +29,10 @@ NOT_FIGURES = {"seconds", "seed", "seeds", "settings", "generator", "policy", "K
     "name",
     "title",
     "created",
+    "confidential",
 }
 """Keys of the evidence that hold timings, pre-registered settings (public in the agreement) or labels (a check's
-name, a section's title, the date), not figures."""
+name, a section's title, the date, the names of the rows computed on the confidential data), not figures."""
 SVG = re.compile(r"<svg.*?</svg>", re.S)
 """Figures are drawn as paths (``svg.fonttype = path``): an SVG's numbers are coordinates, not printed figures."""
 
