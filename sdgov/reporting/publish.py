@@ -32,22 +32,29 @@ class ReleaseCandidate(Frozen):
     @property
     def sha256(self) -> str:
         """What a release approver signs: the noisy statistics, the synthetic data, the evidence about them and the
-        draft card."""
-        utility = self.utility
+        draft card. The files computed on the confidential data (audit, utility, evidence) enter by their keyed
+        commitments, as the card names them: anyone can recompute this hash from the published card, and it is no
+        function of the confidential data."""
+        utility, draft = self.utility, self.draft
+        commit = run_committer(Path(draft.card_html.path).parents[1])  # the run folder: <run>/draft/card.html
+
+        def private(sha256: str) -> str:
+            return commit("sha256", sha256)
+
         return sha256_json(
             {
                 "measurements": self.measured.measurements.sha256,
                 "synthetic": self.generated.synthetic.sha256,
                 "model_info": self.generated.model_info.sha256,
-                "audit": self.audited.report.sha256,
-                "utility": utility.report.sha256,
-                **({"utility_report": utility.full_report.sha256} if utility.full_report else {}),
-                **{k: ref.sha256 for k, ref in self.audited.evidence.items()},
+                "audit": private(self.audited.report.sha256),
+                "utility": private(utility.report.sha256),
+                **({"utility_report": private(utility.full_report.sha256)} if utility.full_report else {}),
+                **{k: private(ref.sha256) for k, ref in self.audited.evidence.items()},
                 # the draft card the approver reads: what is published is these bytes plus the sign-offs
-                "draft_card_html": self.draft.card_html.sha256,
-                "draft_card_md": self.draft.card_md.sha256,
-                "draft_card_json": self.draft.card_json.sha256,
-                **({"evidence_report": self.draft.evidence_report.sha256} if self.draft.evidence_report else {}),
+                "draft_card_html": draft.card_html.sha256,
+                "draft_card_md": draft.card_md.sha256,
+                "draft_card_json": draft.card_json.sha256,
+                **({"evidence_report": private(draft.evidence_report.sha256)} if draft.evidence_report else {}),
             }
         )
 
