@@ -19,6 +19,7 @@ from sdgov.base.face import lazy_face
 _WHERE = {
     "AuditError": "generator_protocol",
     "AuditReport": "protocol",
+    "Check": "protocol",
     "CheckGenerator": "protocol",
     "GeneratorCrash": "generator_protocol",
     "audit_context": "context",
@@ -38,6 +39,7 @@ _WHERE = {
 __all__ = [
     "AuditError",
     "AuditReport",
+    "Check",
     "CheckGenerator",
     "GeneratorCrash",
     "audit_context",
