@@ -539,15 +539,15 @@ def _decide(run: _Governed, measured: Measured, evaluated: ReleaseCandidate, rep
         return
     if run.standing is not None:
         get_run_logger().warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
-    description, summary = _release_form(run, measured, evaluated, report)
-    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary, summary["key_facts"]))
+    description, summary, facts = _release_form(run, measured, evaluated, report)
+    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary, facts))
 
 
 def _release_form(
     run: _Governed, measured: Measured, evaluated: ReleaseCandidate, report: AuditReport
-) -> tuple[str, dict[str, Any]]:
-    """What the release approver reads: the form's description (verdicts, utility, evidence files) and the summary
-    ``sdgov approve`` prints."""
+) -> tuple[str, dict[str, Any], str]:
+    """What the release approver reads: the form's description (verdicts, utility, evidence files), the summary
+    ``sdgov approve`` prints and the key facts both lead with."""
     audited, utility, agreement = evaluated.audited, evaluated.utility, run.agreement
     full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
     evidence = existing(
@@ -564,22 +564,23 @@ def _release_form(
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
     headline = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes()).epsilon  # as the card says
     sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
+    verdict, sha256 = overall_verdict(report, sections).label, evaluated.sha256
     summary = {
         "phi": [" × ".join(c) for c in agreement.cliques],
         "epsilon": None if plan.noise == "none" else plan.epsilon,
         "delta": None if plan.noise == "none" else plan.delta,
         "privacy_headline": None if headline is None else privacy_headline(headline),
-        "verdict": overall_verdict(report, sections).label,
+        "verdict": verdict,
         "draft_card": evaluated.draft.card_html.path,
         "draft_card_md": evaluated.draft.card_md.path,
         "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
         "release_id": evaluated.draft.release_id,
     }
-    verdict = overall_verdict(report, sections).label
-    summary["key_facts"] = key_facts("release candidate", evaluated.sha256, plan, verdict, headline)
+    facts = key_facts("release candidate", sha256, plan, verdict, headline)
+    summary["key_facts"] = facts
     description = release_md(
         agreement,
-        evaluated.sha256,
+        sha256,
         run.proposer,
         plan,
         run.account(),
@@ -589,8 +590,9 @@ def _release_form(
         full,
         sections=sections,
         epsilon=headline,
+        facts=facts,
     )
-    return description, summary
+    return description, summary, facts
 
 
 def _publish(run: _Governed, evaluated: ReleaseCandidate) -> GovernedOutcome:

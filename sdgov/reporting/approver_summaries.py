@@ -109,11 +109,13 @@ def release_md(
     note: str = "",
     sections: dict[str, dict[str, Any]] | None = None,
     epsilon: EpsilonSummary | None = None,
+    facts: str = "",
 ) -> str:
     """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
     where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut.
     ``epsilon``: the draft card's headline figures (this release's and the dataset's ε, zCDP and PLD), stated in
-    the card's own words (:func:`~sdgov.reporting.card.privacy_headline`)."""
+    the card's own words (:func:`~sdgov.reporting.card.privacy_headline`). ``facts``: :func:`key_facts`, as the form's
+    Decision field repeats them (one string for both)."""
     verdict = overall_verdict(audit, sections).label
     if verdict == "fail":
         verdict = "FAIL — the release is blocked whatever you decide"
@@ -146,8 +148,7 @@ def release_md(
     links = [f"  - {k}: {v}" for k, v in evidence.items()]
     return "\n".join(
         [
-            f"**Sign off the release of `{agreement.spec_name}`?** "
-            + key_facts("release candidate", candidate, plan, verdict, epsilon),
+            f"**Sign off the release of `{agreement.spec_name}`?** {facts}",
             "",
             f"Proposed by **{proposer}**.",
             "",
