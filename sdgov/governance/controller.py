@@ -209,12 +209,14 @@ def _bad(e: Event, why: str) -> SdgovError:
     )
 
 
-def check_controller_files(registry: Registry) -> Approvers | None:
+def check_controller_files(registry: Registry, events: list[Event] | None = None) -> Approvers | None:
     """Refuse (one line) while the registry fails verification (:meth:`Registry.verified_events`), a controller file
     is a symbolic link, or differs from its last signed commit; else the approvers in force. What ``sdgov registry
     verify`` flags (:func:`controller_problems` beside :meth:`Registry.verify`) stops a release here, before it
-    reads or writes anything."""
-    events = registry.verified_events()
+    reads or writes anything. ``events``: the log as the caller just verified it under the registry lock (a spend),
+    so that every release's files are not hashed a second time."""
+    if events is None:
+        events = registry.verified_events()
     state, in_force, _ = _commits(registry, events)
     now, paths = _current(registry), controller_files(registry)
     forged = statement_problems(registry, events)

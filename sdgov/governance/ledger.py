@@ -146,7 +146,7 @@ def spend_locked(
     if not statistics:
         return None
     check_policy_logged(registry, events)
-    check_controller_files(registry)  # the rest of what verify checks: controller files, approval statements
+    check_controller_files(registry, events)  # the rest of what verify checks: controller files, approval statements
     acct = account(registry, dataset, fingerprint, events)
     rho = math.fsum(statistics.values())
     after = acct.spent_rho + rho
