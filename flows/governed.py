@@ -33,10 +33,13 @@ signature, bad inputs) is refused before anything is written or drawn: ``run_ref
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
+from uuid import UUID
 
 from prefect import flow, get_run_logger
 from prefect.exceptions import FlowPauseTimeout
@@ -54,22 +57,20 @@ from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
-from sdgov.governance import decisions, ledger
+from sdgov.governance import decisions, ledger, worker
+from sdgov.governance.approvers import ApprovalRefused
 from sdgov.governance.controller import check_controller_files, load_config, registry_id
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import check_plan_allowed, rows_warning
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
-from sdgov.reporting.approver_summaries import agreement_md, budget_md, existing, key_facts, release_md
+from sdgov.reporting.approver_summaries import agreement_md, budget_md, key_facts, release_md
 from sdgov.reporting.card import Card, privacy_headline
-from sdgov.reporting.draft import audit_sections
 from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
-from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
-from sdgov.utility.summary import UtilitySummary
 
 PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
@@ -144,7 +145,8 @@ class GovernedOutcome(BaseModel):
     agreement_sha256: str = ""
 
 
-def _end(status: Status, message: str, agreement_sha256: str = "") -> State[GovernedOutcome]:
+def end_state(status: Status, message: str, agreement_sha256: str = "") -> State[GovernedOutcome]:
+    """The run's final state for an ending without a release (named for the Prefect UI), with its outcome."""
     # a pause that timed out cannot leave Paused for anything but Failed (Prefect's server rule); it reads
     # "The flow was timed out and never resumed." — the log's 'approval_timeout' event says which decision
     name = {
@@ -171,9 +173,21 @@ def with_note(description: str, note: str) -> str:
     return (f"> **{note}**\n\n" if note else "") + description
 
 
-def wait_for_input(form: type[F], deadline: float, poll_interval: int, key: str, waiting: str, act: str) -> F | None:
+def wait_for_input(
+    form: type[F],
+    deadline: float,
+    poll_interval: int,
+    key: str,
+    waiting: str,
+    act: str,
+    on_forced: Callable[[str], None] | None = None,
+) -> F | None:
     """Pause this run until someone sends ``form``, or None once ``deadline`` (``time.monotonic()``) passes (already
-    past: no pause). ``waiting`` is logged first, with the seconds left and where to ``act`` in the UI."""
+    past: no pause). ``waiting`` is logged first, with the seconds left and where to ``act`` in the UI.
+
+    While paused, a watcher reads the run's state every ``poll_interval`` seconds: a state someone forced through the
+    API (``set_state`` COMPLETED on a paused run) is reported once to ``on_forced`` — the run's record on the server
+    then lies, and the registry's log says so."""
     from prefect.runtime import flow_run
 
     remaining = int(deadline - time.monotonic())
@@ -181,10 +195,32 @@ def wait_for_input(form: type[F], deadline: float, poll_interval: int, key: str,
     get_run_logger().info("%s; %ds left%s", waiting, remaining, f"; {act} at {link}" if link else "")
     if remaining <= 0:
         return None
+    stop = threading.Event()
+    if on_forced is not None:
+        threading.Thread(
+            target=_watch_state, args=(str(flow_run.id), poll_interval, stop, on_forced), daemon=True
+        ).start()
     try:
         return pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
     except FlowPauseTimeout:
         return None
+    finally:
+        stop.set()
+
+
+def _watch_state(flow_run_id: str, poll_interval: int, stop: threading.Event, on_forced: Callable[[str], None]) -> None:
+    """Report (once) a final state the server shows for this paused run: nobody but this flow ends it."""
+    from prefect import get_client
+
+    while not stop.wait(max(1, poll_interval)):
+        try:
+            with get_client(sync_client=True) as c:
+                state = c.read_flow_run(UUID(flow_run_id)).state
+        except Exception:  # the server is away for a moment: look again later
+            continue
+        if state is not None and state.is_final() and not stop.is_set():
+            on_forced(f"the run's state was forced to {state.type.value} ({state.name}) while it awaited a decision")
+            return
 
 
 def ui_link(flow_run_id: object) -> str:
@@ -199,17 +235,44 @@ def ui_link(flow_run_id: object) -> str:
     return f"{base}/login?redirect={page}" if PREFECT_API_AUTH_STRING.value() else base + page
 
 
-def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> None:
-    """What the pause awaits, as a flow-run input (read by ``sdgov runs``, ``sdgov sign``, ``sdgov approve``)."""
-    create_flow_run_input(
-        PENDING_PREFIX + key,
-        {
-            **pause.challenge().model_dump(),
-            **fields,
-            "registry": str(pause.registry.root),
-            "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
-        },
-    )
+def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> dict[str, Any]:
+    """What the pause awaits: written into the registry and logged (:func:`decisions.record_pending`, what ``sdgov
+    runs``, ``sign`` and ``approve`` trust), and the same as a flow-run input (how they find it); returned as posted."""
+    pending = {
+        **pause.challenge().model_dump(),
+        **fields,
+        "registry": str(pause.registry.root),
+        "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
+    }
+    pending["record_sha256"] = decisions.record_pending(pause, key, pending)
+    create_flow_run_input(PENDING_PREFIX + key, pending)
+    return pending
+
+
+def check_run_record(pause: Pause, key: str, posted: dict[str, Any]) -> None:
+    """After a pause: log (``run_tampered``) what someone changed in the run's record on the server meanwhile — the
+    pause's input rewritten or deleted, the run's parameters patched. The flow goes on from its own state and the
+    registry's records; the server's copy was only ever transport."""
+    from prefect import get_client
+    from prefect.runtime import flow_run
+
+    problems = []
+    with get_client(sync_client=True) as c:
+        try:
+            now = json.loads(c.read_flow_run_input(UUID(pause.flow_run_id), PENDING_PREFIX + key))
+        except Exception:
+            now = None
+        server_params = c.read_flow_run(UUID(pause.flow_run_id)).parameters
+    if now is None:
+        problems.append(f"the pause's run input {PENDING_PREFIX + key} was deleted")
+    elif fields := decisions.rewritten_fields(now, posted):
+        problems.append(f"the pause's run input {PENDING_PREFIX + key} was rewritten ({', '.join(fields)})")
+    started = json.loads(json.dumps(dict(flow_run.parameters), default=str))
+    if patched := sorted(k for k in set(started) | set(server_params) if started.get(k) != server_params.get(k)):
+        problems.append(f"the run's parameters were patched on the server ({', '.join(patched)}); the run ignores it")
+    for what in problems:
+        get_run_logger().warning("run record changed by someone else: %s", what)
+        decisions.record_tampered(pause.registry, pause.run_id, pause.flow_run_id, what)
 
 
 def await_decision(
@@ -252,7 +315,7 @@ def await_decision(
             sha256=sha256,
             attempt=attempt,
         )
-        post_pending(
+        posted = post_pending(
             key,
             pause,
             deadline,
@@ -267,12 +330,13 @@ def await_decision(
         form = form_class.for_pause(with_note(description, note), facts)
         eligible = ", ".join(people) or "nobody — fix the approvers registry"
         waiting = f"waiting for a data controller to decide on the {subject} {sha256} (eligible: {eligible})"
-        d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide")
+        d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide", on_forced=log_forced_state(pause))
+        check_run_record(pause, key, posted)
         if d is None:
             msg = decisions.timeout_message(subject, sha256)
             decisions.record_timeout(pause, msg)
             log.warning(msg)
-            raise _Stop(_end("timed_out", msg, agreement_sha256)) from None
+            raise _Stop(end_state("timed_out", msg, agreement_sha256)) from None
         submitted = Submitted(
             approver=d.approver,
             decision=d.decision,
@@ -287,8 +351,20 @@ def await_decision(
             continue
         log.info("%s", decisions.decided_message(outcome, subject, sha256))
         if outcome.decision == "reject":
-            raise _Stop(_end("rejected", decisions.rejection_message(pause, outcome), agreement_sha256))
+            raise _Stop(end_state("rejected", decisions.rejection_message(pause, outcome), agreement_sha256))
         return outcome, {"approver": outcome.name}
+
+
+def log_forced_state(pause: Pause) -> Callable[[str], None]:
+    """What to do when the server shows this paused run in a state nobody was allowed to set: log it."""
+
+    log = get_run_logger()  # here, in the flow's thread: the watcher's thread has no run context
+
+    def report(what: str) -> None:
+        log.warning("run record changed by someone else: %s", what)
+        decisions.record_tampered(pause.registry, pause.run_id, pause.flow_run_id, what)
+
+    return report
 
 
 @flow(name="sdgov-governed-release", version=__version__, log_prints=False)
@@ -302,16 +378,44 @@ def governed_release_flow(
     timeout_s: int = 3600,
     poll_interval: int = 10,
     dvc_pull: bool = False,
+    proposal: str | None = None,
 ) -> GovernedOutcome | State[GovernedOutcome]:
     """The governed release as a Prefect flow: the run's parameters become one :class:`GovernedRequest` (a scheduled
-    run first brings DVC-tracked data to its latest version)."""
+    run first brings DVC-tracked data to its latest version). In the controller's worker the parameters must be
+    the worker configuration's (:func:`sdgov.governance.worker.check_request`), else the run is refused and logged
+    before anything is read."""
+    request = GovernedRequest(
+        spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval, proposal
+    )
+    if (refused := _refused_by_worker(request, dvc_pull)) is not None:
+        return refused
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
-    return governed_release(
-        GovernedRequest(
-            spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval
-        )
+    return governed_release(request)
+
+
+def _refused_by_worker(request: GovernedRequest, dvc_pull: bool) -> State[GovernedOutcome] | None:
+    """In the controller's worker: the run's final state when its parameters are not the configuration's (logged in
+    the worker's registry, never in one the parameters name); None outside a worker or when they match."""
+    from dataclasses import asdict
+
+    from prefect.runtime import flow_run
+
+    active = worker.active()
+    if active is None:
+        return None
+    cfg, cfg_sha = active
+    problems = worker.check_request(cfg, asdict(request))
+    if not problems:
+        return None
+    error = SdgovError(
+        "the run's parameters are not the controller's: " + "; ".join(problems),
+        "run parameters",
+        "runs of the controller's deployments take their registry, spec, data and approvals from worker.yaml",
     )
+    get_run_logger().warning("refused: %s", error.one_line())
+    decisions.record_run_refused(Registry(cfg.registry), f"flow-run-{flow_run.id}", error, config_sha256=cfg_sha)
+    return end_state("refused", error.one_line())
 
 
 @dataclass(frozen=True)
@@ -326,6 +430,8 @@ class GovernedRequest:
     data_path: str | None = None
     timeout_s: int = 3600
     poll_interval: int = 10
+    proposal: str | None = None  # the analyst's signed proposal token (sdgov.governance.proposals)
+    selection_verified: bool | None = None  # the Φ review flow only: the reviewed Φ of a checked, signed draft
 
 
 def governed_release(request: GovernedRequest) -> GovernedOutcome | State[GovernedOutcome]:
@@ -446,7 +552,7 @@ def _agree(request: GovernedRequest) -> _Governed:
         except SdgovError as exc:
             get_run_logger().warning("refused: %s", exc.one_line())
             decisions.record_run_refused(registry, run_id, exc)
-            raise _Stop(_end("refused", exc.one_line())) from None
+            raise _Stop(end_state("refused", exc.one_line())) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
         standing = load_approvals(agreed.approvals.verified())
     else:
@@ -458,7 +564,13 @@ def _agree(request: GovernedRequest) -> _Governed:
                 "proposer",
                 "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
             )
-        agreed = propose_phi(r.spec_path, registry_root, run_id, proposer, r.data_path)
+        try:  # an unsigned, replayed or wrongly signed proposal: refused (and logged) before the data is read
+            agreed = propose_phi(
+                r.spec_path, registry_root, run_id, proposer, r.data_path, r.proposal, r.selection_verified
+            )
+        except ApprovalRefused as exc:
+            get_run_logger().warning("refused: %s", exc.one_line())
+            raise _Stop(end_state("refused", exc.one_line())) from None
         standing = None
     agreement = load_agreement(agreed.agreement)
     plan = check_plan_allowed(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
@@ -509,7 +621,7 @@ def _measure_with_budget_retry(run: _Governed) -> Measured:
         try:
             return measure(run.agreed, run.registry_root)
         except BudgetError as exc2:
-            raise _Stop(_end("budget_refused", exc2.one_line(), run.sha)) from None
+            raise _Stop(end_state("budget_refused", exc2.one_line(), run.sha)) from None
 
 
 def _evaluate(run: _Governed, measured: Measured) -> tuple[ReleaseCandidate, AuditReport]:
@@ -520,7 +632,7 @@ def _evaluate(run: _Governed, measured: Measured) -> tuple[ReleaseCandidate, Aud
     if report.verdict != "pass":
         msg = "the audit failed, so nothing was released (no approval can override a failed audit)"
         log_blocked(run.registry, run.agreed, audited, msg)
-        raise _Stop(_end("blocked", msg, run.sha))
+        raise _Stop(end_state("blocked", msg, run.sha))
     return evaluated, report
 
 
@@ -539,32 +651,19 @@ def _decide(run: _Governed, measured: Measured, evaluated: ReleaseCandidate, rep
         return
     if run.standing is not None:
         get_run_logger().warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
-    description, summary, facts = _release_form(run, measured, evaluated, report)
+    description, summary, facts = _release_form(run, measured, evaluated)
     run.signoffs.append(run.decision("release", evaluated.sha256, description, summary, facts))
 
 
-def _release_form(
-    run: _Governed, measured: Measured, evaluated: ReleaseCandidate, report: AuditReport
-) -> tuple[str, dict[str, Any], str]:
-    """What the release approver reads: the form's description (verdicts, utility, evidence files), the summary
-    ``sdgov approve`` prints and the key facts both lead with."""
-    audited, utility, agreement = evaluated.audited, evaluated.utility, run.agreement
-    full = json.loads(utility.full_report.verified().read_text()) if utility.full_report else None
-    evidence = existing(
-        {
-            "audit": audited.report.path,
-            "utility summary": utility.report.path,
-            "utility report (HTML)": utility.full_report_html.path if utility.full_report_html else None,
-            "synthetic data": evaluated.generated.synthetic.path,
-        }
-    )
-    evidence["draft generator card (published as is, plus the sign-offs)"] = evaluated.draft.card_html.path
-    if evaluated.draft.evidence_report is not None:
-        evidence["evidence report (controller only)"] = evaluated.draft.evidence_report.path
+def _release_form(run: _Governed, measured: Measured, evaluated: ReleaseCandidate) -> tuple[str, dict[str, Any], str]:
+    """What the release approver reads: the form's description (only what the draft card publishes: Prefect shows
+    it to every login holder), the summary ``sdgov approve`` prints (kept in the registry with the pause) and the
+    key facts both lead with."""
+    agreement = run.agreement
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
-    headline = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes()).epsilon  # as the card says
-    sections = audit_sections(audited)  # read once: the form's verdict and its detail use the same sections
-    verdict, sha256 = overall_verdict(report, sections).label, evaluated.sha256
+    card = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes())  # as the card says
+    headline, verdict, sha256 = card.epsilon, card.verdict.label, evaluated.sha256
+    evidence = evaluated.draft.evidence_report
     summary = {
         "phi": [" × ".join(c) for c in agreement.cliques],
         "epsilon": None if plan.noise == "none" else plan.epsilon,
@@ -573,25 +672,17 @@ def _release_form(
         "verdict": verdict,
         "draft_card": evaluated.draft.card_html.path,
         "draft_card_md": evaluated.draft.card_md.path,
-        "evidence_report": evaluated.draft.evidence_report.path if evaluated.draft.evidence_report else "",
+        "evidence_report": evidence.path if evidence else "",
         "release_id": evaluated.draft.release_id,
     }
     facts = key_facts("release candidate", sha256, plan, verdict, headline)
     summary["key_facts"] = facts
-    description = release_md(
-        agreement,
-        sha256,
-        run.proposer,
-        plan,
-        run.account(),
-        report,
-        UtilitySummary.model_validate_json(utility.report.verified().read_bytes()),
-        evidence,
-        full,
-        sections=sections,
-        epsilon=headline,
-        facts=facts,
+    where = (
+        Path(evidence.path).relative_to(run.registry.root).as_posix()
+        if evidence and Path(evidence.path).is_relative_to(run.registry.root)
+        else "runs/<run>/evidence/evidence.html"
     )
+    description = release_md(agreement, sha256, run.proposer, plan, run.account(), card, where, facts=facts)
     return description, summary, facts
 
 

@@ -34,7 +34,9 @@ from sdgov.base.hashing import sha256_file
 from sdgov.flows.governed import (
     GovernedOutcome,
     GovernedRequest,
+    check_run_record,
     governed_release,
+    log_forced_state,
     post_pending,
     wait_for_input,
     with_note,
@@ -132,7 +134,7 @@ def await_reviews(
         )
         people, problem = decisions.eligible(registry, role=None)
         note = note or problem
-        post_pending(
+        posted = post_pending(
             key,
             pause,
             deadline,
@@ -146,7 +148,8 @@ def await_reviews(
         )
         form = Review.with_initial_data(description=with_note(state.markdown(), note))
         waiting = f"waiting for the stakeholders' review of the Φ proposal (sdgov review {flow_run_id} …)"
-        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review")
+        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review", log_forced_state(pause))
+        check_run_record(pause, key, posted)
         if form_in is None:
             decisions.record_timeout(
                 pause, "no review closed the Φ proposal within the timeout: nothing was agreed or released"
@@ -185,15 +188,16 @@ def phi_review_flow(
     data_path: str | None = None,
     timeout_s: int = 3600,
     poll_interval: int = 10,
+    proposal: str | None = None,
 ) -> GovernedOutcome | State[GovernedOutcome]:
-    """Select, pause for the stakeholders' review, write the proposed spec, then run the governed release of it
-    in this same run (its agreement and release pauses)."""
+    """Select (the analyst's signed ``proposal`` of the draft), pause for the stakeholders' review, write the proposed
+    spec, then run the governed release of it in this same run (its agreement and release pauses)."""
     registry = Registry(registry_root)
     check_controller_files(registry)
     deadline = time.monotonic() + timeout_s
     draft = Path(draft_path).resolve()
     run_id = "select-" + new_run_id()
-    proposal, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path)
+    proposal, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
     state = _Review(proposal, summary["rho_budget"])
     state.publish()
     loaded = load_spec(draft)
@@ -252,5 +256,6 @@ def phi_review_flow(
             data_path=data_path,
             timeout_s=max(int(deadline - time.monotonic()), 1),
             poll_interval=poll_interval,
+            selection_verified=bool(summary["proposer_verified"]),
         )
     )

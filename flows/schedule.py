@@ -34,6 +34,7 @@ def deployment(
     timeout_s: int = DEFAULT_DECISION_TIMEOUT,
     dvc_pull: bool = True,
     every: int | None = None,
+    tags: list[str] | None = None,
 ) -> RunnerDeployment:
     """The deployment of :func:`~sdgov.flows.governed.governed_release_flow` under the standing approval, on ``cron``
     or every ``every`` seconds (not started); neither or both, a bad cron or a non-positive interval is an
@@ -74,7 +75,7 @@ def deployment(
         cron=cron,
         interval=timedelta(seconds=every) if every is not None else None,
         parameters=params,
-        tags=["sdgov", "scheduled-release"],
+        tags=[*(tags or ["sdgov"]), "scheduled-release"],
         description=(
             f"Scheduled release of {loaded.agreement.spec_name} (agreement {loaded.agreement.sha256()[:12]}…) "
             "under its standing approval: auto-release only if every audit passes and the budget allows; "

@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.5)
         propose = subprocess.Popen(
             [str(Path(sys.executable).with_name("sdgov")), "propose", "--spec", str(spec), "--as", "Ada Analyst",
+             "--key", str(keys["Ada Analyst"]),
              "--root", str(root), "--poll", "1", "--json"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip

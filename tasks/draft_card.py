@@ -16,12 +16,10 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.agreement.accounting import PrivacyPlan
-from sdgov.audits.protocol import AuditReport
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
 from sdgov.reporting.card import Card, epsilon_rows
-from sdgov.reporting.draft import Drafted, audit_sections, write_draft
+from sdgov.reporting.draft import Drafted, write_draft
 from sdgov.reporting.publish import ReleaseCandidate
-from sdgov.reporting.verdict import overall_verdict
 from sdgov.tasks.common import logger, stage
 
 VERSION = "1.0.0"
@@ -79,8 +77,10 @@ def _card_artifacts(drafted: Drafted) -> None:
         create_markdown_artifact(
             markdown=(
                 "## Evidence report (controller only — never published)\n\n"
-                "Everything computed on the confidential data, for the data controller's decision: "
-                f"`{drafted.evidence_report.path}` (sha256 `{drafted.evidence_report.sha256}`)."
+                "Everything computed on the confidential data, for the data controller's decision, lies in the "
+                f"registry as `{Path(drafted.evidence_report.path).name}` of this run (read it on the controller's "
+                "machine: `sdgov approve` prints where). Not shown here: this server's every login can read its "
+                "artifacts."
             ),
             key="evidence-report",
             description="Controller-only evidence report (not part of the release)",
@@ -101,8 +101,8 @@ def _card_artifacts(drafted: Drafted) -> None:
 def summary_artifact(candidate: ReleaseCandidate) -> None:
     """Φ, ε/δ, the overall verdict and the full candidate hash, as a table artifact on the flow run."""
     plan = PrivacyPlan.model_validate_json(candidate.measured.privacy_plan.verified().read_bytes())
-    audit = AuditReport.model_validate_json(candidate.audited.report.verified().read_bytes())
-    headline = Card.model_validate_json(candidate.draft.card_json.verified().read_bytes()).epsilon  # the card's
+    card = Card.model_validate_json(candidate.draft.card_json.verified().read_bytes())
+    headline = card.epsilon  # the card's
     privacy = (
         [{"item": "ε", "value": "none (no noise)"}]
         if headline is None
@@ -111,7 +111,7 @@ def summary_artifact(candidate: ReleaseCandidate) -> None:
     rows = [
         {"item": "Φ (agreed tables)", "value": "; ".join(" × ".join(m.clique) for m in plan.marginals)},
         *privacy,
-        {"item": "overall verdict", "value": overall_verdict(audit, audit_sections(candidate.audited)).label},
+        {"item": "overall verdict", "value": card.verdict.label},  # the card's (rows computed without the data)
         {"item": "candidate hash (type its first 8 characters to approve)", "value": candidate.sha256},
         {"item": "draft card", "value": candidate.draft.card_html.path},
     ]

@@ -24,25 +24,32 @@ from sdgov.intake.inputs import check_proposal
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import logger, stage
 
-VERSION = (
-    "1.3.0"  # 1.3: the controller's policy (preflight); 1.2: approvers from the committed registry; 1.1: codes.parquet
-)
+VERSION = "1.4.0"  # 1.4: signed proposals; 1.3: the controller's policy; 1.2: committed approvers; 1.1: codes.parquet
 
 
 @task(name="propose_phi", version=VERSION, cache_policy=NO_CACHE)
-def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, data_path: str | None = None) -> Agreed:
-    """Check the proposal and the proposer (role analyst), write the agreement and log it as proposed → ``Agreed``.
+def propose_phi(
+    spec_path: str,
+    registry_root: str,
+    run_id: str,
+    proposer: str,
+    data_path: str | None = None,
+    proposal: str | None = None,
+    selection_verified: bool | None = None,
+) -> Agreed:
+    """Check the proposal, its signature (:mod:`sdgov.governance.proposals`) and the proposer (role analyst), write
+    the agreement and log it as proposed → ``Agreed``.
 
     The only sign-off is the proposer's; the controller decides later, in the governed flow."""
     with stage("propose_phi", VERSION) as rec:
-        checked = check_proposal(spec_path, registry_root, proposer, data_path)
+        checked = check_proposal(spec_path, registry_root, proposer, data_path, proposal, selection_verified)
         approvers_path = controller_files(Registry(registry_root))[APPROVERS]
         ag, data = checked.loaded.agreement, checked.data
         check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         if warning := rows_warning(ag, data.rows):  # the controller's log and evidence report, never the card
             logger().warning("for the data controller: %s", warning)
         files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
-        who, approvers = checked.proposer, ArtifactRef.of("approvers", approvers_path)
+        who, approvers, signed = checked.proposer, ArtifactRef.of("approvers", approvers_path), checked.signed
         Registry(registry_root).append(
             "agreement_proposed",
             who.name,
@@ -51,7 +58,14 @@ def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, 
             run_id=run_id,
             decision="approve",
             comment="proposed",
-            artifacts={"agreement": files.agreement.sha256, "spec": files.spec.sha256, "approvers": approvers.sha256},
+            artifacts={
+                "agreement": files.agreement.sha256,
+                "spec": files.spec.sha256,
+                "approvers": approvers.sha256,
+                "identity_verified": str(signed.verified).lower(),
+                **({"nonce": signed.nonce} if signed.nonce else {}),  # a signed proposal counts once
+            },
+            signatures={"proposal": signed.token} if signed.token else {},
         )
         s = SignOff(
             name=who.name,
@@ -61,7 +75,8 @@ def propose_phi(spec_path: str, registry_root: str, run_id: str, proposer: str, 
             subject_sha256=files.sha256,
             time=utcnow(),
             comment="proposed",
-            via="proposal (governed flow)",
+            via=signed.via(),
+            identity_verified=signed.verified,
         )
         rec.inputs = [files.spec, files.schema, approvers, files.data.as_artifact()]
         rec.outputs = [files.agreement, files.codes]

@@ -27,7 +27,7 @@ from sdgov.measurement.selection.store import check_draft, select_once
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
-VERSION = "1.0.0"
+VERSION = "1.1.0"  # 1.1: signed drafts
 
 
 def proposed_spec(draft_path: Path, pairs: list[list[str]], record: Path | None = None) -> dict[str, Any]:
@@ -73,15 +73,32 @@ def select_phi(
     proposer: str,
     data_path: str | None = None,
     method: str | None = None,
+    proposal: str | None = None,
 ) -> tuple[Proposal, dict[str, Any]]:
     """Select, log the proposal as the analyst's, and return it with a summary for the card and the reviewers.
-    ``method`` (``--select``), when given, must be the draft's ``privacy.selection.method``."""
+    ``method`` (``--select``), when given, must be the draft's ``privacy.selection.method``; ``proposal`` is the
+    analyst's signed statement over the draft (:mod:`sdgov.governance.proposals`: selection spends budget, so an
+    unsigned draft runs only in a sandbox registry)."""
     with stage("select_phi", VERSION) as rec:
-        checked = check_proposal(spec_path, registry_root, proposer, data_path)
+        checked = check_proposal(spec_path, registry_root, proposer, data_path, proposal)
         ag, data = checked.loaded.agreement, checked.data
         check_draft(ag, spec_path, method)
         check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)
         files = write_agreement(registry_root, run_id, checked.loaded, data)
+        signed = checked.signed
+        Registry(registry_root).append(  # the signed draft counts once: its nonce is used from here on
+            "selection_proposed",
+            signed.proposer,
+            "analyst",
+            agreement_sha256=files.sha256,
+            run_id=run_id,
+            comment="draft proposed for private selection",
+            artifacts={
+                "identity_verified": str(signed.verified).lower(),
+                **({"nonce": signed.nonce} if signed.nonce else {}),
+            },
+            signatures={"proposal": signed.token} if signed.token else {},
+        )
         approvers = ArtifactRef.of("approvers", controller_files(Registry(registry_root))[APPROVERS])
         agreed = files.agreed(approvers, [], rec.record())
         registry = Registry(registry_root)
@@ -96,6 +113,7 @@ def select_phi(
             "selection_rho": sel.proposal.budget.rho,
             "rho_budget": sel.one_ways.plan.rho_budget,
             "proposal": sel.proposal.model_dump(mode="json"),
+            "proposer_verified": signed.verified,
         }
         write_json(out, summary)
         who = checked.proposer

@@ -62,3 +62,11 @@ def sign_standing_approval(spec: Path, root: Path, keys: dict[str, Path], days: 
     for name in load_approvals(path).people():
         sign_standing(path, Registry(root), name, keys[name])
     return path
+
+
+def signed_proposal(root: Path, spec: Path, keys: dict[str, Path], who: str = "Ada Analyst") -> str:
+    """The analyst's signed proposal of ``spec`` to the registry at ``root`` (what ``sdgov propose --key`` sends)."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.proposals import sign_proposal
+
+    return sign_proposal(Registry(root).registry_id(), load_spec(spec).agreement.sha256(), who, keys[who])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -111,8 +112,10 @@ def pending(client: Any, fr: Any) -> dict[str, Any] | None:
         return None
 
 
-def paused_decision(c: Any, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]]:
-    """The paused flow run and what its pause awaits (subject, hash, the nonce to sign), or a one-line error."""
+def paused_decision(c: Any, run_id_text: str, root: str | None = None) -> tuple[UUID, Any, dict[str, Any]]:
+    """The paused flow run and what its pause awaits (subject, hash, the nonce to sign) — from the registry's record
+    of the pause (:func:`verified_pending`), never from what Prefect holds, with ``warnings`` (a registry taken from
+    the run, fields rewritten on the server) — or a one-line error."""
     from prefect.exceptions import ObjectNotFound
 
     try:
@@ -132,13 +135,38 @@ def paused_decision(c: Any, run_id_text: str) -> tuple[UUID, Any, dict[str, Any]
     p = pending(c, fr)
     if p is None or "nonce" not in p:
         raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
-    if p.get("run_id") != str(run_id):  # anyone with API access can write run inputs: never sign for another run
+    record, rewritten, note = verified_pending(fr, p, root)
+    # shown with the summary (approve) or after the statement (sign): a refusal stays one line
+    record["warnings"] = [w for w in (note, rewritten and _rewritten_line(rewritten)) if w]
+    return run_id, fr, record
+
+
+def _rewritten_line(fields: list[str]) -> str:
+    return (
+        f"WARNING: the run's input on the Prefect server was rewritten ({', '.join(fields)} differ from the "
+        "registry's record); shown and signed: the registry's record"
+    )
+
+
+def verified_pending(fr: Any, posted: dict[str, Any], root: str | None = None) -> tuple[dict[str, Any], list[str], str]:
+    """What a paused run awaits as its registry recorded it (checked against the signed log), the fields in which the
+    copy on the Prefect server differs (rewritten by someone with the server's login), and a note when the registry
+    was not pinned. The registry is ``root`` (``--root``) or ``$SDGOV_REGISTRY``; without either, the path the run
+    names, which the note says (pin it: anyone who can rewrite run inputs could point at a registry of their own)."""
+    from sdgov.governance.decisions import pending_record, rewritten_fields
+    from sdgov.registry.log import Registry
+
+    pinned = root or os.environ.get("SDGOV_REGISTRY")
+    registry = Registry(pinned or str(posted.get("registry", "")))
+    record = pending_record(registry, str(fr.id), fr.state.state_details.pause_key)
+    if record.get("registry_id") != registry.registry_id() or record.get("run_id") != str(fr.id):
         raise SdgovError(
-            f"the pending decision of run {run_id} names run {p.get('run_id')!r}: someone altered it",
-            str(run_id),
-            "do not sign; report it to the operators and reject the run",
+            f"the registry's record of run {fr.id} names another registry or run: someone altered it",
+            str(registry.root),
+            "do not sign; run 'sdgov registry verify' and report it to the controller",
         )
-    return run_id, fr, p
+    note = "" if pinned else f"registry {registry.root} taken from the run (pin it with --root or $SDGOV_REGISTRY)"
+    return record, rewritten_fields(posted, record), note
 
 
 def resume(c: Any, run_id: UUID, run_input: dict[str, Any]) -> None:

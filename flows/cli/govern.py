@@ -31,7 +31,16 @@ from typing import Any
 from uuid import UUID
 
 from sdgov.base.errors import InternalError, SdgovError
-from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume
+from sdgov.flows.cli._common import (
+    Parents,
+    command,
+    emit,
+    paused_decision,
+    pending,
+    require_server,
+    resume,
+    verified_pending,
+)
 
 # ------------------------------------------------------------------------------------------------ server
 
@@ -133,9 +142,12 @@ def cmd_propose(args: argparse.Namespace) -> int:
         return _propose_reviewed(args)
     if args.select:
         return _propose_selection(args)
+    if args.submit:
+        return _submit_proposal(args)
     require_server()  # an ephemeral server would die with this process: nobody could resume the run
     root = Registry(args.root).root.resolve()
-    checked = check_proposal(args.spec, root, args.who, args.data)  # fail fast, before the orchestrator
+    token = _sign_local_proposal(args, root)
+    checked = check_proposal(args.spec, root, args.who, args.data, token)  # fail fast, before the orchestrator
     ag = checked.loaded.agreement
     check_plan_allowed(
         root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows
@@ -154,6 +166,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
             data_path=str(Path(args.data).resolve()) if args.data else None,
             timeout_s=args.timeout,
             poll_interval=args.poll,
+            proposal=token,
         )
     except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
         raise SdgovError(
@@ -162,6 +175,72 @@ def cmd_propose(args: argparse.Namespace) -> int:
             "see 'sdgov trail --root ROOT' for the decisions recorded",
         ) from None
     return _emit_outcome(args, out)
+
+
+def _sign_local_proposal(args: argparse.Namespace, root: Path) -> str | None:
+    """The analyst's signed proposal for this registry (``--key``), or None: unsigned, which only a sandbox registry
+    accepts (the proposal check says so in one line)."""
+    if not args.key:
+        return None
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.proposals import sign_proposal
+    from sdgov.registry.log import Registry
+
+    registry = Registry(root)
+    registry.require_existing()
+    return sign_proposal(registry.registry_id(), load_spec(args.spec).agreement.sha256(), args.who, args.key)
+
+
+def _submit_proposal(args: argparse.Namespace) -> int:
+    """``propose --submit``: sign the proposal for the registry the controller's worker serves and start a run of its
+    proposals deployment with the spec's text; this process reads the spec and its public schema only — never the
+    data, never the registry key. Exit 0 once the run is created (follow it with ``sdgov runs``)."""
+    from prefect import get_client
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.deployments import run_deployment
+    from prefect.exceptions import ObjectNotFound
+
+    from sdgov.agreement.load import load_spec
+    from sdgov.flows.worker import PROPOSALS_FLOW, REGISTRY_TAG
+    from sdgov.governance.proposals import sign_proposal
+    from sdgov.identity.keys import load_private_key
+
+    if not args.key:
+        raise SdgovError("a proposal to the controller's worker must be signed", "--key", "pass --key YOUR_KEY.pem")
+    load_private_key(args.key)
+    loaded = load_spec(args.spec)
+    sha = loaded.agreement.sha256()
+    require_server()
+    name = f"{PROPOSALS_FLOW}/{args.submit}"
+    with get_client(sync_client=True) as c:
+        try:
+            dep = c.read_deployment_by_name(name)
+        except ObjectNotFound:
+            raise SdgovError(
+                f"no deployment {name} on the Prefect server",
+                "--submit",
+                "the controller starts it on their machine: sdgov worker start --config worker.yaml",
+            ) from None
+    rid = next((t.removeprefix(REGISTRY_TAG) for t in dep.tags or [] if t.startswith(REGISTRY_TAG)), "")
+    token = sign_proposal(rid, sha, args.who, args.key)
+    fr: FlowRun = run_deployment(  # type: ignore[assignment]  # from sync code: a FlowRun, not a coroutine
+        name,
+        parameters={
+            "proposal": token,
+            "spec_yaml": Path(args.spec).read_text(encoding="utf-8"),
+            "timeout_s": args.timeout,
+            "poll_interval": args.poll,
+        },
+        timeout=0,
+    )
+    payload = {"flow_run_id": str(fr.id), "agreement_sha256": sha, "registry_id": rid, "deployment": name}
+    emit(
+        args,
+        payload,
+        f"submitted run {fr.id} of {name}: agreement {sha}, signed by {args.who} for registry {rid}\n"
+        "  follow it with 'sdgov runs'; the controller decides in the Prefect UI or with 'sdgov approve'",
+    )
+    return 0
 
 
 def _propose_selection(args: argparse.Namespace) -> int:
@@ -175,7 +254,8 @@ def _propose_selection(args: argparse.Namespace) -> int:
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + new_run_id()
-    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select)
+    token = _sign_local_proposal(args, root)
+    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select, token)
     record = SelectionRecord(
         draft_agreement_sha256=summary["draft_agreement_sha256"], proposal=proposal, pairs=proposal.pairs
     )
@@ -202,7 +282,8 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
 
     require_server()
     root = Registry(args.root).root.resolve()
-    checked = check_proposal(args.spec, root, args.who, args.data)
+    token = _sign_local_proposal(args, root)
+    checked = check_proposal(args.spec, root, args.who, args.data, token)
     ag = checked.loaded.agreement
     check_draft(ag, args.spec)
     check_plan_allowed(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
@@ -216,6 +297,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
             data_path=str(Path(args.data).resolve()) if args.data else None,
             timeout_s=args.timeout,
             poll_interval=args.poll,
+            proposal=token,
         )
     except FailedRun as exc:
         raise SdgovError(
@@ -239,9 +321,11 @@ def _ui_url(run_id: Any) -> str:
     return ui_link(run_id)
 
 
-def paused_runs() -> list[dict[str, Any]]:
-    """Every paused run on the configured server (one line without ``PREFECT_API_URL``) with its pending decision:
-    the subject and its hash, the role awaited and who is eligible, the proposer, the deadline and the UI link."""
+def paused_runs(root: str | None = None) -> list[dict[str, Any]]:
+    """Every paused run on the configured server (one line without ``PREFECT_API_URL``) with its pending decision as
+    the registry recorded it (:func:`~sdgov.flows.cli._common.verified_pending`): the subject and its hash, the role
+    awaited and who is eligible, the proposer, the deadline and the UI link. A run whose copy on the server was
+    rewritten says which fields; one the registry has no record of is shown as unverified, without its summary."""
     from prefect import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
     from prefect.client.schemas.objects import StateType
@@ -255,7 +339,13 @@ def paused_runs() -> list[dict[str, Any]]:
             )
         )
         for fr in runs:
-            p = pending(c, fr) or {}
+            posted = pending(c, fr) or {}
+            rewritten: list[str] = []
+            try:
+                p, rewritten, _ = verified_pending(fr, posted, root)
+                unverified = ""
+            except SdgovError as exc:
+                p, unverified = {"registry": posted.get("registry", "")}, exc.what
             out.append(
                 {
                     "run_id": str(fr.id),
@@ -272,6 +362,9 @@ def paused_runs() -> list[dict[str, Any]]:
                     "registry": p.get("registry", ""),
                     "summary": p.get("summary") or {},
                     "ui": _ui_url(fr.id),
+                    "verified": not unverified,
+                    "unverified": unverified,
+                    "rewritten": rewritten,
                 }
             )
     return out
@@ -279,7 +372,7 @@ def paused_runs() -> list[dict[str, Any]]:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     """Print the paused runs and whom each awaits (``no paused runs`` when there is none); exit 0."""
-    runs = paused_runs()
+    runs = paused_runs(args.root)
     lines = [
         f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
         f"({', '.join(r['eligible']) or 'nobody eligible!'}"
@@ -289,6 +382,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         + (f"\n    overall verdict: {r['summary']['verdict']}" if r["summary"].get("verdict") else "")
         + (f"\n    draft card: {r['summary']['draft_card']}" if r["summary"].get("draft_card") else "")
         + (f"\n    {r['note']}" if r["note"] else "")
+        + (f"\n    NOT VERIFIED (do not sign): {r['unverified']}" if r["unverified"] else "")
+        + (
+            f"\n    WARNING: its input on the Prefect server was rewritten ({', '.join(r['rewritten'])}); shown: the "
+            "registry's record"
+            if r["rewritten"]
+            else ""
+        )
         + (f"\n    {r['ui']}" if r["ui"] else "")
         for r in runs
     ]
@@ -315,7 +415,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
     token = encode_statement(stmt, args.key)
     # the same check the flow makes after resuming: refused here (and logged), the run is never resumed
-    registry = Registry(p["registry"])
+    registry = Registry(args.root or p["registry"])
     try:
         check_decision(
             controller_approvers(registry),
@@ -342,7 +442,7 @@ def _sign_paused(args: argparse.Namespace) -> tuple[UUID, Any, dict[str, Any], s
     require_server()
     decision = "reject" if args.reject else "approve"
     with get_client(sync_client=True) as c:
-        run_id, fr, p = paused_decision(c, args.run_id)
+        run_id, fr, p = paused_decision(c, args.run_id, args.root)
         return run_id, fr, p, decision, _signed_statement(args, p, decision)
 
 
@@ -352,6 +452,8 @@ def cmd_sign(args: argparse.Namespace) -> int:
     run_id, _, p, decision, token = _sign_paused(args)
     payload = {"run_id": str(run_id), "subject": p["subject"], "decision": decision, "signature": token}
     emit(args, payload, token)
+    for w in p.get("warnings", []):
+        print(f"sdgov: {w}", file=sys.stderr)
     print(
         f"sdgov: paste the line above into the 'Signature' field of run {run_id}'s resume form, with your name "
         f"{args.who!r} and decision {decision!r}; it is valid for this pause only",
@@ -364,7 +466,10 @@ def approval_summary(p: dict[str, Any]) -> str:
     """What ``sdgov approve`` shows before asking for the hash: Φ, ε/δ, the verdict, the full hash, the draft card."""
     s = p.get("summary") or {}
     eps = "no noise (no DP guarantee)" if s.get("phi") and s.get("epsilon") is None else None
-    lines = [f"sdgov: run {p['run_id']} awaits a decision on the {p['subject']} proposed by {p.get('proposer', '?')}"]
+    lines = [f"sdgov: {w}" for w in p.get("warnings", [])]
+    lines.append(
+        f"sdgov: run {p['run_id']} awaits a decision on the {p['subject']} proposed by {p.get('proposer', '?')}"
+    )
     if s.get("phi"):
         lines.append("  Φ: " + "; ".join(s["phi"]))
         lines.append(
@@ -532,6 +637,15 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         [parents.spec, parents.data, parents.root],
     )
     p.add_argument("--as", dest="who", required=True, help="the proposing analyst (in the approvers registry)")
+    p.add_argument("--key", help="your Ed25519 private key: signs the proposal (a governed registry requires it)")
+    p.add_argument(
+        "--submit",
+        metavar="WORKER",
+        nargs="?",
+        const="controller",
+        help="submit the signed proposal to the controller's worker (its deployment name, default 'controller') "
+        "instead of running the release in this process",
+    )
     p.add_argument("--timeout", type=int, default=3600, help="seconds to wait for the decisions (default 3600)")
     p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
     p.add_argument(
@@ -547,13 +661,13 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         help="with --select: pause for the stakeholders' review (sdgov review), then the governed agreement",
     )
 
-    add("runs", cmd_runs, "list paused runs and whom they await")
+    add("runs", cmd_runs, "list paused runs and whom they await (as the registry recorded each pause)", [parents.root])
 
     for name, fn, help_ in (
         ("sign", cmd_sign, "print your signed decision on a paused run, to paste into the Prefect UI form"),
         ("approve", cmd_approve, "sign your decision on a paused run and resume it through the Prefect API"),
     ):
-        a = add(name, fn, help_)
+        a = add(name, fn, help_, [parents.root])
         a.add_argument("run_id")
         a.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
         a.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")

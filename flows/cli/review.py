@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 import time
 from typing import Any
 
@@ -84,7 +85,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     review = _review(args)
     require_server()
     with get_client(sync_client=True) as c:
-        run_id, fr, p = paused_decision(c, args.run_id)
+        run_id, fr, p = paused_decision(c, args.run_id, args.root)
         token = _signed(args, review, p)
         if args.print:
             emit(args, {"run_id": str(run_id), "signature": token}, token)
@@ -101,6 +102,8 @@ def cmd_review(args: argparse.Namespace) -> int:
         outcome = _watch(c, run_id, fr.state.state_details.pause_key, args.wait)
     payload = {"ok": True, "run_id": str(run_id), **review.model_dump(mode="json"), "signed": True, "state": outcome}
     emit(args, payload, f"{args.who} reviewed the Φ proposal of run {run_id} ({outcome})")
+    for w in p.get("warnings", []):
+        print(f"sdgov: {w}", file=sys.stderr)
     return 0
 
 
@@ -124,7 +127,12 @@ def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``review``."""
     add = functools.partial(command, subparsers, parents)
-    r = add("review", cmd_review, "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume")
+    r = add(
+        "review",
+        cmd_review,
+        "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume",
+        [parents.root],
+    )
     r.add_argument("run_id")
     r.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
     r.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")

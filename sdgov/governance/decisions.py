@@ -22,12 +22,14 @@ decision in time is ``approval_timeout``. The stakeholders' reviews of Φ are re
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import SdgovError
+from sdgov.base.hashing import sha256_file, write_json
 from sdgov.base.model import Frozen
 from sdgov.governance.approvers import ApprovalRefused, Approver, Challenge, check_decision
 from sdgov.governance.controller import controller_approvers, load_config
@@ -46,7 +48,12 @@ __all__ = [
     "check_nonce_unused",
     "decide",
     "eligible",
+    "PENDING_EVENT",
+    "pending_record",
     "record_decision",
+    "record_pending",
+    "record_tampered",
+    "rewritten_fields",
     "record_cli_refused",
     "record_refused",
     "record_run_refused",
@@ -254,11 +261,86 @@ def record_cli_refused(registry: Registry, challenge: Challenge, who: str, decis
         )
 
 
-def record_run_refused(registry: Registry, run_id: str, error: SdgovError) -> None:
-    """Log ``run_refused``: a run nobody watches (a scheduled one) could not start. A log that cannot take the
-    line (it fails verification, or its key is missing) refused the run already; that refusal is the run's state."""
+def record_run_refused(registry: Registry, run_id: str, error: SdgovError, config_sha256: str = "") -> None:
+    """Log ``run_refused``: a run nobody watches (a scheduled one, a proposal to the controller's worker) could not
+    start; ``config_sha256`` names the worker configuration that refused it. A log that cannot take the line (it
+    fails verification, or its key is missing) refused the run already; that refusal is the run's state."""
     with contextlib.suppress(SdgovError):
-        registry.append("run_refused", "sdgov", "system", run_id=run_id, comment=error.one_line())
+        registry.append(
+            "run_refused",
+            "sdgov",
+            "system",
+            run_id=run_id,
+            comment=error.one_line(),
+            artifacts={"worker_config": config_sha256} if config_sha256 else {},
+        )
+
+
+PENDING_EVENT = "decision_pending"
+
+
+def record_pending(pause: Pause, key: str, pending: dict[str, Any]) -> str:
+    """Write what pause ``key`` awaits into the registry (``runs/<run>/pauses/<key>.json``) and log its sha256
+    (``decision_pending``): ``sdgov runs``, ``sign`` and ``approve`` show this record, checked against the signed
+    log, never the copy the flow posts to Prefect (anyone with the server's login can rewrite that one)."""
+    path = pause.registry.run_dir(pause.run_id) / "pauses" / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sha = write_json(path, pending)
+    pause.registry.append(
+        PENDING_EVENT,
+        "sdgov",
+        "system",
+        agreement_sha256=pause.agreement_sha256,
+        run_id=pause.run_id,
+        artifacts={
+            "pause": key,
+            "flow_run_id": pause.flow_run_id,
+            "record": sha,
+            "pause_nonce": pause.nonce,  # not 'nonce': that marks a pause's nonce as used
+        },
+    )
+    return sha
+
+
+def pending_record(registry: Registry, flow_run_id: str, key: str) -> dict[str, Any]:
+    """The registry's record of pause ``key`` of ``flow_run_id``: the file the last ``decision_pending`` event of the
+    verified log names, with the sha256 it logged — or a one-line :class:`SdgovError` (no such pause here, or its
+    file changed since)."""
+    events = [
+        e
+        for e in registry.verified_events()
+        if e.event == PENDING_EVENT and e.artifacts.get("flow_run_id") == flow_run_id and e.artifacts["pause"] == key
+    ]
+    if not events:
+        raise SdgovError(
+            f"registry {registry.root} has no record of pause {key!r} of run {flow_run_id}",
+            str(registry.root),
+            "pass the registry the run belongs to with --root; do not sign what only Prefect shows",
+        )
+    path = registry.run_dir(events[-1].run_id) / "pauses" / f"{key}.json"
+    if not path.is_file() or sha256_file(path) != events[-1].artifacts["record"]:
+        raise SdgovError(
+            f"the registry's record of pause {key!r} differs from the hash its log signed",
+            str(path),
+            "do not sign; run 'sdgov registry verify' and report it to the controller",
+        )
+    return cast(dict[str, Any], json.loads(path.read_text()))
+
+
+def rewritten_fields(posted: dict[str, Any], record: dict[str, Any]) -> list[str]:
+    """The fields in which what Prefect holds for a pause (``posted``) differs from the registry's record."""
+    keys = (set(posted) | set(record)) - {"record_sha256"}  # the copy on the server also names the record's hash
+    return sorted(k for k in keys if posted.get(k) != record.get(k))
+
+
+def record_tampered(registry: Registry, run_id: str, flow_run_id: str, what: str) -> None:
+    """Log ``run_tampered``: the run's record on the Prefect server was changed by someone other than the flow (a
+    rewritten pause input, patched parameters, a forced state). Prefect is transport: the release goes on from
+    the registry's own records, and the log keeps the fact."""
+    with contextlib.suppress(SdgovError):
+        registry.append(
+            "run_tampered", "sdgov", "system", run_id=run_id, comment=what, artifacts={"flow_run_id": flow_run_id}
+        )
 
 
 def record_decision(pause: Pause, submitted: Submitted, who: Approver, verified: bool) -> None:

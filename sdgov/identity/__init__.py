@@ -9,6 +9,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "CommitStatement": "statements",
+    "ProposalStatement": "statements",
     "SignOffStatement": "statements",
     "StandingStatement": "statements",
     "check_name": "names",
@@ -26,6 +27,7 @@ _WHERE = {
 }
 __all__ = [
     "CommitStatement",
+    "ProposalStatement",
     "SignOffStatement",
     "StandingStatement",
     "check_name",

@@ -63,7 +63,20 @@ class StandingStatement(Frozen):
     time: str
 
 
-S = TypeVar("S", SignOffStatement, CommitStatement, StandingStatement)
+class ProposalStatement(Frozen):
+    """An analyst proposes an agreement to one registry: its hash (computable from the spec and the public schema,
+    without the data), a nonce of the analyst's own that the registry accepts once, and the time (a proposal goes
+    stale after a day). The controller's worker runs nothing for a proposal it cannot verify."""
+
+    type: Literal["sdgov.proposal/v1"] = "sdgov.proposal/v1"
+    registry_id: str
+    agreement_sha256: str
+    proposer: str
+    nonce: str
+    time: str
+
+
+S = TypeVar("S", SignOffStatement, CommitStatement, StandingStatement, ProposalStatement)
 
 
 def signed_bytes(statement: Frozen) -> bytes:

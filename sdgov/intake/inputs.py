@@ -26,8 +26,9 @@ from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.data.schema import Schema
 from sdgov.engines import engine
-from sdgov.governance.approvers import Approver
+from sdgov.governance.approvers import ApprovalRefused, Approver
 from sdgov.governance.controller import APPROVERS, controller_approvers, controller_files
+from sdgov.governance.proposals import ProposalCheck, check_proposal_statement, record_proposal_refused
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.identity.names import check_name
 from sdgov.intake.preflight import check_root_is_usable, run_preflight
@@ -95,6 +96,7 @@ class CheckedProposal:
     loaded: LoadedSpec
     data: ValidatedData
     proposer: Approver
+    signed: ProposalCheck
 
 
 def check_spec_and_data(
@@ -133,19 +135,38 @@ def check_inputs(
 
 
 def check_proposal(
-    spec_path: str | Path, registry_root: str | Path, proposer: str, data_path: str | Path | None = None
+    spec_path: str | Path,
+    registry_root: str | Path,
+    proposer: str,
+    data_path: str | Path | None = None,
+    proposal: str | None = None,
+    selection_verified: bool | None = None,
 ) -> CheckedProposal:
-    """A governed proposal: spec, data, pre-flight, and a proposer who is an analyst in the controller's approvers
-    registry (the committed one: nothing the proposer passes can stand in for it)."""
+    """A governed proposal: the proposer, an analyst in the controller's approvers registry (the committed one:
+    nothing the proposer passes can stand in for it), whose signed ``proposal`` names this registry and the
+    agreement the spec resolves to (:mod:`sdgov.governance.proposals`) — checked, and a refusal logged, before the
+    data is read — then spec, data and pre-flight. ``selection_verified`` (set only inside the Φ review flow, never
+    from a run parameter): the reviewed Φ of a selection whose signed draft was checked when it was selected."""
+
     registry = Registry(registry_root)
     approvers = controller_approvers(registry)
-    loaded, data = check_spec_and_data(spec_path, data_path, registry_root)
     check_name(proposer, "--as")
-    who = approvers.find(proposer)
+    loaded = load_spec(spec_path)  # the agreement's hash needs the spec and the public schema, not the data
+    try:
+        signed = (
+            ProposalCheck(proposer=proposer, verified=selection_verified)
+            if selection_verified is not None
+            else check_proposal_statement(registry, approvers, proposal, loaded.agreement.sha256(), proposer)
+        )
+    except ApprovalRefused as exc:
+        record_proposal_refused(registry, proposer, loaded.agreement.sha256(), exc)
+        raise
+    who = approvers.find(signed.proposer)
     if who is None or who.role != "analyst":
         raise SpecError(
             f"the proposer {proposer!r} must be an analyst in the approvers registry",
             str(controller_files(registry)[APPROVERS]),
             "add them with role 'analyst' or name the analyst who proposes Φ",
         )
-    return CheckedProposal(loaded=loaded, data=data, proposer=who)
+    loaded, data = check_spec_and_data(spec_path, data_path, registry_root)
+    return CheckedProposal(loaded=loaded, data=data, proposer=who, signed=signed)

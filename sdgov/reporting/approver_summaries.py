@@ -6,15 +6,11 @@ Shown as the description of the Prefect UI's resume form (and by ``sdgov runs``)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.agreement.spec import Agreement
-from sdgov.audits.protocol import AuditReport
 from sdgov.governance.ledger import Account
-from sdgov.reporting.card import EpsilonSummary, privacy_headline
-from sdgov.reporting.verdict import overall_verdict
-from sdgov.utility.summary import UtilitySummary
+from sdgov.reporting.card import Card, EpsilonSummary, privacy_headline
 
 
 def hash_lines(sha256: str) -> str:
@@ -102,50 +98,30 @@ def release_md(
     proposer: str,
     plan: PrivacyPlan,
     acct: Account | None,
-    audit: AuditReport,
-    utility: UtilitySummary,
-    evidence: dict[str, str],
-    utility_report: dict[str, Any] | None = None,
+    card: Card,
+    evidence: str,
     note: str = "",
-    sections: dict[str, dict[str, Any]] | None = None,
-    epsilon: EpsilonSummary | None = None,
     facts: str = "",
 ) -> str:
     """The release pause's form text: what is approved first (Φ, ε/δ, the overall verdict, the full candidate hash,
-    where the draft card is), then the detail. Hashes are split in groups so that they wrap instead of being cut.
-    ``epsilon``: the draft card's headline figures (this release's and the dataset's ε, zCDP and PLD), stated in
-    the card's own words (:func:`~sdgov.reporting.card.privacy_headline`). ``facts``: :func:`key_facts`, as the form's
-    Decision field repeats them (one string for both)."""
-    verdict = overall_verdict(audit, sections).label
+    where the draft card is), then the audit rows the card states. Hashes are split in groups so that they wrap.
+
+    It is read through Prefect by anyone holding the server's login, so it holds only what the draft ``card``
+    publishes (public facts and DP figures: its verdict, rows and privacy headline); what was computed on the
+    confidential data (the utility against the real data, the pre-registered audits' figures) stays in the
+    controller's evidence report, named by ``evidence`` (where it lies in the registry). ``facts``: :func:`key_facts`,
+    as the form's Decision field repeats them (one string for both)."""
+    verdict = card.verdict.label
     if verdict == "fail":
         verdict = "FAIL — the release is blocked whatever you decide"
-    checks = [
-        f"  - **{'pass' if c.passed else ('WARN' if c.severity == 'warn' else 'FAIL')}** — {c.name}: {c.detail}"
-        for c in audit.checks
-    ]
-    two = [m for m in utility.two_way if not m.in_phi]
-    util = [
-        f"- **Utility (real vs synthetic, controller side, not DP):** max TVD over Φ = {utility.max_phi_tvd:.4f}; "
-        f"mean TVD over Φ = {sum(m.tvd for m in utility.phi) / len(utility.phi):.4f}"
-        + (f"; max TVD of 2-way tables not in Φ = {max(m.tvd for m in two):.4f}" if two else "")
-    ]
-    if utility_report and utility_report.get("fitness"):
-        fit = utility_report["fitness"]
-        if isinstance(fit, dict):
-            fit = fit.get("statement") or "; ".join(
-                f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
-                for k, v in fit.items()
-                if v and k != "caveats"
-            )
-        util.append(f"- **Fitness statement (utility report):** {fit or 'none stated'}")
+    checks = [f"  - **{c['result']}** — {c['name']}" for c in card.audit["checks"]]
     privacy = (
         "**no noise** — the statistics are declared public; no DP guarantee"
         if plan.noise == "none"
-        else privacy_headline(epsilon)
-        if epsilon is not None
+        else privacy_headline(card.epsilon)
+        if card.epsilon is not None
         else f"ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g} (ρ = {plan.rho:.6g} zCDP)"
     )
-    links = [f"  - {k}: {v}" for k, v in evidence.items()]
     return "\n".join(
         [
             f"**Sign off the release of `{agreement.spec_name}`?** {facts}",
@@ -158,18 +134,19 @@ def release_md(
             f"- **Release candidate hash (what you approve):** {hash_lines(candidate)}",
             "- **To approve**, type the first 8 characters of this hash in the form's *Confirm hash* field.",
             "- **Draft card:** the *Artifacts* tab of this run shows the generator card exactly as it will be "
-            "published (draft-card), the release summary (release-candidate) and the controller-only evidence "
-            "report (evidence-report). On approval the card is published unchanged, with your sign-off appended.",
+            "published (draft-card) and the release summary (release-candidate). On approval the card is published "
+            "unchanged, with your sign-off appended.",
             "",
-            "Audit checks (each row; the overall verdict above is the one rule over all of them):",
+            "Audit checks the card states (computed without the confidential data; the overall verdict above is the "
+            "one rule over all of them):",
             "",
             *checks,
             "",
             *_budget_lines(plan, acct),
-            *util,
-            f"- **Rows:** {utility.synthetic_rows:,} synthetic",
-            "- **Evidence (files on the server, controller side):**",
-            *links,
+            "- **Controller side (not shown here):** the utility against the real data and the pre-registered "
+            f"audits' figures are in the evidence report, `{evidence}` in the registry; `sdgov approve` on the "
+            "controller's machine prints where it is. This form is readable by every holder of the Prefect login, "
+            "so it carries only what the card publishes.",
             "",
             "Approving publishes an immutable release whose generator card lists this decision under *Sign-offs*. "
             "Rejecting ends the run; nothing is released.",

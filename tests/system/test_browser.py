@@ -241,6 +241,8 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             str(spec),
             "--as",
             "Ada Analyst",
+            "--key",
+            str(keys["Ada Analyst"]),
             "--root",
             str(root),
             "--poll",

@@ -15,7 +15,7 @@ import yaml
 from sdgov.governance import ledger
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
-from tests.governance import controller_registry
+from tests.governance import controller_registry, signed_proposal
 from tests.system.test_governed import FlowThread as _FlowThread
 from tests.system.test_governed import cli, raw_resume, wait_paused
 
@@ -59,7 +59,12 @@ def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
     t = FlowThread(
-        draft_path=str(draft), registry_root=str(root), proposer="Ada Analyst", timeout_s=300, poll_interval=1
+        draft_path=str(draft),
+        registry_root=str(root),
+        proposer="Ada Analyst",
+        timeout_s=300,
+        poll_interval=1,
+        proposal=signed_proposal(root, draft, keys),
     )
     t.start()
     run = wait_paused(root, "phi_review", thread=t)

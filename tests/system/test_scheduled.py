@@ -181,7 +181,19 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
             s["privacy"] = {"rho": 0.031}  # a new budget: a new agreement, which the standing approval does not cover
             atomic_write_bytes(spec, yaml.safe_dump(s).encode())
             _wait("a refused run", lambda: "run_refused" in _events(root), 120, server, served)
-        runs = httpx.post(f"{api}/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_ASC"}, timeout=10).json()
+
+            def runs_now() -> list[dict]:
+                return httpx.post(
+                    f"{api}/flow_runs/filter", json={"sort": "EXPECTED_START_TIME_ASC"}, timeout=10
+                ).json()
+
+            # the refused run logs its refusal, then ends: wait for its final state on the server
+            _wait(
+                "the refused run's state",
+                lambda: any((r.get("state") or {}).get("name") == "Refused" for r in runs_now()),
+                60,
+            )
+        runs = runs_now()
 
     events = list(Registry(root).events())
     refused = next(e for e in events if e.event == "run_refused")

@@ -19,7 +19,7 @@ from sdgov.governance import ledger
 from sdgov.measurement.selection.mst import gumbel_scale, rho_of_gumbel, select_mst
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
-from tests.governance import controller_registry, sign_standing_approval
+from tests.governance import controller_registry, sign_standing_approval, signed_proposal
 
 ATTRS = [f"a{i}" for i in range(8)]
 
@@ -145,10 +145,14 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
-    proposal, summary = select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst")
+    proposal, summary = select_phi.fn(
+        str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+    )
     assert summary["how"] == "drawn" and set(summary["one_ways"].values()) == {"drawn"}
     assert len(proposal.selected) == 4 and proposal.selected[0].how == "forced"
-    again, summary2 = select_phi.fn(str(draft), str(root), "sel2", "Ada Analyst")
+    again, summary2 = select_phi.fn(
+        str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+    )
     assert summary2["how"] == "reused" and set(summary2["one_ways"].values()) == {"reused"}
     assert again.pairs == proposal.pairs
 
@@ -178,7 +182,7 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
     from sdgov.tasks.select_phi import select_phi
 
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
     raw = yaml.safe_load(draft.read_text())
     raw["privacy"]["selection"]["extra"] = 6
@@ -189,7 +193,9 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
         raw["limits"] = limits
         path = draft.with_name(f"{name}.yaml")
         path.write_text(yaml.safe_dump(raw, sort_keys=False))
-        proposal, _ = select_phi.fn(str(path), str(root), name, "Ada Analyst")
+        proposal, _ = select_phi.fn(
+            str(path), str(root), name, "Ada Analyst", None, None, signed_proposal(root, path, keys)
+        )
         return [tuple(p) for p in proposal.pairs]
 
     def cells(pairs: list[tuple[str, ...]]) -> int:
@@ -215,12 +221,13 @@ def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, c
     from sdgov.agreement.load import load_spec
 
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
     out = tmp_path / "elsewhere" / "proposed.yaml"
     out.parent.mkdir()
     code, stdout, err = _cli(
-        capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root", str(root),
+        capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
+        "--key", str(keys["Ada Analyst"]), "--root", str(root),
         "--out", str(out),
     )  # fmt: skip
     assert code == 0, err
@@ -234,12 +241,13 @@ def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, c
 
 def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, capsys):
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
     raw = yaml.safe_load(draft.read_text())
     raw["phi"]["marginals"] = [["Age", "Sex"]]
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
-    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root",
+    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
+                        "--key", str(keys["Ada Analyst"]), "--root",
                         str(root))  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "lists only 1-way marginals" in err
     assert "budget_spent" not in [e.event for e in Registry(root).events()]
@@ -266,7 +274,7 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     from sdgov.tasks.select_phi import select_phi
 
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
 
     def die(*args, **kwargs):
@@ -275,10 +283,12 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     with monkeypatch.context() as m:
         m.setattr(store, "_log", die)
         with pytest.raises(SystemExit):
-            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst")
+            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys))
     before = [json.loads(p.read_text()) for p in (root / "measurements").glob("*.json")]
     before = [d for d in before if d.get("method") == "mst"]  # the proposal, beside the 1-way statistics
     assert len(before) == 1
-    proposal, summary = select_phi.fn(str(draft), str(root), "sel2", "Ada Analyst")
+    proposal, summary = select_phi.fn(
+        str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+    )
     assert summary["how"] == "adopted" and proposal.model_dump(mode="json") == before[0]
     assert [e.event for e in Registry(root).events()].count("budget_spent") == 2  # 1-ways once, selection once

@@ -25,7 +25,7 @@ from sdgov.measurement.marginals import Measurement
 from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import rho_of_gumbel
 from sdgov.registry.log import Registry
-from tests.governance import controller_registry
+from tests.governance import controller_registry, signed_proposal
 from tests.unit.test_selection import _cli, _draft
 
 
@@ -184,7 +184,7 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
 
     monkeypatch.setattr(pgm_mbi, "marginal_estimator", lambda attrs, sizes, iters: _estimate)  # model: see top
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _aim_draft(tmp_path)
     real_noise, calls = aim.add_noise, []
 
@@ -197,13 +197,15 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     with monkeypatch.context() as m:
         m.setattr(aim, "add_noise", dies_on_the_third)
         with pytest.raises(SystemExit):
-            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst", None, "aim")
+            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys))
     journals = list((root / "measurements").glob("*.aim-rounds.json"))
     assert len(journals) == 1
     before = json.loads(journals[0].read_text())["rounds"]
     assert len(before) == 2  # the forced pair and the first selected round, persisted before the crash
 
-    proposal, summary = select_phi.fn(str(draft), str(root), "sel2", "Ada Analyst", None, "aim")
+    proposal, summary = select_phi.fn(
+        str(draft), str(root), "sel2", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
+    )
     assert summary["how"] == "drawn" and proposal.method == "aim"
     after = json.loads(journal_path(Registry(root), summary["selection_statistic"]).read_text())["rounds"]
     assert after[:2] == before  # same choices, same noise
@@ -215,9 +217,10 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
 
 def test_select_aim_on_an_mst_draft_is_refused_in_one_line_before_any_spend(tmp_path, capsys):
     root = tmp_path / "registry"
-    controller_registry(root, tmp_path / "keys")
+    keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)  # method: mst (the default)
-    code, _, err = _cli(capsys, "propose", "--select", "aim", "--spec", str(draft), "--as", "Ada Analyst", "--root",
+    code, _, err = _cli(capsys, "propose", "--select", "aim", "--spec", str(draft), "--as", "Ada Analyst",
+                        "--key", str(keys["Ada Analyst"]), "--root",
                         str(root))  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "privacy.selection.method is mst" in err
     assert "budget_spent" not in [e.event for e in Registry(root).events()]

@@ -1,0 +1,87 @@
+"""``sdgov worker start``: the controller's release service, on the controller's machine.
+
+    sdgov worker start --config worker.yaml [--dry-run --json]
+
+Checks the configuration (:mod:`sdgov.governance.worker`), the registry, its key and the controller's files, logs
+``worker_started`` with the configuration's sha256, then serves the deployments of :mod:`sdgov.flows.worker` —
+proposals and the configured schedules — one run at a time, until Ctrl-C. Analysts submit proposals to it with
+``sdgov propose --submit``; the Prefect server's scheduler creates the scheduled runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sdgov.base.errors import SpecError
+from sdgov.flows.cli._common import Parents, command, emit, require_server
+
+if TYPE_CHECKING:
+    from sdgov.governance.worker import WorkerConfig
+
+
+def check_worker(config: str) -> tuple[WorkerConfig, str, str]:
+    """The configuration, its sha256 and the registry id — after every check a run would make first: the registry
+    exists with its key, the controller files are as signed, each dataset's file and schema and each schedule's
+    spec are there. One line on the first problem."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.controller import check_controller_files
+    from sdgov.governance.worker import load_worker_config
+    from sdgov.registry import key
+    from sdgov.registry.log import Registry
+
+    cfg, sha = load_worker_config(config)
+    registry = Registry(cfg.registry)
+    registry.require_existing()
+    rid = registry.registry_id()
+    key.require(rid)
+    check_controller_files(registry)
+    for name, source in cfg.datasets.items():
+        for what, path in (("data", source.data), ("schema", source.schema_file)):
+            if not Path(path).is_file():
+                raise SpecError(f"dataset {name!r}: its {what} file is not there", path, "fix worker.yaml's datasets")
+    for s in cfg.schedules:
+        load_spec(s.spec)
+    return cfg, sha, rid
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Serve the controller's deployments until Ctrl-C (exit 0); ``--dry-run`` prints them instead. A bad
+    configuration, registry or key is one line, exit 2."""
+    from sdgov.flows.worker import deployments
+    from sdgov.governance.worker import ENV
+    from sdgov.registry.log import Registry
+
+    cfg, sha, rid = check_worker(args.config)
+    deps = deployments(cfg, rid)
+    names = [f"{d.flow_name}/{d.name}" for d in deps]
+    info = {"registry_id": rid, "config_sha256": sha, "deployments": names}
+    if args.dry_run:
+        emit(args, info, "would serve: " + ", ".join(names))
+        return 0
+    require_server()
+    os.environ[ENV] = str(Path(args.config).resolve())  # the runs this process executes inherit it
+    Registry(cfg.registry).append(
+        "worker_started",
+        "sdgov",
+        "system",
+        comment="the controller's worker serves " + ", ".join(names),
+        artifacts={"worker_config": sha},
+    )
+    from prefect import serve
+
+    print("serving " + ", ".join(names) + " (one run at a time; Ctrl-C stops the worker)")
+    serve(*deps, limit=1)
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
+    """Register ``worker``."""
+    add = functools.partial(command, subparsers, parents)
+    w = add("worker", cmd_worker, "the controller's release service: serve proposals and schedules from worker.yaml")
+    w.add_argument("action", choices=["start"])
+    w.add_argument("--config", required=True, help="the worker configuration (registry, datasets, schedules)")
+    w.add_argument("--dry-run", action="store_true", help="check and print the deployments, do not serve them")

@@ -1,0 +1,167 @@
+"""The controller's release service: the deployments only the controller's worker runs.
+
+``sdgov worker start --config worker.yaml`` (:mod:`sdgov.flows.cli.worker`) serves, from the controller's machine:
+
+* ``sdgov-controller-release/<name>`` — a proposal from an analyst, who submits it with ``sdgov propose --submit``
+  (a signed statement and the spec's text, nothing else: the analyst's process never reads the data or holds the
+  registry key). The run takes the registry, the dataset's file and schema from the worker's configuration
+  (:mod:`sdgov.governance.worker`), then goes on as the governed release (pauses for the controller's decisions);
+* one deployment per schedule of the configuration: :func:`~sdgov.flows.governed.governed_release_flow` under the
+  standing approval, whose parameters must be the configuration's (checked in that flow).
+
+Prefect carries the runs; anyone with its login may create one with other parameters. A proposal run that sets
+``registry_root``, ``data_path``, ``approvals_path``, ``spec_path`` or ``proposer`` is refused before anything is
+read, and the refusal is logged in the worker's registry; a parameter of any other name fails Prefect's own
+validation before the flow starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prefect import flow, get_run_logger
+
+from sdgov import __version__
+from sdgov.base.errors import SdgovError, SpecError
+from sdgov.base.hashing import sha256_bytes
+from sdgov.base.loading import parse_yaml
+from sdgov.flows.governed import GovernedOutcome, GovernedRequest, end_state, governed_release
+from sdgov.governance import decisions, worker
+from sdgov.identity.statements import ProposalStatement, decode_statement
+from sdgov.registry.log import Registry
+
+if TYPE_CHECKING:
+    from prefect.deployments.runner import RunnerDeployment
+    from prefect.states import State
+
+PROPOSALS_FLOW = "sdgov-controller-release"
+REGISTRY_TAG = "sdgov-registry:"  # the deployment's tag naming the registry id a proposal must be signed for
+
+
+@flow(name=PROPOSALS_FLOW, version=__version__, log_prints=False)
+def controller_release_flow(
+    proposal: str,
+    spec_yaml: str,
+    timeout_s: int = 3600,
+    poll_interval: int = 10,
+    registry_root: str | None = None,
+    data_path: str | None = None,
+    approvals_path: str | None = None,
+    spec_path: str | None = None,
+    proposer: str | None = None,
+) -> GovernedOutcome | State[GovernedOutcome]:
+    """An analyst's signed proposal, released by the controller's worker: registry, data and schema from the worker's
+    configuration. The parameters a run could use to redirect it (``registry_root`` … ``proposer``) exist only to be
+    refused, and logged, before anything is read; a parameter of any other name is refused by Prefect's own
+    validation before the flow starts."""
+    from prefect.runtime import flow_run
+
+    unexpected = {
+        k: v
+        for k, v in {
+            "registry_root": registry_root,
+            "data_path": data_path,
+            "approvals_path": approvals_path,
+            "spec_path": spec_path,
+            "proposer": proposer,
+        }.items()
+        if v is not None
+    }
+    active = worker.active()
+    if active is None:
+        raise SdgovError(
+            "a proposal runs only in the controller's worker",
+            PROPOSALS_FLOW,
+            "start it on the controller's machine: sdgov worker start --config worker.yaml",
+        )
+    cfg, cfg_sha = active
+    registry = Registry(cfg.registry)
+    run_ref = f"flow-run-{flow_run.id}"
+    try:
+        if unexpected:
+            raise SdgovError(
+                f"the run carries parameters a proposal may not set: {', '.join(sorted(unexpected))}",
+                "run parameters",
+                "the worker's configuration decides the registry, data and approvals; submit with 'sdgov propose'",
+            )
+        written, signer = materialise_spec(cfg, registry, proposal, spec_yaml)
+    except SdgovError as exc:
+        get_run_logger().warning("refused: %s", exc.one_line())
+        decisions.record_run_refused(registry, run_ref, exc, config_sha256=cfg_sha)
+        return end_state("refused", exc.one_line())
+    source = cfg.dataset(_dataset_name(spec_yaml))
+    return governed_release(
+        GovernedRequest(
+            spec_path=str(written),
+            registry_root=cfg.registry,
+            proposer=signer,
+            data_path=source.data,
+            timeout_s=timeout_s,
+            poll_interval=poll_interval,
+            proposal=proposal,
+        )
+    )
+
+
+def _dataset_name(spec_yaml: str) -> str:
+    spec = parse_yaml(spec_yaml)
+    ds = spec.get("dataset") if isinstance(spec, dict) else None
+    name = ds.get("name") if isinstance(ds, dict) else None
+    if not isinstance(name, str) or not name:
+        raise SpecError("the proposed spec names no dataset", "spec: dataset.name", "add dataset: {name: ...}")
+    return name
+
+
+def materialise_spec(cfg: worker.WorkerConfig, registry: Registry, proposal: str, spec_yaml: str) -> tuple[Path, str]:
+    """Write the proposed spec into the registry (``proposals/<sha256 of its text>/spec.yaml``) with the controller's
+    dataset file and schema in place of the analyst's paths; the proposer the signed statement names. Refused in
+    one line: unparseable text, a dataset the worker does not hold, code outside sdgov named by an import path."""
+    try:
+        stmt, _ = decode_statement(proposal, ProposalStatement)
+    except ValueError as exc:
+        raise SpecError(f"the proposal is unreadable: {exc}", "proposal", "submit with 'sdgov propose --key'") from None
+    try:
+        spec = parse_yaml(spec_yaml)
+    except Exception:
+        raise SpecError("the proposed spec is not valid YAML", "spec_yaml", "submit the spec file's text") from None
+    if not isinstance(spec, dict):
+        raise SpecError("the proposed spec is not a mapping", "spec_yaml", "submit the spec file's text")
+    if bad := worker.untrusted_code(spec):
+        raise SpecError(
+            f"the proposed spec names code outside sdgov: {', '.join(bad)}",
+            "spec_yaml",
+            "the worker imports only sdgov's own generators and controls; ask the controller to install others",
+        )
+    source = cfg.dataset(_dataset_name(spec_yaml))
+    spec["dataset"] = {**spec["dataset"], "path": source.data}
+    spec["schema"] = source.schema_file
+    spec.pop("approvals", None)  # a proposal is decided by the controller, not by a standing approval
+    import yaml
+
+    folder = registry.root / "proposals" / sha256_bytes(spec_yaml.encode())
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    return path, stmt.proposer
+
+
+def deployments(cfg: worker.WorkerConfig, registry_id: str) -> list[RunnerDeployment]:
+    """The worker's deployments: proposals, and one per schedule (parameters from the configuration)."""
+    from sdgov.flows.schedule import deployment
+
+    tags = ["sdgov", f"{REGISTRY_TAG}{registry_id}"]
+    # Prefect's async_dispatch types the call as RunnerDeployment | Coroutine; called from sync code it is the former
+    out: list[RunnerDeployment] = [
+        controller_release_flow.to_deployment(
+            name=cfg.name,
+            tags=tags,
+            description="Proposals to the controller's registry: signed by an analyst (sdgov propose --submit); "
+            "data, registry and schema come from the controller's worker configuration.",
+        )  # type: ignore[list-item]
+    ]
+    for s in cfg.schedules:
+        out.append(
+            deployment(s.spec, cfg.registry, s.cron, s.name, s.approvals, cfg.decision_timeout_s, False, s.every, tags)
+        )
+    return out

@@ -1,0 +1,59 @@
+"""The controller's worker configuration (issue 24 item 1): the data, registry and schedule come from the worker's
+own file; a run's parameters can only ask, and a run that asks for anything else is refused."""
+
+from __future__ import annotations
+
+import yaml
+
+from sdgov.flows.cli import main
+from sdgov.governance.worker import check_request, load_worker_config, untrusted_code
+
+
+def write(tmp_path, **extra) -> tuple:
+    (tmp_path / "specs").mkdir(exist_ok=True)
+    cfg = {
+        "registry": "reg",
+        "datasets": {"toy": {"data": "data/toy.csv", "schema": "data/schema.yaml"}},
+        "schedules": [{"spec": "specs/app.yaml", "cron": "0 6 1 * *"}],
+        **extra,
+    }
+    path = tmp_path / "worker.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return load_worker_config(path)
+
+
+def test_paths_are_made_absolute_from_the_files_folder(tmp_path):
+    cfg, sha = write(tmp_path)
+    assert cfg.registry == str(tmp_path / "reg")
+    assert cfg.datasets["toy"].data == str(tmp_path / "data/toy.csv")
+    assert cfg.schedules[0].spec == str(tmp_path / "specs/app.yaml") and len(sha) == 64
+
+
+def test_a_scheduled_run_must_ask_for_exactly_what_the_configuration_says(tmp_path):
+    cfg, _ = write(tmp_path)
+    ok = {"registry_root": str(tmp_path / "reg"), "spec_path": str(tmp_path / "specs/app.yaml"), "approval": "standing"}
+    assert check_request(cfg, ok) == []
+    assert check_request(cfg, {**ok, "registry_root": "/tmp/attacker/reg"}) == [
+        "registry_root '/tmp/attacker/reg' is not the worker's registry"
+    ]
+    assert "approvals_path" in check_request(cfg, {**ok, "approvals_path": "/tmp/attacker/a.yaml"})[0]
+    assert "data_path" in check_request(cfg, {**ok, "data_path": "/tmp/other.csv"})[0]
+    assert "standing approval" in check_request(cfg, {**ok, "approval": "interactive"})[0]
+    assert "no proposer" in check_request(cfg, {**ok, "proposer": "Cora Compliance"})[0]
+    assert "spec_path" in check_request(cfg, {**ok, "spec_path": str(tmp_path / "specs/other.yaml")})[0]
+
+
+def test_a_proposal_naming_code_outside_sdgov_is_flagged():
+    spec = {"audit": {"positive_control": "os:system"}, "privacy_risk": {"generator": "sdgov.audits.generators:x"}}
+    assert untrusted_code(spec) == ["os:system"]
+    assert untrusted_code({"name": "a:b c", "generator": {"name": "pgm"}}) == []
+
+
+def test_a_bad_configuration_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "worker.yaml"
+    path.write_text("registry: r\nschedules: [{spec: a.yaml}]\n")  # neither cron nor every
+    assert main(["worker", "start", "--config", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "exactly one of cron and every" in err
+    assert main(["worker", "start", "--config", str(tmp_path / "none.yaml"), "--dry-run"]) == 2
+    assert "worker configuration file not found" in capsys.readouterr().err
