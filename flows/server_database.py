@@ -9,12 +9,15 @@ PostgreSQL URL, or a database that does not answer, is one line before the serve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import SplitResult, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from sdgov.base.errors import SdgovError
 
 SCHEMES = {"postgresql", "postgresql+asyncpg", "postgres"}
-FIX = "e.g. --database postgresql://prefect@127.0.0.1:5432/prefect (password: PGPASSWORD or ~/.pgpass)"
+FIX = (
+    "e.g. --database postgresql://prefect@127.0.0.1:5432/prefect (password: PGPASSWORD or ~/.pgpass; one in the URL "
+    "percent-encodes / @ :)"
+)
 
 
 @dataclass(frozen=True)
@@ -34,12 +37,12 @@ class ServerDatabase:
 def parse(raw: str) -> ServerDatabase:
     """Check ``raw`` (``postgresql[+asyncpg]://[USER[:PASSWORD]@]HOST[:PORT]/DATABASE``); an ``SdgovError`` that
     never repeats the password says what is wrong."""
+    shown = _shown(raw)
     try:
         parts = urlsplit(raw.strip())
         port = parts.port or 5432
     except ValueError:
-        raise SdgovError("the URL's port is not a number", "--database", FIX) from None
-    shown = _shown(parts)
+        raise SdgovError(f"'{shown}' has a port that is not a number", "--database", FIX) from None
     if parts.scheme not in SCHEMES:
         raise SdgovError(
             f"'{shown}' is not a PostgreSQL URL (scheme '{parts.scheme}'); SQLite is the default without --database",
@@ -72,13 +75,15 @@ def _netloc(user: str | None, password: str | None, host: str, port: int) -> str
     return f"{who + '@' if who else ''}{host}:{port}"
 
 
-def _shown(parts: SplitResult) -> str:
-    """The URL as given, its password replaced by ``***`` (for error lines)."""
-    netloc = parts.netloc
-    if parts.password is not None:
-        at = netloc.rfind("@")
-        netloc = netloc[: netloc.find(":")] + ":***" + netloc[at:]
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+def _shown(raw: str) -> str:
+    """``raw`` as given, whatever follows the user name up to the last ``@`` replaced by ``***`` (for error lines:
+    a password typed without percent-encoding may hold ``/``, ``@`` or ``:``, which defeat a URL parser)."""
+    head, sep, rest = raw.strip().partition("://")
+    if not sep or "@" not in rest:
+        return raw.strip()
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _password = userinfo.partition(":")
+    return f"{head}://{user}{':***' if colon else ''}@{host}"
 
 
 def check_reachable(db: ServerDatabase, timeout: float = 10.0) -> None:

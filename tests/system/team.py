@@ -49,12 +49,12 @@ def _hook(event, args):
         hit = _forbidden(args[0])
         if hit is not None:
             os.write(2, f"party {_NAME}: stopped: opened forbidden path {hit}\\n".encode())
-            os._exit(EXIT)
+            os._exit(__EXIT_STATUS__)
 
 
 if _FORBID:
     sys.addaudithook(_hook)
-'''.replace("EXIT", str(FORBIDDEN_EXIT))
+'''.replace("__EXIT_STATUS__", str(FORBIDDEN_EXIT))
 
 
 @dataclass(frozen=True)

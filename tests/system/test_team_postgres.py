@@ -112,6 +112,15 @@ def test_a_team_releases_through_a_postgres_backed_server(tmp_path, postgres_clu
         assert seen.returncode == 0 and not seen.stopped, seen.stderr[-2000:]
         assert rid in [r["run_id"] for r in json.loads(seen.stdout)["paused"]]
 
+        # the analyst, from her own process with her own key, tries to approve her own proposal: refused; her
+        # process never opened the data file. (Logging a refusal made outside the controller's machine needs the
+        # registry's key there: today it stays on her terminal; issue 24 item 7 wants it in the log.)
+        env, forbid = person("Ada Analyst")
+        ada = ["--as", "Ada Analyst", "--key", str(keys["Ada Analyst"])]
+        selfie = run_party("Ada Analyst", ["approve", rid, *ada, "--yes", "--hash", run["sha256"][:8]], env, forbid)
+        assert selfie.returncode == 2 and not selfie.stopped, selfie.stderr[-2000:]
+        assert "proposed this agreement and cannot approve or reject it" in selfie.stderr
+
         # the controller approves Φ from his own process, holding his own key only
         env, forbid = person("Carl Controller")
         carl = ["--as", "Carl Controller", "--key", str(keys["Carl Controller"])]
