@@ -531,7 +531,11 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``server``, ``propose``, ``runs``, ``sign``, ``approve``, ``keygen``, ``approvers``, ``approvals``."""
     add = functools.partial(command, subparsers, parents)
-    s = add("server", cmd_server, "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)")
+    s = add(
+        "server",
+        cmd_server,
+        "run a local Prefect server (127.0.0.1, SQLite or PostgreSQL, no analytics, optional basic auth)",
+    )
     s.add_argument("action", choices=["start"])
     s.add_argument("--port", type=int, default=4200)
     s.add_argument("--auth", help="USER:PASSWORD: enable the server's basic auth (PREFECT_SERVER_API_AUTH_STRING)")
@@ -539,6 +543,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     s.add_argument(
         "--database",
         "--postgres",
+        metavar="URL",
         help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB: a team's server on PostgreSQL instead of SQLite (default: "
         "$SDGOV_SERVER_DATABASE; keep the password in PGPASSWORD or ~/.pgpass, never on the command line)",
     )
