@@ -45,12 +45,17 @@ from sdgov.flows.cli._common import (
 # ------------------------------------------------------------------------------------------------ server
 
 
-def server_env(home: Path, port: int, auth: str | None) -> dict[str, str]:
-    """The environment of a local Prefect server on 127.0.0.1:``port`` with its SQLite database in ``home`` and the
-    client settings; ``auth`` (``USER:PASSWORD``, else an ``SdgovError``) turns on basic auth for both."""
+def server_env(home: Path, port: int, auth: str | None, database: str | None = None) -> dict[str, str]:
+    """The environment of a local Prefect server on 127.0.0.1:``port`` with its SQLite database in ``home`` (or the
+    PostgreSQL ``database``, a URL checked by :func:`sdgov.flows.server_database.parse`) and the client settings;
+    ``auth`` (``USER:PASSWORD``, else an ``SdgovError``) turns on basic auth for both."""
+    from sdgov.flows.server_database import parse
+
     env = {
         "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": parse(database).url
+        if database
+        else f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_API_HOST": "127.0.0.1",
         "PREFECT_SERVER_API_PORT": str(port),
@@ -71,11 +76,19 @@ def cmd_server(args: argparse.Namespace) -> int:
     home = Path(args.home or os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").resolve()
     home.mkdir(parents=True, exist_ok=True)
     auth = args.auth or os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
-    env = server_env(home, args.port, auth)
+    database = args.database or os.environ.get("SDGOV_SERVER_DATABASE")
+    env = server_env(home, args.port, auth, database)
     client_env = {k: env[k] for k in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING") if k in env}
     if args.print_env:
         emit(args, client_env, "\n".join(f"export {k}={v}" for k, v in client_env.items()))
         return 0
+    store = f"SQLite {home / 'prefect.db'}"
+    if database:
+        from sdgov.flows.server_database import check_reachable, parse
+
+        db = parse(database)
+        check_reachable(db)  # one line, exit 2, before the server (Prefect's would be a traceback at startup)
+        store = f"PostgreSQL {db.shown}"  # never the password
     read, write = os.pipe()  # the server's lifeline (sdgov.base.lifeline): it stops when this process dies, kill -9 too
     cmd = [
         sys.executable,
@@ -91,7 +104,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         str(args.port),
     ]
     print(
-        f"sdgov: Prefect server (SQLite {home / 'prefect.db'}, analytics off{', basic auth on' if auth else ''}) "
+        f"sdgov: Prefect server ({store}, analytics off{', basic auth on' if auth else ''}) "
         f"→ UI http://127.0.0.1:{args.port}\n  clients: "
         + " ".join(f"{k}={'***' if 'AUTH' in k else v}" for k, v in client_env.items()),
         file=sys.stderr,
@@ -623,11 +636,22 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``server``, ``propose``, ``runs``, ``sign``, ``approve``, ``keygen``, ``approvers``, ``approvals``."""
     add = functools.partial(command, subparsers, parents)
-    s = add("server", cmd_server, "run a local Prefect server (127.0.0.1, SQLite, analytics off, optional basic auth)")
+    s = add(
+        "server",
+        cmd_server,
+        "run a local Prefect server (127.0.0.1, SQLite or PostgreSQL, no analytics, optional basic auth)",
+    )
     s.add_argument("action", choices=["start"])
     s.add_argument("--port", type=int, default=4200)
     s.add_argument("--auth", help="USER:PASSWORD: enable the server's basic auth (PREFECT_SERVER_API_AUTH_STRING)")
     s.add_argument("--home", help="PREFECT_HOME holding the SQLite database (default: $PREFECT_HOME or ~/.prefect)")
+    s.add_argument(
+        "--database",
+        "--postgres",
+        metavar="URL",
+        help="postgresql://USER[:PASSWORD]@HOST[:PORT]/DB: a team's server on PostgreSQL instead of SQLite (default: "
+        "$SDGOV_SERVER_DATABASE; keep the password in PGPASSWORD or ~/.pgpass, never on the command line)",
+    )
     s.add_argument("--print-env", action="store_true", help="print the client settings and exit")
 
     p = add(

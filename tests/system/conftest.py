@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import init_registry, make_demo_inputs
+from tests.system.postgres import PostgresCluster, TeamServer, postgres
+from tests.system.postgres import team_server as start_team_server
 from tests.unit.test_malformed_inputs import demo_csv, inputs  # noqa: F401  (fixtures for test_entry_point_exit_codes)
 
 HERE = Path(__file__).resolve().parent
@@ -31,6 +33,20 @@ def prefect_server():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="module")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 with a database ``prefect`` (skipped without PostgreSQL)."""
+    with postgres("prefect") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def team_server(postgres_cluster: PostgresCluster, tmp_path_factory) -> Iterator[TeamServer]:
+    """``sdgov server start --database … --auth …`` on ``postgres_cluster``: a team's Prefect server."""
+    with start_team_server(postgres_cluster, tmp_path_factory.mktemp("team-server")) as server:
+        yield server
 
 
 @pytest.fixture(scope="package")

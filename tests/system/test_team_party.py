@@ -1,0 +1,36 @@
+"""The party runner of the team tests (``tests/system/team.py``): a process that opens a forbidden path is stopped
+there and says so; the same command with nothing forbidden runs to its end (so a party that is not stopped really
+did not open the path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import make_demo_inputs
+from tests.system.team import FORBIDDEN_EXIT, run_party
+
+
+def test_a_party_that_opens_a_forbidden_file_is_stopped_and_says_so(tmp_path):
+    spec = make_demo_inputs(tmp_path / "in", rows=200)
+    data = spec.with_name("data.csv")
+    keys = tmp_path / "keys"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home")}
+
+    # the data file itself, reached through a symlink: stopped at the open, before any output
+    link = tmp_path / "alias.csv"
+    link.symlink_to(data)
+    read = run_party("analyst", ["validate", "--spec", str(spec)], {**env}, forbid=[link])
+    assert read.stopped and read.returncode == FORBIDDEN_EXIT, (read.returncode, read.stderr[-2000:])
+    assert f"party analyst: stopped: opened forbidden path {data.resolve()}" in read.stderr
+    assert read.stdout == ""
+
+    # a forbidden directory covers what is under it, and writing counts as opening
+    write = run_party("approver", ["keygen", "--out", str(keys / "cora.pem")], env, forbid=[keys])
+    assert write.stopped and not (keys / "cora.pem").exists(), write.stderr[-2000:]
+
+    # the control: the same commands, something else forbidden, run to their end
+    other = tmp_path / "unrelated.txt"
+    ok = run_party("analyst", ["validate", "--spec", str(spec)], env, forbid=[other])
+    assert ok.returncode == 0 and not ok.stopped, ok.stderr[-2000:]
+    made = run_party("approver", ["keygen", "--out", str(keys / "cora.pem")], env, forbid=[other])
+    assert made.returncode == 0 and Path(keys / "cora.pem").is_file(), made.stderr[-2000:]
