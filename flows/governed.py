@@ -61,7 +61,7 @@ from sdgov.governance import decisions, ledger, worker
 from sdgov.governance.approvers import ApprovalRefused
 from sdgov.governance.controller import check_controller_files, load_config, registry_id
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
-from sdgov.governance.policy import check_plan_allowed, rows_warning
+from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
@@ -590,15 +590,7 @@ def _agree(request: GovernedRequest) -> _Governed:
             run.decision(
                 "agreement",
                 run.sha,
-                agreement_md(
-                    agreement,
-                    run.sha,
-                    proposer,
-                    plan,
-                    run.account(),
-                    agreed.data.fingerprint,
-                    note=rows_warning(agreement, agreed.data.rows) or "",
-                ),
+                agreement_md(agreement, run.sha, proposer, plan, run.account()),
                 summary={
                     "phi": [" × ".join(c) for c in agreement.cliques],
                     "epsilon": None if plan.noise == "none" else plan.epsilon,

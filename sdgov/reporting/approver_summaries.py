@@ -50,7 +50,7 @@ def _budget_lines(plan: PrivacyPlan, acct: Account | None) -> list[str]:
         ]
     if acct is not None:
         lines.append(
-            f"- **Ledger for dataset `{acct.dataset}`** (fingerprint `{acct.fingerprint[:12]}…`): spent ρ = "
+            f"- **Ledger for dataset `{acct.dataset}`**: spent ρ = "
             f"{acct.spent_rho:.6g} in {len(acct.spends)} spend(s), remaining ρ = {acct.remaining_rho:.6g} "
             f"(lifetime ρ = {acct.lifetime_rho:.6g}, policy {acct.policy_entry}); marginals already measured at "
             "the same σ are reused and spend nothing"
@@ -64,11 +64,10 @@ def agreement_md(
     proposer: str,
     plan: PrivacyPlan,
     acct: Account | None,
-    dataset_fingerprint: str,
-    note: str = "",
 ) -> str:
     """The agreement pause's form text (Markdown): the key facts first, then Φ table by table, the budget, the generator
-    and the full hash to approve; a non-empty ``note`` (e.g. a warning for the controller) closes it as a quote."""
+    and the full hash to approve. Every holder of the Prefect login reads it, so it names the dataset, never a
+    hash of its content or a figure of it (the rows warning is in the controller's evidence report)."""
     # a split synthesis: each part's tables, measured on its own records
     phi = "\n".join(f"  - {f'[{m.part}] ' if m.part else ''}{' × '.join(m.clique)}" for m in plan.marginals)
     return "\n".join(
@@ -76,7 +75,7 @@ def agreement_md(
             f"**Approve the Φ agreement `{agreement.spec_name}`?** {key_facts('agreement', sha256, plan)}",
             "",
             f"**{proposer}** (analyst) proposes publishing these {len(plan.marginals)} noisy marginal tables of "
-            f"dataset `{agreement.dataset_name}` (content fingerprint `{dataset_fingerprint[:16]}…`):",
+            f"dataset `{agreement.dataset_name}`:",
             "",
             phi,
             "",
@@ -87,7 +86,6 @@ def agreement_md(
             "",
             "Decide as a **data controller** listed in the approvers registry; the proposer cannot decide. "
             "Rejecting ends the run: no noise is drawn, nothing is released.",
-            *([f"\n> **{note}**"] if note else []),
         ]
     )
 

@@ -1,71 +1,34 @@
-"""A team deployment, run as an office runs it (issue 24 item 6): Prefect's server on PostgreSQL with basic auth,
-the controller's process with the data and the registry key, and the people as separate processes that hold only
-their own key and are stopped if they open the data file, the registry's key or someone else's key.
+"""A team deployment, run as an office runs it, and attacked as a holder of the Prefect login would (issue 24).
 
-The controller's side is today's governed flow in a process of its own (the controller's worker replaces it); the
-approvals go through ``sdgov approve`` and the checks through ``sdgov runs`` / ``sdgov registry verify``, each in a
-party process (:mod:`tests.system.team`). Skipped without PostgreSQL's server binaries (``tests/system/postgres.py``).
+Prefect's server runs on PostgreSQL with basic auth (``sdgov server start --database … --auth …``). The controller's
+worker (``sdgov worker start --config worker.yaml``) is the only process with the data, the registry key, the ledger
+and the schedule. Every person is a separate process (:mod:`tests.system.team`) that holds only their own key and is
+stopped if it opens the data file, the registry's key or anyone else's key: the analyst submits a signed proposal
+(``sdgov propose --submit``, her copy of the spec pointing at no data at all), the controller decides with
+``sdgov approve``, compliance checks with ``sdgov runs`` and ``sdgov registry verify``.
+
+Then everything the shared login allows is tried through Prefect's REST API — runs that redirect the registry or
+the approvals, a replayed and an unsigned proposal, a rewritten pause input, patched parameters, a forced state —
+and each is refused or detected, and logged in the controller's registry, with nothing drawn or written for it.
+Skipped without PostgreSQL's server binaries (``tests/system/postgres.py``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
+import shutil
 import time
 from pathlib import Path
 
+import httpx
+import yaml
+
 from sdgov.registry.log import Registry
-from tests.governance import PEOPLE
+from tests.governance import PEOPLE, sign_standing_approval, signed_proposal
 from tests.system.postgres import PostgresCluster, TeamServer
-from tests.system.team import run_party
-from tests.system.test_governed import decisions, setup_registry
-
-CONTROLLER = """
-import json, sys
-from sdgov.flows.governed import governed_release_flow
-
-spec, root, proposer = sys.argv[1:4]
-out = governed_release_flow(spec_path=spec, registry_root=root, proposer=proposer, timeout_s=600, poll_interval=1)
-print(json.dumps({"status": out.status, "message": out.message,
-                  "card_json": out.release.card_json if out.release else None}))
-"""
-
-
-def start_controller(server: TeamServer, spec: Path, root: Path, proposer: str) -> subprocess.Popen[str]:
-    """The controller's process: the governed flow on the team server, with the data and the registry key
-    (``SDGOV_KEY_DIR``, as this test process made the registry)."""
-    env = {**server.env, "SDGOV_KEY_DIR": os.environ["SDGOV_KEY_DIR"]}
-    return subprocess.Popen(
-        [sys.executable, "-c", CONTROLLER, str(spec), str(root), proposer],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-
-
-def paused(server: TeamServer, root: Path, subject: str, controller: subprocess.Popen[str], timeout=300) -> dict:
-    """The run of ``root`` paused for ``subject``, as ``sdgov runs --json`` lists it (read in this process)."""
-    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
-
-    from tests.system.test_governed import cli
-
-    deadline = time.monotonic() + timeout
-    with temporary_settings(
-        updates={PREFECT_API_URL: server.env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: server.auth}
-    ):
-        while time.monotonic() < deadline:
-            code, out, err = cli("runs", "--json")
-            assert code == 0, err
-            mine = [r for r in json.loads(out)["paused"] if r["registry"] == str(root)]
-            if mine and mine[0]["subject"] == subject:
-                return mine[0]
-            assert controller.poll() is None, controller.communicate()[1][-3000:]
-            time.sleep(1)
-    raise AssertionError(f"no run paused for {subject}")
+from tests.system.team import run_party, start_party
+from tests.system.test_governed import setup_registry
 
 
 def flow_runs_in_postgres(cluster: PostgresCluster, run_id: str) -> int:
@@ -87,93 +50,189 @@ def flow_runs_in_postgres(cluster: PostgresCluster, run_id: str) -> int:
     return asyncio.run(count())
 
 
-def test_a_team_releases_through_a_postgres_backed_server(tmp_path, postgres_cluster, team_server):
-    spec, root, keys = setup_registry(tmp_path, rows=1500)
-    data = spec.with_name("data.csv").resolve()
+class Office:
+    """The test's view of the deployment: the REST API as a login holder sees it, and the people's processes."""
+
+    def __init__(self, server: TeamServer, root: Path, keys: dict[str, Path], forbid: dict[str, list[Path]]):
+        user, password = server.auth.split(":", 1)
+        self.api = httpx.Client(base_url=server.env["PREFECT_API_URL"], auth=(user, password), timeout=10)
+        self.server, self.root, self.keys, self.forbid = server, root, keys, forbid
+
+    def person(self, name: str, argv: list[str]):
+        """``sdgov *argv`` as ``name``: their own process, home and key; stopped if it opens what is not theirs."""
+        home = self.root.parent / "people" / name.split()[0].lower()
+        env = {**self.server.env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+        done = run_party(name, argv, env, self.forbid[name])
+        assert not done.stopped, done.stderr[-2000:]
+        return done
+
+    def paused(self, subject: str, run: str, attempt: int = 1, timeout: float = 300) -> dict:
+        """The run as compliance's ``sdgov runs --root`` lists it, once paused for ``subject``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = self.person("Cora Compliance", ["runs", "--json", "--root", str(self.root)])
+            p = next((p for p in json.loads(done.stdout or '{"paused": []}')["paused"] if p["run_id"] == run), None)
+            if p and p["subject"] == subject and p["attempt"] == attempt:
+                return p
+            time.sleep(1)
+        raise AssertionError(f"run {run} did not pause for the {subject}")
+
+    def final(self, run: str, timeout: float = 300) -> dict:
+        """The run's final state on the server."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.api.get(f"/flow_runs/{run}").json()["state"]
+            if st and st["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+                return st
+            time.sleep(1)
+        raise AssertionError(f"run {run} did not end")
+
+    def deployment(self, name: str) -> dict | None:
+        r = self.api.get(f"/deployments/name/{name}")
+        return r.json() if r.status_code == 200 else None
+
+    def events(self) -> list:
+        return list(Registry(self.root).events())
+
+
+def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_refused_or_logged(
+    tmp_path, postgres_cluster, team_server
+):
+    spec, root, keys = setup_registry(tmp_path, rows=800)
+    sign_standing_approval(spec, root, keys)  # the schedule's standing approval
+    raw = yaml.safe_load(spec.read_text())
+    data, schema = (spec.parent / raw["dataset"]["path"]).resolve(), (spec.parent / raw["schema"]).resolve()
     registry_keys = Path(os.environ["SDGOV_KEY_DIR"]).resolve()  # the registry's signing key is in there
+    config = tmp_path / "controller" / "worker.yaml"
+    config.parent.mkdir()
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "registry": str(root),
+                "datasets": {raw["dataset"]["name"]: {"data": str(data), "schema": str(schema)}},
+                "schedules": [{"spec": str(spec), "cron": "0 0 1 1 *"}],  # served, not due: attacked below
+            }
+        )
+    )
+    # the analyst's own folder: the spec and the public schema; its data path points at nothing
+    analyst = tmp_path / "analyst"
+    analyst.mkdir()
+    shutil.copy(schema, analyst / raw["schema"])
+    mine = {**raw, "dataset": {**raw["dataset"], "path": "not-here/data.csv"}}
+    mine.pop("approvals", None)
+    (analyst / "spec.yaml").write_text(yaml.safe_dump(mine, sort_keys=False))
+    people = {n: [data, registry_keys, *[keys[o] for o, _ in PEOPLE if o != n]] for n, _ in PEOPLE}
+    office = Office(team_server, root, keys, people)
 
-    def person(name: str) -> tuple[dict[str, str], list[Path]]:
-        """A person's process: the server's client settings, a home of its own (no registry key there), and
-        everything not theirs forbidden (the data, the registry's key, the other people's keys)."""
-        others = [keys[n] for n, _role in PEOPLE if n != name]
-        home = tmp_path / "people" / name.split()[0].lower()
-        env = {**team_server.env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-        return env, [data, registry_keys, *others]
-
-    controller = start_controller(team_server, spec, root, "Ada Analyst")
+    worker = start_party(  # the controller's machine: the data and the registry key, never the people's keys
+        "worker",
+        ["worker", "start", "--config", str(config)],
+        {**team_server.env, "SDGOV_KEY_DIR": str(registry_keys), "PREFECT_RUNNER_POLL_FREQUENCY": "1"},
+        [keys[n] for n, _ in PEOPLE],
+    )
     try:
-        run = paused(team_server, root, "agreement", controller)
-        rid = run["run_id"]
-        assert flow_runs_in_postgres(postgres_cluster, rid) == 1  # the run is in PostgreSQL, not a SQLite file
+        deadline = time.monotonic() + 180
+        while not office.deployment("sdgov-controller-release/controller"):
+            assert worker.poll() is None and time.monotonic() < deadline, worker.communicate()[1][-3000:]
+            time.sleep(1)
+        seq0 = len(office.events())
 
-        # compliance looks at the paused runs: what it reads holds no data and needs no key
-        env, forbid = person("Cora Compliance")
-        seen = run_party("Cora Compliance", ["runs", "--json"], env, forbid)
-        assert seen.returncode == 0 and not seen.stopped, seen.stderr[-2000:]
-        assert rid in [r["run_id"] for r in json.loads(seen.stdout)["paused"]]
-
-        # the analyst, from her own process with her own key, tries to approve her own proposal: refused; her
-        # process never opened the data file. (Logging a refusal made outside the controller's machine needs the
-        # registry's key there: today it stays on her terminal; issue 24 item 7 wants it in the log.)
-        env, forbid = person("Ada Analyst")
+        # 1. the analyst proposes, signed, from her own process: no data, no registry key (either would stop it)
         ada = ["--as", "Ada Analyst", "--key", str(keys["Ada Analyst"])]
-        selfie = run_party("Ada Analyst", ["approve", rid, *ada, "--yes", "--hash", run["sha256"][:8]], env, forbid)
-        assert selfie.returncode == 2 and not selfie.stopped, selfie.stderr[-2000:]
-        assert "proposed this agreement and cannot approve or reject it" in selfie.stderr
-
-        # the controller approves Φ from his own process, holding his own key only
-        env, forbid = person("Carl Controller")
-        carl = ["--as", "Carl Controller", "--key", str(keys["Carl Controller"])]
-        agreed = run_party(
-            "Carl Controller",
-            ["approve", rid, *carl, "--comment", "Φ is fine", "--yes", "--hash", run["sha256"][:8], "--json"],
-            env,
-            forbid,
+        submitted = office.person(
+            "Ada Analyst", ["propose", "--spec", str(analyst / "spec.yaml"), *ada, "--submit", "--json"]
         )
-        assert agreed.returncode == 0 and not agreed.stopped, agreed.stderr[-2000:]
-
-        release = paused(team_server, root, "release", controller)
-        assert release["summary"]["verdict"] == "pass"
-        sha = release["sha256"]
-        shipped = run_party(
-            "Carl Controller",
-            ["approve", rid, *carl, "--comment", "ship it", "--yes", "--hash", sha[:8], "--json"],
-            env,
-            forbid,
+        assert submitted.returncode == 0, submitted.stderr[-2000:]
+        run = json.loads(submitted.stdout)["flow_run_id"]
+        p = office.paused("agreement", run)
+        assert p["sha256"] == json.loads(submitted.stdout)["agreement_sha256"] and p["verified"]
+        assert flow_runs_in_postgres(postgres_cluster, run) == 1  # the run is in PostgreSQL, not a SQLite file
+        selfie = office.person(
+            "Ada Analyst", ["approve", run, *ada, "--root", str(root), "--yes", "--hash", p["sha256"][:8]]
         )
-        assert shipped.returncode == 0 and not shipped.stopped, shipped.stderr[-2000:]
-        assert json.loads(shipped.stdout)["decision"] == "approve"
+        assert selfie.returncode == 2 and "cannot approve or reject it" in selfie.stderr  # separation of duties
 
-        out, err = controller.communicate(timeout=300)
-        assert controller.returncode == 0, err[-3000:]
+        # 2. a login holder rewrites what the pause awaits: the controller is shown, and signs, the registry's record
+        key = f"sdgov-agreement-{p['attempt']}"
+        posted = office.api.get(f"/flow_runs/{run}/input/{key}").json()
+        fake = {**(json.loads(posted) if isinstance(posted, str) else posted), "sha256": "f" * 64}
+        fake["summary"] = {"verdict": "SPOOFED: pass"}
+        assert office.api.delete(f"/flow_runs/{run}/input/{key}").status_code == 204
+        assert (
+            office.api.post(f"/flow_runs/{run}/input", json={"key": key, "value": json.dumps(fake)}).status_code == 201
+        )
+        carl = ["--as", "Carl Controller", "--key", str(keys["Carl Controller"]), "--root", str(root)]
+        agreed = office.person("Carl Controller", ["approve", run, *carl, "--yes", "--hash", p["sha256"][:8]])
+        assert agreed.returncode == 0 and "rewritten" in agreed.stderr, agreed.stderr[-2000:]
+
+        # 3. while the release awaits its sign-off, the run's parameters are patched
+        rel = office.paused("release", run)
+        assert "SPOOFED" not in json.dumps(rel) and rel["summary"]["verdict"] == "pass"
+        assert (
+            office.api.patch(f"/flow_runs/{run}", json={"parameters": {"proposer": "Cora Compliance"}}).status_code
+            == 204
+        )
+        shipped = office.person("Carl Controller", ["approve", run, *carl, "--yes", "--hash", rel["sha256"][:8]])
+        assert shipped.returncode == 0, shipped.stderr[-2000:]
+        assert office.final(run)["name"] == "Completed"
+
+        # 4. runs that try to redirect the worker, replay the proposal, or go unsigned: refused before any read
+        dep = office.deployment("sdgov-controller-release/controller")
+        sched = office.deployment(f"sdgov-governed-release/scheduled-{raw['name']}")
+        attacker = tmp_path / "attacker"
+        text = (analyst / "spec.yaml").read_text()
+        elsewhere = {"registry_root": str(attacker / "reg"), "approvals_path": str(attacker / "appr.yaml")}
+        replay = next(e for e in office.events() if e.event == "agreement_proposed").signatures["proposal"]
+        fresh = signed_proposal(root, analyst / "spec.yaml", keys)  # valid: refused for its parameters alone
+        attempts = {
+            "redirected": (dep, {"proposal": fresh, "spec_yaml": text, **elsewhere}),
+            "replayed": (dep, {"proposal": replay, "spec_yaml": text}),
+            "unsigned": (dep, {"proposal": "", "spec_yaml": text}),
+            "scheduled elsewhere": (sched, elsewhere),
+        }  # fmt: skip
+        for name, (d, params) in attempts.items():
+            made = office.api.post(f"/deployments/{d['id']}/create_flow_run", json={"parameters": params})
+            assert made.status_code == 201, (name, made.text)
+            assert office.final(made.json()["id"])["name"] == "Refused", name
+
+        # 5. a paused run forced to COMPLETED: the worker's flow sees it and logs it
+        again = office.person(
+            "Ada Analyst", ["propose", "--spec", str(analyst / "spec.yaml"), *ada, "--submit", "--json"]
+        )
+        forced = json.loads(again.stdout)["flow_run_id"]
+        office.paused("agreement", forced)
+        res = office.api.post(f"/flow_runs/{forced}/set_state", json={"state": {"type": "COMPLETED"}, "force": True})
+        assert res.status_code in (200, 201), res.text
+        deadline = time.monotonic() + 120
+        while not any(e.event == "run_tampered" and "forced" in e.comment for e in office.events()):
+            assert time.monotonic() < deadline, "the forced state was not logged"
+            time.sleep(1)
     finally:
-        if controller.poll() is None:
-            controller.kill()
-            controller.wait(30)
-    outcome = json.loads(out.strip().splitlines()[-1])
-    assert outcome["status"] == "released", outcome
-    card = json.loads(Path(outcome["card_json"]).read_text())
-    assert [(s["name"], s["subject"], s["decision"]) for s in card["signoffs"]] == [
-        ("Ada Analyst", "agreement", "approve"),
-        ("Carl Controller", "agreement", "approve"),
-        ("Carl Controller", "release", "approve"),
+        worker.terminate()
+        _, worker_err = worker.communicate(timeout=60)
+    assert "stopped: opened forbidden path" not in worker_err
+
+    events = office.events()[seq0:]
+    names = [e.event for e in events]
+    assert names.count("released") == 1 and names.count("budget_spent") == 1  # one release, one draw
+    tampered = [e.comment for e in events if e.event == "run_tampered"]
+    assert any("rewritten" in t for t in tampered) and any("parameters were patched" in t for t in tampered)
+    assert any("forced to COMPLETED" in t for t in tampered)
+    refused = " | ".join(e.comment for e in events if e.event in ("run_refused", "proposal_refused"))
+    assert "registry_root" in refused and "not the controller's" in refused  # both deployments refused redirects
+    assert "already submitted" in refused and "unreadable" in refused  # the replay, the unsigned one
+    assert not attacker.exists()  # nothing was written where a run asked
+    card = json.loads(next(root.glob("releases/*/card.json")).read_text())
+    assert [(s["name"], s["subject"], s["identity_verified"]) for s in card["signoffs"]] == [
+        ("Ada Analyst", "agreement", True),
+        ("Carl Controller", "agreement", True),
+        ("Carl Controller", "release", True),
     ]
-    assert all(s["identity_verified"] for s in card["signoffs"][1:])
-    assert card["signoffs"][2]["subject_sha256"] == sha
-    assert [d for d in decisions(root) if d[0] != "approval_refused"] == [
-        ("agreement_proposed", "Ada Analyst"),
-        ("agreement_approved", "Carl Controller"),
-        ("budget_spent", "sdgov"),
-        ("measured", "sdgov"),
-        ("release_approved", "Carl Controller"),
-        ("released", "Carl Controller"),
-    ]
+    assert "signed proposal" in card["signoffs"][0]["via"]
 
     # compliance verifies the registry from its own process, with neither the data nor the registry's key
-    env, forbid = person("Cora Compliance")
-    verified = run_party("Cora Compliance", ["registry", "verify", "--root", str(root)], env, forbid)
-    assert verified.returncode == 0 and not verified.stopped, verified.stdout + verified.stderr[-2000:]
-    assert Registry(root).verify() == []
+    verified = office.person("Cora Compliance", ["registry", "verify", "--root", str(root)])
+    assert verified.returncode == 0, verified.stdout + verified.stderr[-2000:]
     # the team server's log never shows the database password or the basic-auth password
     log = team_server.stderr()
     assert "PostgreSQL postgresql://sdgov:***@127.0.0.1" in log
