@@ -16,7 +16,7 @@ from sdgov.flows.cli._common import Parents, command, emit
 def cmd_publish(args: argparse.Namespace) -> int:
     """Exit 0 every release named is committed and pushed, 1 one is not (one line each), 2 bad input."""
     from sdgov.base.errors import SdgovError
-    from sdgov.channel.publish import publish
+    from sdgov.channel.publish import publish_releases
     from sdgov.governance.controller import check_controller_files
     from sdgov.registry.log import Registry
 
@@ -30,7 +30,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     unknown = [r for r in wanted if r not in known]
     if unknown:
         raise SdgovError(f"no release {unknown[0]!r} in this registry", str(reg.root), "see 'sdgov registry list'")
-    outcomes = publish(reg, wanted, [Path(s) for s in args.schema or []])
+    outcomes = publish_releases(reg, wanted, [Path(s) for s in args.schema or []])
     emit(
         args,
         {"ok": not any(o.error for o in outcomes), "releases": [o.__dict__ for o in outcomes]},

@@ -27,7 +27,8 @@ from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import canonical_json
 from sdgov.contracts import ArtifactRef
 from sdgov.data.schema import Schema, load_schema
-from sdgov.registry.log import MANIFEST, Registry
+from sdgov.registry import log
+from sdgov.registry.log import Registry
 
 RELEASED = "released.json"
 REGISTRY = "registry.json"
@@ -80,7 +81,7 @@ def write_public_release(registry: Registry, release_id: str, schema_file: Path,
     cfg = registry.config()
     dest.mkdir(parents=True)
     try:
-        for name in [*sorted(manifest["files"]), MANIFEST]:
+        for name in [*sorted(manifest["files"]), log.MANIFEST]:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / name, dest / name)
         atomic_write_bytes(dest / RELEASED, event)

@@ -66,7 +66,7 @@ def ensure_project(project: Path, remote_name: str, remote_url: str) -> None:
     run(project, "dvc", "remote", "add", "-f", "-d", remote_name, remote_url)
 
 
-def commit(project: Path, paths: list[str], message: str) -> bool:
+def commit_paths(project: Path, paths: list[str], message: str) -> bool:
     """``git add`` ``paths`` and commit them; False when there was nothing to commit."""
     paths = [p for p in paths if (project / p).exists()]
     if not paths:

@@ -22,7 +22,7 @@ from sdgov.base.atomic import atomic_write_text
 from sdgov.base.errors import SdgovError
 from sdgov.channel import project as repo
 from sdgov.channel.folder import AGREEMENT, PSI, SCHEMA, SYNTHETIC, read_agreement, write_public_release
-from sdgov.governance.controller import ReleaseChannel, load_config
+from sdgov.governance import controller
 from sdgov.registry.log import Registry
 
 DVC_YAML = f"""\
@@ -43,7 +43,7 @@ stages:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Published:
     """What publishing one release did: ``committed`` now (False: it was already), ``pushed`` to the remote(s)."""
 
     release_id: str
@@ -60,9 +60,9 @@ class Outcome:
         return f"release {self.release_id} {done} to the release repository"
 
 
-def channel(registry: Registry) -> ReleaseChannel | None:
+def channel(registry: Registry) -> controller.ReleaseChannel | None:
     """The release channel the registry's ``controller.yaml`` configures, if any."""
-    return load_config(registry).release_channel
+    return controller.load_config(registry).release_channel
 
 
 def schema_for(registry: Registry, release_id: str, schemas: Iterable[Path]) -> Path | None:
@@ -73,8 +73,8 @@ def schema_for(registry: Registry, release_id: str, schemas: Iterable[Path]) -> 
     return next((s for s in schemas if load_schema(s).sha256() == want), None)
 
 
-def publish(registry: Registry, release_ids: list[str], schemas: Iterable[Path] = ()) -> list[Outcome]:
-    """Track, commit and push each release (see the module's docstring); one :class:`Outcome` each. The channel
+def publish_releases(registry: Registry, release_ids: list[str], schemas: Iterable[Path] = ()) -> list[Published]:
+    """Track, commit and push each release (see the module's docstring); one :class:`Published` each. The channel
     must be configured (else one ``SdgovError`` line)."""
     ch = channel(registry)
     if ch is None:
@@ -84,24 +84,24 @@ def publish(registry: Registry, release_ids: list[str], schemas: Iterable[Path] 
             "set release_channel (project, remote) in controller.yaml and commit it ('sdgov approvers commit')",
         )
     project, schemas = ch.project_dir(registry.root), list(schemas)
-    outcomes: list[Outcome] = []
+    outcomes: list[Published] = []
     with repo.locked(project):
         try:
             repo.ensure_project(project, ch.remote_name, ch.remote)
         except SdgovError as exc:
-            return [Outcome(r, False, False, exc.one_line()) for r in release_ids]
+            return [Published(r, False, False, exc.one_line()) for r in release_ids]
         committed: dict[str, bool] = {}
         for rid in release_ids:
             try:
                 committed[rid] = _track(registry, project, rid, schemas)
             except SdgovError as exc:
-                outcomes.append(Outcome(rid, False, False, exc.one_line()))
+                outcomes.append(Published(rid, False, False, exc.one_line()))
         if committed:
             try:
                 _push(project, ch)
-                outcomes += [Outcome(r, c, True) for r, c in committed.items()]
+                outcomes += [Published(r, c, True) for r, c in committed.items()]
             except SdgovError as exc:
-                outcomes += [Outcome(r, c, False, exc.one_line()) for r, c in committed.items()]
+                outcomes += [Published(r, c, False, exc.one_line()) for r, c in committed.items()]
     return outcomes
 
 
@@ -125,11 +125,11 @@ def _track(registry: Registry, project: Path, release_id: str, schemas: list[Pat
     atomic_write_text(dest / ".gitignore", f"/{SYNTHETIC}\n")
     repo.run(project, "dvc", "add", "-q", f"{folder}/{PSI}")
     repo.run(project, "dvc", "commit", "-f", "-q", f"{folder}/dvc.yaml:generate")
-    return repo.commit(project, [folder, ".dvc", ".dvcignore"], f"release {release_id}")
+    return repo.commit_paths(project, [folder, ".dvc", ".dvcignore"], f"release {release_id}")
 
 
-def _push(project: Path, ch: ReleaseChannel) -> None:
-    repo.commit(project, [".dvc", ".dvcignore"], "release channel configuration")
+def _push(project: Path, ch: controller.ReleaseChannel) -> None:
+    repo.commit_paths(project, [".dvc", ".dvcignore"], "release channel configuration")
     repo.run(project, "dvc", "push", "-q", "-r", ch.remote_name)
     if ch.git_remote:
         repo.run(project, "git", "push", "-q", ch.git_remote, "HEAD")
@@ -137,14 +137,14 @@ def _push(project: Path, ch: ReleaseChannel) -> None:
 
 def publish_after_release(
     registry: Registry, release_id: str, schema_file: Path, warn: Callable[[str], None], info: Callable[[str], None]
-) -> Outcome | None:
+) -> Published | None:
     """The release step's last act: publish the new release where a channel is configured. Never raises: a
     failure is one ``warn`` line, and the release stands."""
     try:
         if channel(registry) is None:
             return None
-        [outcome] = publish(registry, [release_id], [schema_file])
+        [outcome] = publish_releases(registry, [release_id], [schema_file])
     except Exception as exc:  # whatever broke, the release is published in the registry already
-        outcome = Outcome(release_id, False, False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        outcome = Published(release_id, False, False, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     (warn if outcome.error else info)(outcome.line())
     return outcome

@@ -36,10 +36,11 @@ from sdgov.channel.folder import (
     SYNTHETIC,
     read_agreement,
 )
+from sdgov.registry import attestation, log
 from sdgov.registry import key as registry_key
-from sdgov.registry.attestation import FILE as STATEMENT
-from sdgov.registry.attestation import PREDICATE_TYPE, STATEMENT_TYPE
-from sdgov.registry.log import EVENT_DOMAIN, MANIFEST, Event
+from sdgov.registry.log import Event
+
+_MANIFEST, _STATEMENT = log.MANIFEST, attestation.FILE
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event |
         f.check(False, RELEASED, "", "missing or not a log event")
         return None
     well_formed = canonical_json(event.model_dump()) + b"\n" == raw and event.hash == event.body_hash()
-    signed = well_formed and registry_key.signature_ok(key, EVENT_DOMAIN, event.hash.encode(), event.sig)
+    signed = well_formed and registry_key.signature_ok(key, log.EVENT_DOMAIN, event.hash.encode(), event.sig)
     f.check(
         signed and event.event == "released",
         RELEASED,
@@ -123,24 +124,24 @@ def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event |
 
 
 def _manifest(folder: Path, event: Event | None, f: _Findings) -> dict[str, Any] | None:
-    path = folder / MANIFEST
+    path = folder / _MANIFEST
     manifest = _json(path)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        f.check(False, MANIFEST, "", "missing or unreadable")
+        f.check(False, _MANIFEST, "", "missing or unreadable")
         return None
-    named = event is not None and event.artifacts.get(MANIFEST) == sha256_file(path)
-    f.check(named, MANIFEST, "is the manifest the signed event names", "sha256 differs from the signed event's")
+    named = event is not None and event.artifacts.get(_MANIFEST) == sha256_file(path)
+    f.check(named, _MANIFEST, "is the manifest the signed event names", "sha256 differs from the signed event's")
     head = manifest.get("log_head") or {}
     if event is not None:
         f.check(
             head.get("hash") == event.prev and head.get("sequence") == event.seq - 1,
-            MANIFEST,
+            _MANIFEST,
             f"its log head (event {head.get('sequence')}, {str(head.get('hash'))[:12]}…) is the signed event's prev",
             "its log head is not the prev of the signed 'released' event",
         )
         f.check(
             manifest.get("release_id") == event.release_id == folder.name,
-            MANIFEST,
+            _MANIFEST,
             f"release {event.release_id}",
             f"names release {manifest.get('release_id')!r}, the event {event.release_id!r}, the folder {folder.name!r}",
         )
@@ -161,7 +162,7 @@ def _files(folder: Path, files: dict[str, Any], event: Event | None, f: _Finding
             f"sha256 {sha[:12]}… as in the manifest and the signed event",
             f"sha256 {sha[:12]}… differs from the manifest's / the signed event's (modified)",
         )
-    listed = set(files) | {MANIFEST} | ADDED | DVC_FILES
+    listed = set(files) | {_MANIFEST} | ADDED | DVC_FILES
     for p in sorted(folder.rglob("*")):
         name = p.relative_to(folder).as_posix()
         if p.is_file() and name not in listed:
@@ -194,16 +195,16 @@ def _card(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
 
 
 def _statement(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
-    st = _json(folder / STATEMENT)
+    st = _json(folder / _STATEMENT)
     if not isinstance(st, dict):
-        f.check(False, STATEMENT, "", "unreadable")
+        f.check(False, _STATEMENT, "", "unreadable")
         return
-    files = {k: v.get("sha256") for k, v in manifest["files"].items() if k != STATEMENT}
+    files = {k: v.get("sha256") for k, v in manifest["files"].items() if k != _STATEMENT}
     subjects = {s.get("name"): (s.get("digest") or {}).get("sha256") for s in st.get("subject", [])}
     build = (st.get("predicate") or {}).get("buildDefinition") or {}
     deps = {d.get("name"): (d.get("digest") or {}).get("sha256") for d in build.get("resolvedDependencies", [])}
     facts = {
-        "type": st.get("_type") == STATEMENT_TYPE and st.get("predicateType") == PREDICATE_TYPE,
+        "type": st.get("_type") == attestation.STATEMENT_TYPE and st.get("predicateType") == attestation.PREDICATE_TYPE,
         "subjects": subjects == files,
         "release id": (build.get("externalParameters") or {}).get("release_id") == manifest.get("release_id"),
         "log head": (build.get("internalParameters") or {}).get("registry_log_head") == manifest.get("log_head"),
@@ -213,7 +214,7 @@ def _statement(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
     wrong = [k for k, ok in facts.items() if not ok]
     f.check(
         not wrong,
-        STATEMENT,
+        _STATEMENT,
         f"in-toto statement lists the {len(files)} released files by sha256, the agreement, candidate and log head",
         f"in-toto statement does not match the release on: {', '.join(wrong)}",
     )
