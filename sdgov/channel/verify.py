@@ -105,6 +105,7 @@ def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event |
         key = registry_key.parse_registry_public_key(text, REGISTRY)
     except SdgovError as exc:
         f.check(False, REGISTRY, "", exc.what)
+        f.check(False, RELEASED, "", "its signature cannot be checked without the registry's public key")
         return None
     raw = (folder / RELEASED).read_bytes() if (folder / RELEASED).is_file() else b""
     try:
