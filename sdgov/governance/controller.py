@@ -64,9 +64,9 @@ class ReleaseChannel(Frozen):
     signed ``controller.yaml``: an unsigned change of where releases go stops releases like any controller file."""
 
     project: str = Field(min_length=1)
-    remote: str = Field(min_length=1)
+    remote: str = Field(pattern=r"^[^-\s]")  # never read as an option of the dvc command it is passed to
     remote_name: str = Field(default="release", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    git_remote: str = ""
+    git_remote: str = Field(default="", pattern=r"^([A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 
     def project_dir(self, root: Path) -> Path:
         """The project directory (relative to the registry root ``root`` unless absolute)."""

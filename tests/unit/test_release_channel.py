@@ -64,7 +64,10 @@ def test_publish_refuses_bad_requests_and_an_unsigned_channel_in_one_line(tmp_pa
     assert code == 2 and "changed without a signed commit" in one_line(err)
 
 
-@pytest.mark.parametrize("channel", [{"project": "x"}, {"project": "x", "remote": "r", "remote_name": "-r x"}])
+@pytest.mark.parametrize(
+    "channel",
+    [{"project": "x"}, {"project": "x", "remote": "r", "remote_name": "-r x"}, {"project": "x", "remote": "--help"}],
+)
 def test_an_invalid_channel_configuration_is_one_line(tmp_path, channel):
     from sdgov.base.errors import SpecError
     from sdgov.governance.controller import load_config
