@@ -21,25 +21,9 @@ from pathlib import Path
 from sdgov.base.atomic import atomic_write_text
 from sdgov.base.errors import SdgovError
 from sdgov.channel import project as repo
-from sdgov.channel.folder import AGREEMENT, PSI, SCHEMA, SYNTHETIC, read_agreement, write_public_release
+from sdgov.channel.folder import AGREEMENT, DVC_YAML, PSI, SYNTHETIC, read_agreement, write_public_release
 from sdgov.governance import controller
 from sdgov.registry.log import Registry
-
-DVC_YAML = f"""\
-# This release's synthetic data, reproduced from ψ alone: `dvc repro -f {{folder}}/dvc.yaml:generate` (or
-# `sdgov verify-release {{folder}}`, which also checks every hash and the registry's signature). The generator sees ψ,
-# the public schema and the agreement's generator settings, row count and public seed; no confidential input exists
-# in this repository.
-stages:
-  generate:
-    cmd: sdgov regenerate . --out {SYNTHETIC}
-    deps:
-      - {PSI}
-      - {AGREEMENT}
-      - {SCHEMA}
-    outs:
-      - {SYNTHETIC}
-"""
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from sdgov.base.errors import SdgovError
 from sdgov.base.hashing import canonical_json, md5_file, sha256_file
@@ -28,6 +31,7 @@ from sdgov.channel.folder import (
     AGREEMENT,
     CARD,
     DVC_FILES,
+    DVC_YAML,
     MODEL_INFO,
     PSI,
     REGISTRY,
@@ -82,11 +86,12 @@ def verify_release(folder: Path, public_key: str | None = None, regenerate: bool
     manifest = _manifest(folder, event, f)
     if manifest is None:
         return f
-    files: dict[str, Any] = manifest.get("files", {})
-    _files(folder, files, event, f)
-    _card(folder, manifest, f)
-    _statement(folder, manifest, f)
-    consistent = _inputs(folder, manifest, f)
+    files: dict[str, Any] = manifest["files"]
+    _guarded(f, _MANIFEST, _files, folder, files, event, f)
+    _guarded(f, CARD, _card, folder, manifest, f)
+    _guarded(f, _STATEMENT, _statement, folder, manifest, f)
+    _guarded(f, "dvc.yaml", _dvc_files, folder, f)
+    consistent = _guarded(f, AGREEMENT, _inputs, folder, manifest, f)
     if regenerate and consistent:
         _regenerated(folder, files, f)
     elif regenerate:
@@ -94,9 +99,20 @@ def verify_release(folder: Path, public_key: str | None = None, regenerate: bool
     return f
 
 
+def _guarded(f: _Findings, file: str, check: Callable[..., Any], *args: Any) -> Any:
+    """Run one check; a file whose JSON has another shape than a release's (an edited one: its hash fails too) is
+    one finding naming it, never a traceback."""
+    try:
+        return check(*args)
+    except (AttributeError, KeyError, OSError, TypeError, ValueError, yaml.YAMLError):
+        f.check(False, file, "", "missing, or not shaped as a release's file (edited)")
+        return None
+
+
 def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event | None:
     """The ``released`` event, if its registry signature verifies under the registry's (or the pinned) key."""
-    reg = _json(folder / REGISTRY) or {}
+    raw_reg = _json(folder / REGISTRY)
+    reg = raw_reg if isinstance(raw_reg, dict) else {}
     text = public_key or str(reg.get("public_key", ""))
     source = "the key you pinned" if public_key else f"{REGISTRY} (pin it with --public-key)"
     if public_key and reg.get("public_key") != public_key:
@@ -121,24 +137,34 @@ def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event |
         f"'released' event {event.seq} of registry {reg.get('registry_id', '?')} is signed by {text} ({source})",
         "the registry signature does not verify (edited, or signed by another key)",
     )
+    if not signed and not public_key:
+        f.check(False, REGISTRY, "", f"its key did not sign {RELEASED} (one of the two was edited)")
     return event if signed else None
 
 
 def _manifest(folder: Path, event: Event | None, f: _Findings) -> dict[str, Any] | None:
     path = folder / _MANIFEST
     manifest = _json(path)
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
         f.check(False, _MANIFEST, "", "missing or unreadable")
         return None
     named = event is not None and event.artifacts.get(_MANIFEST) == sha256_file(path)
     f.check(named, _MANIFEST, "is the manifest the signed event names", "sha256 differs from the signed event's")
-    head = manifest.get("log_head") or {}
+    head = manifest.get("log_head") if isinstance(manifest.get("log_head"), dict) else {}
     if event is not None:
         f.check(
             head.get("hash") == event.prev and head.get("sequence") == event.seq - 1,
             _MANIFEST,
             f"its log head (event {head.get('sequence')}, {str(head.get('hash'))[:12]}…) is the signed event's prev",
             "its log head is not the prev of the signed 'released' event",
+        )
+        reg = _json(folder / REGISTRY)
+        f.check(
+            isinstance(reg, dict) and reg.get("registry_id") == head.get("registry_id"),
+            REGISTRY,
+            f"names registry {head.get('registry_id')}, as the manifest's log head does",
+            "names another registry than the manifest's log head",
         )
         f.check(
             manifest.get("release_id") == event.release_id == folder.name,
@@ -218,6 +244,37 @@ def _statement(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
         _STATEMENT,
         f"in-toto statement lists the {len(files)} released files by sha256, the agreement, candidate and log head",
         f"in-toto statement does not match the release on: {', '.join(wrong)}",
+    )
+
+
+def _dvc_files(folder: Path, f: _Findings) -> None:
+    """The repository's DVC bookkeeping: ``dvc.yaml`` is exactly the generate stage sdgov writes (``dvc repro`` runs
+    nothing else), and the md5s that ``dvc pull`` checks the pulled ψ and synthetic data against are theirs."""
+    stage = folder / "dvc.yaml"
+    if not stage.exists():
+        return  # a release folder outside a release repository (e.g. the registry's own)
+    expected = DVC_YAML.format(folder=f"releases/{folder.name}")
+    f.check(
+        stage.read_text() == expected,
+        "dvc.yaml",
+        "is the generate stage sdgov writes (sdgov regenerate from ψ)",
+        "differs from the generate stage sdgov writes: do not run 'dvc repro' on it",
+    )
+    md5 = {n: md5_file(folder / n) for n in (PSI, SYNTHETIC, AGREEMENT, SCHEMA) if (folder / n).is_file()}
+    [psi_out] = yaml.safe_load((folder / f"{PSI}.dvc").read_text())["outs"]
+    f.check(
+        psi_out["md5"] == md5.get(PSI) and psi_out["path"] == Path(PSI).name,
+        f"{PSI}.dvc",
+        "the md5 DVC pulls ψ by is ψ's",
+        "its md5 is not ψ's (DVC would fetch another file)",
+    )
+    lock = yaml.safe_load((folder / "dvc.lock").read_text())["stages"]["generate"]
+    recorded = {d["path"]: d["md5"] for d in [*lock["deps"], *lock["outs"]]}
+    f.check(
+        recorded == md5,
+        "dvc.lock",
+        "the md5s DVC pulls and reproduces by are those of ψ, the agreement, the schema and the synthetic data",
+        "its md5s are not those of the released files",
     )
 
 

@@ -135,6 +135,7 @@ def test_releases_are_published_through_dvc_and_verified_from_a_clone(tmp_path):
         for p in (run_dir / "evidence").glob("*") if (run_dir / "evidence").is_dir() else []:
             secret[f"sha256 of {p.relative_to(root)}"] = sha256_file(p)
     assert len(secret) > 3 + 11 + 4
+    assert fp[:PREFIX] in hex_windows((root / "log.jsonl").read_bytes())  # the search finds a secret where it is
     objects = blobs(project)
     pushed = {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
     assert len(objects) > 40
