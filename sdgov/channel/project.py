@@ -82,5 +82,5 @@ def commit_paths(project: Path, paths: list[str], message: str) -> bool:
 
 
 def tracked(project: Path, path: str) -> bool:
-    """Whether git tracks ``path`` (a file) in ``project``'s last commit."""
-    return bool(run(project, "git", "ls-files", "--", path, check=False).strip())
+    """Whether ``path`` (a file) is in ``project``'s last commit (not merely staged by a commit that then broke)."""
+    return bool(run(project, "git", "ls-tree", "--name-only", "HEAD", "--", path, check=False).strip())
