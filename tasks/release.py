@@ -3,19 +3,23 @@
 Runs only after a passing audit and a release sign-off bound to the candidate's hash
 (:attr:`sdgov.reporting.publish.ReleaseCandidate.sha256`): :func:`sdgov.reporting.publish.check_releasable` refuses
 anything
-else.
+else. Where ``controller.yaml`` names a release channel, the new release is then published there
+(:mod:`sdgov.channel.publish`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from sdgov.channel.publish import publish_after_release
 from sdgov.contracts import Agreed, ReleaseResult
 from sdgov.governance.signoff import SignOff
 from sdgov.registry.log import Registry
 from sdgov.reporting.publish import ReleaseCandidate, check_releasable, publish_release
-from sdgov.tasks.common import stage
+from sdgov.tasks.common import logger, stage
 
 VERSION = "1.1.0"
 
@@ -28,4 +32,9 @@ def release(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff]
     registry = Registry(registry_root)
     check_releasable(registry, agreed, candidate, signoffs)
     with stage("release", VERSION):
-        return publish_release(registry, agreed, candidate, signoffs, task_version=VERSION)
+        result = publish_release(registry, agreed, candidate, signoffs, task_version=VERSION)
+    # the release channel, where the controller configured one: a failure there is one warning, the release stands
+    # (the schema by its path: the channel checks it against the agreement's schema hash, and a schema file
+    # changed since would be that one warning, not a failed release)
+    publish_after_release(registry, result.release_id, Path(agreed.schema_file.path), logger().warning, logger().info)
+    return result

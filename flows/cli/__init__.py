@@ -18,10 +18,34 @@ import sys
 from types import ModuleType
 from typing import NoReturn
 
-from sdgov.flows.cli import audit, govern, registry, release, report, review, schedule, schema, stage, worker
+from sdgov.flows.cli import (
+    audit,
+    channel,
+    govern,
+    registry,
+    release,
+    report,
+    review,
+    schedule,
+    schema,
+    stage,
+    worker,
+)
 from sdgov.flows.cli._common import Parents, parent_parsers
 
-COMMANDS: list[ModuleType] = [release, stage, registry, report, schema, govern, review, schedule, worker, audit]
+COMMANDS: list[ModuleType] = [
+    release,
+    stage,
+    registry,
+    report,
+    schema,
+    govern,
+    review,
+    schedule,
+    worker,
+    audit,
+    channel,
+]
 
 ENV_DEFAULTS = {
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",

@@ -6,6 +6,11 @@ Three files belong to the data controller, never to the proposer:
 
       approvers_file: approvers.yaml          # where the approvers registry lives (relative to ROOT, or absolute)
       allow_unsigned_ui_approvals: false      # sandbox only: unsigned resumes count, recorded as unverified
+      release_channel:                        # optional: every release is tracked and pushed here (sdgov/channel/)
+        project: ../release-repo              # the public release repository's git + DVC project (relative to ROOT)
+        remote: s3://release-bucket/sdgov     # its DVC remote: what `dvc push` fills and readers `dvc pull` from
+        remote_name: release                  # (default) the remote's name in the project's .dvc/config
+        git_remote: origin                    # optional: a git remote of the project the commit is pushed to
 
 * the approvers registry (``ROOT/approvers.yaml`` unless ``approvers_file`` says otherwise);
 * ``ROOT/policy.yaml`` — the release policy (its format is :mod:`sdgov.governance.policy`'s; only its bytes matter
@@ -29,7 +34,7 @@ import shutil
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import SdgovError, SpecError
@@ -54,9 +59,25 @@ INIT = "sdgov init"  # marks the bootstrap adoption of a registry's first policy
 COMMIT_EVENTS = {APPROVERS: "approvers_changed", CONFIG_FILE: "policy_changed", POLICY_FILE: "policy_changed"}
 
 
+class ReleaseChannel(Frozen):
+    """Where every release is published as a public release repository (:mod:`sdgov.channel.publish`). Part of the
+    signed ``controller.yaml``: an unsigned change of where releases go stops releases like any controller file."""
+
+    project: str = Field(min_length=1)
+    remote: str = Field(pattern=r"^[^-\s]")  # never read as an option of the dvc command it is passed to
+    remote_name: str = Field(default="release", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    git_remote: str = Field(default="", pattern=r"^([A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+
+    def project_dir(self, root: Path) -> Path:
+        """The project directory (relative to the registry root ``root`` unless absolute)."""
+        p = Path(self.project)
+        return p if p.is_absolute() else root / p
+
+
 class ControllerConfig(Frozen):
     approvers_file: str = APPROVERS
     allow_unsigned_ui_approvals: bool = False
+    release_channel: ReleaseChannel | None = None
 
 
 def registry_id(registry: Registry) -> str:

@@ -1,6 +1,8 @@
 """`dvc repro` reproduces generation and utility from the pinned noisy marginals, bit for bit, and produces
 exactly the artifacts the Prefect flow produced; pushed to DVC remotes, the release is reproduced in a second
-clone from `dvc pull` (real dvc, real git, real files)."""
+clone from `dvc pull` (real dvc, real git, real files). This is the controller's own, private project (it tracks the
+confidential input); what the public reads is the release repository sdgov publishes into,
+tests/system/test_release_channel.py."""
 
 from __future__ import annotations
 

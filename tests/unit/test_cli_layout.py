@@ -102,6 +102,7 @@ def test_shared_flags_are_declared_once_in_their_parent_parser() -> None:
         "approvers",
         "approvals",
         "schedule",
+        "publish",
     }
     for name in with_root:
         assert _option(commands[name], "--root") is root, name

@@ -190,6 +190,7 @@ ROOMS: dict[str, set[str]] = {
         "agreement audits base data engines generators governance identity measurement registry synthesis"
     ),
     "demo": _below("agreement base data governance identity registry"),
+    "channel": _below("agreement artifacts base contracts data governance measurement registry synthesis"),
     "cards": _below(""),
 }
 

@@ -1,0 +1,22 @@
+"""The release channel: a public release repository (git + DVC) that sdgov fills after every release, and the
+one command a third party runs on a clone of it (``sdgov verify-release``).
+
+:mod:`.folder` lays out one public release folder, :mod:`.regenerate` reproduces its synthetic data from ψ alone,
+:mod:`.verify` checks a folder without the registry or the confidential data, :mod:`.project` drives git and DVC,
+and :mod:`.publish` tracks, commits and pushes a release into the repository the controller configured.
+
+The names below are the room's face (what other rooms use); they load on first use, so importing the room
+costs nothing.
+"""
+
+from sdgov.base.face import lazy_face
+
+_WHERE = {
+    "Published": "publish",
+    "publish_after_release": "publish",
+    "publish_releases": "publish",
+    "regenerate": "regenerate",
+    "verify_release": "verify",
+}
+__all__ = ["Published", "publish_after_release", "publish_releases", "regenerate", "verify_release"]
+__getattr__, __dir__ = lazy_face(__name__, _WHERE)
