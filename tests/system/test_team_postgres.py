@@ -67,14 +67,23 @@ class Office:
         return done
 
     def paused(self, subject: str, run: str, attempt: int = 1, timeout: float = 300) -> dict:
-        """The run as compliance's ``sdgov runs --root`` lists it, once paused for ``subject``."""
+        """The run as ``sdgov runs --root`` lists it once paused for ``subject`` (polled in this process: a party
+        process per poll would cost seconds of imports each; compliance's own process lists it once, below)."""
+        from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
+
+        from tests.system.test_governed import cli
+
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            done = self.person("Cora Compliance", ["runs", "--json", "--root", str(self.root)])
-            p = next((p for p in json.loads(done.stdout or '{"paused": []}')["paused"] if p["run_id"] == run), None)
-            if p and p["subject"] == subject and p["attempt"] == attempt:
-                return p
-            time.sleep(1)
+        with temporary_settings(
+            updates={PREFECT_API_URL: self.server.env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: self.server.auth}
+        ):
+            while time.monotonic() < deadline:
+                code, out, err = cli("runs", "--json", "--root", str(self.root))
+                assert code == 0, err
+                p = next((p for p in json.loads(out)["paused"] if p["run_id"] == run), None)
+                if p and p["subject"] == subject and p["attempt"] == attempt:
+                    return p
+                time.sleep(1)
         raise AssertionError(f"run {run} did not pause for the {subject}")
 
     def final(self, run: str, timeout: float = 300) -> dict:
@@ -147,6 +156,8 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
         p = office.paused("agreement", run)
         assert p["sha256"] == json.loads(submitted.stdout)["agreement_sha256"] and p["verified"]
         assert flow_runs_in_postgres(postgres_cluster, run) == 1  # the run is in PostgreSQL, not a SQLite file
+        seen = office.person("Cora Compliance", ["runs", "--json", "--root", str(root)])  # no data, no key needed
+        assert run in [r["run_id"] for r in json.loads(seen.stdout)["paused"]]
         selfie = office.person(
             "Ada Analyst", ["approve", run, *ada, "--root", str(root), "--yes", "--hash", p["sha256"][:8]]
         )
