@@ -86,6 +86,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     require_server()
     with get_client(sync_client=True) as c:
         run_id, fr, p = paused_decision(c, args.run_id, args.root)
+        review = review.model_copy(update={"proposal_sha256": p["sha256"]})  # bound to the proposal under review
         token = _signed(args, review, p)
         if args.print:
             emit(args, {"run_id": str(run_id), "signature": token}, token)

@@ -3,6 +3,7 @@ Prefect: the governed flow only pauses, polls and shows the form; everything che
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -211,7 +212,9 @@ def test_no_decision_in_time_is_logged_as_a_timeout(governed) -> None:
 def test_a_signed_review_counts_and_a_refused_one_is_logged(governed) -> None:
     registry, keys = governed
     p = pause(registry, "phi_review")
-    review = EdgeReview(reviewer="Cora Compliance", drop=[["a", "b"]], reason="a and b are one question")
+    review = EdgeReview(
+        reviewer="Cora Compliance", drop=[["a", "b"]], reason="a and b are one question", proposal_sha256=p.sha256
+    )
     fields = {**p.challenge("phi_review", review_sha256(review)).model_dump(), "decision": "review"}
     signature = encode_statement(
         SignOffStatement(**fields, approver="Cora Compliance", time="2026-01-01T00:00:00Z"),
@@ -228,6 +231,10 @@ def test_a_signed_review_counts_and_a_refused_one_is_logged(governed) -> None:
     assert e.artifacts["nonce"] == p.nonce and e.artifacts["identity_verified"] == "true"
     with pytest.raises(ApprovalRefused, match="already used"):  # the pause's nonce is spent
         accept_review(p, review, signature, [["a", "b"]], limits)
+    other = pause(registry, "phi_review")  # the same review, signed, submitted to a pause on another proposal
+    other = dataclasses.replace(other, sha256="9" * 64)
+    with pytest.raises(ApprovalRefused, match="another Φ proposal"):
+        accept_review(other, review, signature, [["a", "b"]], limits)
     out = decisions.record_review_refused(p, "Cora Compliance", ApprovalRefused("x", "w", "h"), "why: y")
     assert out.note == "Attempt 1 by 'Cora Compliance' was refused: x. The run is paused again."
     e = last(registry)

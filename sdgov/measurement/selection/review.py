@@ -45,6 +45,9 @@ class EdgeReview(Frozen):
     force: list[list[str]] = Field(default_factory=list)
     reason: str = Field(min_length=1, description="why: every change is logged with it")
     close: bool = Field(default=False, description="the last review: the reviewed Φ goes to the agreement")
+    proposal_sha256: str = Field(
+        default="", description="the Φ proposal under review (the draft's hash): the reviewer's signature binds it"
+    )
 
 
 class EdgeChange(Frozen):
@@ -265,6 +268,12 @@ def accept_review(
     review's own hash for this pause (unsigned only under the sandbox switch), and within the selection's limits.
     The reviewer, whether their key verified it, the pairs after it and its changes — or one :class:`SdgovError`."""
     check_nonce_unused(pause.registry, pause.nonce)
+    if review.proposal_sha256 != pause.sha256:
+        raise ApprovalRefused(
+            "the review names another Φ proposal than the one under review",
+            "phi_review",
+            "review the proposal this run shows ('sdgov runs'), then sign again",
+        )
     who, verified = check_reviewer(
         controller_approvers(pause.registry),
         review,
@@ -293,8 +302,9 @@ def format_pairs(pairs: list[list[str]]) -> str:
     return "; ".join(",".join(p) for p in pairs)
 
 
-def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool) -> EdgeReview:
-    """The review a form holds, as signed: a malformed pair or an empty reason is one :class:`SdgovError`."""
+def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool, proposal_sha256: str) -> EdgeReview:
+    """The review a form holds, as signed (bound to the proposal under review): a malformed pair or an empty reason
+    is one :class:`SdgovError`."""
     where = f"review by {reviewer}"
     try:
         return EdgeReview(
@@ -303,6 +313,7 @@ def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool) 
             force=parse_pairs(force, where),
             reason=reason,
             close=close,
+            proposal_sha256=proposal_sha256,
         )
     except ValidationError as exc:
         raise SdgovError(f"the review is incomplete: {exc.errors()[0]['msg']}", where, "give a reason") from None
@@ -334,7 +345,7 @@ def decide_review(
     ``phi_reviewed`` and the review that counted, or ``phi_review_refused`` and :class:`Refused` — the flow then
     pauses again with its note."""
     try:
-        review = edge_review(reviewer, drop, force, reason, close)
+        review = edge_review(reviewer, drop, force, reason, close, pause.sha256)
         who, verified, after, changes = accept_review(pause, review, signature, pairs, limits)
     except SdgovError as exc:
         return record_review_refused(pause, reviewer, exc, f"drop: {drop} | force: {force} | why: {reason}")
