@@ -53,6 +53,7 @@ from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.contracts import Agreed, Measured, ReleaseResult
+from sdgov.flows.pending import PENDING_PREFIX, ui_link
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.governance import decisions, ledger
 from sdgov.governance.controller import check_controller_files, load_config, registry_id
@@ -70,8 +71,6 @@ from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
 from sdgov.utility.summary import UtilitySummary
-
-PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
 
 class Decision(RunInput):
@@ -185,18 +184,6 @@ def wait_for_input(form: type[F], deadline: float, poll_interval: int, key: str,
         return pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
     except FlowPauseTimeout:
         return None
-
-
-def ui_link(flow_run_id: object) -> str:
-    """The run's page in the Prefect UI; with basic auth on, through ``/login?redirect=…`` (Prefect's own "View at"
-    link answers 'Authentication failed' in a browser that has not logged in yet)."""
-    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_UI_URL
-
-    base = PREFECT_UI_URL.value() or ""
-    if not base:
-        return ""
-    page = f"/runs/flow-run/{flow_run_id}"
-    return f"{base}/login?redirect={page}" if PREFECT_API_AUTH_STRING.value() else base + page
 
 
 def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> None:

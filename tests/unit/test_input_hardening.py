@@ -181,7 +181,7 @@ def test_preflight_reads_numeric_columns_back_as_the_utility_stage_does(inputs: 
     lines = inputs.data.read_text(encoding="utf-8").splitlines()
     inputs.write("data.csv", "\n".join([lines[0] + ",N0,N1,N2"] + [ln + ",5,50,5" for ln in lines[1:]]) + "\n")
     inputs.edit_yaml("spec.yaml", lambda s: s["phi"]["marginals"].append(["N0", "N1", "N2"]))
-    loaded, data = check_spec_and_data(inputs.spec)
+    loaded, data, _ = check_spec_and_data(inputs.spec)
     assert data.rows > 0 and {"N0", "N1", "N2"} <= set(loaded.agreement.attributes)
 
 
@@ -201,5 +201,5 @@ def test_spec_file_is_yaml_12(inputs: Inputs) -> None:  # noqa: F811
     doc = yaml.safe_load(inputs.spec.read_text(encoding="utf-8"))
     doc.pop("description", None)
     inputs.write("spec.yaml", yaml.safe_dump(doc, sort_keys=False) + "description: NO\n")
-    loaded, _ = check_spec_and_data(inputs.spec)
+    loaded, _, _ = check_spec_and_data(inputs.spec)
     assert loaded.spec.description == "NO"
