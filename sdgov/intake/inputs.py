@@ -30,7 +30,7 @@ from sdgov.base.hashing import sha256_bytes, sha256_file
 from sdgov.data.schema import Schema
 from sdgov.engines import engine
 from sdgov.governance.approvers import Approver
-from sdgov.governance.controller import APPROVERS, controller_approvers, controller_files
+from sdgov.governance.controller import APPROVERS, check_controller_files, controller_files
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.identity.names import check_name
 from sdgov.intake.preflight import check_root_is_usable, run_preflight
@@ -173,7 +173,14 @@ def check_proposal(
     """A governed proposal: spec, data, pre-flight, and a proposer who is an analyst in the controller's approvers
     registry (the committed one: nothing the proposer passes can stand in for it)."""
     registry = Registry(registry_root)
-    approvers = controller_approvers(registry)
+    approvers = check_controller_files(registry)
+    if approvers is None:  # a sandbox ('sdgov init' alone): releases run, proposals cannot
+        raise SpecError(
+            "no committed approvers registry, which a proposal needs ('sdgov init' alone allows only 'release')",
+            str(controller_files(registry)[APPROVERS]),
+            "'sdgov keygen' per person, add each (role, public_key) to approvers.yaml, "
+            "'sdgov approvers commit --as CONTROLLER --key KEY'",
+        )
     loaded, data, _ = check_spec_and_data(spec_path, data_path, registry_root)
     check_name(proposer, "--as")
     who = approvers.find(proposer)
