@@ -56,6 +56,7 @@ from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.contracts import Agreed, Measured, ReleaseResult
+from sdgov.flows.pending import PENDING_PREFIX, ui_link
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.governance import decisions, ledger, worker
 from sdgov.governance.approvers import ApprovalRefused
@@ -71,8 +72,6 @@ from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.tasks.propose_phi import propose_phi
-
-PENDING_PREFIX = "sdgov-"  # flow-run input "sdgov-<pause key>": what the pause awaits (read by `sdgov runs`)
 
 
 class Decision(RunInput):
@@ -221,18 +220,6 @@ def _watch_state(flow_run_id: str, poll_interval: int, stop: threading.Event, on
         if state is not None and state.is_final() and not stop.is_set():
             on_forced(f"the run's state was forced to {state.type.value} ({state.name}) while it awaited a decision")
             return
-
-
-def ui_link(flow_run_id: object) -> str:
-    """The run's page in the Prefect UI; with basic auth on, through ``/login?redirect=…`` (Prefect's own "View at"
-    link answers 'Authentication failed' in a browser that has not logged in yet)."""
-    from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_UI_URL
-
-    base = PREFECT_UI_URL.value() or ""
-    if not base:
-        return ""
-    page = f"/runs/flow-run/{flow_run_id}"
-    return f"{base}/login?redirect={page}" if PREFECT_API_AUTH_STRING.value() else base + page
 
 
 def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def evaluate(agreed: Agreed, measured: Measured) -> ReleaseCandidate:
         )
     )
     audited = audit(agreed, measured, generated)
-    utility = utility_report(agreed, generated)
+    utility = utility_report(agreed, generated, audited)
     drafted = draft_card(agreed, measured, generated, audited, utility)
     candidate = ReleaseCandidate(
         measured=measured, generated=generated, audited=audited, utility=utility, draft=drafted

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from sdgov.intake.inputs import ValidatedData
 
 CODES_FILE = "codes.parquet"
+SYNTHETIC_CODES_FILE = "synthetic_codes.parquet"  # the synthetic file's cells, encoded once by the audit stage
 
 
 def load_agreement(ref: ArtifactRef) -> Agreement:
@@ -62,17 +63,27 @@ def read_spec(ref: ArtifactRef) -> ReleaseSpec:
 
 @contextmanager
 def synthetic_records(
-    ref: ArtifactRef, schema: Schema, attributes: list[str], sample_rows: int = SAMPLE_ROWS, seed: int = 0
+    ref: ArtifactRef,
+    schema: Schema,
+    attributes: list[str],
+    sample_rows: int = SAMPLE_ROWS,
+    seed: int = 0,
+    codes: ArtifactRef | None = None,
 ) -> Iterator[ParquetRecords]:
-    """The synthetic records as a record set at any scale: validated and encoded out of core by the embedded engine
-    (a file that does not fit the schema is refused, DataError) into a scratch copy beside it, removed after use."""
+    """The synthetic records as a record set at any scale. ``codes``: the cells the audit stage already validated
+    and encoded (:attr:`~sdgov.contracts.Audited.synthetic_codes`), read after checking their hash — not encoded
+    again; else the file is validated and encoded out of core by the embedded engine (a file that does not fit the
+    schema is refused, DataError) into a scratch copy beside it, removed after use."""
     from sdgov.engines.duckdb_engine import DuckDBEngine
 
+    if codes is not None:
+        yield ParquetRecords(codes.verified(), schema, attributes, sample_rows, seed)
+        return
     path = ref.verified()
     with tempfile.TemporaryDirectory(prefix=".synthetic-codes-", dir=path.parent) as scratch:
-        codes = Path(scratch) / "codes.parquet"
-        DuckDBEngine().encode_columns(path, schema, attributes, codes)
-        yield ParquetRecords(codes, schema, attributes, sample_rows, seed)
+        cells = Path(scratch) / "codes.parquet"
+        DuckDBEngine().encode_columns(path, schema, attributes, cells)
+        yield ParquetRecords(cells, schema, attributes, sample_rows, seed)
 
 
 def confidential_records(

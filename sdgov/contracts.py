@@ -125,6 +125,10 @@ class Audited(Frozen):
     verdict: Literal["pass", "fail"]
     record: StageRecord
     evidence: dict[str, ArtifactRef] = Field(default_factory=dict)  # audit check name → <name>.json (when it ran)
+    # the synthetic file validated against the schema and encoded once (its cells, synthetic_codes.parquet): the
+    # utility and card stages read these, hash-verified, instead of validating the file again; None when it did
+    # not fit the schema (the audit failed)
+    synthetic_codes: ArtifactRef | None = None
 
 
 class UtilityReported(Frozen):

@@ -13,13 +13,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.audits.context import audit_context
+from sdgov.audits.protocol import AuditContext
 from sdgov.audits.run import run_audits
 from sdgov.base.hashing import write_json
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
 from sdgov.tasks.common import logger, stage
 from sdgov.tasks.executor import prefect_executors
 
-VERSION = "1.3.0"  # 1.3: reads the encoded data artifact (codes.parquet), not the CSV
+VERSION = "1.4.0"  # 1.4: keeps the synthetic cells it validated; 1.3: reads codes.parquet, not the CSV
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)
@@ -33,11 +34,21 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
         run_dir = Path(agreed.run_dir)
         refs = {name: _written(run_dir, name, e) for name, e in evidence.items()}
         report_ref = _written(run_dir, "audit", report.model_dump(mode="json"))
+        codes = _synthetic_codes(context)
         data = [agreed.data.as_artifact(), agreed.codes] if context.confidential_was_read else []
         rec.inputs = [agreed.agreement, measured.measurements, generated.synthetic, generated.model_info, *data]
-        rec.outputs = [report_ref, *refs.values()]
+        rec.outputs = [report_ref, *refs.values(), *([codes] if codes else [])]
         rec.params = {"verdict": report.verdict}
-    return Audited(report=report_ref, verdict=report.verdict, record=rec.record(), evidence=refs)
+    return Audited(report=report_ref, verdict=report.verdict, record=rec.record(), evidence=refs, synthetic_codes=codes)
+
+
+def _synthetic_codes(context: AuditContext) -> ArtifactRef | None:
+    """The synthetic file's cells as the structural check encoded them (checked now if no check did), for the
+    utility and card stages; None when the file does not fit the schema."""
+    path = context.synthetic_codes_file
+    if context.synthetic_problem() is not None or path is None or not path.is_file():
+        return None
+    return ArtifactRef.of("synthetic_codes", path)
 
 
 def _written(run_dir: Path, name: str, obj: object) -> ArtifactRef:

@@ -13,23 +13,26 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import confidential_records, load_agreement, read_schema, read_spec, synthetic_records
-from sdgov.contracts import Agreed, ArtifactRef, Generated, UtilityReported
+from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, UtilityReported
 from sdgov.tasks.common import stage
 from sdgov.utility.report import FAST, build_report, write_report
 
-VERSION = "1.2.0"  # 1.2: record sets (tables out of core, models on a sample) instead of pandas frames of everything
+VERSION = "1.3.0"  # 1.3: the synthetic cells the audit stage encoded; 1.2: record sets, not whole frames
 
 
 @task(name="utility_report", version=VERSION, cache_policy=NO_CACHE)
-def utility_report(agreed: Agreed, generated: Generated) -> UtilityReported:
+def utility_report(agreed: Agreed, generated: Generated, audited: Audited) -> UtilityReported:
     """Build the utility report on samples of the encoded real data and the synthetic data → ``UtilityReported``.
 
-    Writes the card's summary (``utility.json``) and the full report (JSON and HTML) in the run directory."""
+    The synthetic records are the cells the audit stage validated and encoded (``audited.synthetic_codes``,
+    hash-verified), not encoded again. Writes the card's summary (``utility.json``) and the full report (JSON and
+    HTML) in the run directory."""
     with stage("utility_report", VERSION) as rec:
         agreement = load_agreement(agreed.agreement)
         schema = read_schema(agreed.schema_file)
         attrs, rows, seed = agreement.attributes, FAST.sample_rows, FAST.seed
-        with synthetic_records(generated.synthetic, schema, attrs, rows, seed) as synthetic:
+        codes = audited.synthetic_codes
+        with synthetic_records(generated.synthetic, schema, attrs, rows, seed, codes) as synthetic:
             report = build_report(
                 confidential_records(agreed.codes, schema, attrs, rows, seed),
                 synthetic,
@@ -45,7 +48,7 @@ def utility_report(agreed: Agreed, generated: Generated) -> UtilityReported:
                 settings=FAST,  # 20 SPECKS seeds on smaller samples: keeps the flow quick
             )
         files = write_report(report, Path(agreed.run_dir))
-        rec.inputs = [agreed.agreement, generated.synthetic, agreed.codes, agreed.spec]
+        rec.inputs = [agreed.agreement, generated.synthetic, *([codes] if codes else []), agreed.codes, agreed.spec]
         rec.outputs = [
             ArtifactRef.of("utility", files.summary),
             ArtifactRef.of("utility_report", files.json),

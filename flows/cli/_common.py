@@ -102,7 +102,7 @@ def require_server() -> None:
 
 def pending(client: Any, fr: Any) -> dict[str, Any] | None:
     """What a paused run's pause awaits (the flow's pending-decision input), or None."""
-    from sdgov.flows.governed import PENDING_PREFIX
+    from sdgov.flows.pending import PENDING_PREFIX
 
     if not (fr.state and fr.state.is_paused() and fr.state.state_details.pause_key):
         return None

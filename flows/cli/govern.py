@@ -257,7 +257,9 @@ def _submit_proposal(args: argparse.Namespace) -> int:
 
 
 def _propose_selection(args: argparse.Namespace) -> int:
-    """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec."""
+    """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec, and
+    print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
+    from sdgov.agreement.load import load_spec
     from sdgov.flows.release import new_run_id
     from sdgov.measurement.selection.review import SelectionRecord
     from sdgov.registry.log import Registry
@@ -273,11 +275,13 @@ def _propose_selection(args: argparse.Namespace) -> int:
         draft_agreement_sha256=summary["draft_agreement_sha256"], proposal=proposal, pairs=proposal.pairs
     )
     write_proposed_spec(draft, proposal.pairs, out, write_record(root / "runs" / run_id, record))
+    sha = load_spec(out).agreement.sha256()  # what the analyst and controller sign: no dry run needed to learn it
     lines = [f"Φ proposal ({proposal.method}, ρ {proposal.budget.rho:.6g} for selection, {summary['how']}):"]
     lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
     lines += [f"  near     {' × '.join(c.pair)}  score≈{_score(c.noisy_score)}" for c in proposal.near_threshold]
     lines += [f"  proposal: {root / 'runs' / run_id / 'phi_proposal.json'}", f"  proposed spec: {out}"]
-    emit(args, {**summary, "proposed_spec": str(out), "run_id": run_id}, "\n".join(lines))
+    lines += [f"  proposed agreement: {sha}"]
+    emit(args, {**summary, "proposed_spec": str(out), "agreement_sha256": sha, "run_id": run_id}, "\n".join(lines))
     return 0
 
 
@@ -329,7 +333,7 @@ def _score(s: float | None) -> str:
 
 
 def _ui_url(run_id: Any) -> str:
-    from sdgov.flows.governed import ui_link
+    from sdgov.flows.pending import ui_link
 
     return ui_link(run_id)
 

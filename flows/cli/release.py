@@ -160,32 +160,39 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check a spec, its schema, its data and every pre-flight check a release makes; print the agreement hash, rows and
-    budget, exit 0. A problem is one line each, exit 2."""
-    from sdgov.agreement.load import load_spec
-    from sdgov.intake.inputs import validated_data
-    from sdgov.intake.preflight import run_preflight
+    """Check a spec, its schema, its data and every pre-flight check a release makes — and, with a registry (``--root``,
+    or the default one when it exists), the controller's files as last signed and its policy, as ``sdgov release``
+    does; print the agreement hash, rows and budget, exit 0. A problem is one line each, exit 2."""
+    from sdgov.intake.inputs import check_spec_and_data
+    from sdgov.registry.log import Registry
 
-    loaded = load_spec(args.spec)
-    rows = validated_data(
-        Path(args.data).resolve() if args.data else loaded.data_path, loaded.schema_, loaded.spec.engine
-    ).rows
-    plan = run_preflight(loaded, rows)  # what a release would refuse before its first draw, validate refuses too
+    registry = Registry(args.root)
+    root = registry.root.resolve() if args.root is not None or registry.is_registry() else None
+    loaded, data, plan = check_spec_and_data(args.spec, args.data, root)
+    if root is not None:  # what the release applies before its flow starts: the controller's files, then the policy
+        from sdgov.governance.controller import check_controller_files
+        from sdgov.governance.policy import check_plan_allowed
+
+        ag = loaded.agreement
+        check_controller_files(Registry(root))
+        plan = check_plan_allowed(root, ag, data.fingerprint, ag.dataset_name, data.rows)
     payload = {
         "ok": True,
         "agreement_sha256": loaded.agreement.sha256(),
-        "rows": rows,
+        "rows": data.rows,
         "marginals": [list(c) for c in loaded.agreement.cliques],
         "rho": plan.rho,
         "epsilon": plan.epsilon,
         "delta": plan.delta,
         "sigma": [m.sigma for m in plan.marginals],
+        "registry": str(root) if root is not None else None,  # None: no controller's policy was applied
     }
+    policy = f"allowed by the policy of {root}" if root is not None else "no registry: policy not checked (--root)"
     emit(
         args,
         payload,
-        f"ok: agreement {payload['agreement_sha256']}, {rows} rows, "
-        f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}",
+        f"ok: agreement {payload['agreement_sha256']}, {data.rows} rows, "
+        f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}; {policy}",
     )
     return 0
 
@@ -206,8 +213,8 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     add(
         "validate",
         cmd_validate,
-        "check a spec, its schema and its data; print the agreement hash and budget",
-        [parents.spec, parents.data],
+        "check a spec, its schema and its data (and a registry's policy); print the agreement hash and budget",
+        [parents.spec, parents.data, parents.root],
     )
 
     dd = add("demo-data", cmd_demo_data, "write the demo's made-up confidential data")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import opendp.prelude as dp
 from pydantic import Field
 
 from sdgov.agreement.spec import Agreement, PrivacySpec
@@ -21,7 +21,8 @@ from sdgov.base.errors import SpecError
 from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
 
-dp.enable_features("contrib")
+if TYPE_CHECKING:
+    import opendp.prelude as dp
 
 SENSITIVITY = 1  # L2 sensitivity of a count marginal under add/remove-one neighbours
 NEIGHBOURS = "add/remove one record (unbounded DP)"
@@ -35,7 +36,18 @@ DEFAULT_DELTA_SOURCE = f"the fixed default δ = {DEFAULT_DELTA:g} (no policy con
 
 
 @cache
+def _opendp() -> Any:
+    """OpenDP's prelude with its contrib features on, imported on first use: it loads pandas and scikit-learn
+    (~3 s), which a command that only reads a policy or signs a statement (``sdgov init``, ``sign``) never needs."""
+    import opendp.prelude
+
+    opendp.prelude.enable_features("contrib")
+    return opendp.prelude
+
+
+@cache
 def _gaussian(sigma: float) -> dp.Measurement:
+    dp = _opendp()
     space = dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int)
     return dp.m.make_gaussian(*space, scale=float(sigma))
 
@@ -50,7 +62,7 @@ def epsilon_of_rho(rho: float, delta: float) -> float:
     if rho == 0:
         return 0.0
     sigma = math.sqrt(SENSITIVITY**2 / (2 * rho))
-    profile = dp.c.make_zCDP_to_approxDP(_gaussian(sigma)).map(SENSITIVITY)
+    profile = _opendp().c.make_zCDP_to_approxDP(_gaussian(sigma)).map(SENSITIVITY)
     return float(profile.epsilon(delta))
 
 
@@ -65,7 +77,7 @@ def rho_of_epsilon(epsilon: float, delta: float) -> float:
             "privacy.epsilon",
             "choose a meaningful budget (ε between about 0.01 and 100)",
         )
-    return float(dp.binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=RHO_SEARCH))
+    return float(_opendp().binary_search(lambda rho: epsilon_of_rho(rho, delta) <= epsilon, bounds=RHO_SEARCH))
 
 
 class MarginalBudget(Frozen):

@@ -17,6 +17,7 @@ costs nothing.
 from sdgov.base.face import lazy_face
 
 _WHERE = {
+    "AuditContext": "protocol",
     "AuditError": "generator_protocol",
     "AuditReport": "protocol",
     "Check": "protocol",
@@ -37,6 +38,7 @@ _WHERE = {
     "summary": "privacy.run",
 }
 __all__ = [
+    "AuditContext",
     "AuditError",
     "AuditReport",
     "Check",

@@ -3,15 +3,12 @@ fitted, what it wrote). They always run, need no settings and never read the con
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check, CheckGenerator
-from sdgov.base.errors import DataError
 from sdgov.base.model import Frozen
 
 if TYPE_CHECKING:
@@ -39,20 +36,6 @@ class StructuralChecks:
         return AuditOutcome(checks=structural_checks(context))
 
 
-def _schema_error(context: AuditContext) -> str | None:
-    """Why the synthetic file does not fit the schema, if it does not: every value checked out of core by the
-    embedded engine, as the confidential input is (a scratch encoding beside the file, removed)."""
-    from sdgov.engines.duckdb_engine import DuckDBEngine
-
-    path = context.synthetic_file
-    with tempfile.TemporaryDirectory(prefix=".synthetic-check-", dir=path.parent) as scratch:
-        try:
-            DuckDBEngine().encode_columns(path, context.schema, context.agreement.attributes, Path(scratch) / "c")
-        except DataError as exc:
-            return exc.one_line()
-    return None
-
-
 def structural_checks(context: AuditContext) -> list[Check]:
     """The structural report rows: measurements exactly Φ (per part) for this agreement, generator handed only the noisy
     marginals and schema, fitted only Φ, output fits the schema, row count as requested, noise added (warn). Reads no
@@ -61,7 +44,7 @@ def structural_checks(context: AuditContext) -> list[Check]:
     agreement_sha256, measurements = context.agreement_sha256, context.measurements_ref
     fitted_cliques = [tuple(c) for c in context.model_info.get("fitted_marginals", [])]
     synthetic_rows, requested_rows = pq.ParquetFile(context.synthetic_file).metadata.num_rows, context.requested_rows
-    schema_error = _schema_error(context)
+    schema_error = context.synthetic_problem()  # validated and encoded once per release (AuditContext)
     phi = {tuple(c) for c in agreement.cliques}
     split = agreement.split
     agreed = (  # (part, marginal): a split's parts each measure their own Φ on their own records

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 from sdgov.agreement.accounting import PrivacyPlan
-from sdgov.artifacts import load_agreement, read_codes, read_measurements, read_schema
+from sdgov.artifacts import SYNTHETIC_CODES_FILE, load_agreement, read_codes, read_measurements, read_schema
 from sdgov.audits.protocol import AuditContext
 from sdgov.base.executor import Executor
 from sdgov.contracts import Agreed, Generated, Measured
@@ -22,7 +23,8 @@ def audit_context(
     log: Callable[[str], None],
 ) -> AuditContext:
     """The audit stage's context from the earlier stages' hand-overs, every artifact hash-verified; the encoded
-    confidential data (the agree stage's copy) is read only when a check asks."""
+    confidential data (the agree stage's copy) is read only when a check asks. The synthetic file's cells, validated
+    and encoded once by the structural check, are kept in the run directory (:data:`SYNTHETIC_CODES_FILE`)."""
     return AuditContext(
         agreement=load_agreement(agreed.agreement),
         agreement_sha256=agreed.agreement_sha256,
@@ -36,6 +38,7 @@ def audit_context(
         requested_rows=generated.rows,
         read_confidential=lambda: read_codes(agreed.codes),  # encoded once by the agree stage
         confidential_file=agreed.codes.verified(),
+        synthetic_codes_file=Path(agreed.run_dir) / SYNTHETIC_CODES_FILE,  # kept for the utility and card stages
         executor_for=executor_for,
         log=log,
     )

@@ -13,6 +13,7 @@ walks through adding one.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,10 @@ class AuditContext:
     executor_for: Callable[[int], Executor] = executor_for  # workers (< 1: every core) → where trials run
     log: Callable[[str], None] = print
     confidential_file: Path | None = None  # the encoded copy read_confidential reads, when there is one
+    synthetic_codes_file: Path | None = None  # where the stage keeps the synthetic file's cells (None: not kept)
     _confidential: pd.DataFrame | None = field(default=None, repr=False)
+    _synthetic_problem: str | None = field(default=None, repr=False)
+    _synthetic_checked: bool = field(default=False, repr=False)
     _synthetic: pd.DataFrame | None = field(default=None, repr=False)
     _sampled: bool = field(default=False, repr=False)  # a sample was read from confidential_file
 
@@ -80,6 +84,24 @@ class AuditContext:
         if self._synthetic is None:
             self._synthetic = pd.read_parquet(self.synthetic_file)
         return self._synthetic
+
+    def synthetic_problem(self) -> str | None:
+        """Why the synthetic file does not fit the schema (one line), or None: every value checked out of core by the
+        embedded engine, as the confidential input is, once per release — the cells it encodes are kept at
+        ``synthetic_codes_file`` (when given) for the utility and card stages, which read them instead of
+        validating and encoding the file again."""
+        if not self._synthetic_checked:
+            from sdgov.base.errors import DataError
+            from sdgov.engines.duckdb_engine import DuckDBEngine
+
+            with tempfile.TemporaryDirectory(prefix=".synthetic-check-", dir=self.synthetic_file.parent) as scratch:
+                out = self.synthetic_codes_file or Path(scratch) / "codes.parquet"
+                try:
+                    DuckDBEngine().encode_columns(self.synthetic_file, self.schema, self.agreement.attributes, out)
+                except DataError as exc:
+                    self._synthetic_problem = exc.one_line()
+            self._synthetic_checked = True
+        return self._synthetic_problem
 
     def confidential(self) -> pd.DataFrame:
         """The encoded confidential data (cell indices, one column per schema attribute)."""

@@ -29,7 +29,6 @@ _WHERE = {
     "load_schema": "schema",
     "nfc": "schema",
     "packs": "fingerprint",
-    "read_synthetic": "synthetic",
     "repeated": "schema",
     "zeros_within": "structures",
 }
@@ -55,7 +54,6 @@ __all__ = [
     "load_schema",
     "nfc",
     "packs",
-    "read_synthetic",
     "repeated",
     "zeros_within",
 ]

@@ -11,6 +11,7 @@ _WHERE = {
     "ValidatedData": "inputs",
     "check_inputs": "inputs",
     "check_proposal": "inputs",
+    "check_spec_and_data": "inputs",
     "run_preflight": "preflight",
     "validated_data": "inputs",
 }
@@ -18,6 +19,7 @@ __all__ = [
     "ValidatedData",
     "check_inputs",
     "check_proposal",
+    "check_spec_and_data",
     "run_preflight",
     "validated_data",
 ]

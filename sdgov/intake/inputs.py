@@ -7,7 +7,9 @@ The confidential file (CSV or Parquet) is read, validated and encoded here and n
 embedded engine (:mod:`sdgov.engines`, out of core: memory does not grow with the number of records) into a
 private scratch copy of cell indices; the agree stage copies it into the run as ``codes.parquet``
 (:mod:`sdgov.artifacts`), which later stages read. When the CLI has already checked the file in this process,
-the stage's check finds the same content hash and reuses that encoding (:func:`validated_data`).
+the stage's check finds the same content hash and reuses that encoding (:func:`validated_data`); likewise the
+pre-flight (its generator dry run is a model fit) runs once per release: the stage's check finds that the same
+spec, schema, data and registry passed it in this process (:func:`check_spec_and_data`).
 """
 
 from __future__ import annotations
@@ -18,21 +20,25 @@ import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from sdgov.agreement.load import LoadedSpec, load_spec
 from sdgov.base.errors import SpecError
-from sdgov.base.hashing import sha256_file
+from sdgov.base.hashing import sha256_bytes, sha256_file
 from sdgov.data.schema import Schema
 from sdgov.engines import engine
 from sdgov.governance.approvers import ApprovalRefused, Approver
-from sdgov.governance.controller import APPROVERS, controller_approvers, controller_files
+from sdgov.governance.controller import APPROVERS, check_controller_files, controller_files
 from sdgov.governance.proposals import ProposalCheck, check_proposal_statement, record_proposal_refused
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.identity.names import check_name
 from sdgov.intake.preflight import check_root_is_usable, run_preflight
 from sdgov.registry.log import Registry
+
+if TYPE_CHECKING:
+    from sdgov.agreement.accounting import PrivacyPlan
 
 
 @dataclass(frozen=True)
@@ -99,19 +105,48 @@ class CheckedProposal:
     signed: ProposalCheck
 
 
+_last_passed: tuple[str, PrivacyPlan] | None = None  # the latest pre-flight passed in this process, by its key
+
+
+def _preflight_key(loaded: LoadedSpec, data: ValidatedData, root: str | Path | None) -> str:
+    """What the pre-flight's verdict depends on, hashed: the spec file's bytes and place, the schema, the selection
+    review it names, the data's content and count, and the registry root."""
+    review = loaded.selection_review_path
+    parts = [
+        str(loaded.spec_path),
+        sha256_file(loaded.spec_path),
+        loaded.schema_.sha256(),
+        sha256_file(review) if review is not None and review.is_file() else "",
+        data.sha256,
+        str(data.rows),
+        str(Path(root).resolve()) if root is not None else "",
+    ]
+    return sha256_bytes("\0".join(parts).encode())
+
+
 def check_spec_and_data(
     spec_path: str | Path, data_path: str | Path | None = None, root: str | Path | None = None
-) -> tuple[LoadedSpec, ValidatedData]:
+) -> tuple[LoadedSpec, ValidatedData, PrivacyPlan]:
     """Spec, schema, data, and the pre-flight (names, paths, privacy plan, generator and audit dry runs, disk
-    space under ``root``): the checks every way into a release shares, all before the first draw."""
+    space under ``root``): the checks every way into a release shares, all before the first draw → the loaded spec,
+    the data as checked and the privacy plan.
+
+    Once per release: the CLI checks before the orchestrator starts and the first stage checks again in the same
+    process; when the spec, schema, data and root have the hashes that last passed here, the pre-flight's verdict
+    (a generator fit among its checks) still holds and is not recomputed. Nothing a caller passes can claim it."""
+    global _last_passed
     if root is not None:
         check_root_is_usable(Path(root))
     loaded = load_spec(spec_path)
     data = validated_data(
         Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_, loaded.spec.engine
     )
-    run_preflight(loaded, data.rows, root)
-    return loaded, data
+    key = _preflight_key(loaded, data, root)
+    if _last_passed is not None and _last_passed[0] == key:
+        return loaded, data, _last_passed[1]
+    plan = run_preflight(loaded, data.rows, root)
+    _last_passed = (key, plan)
+    return loaded, data, plan
 
 
 def check_inputs(
@@ -121,7 +156,7 @@ def check_inputs(
     root: str | Path | None = None,
 ) -> CheckedInputs:
     """A release under a standing approval: spec, data, pre-flight and the approval file."""
-    loaded, data = check_spec_and_data(spec_path, data_path, root)
+    loaded, data, _ = check_spec_and_data(spec_path, data_path, root)
     approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
     if approvals_file is None:
         raise SpecError(
@@ -149,7 +184,14 @@ def check_proposal(
     from a run parameter): the reviewed Φ of a selection whose signed draft was checked when it was selected."""
 
     registry = Registry(registry_root)
-    approvers = controller_approvers(registry)
+    approvers = check_controller_files(registry)
+    if approvers is None:  # a sandbox ('sdgov init' alone): releases run, proposals cannot
+        raise SpecError(
+            "no committed approvers registry, which a proposal needs ('sdgov init' alone allows only 'release')",
+            str(controller_files(registry)[APPROVERS]),
+            "'sdgov keygen' per person, add each (role, public_key) to approvers.yaml, "
+            "'sdgov approvers commit --as CONTROLLER --key KEY'",
+        )
     check_name(proposer, "--as")
     loaded = load_spec(spec_path)  # the agreement's hash needs the spec and the public schema, not the data
     try:
@@ -168,5 +210,5 @@ def check_proposal(
             str(controller_files(registry)[APPROVERS]),
             "add them with role 'analyst' or name the analyst who proposes Φ",
         )
-    loaded, data = check_spec_and_data(spec_path, data_path, registry_root)
+    loaded, data, _ = check_spec_and_data(spec_path, data_path, registry_root)
     return CheckedProposal(loaded=loaded, data=data, proposer=who, signed=signed)

@@ -80,7 +80,8 @@ def card_inputs(
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     spec = read_spec(agreed.spec)
     plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
-    with synthetic_records(generated.synthetic, schema, agreement.attributes) as synthetic_codes:
+    codes = audited.synthetic_codes  # validated and encoded once, by the audit stage
+    with synthetic_records(generated.synthetic, schema, agreement.attributes, codes=codes) as synthetic_codes:
         yield CardInputs(
             release_id=f"{agreement.spec_name}-{stamp}-{run_dir.name[:8]}",
             created=utcnow(),

@@ -1,8 +1,11 @@
-"""The confidential CSV is read once per release (issue #10; it used to be parsed up to six times).
+"""The confidential CSV is read once per release (issue #10; it used to be parsed up to six times), the input check
+runs once (issue 27: the CLI's and the agree stage's used to be two, each with a generator dry-run fit) and the
+synthetic file is validated and encoded once (issue 26: the audit, utility and card stages used to do it each).
 
 The CLI's pre-flight check and the agree stage share one encoding by the engine (same process, same file
 content); the agree stage writes the encoded records as the run's ``codes.parquet``, which measure, the audits
-and utility read instead. The engine's encoding is the in-memory encoder's, bit for bit.
+and utility read instead. The engine's encoding is the in-memory encoder's, bit for bit. The audit stage keeps
+the synthetic file's cells (``synthetic_codes.parquet``), which the utility and card stages read hash-verified.
 """
 
 from __future__ import annotations
@@ -20,15 +23,40 @@ from tests.conftest import init_registry, make_demo_inputs
 from tests.system.conftest import counting_encodes
 
 
-def test_the_confidential_csv_is_parsed_once_per_release(tmp_path):
-    """Through the command line: its pre-flight check and the agree stage share one encoding."""
+def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch):
+    """Through the command line: its pre-flight check and the agree stage share one encoding and one pre-flight
+    (one generator dry-run fit); the synthetic file is validated and encoded once, by the audit stage."""
+    from sdgov.engines.duckdb_engine import DuckDBEngine
+    from sdgov.intake import preflight
+
     spec = make_demo_inputs(tmp_path / "inputs", rows=1500)
     data = (tmp_path / "inputs" / "data.csv").resolve()
     root = init_registry(tmp_path / "registry")
+    dry_runs = counted(monkeypatch, preflight, "dry_run_generator")
+    synthetic = counted(monkeypatch, DuckDBEngine, "encode_columns", arg=1)
     with counting_encodes() as parsed, contextlib.redirect_stdout(io.StringIO()):
         assert main(["release", "--spec", str(spec), "--root", str(root), "--json"]) == 0
     assert parsed == [data]
     assert_codes_are_the_encoded_records(root, data, spec)
+    assert len(dry_runs) == 1, "the input check (with its dry-run fit) runs once per release (it was twice)"
+    [run_dir] = (root / "runs").iterdir()
+    assert synthetic == [run_dir.resolve() / "generate" / "synthetic.parquet"], (
+        "validated and encoded once (it was 3 times)"
+    )
+    assert not list((root / "releases").rglob("synthetic_codes.parquet")), "the cells are the run's, not published"
+
+
+def counted(monkeypatch, owner: object, name: str, arg: int = 0) -> list[object]:
+    """The calls of ``owner.name`` while the test runs, each recorded by its argument ``arg`` (a path: resolved)."""
+    calls: list[object] = []
+    real = getattr(owner, name)
+
+    def counting(*args: object) -> object:
+        calls.append(Path(args[arg]).resolve() if isinstance(args[arg], (str, Path)) else args[arg])
+        return real(*args)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls
 
 
 def test_the_audits_read_the_encoded_copy_not_the_csv(released_with_audits):

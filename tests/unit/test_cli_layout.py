@@ -90,6 +90,7 @@ def test_shared_flags_are_declared_once_in_their_parent_parser() -> None:
         "demo",
         "init",
         "release",
+        "validate",
         "stage",
         "registry",
         "trail",

@@ -181,7 +181,7 @@ def test_preflight_reads_numeric_columns_back_as_the_utility_stage_does(inputs: 
     lines = inputs.data.read_text(encoding="utf-8").splitlines()
     inputs.write("data.csv", "\n".join([lines[0] + ",N0,N1,N2"] + [ln + ",5,50,5" for ln in lines[1:]]) + "\n")
     inputs.edit_yaml("spec.yaml", lambda s: s["phi"]["marginals"].append(["N0", "N1", "N2"]))
-    loaded, data = check_spec_and_data(inputs.spec)
+    loaded, data, _ = check_spec_and_data(inputs.spec)
     assert data.rows > 0 and {"N0", "N1", "N2"} <= set(loaded.agreement.attributes)
 
 
@@ -201,5 +201,20 @@ def test_spec_file_is_yaml_12(inputs: Inputs) -> None:  # noqa: F811
     doc = yaml.safe_load(inputs.spec.read_text(encoding="utf-8"))
     doc.pop("description", None)
     inputs.write("spec.yaml", yaml.safe_dump(doc, sort_keys=False) + "description: NO\n")
-    loaded, _ = check_spec_and_data(inputs.spec)
+    loaded, _, _ = check_spec_and_data(inputs.spec)
     assert loaded.spec.description == "NO"
+
+
+def test_validate_with_root_applies_the_controller_policy_as_the_release_does(
+    inputs: Inputs,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 27: ``validate --root`` was refused as an unrecognised argument, so a spec the controller's policy
+    refuses (ε 1 over a 0.5 limit) passed validate and failed only at ``sdgov release``."""
+    from tests.conftest import init_registry
+
+    root = init_registry(tmp_path / "strict", max_epsilon_per_release=0.5)
+    assert main(["validate", "--spec", str(inputs.spec), "--root", str(root), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "policy.yaml" in err and json.loads(out)["ok"] is False

@@ -233,10 +233,25 @@ def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, c
     assert code == 0, err
     assert "forced   Age × Health" in stdout and "proposed spec:" in stdout
     ag = load_spec(out).agreement  # paths made absolute: it resolves from another directory
+    assert f"proposed agreement: {ag.sha256()}" in stdout  # what will be signed, without a validate run to learn it
     assert sum(len(c) == 1 for c in ag.cliques) == 5 and sum(len(c) == 2 for c in ag.cliques) == 4
     assert ("Age", "Health") in ag.cliques
     events = [e.event for e in Registry(root).events()]
     assert events.count("budget_spent") == 2 and events[-1] == "phi_selected"  # 1-ways, then the selection
+
+
+def test_a_sandbox_registry_refuses_a_selection_naming_the_commands_that_make_it_work(tmp_path, capsys):
+    """A registry made by ``sdgov init`` alone runs a release on a standing approval, but a proposal needs its
+    analyst in a committed approvers registry: one line that says which commands set one up, nothing spent."""
+    from tests.conftest import init_registry
+
+    root = init_registry(tmp_path / "registry")
+    draft = _draft(tmp_path)
+    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root",
+                        str(root))  # fmt: skip
+    assert code == 2 and err.count("\n") == 1
+    assert "'sdgov keygen'" in err and "'sdgov approvers commit" in err and "approvers.yaml" in err
+    assert "budget_spent" not in [e.event for e in Registry(root).events()]
 
 
 def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, capsys):

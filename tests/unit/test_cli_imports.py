@@ -1,0 +1,91 @@
+"""Each command imports only what it uses (issue 27): the commands a person runs by hand to make a key, sign a
+decision, list paused runs or read the trail never load JAX, mbi, OpenDP, scikit-learn or pandas (seconds of
+imports), and the ones that need no server never load Prefect.
+
+Behaviour, not timing: each command runs in a fresh interpreter, which then reports what is in ``sys.modules``
+(``benchmarks/cli_startup.py`` measures the seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("jax", "mbi", "opendp", "sklearn", "pandas")
+
+RUN = """
+import contextlib, io, json, sys
+from sdgov.flows.cli import main
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main(argv)
+        except Exception:  # an unreachable server: what matters is what was imported on the way
+            pass
+for module in json.loads(sys.argv[2]):
+    __import__(module)
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+RUN_ID = "0b6c9c1e-0000-4000-8000-000000000000"
+
+
+def loaded_after(tmp_path: Path, argvs: list[list[str]], modules: tuple[str, ...] = (), **env: str) -> set[str]:
+    """The top-level packages in ``sys.modules`` after running ``argvs`` (then importing ``modules``) in a fresh
+    interpreter started in ``tmp_path``."""
+    out = subprocess.run(
+        [sys.executable, "-c", RUN, json.dumps(argvs), json.dumps(list(modules))],
+        cwd=tmp_path,
+        env={**os.environ, "SDGOV_REGISTRY": str(tmp_path / "registry"), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_key_policy_and_registry_commands_load_nothing_heavy_and_no_prefect(tmp_path: Path) -> None:
+    """``keygen``, ``init``, ``trail``, ``budget`` and ``registry verify`` read and write files: no Prefect, no
+    numerical stack beyond numpy."""
+    argvs = [
+        ["keygen", "--out", str(tmp_path / "k.pem")],
+        ["init"],
+        ["trail"],
+        ["budget"],
+        ["registry", "verify"],
+    ]
+    loaded = loaded_after(tmp_path, argvs)
+    assert (tmp_path / "k.pem").is_file() and (tmp_path / "registry" / "policy.yaml").is_file()  # they ran
+    assert not loaded & {*HEAVY, "prefect"}, sorted(loaded & {*HEAVY, "prefect"})
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["runs"], ["sign", RUN_ID, "--as", "Ann", "--key", "k.pem"], ["approve", RUN_ID, "--as", "Ann", "--key", "k.pem"]],
+    ids=["runs", "sign", "approve"],
+)
+def test_the_commands_that_talk_to_a_paused_run_load_prefect_but_not_the_numerical_stack(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """``runs``, ``sign`` and ``approve`` need Prefect's client, not the flow: run as far as the server (none is
+    listening), then the modules they use to check and sign a decision are imported too."""
+    signing = (
+        "sdgov.flows.pending",
+        "sdgov.governance.approvers",
+        "sdgov.governance.controller",
+        "sdgov.governance.decisions",
+        "sdgov.identity.statements",
+        "sdgov.identity.keys",
+        "sdgov.registry.log",
+    )
+    argvs = [["keygen", "--out", str(tmp_path / "k.pem")], argv]
+    unreachable = {"PREFECT_API_URL": "http://127.0.0.1:9/api", "PREFECT_CLIENT_MAX_RETRIES": "0"}
+    loaded = loaded_after(tmp_path, argvs, signing, **unreachable)
+    assert "prefect" in loaded  # it got as far as the client
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
