@@ -197,8 +197,8 @@ def phi_review_flow(
     deadline = time.monotonic() + timeout_s
     draft = Path(draft_path).resolve()
     run_id = "select-" + new_run_id()
-    proposal, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
-    state = _Review(proposal, summary["rho_budget"])
+    selection, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
+    state = _Review(selection, summary["rho_budget"])
     state.publish()
     loaded = load_spec(draft)
     ag, attrs = loaded.agreement, loaded.agreement.attributes
@@ -229,7 +229,7 @@ def phi_review_flow(
         )
     record = SelectionRecord(
         draft_agreement_sha256=draft_sha,
-        proposal=proposal,
+        proposal=selection,
         reviews=state.reviews,
         changes=state.changes,
         pairs=state.pairs,
