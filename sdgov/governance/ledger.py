@@ -210,15 +210,31 @@ def spend_locked(
     agreement_sha256: str,
     run_id: str,
     events: list[Event],
-    authority: Authority,
+    authority: Authority | None = None,
 ) -> Spend | None:
     """Reserve the ρ of new statistics (key → ρ) in the controller's authority, checked against the lifetime ρ over
-    every registry's charges, or refuse them all. Call with the registry lock and the authority's lock held, before
-    any draw, with only statistics no earlier spend reserved and ``events`` the log as verified under that same
-    lock (:meth:`~sdgov.registry.log.Registry.verified_events`: verifying every signature again would find the same
+    every registry's charges, or refuse them all. Call with the registry lock and the authority's lock held (the
+    controller's authority when ``authority`` is None; its lock is re-entrant), before any draw, with only
+    statistics no earlier spend reserved and ``events`` the log as verified under that same lock
+    (:meth:`~sdgov.registry.log.Registry.verified_events`: verifying every signature again would find the same
     log). ``None`` when there is nothing to spend."""
     if not statistics:
         return None
+    authority = authority or open_authority()
+    with authority.lock():
+        return _spend_locked(registry, dataset, fingerprint, statistics, agreement_sha256, run_id, events, authority)
+
+
+def _spend_locked(
+    registry: Registry,
+    dataset: str,
+    fingerprint: str,
+    statistics: dict[str, float],
+    agreement_sha256: str,
+    run_id: str,
+    events: list[Event],
+    authority: Authority,
+) -> Spend | None:
     check_policy_logged(registry, events)
     check_controller_files(registry, events)  # the rest of what verify checks: controller files, approval statements
     policy, policy_sha = load_policy(registry.root)
@@ -254,13 +270,13 @@ def spend_locked(
             comment=json.dumps(detail, sort_keys=True),
         )
         refused = BudgetError(
-            f"privacy budget exceeded for dataset {dataset!r}: this release needs ρ={rho:.6g} for "
-            f"{len(statistics)} new statistic(s), but {spent:.6g} of the lifetime ρ={limits.lifetime_rho:.6g} "
-            f"is already spent ({n} spend(s) in {regs} registr{'y' if regs == 1 else 'ies'} of this controller); "
-            f"{max(0.0, limits.lifetime_rho - spent):.6g} remains. Refused before any noise was drawn",
+            f"privacy budget exceeded for dataset {dataset!r} over this controller's registries: ρ={spent:.6g} of its "
+            f"lifetime ρ={limits.lifetime_rho:.6g} spent ({n} spend(s) in {regs} registr{'y' if regs == 1 else 'ies'}"
+            "), "
+            f"{max(0.0, limits.lifetime_rho - spent):.6g} left, this release needs ρ={rho:.6g} for {len(statistics)} "
+            "new statistic(s). Refused before any noise was drawn",
             f"{policy_path(registry.root)}: {entry}",
-            "lower the budget of this agreement (or reuse statistics already measured) or ask the data controller "
-            "to raise the lifetime budget",
+            "lower this agreement's budget, or ask the data controller to raise the lifetime budget",
         )
         refused.logged = True  # budget_refused, above
         raise refused from None

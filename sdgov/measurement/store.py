@@ -393,7 +393,8 @@ def _budget_record(
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
-    commit = commitment.registry_committer(registry.registry_id())  # budget.json is published: no unkeyed hash
+    this_registry = registry.registry_id()
+    commit = commitment.registry_committer(this_registry)  # budget.json is published: no unkeyed hash
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
         key = keys[(m.part, m.clique)]
@@ -409,7 +410,8 @@ def _budget_record(
                 "how": how.get(key, "drawn"),
                 "measured_at": src.time if src else None,
                 "measured_in_run": src.run_id if src else None,
-                "measured_in_registry": src.registry_id if src else None,
+                # another registry's draw, copied in through the authority (None: drawn in this registry)
+                "measured_in_registry": src.registry_id if src and src.registry_id != this_registry else None,
                 "earlier_releases": used_by.get(key, []),
                 "other_sigmas": scales.get((frozenset(m.clique), sha256_json(records)), []),
             }
