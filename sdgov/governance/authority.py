@@ -198,6 +198,10 @@ class SqliteAuthority:
         try:
             con.execute("PRAGMA synchronous=FULL")
             con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if not write and con.execute("SELECT 1 FROM sqlite_master WHERE name = 'statistics'").fetchone() is None:
+                yield None  # created by a first write that has not committed its tables yet: nothing in it
+                con.execute("COMMIT")
+                return
             if write:
                 for stmt in filter(str.strip, _SCHEMA.split(";")):
                     con.execute(stmt)
