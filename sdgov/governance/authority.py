@@ -129,9 +129,13 @@ class Authority(Protocol):
         """The statistic ``key`` as drawn (its record and bytes), or None."""
         ...
 
-    def record(self, key: str, payload: bytes, registry_id: str, run_id: str) -> Drawn:
-        """Store a drawn statistic, before any registry uses it; a key already stored keeps its first bytes (a
-        different payload is refused: one statistic is drawn once)."""
+    def record(self, key: str, payload: bytes, registry_id: str, run_id: str, time: str | None = None) -> Drawn:
+        """Store a drawn statistic, before any registry uses it (``time``: when it was drawn, if before now); a key
+        already stored keeps its first bytes (a different payload is refused: one statistic is drawn once)."""
+        ...
+
+    def keys(self) -> set[str]:
+        """Every statistic key stored."""
         ...
 
 
@@ -331,7 +335,7 @@ class SqliteAuthority:
             )
         return Drawn(key=row[0], sha256=row[1], registry_id=row[2], run_id=row[3], time=row[4]), payload
 
-    def record(self, key: str, payload: bytes, registry_id: str, run_id: str) -> Drawn:
+    def record(self, key: str, payload: bytes, registry_id: str, run_id: str, time: str | None = None) -> Drawn:
         """Inserted in one ``BEGIN IMMEDIATE`` transaction, committed (durable) before it returns."""
         sha = sha256_bytes(payload)
         with self._db(write=True) as con:
@@ -347,12 +351,17 @@ class SqliteAuthority:
                         "use the authority's copy; never draw a statistic twice",
                     )
                 return Drawn(key=key, sha256=sha, registry_id=found[1], run_id=found[2], time=found[3])
-            drawn = Drawn(key=key, sha256=sha, registry_id=registry_id, run_id=run_id, time=utcnow())
+            drawn = Drawn(key=key, sha256=sha, registry_id=registry_id, run_id=run_id, time=time or utcnow())
             con.execute(
                 "INSERT INTO statistics (key, sha256, payload, registry_id, run_id, time) VALUES (?, ?, ?, ?, ?, ?)",
                 (key, sha, payload, registry_id, run_id, drawn.time),
             )
         return drawn
+
+    def keys(self) -> set[str]:
+        """One read of the statistics table's keys."""
+        with self._db(write=False) as con:
+            return set() if con is None else {r[0] for r in con.execute("SELECT key FROM statistics")}
 
 
 _FIX = f"restore the controller's budget authority from its backup, or point ${ENV} at it"

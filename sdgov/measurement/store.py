@@ -137,6 +137,7 @@ def measure_once(
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
+        _import_logged(registry, auth, events)  # what this registry drew before the authority knew it
         keys = statistic_keys(fp, agreement, plan)
         rhos = {keys[(m.part, m.clique)]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
         logged = {k: e for k in keys.values() if (e := logged_statistic(registry, events, k)) is not None}
@@ -226,6 +227,28 @@ def measure_once(
     )
     write_json(Path(agreed.run_dir) / "budget.json", budget)
     return Outcome(path=out, plan=plan, budget=budget, how=how)
+
+
+def _import_logged(registry: Registry, auth: Authority, events: list[Event]) -> None:
+    """Give the authority this registry's logged spends and noisy statistics it lacks (a registry older than the
+    authority, or an authority restored from an older backup), so every other registry counts and reuses them; the
+    files were checked against the log by :meth:`~sdgov.registry.log.Registry.verified_events`."""
+    ledger.import_spends(auth, events)
+    known = auth.keys()
+    rid = registry.registry_id()
+    for e in events:
+        for name in e.artifacts if e.event == "measured" else ():
+            key = Path(name).stem  # a statistic's key (hex); an AIM round journal's stem has a suffix: not shared
+            if not name.startswith("measurements/") or not name.endswith(".json") or "." in key or key in known:
+                continue
+            payload = (registry.root / name).read_bytes()
+            try:
+                exact = Statistic.model_validate_json(payload).sigma == 0  # noise: none, exact counts: not a draw
+            except ValueError:  # a selection's proposal: not a table, shared all the same
+                exact = False
+            if not exact:
+                auth.record(key, payload, rid, e.run_id, e.time)
+            known.add(key)
 
 
 def _shared(auth: Authority, registry: Registry, key: str, fingerprint: str, noise: str) -> bytes | None:

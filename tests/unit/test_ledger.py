@@ -336,17 +336,20 @@ def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
 
 
 def test_a_registry_older_than_the_authority_counts_for_every_other(tmp_path, monkeypatch):
-    """Spends a registry logged before the authority existed (or that a restored authority lost) are imported when it
-    next spends: the account never shrinks below what a log records."""
+    """Spends and draws a registry logged before the authority existed (or that a restored authority lost) are
+    imported when it next measures: the account never shrinks below what a log records, and no statistic is drawn
+    twice."""
     a, b = tmp_path / "a", tmp_path / "b"
     _policy(a, 2.5 * RHO)
     _policy(b, 2.5 * RHO)
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))
-    agreed, _ = _measure_only(_spec(tmp_path, 1), a)  # drawn under an authority since lost
+    agreed, old = _measure_only(_spec(tmp_path, 1), a)  # drawn under an authority since lost
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))
     acct = ledger.account(Registry(a), "toyland_census", agreed.data.fingerprint)
     assert acct.spent_rho == pytest.approx(RHO), "its own log still counts"
-    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # a new statistic: a's earlier spend is imported first
+    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # a measures again: its spends and draws are imported
+    _, copy = _measure_only(_spec(tmp_path, 1), b)  # the statistics a drew before: copied, not drawn again
+    assert _psi(copy) == _psi(old) and _events(b).count(ledger.SPENT) == 0
     with pytest.raises(BudgetError, match="budget exceeded"):
         _measure_only(_spec(tmp_path, 3, rho=0.8 * RHO), b)  # 1.9 spent (a), 0.8 more: over 2.5
     assert ledger.account(Registry(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(1.9 * RHO)
