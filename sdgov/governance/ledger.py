@@ -334,15 +334,22 @@ def check_policy_logged(registry: Registry, events: list[Event]) -> None:
 
 
 def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
-    """Every dataset that has spent, with its account (for ``sdgov budget`` and the trail)."""
+    """Every dataset this registry has spent on or holds statistics of (copied from another registry through the
+    controller's authority), with its account over every registry (for ``sdgov budget`` and the trail)."""
     events = registry.verified_events()
+    authority = open_authority()
     seen: dict[str, str] = {}
     for s in spends(events):
         seen.setdefault(s.fingerprint, s.dataset)
+    stored = registry.root / "measurements"
+    for path in sorted(stored.glob("*.json")) if stored.is_dir() else []:
+        charged = authority.reservation(path.stem)
+        if charged is not None:
+            seen.setdefault(charged.fingerprint, charged.dataset)
     out = []
     for fingerprint, name in seen.items():
         try:
-            out.append(account(registry, name, fingerprint, events).model_dump())
+            out.append(account(registry, name, fingerprint, events, authority).model_dump())
         except SdgovError as exc:
             mine = _mine(events, name, fingerprint)
             out.append(

@@ -329,6 +329,8 @@ def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
     assert {s["how"] for s in budget["statistics"]} == {"reused"}
     assert {s["measured_in_registry"] for s in budget["statistics"]} == {Registry(a).registry_id()}
     assert Registry(b).verify() == []
+    [summary] = ledger.ledger_summary(Registry(b))  # `sdgov budget` on b: the dataset's account, a's spend in it
+    assert summary["spent_rho"] == pytest.approx(RHO) and summary["registries"] == 1
     with pytest.raises(BudgetError, match=r"over this controller's registries.*\(1 spend\(s\) in 1 registry\)"):
         _measure_only(_spec(tmp_path, 1, rho=0.9 * RHO), b)
     assert not [p for p in (b / "measurements").glob("*.json") if p.name not in stored], "nothing drawn"
