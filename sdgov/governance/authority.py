@@ -191,13 +191,13 @@ class SqliteAuthority:
             return
         if self.path.is_symlink():
             raise RegistryError("the budget authority is a symbolic link (refused)", str(self.path), _FIX)
-        if write:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            if not self.path.exists():
-                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         try:
+            if write:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not self.path.exists():
+                    os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             con = sqlite3.connect(self.path, timeout=120, isolation_level=None)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise RegistryError(f"the budget authority cannot be opened ({exc})", str(self.path), _FIX) from None
         try:
             con.execute("PRAGMA synchronous=FULL")
@@ -235,12 +235,17 @@ class SqliteAuthority:
     def lock(self) -> Iterator[None]:
         """``flock`` on ``<file>.lock`` (re-entrant within a thread); a PostgreSQL backend takes an advisory lock."""
         held: set[str] = _held.__dict__.setdefault("paths", set())
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        key = str(self.path.resolve())
-        if key in held:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            key = str(self.path.resolve())
+            fd = -1 if key in held else os.open(f"{self.path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        except OSError as exc:
+            raise RegistryError(
+                f"the budget authority cannot be used ({exc.strerror or exc})", str(self.path), _FIX
+            ) from None
+        if fd < 0:
             yield
             return
-        fd = os.open(f"{self.path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             held.add(key)

@@ -371,3 +371,15 @@ def test_the_authority_is_found_in_the_environment_only(tmp_path, monkeypatch):
     (tmp_path / "junk.sqlite").write_text("not a database")
     with pytest.raises(RegistryError, match="budget authority is unreadable"):
         open_authority(str(tmp_path / "junk.sqlite")).charges("f" * 64, "x")
+
+
+def test_an_authority_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    from sdgov.base.errors import RegistryError
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "a-file" / "authority.sqlite"))
+    root = init_registry(tmp_path / "registry")
+    with pytest.raises(RegistryError, match="budget authority cannot be used") as exc:
+        _measure_only(_spec(tmp_path, 1), root)
+    assert "SDGOV_AUTHORITY" in exc.value.one_line()
+    assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0
