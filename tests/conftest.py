@@ -1,13 +1,16 @@
 """Environment and shared helpers for both suites: unit/ (pure, fast) and system/ (real Prefect, DVC, browser, census).
 
-The environment is set before anything imports Prefect or DVC, so no test writes to ~/.prefect or sends analytics.
+The environment is set before anything imports Prefect or DVC, so no test writes to ~/.prefect or sends analytics,
+and every test gets its own budget authority (``authority``), so no two tests share an account by accident.
 The Prefect test server lives in system/conftest.py: unit tests never start one."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 _home = tempfile.mkdtemp(prefix="sdgov-prefect-")
@@ -15,6 +18,10 @@ os.environ["PREFECT_HOME"] = _home
 # registry signing keys live outside every registry (sdgov/registry/key.py): here, never in ~/.config
 os.environ["SDGOV_KEY_DIR"] = tempfile.mkdtemp(prefix="sdgov-keys-")
 os.environ.pop("SDGOV_REGISTRY_KEY", None)
+# the controller's budget authority (sdgov/governance/authority.py) is shared by every registry on the machine: never
+# ~/.local/share's here. The fixtures below give each module and each test a fresh one (every test uses the same
+# demo data, so one shared authority would reuse another test's noise and spend another test's budget)
+os.environ["SDGOV_AUTHORITY"] = str(Path(tempfile.mkdtemp(prefix="sdgov-authority-")) / "authority.sqlite")
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ["DVC_NO_ANALYTICS"] = "1"
@@ -72,6 +79,31 @@ def init_registry(root: Path, datasets: dict | None = None, **defaults: object) 
         policy_path(root).write_text(yaml.safe_dump(policy, sort_keys=False))
     init(Registry(root), controller="Carl Controller")
     return root
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_authority(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh budget authority for a module's shared fixtures (a release built once for many tests)."""
+    with own_authority(tmp_path_factory.mktemp("authority")) as path:
+        yield path
+
+
+@pytest.fixture(autouse=True)
+def authority(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh budget authority for each test, in the environment, so the processes a test starts share it too."""
+    path = tmp_path / "authority" / "authority.sqlite"
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(path))
+    return path
+
+
+@contextlib.contextmanager
+def own_authority(directory: Path) -> Iterator[Path]:
+    """``SDGOV_AUTHORITY`` pointed at a fresh authority under ``directory`` while the block runs (a shared fixture
+    that releases the demo data must not meet another fixture's draws)."""
+    path = directory / "authority.sqlite"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SDGOV_AUTHORITY", str(path))
+        yield path
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:

@@ -1,5 +1,6 @@
 """Who may decide what: roles and sign-offs, the approvers registry, the controller's signed files and
-policy, standing approvals, and the budget ledger that every spend composes in.
+policy, standing approvals, the budget ledger that every spend composes in, and the controller's budget authority that
+every registry's ledger shares.
 
 The names below are the room's face (what other rooms use); they load on first use, so importing the room
 costs nothing.
@@ -10,6 +11,7 @@ from sdgov.base.face import lazy_face
 _WHERE = {
     "APPROVERS": "controller",
     "Account": "ledger",
+    "Authority": "authority",
     "ApprovalRefused": "approvers",
     "Approver": "approvers",
     "Approvers": "approvers",
@@ -60,6 +62,7 @@ _WHERE = {
 __all__ = [
     "APPROVERS",
     "Account",
+    "Authority",
     "ApprovalRefused",
     "Approver",
     "Approvers",

@@ -1,44 +1,63 @@
-"""The privacy-budget ledger: one lifetime zCDP account per confidential dataset, spends composed by addition.
+"""The privacy-budget ledger: one lifetime zCDP account per confidential dataset, spends composed by addition, over
+every registry the controller runs.
 
-The account belongs to the *content* of the data (:mod:`sdgov.data.fingerprint`), not to a file or a name: renaming
-the dataset or re-encoding its file opens no new account. The declared name is a label; a spend still counts
-against every dataset sharing its name as well (a new version of the data under the same name mostly describes
-the same people), so the link by name can only add spends, never hide one.
+The account belongs to the *content* of the data (:mod:`sdgov.data.fingerprint`), not to a file, a name or a
+registry: renaming the dataset, re-encoding its file or publishing in a new registry opens no new account. The
+declared name is a label; a spend still counts against every dataset sharing its name as well (a new version of
+the data under the same name mostly describes the same people), so the link by name can only add spends, never
+hide one.
 
-The lifetime budget is the controller's (``policy.yaml``, :mod:`sdgov.governance.policy`); without a policy nothing is
-spent. Spends are ``budget_spent`` events of the registry's hash-chained log, one per run that draws new noise,
-naming every statistic it reserves (:func:`sdgov.measurement.store.statistic_key`: dataset × marginal × σ, and a
-split synthesis's part filter) and its ρ. ρ composes by addition (zCDP) over every statistic ever drawn on the
-dataset; a statistic already drawn is reused and spends nothing.
+**One budget per controller.** The account lives in the controller's budget authority
+(:mod:`sdgov.governance.authority`: ``$SDGOV_AUTHORITY``, an embedded SQLite file by default), shared by every
+registry on the machine, and so do the statistics drawn on the dataset: a second registry asking a statistic
+already drawn copies it (no new noise, no new spend), and a new statistic is checked against the lifetime ρ over
+the charges of *all* registries, then charged, in one authority transaction. A new registry is not a new budget.
+The authority is the check's source of truth; :func:`account` adds the registry's own logged spends the authority
+lacks (a registry older than the authority, or an authority restored from an older backup), and every spend
+imports them first, so the account never shrinks below what a log records.
 
-Every account is computed from :meth:`~sdgov.registry.log.Registry.verified_events` only: a log whose chain or
-signatures fail (a deleted or shrunk ``budget_spent``) refuses every spend with one line
+The lifetime budget is the controller's (``policy.yaml`` of the registry spending, :mod:`sdgov.governance.policy`);
+without a policy nothing is spent. Each registry's hash-chained log records its spends as ``budget_spent`` events,
+one per run that draws new noise, naming every statistic it reserves (:func:`sdgov.measurement.store.statistic_key`:
+dataset × marginal × σ, and a split synthesis's part filter), its ρ, the account before and after across all
+registries, and the authority's charge; ρ composes by addition (zCDP) over every statistic ever drawn on the
+dataset; a statistic already drawn — in this registry or any other — is reused and spends nothing.
+
+Every registry view is computed from :meth:`~sdgov.registry.log.Registry.verified_events` only: a log whose chain
+or signatures fail (a deleted or shrunk ``budget_spent``) refuses every spend with one line
 (:class:`~sdgov.registry.log.LogBroken`). The policy's sha256 is logged with each spend, and a spend is refused while
 ``policy.yaml`` differs from the hash last logged (a lifetime budget raised by editing the file).
 
-Protocol (sdgov/measurement/store.py, all under the registry lock, so concurrent runs cannot overspend):
+Protocol (sdgov/measurement/store.py, under the registry lock and then the authority's lock, so concurrent runs —
+in one registry or several — cannot overspend nor draw one statistic twice):
 
-1. statistics persisted *and* logged → reused, spend nothing;
-2. the rest: those a dead run reserved are drawn (or adopted) under that reservation; for the others the budget
-   is checked — refused (``budget_refused`` logged, :class:`~sdgov.base.errors.BudgetError`) *before any noise is
-   drawn* — and one ``budget_spent`` is appended (fsynced) for all of them;
-3. draw, persist each noisy marginal atomically, log ``measured``.
+1. statistics persisted *and* logged in this registry → reused, spend nothing; drawn under the authority by
+   another registry → copied in (logged ``measured``, naming the authority and the original draw), spend nothing;
+2. the rest: those a dead run reserved (in the authority or this log) are drawn (or adopted) under that
+   reservation; for the others the budget is checked across registries — refused (``budget_refused`` logged,
+   :class:`~sdgov.base.errors.BudgetError`) *before any noise is drawn* — and charged in the authority, then one
+   ``budget_spent`` is appended (fsynced) for all of them;
+3. draw, record each noisy marginal in the authority (its first persistence), persist it in the registry
+   atomically, log ``measured``.
 
 A crash between 2 and 3 leaves a spend and no measurement: the noise drawn in the dead process was never
 persisted nor seen, so the re-run draws it (once) under the existing spend — no second spend. A crash after
-a file was persisted but before ``measured`` was logged leaves a complete, validated file: the re-run adopts
-it as drawn (never re-draws) — but only because a reservation for its key precedes it; an unlogged file with no
-reservation was not drawn under the ledger and is refused. Either way the ledger shows one spend.
+the authority recorded a draw leaves it there: the re-run copies it (never re-draws). A file persisted in the
+registry but not logged is adopted as drawn — but only because a reservation for its key precedes it; an unlogged
+file with no reservation was not drawn under the ledger and is refused. Either way the ledger shows one spend.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import uuid
 from typing import TYPE_CHECKING, Any
 
+from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
+from sdgov.governance.authority import Authority, Charge, Overspend, open_authority
 from sdgov.governance.controller import check_controller_files
 from sdgov.governance.policy import POLICY_FILE, load_policy, policy_path
 from sdgov.registry.log import policy_problems  # the registry checks the policy hash the ledger logs
@@ -52,7 +71,7 @@ TOLERANCE = 1e-9  # relative: float sums of ρ must not refuse an exact fit
 
 
 class Spend(Frozen):
-    seq: int
+    seq: int  # the registry log's sequence number, or the authority's order for a charge made in another registry
     time: str
     dataset: str
     fingerprint: str
@@ -60,6 +79,8 @@ class Spend(Frozen):
     statistics: dict[str, float]  # statistic key → its ρ
     agreement_sha256: str
     run_id: str
+    registry_id: str = ""
+    ref: str = ""  # the authority's charge; '<registry id>:<event hash>' for a spend only a registry log records
 
 
 class Account(Frozen):
@@ -70,12 +91,13 @@ class Account(Frozen):
     lifetime_rho: float
     spent_rho: float
     remaining_rho: float
-    spends: list[Spend]
+    spends: list[Spend]  # every registry's, the authority's first
     policy_entry: str  # which part of policy.yaml set the lifetime ('defaults' or 'datasets.<key>')
     policy_sha256: str
+    registries: int = 1  # how many registries have spent on the dataset
 
 
-def spend_of(e: Event) -> Spend | None:
+def spend_of(e: Event, registry_id: str = "") -> Spend | None:
     """The spend a ``budget_spent`` event records, or None for any other event; a legacy spend counts, its file
     hash standing in for the fingerprint and its measurement key for the statistics."""
     if e.event != SPENT:
@@ -93,24 +115,52 @@ def spend_of(e: Event) -> Spend | None:
         statistics={k: float(v) for k, v in statistics.items()},
         agreement_sha256=e.agreement_sha256,
         run_id=e.run_id,
+        registry_id=registry_id,
+        ref=d.get("authority_charge") or f"{registry_id}:{e.hash}",
     )
 
 
 def spends(events: list[Event]) -> list[Spend]:
-    """Every spend recorded in ``events``, in log order."""
-    return [s for s in map(spend_of, events) if s is not None]
+    """Every spend recorded in ``events`` (one registry's log, its genesis first), in log order."""
+    rid = events[0].artifacts.get("registry_id", "") if events else ""
+    return [s for e in events if (s := spend_of(e, rid)) is not None]
+
+
+def _spend(c: Charge) -> Spend:
+    """An authority charge as a spend of the account."""
+    return Spend(
+        seq=c.seq,
+        time=c.time,
+        dataset=c.dataset,
+        fingerprint=c.fingerprint,
+        rho=c.rho,
+        statistics=c.statistics,
+        agreement_sha256=c.agreement_sha256,
+        run_id=c.run_id,
+        registry_id=c.registry_id,
+        ref=c.ref,
+    )
 
 
 def _mine(events: list[Event], dataset: str, fingerprint: str) -> list[Spend]:
     return [s for s in spends(events) if s.fingerprint == fingerprint or s.dataset == dataset]
 
 
-def account(registry: Registry, dataset: str, fingerprint: str, events: list[Event] | None = None) -> Account:
-    """The dataset's account under the controller's policy (PolicyError when the registry has none)."""
+def account(
+    registry: Registry,
+    dataset: str,
+    fingerprint: str,
+    events: list[Event] | None = None,
+    authority: Authority | None = None,
+) -> Account:
+    """The dataset's account under this registry's policy (PolicyError when it has none): every charge the
+    controller's authority holds, from every registry, plus this registry's logged spends it lacks."""
     events = registry.verified_events() if events is None else events
     policy, policy_sha = load_policy(registry.root)
     limits, entry = policy.limits(fingerprint, dataset)
-    mine = _mine(events, dataset, fingerprint)
+    charged = [_spend(c) for c in (authority or open_authority()).charges(fingerprint, dataset)]
+    refs = {s.ref for s in charged}
+    mine = charged + [s for s in _mine(events, dataset, fingerprint) if s.ref not in refs]
     spent = math.fsum(s.rho for s in mine)
     return Account(
         dataset=dataset,
@@ -121,6 +171,28 @@ def account(registry: Registry, dataset: str, fingerprint: str, events: list[Eve
         spends=mine,
         policy_entry=entry,
         policy_sha256=policy_sha,
+        registries=len({s.registry_id for s in mine}),
+    )
+
+
+def import_spends(authority: Authority, events: list[Event]) -> None:
+    """Give the authority this registry's logged spends it lacks (idempotent): a registry older than the authority
+    (or one whose spends a restored authority lost) still counts for every other registry."""
+    authority.import_charges(
+        [
+            Charge(
+                ref=s.ref,
+                time=s.time,
+                dataset=s.dataset,
+                fingerprint=s.fingerprint,
+                rho=s.rho,
+                statistics=s.statistics,
+                agreement_sha256=s.agreement_sha256,
+                run_id=s.run_id,
+                registry_id=s.registry_id,
+            )
+            for s in spends(events)
+        ]
     )
 
 
@@ -138,30 +210,55 @@ def spend_locked(
     agreement_sha256: str,
     run_id: str,
     events: list[Event],
+    authority: Authority | None = None,
 ) -> Spend | None:
-    """Reserve the ρ of new statistics (key → ρ), or refuse them all. Call with the registry lock held, before
-    any draw, with only statistics no earlier spend reserved and ``events`` the log as verified under that same
-    lock (:meth:`~sdgov.registry.log.Registry.verified_events`: verifying every signature again would find the same
+    """Reserve the ρ of new statistics (key → ρ) in the controller's authority, checked against the lifetime ρ over
+    every registry's charges, or refuse them all. Call with the registry lock and the authority's lock held (the
+    controller's authority when ``authority`` is None; its lock is re-entrant), before any draw, with only
+    statistics no earlier spend reserved and ``events`` the log as verified under that same lock
+    (:meth:`~sdgov.registry.log.Registry.verified_events`: verifying every signature again would find the same
     log). ``None`` when there is nothing to spend."""
     if not statistics:
         return None
+    authority = authority or open_authority()
+    with authority.lock():
+        return _spend_locked(registry, dataset, fingerprint, statistics, agreement_sha256, run_id, events, authority)
+
+
+def _spend_locked(
+    registry: Registry,
+    dataset: str,
+    fingerprint: str,
+    statistics: dict[str, float],
+    agreement_sha256: str,
+    run_id: str,
+    events: list[Event],
+    authority: Authority,
+) -> Spend | None:
     check_policy_logged(registry, events)
     check_controller_files(registry, events)  # the rest of what verify checks: controller files, approval statements
-    acct = account(registry, dataset, fingerprint, events)
+    policy, policy_sha = load_policy(registry.root)
+    limits, entry = policy.limits(fingerprint, dataset)
+    import_spends(authority, events)  # this registry's spends the authority lacks count before the check
     rho = math.fsum(statistics.values())
-    after = acct.spent_rho + rho
-    detail: dict[str, Any] = {
-        "dataset": dataset,
-        "fingerprint": fingerprint,
-        "rho": rho,
-        "statistics": statistics,
-        "spent_before": acct.spent_rho,
-        "spent_after": after,
-        "lifetime_rho": acct.lifetime_rho,
-        "policy_entry": acct.policy_entry,
-    }
-    artifacts = {"dataset": fingerprint, POLICY_FILE: acct.policy_sha256}
-    if after > acct.lifetime_rho * (1 + TOLERANCE):
+    charge = Charge(
+        ref=uuid.uuid4().hex,
+        time=utcnow(),
+        dataset=dataset,
+        fingerprint=fingerprint,
+        rho=rho,
+        statistics=statistics,
+        agreement_sha256=agreement_sha256,
+        run_id=run_id,
+        registry_id=registry.registry_id(),
+    )
+    artifacts = {"dataset": fingerprint, POLICY_FILE: policy_sha}
+    try:
+        stored, before = authority.charge(charge, limits.lifetime_rho)
+    except Overspend as over:
+        spent, n = over.spent, len(over.before)
+        regs = len({c.registry_id for c in over.before})
+        detail = _detail(dataset, fingerprint, rho, statistics, spent, limits.lifetime_rho, entry, authority, regs)
         registry.append_locked(
             REFUSED,
             "sdgov",
@@ -173,16 +270,19 @@ def spend_locked(
             comment=json.dumps(detail, sort_keys=True),
         )
         refused = BudgetError(
-            f"privacy budget exceeded for dataset {dataset!r}: this release needs ρ={rho:.6g} for "
-            f"{len(statistics)} new statistic(s), but {acct.spent_rho:.6g} of the lifetime ρ={acct.lifetime_rho:.6g} "
-            f"is already spent ({len(acct.spends)} spend(s)); {acct.remaining_rho:.6g} remains. Refused before any "
-            "noise was drawn",
-            f"{policy_path(registry.root)}: {acct.policy_entry}",
-            "lower the budget of this agreement (or reuse statistics already measured) or ask the data controller "
-            "to raise the lifetime budget",
+            f"privacy budget exceeded for dataset {dataset!r} over this controller's registries: ρ={spent:.6g} of its "
+            f"lifetime ρ={limits.lifetime_rho:.6g} spent ({n} spend(s) in {regs} registr{'y' if regs == 1 else 'ies'}"
+            "), "
+            f"{max(0.0, limits.lifetime_rho - spent):.6g} left, this release needs ρ={rho:.6g} for {len(statistics)} "
+            "new statistic(s). Refused before any noise was drawn",
+            f"{policy_path(registry.root)}: {entry}",
+            "lower this agreement's budget, or ask the data controller to raise the lifetime budget",
         )
         refused.logged = True  # budget_refused, above
-        raise refused
+        raise refused from None
+    spent = math.fsum(c.rho for c in before)
+    regs = len({c.registry_id for c in [*before, stored]})
+    detail = _detail(dataset, fingerprint, rho, statistics, spent, limits.lifetime_rho, entry, authority, regs)
     e = registry.append_locked(
         SPENT,
         "sdgov",
@@ -190,9 +290,35 @@ def spend_locked(
         agreement_sha256=agreement_sha256,
         run_id=run_id,
         artifacts=artifacts,
-        comment=json.dumps(detail, sort_keys=True),
+        comment=json.dumps({**detail, "authority_charge": stored.ref}, sort_keys=True),
     )
-    return spend_of(e)
+    return spend_of(e, registry.registry_id())
+
+
+def _detail(
+    dataset: str,
+    fingerprint: str,
+    rho: float,
+    statistics: dict[str, float],
+    spent: float,
+    lifetime: float,
+    entry: str,
+    authority: Authority,
+    registries: int,
+) -> dict[str, Any]:
+    """What ``budget_spent`` / ``budget_refused`` record: the request and the account across every registry."""
+    return {
+        "dataset": dataset,
+        "fingerprint": fingerprint,
+        "rho": rho,
+        "statistics": statistics,
+        "spent_before": spent,
+        "spent_after": spent + rho,
+        "lifetime_rho": lifetime,
+        "policy_entry": entry,
+        "authority": authority.authority_id,
+        "registries": registries,
+    }
 
 
 def check_policy_logged(registry: Registry, events: list[Event]) -> None:
@@ -208,15 +334,22 @@ def check_policy_logged(registry: Registry, events: list[Event]) -> None:
 
 
 def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
-    """Every dataset that has spent, with its account (for ``sdgov budget`` and the trail)."""
+    """Every dataset this registry has spent on or holds statistics of (copied from another registry through the
+    controller's authority), with its account over every registry (for ``sdgov budget`` and the trail)."""
     events = registry.verified_events()
+    authority = open_authority()
     seen: dict[str, str] = {}
     for s in spends(events):
         seen.setdefault(s.fingerprint, s.dataset)
+    stored = registry.root / "measurements"
+    for path in sorted(stored.glob("*.json")) if stored.is_dir() else []:
+        charged = authority.reservation(path.stem)
+        if charged is not None:
+            seen.setdefault(charged.fingerprint, charged.dataset)
     out = []
     for fingerprint, name in seen.items():
         try:
-            out.append(account(registry, name, fingerprint, events).model_dump())
+            out.append(account(registry, name, fingerprint, events, authority).model_dump())
         except SdgovError as exc:
             mine = _mine(events, name, fingerprint)
             out.append(

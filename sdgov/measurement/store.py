@@ -4,15 +4,17 @@ A *statistic* is one marginal of one dataset at one noise scale: its key (:func:
 dataset's content fingerprint, the attribute set and σ — nothing the analyst can vary for free (seed, rows,
 generator, spec name, the rest of Φ). A part of a split synthesis counts only its own records, so its marginal is
 another statistic: its key adds the part's defining filter (split attribute and codes), and an unsplit key is
-unchanged. Each is persisted under the registry (``measurements/<key>.json``)
-*before* anything uses it, under the registry lock. Any later agreement that asks for the same marginal at the
-same σ reuses that noisy table (post-processing: no new noise, no new spend); the same marginal at another σ
-is a new statistic, drawn and charged. Two noisy copies of one statistic would leak more than one, so none is
+unchanged. Each is recorded in the controller's budget authority (:mod:`sdgov.governance.authority`, shared by
+every registry on the machine) and persisted under the registry (``measurements/<key>.json``) *before* anything
+uses it, under the registry lock and the authority's. Any later agreement that asks for the same marginal at the
+same σ reuses that noisy table (post-processing: no new noise, no new spend) — in another registry too, which
+copies it from the authority and logs the copy, naming the authority and the original draw; the same marginal at
+another σ is a new statistic, drawn and charged. Two noisy copies of one statistic would leak more than one, so none is
 ever drawn twice. No seed is stored: the noise cannot be drawn again, only read back.
 
 A release's noisy marginals (its ψ, ``measurements.json`` in the run directory) are assembled from the
 statistics it uses; the budget record beside it (``budget.json``) says which were drawn now and which reused,
-from which earlier run, and the dataset's lifetime ledger before and after.
+from which earlier run (and registry), and the dataset's lifetime ledger before and after, over every registry.
 
 The budget ledger (:mod:`sdgov.governance.ledger`) reserves ρ before any noise is drawn; see its docstring for the crash
 protocol. :data:`fault_point` is the crash tests' hook (a no-op in production): they install one that kills a run
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +41,9 @@ from sdgov.base.hashing import sha256_bytes, sha256_file, sha256_json, write_jso
 from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed
 from sdgov.data.schema import Clique, Schema
+from sdgov.governance import authority as budget_authority
 from sdgov.governance import ledger
+from sdgov.governance.authority import Authority
 from sdgov.governance.policy import check_release, load_policy, planned
 from sdgov.measurement.marginals import Measurement, MeasurementSet
 from sdgov.registry import commitment
@@ -89,6 +93,15 @@ def _parts(agreement: Agreement) -> list[AgreedPart | None]:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a statistic was first drawn (the authority's record, or the event that logged it)."""
+
+    time: str
+    run_id: str
+    registry_id: str
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What the measure stage did: ψ assembled for this release, its plan, and the budget record."""
 
@@ -110,34 +123,45 @@ def measure_once(
     schema: Schema,
     draw: Callable[[list[Clique], dict[Clique, float], AgreedPart | None], list[Measurement]],
 ) -> Outcome:
-    """ψ for this agreement: every statistic already logged is reused, the rest drawn once — budget reserved first,
+    """ψ for this agreement: every statistic already logged is reused, every statistic drawn under the controller's
+    budget authority (in another registry) copied, the rest drawn once — budget reserved first across registries,
     policy checked first. ``draw`` is called (once per part of a split synthesis, else once; for the missing
     cliques only) when something is missing: ``draw(cliques, sigmas, part)`` counts the part's records only."""
     run_id = Path(agreed.run_dir).name
     fp, name, n = agreed.data.fingerprint, agreed.data.name, agreed.data.rows
-    with registry.lock():
+    auth = budget_authority.open_authority()
+    with registry.lock(), auth.lock():
         policy, policy_sha = load_policy(registry.root)
         limits, entry = policy.limits(fp, name)
         plan = planned(limits, agreement)
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
+        _import_logged(registry, auth, events)  # what this registry drew before the authority knew it
         keys = statistic_keys(fp, agreement, plan)
         rhos = {keys[(m.part, m.clique)]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
         logged = {k: e for k in keys.values() if (e := logged_statistic(registry, events, k)) is not None}
         how: dict[str, How] = dict.fromkeys(logged, "reused")
-        adopted: dict[str, bytes] = {}
+        adopted: dict[str, bytes] = {}  # persisted by an interrupted run under this registry's reservation
+        copied: dict[str, bytes] = {}  # drawn under the authority for another registry: copied, never drawn again
         new: dict[str, float] = {}
         for key in keys.values():
             if key in logged:
                 continue
             reserved = ledger.reservation(events, key) is not None
+            shared = _shared(auth, registry, key, fp, plan.noise)
+            if shared is not None:
+                if reserved:
+                    adopted[key], how[key] = shared, "adopted"
+                else:
+                    copied[key], how[key] = shared, "reused"
+                continue
             payload = _adopt_unlogged(registry.measurement_path(key), fp, reserved, plan.noise)
             if payload is not None:
                 adopted[key], how[key] = payload, "adopted"
-            elif not reserved and plan.noise != "none":
-                new[key] = rhos[key]
-        acct_before = ledger.account(registry, name, fp, events)
+            elif not reserved and plan.noise != "none" and auth.reservation(key) is None:
+                new[key] = rhos[key]  # reserved by a dead run in another registry: drawn under its reservation
+        acct_before = ledger.account(registry, name, fp, events, auth)
         spend = ledger.spend_locked(
             registry,
             dataset=name,
@@ -146,10 +170,12 @@ def measure_once(
             agreement_sha256=agreed.agreement_sha256,
             run_id=run_id,
             events=events,
+            authority=auth,
         )
         fault_point("after_spend")
-        missing = [u for u, k in keys.items() if k not in logged and k not in adopted]
+        missing = [u for u, k in keys.items() if k not in logged and k not in adopted and k not in copied]
         persisted: dict[str, bytes] = dict(adopted)
+        rid = registry.registry_id()
         if missing:
             drawn: list[tuple[str | None, Measurement]] = []
             for part in _parts(agreement):  # every part drawn before any is persisted
@@ -170,8 +196,12 @@ def measure_once(
                     records=_records(agreement, part_name),
                 )
                 persisted[key] = (stat.model_dump_json() + "\n").encode()
-                atomic_write_bytes(registry.measurement_path(key), persisted[key])  # persisted before any use
                 how[key] = "drawn"
+        for key, payload in persisted.items():
+            if plan.noise != "none":  # the authority first: the draw's first persistence, seen by every registry
+                auth.record(key, payload, rid, run_id)
+            atomic_write_bytes(registry.measurement_path(key), payload)  # persisted before any use
+        if missing:
             fault_point("after_persist")
         if persisted:
             note = f"; {len(adopted)} adopted: persisted by an interrupted run before it was logged" if adopted else ""
@@ -186,12 +216,95 @@ def measure_once(
                     f"rho={math.fsum(rhos[k] for k in persisted)}{note}"
                 ),
             )
+        if copied:
+            _copy_in(registry, auth, agreed.agreement_sha256, run_id, fp, copied)
+        origins = _origins(auth, rid, keys.values(), logged)
         mset = _assemble(registry, fp, agreement, schema, plan, keys)
     out = Path(agreed.run_dir) / "measurements.json"
     atomic_write_bytes(out, (mset.model_dump_json(indent=None) + "\n").encode())
-    budget = _budget_record(registry, agreement, plan, keys, how, logged, acct_before, spend, limits, entry, policy_sha)
+    budget = _budget_record(
+        registry, auth, agreement, plan, keys, how, origins, acct_before, spend, limits, entry, policy_sha
+    )
     write_json(Path(agreed.run_dir) / "budget.json", budget)
     return Outcome(path=out, plan=plan, budget=budget, how=how)
+
+
+def _import_logged(registry: Registry, auth: Authority, events: list[Event]) -> None:
+    """Give the authority this registry's logged spends and noisy statistics it lacks (a registry older than the
+    authority, or an authority restored from an older backup), so every other registry counts and reuses them; the
+    files were checked against the log by :meth:`~sdgov.registry.log.Registry.verified_events`."""
+    ledger.import_spends(auth, events)
+    known = auth.keys()
+    rid = registry.registry_id()
+    for e in events:
+        for name in e.artifacts if e.event == "measured" else ():
+            key = Path(name).stem  # a statistic's key (hex); an AIM round journal's stem has a suffix: not shared
+            if not name.startswith("measurements/") or not name.endswith(".json") or "." in key or key in known:
+                continue
+            payload = (registry.root / name).read_bytes()
+            try:
+                exact = Statistic.model_validate_json(payload).sigma == 0  # noise: none, exact counts: not a draw
+            except ValueError:  # a selection's proposal: not a table, shared all the same
+                exact = False
+            if not exact:
+                auth.record(key, payload, rid, e.run_id, e.time)
+            known.add(key)
+
+
+def _shared(auth: Authority, registry: Registry, key: str, fingerprint: str, noise: str) -> bytes | None:
+    """The statistic as drawn under the controller's authority (by another registry, or by an interrupted run of
+    this one), or None. A file this registry persisted but never logged must be those very bytes."""
+    found = auth.drawn(key) if noise != "none" else None  # exact tables are not draws: measured again, for free
+    if found is None:
+        return None
+    _, payload = found
+    if Statistic.model_validate_json(payload).fingerprint != fingerprint:
+        raise RegistryError(
+            "the budget authority holds another dataset's statistic under this key",
+            budget_authority.location(),
+            "restore the controller's budget authority from its backup",
+        )
+    path = registry.measurement_path(key)
+    if path.exists() and path.read_bytes() != payload:
+        raise RegistryError(
+            "an unlogged measurement file differs from the statistic the budget authority holds for it",
+            str(path),
+            "inspect it and move it away deliberately: the authority's draw is the one in use",
+        )
+    return payload
+
+
+def _copy_in(
+    registry: Registry, auth: Authority, agreement_sha256: str, run_id: str, fingerprint: str, copied: dict[str, bytes]
+) -> None:
+    """Statistics another registry drew under the controller's authority, persisted here as this registry's and
+    logged as ``measured``, naming the authority and each original draw: no new noise, no new spend."""
+    origins = []
+    for key, payload in sorted(copied.items()):
+        atomic_write_bytes(registry.measurement_path(key), payload)
+        found = auth.drawn(key)
+        assert found is not None
+        origins.append(f"{key[:12]}… drawn in registry {found[0].registry_id} run {found[0].run_id} {found[0].time}")
+    registry.append_measured_locked(
+        agreement_sha256,
+        run_id,
+        {_name(registry, k): sha256_bytes(p) for k, p in sorted(copied.items())},
+        f"{len(copied)} noisy marginal(s) of dataset {fingerprint[:12]}… reused from budget authority "
+        f"{auth.authority_id} (no new noise, no new spend): " + "; ".join(origins),
+    )
+
+
+def _origins(auth: Authority, registry_id: str, keys: Iterable[str], logged: dict[str, Event]) -> dict[str, Origin]:
+    """Where each statistic was first drawn: the authority's record, else (drawn before the authority knew it) the
+    event that logged it here."""
+    out: dict[str, Origin] = {}
+    for key in keys:
+        found = auth.drawn(key)
+        if found is not None:
+            out[key] = Origin(time=found[0].time, run_id=found[0].run_id, registry_id=found[0].registry_id)
+        elif key in logged:
+            out[key] = Origin(time=logged[key].time, run_id=logged[key].run_id, registry_id=registry_id)
+    return out
 
 
 def _name(registry: Registry, key: str) -> str:
@@ -282,18 +395,20 @@ def assemble_logged(
 
 def _budget_record(
     registry: Registry,
+    auth: Authority,
     agreement: Agreement,
     plan: PrivacyPlan,
     keys: dict[Unit, str],
     how: dict[str, How],
-    logged: dict[str, Event],
+    origins: dict[str, Origin],
     before: ledger.Account,
     spend: ledger.Spend | None,
     limits: Any,
     entry: str,
     policy_sha: str,
 ) -> dict[str, Any]:
-    """The dataset's lifetime ledger as this release leaves it, and where each of its statistics came from."""
+    """The dataset's lifetime ledger as this release leaves it — its account with the controller's budget authority,
+    over every registry — and where each of its statistics came from."""
     # this release: the statistics drawn for it — now, or by an interrupted run of it (adopted, or reserved and
     # drawn now); everything else the account holds was spent before
     fresh = [m.rho or 0.0 for m in plan.marginals if how.get(keys[(m.part, m.clique)]) in ("drawn", "adopted")]
@@ -301,11 +416,12 @@ def _budget_record(
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
-    commit = commitment.registry_committer(registry.registry_id())  # budget.json is published: no unkeyed hash
+    this_registry = registry.registry_id()
+    commit = commitment.registry_committer(this_registry)  # budget.json is published: no unkeyed hash
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
         key = keys[(m.part, m.clique)]
-        src = logged.get(key)
+        src = origins.get(key)
         records = _records(agreement, m.part)
         stats.append(
             {
@@ -317,15 +433,20 @@ def _budget_record(
                 "how": how.get(key, "drawn"),
                 "measured_at": src.time if src else None,
                 "measured_in_run": src.run_id if src else None,
+                # another registry's draw, copied in through the authority (None: drawn in this registry)
+                "measured_in_registry": src.registry_id if src and src.registry_id != this_registry else None,
                 "earlier_releases": used_by.get(key, []),
                 "other_sigmas": scales.get((frozenset(m.clique), sha256_json(records)), []),
             }
         )
     sharing = sorted({r for key in keys.values() for r in used_by.get(key, [])})
-    dataset_eps, dataset_pld = dataset_epsilon(registry, [*before.spends, *([spend] if spend else [])], total, plan)
+    spends = [*before.spends, *([spend] if spend else [])]
+    dataset_eps, dataset_pld = dataset_epsilon(registry, auth, spends, total, plan)
     return {
         "dataset": before.dataset,
         "fingerprint_hmac": commit("fingerprint", before.fingerprint),
+        "authority": auth.authority_id,
+        "registries": len({s.registry_id for s in spends}) or 1,
         "policy_entry": entry,
         "policy_sha256": policy_sha,
         "lifetime_rho": before.lifetime_rho,
@@ -345,21 +466,22 @@ def _budget_record(
 
 
 def dataset_epsilon(
-    registry: Registry, spends: list[ledger.Spend], total_rho: float, plan: PrivacyPlan
+    registry: Registry, auth: Authority, spends: list[ledger.Spend], total_rho: float, plan: PrivacyPlan
 ) -> tuple[float | None, float | None]:
-    """The dataset's cumulative ε at this release's δ over every statistic its ledger holds (every release, and
-    any run not released: drawn noise is kept and counts): the zCDP bound of the ledger's ρ, and the
-    privacy-loss-distribution bound of all its discrete Gaussians, each counted once (a statistic is drawn once,
-    and reused for free). The PLD figure is ``None`` when a spend is not a persisted Gaussian marginal (private
-    selection, a legacy or an interrupted spend): the zCDP bound alone then covers it."""
+    """The dataset's cumulative ε at this release's δ over every statistic its account holds (every release in
+    every registry of the controller, and any run not released: drawn noise is kept and counts): the zCDP bound of
+    the account's ρ, and the privacy-loss-distribution bound of all its discrete Gaussians, each counted once (a
+    statistic is drawn once, and reused for free). The PLD figure is ``None`` when a spend is not a persisted
+    Gaussian marginal (private selection, a legacy or an interrupted spend): the zCDP bound alone then covers it."""
     if plan.delta is None:  # noise 'none': no δ to state the dataset's ε at
         return None, None
     sigmas: list[float] = []
     gaussian = True
     for key in dict.fromkeys(k for s in spends for k in s.statistics):
-        path = registry.measurement_path(key)
+        found = auth.drawn(key)
         try:
-            sigmas.append(Statistic.model_validate_json(path.read_bytes()).sigma)
+            payload = found[1] if found is not None else registry.measurement_path(key).read_bytes()
+            sigmas.append(Statistic.model_validate_json(payload).sigma)
         except (OSError, ValueError):  # a selection's proposal, or never persisted
             gaussian = False
     pld = epsilon_pld_of_sigmas(sigmas, plan.delta) if gaussian and sigmas else None

@@ -100,7 +100,8 @@ def privacy_headline(e: EpsilonSummary) -> str:
     s += "."
     if e.dataset_epsilon is not None and e.dataset_rho is not None:
         s += (
-            f" The dataset over every release so far (its privacy ledger): ε = {e.dataset_epsilon:.4g} by the zCDP "
+            " The dataset over every release so far, in every registry of this controller (its account with the "
+            f"controller's budget authority): ε = {e.dataset_epsilon:.4g} by the zCDP "
             f"bound (ρ = {e.dataset_rho:.6g})"
         )
         if e.dataset_epsilon_pld is not None:
@@ -169,7 +170,8 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
     reused = [s for s in ledger["statistics"] if s["how"] == "reused"]
     s = (
         f"Dataset {ledger['dataset']!r} (content commitment {ledger['fingerprint_hmac'][:12]}…) had spent "
-        f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release; "
+        f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release, "
+        "over every registry of this controller; "
         f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
     )
     if ledger.get("dataset_epsilon") is not None:
@@ -192,6 +194,7 @@ def ledger_statement(ledger: dict[str, Any] | None) -> str:
             + "; ".join(
                 " × ".join(r["attributes"])
                 + f" (drawn {r['measured_at']} in run {(r['measured_in_run'] or '')[:8]}"
+                + (f" of registry {r['measured_in_registry'][:8]}" if r.get("measured_in_registry") else "")
                 + (f", released in {', '.join(r['earlier_releases'])}" if r["earlier_releases"] else "")
                 + ")"
                 for r in reused

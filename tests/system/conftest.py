@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import init_registry, make_demo_inputs
+from tests.conftest import init_registry, make_demo_inputs, own_authority
 from tests.system.postgres import PostgresCluster, TeamServer, postgres
 from tests.system.postgres import team_server as start_team_server
 from tests.unit.test_malformed_inputs import demo_csv, inputs  # noqa: F401  (fixtures for test_entry_point_exit_codes)
@@ -57,7 +57,8 @@ def released(tmp_path_factory, prefect_server):
     base = tmp_path_factory.mktemp("released")
     spec = make_demo_inputs(base / "inputs")
     root = init_registry(base / "registry")
-    result = release_flow(spec_path=str(spec), registry_root=str(root))
+    with own_authority(base):  # its own account: released_with_audits releases the same demo data
+        result = release_flow(spec_path=str(spec), registry_root=str(root))
     return {"result": result, "root": root, "spec": spec}
 
 
@@ -80,7 +81,7 @@ def released_with_audits(tmp_path_factory, prefect_server):
     spec.write_text(yaml.safe_dump(s, sort_keys=False))
     root = init_registry(base / "registry")
     started = datetime.now(UTC)
-    with counting_encodes() as parsed:
+    with counting_encodes() as parsed, own_authority(base):  # its own account: `released` releases the same data
         result = release_flow(spec_path=str(spec), registry_root=str(root))
     return {
         "result": result,

@@ -225,7 +225,8 @@ def _assert_epsilons(card: dict, release: dict[frozenset[str], float], dataset: 
     headline = (
         f"This release: (ε = {e['release_epsilon']:.4g}, δ = 1e-09)-DP by the zCDP bound (ρ = {e['release_rho']:.6g}); "
         f"ε ≤ {e['release_epsilon_pld']:.4g} by privacy-loss-distribution accounting (an upper bound). The dataset "
-        f"over every release so far (its privacy ledger): ε = {e['dataset_epsilon']:.4g} by the zCDP bound "
+        "over every release so far, in every registry of this controller (its account with the controller's budget "
+        f"authority): ε = {e['dataset_epsilon']:.4g} by the zCDP bound "
         f"(ρ = {e['dataset_rho']:.6g}); ε ≤ {e['dataset_epsilon_pld']:.4g} by privacy-loss-distribution accounting"
     )
     assert headline in md

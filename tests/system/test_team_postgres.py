@@ -136,7 +136,12 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
     worker = start_party(  # the controller's machine: the data and the registry key, never the people's keys
         "worker",
         ["worker", "start", "--config", str(config)],
-        {**team_server.env, "SDGOV_KEY_DIR": str(registry_keys), "PREFECT_RUNNER_POLL_FREQUENCY": "1"},
+        {
+            **team_server.env,
+            "SDGOV_KEY_DIR": str(registry_keys),
+            "SDGOV_AUTHORITY": os.environ["SDGOV_AUTHORITY"],  # this test's budget authority (tests/conftest.py)
+            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+        },
         [keys[n] for n, _ in PEOPLE],
     )
     try:

@@ -308,3 +308,78 @@ def test_public_statistics_spend_nothing_and_are_reused(tmp_path):
     assert _psi(first) == _psi(second)
     assert _events(root).count(ledger.SPENT) == 0 and _events(root).count("measured") == 1
     assert json.loads(Path(first.budget.path).read_text())["this_release_rho"] == 0
+
+
+def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
+    """Issue 24: a new registry was a new budget. A second registry on the same data copies the noisy marginals the
+    first drew (same bytes, no spend, logged as copied); a new statistic there is charged to the same account and
+    refused once the dataset's lifetime is spent, though that registry has spent nothing."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _policy(a, 1.5 * RHO)
+    _policy(b, 1.5 * RHO)
+    spec = _spec(tmp_path, 1)
+    agreed, first = _measure_only(spec, a)
+    _, second = _measure_only(spec, b)
+    assert _psi(first) == _psi(second)
+    stored = {p.name: p.read_bytes() for p in (a / "measurements").glob("*.json")}
+    assert {p.name: p.read_bytes() for p in (b / "measurements").glob("*.json")} == stored and len(stored) == 11
+    assert _events(b).count(ledger.SPENT) == 0 and _events(b).count("measured") == 1
+    budget = json.loads(Path(second.budget.path).read_text())
+    assert budget["this_release_rho"] == 0 and budget["spent_after_rho"] == pytest.approx(RHO)
+    assert {s["how"] for s in budget["statistics"]} == {"reused"}
+    assert {s["measured_in_registry"] for s in budget["statistics"]} == {Registry(a).registry_id()}
+    assert Registry(b).verify() == []
+    [summary] = ledger.ledger_summary(Registry(b))  # `sdgov budget` on b: the dataset's account, a's spend in it
+    assert summary["spent_rho"] == pytest.approx(RHO) and summary["registries"] == 1
+    with pytest.raises(BudgetError, match=r"over this controller's registries.*\(1 spend\(s\) in 1 registry\)"):
+        _measure_only(_spec(tmp_path, 1, rho=0.9 * RHO), b)
+    assert not [p for p in (b / "measurements").glob("*.json") if p.name not in stored], "nothing drawn"
+    assert ledger.account(Registry(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO)
+
+
+def test_a_registry_older_than_the_authority_counts_for_every_other(tmp_path, monkeypatch):
+    """Spends and draws a registry logged before the authority existed (or that a restored authority lost) are
+    imported when it next measures: the account never shrinks below what a log records, and no statistic is drawn
+    twice."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _policy(a, 2.5 * RHO)
+    _policy(b, 2.5 * RHO)
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))
+    agreed, old = _measure_only(_spec(tmp_path, 1), a)  # drawn under an authority since lost
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))
+    acct = ledger.account(Registry(a), "toyland_census", agreed.data.fingerprint)
+    assert acct.spent_rho == pytest.approx(RHO), "its own log still counts"
+    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # a measures again: its spends and draws are imported
+    _, copy = _measure_only(_spec(tmp_path, 1), b)  # the statistics a drew before: copied, not drawn again
+    assert _psi(copy) == _psi(old) and _events(b).count(ledger.SPENT) == 0
+    with pytest.raises(BudgetError, match="budget exceeded"):
+        _measure_only(_spec(tmp_path, 3, rho=0.8 * RHO), b)  # 1.9 spent (a), 0.8 more: over 2.5
+    assert ledger.account(Registry(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(1.9 * RHO)
+
+
+def test_the_authority_is_found_in_the_environment_only(tmp_path, monkeypatch):
+    from sdgov.base.errors import RegistryError
+    from sdgov.governance.authority import location, open_authority
+
+    monkeypatch.delenv("SDGOV_AUTHORITY")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert location() == str(tmp_path / "data" / "sdgov" / "authority.sqlite")
+    monkeypatch.setenv("SDGOV_AUTHORITY", "postgresql://controller@db/sdgov")
+    with pytest.raises(RegistryError, match="needs the 'psycopg' driver") as exc:
+        open_authority()
+    assert "\n" not in exc.value.one_line()
+    (tmp_path / "junk.sqlite").write_text("not a database")
+    with pytest.raises(RegistryError, match="budget authority is unreadable"):
+        open_authority(str(tmp_path / "junk.sqlite")).charges("f" * 64, "x")
+
+
+def test_an_authority_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    from sdgov.base.errors import RegistryError
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "a-file" / "authority.sqlite"))
+    root = init_registry(tmp_path / "registry")
+    with pytest.raises(RegistryError, match="budget authority cannot be used") as exc:
+        _measure_only(_spec(tmp_path, 1), root)
+    assert "SDGOV_AUTHORITY" in exc.value.one_line()
+    assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0

@@ -173,6 +173,26 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     assert plan["selection_rho"] == pytest.approx(proposal.budget.rho)
 
 
+def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path):
+    """One budget per controller: the same draft on the same data, proposed in a second registry, copies the
+    selection and its 1-ways (same pairs, same bytes) and charges nothing."""
+    from sdgov.tasks.select_phi import select_phi
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    controller_registry(first, tmp_path / "keys-a")
+    controller_registry(second, tmp_path / "keys-b")
+    draft = _draft(tmp_path)
+    proposal, _ = select_phi.fn(str(draft), str(first), "sel1", "Ada Analyst")
+    again, summary = select_phi.fn(str(draft), str(second), "sel2", "Ada Analyst")
+    assert summary["how"] == "reused" and set(summary["one_ways"].values()) == {"reused"}
+    assert again.pairs == proposal.pairs
+    assert [e.event for e in Registry(second).events()].count(ledger.SPENT) == 0
+    assert {p.name: p.read_bytes() for p in (second / "measurements").glob("*.json")} == {
+        p.name: p.read_bytes() for p in (first / "measurements").glob("*.json")
+    }
+    assert Registry(second).verify() == []
+
+
 def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
     """``privacy.selection.extra`` adds the best pairs beyond the tree while the model stays within
     ``limits.max_exact_cells`` (so the proposed Φ is fitted exactly): unlimited, all 10 pairs of the 5 attributes

@@ -6,9 +6,11 @@ The draft agreement (Φ = the 1-way marginals, ``privacy.selection`` declared) i
 reuses
 them. The selection's own ρ (exponential mechanism + noisy scores; with AIM also its rounds' Gaussian
 measurements) is one more statistic in the ledger, keyed by the draft agreement and the dataset: reserved before the
-mechanism runs, its proposal persisted and logged as ``measured`` — proposing the same draft again reads that
-proposal back, it never selects twice. AIM persists each round's draw in a journal (``<key>.aim-rounds.json``)
-before using it; a run that dies mid-rounds is continued under the same reservation by replaying the journal.
+mechanism runs (in the controller's budget authority, against the dataset's account over every registry), its
+proposal recorded in the authority, persisted and logged as ``measured`` — proposing the same draft again, in this
+registry or another, reads that proposal back, it never selects twice. AIM persists each round's draw in a
+journal (``<key>.aim-rounds.json``) before using it; a run that dies mid-rounds is continued under the same
+reservation by replaying the journal (in its registry only: another registry is refused until it finishes).
 
 AIM's round measurements are not reused by the release: they are drawn at σs its annealing picks round by round,
 while the release measures Φ's pairs at the σ the agreement's plan fixes from ``1 − share``. They are paid for
@@ -27,11 +29,12 @@ import pandas as pd
 from sdgov.agreement.accounting import selection_budget
 from sdgov.agreement.spec import Agreement
 from sdgov.base.atomic import atomic_write_bytes
-from sdgov.base.errors import SpecError
+from sdgov.base.errors import RegistryError, SpecError
 from sdgov.base.hashing import sha256_bytes, sha256_json
 from sdgov.contracts import Agreed
 from sdgov.data.schema import Clique, Schema
 from sdgov.generators.registry import generator
+from sdgov.governance import authority as budget_authority
 from sdgov.governance import ledger
 from sdgov.measurement.marginals import Measurement, marginal_counts, measure_cliques
 from sdgov.measurement.selection.aim import Aim, AimJournal
@@ -98,18 +101,45 @@ def select_once(
     fp, key = agreed.data.fingerprint, selection_key(agreed.data.fingerprint, agreement)
     run_id = Path(agreed.run_dir).name
     path = registry.measurement_path(key)
-    with registry.lock():
+    auth = budget_authority.open_authority()
+    with registry.lock(), auth.lock():
         events = registry.verified_events()
         if logged_statistic(registry, events, key) is not None:
             return Selected(Proposal.model_validate_json(path.read_bytes()), key, "reused", one_ways)
         reserved = ledger.reservation(events, key) is not None
+        found = auth.drawn(key)
+        if found is not None:  # selected under the controller's authority (another registry, or a dead run here)
+            payload = found[1]
+            proposal = Proposal.model_validate_json(payload)
+            atomic_write_bytes(path, payload)
+            how = "adopted" if reserved else "reused"
+            origin = f"registry {found[0].registry_id} run {found[0].run_id}"
+            _log(
+                registry,
+                agreed,
+                run_id,
+                path,
+                payload,
+                f"private selection {how} from budget authority {auth.authority_id} (selected once, in {origin}; "
+                "no new spend)",
+            )
+            return Selected(proposal, key, how, one_ways)
         if reserved and path.exists():  # persisted by a run that died before logging it: adopt, never re-select
             payload = path.read_bytes()
             proposal = Proposal.model_validate_json(payload)
+            auth.record(key, payload, registry.registry_id(), run_id)
             _log(
                 registry, agreed, run_id, path, payload, f"private selection adopted from an interrupted run, rho={rho}"
             )
             return Selected(proposal, key, "adopted", one_ways)
+        other = auth.reservation(key) if not reserved else None
+        if other is not None:  # its AIM journal (rounds already drawn) is in that registry: only it may go on
+            raise RegistryError(
+                f"this selection was reserved by an interrupted run in registry {other.registry_id} (run "
+                f"{other.run_id}) and never finished",
+                budget_authority.location(),
+                "propose the draft again in that registry: it continues the selection under its reservation",
+            )
         if not reserved:
             ledger.spend_locked(
                 registry,
@@ -119,6 +149,7 @@ def select_once(
                 agreement_sha256=agreed.agreement_sha256,
                 run_id=run_id,
                 events=events,
+                authority=auth,
             )
         data = codes()
         plugin, attrs = generator(agreement.generator.name), agreement.attributes
@@ -140,6 +171,7 @@ def select_once(
                 ),
             )
         payload = (proposal.model_dump_json() + "\n").encode()
+        auth.record(key, payload, registry.registry_id(), run_id)  # the authority first: every registry sees it
         atomic_write_bytes(path, payload)  # persisted before it is logged or used
         _log(registry, agreed, run_id, path, payload, f"private selection ({proposal.method}) of {fp[:12]}…, rho={rho}")
     return Selected(proposal, key, "drawn", one_ways)

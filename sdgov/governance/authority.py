@@ -1,0 +1,397 @@
+"""The controller's budget authority: one account per dataset, and one store of its drawn statistics, shared by every
+registry the controller runs.
+
+A registry is a place to publish, not a budget. Before the authority, each registry kept its own ledger and its own
+noisy marginals, so the same file released in three registries was measured three times (three independent noise
+draws, each card stating one release's ε while the dataset had lost more). The authority is the budget check's
+source of truth across registries:
+
+- a dataset's **account** (by content fingerprint, and its name label, as :mod:`sdgov.governance.ledger` links
+  them): every charge any registry made against it, each naming the statistics it reserved. A new statistic is
+  checked against the dataset's lifetime ρ over *all* charges, and charged, in one transaction;
+- the **drawn statistics** (statistic key → the noisy marginal's bytes, with where and when it was drawn): the
+  noise is a public DP artifact once drawn, so a second registry asking the same statistic copies it (no new draw,
+  no new charge) instead of drawing a second noisy copy, which would leak more than one.
+
+Each registry's own hash-chained log still records every charge (``budget_spent``, naming the authority's charge)
+and every statistic it holds (``measured``, also for a copy, naming the authority and the original draw), so
+``sdgov registry verify`` and the trail stay complete; the authority adds the cross-registry view. A registry's
+charges made before the authority existed (or that it lacks) are imported when it next measures, so the account
+is never smaller than what any registry's log records.
+
+**Protocol.** The caller holds the registry's lock, then :meth:`Authority.lock` (always in that order) from the
+budget check to the record of the draw, so no two processes on the controller draw the same statistic: the
+authority's charge is committed (check and insert in one transaction), then the registry logs it, then the noise
+is drawn, recorded in the authority (its first persistence, committed), copied into the registry and logged.
+A run that dies after the charge leaves a reservation with no draw: the noise it drew was never persisted anywhere,
+so the next run on the dataset (in any registry) draws it under that reservation, charging nothing more. A run
+that dies after recording the draw leaves the statistic in the authority: the re-run copies it, never re-draws.
+
+**Where it lives** (read from the environment only, like the registry key, :mod:`sdgov.registry.key`: a registry must
+not be able to name its own budget): ``$SDGOV_AUTHORITY`` — a file path (SQLite), or a ``postgresql://`` URL for a
+team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/authority.sqlite``).
+
+**Why SQLite for the embedded default.** The check-and-charge must be one atomic step across processes, and a
+charge must be durable before any noise is drawn: SQLite (in the standard library) gives exactly that with a
+``BEGIN IMMEDIATE`` transaction (one writer; a crash rolls back a half-written charge), in one file that the
+controller backs up beside the registry key. A locked directory of JSON files would need its own write-ahead
+protocol for the same guarantees. The SQL is plain (three tables, no SQLite extension), so a PostgreSQL backend
+implements the same :class:`Authority` interface with the same transactions and an advisory lock in place of the
+lock file (not shipped: it needs ``psycopg``; a ``postgresql://`` location is refused with one line for now).
+
+The authority is the controller's, not published: it holds dataset fingerprints (a function of the data) and is
+protected like the registry key (mode 600, directory 700). What a card publishes from it is its id (a random
+uuid) and figures that are sums of ρ.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import math
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from sdgov.base.clock import utcnow
+from sdgov.base.errors import BudgetError, RegistryError
+from sdgov.base.hashing import sha256_bytes
+from sdgov.base.model import Frozen
+
+ENV = "SDGOV_AUTHORITY"
+FILE = "authority.sqlite"
+TOLERANCE = 1e-9  # relative: float sums of ρ must not refuse an exact fit
+
+_held = threading.local()  # authority locations whose lock this thread holds (re-entrant within a thread)
+
+
+class Charge(Frozen):
+    """One charge against a dataset's account: the statistics it reserved (key → ρ) and who made it."""
+
+    seq: int = 0  # the authority's order of charges (0: not yet stored)
+    ref: str  # unique: a uuid for a charge made through the authority; '<registry id>:<event hash>' if imported
+    time: str
+    dataset: str
+    fingerprint: str
+    rho: float
+    statistics: dict[str, float]
+    agreement_sha256: str = ""
+    run_id: str = ""
+    registry_id: str = ""
+    lifetime_rho: float | None = None  # the lifetime it was checked against (None: imported from a registry log)
+
+
+class Drawn(Frozen):
+    """A statistic drawn under the authority: its bytes' hash and where it was first drawn."""
+
+    key: str
+    sha256: str
+    registry_id: str
+    run_id: str
+    time: str
+
+
+class Authority(Protocol):
+    """What a budget authority offers; :class:`SqliteAuthority` is the embedded one."""
+
+    @property
+    def authority_id(self) -> str:
+        """A random id, fixed when the authority is created: what cards and logs name it by."""
+        ...
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """One measuring process at a time across the controller, from the budget check to the draw's record."""
+        ...
+
+    def charges(self, fingerprint: str, dataset: str) -> list[Charge]:
+        """Every charge against the dataset (its content, or its name label), in order."""
+        ...
+
+    def charge(self, charge: Charge, lifetime_rho: float) -> tuple[Charge, list[Charge]]:
+        """Check ``charge`` against ``lifetime_rho`` over the account and store it, in one transaction; returns it
+        stored and the account before it. :class:`BudgetError` (nothing stored) when it does not fit."""
+        ...
+
+    def import_charges(self, charges: list[Charge]) -> None:
+        """Store charges a registry's log records and the authority lacks (by ``ref``); never checked, never
+        duplicated."""
+        ...
+
+    def reservation(self, key: str) -> Charge | None:
+        """The charge that reserved statistic ``key``, if any."""
+        ...
+
+    def drawn(self, key: str) -> tuple[Drawn, bytes] | None:
+        """The statistic ``key`` as drawn (its record and bytes), or None."""
+        ...
+
+    def record(self, key: str, payload: bytes, registry_id: str, run_id: str, time: str | None = None) -> Drawn:
+        """Store a drawn statistic, before any registry uses it (``time``: when it was drawn, if before now); a key
+        already stored keeps its first bytes (a different payload is refused: one statistic is drawn once)."""
+        ...
+
+    def keys(self) -> set[str]:
+        """Every statistic key stored."""
+        ...
+
+
+def location() -> str:
+    """Where the controller's authority is: ``$SDGOV_AUTHORITY``, else under the user's data directory."""
+    explicit = os.environ.get(ENV)
+    if explicit:
+        return explicit
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return str(data / "sdgov" / FILE)
+
+
+def open_authority(where: str | None = None) -> Authority:
+    """The controller's budget authority at :func:`location` (or ``where``)."""
+    where = where or location()
+    if where.startswith(("postgresql://", "postgres://")):
+        raise RegistryError(
+            "a PostgreSQL budget authority needs the 'psycopg' driver, which this installation does not include",
+            f"${ENV}",
+            f"point ${ENV} at a file (the embedded SQLite authority), or install psycopg and a PostgreSQL backend",
+        )
+    return SqliteAuthority(Path(where))
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS charges (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, ref TEXT NOT NULL UNIQUE, time TEXT NOT NULL, dataset TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, rho REAL NOT NULL, agreement_sha256 TEXT NOT NULL, run_id TEXT NOT NULL,
+    registry_id TEXT NOT NULL, lifetime_rho REAL);
+CREATE TABLE IF NOT EXISTS reserved (
+    ref TEXT NOT NULL REFERENCES charges(ref), key TEXT NOT NULL, rho REAL NOT NULL, PRIMARY KEY (ref, key));
+CREATE INDEX IF NOT EXISTS reserved_key ON reserved(key);
+CREATE TABLE IF NOT EXISTS statistics (
+    key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, payload BLOB NOT NULL, registry_id TEXT NOT NULL,
+    run_id TEXT NOT NULL, time TEXT NOT NULL);
+"""
+
+
+class SqliteAuthority:
+    """The embedded authority: one SQLite file (``BEGIN IMMEDIATE`` transactions) and a lock file beside it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    # ---------------------------------------------------------------- connection
+    @contextlib.contextmanager
+    def _db(self, write: bool) -> Iterator[sqlite3.Connection | None]:
+        """A connection in one transaction (``BEGIN IMMEDIATE`` to write); None when reading an authority that does
+        not exist yet (nothing charged, nothing drawn)."""
+        if not write and not self.path.is_file():
+            yield None
+            return
+        if self.path.is_symlink():
+            raise RegistryError("the budget authority is a symbolic link (refused)", str(self.path), _FIX)
+        try:
+            if write:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                if not self.path.exists():
+                    os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            con = sqlite3.connect(self.path, timeout=120, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise RegistryError(f"the budget authority cannot be opened ({exc})", str(self.path), _FIX) from None
+        try:
+            con.execute("PRAGMA synchronous=FULL")
+            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if not write and con.execute("SELECT 1 FROM sqlite_master WHERE name = 'statistics'").fetchone() is None:
+                yield None  # created by a first write that has not committed its tables yet: nothing in it
+                con.execute("COMMIT")
+                return
+            if write:
+                for stmt in filter(str.strip, _SCHEMA.split(";")):
+                    con.execute(stmt)
+                if con.execute("SELECT value FROM meta WHERE name = 'authority_id'").fetchone() is None:
+                    con.execute("INSERT INTO meta VALUES ('authority_id', ?)", (uuid.uuid4().hex,))
+            yield con
+            con.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                con.execute("ROLLBACK")
+            raise RegistryError(f"the budget authority is unreadable ({exc})", str(self.path), _FIX) from None
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    @property
+    def authority_id(self) -> str:
+        """Created with the database, in its ``meta`` table."""
+        with self._db(write=True) as con:
+            assert con is not None
+            return str(con.execute("SELECT value FROM meta WHERE name = 'authority_id'").fetchone()[0])
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """``flock`` on ``<file>.lock`` (re-entrant within a thread); a PostgreSQL backend takes an advisory lock."""
+        held: set[str] = _held.__dict__.setdefault("paths", set())
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            key = str(self.path.resolve())
+            fd = -1 if key in held else os.open(f"{self.path}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        except OSError as exc:
+            raise RegistryError(
+                f"the budget authority cannot be used ({exc.strerror or exc})", str(self.path), _FIX
+            ) from None
+        if fd < 0:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held.add(key)
+            try:
+                yield
+            finally:
+                held.discard(key)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    # ---------------------------------------------------------------- accounts
+    @staticmethod
+    def _account(con: sqlite3.Connection, fingerprint: str, dataset: str) -> list[Charge]:
+        rows = con.execute(
+            "SELECT seq, ref, time, dataset, fingerprint, rho, agreement_sha256, run_id, registry_id, lifetime_rho "
+            "FROM charges WHERE fingerprint = ? OR dataset = ? ORDER BY seq",
+            (fingerprint, dataset),
+        ).fetchall()
+        return [_charge(con, r) for r in rows]
+
+    def charges(self, fingerprint: str, dataset: str) -> list[Charge]:
+        """Read in one transaction; none before the first charge (the file is created by the first write)."""
+        with self._db(write=False) as con:
+            return [] if con is None else self._account(con, fingerprint, dataset)
+
+    def charge(self, charge: Charge, lifetime_rho: float) -> tuple[Charge, list[Charge]]:
+        """The sum and the insert in one ``BEGIN IMMEDIATE`` transaction: no other writer between them."""
+        with self._db(write=True) as con:
+            assert con is not None
+            before = self._account(con, charge.fingerprint, charge.dataset)
+            spent = math.fsum(c.rho for c in before)
+            if spent + charge.rho > lifetime_rho * (1 + TOLERANCE):
+                raise Overspend(before, spent)
+            stored = self._insert(con, charge.model_copy(update={"lifetime_rho": lifetime_rho}))
+        return stored, before
+
+    def import_charges(self, charges: list[Charge]) -> None:
+        """One transaction for all of them; a ``ref`` already stored is skipped."""
+        if not charges:
+            return
+        with self._db(write=True) as con:
+            assert con is not None
+            known = {r[0] for r in con.execute("SELECT ref FROM charges")}
+            for c in charges:
+                if c.ref not in known:
+                    self._insert(con, c)
+
+    @staticmethod
+    def _insert(con: sqlite3.Connection, c: Charge) -> Charge:
+        cur = con.execute(
+            "INSERT INTO charges (ref, time, dataset, fingerprint, rho, agreement_sha256, run_id, registry_id, "
+            "lifetime_rho) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (c.ref, c.time, c.dataset, c.fingerprint, c.rho, c.agreement_sha256, c.run_id, c.registry_id,
+             c.lifetime_rho),
+        )  # fmt: skip
+        con.executemany(
+            "INSERT INTO reserved (ref, key, rho) VALUES (?, ?, ?)", [(c.ref, k, v) for k, v in c.statistics.items()]
+        )
+        return c.model_copy(update={"seq": int(cur.lastrowid or 0)})
+
+    def reservation(self, key: str) -> Charge | None:
+        """The first charge naming ``key`` (a statistic is reserved once)."""
+        with self._db(write=False) as con:
+            if con is None:
+                return None
+            row = con.execute(
+                "SELECT c.seq, c.ref, c.time, c.dataset, c.fingerprint, c.rho, c.agreement_sha256, c.run_id, "
+                "c.registry_id, c.lifetime_rho FROM charges c JOIN reserved r ON r.ref = c.ref WHERE r.key = ? "
+                "ORDER BY c.seq LIMIT 1",
+                (key,),
+            ).fetchone()
+            return None if row is None else _charge(con, row)
+
+    # ---------------------------------------------------------------- statistics
+    def drawn(self, key: str) -> tuple[Drawn, bytes] | None:
+        """The stored bytes, checked against their recorded sha256."""
+        with self._db(write=False) as con:
+            if con is None:
+                return None
+            row = con.execute(
+                "SELECT key, sha256, registry_id, run_id, time, payload FROM statistics WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        payload = bytes(row[5])
+        if sha256_bytes(payload) != row[1]:
+            raise RegistryError(
+                f"statistic {key[:12]}… in the budget authority does not match its recorded hash",
+                str(self.path),
+                "restore the authority from its backup; never re-draw noise for the same statistic",
+            )
+        return Drawn(key=row[0], sha256=row[1], registry_id=row[2], run_id=row[3], time=row[4]), payload
+
+    def record(self, key: str, payload: bytes, registry_id: str, run_id: str, time: str | None = None) -> Drawn:
+        """Inserted in one ``BEGIN IMMEDIATE`` transaction, committed (durable) before it returns."""
+        sha = sha256_bytes(payload)
+        with self._db(write=True) as con:
+            assert con is not None
+            row = con.execute("SELECT sha256, registry_id, run_id, time FROM statistics WHERE key = ?", (key,))
+            found = row.fetchone()
+            if found is not None:
+                if found[0] != sha:
+                    raise RegistryError(
+                        f"statistic {key[:12]}… was drawn before with other noise (the authority keeps the first "
+                        "draw; two noisy copies of one statistic would leak more than one)",
+                        str(self.path),
+                        "use the authority's copy; never draw a statistic twice",
+                    )
+                return Drawn(key=key, sha256=sha, registry_id=found[1], run_id=found[2], time=found[3])
+            drawn = Drawn(key=key, sha256=sha, registry_id=registry_id, run_id=run_id, time=time or utcnow())
+            con.execute(
+                "INSERT INTO statistics (key, sha256, payload, registry_id, run_id, time) VALUES (?, ?, ?, ?, ?, ?)",
+                (key, sha, payload, registry_id, run_id, drawn.time),
+            )
+        return drawn
+
+    def keys(self) -> set[str]:
+        """One read of the statistics table's keys."""
+        with self._db(write=False) as con:
+            return set() if con is None else {r[0] for r in con.execute("SELECT key FROM statistics")}
+
+
+_FIX = f"restore the controller's budget authority from its backup, or point ${ENV} at it"
+
+
+def _charge(con: sqlite3.Connection, row: tuple) -> Charge:
+    stats = {k: float(v) for k, v in con.execute("SELECT key, rho FROM reserved WHERE ref = ?", (row[1],))}
+    return Charge(
+        seq=row[0],
+        ref=row[1],
+        time=row[2],
+        dataset=row[3],
+        fingerprint=row[4],
+        rho=float(row[5]),
+        statistics=stats,
+        agreement_sha256=row[6],
+        run_id=row[7],
+        registry_id=row[8],
+        lifetime_rho=row[9],
+    )
+
+
+class Overspend(BudgetError):
+    """The charge does not fit the dataset's lifetime ρ over every registry (the ledger words the refusal)."""
+
+    def __init__(self, before: list[Charge], spent: float) -> None:
+        self.before, self.spent = before, spent
+        super().__init__("the charge exceeds the dataset's lifetime budget", "the budget authority", "")
