@@ -172,6 +172,15 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
 
     with _started(server_argv, env, tmp_path / "server.log") as server:
         spec, root, keys = setup_registry(tmp_path, rows=1000)  # while the server starts
+        # the controller's release channel (issue 28): every scheduled release is tracked and pushed by DVC
+        project, remote = tmp_path / "release-repo", tmp_path / "release-remote"
+        (root / "controller.yaml").write_text(
+            yaml.safe_dump({"release_channel": {"project": str(project), "remote": str(remote)}})
+        )
+        code, _, err = cli(
+            "approvers", "commit", "--as", "Carl Controller", "--key", str(keys["Carl Controller"]), "--root", str(root)
+        )
+        assert code == 0, err
         sign_standing_approval(spec, root, keys)
         serve_argv = ["schedule", "--spec", str(spec), "--every", "2", "--root", str(root), "--no-dvc-pull"]
         _wait("the Prefect server", healthy, 120, server)
@@ -204,6 +213,12 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
     assert len(released) >= 2 and all(e.seq < refused.seq for e in released)
     assert "every audit check passed" in next(e for e in events if e.event == "release_approved").comment
     assert Registry(root).verify() == []
+    # each scheduled release was committed to the public release repository and pushed, nobody typing a command
+    ids = {r["release_id"] for r in Registry(root).releases()}
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=project, capture_output=True, text=True).stdout.split("\n")
+    assert len(ids) >= 2 and {f"release {i}" for i in ids} <= set(log), log
+    pushed = [p for p in remote.rglob("*") if p.is_file()]
+    assert len(pushed) >= 2  # ψ and the synthetic data (the same bytes each run here: DVC stores them once)
     # every run was created by the server's scheduler (auto_scheduled), and the refused one says so in its state
     finished = [r for r in runs if r["state"]["type"] == "COMPLETED"]
     assert len(finished) >= 3 and all(r["auto_scheduled"] for r in runs)
