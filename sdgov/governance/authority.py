@@ -37,7 +37,7 @@ charge must be durable before any noise is drawn: SQLite (in the standard librar
 controller backs up beside the registry key. A locked directory of JSON files would need its own write-ahead
 protocol for the same guarantees. The SQL is plain (three tables, no SQLite extension), so a PostgreSQL backend
 implements the same :class:`Authority` interface with the same transactions and an advisory lock in place of the
-lock file (not shipped: it needs ``psycopg``; a ``postgresql://`` location is refused with one line for now).
+lock file: :mod:`sdgov.governance.authority_pg`, selected by a ``postgresql://`` location.
 
 The authority is the controller's, not published: it holds dataset fingerprints (a function of the data) and is
 protected like the registry key (mode 600, directory 700). What a card publishes from it is its id (a random
@@ -55,88 +55,17 @@ import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
 
 from sdgov.base.clock import utcnow
-from sdgov.base.errors import BudgetError, RegistryError
+from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
-from sdgov.base.model import Frozen
+from sdgov.governance.authority_model import ENV, TOLERANCE, Authority, Charge, Drawn, Overspend
 
-ENV = "SDGOV_AUTHORITY"
+__all__ = ["ENV", "Authority", "Charge", "Drawn", "Overspend", "SqliteAuthority", "location", "open_authority"]
+
 FILE = "authority.sqlite"
-TOLERANCE = 1e-9  # relative: float sums of ρ must not refuse an exact fit
 
 _held = threading.local()  # authority locations whose lock this thread holds (re-entrant within a thread)
-
-
-class Charge(Frozen):
-    """One charge against a dataset's account: the statistics it reserved (key → ρ) and who made it."""
-
-    seq: int = 0  # the authority's order of charges (0: not yet stored)
-    ref: str  # unique: a uuid for a charge made through the authority; '<registry id>:<event hash>' if imported
-    time: str
-    dataset: str
-    fingerprint: str
-    rho: float
-    statistics: dict[str, float]
-    agreement_sha256: str = ""
-    run_id: str = ""
-    registry_id: str = ""
-    lifetime_rho: float | None = None  # the lifetime it was checked against (None: imported from a registry log)
-
-
-class Drawn(Frozen):
-    """A statistic drawn under the authority: its bytes' hash and where it was first drawn."""
-
-    key: str
-    sha256: str
-    registry_id: str
-    run_id: str
-    time: str
-
-
-class Authority(Protocol):
-    """What a budget authority offers; :class:`SqliteAuthority` is the embedded one."""
-
-    @property
-    def authority_id(self) -> str:
-        """A random id, fixed when the authority is created: what cards and logs name it by."""
-        ...
-
-    def lock(self) -> contextlib.AbstractContextManager[None]:
-        """One measuring process at a time across the controller, from the budget check to the draw's record."""
-        ...
-
-    def charges(self, fingerprint: str, dataset: str) -> list[Charge]:
-        """Every charge against the dataset (its content, or its name label), in order."""
-        ...
-
-    def charge(self, charge: Charge, lifetime_rho: float) -> tuple[Charge, list[Charge]]:
-        """Check ``charge`` against ``lifetime_rho`` over the account and store it, in one transaction; returns it
-        stored and the account before it. :class:`BudgetError` (nothing stored) when it does not fit."""
-        ...
-
-    def import_charges(self, charges: list[Charge]) -> None:
-        """Store charges a registry's log records and the authority lacks (by ``ref``); never checked, never
-        duplicated."""
-        ...
-
-    def reservation(self, key: str) -> Charge | None:
-        """The charge that reserved statistic ``key``, if any."""
-        ...
-
-    def drawn(self, key: str) -> tuple[Drawn, bytes] | None:
-        """The statistic ``key`` as drawn (its record and bytes), or None."""
-        ...
-
-    def record(self, key: str, payload: bytes, registry_id: str, run_id: str, time: str | None = None) -> Drawn:
-        """Store a drawn statistic, before any registry uses it (``time``: when it was drawn, if before now); a key
-        already stored keeps its first bytes (a different payload is refused: one statistic is drawn once)."""
-        ...
-
-    def keys(self) -> set[str]:
-        """Every statistic key stored."""
-        ...
 
 
 def location() -> str:
@@ -152,11 +81,9 @@ def open_authority(where: str | None = None) -> Authority:
     """The controller's budget authority at :func:`location` (or ``where``)."""
     where = where or location()
     if where.startswith(("postgresql://", "postgres://")):
-        raise RegistryError(
-            "a PostgreSQL budget authority needs the 'psycopg' driver, which this installation does not include",
-            f"${ENV}",
-            f"point ${ENV} at a file (the embedded SQLite authority), or install psycopg and a PostgreSQL backend",
-        )
+        from sdgov.governance.authority_pg import PostgresAuthority  # asyncpg: only a team's controller loads it
+
+        return PostgresAuthority(where)
     return SqliteAuthority(Path(where))
 
 
@@ -387,11 +314,3 @@ def _charge(con: sqlite3.Connection, row: tuple) -> Charge:
         registry_id=row[8],
         lifetime_rho=row[9],
     )
-
-
-class Overspend(BudgetError):
-    """The charge does not fit the dataset's lifetime ρ over every registry (the ledger words the refusal)."""
-
-    def __init__(self, before: list[Charge], spent: float) -> None:
-        self.before, self.spent = before, spent
-        super().__init__("the charge exceeds the dataset's lifetime budget", "the budget authority", "")

@@ -35,7 +35,7 @@ def prefect_server():
         yield
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def postgres_cluster() -> Iterator[PostgresCluster]:
     """A throwaway PostgreSQL cluster on 127.0.0.1 with a database ``prefect`` (skipped without PostgreSQL)."""
     with postgres("prefect") as cluster:

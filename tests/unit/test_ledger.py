@@ -364,10 +364,11 @@ def test_the_authority_is_found_in_the_environment_only(tmp_path, monkeypatch):
     monkeypatch.delenv("SDGOV_AUTHORITY")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert location() == str(tmp_path / "data" / "sdgov" / "authority.sqlite")
-    monkeypatch.setenv("SDGOV_AUTHORITY", "postgresql://controller@db/sdgov")
-    with pytest.raises(RegistryError, match="needs the 'psycopg' driver") as exc:
-        open_authority()
-    assert "\n" not in exc.value.one_line()
+    monkeypatch.setenv("SDGOV_AUTHORITY", "postgresql://controller:s3cret@127.0.0.1:1/sdgov")  # nothing listens
+    with pytest.raises(RegistryError, match="database failed") as exc:
+        open_authority().charges("f" * 64, "x")
+    assert "\n" not in exc.value.one_line() and "s3cret" not in exc.value.one_line()
+    assert "postgresql://controller:***@127.0.0.1:1/sdgov" in exc.value.one_line()
     (tmp_path / "junk.sqlite").write_text("not a database")
     with pytest.raises(RegistryError, match="budget authority is unreadable"):
         open_authority(str(tmp_path / "junk.sqlite")).charges("f" * 64, "x")
