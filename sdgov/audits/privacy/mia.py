@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
 from sdgov.agreement.sections.privacy_risk import RiskSettings
-from sdgov.audits.privacy.attribute import AttributeResult, advantage, predict_sensitive
+from sdgov.audits.privacy.attribute import AttributeResult, advantage, p_correct
 from sdgov.audits.privacy.base import GeneratorRef, Progress, Target, seed_of, world_ci
 from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
@@ -159,11 +159,11 @@ def _world_job(
         subs = query_subsets(len(sizes))
         out["query"] = np.stack([query_features(s, targets, subs) for s in sets])
     if ai is not None:
-        guesses = [
-            predict_sensitive(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
+        scores = [
+            p_correct(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
             for j, s in enumerate(sets[: ai["sets"]])
         ]
-        out["ai"] = (np.stack(guesses) == ai["queries"][:, ai["s"]][None, :]) if guesses else None
+        out["ai"] = np.stack(scores) if scores else None  # sets × queries: P(the attacker's guess is right)
     return out
 
 

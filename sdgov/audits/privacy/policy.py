@@ -100,9 +100,8 @@ def apply_policy(
         ai = [r.attribute for r in targets if r.attribute is not None]
         if ai:
             q = policy.attribute
-            top = max(
-                ai, key=lambda a: (a.ci[0] > q.warn_above_adv, a.advantage)
-            )  # a warning's cause, else the largest
+            top = max(ai, key=lambda a: (a.ci[0], a.advantage))  # the policy acts on lower bounds: the largest one
+            p_in, p_out = (sum(a.p_in for a in ai) / len(ai), sum(a.p_out for a in ai) / len(ai))  # a typical target
             out.append(
                 PolicyCheck(
                     name=f"attribute inference ({top.sensitive})",
@@ -111,7 +110,8 @@ def apply_policy(
                     ),
                     detail=f"advantage {top.advantage:+.2f} "
                     f"(CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}, Bonferroni over targets); "
-                    f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}",
+                    f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}; over all {len(ai)} "
+                    f"targets P(correct | in) {p_in:.2f} vs P(correct | out) {p_out:.2f}",
                 )
             )
     if memorisation is not None:
