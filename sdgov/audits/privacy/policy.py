@@ -50,6 +50,7 @@ def apply_policy(
     epsilon_lower_pure: float | None = None,
     n_worlds: int | None = None,
     memorisation=None,
+    beyond_phi=None,
 ) -> list[PolicyCheck]:
     """Checks of one audit result (``targets``: mia.TargetRisk; ``disclosure``: DisclosureResult or None)."""
     out: list[PolicyCheck] = []
@@ -114,6 +115,21 @@ def apply_policy(
                     f"targets P(correct | in) {p_in:.2f} vs P(correct | out) {p_out:.2f}",
                 )
             )
+    if beyond_phi is not None:
+        bq, b = policy.beyond_phi, beyond_phi
+        out.append(
+            PolicyCheck(
+                name="interactions beyond Φ",
+                level=_lvl(b.ran and b.p_value <= bq.fail_alpha, b.ran and b.p_value <= bq.warn_alpha),
+                detail=(
+                    f"p = {b.p_value:.4g} ({b.bootstrap} samples of the Φ-only model of the output's own Φ tables); "
+                    f"largest standardised G² {b.statistic:+.1f} on {b.worst_table} "
+                    f"({b.synth_rows:,} synthetic records from one fit on {b.train_rows:,})"
+                    if b.ran
+                    else f"not run: {b.reason}"
+                ),
+            )
+        )
     if memorisation is not None:
         mq = policy.memorisation
         lows = memorisation.copy_share_lower
