@@ -215,7 +215,8 @@ FAST = [
     "--jobs",
     "1",
     "--settings",
-    '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300}',
+    '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300, "beyond_phi_rows": 300, "beyond_phi_synth_rows": 20000, '
+    '"beyond_phi_bootstrap": 19}',
 ]
 
 
@@ -248,6 +249,7 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
     assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audits.generators:honest_ipf"
     assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
     assert len(payload["targets"]) == 2
+    assert 0 < payload["beyond_phi_p_value"] <= 1  # a default part: interactions beyond Φ
     section = json.loads(out.read_text())["section"]
     assert section["pg_plot_svg"].startswith("<svg") and section["dcr_plot_svg"].startswith("<svg")
 
