@@ -336,3 +336,16 @@ def test_attribute_inference_sees_a_copier_and_not_an_honest_generator():
     assert copier_in > 0.5 and copier_out < 0.2, p["copier"]  # a resample holds 63 % of the members
     assert all(abs(a - b) < 0.1 for a, b in p["honest"]), p["honest"]
     assert all(0.02 < b < 0.2 for _, b in p["honest"]), p["honest"]  # about 1/12: the base rate, never 0 or 1
+
+
+def test_epsilon_from_membership_advantage_inverts_the_dp_bound():
+    """The shadow models' scores as an ε lower bound: the ε whose tight (ε, δ) bound an advantage just reaches."""
+    from sdgov.audits.privacy.mia import dp_adv_bound_tight, epsilon_from_advantage
+
+    for eps in (0.1, 0.68, 2.0, 5.0):
+        for delta in (0.0, 1e-5):
+            adv = dp_adv_bound_tight(eps, delta)
+            assert epsilon_from_advantage(adv, delta) == pytest.approx(eps, rel=1e-9)
+    assert epsilon_from_advantage(0.0, 1e-5) == 0.0 and epsilon_from_advantage(-0.3, 0.0) == 0.0
+    assert epsilon_from_advantage(1.0, 0.0) == math.inf
+    assert epsilon_from_advantage(0.5, 0.0) < epsilon_from_advantage(0.6, 0.0)

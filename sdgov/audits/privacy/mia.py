@@ -60,6 +60,15 @@ def dp_adv_bound_tight(epsilon: float | None, delta: float | None) -> float | No
     return float(min(1.0, (math.expm1(epsilon) + 2 * (delta or 0.0)) / (math.exp(epsilon) + 1)))
 
 
+def epsilon_from_advantage(adv: float, delta: float | None) -> float:
+    """The smallest ε whose tight bound (:func:`dp_adv_bound_tight`) allows advantage ``adv``: a lower bound on ε
+    when ``adv`` is a lower confidence bound on a membership advantage (inf when it reaches 1)."""
+    if adv >= 1:
+        return math.inf
+    ratio = (1 + adv - 2 * (delta or 0.0)) / (1 - adv)
+    return float(math.log(ratio)) if ratio > 1 else 0.0
+
+
 # ------------------------------------------------------------------------------------------------ features
 
 

@@ -48,6 +48,9 @@ def apply_policy(
     dp_bound: float | None,
     disclosure,
     epsilon_lower_pure: float | None = None,
+    epsilon_confidence: float | None = None,
+    epsilon_lower_membership: float | None = None,
+    membership_confidence: float | None = None,
     n_worlds: int | None = None,
     memorisation=None,
     beyond_phi=None,
@@ -73,8 +76,15 @@ def apply_policy(
                         p.fail_above_claimed and epsilon_lower > claimed_epsilon,
                         max(epsilon_lower, pure) > p.warn_fraction * claimed_epsilon,
                     ),
-                    detail=f"ε_lower = {epsilon_lower:.3g} (δ-aware; pure-ε reading {pure:.3g}) vs claimed "
-                    f"ε = {claimed_epsilon:.3g}"
+                    detail=f"ε_lower = {epsilon_lower:.3g} (δ-aware; pure-ε reading {pure:.3g}"
+                    + (f"; confidence {epsilon_confidence:.0%}" if epsilon_confidence is not None else "")
+                    + f") vs claimed ε = {claimed_epsilon:.3g}"
+                    + (
+                        f"; from the shadow models' scores ε ≥ {epsilon_lower_membership:.3g} (confidence "
+                        f"{membership_confidence:.0%}, all targets jointly)"
+                        if epsilon_lower_membership is not None and membership_confidence is not None
+                        else ""
+                    )
                     + (" — the privacy claim is REFUTED" if epsilon_lower > claimed_epsilon else ""),
                 )
             )

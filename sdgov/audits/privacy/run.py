@@ -28,7 +28,7 @@ from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
 from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
-from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
+from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, epsilon_from_advantage, linkability
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
 from sdgov.base.executor import Executor
@@ -71,6 +71,8 @@ class PrivacyAuditResult(Frozen):
     verdict: str
     epsilon_lower: float | None
     epsilon_lower_pure: float | None
+    epsilon_lower_confidence: float | None = None  # 1 − β of the canary bounds
+    epsilon_lower_membership: float | None = None  # from the shadow models' scores (see result())
     min_privacy_gain: float | None
     exact_matches: int | None
     seconds: float
@@ -297,6 +299,9 @@ class PrivacyAuditRun:
         bounds = [b for b in (found.canary, found.one_run) if b is not None]
         eps_lower = max((b.epsilon_lower for b in bounds), default=None)
         eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
+        # the shadow models' scores as a bound too: every target's advantage interval holds jointly at the audit's
+        # confidence (Bonferroni), so the largest ε their lower ends need is a lower bound on ε at that confidence
+        eps_mia = max((epsilon_from_advantage(r.advantage_ci[0], self.claimed_delta) for r in risks), default=None)
         checks = apply_policy(
             self.policy,
             claimed_epsilon=self.claimed_epsilon,
@@ -305,6 +310,9 @@ class PrivacyAuditRun:
             dp_bound=tight,
             disclosure=disclosure,
             epsilon_lower_pure=eps_pure,
+            epsilon_confidence=1 - st.beta,  # both bounds at β/2 when both ran: their maximum holds at 1 − β
+            epsilon_lower_membership=eps_mia,
+            membership_confidence=st.confidence,
             n_worlds=st.n_shadow,
             memorisation=found.memorisation,
             beyond_phi=found.beyond_phi,
@@ -335,6 +343,8 @@ class PrivacyAuditRun:
             verdict=worst([c.level for c in checks]) if checks else "pass",
             epsilon_lower=eps_lower,
             epsilon_lower_pure=eps_pure,
+            epsilon_lower_confidence=1 - st.beta if bounds else None,
+            epsilon_lower_membership=eps_mia,
             min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
             exact_matches=disclosure.exact_matches if disclosure else None,
             seconds=seconds,
@@ -454,6 +464,8 @@ def summary(result: PrivacyAuditResult) -> dict[str, Any]:
         "verdict": result.verdict,
         "epsilon_lower": fin(result.epsilon_lower),
         "epsilon_lower_pure": fin(result.epsilon_lower_pure),
+        "epsilon_lower_confidence": result.epsilon_lower_confidence,
+        "epsilon_lower_membership": fin(result.epsilon_lower_membership),
         "claimed_epsilon": result.claimed_epsilon,
         "claimed_delta": result.claimed_delta,
         "min_privacy_gain": result.min_privacy_gain,
