@@ -1,4 +1,5 @@
-"""The privacy table of issue 13: honest / memoriser 1 %, 2 % / copier / exact-marginal / category leak × Apps 1–2
+"""The privacy table of issues 13 and 29: honest / memoriser 1 %, 2 % / copier / exact-marginal / category leak /
+blend 5 %, 2 % (issue 29: rows from a model with one extra non-Φ 3-way, no record copied) × Apps 1–2
 × seeds, with the verdict of every run and rates with exact (Clopper–Pearson) 95 % intervals. Not a test.
 
     python benchmarks/bench_privacy_table.py [--seeds 10] [--apps app1,app2] [--generators honest,copier]
@@ -36,6 +37,8 @@ GENERATORS = {
     "exact-marginal": "sdgov.audits.privacy.leaky:exact_marginal",
     "memoriser 1%": "sdgov.audits.privacy.leaky:memoriser_1pct",
     "category leak": "sdgov.audits.privacy.leaky:category_leak",
+    "blend 5%": "sdgov.audits.generators:blend5_ipf",
+    "blend 2%": "sdgov.audits.generators:blend2_ipf",
 }
 
 
@@ -85,7 +88,7 @@ def main() -> None:
     ap.add_argument("--summarise", nargs="*", help="merge these result files' runs into --out (no audits run)")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--apps", default="app1,app2")
-    ap.add_argument("--generators", default=",".join(GENERATORS))
+    ap.add_argument("--generators", default=",".join(GENERATORS), help="labels of GENERATORS, comma-separated")
     ap.add_argument("--parts", default=",".join(DEFAULT_PARTS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=str(REPO / "build" / "privacy-table.json"))
@@ -136,6 +139,7 @@ def main() -> None:
                     "copy_share_ci": None if m is None else list(m.copy_share_ci),
                     "copy_share_lower": None if m is None else m.copy_share_lower,
                     "min_privacy_gain": r.min_privacy_gain,
+                    "beyond_phi_p_value": None if r.beyond_phi is None else r.beyond_phi.p_value,
                     "checks": {c.name: c.level for c in r.checks},
                     "seconds": round(time.perf_counter() - t, 1),
                 }

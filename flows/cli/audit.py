@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from sdgov.agreement.sections.privacy_risk import RiskSettings
     from sdgov.audits.generator_protocol import GeneratorCrash
 
-PARTS = "mia,one_run,memorisation,disclosure"
+PARTS = "mia,one_run,memorisation,beyond_phi,disclosure"  # sdgov.audits.privacy.run.DEFAULT_PARTS
 
 
 def crash_written(args: argparse.Namespace, exc: GeneratorCrash, test: str) -> None:
@@ -289,6 +289,6 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     p.add_argument(
         "--parts",
         default=PARTS,
-        help="comma list of mia, one_run, memorisation, disclosure, canary (the nearest-neighbour bound)",
+        help="comma list of mia, one_run, memorisation, beyond_phi, disclosure, canary (the nearest-neighbour bound)",
     )
     p.add_argument("--settings", help="further RiskSettings as JSON, e.g. '{\"rf_trees\": 50}'")

@@ -35,6 +35,9 @@ RISK = {
         "memorisation_rows": 500,
         "memorisation_synth_factor": 4,
         "one_run_canaries": 40,
+        "beyond_phi_rows": 500,
+        "beyond_phi_synth_rows": 20_000,
+        "beyond_phi_bootstrap": 19,
         "n_jobs": 1,
     },
 }

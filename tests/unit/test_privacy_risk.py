@@ -215,7 +215,8 @@ FAST = [
     "--jobs",
     "1",
     "--settings",
-    '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300}',
+    '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300, "beyond_phi_rows": 300, "beyond_phi_synth_rows": 20000, '
+    '"beyond_phi_bootstrap": 19}',
 ]
 
 
@@ -248,6 +249,7 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
     assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audits.generators:honest_ipf"
     assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
     assert len(payload["targets"]) == 2
+    assert 0 < payload["beyond_phi_p_value"] <= 1  # a default part: interactions beyond Φ
     section = json.loads(out.read_text())["section"]
     assert section["pg_plot_svg"].startswith("<svg") and section["dcr_plot_svg"].startswith("<svg")
 
@@ -291,12 +293,59 @@ def test_policy_file_is_validated(tmp_path):
 
 
 def test_attribute_inference_models():
-    """Categorical S: a random forest; numeric (binned) S: a linear model, prediction rounded to a bin."""
-    from sdgov.audits.privacy.attribute import predict_sensitive
+    """Categorical S: a random forest; numeric (binned) S: a linear model with a normal predictive over the bins.
+    Each gives the probability that a guess drawn from it is the query's own value."""
+    from sdgov.audits.privacy.attribute import p_correct
 
     rng = np.random.default_rng(0)
     x = rng.integers(0, 4, size=(400, 2))
     synth = np.column_stack([x, x[:, 0]])  # S = first attribute, exactly
     q = np.array([[0, 1, 0], [3, 2, 3], [2, 0, 2]])
+    wrong = q.copy()
+    wrong[:, 2] = (wrong[:, 2] + 1) % 4
     for numeric in (False, True):
-        assert predict_sensitive(synth, q, 2, numeric, [4, 4, 4], 10, 0).tolist() == [0, 3, 2]
+        assert p_correct(synth, q, 2, numeric, [4, 4, 4], 10, 0).min() > 0.95
+        assert p_correct(synth, wrong, 2, numeric, [4, 4, 4], 10, 0).max() < 0.05
+    # S independent of the rest: a drawn guess is right about as often as S's own share, not 0 or 1
+    noise = np.column_stack([x, rng.integers(0, 4, size=400)])
+    assert 0.1 < float(p_correct(noise, q, 2, False, [4, 4, 4], 30, 0).mean()) < 0.45
+
+
+def test_attribute_inference_sees_a_copier_and_not_an_honest_generator():
+    """Issue 26 item 5: a copier's members are inferred (their record is in the output, their other attributes
+    shared by no one), non-members are not; a generator reading only 1-way margins gives members nothing more."""
+    from sdgov.audits.privacy.base import GeneratorRef
+    from sdgov.audits.privacy.mia import linkability
+
+    real, attrs, dom = _wide_data(3000, d=6, k=12, seed=4)
+    cliques = [(a,) for a in attrs]
+    targets = select_targets(real, attrs, [12] * 6, 0, 4, seed=1)
+    mask = np.ones(len(real), bool)
+    mask[[t.index for t in targets]] = False
+    st = RiskSettings(n_shadow=6, n_synth=1, train_rows=300, n_jobs=1, features=("hist",), ai_trees=20, seed=2)
+    p = {}
+    for name, path, params in [
+        ("copier", "sdgov.audits.privacy.leaky:copier", {"base": INDEPENDENT}),
+        ("honest", INDEPENDENT, {"sigma": 2.0}),
+    ]:
+        ref = GeneratorRef(path, tuple(cliques), dom, params)
+        risks = linkability(ref, real[mask], targets, st, sensitive=attrs[-1])
+        p[name] = [(r.attribute.p_in, r.attribute.p_out) for r in risks if r.attribute is not None]
+    copier_in = np.mean([a for a, _ in p["copier"]])
+    copier_out = np.mean([b for _, b in p["copier"]])
+    assert copier_in > 0.5 and copier_out < 0.2, p["copier"]  # a resample holds 63 % of the members
+    assert all(abs(a - b) < 0.1 for a, b in p["honest"]), p["honest"]
+    assert all(0.02 < b < 0.2 for _, b in p["honest"]), p["honest"]  # about 1/12: the base rate, never 0 or 1
+
+
+def test_epsilon_from_membership_advantage_inverts_the_dp_bound():
+    """The shadow models' scores as an ε lower bound: the ε whose tight (ε, δ) bound an advantage just reaches."""
+    from sdgov.audits.privacy.mia import dp_adv_bound_tight, epsilon_from_advantage
+
+    for eps in (0.1, 0.68, 2.0, 5.0):
+        for delta in (0.0, 1e-5):
+            adv = dp_adv_bound_tight(eps, delta)
+            assert epsilon_from_advantage(adv, delta) == pytest.approx(eps, rel=1e-9)
+    assert epsilon_from_advantage(0.0, 1e-5) == 0.0 and epsilon_from_advantage(-0.3, 0.0) == 0.0
+    assert epsilon_from_advantage(1.0, 0.0) == math.inf
+    assert epsilon_from_advantage(0.5, 0.0) < epsilon_from_advantage(0.6, 0.0)

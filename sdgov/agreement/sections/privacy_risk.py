@@ -53,6 +53,27 @@ class RiskSettings(Frozen):
     memorisation_synth_factor: int = Field(
         50, ge=1, description="synthetic rows per training record (50: a 2 % memoriser caught on App 1, 70 non-Φ dims)"
     )
+    beyond_phi_rows: int = Field(
+        10_000,
+        ge=10,
+        exclude_if=lambda v: (
+            v == 10_000
+        ),  # new fields at their defaults leave a pre-registered section's hash as it was
+        description="training records of the interactions-beyond-Φ check's one fit (at most the reference data)",
+    )
+    beyond_phi_synth_rows: int = Field(
+        1_000_000,
+        ge=100,
+        exclude_if=lambda v: v == 1_000_000,
+        description="synthetic records sampled from that fit (post-processing: more rows, sharper interactions)",
+    )
+    beyond_phi_bootstrap: int = Field(
+        199,
+        ge=19,
+        exclude_if=lambda v: v == 199,
+        description="parametric-bootstrap samples from the Φ-only model (p-values resolve to 1/(B + 1): 199 lets "
+        "the policy fail at 0.005, beyond every sample)",
+    )
     beta: float = Field(0.05, gt=0, lt=1, description="ε_lower holds with confidence 1 − β")
     disclosure_rows: int | None = Field(
         None,
@@ -115,6 +136,17 @@ class MemorisationPolicy(Frozen):
     min_share: float = Field(0.0, ge=0, description="copy shares up to this are tolerated")
 
 
+class BeyondPhiPolicy(Frozen):
+    """Interactions beyond Φ (:mod:`sdgov.audits.privacy.beyond_phi`): a Monte-Carlo test of the output's non-Φ
+    tables against the Φ-only model of its own Φ tables, so its false-alarm rate on an honest generator is the
+    level itself."""
+
+    warn_alpha: float = Field(0.01, gt=0, lt=1, description="warn when the p-value is at most this")
+    fail_alpha: float = Field(
+        0.005, gt=0, lt=1, description="fail when the p-value is at most this (at B = 199: beyond every sample)"
+    )
+
+
 class ExactMatchPolicy(Frozen):
     """Real-unique records reproduced (see :mod:`sdgov.audits.privacy.disclosure`). The rate ratio (training
     vs never-seen holdout records) of an honest DP generator sits near 1; (ε, δ)-DP would permit up to about e^ε in
@@ -156,6 +188,7 @@ class RiskPolicy(Frozen):
     attribute: AttributePolicy = AttributePolicy()
     exact_matches: ExactMatchPolicy = ExactMatchPolicy()
     memorisation: MemorisationPolicy = MemorisationPolicy()
+    beyond_phi: BeyondPhiPolicy = Field(BeyondPhiPolicy(), exclude_if=lambda v: v == BeyondPhiPolicy())
     dcr: DCRPolicy = DCRPolicy()
     small_cells: SmallCellPolicy = SmallCellPolicy()
 

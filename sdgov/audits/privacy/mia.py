@@ -40,7 +40,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
 from sdgov.agreement.sections.privacy_risk import RiskSettings
-from sdgov.audits.privacy.attribute import AttributeResult, advantage, predict_sensitive
+from sdgov.audits.privacy.attribute import AttributeResult, advantage, p_correct
 from sdgov.audits.privacy.base import GeneratorRef, Progress, Target, seed_of, world_ci
 from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
@@ -58,6 +58,15 @@ def dp_adv_bound_tight(epsilon: float | None, delta: float | None) -> float | No
     if epsilon is None:
         return None
     return float(min(1.0, (math.expm1(epsilon) + 2 * (delta or 0.0)) / (math.exp(epsilon) + 1)))
+
+
+def epsilon_from_advantage(adv: float, delta: float | None) -> float:
+    """The smallest ε whose tight bound (:func:`dp_adv_bound_tight`) allows advantage ``adv``: a lower bound on ε
+    when ``adv`` is a lower confidence bound on a membership advantage (inf when it reaches 1)."""
+    if adv >= 1:
+        return math.inf
+    ratio = (1 + adv - 2 * (delta or 0.0)) / (1 - adv)
+    return float(math.log(ratio)) if ratio > 1 else 0.0
 
 
 # ------------------------------------------------------------------------------------------------ features
@@ -159,11 +168,11 @@ def _world_job(
         subs = query_subsets(len(sizes))
         out["query"] = np.stack([query_features(s, targets, subs) for s in sets])
     if ai is not None:
-        guesses = [
-            predict_sensitive(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
+        scores = [
+            p_correct(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
             for j, s in enumerate(sets[: ai["sets"]])
         ]
-        out["ai"] = (np.stack(guesses) == ai["queries"][:, ai["s"]][None, :]) if guesses else None
+        out["ai"] = np.stack(scores) if scores else None  # sets × queries: P(the attacker's guess is right)
     return out
 
 

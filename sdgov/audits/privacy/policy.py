@@ -48,8 +48,12 @@ def apply_policy(
     dp_bound: float | None,
     disclosure,
     epsilon_lower_pure: float | None = None,
+    epsilon_confidence: float | None = None,
+    epsilon_lower_membership: float | None = None,
+    membership_confidence: float | None = None,
     n_worlds: int | None = None,
     memorisation=None,
+    beyond_phi=None,
 ) -> list[PolicyCheck]:
     """Checks of one audit result (``targets``: mia.TargetRisk; ``disclosure``: DisclosureResult or None)."""
     out: list[PolicyCheck] = []
@@ -72,8 +76,15 @@ def apply_policy(
                         p.fail_above_claimed and epsilon_lower > claimed_epsilon,
                         max(epsilon_lower, pure) > p.warn_fraction * claimed_epsilon,
                     ),
-                    detail=f"ε_lower = {epsilon_lower:.3g} (δ-aware; pure-ε reading {pure:.3g}) vs claimed "
-                    f"ε = {claimed_epsilon:.3g}"
+                    detail=f"ε_lower = {epsilon_lower:.3g} (δ-aware; pure-ε reading {pure:.3g}"
+                    + (f"; confidence {epsilon_confidence:.0%}" if epsilon_confidence is not None else "")
+                    + f") vs claimed ε = {claimed_epsilon:.3g}"
+                    + (
+                        f"; from the shadow models' scores ε ≥ {epsilon_lower_membership:.3g} (confidence "
+                        f"{membership_confidence:.0%}, all targets jointly)"
+                        if epsilon_lower_membership is not None and membership_confidence is not None
+                        else ""
+                    )
                     + (" — the privacy claim is REFUTED" if epsilon_lower > claimed_epsilon else ""),
                 )
             )
@@ -100,9 +111,8 @@ def apply_policy(
         ai = [r.attribute for r in targets if r.attribute is not None]
         if ai:
             q = policy.attribute
-            top = max(
-                ai, key=lambda a: (a.ci[0] > q.warn_above_adv, a.advantage)
-            )  # a warning's cause, else the largest
+            top = max(ai, key=lambda a: (a.ci[0], a.advantage))  # the policy acts on lower bounds: the largest one
+            p_in, p_out = (sum(a.p_in for a in ai) / len(ai), sum(a.p_out for a in ai) / len(ai))  # a typical target
             out.append(
                 PolicyCheck(
                     name=f"attribute inference ({top.sensitive})",
@@ -111,9 +121,25 @@ def apply_policy(
                     ),
                     detail=f"advantage {top.advantage:+.2f} "
                     f"(CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}, Bonferroni over targets); "
-                    f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}",
+                    f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}; over all {len(ai)} "
+                    f"targets P(correct | in) {p_in:.2f} vs P(correct | out) {p_out:.2f}",
                 )
             )
+    if beyond_phi is not None:
+        bq, b = policy.beyond_phi, beyond_phi
+        out.append(
+            PolicyCheck(
+                name="interactions beyond Φ",
+                level=_lvl(b.ran and b.p_value <= bq.fail_alpha, b.ran and b.p_value <= bq.warn_alpha),
+                detail=(
+                    f"p = {b.p_value:.4g} ({b.bootstrap} samples of the Φ-only model of the output's own Φ tables); "
+                    f"largest standardised G² {b.statistic:+.1f} on {b.worst_table} "
+                    f"({b.synth_rows:,} synthetic records from one fit on {b.train_rows:,})"
+                    if b.ran
+                    else f"not run: {b.reason}"
+                ),
+            )
+        )
     if memorisation is not None:
         mq = policy.memorisation
         lows = memorisation.copy_share_lower

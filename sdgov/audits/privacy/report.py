@@ -96,6 +96,12 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
             f"Copy share beyond Φ {mm.copy_share:+.4f} (CI {mm.copy_share_ci[0]:+.4f} to {mm.copy_share_ci[1]:+.4f}, "
             f"{mm.pairs} pairs): 0 = nothing outside the agreed statistics reproduced, 1 = the training rows copied."
         )
+    if result.beyond_phi is not None and result.beyond_phi.ran:
+        b = result.beyond_phi
+        lines.append(
+            f"Interactions beyond Φ: p = {b.p_value:.3g} ({b.synth_rows:,} synthetic records against the Φ-only model "
+            f"of their own Φ tables, {b.bootstrap} samples of it; largest on {b.worst_table})."
+        )
     if result.min_privacy_gain is not None:
         lines.append(
             f"Lowest per-record privacy gain {result.min_privacy_gain:.2f} over {len(result.targets)} "
@@ -123,6 +129,7 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
                 "exact_matches_unique",
                 "exact_matches_unique_baseline",
                 "copy_share",
+                "beyond_phi_p_value",
                 "dp_adv_bound",
                 "dp_adv_bound_tight",
                 "seconds",

@@ -24,10 +24,11 @@ import numpy as np
 from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
 from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
+from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
 from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
-from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, linkability
+from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, epsilon_from_advantage, linkability
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
 from sdgov.base.executor import Executor
@@ -35,8 +36,14 @@ from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
-PARTS = ("mia", "one_run", "memorisation", "disclosure", "canary")
-DEFAULT_PARTS = ("mia", "one_run", "memorisation", "disclosure")  # "canary": the nearest-neighbour bound, on request
+PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")
+DEFAULT_PARTS = (
+    "mia",
+    "one_run",
+    "memorisation",
+    "beyond_phi",
+    "disclosure",
+)  # "canary": the nearest-neighbour bound, on request
 _T = TypeVar("_T")
 
 
@@ -58,11 +65,14 @@ class PrivacyAuditResult(Frozen):
     canary: CanaryResult | None
     one_run: OneRunResult | None = None
     memorisation: MemorisationResult | None = None
+    beyond_phi: BeyondPhiResult | None = None
     disclosure: DisclosureResult | None
     checks: list[PolicyCheck]
     verdict: str
     epsilon_lower: float | None
     epsilon_lower_pure: float | None
+    epsilon_lower_confidence: float | None = None  # 1 − β of the canary bounds
+    epsilon_lower_membership: float | None = None  # from the shadow models' scores (see result())
     min_privacy_gain: float | None
     exact_matches: int | None
     seconds: float
@@ -87,6 +97,7 @@ class _Findings:
     one_run: OneRunResult | None
     memorisation: MemorisationResult | None
     disclosure: DisclosureResult | None
+    beyond_phi: BeyondPhiResult | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,12 +142,17 @@ class PrivacyAuditRun:
             else None
         )
         memo = self._timed(timing, "memorisation", lambda: self.memorisation(pool)) if "memorisation" in asked else None
+        beyond = (
+            self._timed(timing, "beyond_phi", lambda: self.beyond_phi(pool), "interactions beyond Φ")
+            if "beyond_phi" in asked
+            else None
+        )
         disclosure = (
             self._timed(timing, "disclosure", lambda: self.disclosure(pool), "record checks")
             if "disclosure" in asked
             else None
         )
-        return self.result(pool, _Findings(risks, canary, one_run, memo, disclosure), t0, timing)
+        return self.result(pool, _Findings(risks, canary, one_run, memo, disclosure, beyond), t0, timing)
 
     def _timed(self, timing: dict[str, float], key: str, phase: Callable[[], _T], done: str | None = None) -> _T:
         t = time.perf_counter()
@@ -237,6 +253,18 @@ class PrivacyAuditRun:
             self.executor,
         )
 
+    def beyond_phi(self, pool: _Pool) -> BeyondPhiResult:
+        """Whether the output carries interactions its own Φ tables do not imply (no record is looked at)."""
+        st = self.settings
+        return beyond_phi_audit(
+            pool.ref,
+            pool.reference,
+            st.beyond_phi_rows,
+            st.beyond_phi_synth_rows,
+            st.beyond_phi_bootstrap,
+            seed_of(st.seed, 9),
+        )
+
     def disclosure(self, pool: _Pool) -> DisclosureResult:
         """The record checks: one fit on a training part, its synthetic output against a holdout and an independent
         real sample."""
@@ -271,6 +299,9 @@ class PrivacyAuditRun:
         bounds = [b for b in (found.canary, found.one_run) if b is not None]
         eps_lower = max((b.epsilon_lower for b in bounds), default=None)
         eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
+        # the shadow models' scores as a bound too: every target's advantage interval holds jointly at the audit's
+        # confidence (Bonferroni), so the largest ε their lower ends need is a lower bound on ε at that confidence
+        eps_mia = max((epsilon_from_advantage(r.advantage_ci[0], self.claimed_delta) for r in risks), default=None)
         checks = apply_policy(
             self.policy,
             claimed_epsilon=self.claimed_epsilon,
@@ -279,8 +310,12 @@ class PrivacyAuditRun:
             dp_bound=tight,
             disclosure=disclosure,
             epsilon_lower_pure=eps_pure,
+            epsilon_confidence=1 - st.beta,  # both bounds at β/2 when both ran: their maximum holds at 1 − β
+            epsilon_lower_membership=eps_mia,
+            membership_confidence=st.confidence,
             n_worlds=st.n_shadow,
             memorisation=found.memorisation,
+            beyond_phi=found.beyond_phi,
         )
         seconds = time.perf_counter() - t0
         timing["total"] = seconds
@@ -302,11 +337,14 @@ class PrivacyAuditRun:
             canary=found.canary,
             one_run=found.one_run,
             memorisation=found.memorisation,
+            beyond_phi=found.beyond_phi,
             disclosure=disclosure,
             checks=checks,
             verdict=worst([c.level for c in checks]) if checks else "pass",
             epsilon_lower=eps_lower,
             epsilon_lower_pure=eps_pure,
+            epsilon_lower_confidence=1 - st.beta if bounds else None,
+            epsilon_lower_membership=eps_mia,
             min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
             exact_matches=disclosure.exact_matches if disclosure else None,
             seconds=seconds,
@@ -426,6 +464,8 @@ def summary(result: PrivacyAuditResult) -> dict[str, Any]:
         "verdict": result.verdict,
         "epsilon_lower": fin(result.epsilon_lower),
         "epsilon_lower_pure": fin(result.epsilon_lower_pure),
+        "epsilon_lower_confidence": result.epsilon_lower_confidence,
+        "epsilon_lower_membership": fin(result.epsilon_lower_membership),
         "claimed_epsilon": result.claimed_epsilon,
         "claimed_delta": result.claimed_delta,
         "min_privacy_gain": result.min_privacy_gain,
@@ -436,6 +476,7 @@ def summary(result: PrivacyAuditResult) -> dict[str, Any]:
         "unique_match_p_value": d.unique.p_value if d else None,
         "copy_share": result.memorisation.copy_share if result.memorisation else None,
         "copy_share_ci": list(result.memorisation.copy_share_ci) if result.memorisation else None,
+        "beyond_phi_p_value": result.beyond_phi.p_value if result.beyond_phi and result.beyond_phi.ran else None,
         "seconds": result.seconds,
         "generator": result.generator,
         "generator_params": result.generator_params,

@@ -1,0 +1,128 @@
+"""Interactions beyond Φ (issue 29 item 3): the privacy audit's non-Φ check alone, per app × generator × seed, with
+its p-value, its level under the default policy, and false-alarm / detection rates with exact (Clopper–Pearson)
+95 % intervals. Not a test.
+
+    python benchmarks/bench_privacy_beyond_phi.py [--apps app1,app2] [--generators honest,blend5]
+        [--seeds 20] [--first-seed 0] [--out build/privacy-beyond-phi.json]
+    python benchmarks/bench_privacy_beyond_phi.py --summarise FILE... --out MERGED.json
+
+Every run is ``sdgov audit privacy --spec examples/census2011/APP.yaml --generator G --seed S --parts beyond_phi``
+at the default settings (one fit on 10,000 records, 1,000,000 synthetic records, 199 bootstrap samples) and the
+plan's σ = 10. The rest of the audit is the privacy table's (bench_privacy_table.py, which includes this check
+among the default parts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from scipy import stats
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings  # noqa: E402
+from sdgov.audits.privacy.run import audit_spec_privacy  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
+GENERATORS = {
+    "honest": None,  # the spec's own generator's honest variant (PGM) at the plan's σ
+    "honest ipf": "sdgov.audits.generators:honest_ipf",
+    "blend 5%": "sdgov.audits.generators:blend5_ipf",
+    "blend 2%": "sdgov.audits.generators:blend2_ipf",
+    "copier": "sdgov.audits.privacy.leaky:copier",
+}
+SHORT = {"honest": "honest", "honest_ipf": "honest ipf", "blend5": "blend 5%", "blend2": "blend 2%", "copier": "copier"}
+
+
+def cp(k: int, n: int) -> list[float]:
+    """Clopper–Pearson 95 % interval of k successes in n."""
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
+    return [round(lo, 3), round(hi, 3)]
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Per (app, generator): pass / warn / fail of the check, the non-pass rate and the fail rate with intervals."""
+    table = []
+    for app, label in sorted(
+        {(r["app"], r["generator"]) for r in runs}, key=lambda k: (k[0], list(GENERATORS).index(k[1]))
+    ):
+        rows = [r for r in runs if r["app"] == app and r["generator"] == label]
+        n = len(rows)
+        k = {v: sum(x["level"] == v for x in rows) for v in ("pass", "warn", "fail")}
+        table.append(
+            {
+                "app": app,
+                "generator": label,
+                "seeds": sorted(x["seed"] for x in rows),
+                "n": n,
+                **k,
+                "not_pass_rate_ci95": cp(k["warn"] + k["fail"], n),
+                "fail_rate_ci95": cp(k["fail"], n),
+                "p_value_range": [min(x["p_value"] for x in rows), max(x["p_value"] for x in rows)],
+                "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
+            }
+        )
+    return table
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--summarise", nargs="*", help="merge these result files' runs into --out (no audits run)")
+    ap.add_argument("--apps", default="app1,app2")
+    ap.add_argument("--generators", default="honest,blend5")
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--out", default=str(REPO / "build" / "privacy-beyond-phi.json"))
+    args = ap.parse_args()
+    if args.summarise:
+        files = [json.loads(Path(f).read_text()) for f in args.summarise]
+        runs_all = [r for f in files for r in f["runs"]]
+        merged = {"commands": [f["command"] for f in files], "table": summarise(runs_all), "runs": runs_all}
+        Path(args.out).write_text(json.dumps(merged, indent=1))
+        print(json.dumps(merged["table"], indent=1))
+        return
+    runs: list[dict] = []
+    out: dict = {"command": "python " + shlex.join(sys.argv), "runs": runs, "table": []}
+    policy = RiskPolicy()
+    for app in args.apps.split(","):
+        for short in args.generators.split(","):
+            label = SHORT[short]
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                t = time.perf_counter()
+                r = audit_spec_privacy(
+                    REPO / "examples" / "census2011" / f"{app}.yaml",
+                    GENERATORS[label],
+                    RiskSettings(seed=seed),
+                    policy,
+                    data_path=DATA,
+                    parts=("beyond_phi",),
+                )
+                b = r.beyond_phi
+                assert b is not None and b.ran, b
+                row = {
+                    "app": app,
+                    "generator": label,
+                    "seed": seed,
+                    "p_value": b.p_value,
+                    "statistic": round(b.statistic, 2),
+                    "worst_table": b.worst_table,
+                    "level": next(c.level for c in r.checks if c.name == "interactions beyond Φ"),
+                    "seconds": round(time.perf_counter() - t, 1),
+                }
+                print(json.dumps(row), flush=True)
+                runs.append(row)
+                out["table"] = summarise(runs)
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out).write_text(json.dumps(out, indent=1))
+    print(json.dumps(out["table"], indent=1), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
