@@ -307,7 +307,7 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "approve",
             "released from the browser",
             # the full hash, in four groups that wrap (the form's Markdown shows each as code)
-            ["Overall verdict: PASS", "Audit checks (each row", "max TVD over Φ", "draft/card.html"]
+            ["Overall verdict: PASS", "Audit checks the card states", "evidence report", "draft-card"]
             + [sha[i : i + 16] for i in range(0, 64, 16)],
             _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
             confirm_hash=sha[:8],

@@ -80,7 +80,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     assert "**Black-box decomposability test (Houssiau et al. 2022) (overall)** — controller-side" in md
     assert "contributing most to β*" not in (d / "card.html").read_text()  # the cells' counts are confidential
     stage = next(s for s in card["provenance"]["stages"] if s["stage"] == "audit")
-    assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_risk"}
+    assert {a["name"] for a in stage["outputs"]} == {"audit", "decomposability", "privacy_risk", "synthetic_codes"}
     assert "data" in {a["name"] for a in stage["inputs"]}  # the controller-side audit read the confidential data
     # every attack trial ran as its own Prefect task run (process pool): visible, by name, in the UI
     fits, classifiers = task_runs("shadow-fit-", *window), task_runs("attack-classifier-", *window)

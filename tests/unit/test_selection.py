@@ -179,11 +179,15 @@ def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path)
     from sdgov.tasks.select_phi import select_phi
 
     first, second = tmp_path / "a", tmp_path / "b"
-    controller_registry(first, tmp_path / "keys-a")
-    controller_registry(second, tmp_path / "keys-b")
+    keys_a = controller_registry(first, tmp_path / "keys-a")
+    keys_b = controller_registry(second, tmp_path / "keys-b")
     draft = _draft(tmp_path)
-    proposal, _ = select_phi.fn(str(draft), str(first), "sel1", "Ada Analyst")
-    again, summary = select_phi.fn(str(draft), str(second), "sel2", "Ada Analyst")
+    proposal, _ = select_phi.fn(
+        str(draft), str(first), "sel1", "Ada Analyst", None, None, signed_proposal(first, draft, keys_a)
+    )
+    again, summary = select_phi.fn(
+        str(draft), str(second), "sel2", "Ada Analyst", None, None, signed_proposal(second, draft, keys_b)
+    )
     assert summary["how"] == "reused" and set(summary["one_ways"].values()) == {"reused"}
     assert again.pairs == proposal.pairs
     assert [e.event for e in Registry(second).events()].count(ledger.SPENT) == 0

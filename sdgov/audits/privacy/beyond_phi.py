@@ -39,7 +39,9 @@ import numpy as np
 from sdgov.audits.privacy.base import GeneratorRef, seed_of
 from sdgov.base.model import Frozen
 
-MAX_CELLS = 200_000  # the joint IPF and B multinomial draws stay a few seconds up to here
+MAX_CELLS = 10_000  # B = 199 IPF projections of the joint: seconds on Apps 1–2 (200 and 630 cells); the demo's
+# 28,800 cells took 1.7 CPU-s per projection (≈ 5 CPU-min per release, measured 2026-11-26), so larger joints are
+# "not run" until the projections are made cheaper
 TOL = 1e-8  # IPF stops when no Φ margin is further than this from its target (in probability: 0.01 of a record
 # in a million, far below the sampling noise the test measures) …
 MAX_SWEEPS = 1000  # … or after this many sweeps (a margin with empty cells can pull the fit to the boundary slowly)
