@@ -60,6 +60,21 @@ class FlowThread(threading.Thread):
             self.error = exc
 
 
+def proposed(spec: Path, root: Path, keys: dict[str, Path], **kw) -> FlowThread:
+    """The governed flow on Ada's signed proposal of ``spec`` to ``root``, in a thread (300 s, polled every second)."""
+    return FlowThread(
+        **{
+            "spec_path": str(spec),
+            "registry_root": str(root),
+            "proposer": "Ada Analyst",
+            "timeout_s": 300,
+            "poll_interval": 1,
+            "proposal": signed_proposal(root, spec, keys),
+            **kw,
+        }
+    )
+
+
 def cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -100,14 +115,7 @@ def raw_resume(run_id: str, **run_input: str) -> str:
 
 def test_pause_refuse_approve_release(tmp_path, prefect_server):
     spec, root, keys = setup_registry(tmp_path)
-    t = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=300,
-        poll_interval=1,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    t = proposed(spec, root, keys)
     t.start()
     run = wait_paused(root, "agreement", thread=t)
     rid = run["run_id"]
@@ -265,24 +273,10 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
 def test_a_statement_signed_for_run_a_is_refused_in_run_b(tmp_path, prefect_server):
     spec, root, keys = setup_registry(tmp_path, rows=800)
     carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
-    a = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=300,
-        poll_interval=1,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    a = proposed(spec, root, keys)
     a.start()
     run_a = wait_paused(root, "agreement", thread=a)["run_id"]
-    b = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=300,
-        poll_interval=1,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    b = proposed(spec, root, keys)
     b.start()
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
@@ -398,13 +392,7 @@ def test_the_proposer_cannot_choose_the_approvers_registry(tmp_path, prefect_ser
     max_key = str(tmp_path / "ada-keys" / "max.pem")
     code, _, err = cli("approvers", "commit", "--as", "Max", "--key", max_key, "--root", str(root))
     assert code == 2 and "'Max' is not a data controller of the approvers registry in force" in err
-    out = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=60,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    out = proposed(spec, root, keys, timeout_s=60, poll_interval=10)
     out.run()
     assert "changed without a signed commit" in str(out.error)
     assert not (root / "releases").exists() and not (root / "runs").exists()
@@ -415,14 +403,7 @@ def test_an_unsigned_change_to_the_approvers_while_paused_blocks_decisions_until
 ):
     spec, root, keys = setup_registry(tmp_path, rows=800)
     carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
-    t = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=300,
-        poll_interval=1,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    t = proposed(spec, root, keys)
     t.start()
     rid = wait_paused(root, "agreement", thread=t)["run_id"]
     code, token, err = cli("sign", rid, *carl)
@@ -446,14 +427,7 @@ def test_an_unsigned_change_to_the_approvers_while_paused_blocks_decisions_until
 
 def test_rejection_ends_the_run_with_nothing_released_and_no_noise(tmp_path, prefect_server):
     spec, root, keys = setup_registry(tmp_path, rows=800)
-    t = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=300,
-        poll_interval=1,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    t = proposed(spec, root, keys)
     t.start()
     rid = wait_paused(root, "agreement", thread=t)["run_id"]
     code, _, err = cli(
@@ -471,14 +445,7 @@ def test_rejection_ends_the_run_with_nothing_released_and_no_noise(tmp_path, pre
 
 def test_timeout_ends_the_run_cleanly_and_says_so(tmp_path, prefect_server):
     spec, root, keys = setup_registry(tmp_path, rows=800)
-    t = FlowThread(
-        spec_path=str(spec),
-        registry_root=str(root),
-        proposer="Ada Analyst",
-        timeout_s=4,
-        poll_interval=1,
-        proposal=signed_proposal(root, spec, keys),
-    )
+    t = proposed(spec, root, keys, timeout_s=4)
     t.start()
     t.join(120)
     # Prefect's server turns a pause that timed out into Failed, with a message that says so; on a loaded machine the
