@@ -10,6 +10,8 @@ Import paths (pass them to ``sdgov audit decomposability --generator``):
 ``sdgov.audits.generators:blend2_ipf``        98 % honest IPF rows, 2 % from IPF on Φ plus one non-Φ 3-way (a weak
                                               positive control: the audit's power floor); ``blend5_ipf``,
                                               ``blend10_ipf`` the 5 % and 10 % blends; ``blend_ipf`` takes ``share``
+``sdgov.audits.generators:camo2_ipf``         the 2 % blend **camouflaged**: its Φ part fitted to Φ with the plan's
+                                              noise (``sigma``, default 10), the leak read exactly; ``camo5_ipf``
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measurement.marginals.MeasurementSet`, then samples
@@ -60,6 +62,7 @@ from sdgov.measurement.marginals import Measurement, MeasurementSet
 
 APP3_LEAK = ("Marital Status", "Occupation", "Hours worked per week")
 MAX_LEAK_CELLS = 100_000
+ROUNDING_SIGMA = 0.5  # the σ recorded for a count read exactly among noisy ones (only the fits' weights use it)
 _MEMO: OrderedDict[str, CliqueModel] = OrderedDict()  # fit key → model, for ``memo=True`` (a few models at most)
 _MEMO_SIZE = 4
 
@@ -81,6 +84,7 @@ class _MarginalGenerator:
         leak: list[str] | tuple[str, ...] | None = None,
         max_leak_cells: int = MAX_LEAK_CELLS,
         memo: bool = False,
+        leak_sigma: float | None = None,
     ) -> None:
         if not domain:
             raise AuditError("empty domain", self.kind)
@@ -91,6 +95,8 @@ class _MarginalGenerator:
         self.attributes = list(domain)
         self.phi = [tuple(c) for c in cliques]
         self.sigma = float(sigma)
+        # noise on a marginal outside Φ (a dishonest variant's leak); None: the same σ as on Φ
+        self.leak_sigma = self.sigma if leak_sigma is None else float(leak_sigma)
         self.iterations = iterations
         self.memo = bool(memo)
         self.fitted: list[Clique] = self._fitted_cliques(leak, max_leak_cells)
@@ -108,15 +114,19 @@ class _MarginalGenerator:
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
         rng = np.random.default_rng(seed)
         ms = []
+        phi = set(self._order(self.phi))
+        noisy = self.sigma > 0 or (self.leak_sigma > 0 and len(self.fitted) > len(phi))
         for c in self.fitted:
             counts = weighted_marginal(records, weights, c, self.domain)
-            if self.sigma > 0:
-                counts = counts + rng.normal(0.0, self.sigma, counts.shape)
+            sigma = self.sigma if c in phi else self.leak_sigma
+            if sigma > 0:
+                counts = counts + rng.normal(0.0, sigma, counts.shape)
             ms.append(
                 Measurement(
                     clique=c,
                     shape=counts.shape,
-                    sigma=self.sigma,
+                    # beside noisy ones, a marginal read exactly still carries its rounding (the fits weigh by σ)
+                    sigma=sigma if sigma > 0 or not noisy else ROUNDING_SIGMA,
                     noisy_counts=np.rint(counts).astype(np.int64).ravel().tolist(),
                 )
             )
@@ -126,14 +136,14 @@ class _MarginalGenerator:
             schema_sha256="audit",
             attributes=self.attributes,
             domain=self.domain,
-            noise="gaussian" if self.sigma > 0 else "none",
+            noise="gaussian" if noisy else "none",
             measurements=ms,
         )
         if not self.memo:
             self.model = self._fit_model(mset)
             return
         key = hashlib.sha256(
-            repr((self.kind, self.iterations, self.fitted, self.domain)).encode()
+            repr((self.kind, self.iterations, self.fitted, self.domain, self.sigma, self.leak_sigma)).encode()
             + b"".join(np.asarray(m.noisy_counts, np.int64).tobytes() for m in ms)
         ).hexdigest()
         if key not in _MEMO:
@@ -307,6 +317,30 @@ def blend10_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) ->
     return BlendIPF(cliques, domain, **{"share": 0.10, **params})
 
 
+#: the plan's noise on every Φ count in the census examples (``privacy: sigma: 10``): a camouflaged blend's default
+CAMOUFLAGE_SIGMA = 10.0
+
+
+def camo_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A **camouflaged** blend: its Φ part carries the plan's noise (``sigma``, default 10: it measures Φ with
+    seeded Gaussian noise and fits IPF to the noisy counts, as an honest generator of a noisy release would), and
+    ``share`` (default 2 %) of its rows come from IPF on the same noisy Φ plus one non-Φ 3-way read exactly
+    (``leak_sigma`` 0). The noise makes every fit differ, so the audit's fits vary as much as an honest noisy
+    generator's and a weak leak hides in that variance (issue 29: a 2 % blend like this passed 4 of 10 seeds on
+    Application 2 before the matched phase-2 statistic)."""
+    return BlendIPF(cliques, domain, **{"share": 0.02, "sigma": CAMOUFLAGE_SIGMA, "leak_sigma": 0.0, **params})
+
+
+def camo2_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A camouflaged blend (:func:`camo_ipf`) with 2 % of its rows from the leaky fit."""
+    return camo_ipf(cliques, domain, **{"share": 0.02, **params})
+
+
+def camo5_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A camouflaged blend (:func:`camo_ipf`) with 5 % of its rows from the leaky fit."""
+    return camo_ipf(cliques, domain, **{"share": 0.05, **params})
+
+
 def honest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestPGM:
     """The pipeline's Private-PGM, fitted on the Φ marginals only."""
     return HonestPGM(cliques, domain, **params)
@@ -363,6 +397,8 @@ SHIPPED = {
     "sdgov.audits.generators:blend2_ipf": "2 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
     "sdgov.audits.generators:blend5_ipf": "5 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
     "sdgov.audits.generators:blend10_ipf": "10 % of rows from IPF on Φ plus one non-Φ 3-way (positive control)",
+    "sdgov.audits.generators:camo2_ipf": "2 % blend whose Φ part carries the plan's noise (camouflaged positive control)",
+    "sdgov.audits.generators:camo5_ipf": "5 % blend whose Φ part carries the plan's noise (camouflaged positive control)",
 }
 
 #: the positive control paired with each shipped generator (a dishonest variant of the same family)

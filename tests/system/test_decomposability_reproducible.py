@@ -73,5 +73,5 @@ def test_random_subspace_p_value_is_the_same_under_two_blas_kernels():
         )
         assert out.returncode == 0, out.stderr
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    assert {r["mode"] for r in runs} == {"random subspace"} and runs[0]["blas"] != runs[1]["blas"]
+    assert {r["mode"] for r in runs} == {"minimal non-Φ marginals"} and runs[0]["blas"] != runs[1]["blas"]
     assert runs[0]["p"] == pytest.approx(runs[1]["p"], rel=1e-9, abs=0)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
+from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis
 from sdgov.audits.decomposability.moves import extremal_pair, greedy_extremal, greedy_half, half_move_pool, move_pool
 from sdgov.audits.decomposability.procedure import run_decomposability
 from sdgov.audits.decomposability.report import decomposability_section
@@ -79,12 +79,13 @@ def test_directions_are_the_projection_onto_phi_perp_whatever_the_basis():
     U = pool.matrix().toarray()
     At = theta.indicator_matrix().toarray()
     assert np.array_equal(U @ At.T, np.zeros((U.shape[0], At.shape[0])))
-    # the random-subspace basis (marginal-cell projections) is orthogonal to span(Φ) on the full table
-    mb = MarginalCellBasis(theta, 10, np.random.default_rng(0))
-    mbd = MarginalCellBasis(dense, 10, np.random.default_rng(0))
-    bfull = mbd.cells_vector(np.random.default_rng(4).standard_normal(mbd.d))
-    assert np.abs(dense.indicator_matrix().toarray() @ bfull).max() < 1e-9
-    assert mb.d == 10
+    # the large-table basis (centred cells of the minimal non-Φ marginals, each set whole) spans exactly Φ⊥ here
+    # (one minimal set, a×b×c): its vectors are orthogonal to span(Φ) and of rank dim Φ⊥, even below the cell cap
+    mbd = MarginalSetBasis(dense, 10, np.random.default_rng(0))
+    assert mbd.d == 24 and mbd.info["sets_tested"] == 1  # a set is never cut to fit the cap
+    B = np.stack([mbd.cells_vector(e) for e in np.eye(mbd.d)])
+    assert np.abs(A @ B.T).max() < 1e-9
+    assert np.linalg.matrix_rank(B) == 6
 
 
 @pytest.mark.parametrize("gen", ["honest_ipf", "honest_pgm", "independent"])
@@ -167,7 +168,7 @@ def test_half_moves_on_sparse_data_keep_phi_exactly():
     rng = np.random.default_rng(0)
     pool = half_move_pool(theta, 10**4, rng)
     assert len(pool) > 0 and occupied <= theta.C
-    basis = MarginalCellBasis(theta, 10**4, rng)
+    basis = MarginalSetBasis(theta, 10**4, rng)
     scores = basis.scores(pool, rng.standard_normal(basis.d))
     dp, dm = greedy_half(pool, scores, theta.x), greedy_half(pool, [-s for s in scores], theta.x)
     assert np.any(dp) and np.any(dm)
@@ -181,7 +182,7 @@ def test_half_moves_on_sparse_data_keep_phi_exactly():
 def test_random_subspace_mode_catches_dishonest_and_passes_honest():
     forced = {"explicit_max_cells": 1, "candidate_basis": 24}
     bad = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:dishonest_ipf", _settings(**forced))
-    assert bad.basis["mode"] == "random subspace" and bad.verdict == "fail", bad.p_value
+    assert bad.basis["mode"] == "minimal non-Φ marginals" and bad.verdict == "fail", bad.p_value
     good = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:honest_ipf", _settings(**forced))
     assert good.verdict == "pass", good.p_value
 

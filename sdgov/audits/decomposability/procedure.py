@@ -53,8 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
-from sdgov.audits.decomposability.beta_star import select_sets
+from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis
+from sdgov.audits.decomposability.beta_star import SetSelection, select_sets
 from sdgov.audits.decomposability.moves import (
     MovePool,
     extremal_pair,
@@ -163,9 +163,7 @@ class _Space:
         self.explicit = st.explicit_max_cells >= math.prod(self.theta.shape)
         self.pool = self._moves(st)
         self.basis: Any = (
-            ProjectionBasis(self.theta)
-            if self.explicit
-            else MarginalCellBasis(self.theta, st.candidate_basis, self.rng)
+            ProjectionBasis(self.theta) if self.explicit else MarginalSetBasis(self.theta, st.candidate_basis, self.rng)
         )
 
     def _moves(self, st: DecomposabilitySettings) -> MovePool:
@@ -257,7 +255,7 @@ def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
 
 def _critical_direction(
     run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, change: np.ndarray, ext: dict[str, Any]
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, SetSelection]:
     """Eqs. 5–6: the mean response â of the phase-1 fits inside the interaction set that responds most
     significantly (:mod:`.selection`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
     β* (unit norm); also which coordinates it uses."""
@@ -280,7 +278,33 @@ def _critical_direction(
     w = run.basis.critical(G1p.mean(axis=0) - G1m.mean(axis=0), sel.chosen)
     if not np.any(w):
         w = z
-    return w / math.sqrt(math.fsum(w * w)), w != 0
+    return w / math.sqrt(math.fsum(w * w)), w != 0, sel
+
+
+def _phase2_statistic(
+    run: _Run, sel: SetSelection, G1p: np.ndarray, G1m: np.ndarray, change: np.ndarray, beta_star: np.ndarray
+) -> tuple[np.ndarray, str]:
+    """The direction w of phase 2's statistic g = ⟨w, features(synthetic)⟩, fixed before any phase-2 fit.
+
+    When the chosen set's *directed* test (the fits follow the data change) was at least as significant as its
+    omnibus test, w is the matched filter of that response: the phase-2 data change inside the set, u₂ = P_S(D₊β* −
+    D₋β*), divided cell by cell by the phase-1 fits' within-group variance v. A generator that reads the S-marginal
+    moves its output along u₂ — exactly, up to its share of leaked rows — so ⟨u₂ ⊘ v, ·⟩ adds every cell's response
+    in phase, where β* = â (the mean of K noisy fits per cell) mostly adds noise when the leak is a few percent of
+    the rows or the fits carry DP-like noise. Otherwise (a response unlike the data change) w = β*, eq. 7 as in the
+    paper. Either way w depends on phase 1 and the data only, so the Welch test on fresh fits stays exact in size."""
+    i = sel.chosen[0]
+    if sel.p_directed[i] > sel.p_omnibus[i]:
+        return beta_star, "mean response (β*)"
+    u = run.basis.groups(run.basis.data_features(change)[None, :])[i][0]
+    Yp, Ym = run.basis.groups(G1p)[i], run.basis.groups(G1m)[i]
+    v = (Yp.var(axis=0, ddof=1) + Ym.var(axis=0, ddof=1)) / 2
+    floor = 1e-9 * float(v.max(initial=0.0)) + 1e-300
+    wg = np.where(v > floor, u / np.maximum(v, floor), 0.0)
+    if not np.any(wg):
+        return beta_star, "mean response (β*)"
+    w = run.basis.embed(i, wg)
+    return w / math.sqrt(math.fsum(w * w)), "data change ⊘ variance"
 
 
 def run_decomposability(
@@ -359,20 +383,22 @@ def _test(
         G1p = run.fits(plus1, seeds["phase1_plus"], "phase1-plus")
         G1m = run.fits(minus1, seeds["phase1_minus"], "phase1-minus")
     with clock("extremal"):  # the critical direction β* and its extremal datasets
-        w, keep = _critical_direction(run, G1p, G1m, z, (plus1 - minus1).astype(np.float64), ext)
+        w, keep, sel = _critical_direction(run, G1p, G1m, z, (plus1 - minus1).astype(np.float64), ext)
         plus2, minus2, moved2, cos2 = run.extremal(w)
         if moved2 == 0:
             plus2, minus2 = plus1, minus1
+        stat, statistic = _phase2_statistic(run, sel, G1p, G1m, (plus2 - minus2).astype(np.float64), w)
         ext.update(
             {
                 "phase2_records_moved": moved2,
                 "phase2_cosine_to_beta_star": cos2,
                 "beta_star_cells": int(keep.sum()),
+                "phase2_statistic": statistic,
             }
         )
-    with clock("fits"):  # phase 2: K fresh fits on D±β*; g_β* = ⟨β*, Θ(synthetic)⟩
-        gp = run.fits(plus2, seeds["phase2_plus"], "phase2-plus") @ w
-        gm = run.fits(minus2, seeds["phase2_minus"], "phase2-minus") @ w
+    with clock("fits"):  # phase 2: K fresh fits on D±β*; g = ⟨w, Θ(synthetic)⟩ (w: _phase2_statistic)
+        gp = run.fits(plus2, seeds["phase2_plus"], "phase2-plus") @ stat
+        gm = run.fits(minus2, seeds["phase2_minus"], "phase2-minus") @ stat
     return _result(run, gp, gm, w, labels, {"basis": binfo, "extremal": ext, "seeds": seeds}, clock)
 
 
