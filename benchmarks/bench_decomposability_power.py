@@ -12,7 +12,7 @@ afresh in every fit — the null that a camouflaged control hides in. IPF is cap
 (an honest fit is honest however long it runs; the blends' leaky part uses the same cap). ``--jobs`` runs that many
 audits at once in spawned processes (each audit's fits stay serial in its process); the p-values do not depend on
 it. Rows are printed as they come; the JSON (``--out``) holds every p-value, the chosen sets and the command line;
-the last lines print the table as Markdown.
+the last lines print the table as Markdown (``--table FILE`` prints it from a JSON, also of a run cut short).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def params_for(app: str, gen: str) -> dict:
 
 def one(job: tuple[str, str, int]) -> dict:
     """One audit (runs in a worker process)."""
-    from bench_decomposability import run  # noqa: PLC0415  (imported in the worker)
+    from bench_decomposability import run  # imported in the worker
 
     app, gen, seed = job
     row = run(app, gen.removesuffix("+noise"), 10, seed, params=params_for(app, gen))
@@ -92,11 +92,17 @@ def main() -> None:
     ap.add_argument("--from", dest="first", type=int, default=0, help="first seed")
     ap.add_argument("--jobs", type=int, default=1, help="audits run at once")
     ap.add_argument("--out", default=str(REPO / "build" / "bench_decomposability_power.json"))
+    ap.add_argument("--table", metavar="FILE", help="only summarise the runs in an earlier (or unfinished) JSON")
     args = ap.parse_args()
+    if args.table:
+        table(json.loads(Path(args.table).read_text()), args.table)
+        return
     apps = args.apps.split(",")
     gens = [(g, args.seeds) for g in filter(None, args.controls.split(","))]
     gens += [(g, args.fpr_seeds) for g in filter(None, args.honest.split(","))]
-    jobs = [(app, g, s) for app in apps for g, n in gens for s in range(args.first, args.first + n)]
+    # seed by seed, so that a run cut short still has every control and generator at its first seeds
+    last = args.first + max(n for _, n in gens)
+    jobs = [(app, g, s) for s in range(args.first, last) for app in apps for g, n in gens if s < args.first + n]
     out: dict = {"command": " ".join(["python", *sys.argv]), "alpha": ALPHA, "runs": [], "table": {}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -105,18 +111,28 @@ def main() -> None:
             out["runs"].append(row)
             print(json.dumps(row), flush=True)
             Path(args.out).write_text(json.dumps(out, indent=2))
-    for app in apps:
-        for g, _ in gens:
-            rows = sorted((r for r in out["runs"] if r["app"] == app and r["generator"] == g), key=lambda r: r["seed"])
-            out["table"][f"{app}/{g}"] = summary(rows)
     out["wall_seconds"] = time.perf_counter() - t0
-    Path(args.out).write_text(json.dumps(out, indent=2))
+    table(out, args.out)
+
+
+def table(out: dict, path: str) -> None:
+    """Summarise every (app, generator) in ``out["runs"]`` into ``out["table"]`` and print it as Markdown."""
+    apps = list(dict.fromkeys(r["app"] for r in out["runs"]))
+    gens = list(dict.fromkeys(r["generator"] for r in out["runs"]))
+    for app in apps:
+        for g in gens:
+            rows = sorted((r for r in out["runs"] if r["app"] == app and r["generator"] == g), key=lambda r: r["seed"])
+            if rows:
+                out["table"][f"{app}/{g}"] = {"seeds": [r["seed"] for r in rows], **summary(rows)}
+    Path(path).write_text(json.dumps(out, indent=2))
     print(f"\n| generator | {' | '.join(apps)} |\n|---|{'---|' * len(apps)}")
-    for g, _ in gens:
+    for g in gens:
         cells = []
         for app in apps:
-            s = out["table"][f"{app}/{g}"]
-            cells.append(f"{s['rejected']}/{s['runs']} ({100 * s['ci95'][0]:.0f}–{100 * s['ci95'][1]:.0f} %)")
+            s = out["table"].get(f"{app}/{g}")
+            cells.append(
+                f"{s['rejected']}/{s['runs']} ({100 * s['ci95'][0]:.0f}–{100 * s['ci95'][1]:.0f} %)" if s else "—"
+            )
         print(f"| {g} | {' | '.join(cells)} |")
 
 

@@ -35,6 +35,11 @@ non-Φ statistic honest nor an honest one dishonest — it only adds fit-to-fit 
 slows convergence. With exact marginals the honest fits are a deterministic function of φ(D), the cleanest null
 hypothesis. ``sigma > 0`` adds rounded Gaussian noise drawn from the fit seed (a simulation of the release
 mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.agreement.accounting`, which has no seed).
+The audit fits D₊ and D₋ in pairs that share a seed, so noise drawn from the seed alone is the same in both fits of a
+pair and cancels in the comparison; ``unseeded_noise=True`` mixes a hash of the weighted records into the noise
+seed, so the two fits of a pair get independent noise, as a release's unseeded noise would be (the camouflaged
+controls and the noisy honest null of the power table use it). The hash only decorrelates the draws: the noise's
+distribution is the same whatever the records.
 
 The leaked marginal of the dishonest variants (``leak``): given explicitly, or by default Marital Status ×
 Occupation × Hours worked per week when those three are audited and not inside one Φ marginal (Application 3);
@@ -85,6 +90,7 @@ class _MarginalGenerator:
         max_leak_cells: int = MAX_LEAK_CELLS,
         memo: bool = False,
         leak_sigma: float | None = None,
+        unseeded_noise: bool = False,
     ) -> None:
         if not domain:
             raise AuditError("empty domain", self.kind)
@@ -97,6 +103,7 @@ class _MarginalGenerator:
         self.sigma = float(sigma)
         # noise on a marginal outside Φ (a dishonest variant's leak); None: the same σ as on Φ
         self.leak_sigma = self.sigma if leak_sigma is None else float(leak_sigma)
+        self.unseeded_noise = bool(unseeded_noise)
         self.iterations = iterations
         self.memo = bool(memo)
         self.fitted: list[Clique] = self._fitted_cliques(leak, max_leak_cells)
@@ -112,7 +119,7 @@ class _MarginalGenerator:
 
     # --- protocol
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(seed if not self.unseeded_noise else [seed or 0, *_records_key(records, weights)])
         ms = []
         phi = set(self._order(self.phi))
         noisy = self.sigma > 0 or (self.leak_sigma > 0 and len(self.fitted) > len(phi))
@@ -182,6 +189,15 @@ class _Leaky:
             )
         self.leak = chosen
         return self._order(list(self.phi) + [chosen])  # type: ignore[attr-defined]
+
+
+def _records_key(records: pd.DataFrame, weights: np.ndarray | None) -> list[int]:
+    """Four 32-bit words of a hash of the weighted records: mixed into the noise seed of ``unseeded_noise``, so two
+    datasets fitted with one seed get independent noise, as a release's unseeded DP noise would be."""
+    h = hashlib.sha256(np.ascontiguousarray(records.to_numpy(np.int64)).tobytes())
+    if weights is not None:
+        h.update(np.ascontiguousarray(np.asarray(weights, np.int64)).tobytes())
+    return np.frombuffer(h.digest()[:16], dtype=np.uint32).tolist()
 
 
 def default_leak(phi: list[Clique], domain: dict[str, int], max_cells: int = MAX_LEAK_CELLS) -> Clique:
@@ -323,12 +339,14 @@ CAMOUFLAGE_SIGMA = 10.0
 
 def camo_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
     """A **camouflaged** blend: its Φ part carries the plan's noise (``sigma``, default 10: it measures Φ with
-    seeded Gaussian noise and fits IPF to the noisy counts, as an honest generator of a noisy release would), and
-    ``share`` (default 2 %) of its rows come from IPF on the same noisy Φ plus one non-Φ 3-way read exactly
-    (``leak_sigma`` 0). The noise makes every fit differ, so the audit's fits vary as much as an honest noisy
-    generator's and a weak leak hides in that variance (issue 29: a 2 % blend like this passed 4 of 10 seeds on
-    Application 2 before the matched phase-2 statistic)."""
-    return BlendIPF(cliques, domain, **{"share": 0.02, "sigma": CAMOUFLAGE_SIGMA, "leak_sigma": 0.0, **params})
+    Gaussian noise and fits IPF to the noisy counts, as an honest generator of a noisy release would), and ``share``
+    (default 2 %) of its rows come from IPF on the same noisy Φ plus one non-Φ 3-way read exactly (``leak_sigma``
+    0). The noise is unseeded (``unseeded_noise``: independent between the audit's paired fits, as a release's noise
+    would be, so the pairing cannot cancel it): every fit differs, the audit's fits vary as much as an honest noisy
+    generator's, and a weak leak hides in that variance (issue 29: such a 2 % blend with seeded noise passed 4 of 10
+    seeds on Application 2 under the earlier unpaired test)."""
+    defaults = {"share": 0.02, "sigma": CAMOUFLAGE_SIGMA, "leak_sigma": 0.0, "unseeded_noise": True}
+    return BlendIPF(cliques, domain, **{**defaults, **params})
 
 
 def camo2_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
@@ -397,8 +415,8 @@ SHIPPED = {
     "sdgov.audits.generators:blend2_ipf": "2 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
     "sdgov.audits.generators:blend5_ipf": "5 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
     "sdgov.audits.generators:blend10_ipf": "10 % of rows from IPF on Φ plus one non-Φ 3-way (positive control)",
-    "sdgov.audits.generators:camo2_ipf": "2 % blend whose Φ part carries the plan's noise (camouflaged positive control)",
-    "sdgov.audits.generators:camo5_ipf": "5 % blend whose Φ part carries the plan's noise (camouflaged positive control)",
+    "sdgov.audits.generators:camo2_ipf": "2 % blend, its Φ part with the plan's noise (camouflaged control)",
+    "sdgov.audits.generators:camo5_ipf": "5 % blend, its Φ part with the plan's noise (camouflaged control)",
 }
 
 #: the positive control paired with each shipped generator (a dishonest variant of the same family)

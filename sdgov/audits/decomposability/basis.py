@@ -132,7 +132,8 @@ class MarginalSetBasis:
         self.theta = theta
         self.sets = theta.minimal_non_phi_sets()
         sizes = [math.prod(theta.domain[a] for a in T) for T in self.sets]
-        keep, room = [], m
+        keep: list[int] = []
+        room = m
         for t in rng.permutation(len(self.sets)).tolist():  # drawn always, so the random state never depends on m
             if sizes[t] <= room or not keep:
                 keep.append(t)

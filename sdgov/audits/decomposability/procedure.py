@@ -34,7 +34,7 @@ of the data, Φ, the generator, its params and the seed only; ``environment`` re
 In both, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is most
 significant — two permutation tests per set, directed along the data change and omnibus (:mod:`.selection`).
 
-Then K fresh fits on each of D±β* and a two-sided Welch t-test of g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩
+Then K fresh fits on each of D±β* and a two-sided paired t-test of g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩
 (eq. 7). The fits of the two phases are independent, so the test is exact in its null whatever β* is.
 """
 
@@ -237,20 +237,19 @@ class _Run:
         return np.asarray([np.asarray(self.basis.features(df), dtype=np.float64) for df in samples])
 
 
-def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """(p, t, Cohen's d) of a two-sided Welch test; identical constant groups give p = 1."""
+def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """(p, t, Cohen's d) of a two-sided paired t-test of a[i] − b[i] (fit i on D₊ and on D₋ shared a seed); d is
+    the difference of the two groups' means over their pooled standard deviation, as unpaired. Pairs that are all
+    equal give p = 1 (a generator deterministic in its seed and honest); equal non-zero differences give p = 0."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    diff = a.mean() - b.mean()
-    va, vb = a.var(ddof=1), b.var(ddof=1)
-    pooled = math.sqrt((va + vb) / 2)
-    if va == 0 and vb == 0:
-        return (
-            (1.0 if diff == 0 else 0.0),
-            (0.0 if diff == 0 else math.copysign(math.inf, diff)),
-            (0.0 if diff == 0 else math.copysign(math.inf, diff)),
-        )
-    res = stats.ttest_ind(a, b, equal_var=False)
-    return float(res.pvalue), float(res.statistic), float(diff / pooled)
+    diff = a - b
+    mean = math.fsum(diff) / len(diff)
+    pooled = math.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
+    d = mean / pooled if pooled > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
+    if not np.any(diff != diff[0]):
+        return (1.0 if mean == 0 else 0.0), (0.0 if mean == 0 else math.copysign(math.inf, mean)), d
+    res = stats.ttest_rel(a, b)
+    return float(res.pvalue), float(res.statistic), float(d)
 
 
 def _critical_direction(
@@ -288,17 +287,17 @@ def _phase2_statistic(
 
     When the chosen set's *directed* test (the fits follow the data change) was at least as significant as its
     omnibus test, w is the matched filter of that response: the phase-2 data change inside the set, u₂ = P_S(D₊β* −
-    D₋β*), divided cell by cell by the phase-1 fits' within-group variance v. A generator that reads the S-marginal
+    D₋β*), divided cell by cell by v, the phase-1 pairs' mean squared difference. A generator that reads the S-marginal
     moves its output along u₂ — exactly, up to its share of leaked rows — so ⟨u₂ ⊘ v, ·⟩ adds every cell's response
     in phase, where β* = â (the mean of K noisy fits per cell) mostly adds noise when the leak is a few percent of
     the rows or the fits carry DP-like noise. Otherwise (a response unlike the data change) w = β*, eq. 7 as in the
-    paper. Either way w depends on phase 1 and the data only, so the Welch test on fresh fits stays exact in size."""
+    paper. Either way w depends on phase 1 and the data only, so the paired test on fresh fits keeps its size."""
     i = sel.chosen[0]
     if sel.p_directed[i] > sel.p_omnibus[i]:
         return beta_star, "mean response (β*)"
     u = run.basis.groups(run.basis.data_features(change)[None, :])[i][0]
     Yp, Ym = run.basis.groups(G1p)[i], run.basis.groups(G1m)[i]
-    v = (Yp.var(axis=0, ddof=1) + Ym.var(axis=0, ddof=1)) / 2
+    v = ((Yp - Ym) ** 2).mean(axis=0)  # the paired differences' noise per cell (phase 2 compares pairs too)
     floor = 1e-9 * float(v.max(initial=0.0)) + 1e-300
     wg = np.where(v > floor, u / np.maximum(v, floor), 0.0)
     if not np.any(wg):
@@ -378,7 +377,9 @@ def _test(
                 "audit on more data",
             )
         ext: dict[str, Any] = {"phi_unchanged": True, "phase1_records_moved": moved1, "phase1_cosine_to_beta": cos1}
-    seeds = {k: _seeds(st.seed, k, st.K) for k in ("phase1_plus", "phase1_minus", "phase2_plus", "phase2_minus")}
+    # paired fits: fit i on D₊ and fit i on D₋ share a seed (the tests compare pairs, see beta_star and _paired)
+    pairs = {k: _seeds(st.seed, f"{k}_plus", st.K) for k in ("phase1", "phase2")}
+    seeds = {f"{k}_{side}": pairs[k] for k in ("phase1", "phase2") for side in ("plus", "minus")}
     with clock("fits"):
         G1p = run.fits(plus1, seeds["phase1_plus"], "phase1-plus")
         G1m = run.fits(minus1, seeds["phase1_minus"], "phase1-minus")
@@ -411,10 +412,11 @@ def _result(
     details: dict[str, Any],
     clock: _Clock,
 ) -> DecomposabilityResult:
-    """Eq. 7: the two-sided Welch t-test of g_β* between the D₊ and D₋ fits, and what the card shows beside it."""
+    """Eq. 7 on pairs: the two-sided paired t-test of g between the D₊ and D₋ fits that shared a seed, and what the
+    card shows beside it."""
     st, theta = run.st, run.theta
     with clock("test"):
-        p, tval, dval = _welch(gp, gm)
+        p, tval, dval = _paired(gp, gm)
         beta_cells = run.basis.cells_vector(w)
         top_cells = _top_cells(theta, beta_cells, labels)
     return DecomposabilityResult(
