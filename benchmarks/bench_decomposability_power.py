@@ -7,8 +7,9 @@ honest generators' false alarms, on Applications 1–3 of the census extract, ea
 
 Every audit is the real one (``audit_spec``: the app's spec, its Φ, K = 10, 10 × records synthetic rows per fit,
 α = 0.05), one per seed from 0 (``--from`` shifts them). The camouflaged controls (``camo*_ipf``) and the
-``+noise`` honest generator carry the app's own planned noise (the spec's ``privacy.sigma``) on every Φ count, drawn
-afresh in every fit — the null that a camouflaged control hides in. IPF is capped at 30 sweeps on Application 3
+``+noise`` honest generator carry the app's own planned noise (the spec's ``privacy.sigma``) on every Φ count,
+unseeded (independent in the two fits of an audit pair, as a release's noise would be) — the null that a camouflaged
+control hides in. IPF is capped at 30 sweeps on Application 3
 (an honest fit is honest however long it runs; the blends' leaky part uses the same cap). ``--jobs`` runs that many
 audits at once in spawned processes (each audit's fits stay serial in its process); the p-values do not depend on
 it. Rows are printed as they come; the JSON (``--out``) holds every p-value, the chosen sets and the command line;
@@ -44,8 +45,10 @@ def params_for(app: str, gen: str) -> dict:
     """Generator params: IPF capped on App 3, memoised fits (the same bytes as refitting), the plan's σ for the
     camouflaged controls and the ``+noise`` honest generator."""
     params: dict = {"memo": True, **({"iterations": 30} if app == "app3" else {})}
-    if gen.startswith("camo") or gen.endswith("+noise"):
+    if gen.startswith("camo"):
         params["sigma"] = plan_sigma(app)
+    if gen.endswith("+noise"):  # unseeded: the two fits of an audit pair get independent noise (else it cancels)
+        params.update({"sigma": plan_sigma(app), "unseeded_noise": True})
     return params
 
 
