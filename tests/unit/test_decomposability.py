@@ -81,8 +81,10 @@ def test_directions_are_the_projection_onto_phi_perp_whatever_the_basis():
     assert np.array_equal(U @ At.T, np.zeros((U.shape[0], At.shape[0])))
     # the large-table basis (centred cells of the minimal non-Φ marginals, each set whole) spans exactly Φ⊥ here
     # (one minimal set, a×b×c): its vectors are orthogonal to span(Φ) and of rank dim Φ⊥, even below the cell cap
-    mbd = MarginalSetBasis(dense, 10, np.random.default_rng(0))
-    assert mbd.d == 24 and mbd.info["sets_tested"] == 1  # a set is never cut to fit the cap
+    mbd = MarginalSetBasis(dense, 24, np.random.default_rng(0))
+    assert mbd.d == 24 and mbd.info["sets_subsampled"] == 0
+    capped = MarginalSetBasis(dense, 10, np.random.default_rng(0))  # a set above the cap: seeded cells of its own
+    assert capped.d == 10 and capped.info["sets_subsampled"] == 1
     B = np.stack([mbd.cells_vector(e) for e in np.eye(mbd.d)])
     assert np.abs(A @ B.T).max() < 1e-9
     assert np.linalg.matrix_rank(B) == 6

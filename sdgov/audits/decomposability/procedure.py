@@ -24,18 +24,25 @@ of the data, Φ, the generator, its params and the seed only; ``environment`` re
   features are the synthetic joint table. The extremal change δ is built greedily from moves (all 2^|T| corners
   occupied) in order of |⟨β, u⟩| (ties broken by index), each pushed to the capacity left in its cells, and
   D± = Θ(D*) ± δ.
-* **random subspace** (large tables, e.g. Application 3, 1.56M cells): ``candidate_basis`` seeded random cells
-  (T, v) of the minimal non-Φ marginals (the paper used 1000 3-way cells), each projected onto Φ⊥:
+* **minimal non-Φ marginals** (large tables, e.g. Application 3, 1.56M cells): every cell (T, v) of every minimal
+  non-Φ marginal T (up to ``candidate_basis`` cells, in whole sets), each projected onto Φ⊥:
   b = ⊗_{a∈T}(e_v − 1/k_a) ⊗ 1, whose inner product with Θ(S) is the fully centred T-marginal of S at v — the
-  statistics need only synthetic marginals. Here D* is sparse, so moves need only *half* of their corners occupied:
-  D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along +β and −β), each move oriented so that
-  it only removes records from occupied corners (cells D* leaves empty are added to Θ's cell list).
+  statistics need only synthetic marginals (:class:`~.basis.MarginalSetBasis`). Here D* is sparse, so moves need
+  only *half* of their corners occupied: D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along
+  +β and −β), each move oriented so that it only removes records from occupied corners (cells D* leaves empty are
+  added to Θ's cell list).
 
-In both, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is most
-significant — two permutation tests per set, directed along the data change and omnibus (:mod:`.selection`).
+The fits come in **pairs**: fit i on D₊ and fit i on D₋ share a seed, so under the null (φ(D₊) = φ(D₋)) the two are
+exchangeable whatever the generator does with its seed, and a generator whose randomness comes from the seed gives
+the same sample twice — its honest part cancels in the pair's difference.
 
-Then K fresh fits on each of D±β* and a two-sided paired t-test of g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩
-(eq. 7). The fits of the two phases are independent, so the test is exact in its null whatever β* is.
+In both regimes, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is
+most significant — two sign-flip tests per set of the pairs' differences, directed along the data change and
+omnibus (:mod:`.beta_star`).
+
+Then K fresh pairs of fits on D±β* and a two-sided paired t-test of g(synthetic) = ⟨w, Θ(synthetic)⟩ (eq. 7), w
+the matched filter of the data change or β* (:func:`_phase2_statistic`). The fits of the two phases are
+independent, so the test keeps its size in its null whatever β* and w are.
 """
 
 from __future__ import annotations
