@@ -25,7 +25,7 @@ of the data, Φ, the generator, its params and the seed only; ``environment`` re
   occupied) in order of |⟨β, u⟩| (ties broken by index), each pushed to the capacity left in its cells, and
   D± = Θ(D*) ± δ.
 * **minimal non-Φ marginals** (large tables, e.g. Application 3, 1.56M cells): every cell (T, v) of every minimal
-  non-Φ marginal T (up to ``candidate_basis`` cells, in whole sets), each projected onto Φ⊥:
+  non-Φ marginal T (up to ``candidate_basis`` seeded cells of a larger one), each projected onto Φ⊥:
   b = ⊗_{a∈T}(e_v − 1/k_a) ⊗ 1, whose inner product with Θ(S) is the fully centred T-marginal of S at v — the
   statistics need only synthetic marginals (:class:`~.basis.MarginalSetBasis`). Here D* is sparse, so moves need
   only *half* of their corners occupied: D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along
@@ -263,7 +263,7 @@ def _critical_direction(
     run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, change: np.ndarray, ext: dict[str, Any]
 ) -> tuple[np.ndarray, np.ndarray, SetSelection]:
     """Eqs. 5–6: the mean response â of the phase-1 fits inside the interaction set that responds most
-    significantly (:mod:`.selection`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
+    significantly (:mod:`.beta_star`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
     β* (unit norm); also which coordinates it uses."""
     st = run.st
     sel = select_sets(
