@@ -4,8 +4,8 @@
 
 Runs exactly the audits of ``tests/system/test_decomposability_reproducible.py`` (the real ``sdgov audit
 decomposability`` entry point in subprocesses: App 1 honest IPF with unseeded noise (σ = 10) and App 2 2 % blend,
-K = 10, seed 0, under ``OPENBLAS_CORETYPE=Prescott`` and ``Haswell``) and records each p-value, the kernel the run reported, β*'s
-interaction set and the relative difference between the kernels (the test requires ≤ 1e-9).
+K = 10, seed 0, under ``OPENBLAS_CORETYPE=Prescott`` and ``Haswell``) and records each p-value, the kernel the run
+reported, β*'s interaction set and the relative difference between the kernels (the test requires ≤ 1e-9).
 """
 
 from __future__ import annotations
