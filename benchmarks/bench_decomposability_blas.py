@@ -3,9 +3,9 @@
     python benchmarks/bench_decomposability_blas.py [--out FILE]
 
 Runs exactly the audits of ``tests/system/test_decomposability_reproducible.py`` (the real ``sdgov audit
-decomposability`` entry point in subprocesses: App 1 honest IPF and App 2 2 % blend, K = 10, seed 0, under
-``OPENBLAS_CORETYPE=Prescott`` and ``Haswell``) and records each p-value, the kernel the run reported, β*'s
-interaction set and the relative difference between the kernels (the test requires ≤ 1e-9).
+decomposability`` entry point in subprocesses: App 1 honest IPF with unseeded noise (σ = 10) and App 2 2 % blend,
+K = 10, seed 0, under ``OPENBLAS_CORETYPE=Prescott`` and ``Haswell``) and records each p-value, the kernel the run
+reported, β*'s interaction set and the relative difference between the kernels (the test requires ≤ 1e-9).
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.system.test_decomposability_reproducible import _audit  # noqa: E402
+from tests.system.test_decomposability_reproducible import CASES, _audit  # noqa: E402
 
-CASES = [("app1", "honest_ipf"), ("app2", "blend2_ipf")]
 KERNELS = ["Prescott", "Haswell"]
 
 
@@ -29,12 +28,13 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "build" / "bench_decomposability_blas.json"))
     args = ap.parse_args()
     rows = []
-    for app, gen in CASES:
-        runs = {k: _audit(app, gen, k) for k in KERNELS}
+    for app, gen, params in CASES:
+        runs = {k: _audit(app, gen, params, k) for k in KERNELS}
         ps = [runs[k]["p_value"] for k in KERNELS]
         row = {
             "app": app,
             "generator": gen,
+            "params": json.loads(params),
             "p_values": dict(zip(KERNELS, ps)),
             "kernels_reported": {k: runs[k]["environment"]["blas"][0]["architecture"] for k in KERNELS},
             "beta_star_sets": {k: runs[k]["beta_star_sets"] for k in KERNELS},

@@ -10,6 +10,8 @@ Import paths (pass them to ``sdgov audit decomposability --generator``):
 ``sdgov.audits.generators:blend2_ipf``        98 % honest IPF rows, 2 % from IPF on Φ plus one non-Φ 3-way (a weak
                                               positive control: the audit's power floor); ``blend5_ipf``,
                                               ``blend10_ipf`` the 5 % and 10 % blends; ``blend_ipf`` takes ``share``
+``sdgov.audits.generators:camo2_ipf``         the 2 % blend **camouflaged**: its Φ part fitted to Φ with the plan's
+                                              noise (``sigma``, default 10), the leak read exactly; ``camo5_ipf``
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measurement.marginals.MeasurementSet`, then samples
@@ -33,6 +35,11 @@ non-Φ statistic honest nor an honest one dishonest — it only adds fit-to-fit 
 slows convergence. With exact marginals the honest fits are a deterministic function of φ(D), the cleanest null
 hypothesis. ``sigma > 0`` adds rounded Gaussian noise drawn from the fit seed (a simulation of the release
 mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.agreement.accounting`, which has no seed).
+The audit fits D₊ and D₋ in pairs that share a seed, so noise drawn from the seed alone is the same in both fits of a
+pair and cancels in the comparison; ``unseeded_noise=True`` mixes a hash of the weighted records into the noise
+seed, so the two fits of a pair get independent noise, as a release's unseeded noise would be (the camouflaged
+controls and the noisy honest null of the power table use it). The hash only decorrelates the draws: the noise's
+distribution is the same whatever the records.
 
 The leaked marginal of the dishonest variants (``leak``): given explicitly, or by default Marital Status ×
 Occupation × Hours worked per week when those three are audited and not inside one Φ marginal (Application 3);
@@ -60,6 +67,7 @@ from sdgov.measurement.marginals import Measurement, MeasurementSet
 
 APP3_LEAK = ("Marital Status", "Occupation", "Hours worked per week")
 MAX_LEAK_CELLS = 100_000
+ROUNDING_SIGMA = 0.5  # the σ recorded for a count read exactly among noisy ones (only the fits' weights use it)
 _MEMO: OrderedDict[str, CliqueModel] = OrderedDict()  # fit key → model, for ``memo=True`` (a few models at most)
 _MEMO_SIZE = 4
 
@@ -81,6 +89,8 @@ class _MarginalGenerator:
         leak: list[str] | tuple[str, ...] | None = None,
         max_leak_cells: int = MAX_LEAK_CELLS,
         memo: bool = False,
+        leak_sigma: float | None = None,
+        unseeded_noise: bool = False,
     ) -> None:
         if not domain:
             raise AuditError("empty domain", self.kind)
@@ -91,6 +101,9 @@ class _MarginalGenerator:
         self.attributes = list(domain)
         self.phi = [tuple(c) for c in cliques]
         self.sigma = float(sigma)
+        # noise on a marginal outside Φ (a dishonest variant's leak); None: the same σ as on Φ
+        self.leak_sigma = self.sigma if leak_sigma is None else float(leak_sigma)
+        self.unseeded_noise = bool(unseeded_noise)
         self.iterations = iterations
         self.memo = bool(memo)
         self.fitted: list[Clique] = self._fitted_cliques(leak, max_leak_cells)
@@ -106,17 +119,21 @@ class _MarginalGenerator:
 
     # --- protocol
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(seed if not self.unseeded_noise else [seed or 0, *_records_key(records, weights)])
         ms = []
+        phi = set(self._order(self.phi))
+        noisy = self.sigma > 0 or (self.leak_sigma > 0 and len(self.fitted) > len(phi))
         for c in self.fitted:
             counts = weighted_marginal(records, weights, c, self.domain)
-            if self.sigma > 0:
-                counts = counts + rng.normal(0.0, self.sigma, counts.shape)
+            sigma = self.sigma if c in phi else self.leak_sigma
+            if sigma > 0:
+                counts = counts + rng.normal(0.0, sigma, counts.shape)
             ms.append(
                 Measurement(
                     clique=c,
                     shape=counts.shape,
-                    sigma=self.sigma,
+                    # beside noisy ones, a marginal read exactly still carries its rounding (the fits weigh by σ)
+                    sigma=sigma if sigma > 0 or not noisy else ROUNDING_SIGMA,
                     noisy_counts=np.rint(counts).astype(np.int64).ravel().tolist(),
                 )
             )
@@ -126,14 +143,14 @@ class _MarginalGenerator:
             schema_sha256="audit",
             attributes=self.attributes,
             domain=self.domain,
-            noise="gaussian" if self.sigma > 0 else "none",
+            noise="gaussian" if noisy else "none",
             measurements=ms,
         )
         if not self.memo:
             self.model = self._fit_model(mset)
             return
         key = hashlib.sha256(
-            repr((self.kind, self.iterations, self.fitted, self.domain)).encode()
+            repr((self.kind, self.iterations, self.fitted, self.domain, self.sigma, self.leak_sigma)).encode()
             + b"".join(np.asarray(m.noisy_counts, np.int64).tobytes() for m in ms)
         ).hexdigest()
         if key not in _MEMO:
@@ -172,6 +189,15 @@ class _Leaky:
             )
         self.leak = chosen
         return self._order(list(self.phi) + [chosen])  # type: ignore[attr-defined]
+
+
+def _records_key(records: pd.DataFrame, weights: np.ndarray | None) -> list[int]:
+    """Four 32-bit words of a hash of the weighted records: mixed into the noise seed of ``unseeded_noise``, so two
+    datasets fitted with one seed get independent noise, as a release's unseeded DP noise would be."""
+    h = hashlib.sha256(np.ascontiguousarray(records.to_numpy(np.int64)).tobytes())
+    if weights is not None:
+        h.update(np.ascontiguousarray(np.asarray(weights, np.int64)).tobytes())
+    return np.frombuffer(h.digest()[:16], dtype=np.uint32).tolist()
 
 
 def default_leak(phi: list[Clique], domain: dict[str, int], max_cells: int = MAX_LEAK_CELLS) -> Clique:
@@ -307,6 +333,32 @@ def blend10_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) ->
     return BlendIPF(cliques, domain, **{"share": 0.10, **params})
 
 
+#: the plan's noise on every Φ count in the census examples (``privacy: sigma: 10``): a camouflaged blend's default
+CAMOUFLAGE_SIGMA = 10.0
+
+
+def camo_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A **camouflaged** blend: its Φ part carries the plan's noise (``sigma``, default 10: it measures Φ with
+    Gaussian noise and fits IPF to the noisy counts, as an honest generator of a noisy release would), and ``share``
+    (default 2 %) of its rows come from IPF on the same noisy Φ plus one non-Φ 3-way read exactly (``leak_sigma``
+    0). The noise is unseeded (``unseeded_noise``: independent between the audit's paired fits, as a release's noise
+    would be, so the pairing cannot cancel it): every fit differs, the audit's fits vary as much as an honest noisy
+    generator's, and a weak leak hides in that variance (issue 29: such a 2 % blend with seeded noise passed 4 of 10
+    seeds on Application 2 under the earlier unpaired test)."""
+    defaults = {"share": 0.02, "sigma": CAMOUFLAGE_SIGMA, "leak_sigma": 0.0, "unseeded_noise": True}
+    return BlendIPF(cliques, domain, **{**defaults, **params})
+
+
+def camo2_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A camouflaged blend (:func:`camo_ipf`) with 2 % of its rows from the leaky fit."""
+    return camo_ipf(cliques, domain, **{"share": 0.02, **params})
+
+
+def camo5_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """A camouflaged blend (:func:`camo_ipf`) with 5 % of its rows from the leaky fit."""
+    return camo_ipf(cliques, domain, **{"share": 0.05, **params})
+
+
 def honest_pgm(cliques: list[Clique], domain: dict[str, int], **params: Any) -> HonestPGM:
     """The pipeline's Private-PGM, fitted on the Φ marginals only."""
     return HonestPGM(cliques, domain, **params)
@@ -363,6 +415,8 @@ SHIPPED = {
     "sdgov.audits.generators:blend2_ipf": "2 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
     "sdgov.audits.generators:blend5_ipf": "5 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
     "sdgov.audits.generators:blend10_ipf": "10 % of rows from IPF on Φ plus one non-Φ 3-way (positive control)",
+    "sdgov.audits.generators:camo2_ipf": "2 % blend, its Φ part with the plan's noise (camouflaged control)",
+    "sdgov.audits.generators:camo5_ipf": "5 % blend, its Φ part with the plan's noise (camouflaged control)",
 }
 
 #: the positive control paired with each shipped generator (a dishonest variant of the same family)

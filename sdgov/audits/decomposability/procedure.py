@@ -24,18 +24,25 @@ of the data, Φ, the generator, its params and the seed only; ``environment`` re
   features are the synthetic joint table. The extremal change δ is built greedily from moves (all 2^|T| corners
   occupied) in order of |⟨β, u⟩| (ties broken by index), each pushed to the capacity left in its cells, and
   D± = Θ(D*) ± δ.
-* **random subspace** (large tables, e.g. Application 3, 1.56M cells): ``candidate_basis`` seeded random cells
-  (T, v) of the minimal non-Φ marginals (the paper used 1000 3-way cells), each projected onto Φ⊥:
+* **minimal non-Φ marginals** (large tables, e.g. Application 3, 1.56M cells): every cell (T, v) of every minimal
+  non-Φ marginal T (up to ``candidate_basis`` seeded cells of a larger one), each projected onto Φ⊥:
   b = ⊗_{a∈T}(e_v − 1/k_a) ⊗ 1, whose inner product with Θ(S) is the fully centred T-marginal of S at v — the
-  statistics need only synthetic marginals. Here D* is sparse, so moves need only *half* of their corners occupied:
-  D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along +β and −β), each move oriented so that
-  it only removes records from occupied corners (cells D* leaves empty are added to Θ's cell list).
+  statistics need only synthetic marginals (:class:`~.basis.MarginalSetBasis`). Here D* is sparse, so moves need
+  only *half* of their corners occupied: D₊ = Θ(D*) + δ₊ and D₋ = Θ(D*) + δ₋ are built separately (extremal along
+  +β and −β), each move oriented so that it only removes records from occupied corners (cells D* leaves empty are
+  added to Θ's cell list).
 
-In both, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is most
-significant — two permutation tests per set, directed along the data change and omnibus (:mod:`.selection`).
+The fits come in **pairs**: fit i on D₊ and fit i on D₋ share a seed, so under the null (φ(D₊) = φ(D₋)) the two are
+exchangeable whatever the generator does with its seed, and a generator whose randomness comes from the seed gives
+the same sample twice — its honest part cancels in the pair's difference.
 
-Then K fresh fits on each of D±β* and a two-sided Welch t-test of g_β*(synthetic) = ⟨β*, Θ(synthetic)⟩
-(eq. 7). The fits of the two phases are independent, so the test is exact in its null whatever β* is.
+In both regimes, β* (eq. 6) is the phase-1 mean response â restricted to the one interaction set whose response is
+most significant — two sign-flip tests per set of the pairs' differences, directed along the data change and
+omnibus (:mod:`.beta_star`).
+
+Then K fresh pairs of fits on D±β* and a two-sided paired t-test of g(synthetic) = ⟨w, Θ(synthetic)⟩ (eq. 7), w
+the matched filter of the data change or β* (:func:`_phase2_statistic`). The fits of the two phases are
+independent, so the test keeps its size in its null whatever β* and w are.
 """
 
 from __future__ import annotations
@@ -53,8 +60,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-from sdgov.audits.decomposability.basis import MarginalCellBasis, ProjectionBasis
-from sdgov.audits.decomposability.beta_star import select_sets
+from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis
+from sdgov.audits.decomposability.beta_star import SetSelection, select_sets
 from sdgov.audits.decomposability.moves import (
     MovePool,
     extremal_pair,
@@ -163,9 +170,7 @@ class _Space:
         self.explicit = st.explicit_max_cells >= math.prod(self.theta.shape)
         self.pool = self._moves(st)
         self.basis: Any = (
-            ProjectionBasis(self.theta)
-            if self.explicit
-            else MarginalCellBasis(self.theta, st.candidate_basis, self.rng)
+            ProjectionBasis(self.theta) if self.explicit else MarginalSetBasis(self.theta, st.candidate_basis, self.rng)
         )
 
     def _moves(self, st: DecomposabilitySettings) -> MovePool:
@@ -239,27 +244,26 @@ class _Run:
         return np.asarray([np.asarray(self.basis.features(df), dtype=np.float64) for df in samples])
 
 
-def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """(p, t, Cohen's d) of a two-sided Welch test; identical constant groups give p = 1."""
+def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """(p, t, Cohen's d) of a two-sided paired t-test of a[i] − b[i] (fit i on D₊ and on D₋ shared a seed); d is
+    the difference of the two groups' means over their pooled standard deviation, as unpaired. Pairs that are all
+    equal give p = 1 (a generator deterministic in its seed and honest); equal non-zero differences give p = 0."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    diff = a.mean() - b.mean()
-    va, vb = a.var(ddof=1), b.var(ddof=1)
-    pooled = math.sqrt((va + vb) / 2)
-    if va == 0 and vb == 0:
-        return (
-            (1.0 if diff == 0 else 0.0),
-            (0.0 if diff == 0 else math.copysign(math.inf, diff)),
-            (0.0 if diff == 0 else math.copysign(math.inf, diff)),
-        )
-    res = stats.ttest_ind(a, b, equal_var=False)
-    return float(res.pvalue), float(res.statistic), float(diff / pooled)
+    diff = a - b
+    mean = math.fsum(diff) / len(diff)
+    pooled = math.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
+    d = mean / pooled if pooled > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
+    if not np.any(diff != diff[0]):
+        return (1.0 if mean == 0 else 0.0), (0.0 if mean == 0 else math.copysign(math.inf, mean)), d
+    res = stats.ttest_rel(a, b)
+    return float(res.pvalue), float(res.statistic), float(d)
 
 
 def _critical_direction(
     run: _Run, G1p: np.ndarray, G1m: np.ndarray, z: np.ndarray, change: np.ndarray, ext: dict[str, Any]
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, SetSelection]:
     """Eqs. 5–6: the mean response â of the phase-1 fits inside the interaction set that responds most
-    significantly (:mod:`.selection`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
+    significantly (:mod:`.beta_star`; ``change`` is D₊β − D₋β, the data the phase moved) is the critical direction
     β* (unit norm); also which coordinates it uses."""
     st = run.st
     sel = select_sets(
@@ -280,7 +284,33 @@ def _critical_direction(
     w = run.basis.critical(G1p.mean(axis=0) - G1m.mean(axis=0), sel.chosen)
     if not np.any(w):
         w = z
-    return w / math.sqrt(math.fsum(w * w)), w != 0
+    return w / math.sqrt(math.fsum(w * w)), w != 0, sel
+
+
+def _phase2_statistic(
+    run: _Run, sel: SetSelection, G1p: np.ndarray, G1m: np.ndarray, change: np.ndarray, beta_star: np.ndarray
+) -> tuple[np.ndarray, str]:
+    """The direction w of phase 2's statistic g = ⟨w, features(synthetic)⟩, fixed before any phase-2 fit.
+
+    When the chosen set's *directed* test (the fits follow the data change) was at least as significant as its
+    omnibus test, w is the matched filter of that response: the phase-2 data change inside the set, u₂ = P_S(D₊β* −
+    D₋β*), divided cell by cell by v, the phase-1 pairs' mean squared difference. A generator that reads the S-marginal
+    moves its output along u₂ — exactly, up to its share of leaked rows — so ⟨u₂ ⊘ v, ·⟩ adds every cell's response
+    in phase, where β* = â (the mean of K noisy fits per cell) mostly adds noise when the leak is a few percent of
+    the rows or the fits carry DP-like noise. Otherwise (a response unlike the data change) w = β*, eq. 7 as in the
+    paper. Either way w depends on phase 1 and the data only, so the paired test on fresh fits keeps its size."""
+    i = sel.chosen[0]
+    if sel.p_directed[i] > sel.p_omnibus[i]:
+        return beta_star, "mean response (β*)"
+    u = run.basis.groups(run.basis.data_features(change)[None, :])[i][0]
+    Yp, Ym = run.basis.groups(G1p)[i], run.basis.groups(G1m)[i]
+    v = ((Yp - Ym) ** 2).mean(axis=0)  # the paired differences' noise per cell (phase 2 compares pairs too)
+    floor = 1e-9 * float(v.max(initial=0.0)) + 1e-300
+    wg = np.where(v > floor, u / np.maximum(v, floor), 0.0)
+    if not np.any(wg):
+        return beta_star, "mean response (β*)"
+    w = run.basis.embed(i, wg)
+    return w / math.sqrt(math.fsum(w * w)), "data change ⊘ variance"
 
 
 def run_decomposability(
@@ -354,25 +384,29 @@ def _test(
                 "audit on more data",
             )
         ext: dict[str, Any] = {"phi_unchanged": True, "phase1_records_moved": moved1, "phase1_cosine_to_beta": cos1}
-    seeds = {k: _seeds(st.seed, k, st.K) for k in ("phase1_plus", "phase1_minus", "phase2_plus", "phase2_minus")}
+    # paired fits: fit i on D₊ and fit i on D₋ share a seed (the tests compare pairs, see beta_star and _paired)
+    pairs = {k: _seeds(st.seed, f"{k}_plus", st.K) for k in ("phase1", "phase2")}
+    seeds = {f"{k}_{side}": pairs[k] for k in ("phase1", "phase2") for side in ("plus", "minus")}
     with clock("fits"):
         G1p = run.fits(plus1, seeds["phase1_plus"], "phase1-plus")
         G1m = run.fits(minus1, seeds["phase1_minus"], "phase1-minus")
     with clock("extremal"):  # the critical direction β* and its extremal datasets
-        w, keep = _critical_direction(run, G1p, G1m, z, (plus1 - minus1).astype(np.float64), ext)
+        w, keep, sel = _critical_direction(run, G1p, G1m, z, (plus1 - minus1).astype(np.float64), ext)
         plus2, minus2, moved2, cos2 = run.extremal(w)
         if moved2 == 0:
             plus2, minus2 = plus1, minus1
+        stat, statistic = _phase2_statistic(run, sel, G1p, G1m, (plus2 - minus2).astype(np.float64), w)
         ext.update(
             {
                 "phase2_records_moved": moved2,
                 "phase2_cosine_to_beta_star": cos2,
                 "beta_star_cells": int(keep.sum()),
+                "phase2_statistic": statistic,
             }
         )
-    with clock("fits"):  # phase 2: K fresh fits on D±β*; g_β* = ⟨β*, Θ(synthetic)⟩
-        gp = run.fits(plus2, seeds["phase2_plus"], "phase2-plus") @ w
-        gm = run.fits(minus2, seeds["phase2_minus"], "phase2-minus") @ w
+    with clock("fits"):  # phase 2: K fresh fits on D±β*; g = ⟨w, Θ(synthetic)⟩ (w: _phase2_statistic)
+        gp = run.fits(plus2, seeds["phase2_plus"], "phase2-plus") @ stat
+        gm = run.fits(minus2, seeds["phase2_minus"], "phase2-minus") @ stat
     return _result(run, gp, gm, w, labels, {"basis": binfo, "extremal": ext, "seeds": seeds}, clock)
 
 
@@ -385,10 +419,11 @@ def _result(
     details: dict[str, Any],
     clock: _Clock,
 ) -> DecomposabilityResult:
-    """Eq. 7: the two-sided Welch t-test of g_β* between the D₊ and D₋ fits, and what the card shows beside it."""
+    """Eq. 7 on pairs: the two-sided paired t-test of g between the D₊ and D₋ fits that shared a seed, and what the
+    card shows beside it."""
     st, theta = run.st, run.theta
     with clock("test"):
-        p, tval, dval = _welch(gp, gm)
+        p, tval, dval = _paired(gp, gm)
         beta_cells = run.basis.cells_vector(w)
         top_cells = _top_cells(theta, beta_cells, labels)
     return DecomposabilityResult(
