@@ -28,9 +28,8 @@ def test_a_party_that_opens_a_forbidden_file_is_stopped_and_says_so(tmp_path):
     write = run_party("approver", ["keygen", "--out", str(keys / "cora.pem")], env, forbid=[keys])
     assert write.stopped and not (keys / "cora.pem").exists(), write.stderr[-2000:]
 
-    # the control: the same commands, something else forbidden, run to their end
+    # the control: the same command, something else forbidden, runs to its end (the analyst's validate would too,
+    # at the cost of a dry-run fit: the team test's parties are the wider control)
     other = tmp_path / "unrelated.txt"
-    ok = run_party("analyst", ["validate", "--spec", str(spec)], env, forbid=[other])
-    assert ok.returncode == 0 and not ok.stopped, ok.stderr[-2000:]
     made = run_party("approver", ["keygen", "--out", str(keys / "cora.pem")], env, forbid=[other])
     assert made.returncode == 0 and Path(keys / "cora.pem").is_file(), made.stderr[-2000:]
