@@ -27,6 +27,8 @@ import uuid
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
+import asyncpg  # the Prefect server's own PostgreSQL driver; only a postgresql:// authority imports this module
+
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
@@ -52,6 +54,7 @@ CREATE TABLE IF NOT EXISTS statistics (
 _COLUMNS = "c.seq, c.ref, c.time, c.dataset, c.fingerprint, c.rho, c.agreement_sha256, c.run_id, c.registry_id, " \
     "c.lifetime_rho"  # fmt: skip
 
+_FAILURES = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)  # a server away, a refusal, …
 _held = threading.local()  # authority URLs whose advisory lock this thread holds (re-entrant within a thread)
 
 
@@ -87,7 +90,6 @@ class PostgresAuthority:
     def _run(self, work: Any, *args: Any) -> Any:
         """``await work(connection, *args)`` in one transaction on a fresh connection; a server that refuses, or a
         database that fails, is one line naming the URL without its password."""
-        import asyncpg
 
         async def go() -> Any:
             con = await asyncpg.connect(self.url, timeout=30)
@@ -107,12 +109,17 @@ class PostgresAuthority:
 
         try:
             return _Loop.run(go())
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
-            raise RegistryError(
-                f"the budget authority's database failed ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})",
-                masked(self.url),
-                f"check the PostgreSQL server and ${ENV} (the password from PGPASSWORD or ~/.pgpass)",
-            ) from None
+        except _FAILURES as exc:
+            raise self._failed("failed", exc) from None
+
+    def _failed(self, what: str, exc: BaseException) -> RegistryError:
+        """One line naming the database without its password, what went wrong and how to fix it."""
+        first = (str(exc).splitlines() or [""])[0][:120]
+        return RegistryError(
+            f"the budget authority's database {what} ({type(exc).__name__}: {first})",
+            masked(self.url),
+            f"check the PostgreSQL server and ${ENV} (the password from PGPASSWORD or ~/.pgpass)",
+        )
 
     @property
     def authority_id(self) -> str:
@@ -126,8 +133,6 @@ class PostgresAuthority:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """``pg_advisory_lock`` on a connection held for the block (re-entrant within a thread)."""
-        import asyncpg
-
         held: set[str] = _held.__dict__.setdefault("urls", set())
         if self.url in held:
             yield
@@ -146,12 +151,8 @@ class PostgresAuthority:
 
         try:
             con = _Loop.run(take())
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
-            raise RegistryError(
-                f"the budget authority's database cannot be locked ({type(exc).__name__})",
-                masked(self.url),
-                f"check the PostgreSQL server and ${ENV}",
-            ) from None
+        except _FAILURES as exc:
+            raise self._failed("cannot be locked", exc) from None
         held.add(self.url)
         try:
             yield
