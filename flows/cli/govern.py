@@ -387,9 +387,27 @@ def paused_runs(root: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def tampered_runs(root: str | None) -> list[dict[str, str]]:
+    """What the pinned registry (``--root`` or ``$SDGOV_REGISTRY``) logged as changed by someone else on the Prefect
+    server (``run_tampered``: a rewritten pause input, patched parameters, a forced state), newest last; none when
+    no registry is pinned or it is not there."""
+    from sdgov.registry.log import Registry
+
+    pinned = root or os.environ.get("SDGOV_REGISTRY")
+    if not pinned or not (Path(pinned) / "log.jsonl").is_file():
+        return []
+    return [
+        {"flow_run_id": e.artifacts.get("flow_run_id", ""), "time": e.time, "what": e.comment}
+        for e in Registry(pinned).verified_events()
+        if e.event == "run_tampered"
+    ]
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    """Print the paused runs and whom each awaits (``no paused runs`` when there is none); exit 0."""
+    """Print the paused runs and whom each awaits (``no paused runs`` when there is none), then what the pinned
+    registry logged as tampered with on the server; exit 0."""
     runs = paused_runs(args.root)
+    tampered = tampered_runs(args.root)
     lines = [
         f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
         f"({', '.join(r['eligible']) or 'nobody eligible!'}"
@@ -409,7 +427,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         + (f"\n    {r['ui']}" if r["ui"] else "")
         for r in runs
     ]
-    emit(args, {"paused": runs}, "\n".join(lines) or "no paused runs")
+    lines += [f"TAMPERED run {t['flow_run_id']} ({t['time']}): {t['what']}" for t in tampered]
+    emit(args, {"paused": runs, "tampered": tampered}, "\n".join(lines) or "no paused runs")
     return 0
 
 

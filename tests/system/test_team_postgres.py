@@ -240,6 +240,8 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
     names = [e.event for e in events]
     assert names.count("released") == 1 and names.count("budget_spent") == 1  # one release, one draw
     tampered = [e.comment for e in events if e.event == "run_tampered"]
+    listed = office.person("Cora Compliance", ["runs", "--json", "--root", str(root)])  # shown where people look
+    assert {t["what"] for t in json.loads(listed.stdout)["tampered"]} == set(tampered)
     assert any("rewritten" in t for t in tampered) and any("parameters were patched" in t for t in tampered)
     assert any("forced to COMPLETED" in t for t in tampered)
     refused = " | ".join(e.comment for e in events if e.event in ("run_refused", "proposal_refused"))
