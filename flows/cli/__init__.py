@@ -83,6 +83,13 @@ def _error_json(args: argparse.Namespace, payload: dict) -> None:
         print(json.dumps({"ok": False, **payload}))
 
 
+def _server_unreachable(exc: BaseException) -> bool:
+    """A Prefect client call that found no server (httpx's transport errors; httpx is loaded only by commands that
+    talk to the server, so checking it costs the others nothing)."""
+    httpx = sys.modules.get("httpx")
+    return httpx is not None and isinstance(exc, httpx.TransportError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` names and return its exit code: the command's own, 2 for a user's mistake (an
     ``SdgovError``, each pre-flight problem on its own line, a path the file system refused), 1 for a bug in sdgov;
@@ -106,6 +113,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if isinstance(exc, SdgovError) else 1
     except OSError as exc:  # the file system refused a path the user gave (too long, a loop, a directory...)
         err = SdgovError(exc.strerror or type(exc).__name__, str(exc.filename or ""), "check the path")
+        print(f"sdgov: error: {err.one_line()}", file=sys.stderr)
+        _error_json(args, {"error": err.one_line(), "type": type(exc).__name__})
+        return 2
+    except Exception as exc:  # a Prefect client call that found no server: one line, not httpx's traceback
+        if not _server_unreachable(exc):
+            raise
+        from prefect.settings import PREFECT_API_URL
+
+        err = SdgovError(
+            f"the Prefect server did not answer ({type(exc).__name__})",
+            str(PREFECT_API_URL.value() or "PREFECT_API_URL"),
+            "start it (sdgov server start) or point PREFECT_API_URL at the running one",
+        )
         print(f"sdgov: error: {err.one_line()}", file=sys.stderr)
         _error_json(args, {"error": err.one_line(), "type": type(exc).__name__})
         return 2
