@@ -257,9 +257,9 @@ def check_run_record(pause: Pause, key: str, posted: dict[str, Any]) -> None:
     started = json.loads(json.dumps(dict(flow_run.parameters), default=str))
     if patched := sorted(k for k in set(started) | set(server_params) if started.get(k) != server_params.get(k)):
         problems.append(f"the run's parameters were patched on the server ({', '.join(patched)}); the run ignores it")
+    report = log_tampering(pause)
     for what in problems:
-        get_run_logger().warning("run record changed by someone else: %s", what)
-        decisions.record_tampered(pause.registry, pause.run_id, pause.flow_run_id, what)
+        report(what)
 
 
 def await_decision(
@@ -317,7 +317,7 @@ def await_decision(
         form = form_class.for_pause(with_note(description, note), facts)
         eligible = ", ".join(people) or "nobody — fix the approvers registry"
         waiting = f"waiting for a data controller to decide on the {subject} {sha256} (eligible: {eligible})"
-        d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide", on_forced=log_forced_state(pause))
+        d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide", on_forced=log_tampering(pause))
         check_run_record(pause, key, posted)
         if d is None:
             msg = decisions.timeout_message(subject, sha256)
@@ -342,8 +342,10 @@ def await_decision(
         return outcome, {"approver": outcome.name}
 
 
-def log_forced_state(pause: Pause) -> Callable[[str], None]:
-    """What to do when the server shows this paused run in a state nobody was allowed to set: log it."""
+def log_tampering(pause: Pause) -> Callable[[str], None]:
+    """What to do when someone else changed this paused run's record on the server (its input, its parameters, its
+    state): warn in the run's log and log ``run_tampered`` in the registry. Made in the flow's thread, so the state
+    watcher's thread can report through it too."""
 
     log = get_run_logger()  # here, in the flow's thread: the watcher's thread has no run context
 
@@ -374,14 +376,14 @@ def governed_release_flow(
     request = GovernedRequest(
         spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval, proposal
     )
-    if (refused := _refused_by_worker(request, dvc_pull)) is not None:
+    if (refused := _refused_by_worker(request)) is not None:
         return refused
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
     return governed_release(request)
 
 
-def _refused_by_worker(request: GovernedRequest, dvc_pull: bool) -> State[GovernedOutcome] | None:
+def _refused_by_worker(request: GovernedRequest) -> State[GovernedOutcome] | None:
     """In the controller's worker: the run's final state when its parameters are not the configuration's (logged in
     the worker's registry, never in one the parameters name); None outside a worker or when they match."""
     from dataclasses import asdict
@@ -400,8 +402,14 @@ def _refused_by_worker(request: GovernedRequest, dvc_pull: bool) -> State[Govern
         "run parameters",
         "runs of the controller's deployments take their registry, spec, data and approvals from worker.yaml",
     )
+    return refuse_run(Registry(cfg.registry), f"flow-run-{flow_run.id}", error, cfg_sha)
+
+
+def refuse_run(registry: Registry, run_ref: str, error: SdgovError, config_sha256: str = "") -> State[GovernedOutcome]:
+    """A run that may not start: warn in its log, log ``run_refused`` in ``registry`` (naming the worker's
+    configuration when one refused it), and end it as ``Refused``."""
     get_run_logger().warning("refused: %s", error.one_line())
-    decisions.record_run_refused(Registry(cfg.registry), f"flow-run-{flow_run.id}", error, config_sha256=cfg_sha)
+    decisions.record_run_refused(registry, run_ref, error, config_sha256=config_sha256)
     return end_state("refused", error.one_line())
 
 
@@ -537,9 +545,7 @@ def _agree(request: GovernedRequest) -> _Governed:
             deadline = time.monotonic() + r.timeout_s
             agreed = agree_phi(r.spec_path, registry_root, run_id, r.approvals_path, r.data_path)
         except SdgovError as exc:
-            get_run_logger().warning("refused: %s", exc.one_line())
-            decisions.record_run_refused(registry, run_id, exc)
-            raise _Stop(end_state("refused", exc.one_line())) from None
+            raise _Stop(refuse_run(registry, run_id, exc)) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
         standing = load_approvals(agreed.approvals.verified())
     else:

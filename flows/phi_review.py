@@ -36,7 +36,7 @@ from sdgov.flows.governed import (
     GovernedRequest,
     check_run_record,
     governed_release,
-    log_forced_state,
+    log_tampering,
     post_pending,
     wait_for_input,
     with_note,
@@ -148,7 +148,7 @@ def await_reviews(
         )
         form = Review.with_initial_data(description=with_note(state.markdown(), note))
         waiting = f"waiting for the stakeholders' review of the Φ proposal (sdgov review {flow_run_id} …)"
-        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review", log_forced_state(pause))
+        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review", log_tampering(pause))
         check_run_record(pause, key, posted)
         if form_in is None:
             decisions.record_timeout(

@@ -18,16 +18,16 @@ validation before the flow starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from sdgov import __version__
 from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.loading import parse_yaml
-from sdgov.flows.governed import GovernedOutcome, GovernedRequest, end_state, governed_release
-from sdgov.governance import decisions, worker
+from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, refuse_run
+from sdgov.governance import worker
 from sdgov.identity.statements import ProposalStatement, decode_statement
 from sdgov.registry.log import Registry
 
@@ -77,7 +77,6 @@ def controller_release_flow(
         )
     cfg, cfg_sha = active
     registry = Registry(cfg.registry)
-    run_ref = f"flow-run-{flow_run.id}"
     try:
         if unexpected:
             raise SdgovError(
@@ -85,12 +84,9 @@ def controller_release_flow(
                 "run parameters",
                 "the worker's configuration decides the registry, data and approvals; submit with 'sdgov propose'",
             )
-        written, signer = materialise_spec(cfg, registry, proposal, spec_yaml)
+        written, signer, source = materialise_spec(cfg, registry, proposal, spec_yaml)
     except SdgovError as exc:
-        get_run_logger().warning("refused: %s", exc.one_line())
-        decisions.record_run_refused(registry, run_ref, exc, config_sha256=cfg_sha)
-        return end_state("refused", exc.one_line())
-    source = cfg.dataset(_dataset_name(spec_yaml))
+        return refuse_run(registry, f"flow-run-{flow_run.id}", exc, cfg_sha)
     return governed_release(
         GovernedRequest(
             spec_path=str(written),
@@ -104,19 +100,22 @@ def controller_release_flow(
     )
 
 
-def _dataset_name(spec_yaml: str) -> str:
-    spec = parse_yaml(spec_yaml)
-    ds = spec.get("dataset") if isinstance(spec, dict) else None
+def _dataset_name(spec: dict[str, Any]) -> str:
+    """The dataset the proposed spec names (``dataset.name``), or a one-line ``SpecError``."""
+    ds = spec.get("dataset")
     name = ds.get("name") if isinstance(ds, dict) else None
     if not isinstance(name, str) or not name:
         raise SpecError("the proposed spec names no dataset", "spec: dataset.name", "add dataset: {name: ...}")
     return name
 
 
-def materialise_spec(cfg: worker.WorkerConfig, registry: Registry, proposal: str, spec_yaml: str) -> tuple[Path, str]:
+def materialise_spec(
+    cfg: worker.WorkerConfig, registry: Registry, proposal: str, spec_yaml: str
+) -> tuple[Path, str, worker.DatasetSource]:
     """Write the proposed spec into the registry (``proposals/<sha256 of its text>/spec.yaml``) with the controller's
-    dataset file and schema in place of the analyst's paths; the proposer the signed statement names. Refused in
-    one line: unparseable text, a dataset the worker does not hold, code outside sdgov named by an import path."""
+    dataset file and schema in place of the analyst's paths → that file, the proposer the signed statement names and
+    the dataset's source. Refused in one line: unparseable text, a dataset the worker does not hold, code outside
+    sdgov named by an import path."""
     try:
         stmt, _ = decode_statement(proposal, ProposalStatement)
     except ValueError as exc:
@@ -133,7 +132,7 @@ def materialise_spec(cfg: worker.WorkerConfig, registry: Registry, proposal: str
             "spec_yaml",
             "the worker imports only sdgov's own generators and controls; ask the controller to install others",
         )
-    source = cfg.dataset(_dataset_name(spec_yaml))
+    source = cfg.dataset(_dataset_name(spec))
     spec["dataset"] = {**spec["dataset"], "path": source.data}
     spec["schema"] = source.schema_file
     spec.pop("approvals", None)  # a proposal is decided by the controller, not by a standing approval
@@ -143,7 +142,7 @@ def materialise_spec(cfg: worker.WorkerConfig, registry: Registry, proposal: str
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "spec.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
-    return path, stmt.proposer
+    return path, stmt.proposer, source
 
 
 def deployments(cfg: worker.WorkerConfig, registry_id: str) -> list[RunnerDeployment]:

@@ -148,6 +148,11 @@ def _rewritten_line(fields: list[str]) -> str:
     )
 
 
+def pinned_root(root: str | None) -> str | None:
+    """The registry the person trusts: ``--root``, else ``$SDGOV_REGISTRY``; None when neither names one."""
+    return root or os.environ.get("SDGOV_REGISTRY")
+
+
 def verified_pending(fr: Any, posted: dict[str, Any], root: str | None = None) -> tuple[dict[str, Any], list[str], str]:
     """What a paused run awaits as its registry recorded it (checked against the signed log), the fields in which the
     copy on the Prefect server differs (rewritten by someone with the server's login), and a note when the registry
@@ -156,7 +161,7 @@ def verified_pending(fr: Any, posted: dict[str, Any], root: str | None = None) -
     from sdgov.governance.decisions import pending_record, rewritten_fields
     from sdgov.registry.log import Registry
 
-    pinned = root or os.environ.get("SDGOV_REGISTRY")
+    pinned = pinned_root(root)
     registry = Registry(pinned or str(posted.get("registry", "")))
     record = pending_record(registry, str(fr.id), fr.state.state_details.pause_key)
     if record.get("registry_id") != registry.registry_id() or record.get("run_id") != str(fr.id):

@@ -37,6 +37,7 @@ from sdgov.flows.cli._common import (
     emit,
     paused_decision,
     pending,
+    pinned_root,
     require_server,
     resume,
     verified_pending,
@@ -393,7 +394,7 @@ def tampered_runs(root: str | None) -> list[dict[str, str]]:
     no registry is pinned or it is not there."""
     from sdgov.registry.log import Registry
 
-    pinned = root or os.environ.get("SDGOV_REGISTRY")
+    pinned = pinned_root(root)
     if not pinned or not (Path(pinned) / "log.jsonl").is_file():
         return []
     return [
@@ -451,7 +452,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
     token = encode_statement(stmt, args.key)
     # the same check the flow makes after resuming: refused here (and logged), the run is never resumed
-    registry = Registry(args.root or p["registry"])
+    registry = Registry(pinned_root(args.root) or p["registry"])  # the registry whose record was signed
     try:
         check_decision(
             controller_approvers(registry),
