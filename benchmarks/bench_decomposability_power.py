@@ -71,11 +71,9 @@ def one(job: tuple[str, str, int]) -> dict:
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact two-sided binomial interval for k successes in n trials."""
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
+    """Exact two-sided binomial (Clopper–Pearson) interval for k successes in n trials, as scipy computes it."""
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=level, method="exact")
+    return float(ci.low), float(ci.high)
 
 
 def summary(rows: list[dict]) -> dict:

@@ -43,10 +43,9 @@ GENERATORS = {
 
 
 def cp(k: int, n: int) -> list[float]:
-    """Clopper–Pearson 95 % interval of k successes in n."""
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
-    return [round(lo, 3), round(hi, 3)]
+    """Clopper–Pearson 95 % interval of k successes in n (scipy's exact binomial interval), to 3 decimals."""
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return [round(float(ci.low), 3), round(float(ci.high), 3)]
 
 
 def summarise(runs: list[dict]) -> list[dict]:
