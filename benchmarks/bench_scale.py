@@ -8,7 +8,7 @@ whole release end to end with its time and memory per stage.
         --pandas /tmp/c5m.csv --json benchmarks/results/scale-measure-2026-11-23.json
     nice -n 10 python benchmarks/bench_scale.py sample --rows 5000000 --rows 55000000 --json OUT
     nice -n 10 python benchmarks/bench_scale.py release --rows 1000000 [--rows M ...] [--parquet FILE ...] \\
-        [--timeout S] [--privacy-risk defaults|demo] --json OUT
+        [--timeout S] [--privacy-risk defaults|demo] [--decomposability defaults] --json OUT
 
 ``measure``: for each file, in a fresh subprocess (peak = its ``ru_maxrss``), App 3's 21 two-way marginals
 (``examples/census2011/app3.yaml``) counted by :mod:`sdgov.engines` — (a) ``scan``: one ``GROUPING SETS`` scan of
@@ -168,14 +168,17 @@ def census_like_parquet(rows: int, path: Path) -> dict[str, object]:
     return {"parquet": str(path), "reused": False, "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def release_spec(workdir: Path, parquet: Path, rows: int, privacy_risk: str | None = None) -> Path:
+def release_spec(
+    workdir: Path, parquet: Path, rows: int, privacy_risk: str | None = None, decomposability: str | None = None
+) -> Path:
     """App 3's spec pointed at the census-like file, with its schema and standing approval copied beside it.
 
     Pre-registered audits are dropped, so only the structural checks run (what the scale attempt of 2026-11-23
     ran), unless ``privacy_risk`` pre-registers the privacy-risk audit: ``defaults`` with its default settings (every
     default part: membership and attribute inference, the one-run ε lower bound, memorisation, record checks), or
-    ``demo`` with the demo spec's smaller settings (fewer targets and shadow worlds, 300 iterations per shadow fit).
-    App 3 has Φ = 21 two-way marginals at σ = 10."""
+    ``demo`` with the demo spec's smaller settings (fewer targets and shadow worlds, 300 iterations per shadow fit),
+    and unless ``decomposability`` is ``defaults``: the decomposability audit pre-registered with every setting at
+    its default (K = 10 fits per extremal dataset). App 3 has Φ = 21 two-way marginals at σ = 10."""
     spec = yaml.safe_load(SPEC.read_text())
     spec["dataset"] = {"name": f"census_like_{rows}", "path": str(parquet.resolve())}
     spec["rows"] = rows
@@ -184,6 +187,8 @@ def release_spec(workdir: Path, parquet: Path, rows: int, privacy_risk: str | No
         spec["privacy_risk"] = {}
     elif privacy_risk == "demo":
         spec["privacy_risk"] = yaml.safe_load((REPO / "sdgov" / "demo" / "spec.yaml").read_text())["privacy_risk"]
+    if decomposability == "defaults":
+        spec["audit"] = {}
     for name in ("schema.yaml", "approvals.yaml"):
         shutil.copy(SPEC.parent / name, workdir / name)
     path = workdir / "spec.yaml"
@@ -365,7 +370,11 @@ def _row(stage: str, start: float, end: float, sampler: RssSampler) -> dict[str,
 
 
 def bench_release(
-    rows: int, parquet: Path | None, timeout: float | None, privacy_risk: str | None = None
+    rows: int,
+    parquet: Path | None,
+    timeout: float | None,
+    privacy_risk: str | None = None,
+    decomposability: str | None = None,
 ) -> dict[str, object]:
     """One end-to-end release at ``rows`` rows in a temporary directory (registry, spec, Prefect home)."""
     from sdgov.agreement.load import load_spec
@@ -373,7 +382,7 @@ def bench_release(
     with tempfile.TemporaryDirectory(prefix="bench-e2e-", dir="/tmp") as tmp:
         workdir = Path(tmp)
         setup = census_like_parquet(rows, parquet or workdir / "census_like.parquet")
-        spec = release_spec(workdir, Path(str(setup["parquet"])), rows, privacy_risk)
+        spec = release_spec(workdir, Path(str(setup["parquet"])), rows, privacy_risk, decomposability)
         root = governed_registry(workdir, spec, rows)
         run = run_release(spec, root, workdir, timeout)
         stages = stage_table(run, root)
@@ -381,7 +390,9 @@ def bench_release(
         published = windows_from_log(run["lines"]).get("release", [])  # type: ignore[arg-type]
         result: dict[str, object] = {
             "rows": rows,
-            "audits": "structural checks" + (f" + privacy risk ({privacy_risk} settings)" if privacy_risk else ""),
+            "audits": "structural checks"
+            + (f" + privacy risk ({privacy_risk} settings)" if privacy_risk else "")
+            + (f" + decomposability ({decomposability} settings)" if decomposability else ""),
             "agreement_sha256": load_spec(spec).agreement.sha256(),
             "setup_census_like": setup,
             "exit_code": run["code"],
@@ -474,6 +485,9 @@ def main() -> None:
     ap.add_argument(
         "--privacy-risk", choices=["defaults", "demo"], help="release: pre-register the privacy-risk audit (settings)"
     )
+    ap.add_argument(
+        "--decomposability", choices=["defaults"], help="release: pre-register the decomposability audit (settings)"
+    )
     ap.add_argument("--json")
     ap.add_argument("rest", nargs="*")
     args = ap.parse_args()
@@ -500,7 +514,7 @@ def main() -> None:
             raise SystemExit("bench_scale.py: error: give one --parquet per --rows, or none")
         out["machine"] = {"node": platform.node(), "platform": platform.platform(), "memory_bytes": _memory()}
         for rows, parquet in zip(args.rows, args.parquet or [None] * len(args.rows), strict=True):
-            res = bench_release(rows, parquet, args.timeout, args.privacy_risk)
+            res = bench_release(rows, parquet, args.timeout, args.privacy_risk, args.decomposability)
             print_release(res)
             results.append(res)
     elif args.what == "measure":
