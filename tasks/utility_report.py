@@ -46,6 +46,7 @@ def utility_report(agreed: Agreed, generated: Generated, audited: Audited) -> Ut
                     "synthetic_sha256": generated.synthetic.sha256,
                 },
                 settings=FAST,  # 20 SPECKS seeds on smaller samples: keeps the flow quick
+                by_part=agreement.split,  # a split synthesis: each part against its own records too
             )
         files = write_report(report, Path(agreed.run_dir))
         rec.inputs = [agreed.agreement, generated.synthetic, *([codes] if codes else []), agreed.codes, agreed.spec]
