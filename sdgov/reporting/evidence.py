@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.model import Strict
 from sdgov.base.svg import pyplot, to_svg
@@ -34,7 +36,7 @@ class EvidenceReport(Strict):
     warnings: list[str] = []  # for the controller only, e.g. a spec asking for exactly N synthetic rows
     verdict: Verdict
     # a split synthesis: each part's verdict from its own audit rows and sections (the release fails if any part does)
-    part_verdicts: dict[str, Verdict] = {}
+    part_verdicts: dict[str, Verdict] = Field(default_factory=dict, exclude_if=lambda v: not v)
     audit: AuditReport  # every row with its detail
     audit_sections: dict[str, dict[str, Any]]  # every audit section as the audit wrote it
     utility: UtilitySummary  # TVD and RMSE of every Φ, 1-way and 2-way table against the real data
