@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_scale import EXTRACT, governed_registry, print_release, release_outcome, run_release, stage_table  # noqa: E402
+from bench_scale import EXTRACT, governed_registry, release_outcome, run_release, stage_table  # noqa: E402
 
 from sdgov.agreement.accounting import plan_agreement  # noqa: E402
 from sdgov.agreement.load import load_spec  # noqa: E402
@@ -144,31 +144,35 @@ def main() -> None:
     args = ap.parse_args()
     if not EXTRACT.is_file():
         raise SystemExit(f"the census extract is not at {EXTRACT} (../shared/data beside the repository)")
-    started = time.time()
+    started, load = time.time(), os.getloadavg()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     results = [one_release(False, args), one_release(True, args)]
-    for result in results:
-        print(result["release"])
-        print_release(result)
-        if result["part_verdicts"]:
-            print("  part verdicts:", result["part_verdicts"])
     base, split = ({r["stage"]: r for r in res["stages"]} for res in results)  # type: ignore[union-attr]
     ratios = {
         stage: round(split[stage]["seconds"] / base[stage]["seconds"], 2)
         for stage in base
         if stage in split and base[stage]["seconds"]
     }
-    print("split ÷ unsplit seconds per stage:", ratios)
     out = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "settings": {**vars(args), "json": str(args.json) if args.json else None},
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_at_start": os.getloadavg()},
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_at_start": load},
+        "load_at_end": os.getloadavg(),
         "seconds": round(time.time() - started, 1),
         "releases": results,
         "split_over_unsplit_seconds": ratios,
     }
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str) + "\n")
+    for result in results:
+        print(f"{result['release']}: {result['verdict']}, wall {result['wall_s']:.1f} s, exit {result['exit_code']}")
+        for row in result["stages"]:  # type: ignore[union-attr]
+            peak = f"{row['peak_rss_bytes'] / 1e9:.2f} GB" if row["peak_rss_bytes"] else "n/a"
+            print(f"  {row['stage']:<16} {row['seconds']:>8.1f} s   peak {peak}")
+        if result["part_verdicts"]:
+            print("  part verdicts:", result["part_verdicts"])
+    print("split ÷ unsplit seconds per stage:", ratios)
+    print(f"load average at start {load}, at end {os.getloadavg()} (2 cores shared)")
 
 
 if __name__ == "__main__":
