@@ -17,7 +17,7 @@ from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, UtilityRepo
 from sdgov.tasks.common import stage
 from sdgov.utility.report import FAST, build_report, write_report
 
-VERSION = "1.3.0"  # 1.3: the synthetic cells the audit stage encoded; 1.2: record sets, not whole frames
+VERSION = "1.4.0"  # 1.4: a split's parts too; 1.3: the synthetic cells the audit stage encoded
 
 
 @task(name="utility_report", version=VERSION, cache_policy=NO_CACHE)
