@@ -1,8 +1,9 @@
 """Stage 4 — audit (controller side): did the generator use only Φ, and what privacy risk remains?
 
 Runs the checks of :data:`sdgov.audits.registry.AUDITS` (structural checks always; the decomposability test and
-the privacy-risk evidence when the spec pre-registers them; they alone read the confidential data). Their trials
-run as Prefect task runs (``tasks/executor.py``). A failed blocking check blocks the release.
+the privacy-risk evidence when the spec pre-registers them; they alone read the confidential data; for a split
+synthesis, once per part: :mod:`sdgov.audits.parts`). Their trials run as Prefect task runs
+(``tasks/executor.py``). A failed blocking check blocks the release.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured
 from sdgov.tasks.common import logger, stage
 from sdgov.tasks.executor import prefect_executors
 
-VERSION = "1.4.0"  # 1.4: keeps the synthetic cells it validated; 1.3: reads codes.parquet, not the CSV
+VERSION = "1.5.0"  # 1.5: a split's pre-registered audits per part; 1.4: keeps the synthetic cells it validated
 
 
 @task(name="audit", version=VERSION, cache_policy=NO_CACHE)

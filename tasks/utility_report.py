@@ -17,7 +17,7 @@ from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, UtilityRepo
 from sdgov.tasks.common import stage
 from sdgov.utility.report import FAST, build_report, write_report
 
-VERSION = "1.3.0"  # 1.3: the synthetic cells the audit stage encoded; 1.2: record sets, not whole frames
+VERSION = "1.4.0"  # 1.4: a split's parts too; 1.3: the synthetic cells the audit stage encoded
 
 
 @task(name="utility_report", version=VERSION, cache_policy=NO_CACHE)
@@ -46,6 +46,7 @@ def utility_report(agreed: Agreed, generated: Generated, audited: Audited) -> Ut
                     "synthetic_sha256": generated.synthetic.sha256,
                 },
                 settings=FAST,  # 20 SPECKS seeds on smaller samples: keeps the flow quick
+                by_part=agreement.split,  # a split synthesis: each part against its own records too
             )
         files = write_report(report, Path(agreed.run_dir))
         rec.inputs = [agreed.agreement, generated.synthetic, *([codes] if codes else []), agreed.codes, agreed.spec]

@@ -223,6 +223,19 @@ def plan_agreement(
     )
 
 
+def part_plan(plan: PrivacyPlan, part: str) -> PrivacyPlan:
+    """One part's own plan from a split plan (:func:`plan_agreement`): its marginals, its ρ (their sum) and the ε of
+    that ρ at the plan's δ — the noise budget of that part's model, which its audits simulate and claim."""
+    marginals = [m for m in plan.marginals if m.part == part]
+    if plan.noise == "none":
+        return plan.model_copy(update={"marginals": marginals})
+    assert plan.delta is not None  # a noisy plan has δ
+    rho = math.fsum(m.rho or 0.0 for m in marginals)
+    return plan.model_copy(
+        update={"rho": rho, "rho_budget": None, "epsilon": epsilon_of_rho(rho, plan.delta), "marginals": marginals}
+    )
+
+
 def selection_budget(p: PrivacySpec, budget: float) -> float | None:
     """ρ of private selection itself (exponential mechanism + the reviewers' noisy scores), or None without one."""
     if p.selection is None:

@@ -310,16 +310,6 @@ def _resolve_split(spec: ReleaseSpec, split: SplitSpec, schema: Schema, where: s
             where,
             "give each part its Φ, or drop privacy.selection",
         )
-    if spec.sections:
-        # a pre-registered audit refits the generator to Φ measured on the whole data (resamples, shadow models):
-        # a split release would need one per part, with its own budget for the audit's own noise — not built
-        names = " and ".join(repr(name) for name in spec.sections)
-        raise SpecError(
-            f"the pre-registered audits ({names}) are not available for a split synthesis "
-            "(they refit one model to Φ on all records; a split has one model per part)",
-            where,
-            f"drop {names} from a split spec (the structural checks still run), or give one 'phi'",
-        )
     col = _check_split(split, schema, where)
     keys = [str(c.code) for c in col.categories or []]
     total_share = sum(p.share for p in split.parts)

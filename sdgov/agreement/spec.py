@@ -378,3 +378,17 @@ class Agreement(Sectioned):
     def sha256(self) -> str:
         """Hex SHA-256 of the agreement's canonical JSON: the hash every sign-off binds (absent sections: the same)."""
         return sha256_json(self.model_dump(mode="json"))
+
+    def of_part(self, part: AgreedPart) -> Agreement:
+        """The ordinary agreement of one part of a split (its Φ, budget share and generator, on its records): what
+        that part's model is fitted to, and what each pre-registered audit tests for that part."""
+        return self.model_copy(
+            update={
+                "spec_name": f"{self.spec_name}.{part.name}",
+                "attributes": part.attributes,
+                "cliques": part.cliques,
+                "privacy": part.privacy,
+                "generator": part.generator,
+                "split": None,
+            }
+        )

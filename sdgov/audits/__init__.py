@@ -2,6 +2,7 @@
 
 ``protocol``          what an audit check is (:class:`AuditCheck`), what it is given and what it returns
 ``registry``          :data:`AUDITS`, the ordered checks the audit stage runs; ``run`` runs them
+``parts``             a split synthesis's pre-registered checks, run once per part and composed
 ``context``           the checks' :class:`AuditContext`, read from the earlier stages' contracts
 ``executor``          where independent trials run (serial, processes; the stage passes a Prefect one)
 ``checks``            the structural and provenance checks (what the generator was handed, fitted and wrote)
@@ -26,12 +27,14 @@ _WHERE = {
     "audit_context": "context",
     "audit_spec": "decomposability.procedure",
     "audit_spec_privacy": "privacy.run",
+    "audited_units": "parts",
     "check_sample": "generator_protocol",
     "decomposability_section": "decomposability.report",
     "fit_generator": "generator_protocol",
     "load_generator": "generator_protocol",
     "load_risk_policy": "privacy.policy",
     "make_generator": "generator_protocol",
+    "part_label": "parts",
     "privacy_section": "privacy.report",
     "run_audits": "run",
     "settings_of": "protocol",
@@ -47,12 +50,14 @@ __all__ = [
     "audit_context",
     "audit_spec",
     "audit_spec_privacy",
+    "audited_units",
     "check_sample",
     "decomposability_section",
     "fit_generator",
     "load_generator",
     "load_risk_policy",
     "make_generator",
+    "part_label",
     "privacy_section",
     "run_audits",
     "settings_of",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
@@ -40,6 +40,7 @@ class Check(Frozen):
     passed: bool
     detail: str
     severity: Literal["block", "warn"] = "block"
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: the part it tested
 
 
 class AuditReport(Frozen):
@@ -75,7 +76,7 @@ class AuditContext:
     _synthetic_problem: str | None = field(default=None, repr=False)
     _synthetic_checked: bool = field(default=False, repr=False)
     _synthetic: pd.DataFrame | None = field(default=None, repr=False)
-    _sampled: bool = field(default=False, repr=False)  # a sample was read from confidential_file
+    _sampled: bool = field(default=False, repr=False)  # a sample or a part of it was read
 
     def synthetic(self) -> pd.DataFrame:
         """The synthetic records as written (released values), read into memory on first use. A check that needs
@@ -123,6 +124,19 @@ class AuditContext:
                 self._sampled = True
                 return read_sample(self.confidential_file, columns, rows, seed)
         return sample_frame(self.confidential(), rows, seed)
+
+    def confidential_where(self, attribute: str, cells: list[int]) -> pd.DataFrame:
+        """The encoded confidential records whose ``attribute`` holds one of ``cells`` (a part of a split synthesis),
+        read from the encoded file with the filter pushed down — only that part is held — or from the records in
+        memory when they are there already."""
+        self._sampled = True
+        if self._confidential is None and self.confidential_file is not None:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(self.confidential_file, filters=[(attribute, "in", list(cells))])
+            return table.to_pandas()
+        frame = self.confidential()
+        return frame[frame[attribute].isin(cells)].reset_index(drop=True)
 
     @property
     def confidential_was_read(self) -> bool:

@@ -34,7 +34,7 @@ from sdgov.governance.controller import APPROVERS, check_controller_files, contr
 from sdgov.governance.proposals import ProposalCheck, check_proposal_statement, record_proposal_refused
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.identity.names import check_name
-from sdgov.intake.preflight import check_root_is_usable, run_preflight
+from sdgov.intake.preflight import check_root_is_usable, part_records, run_preflight
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
@@ -144,7 +144,8 @@ def check_spec_and_data(
     key = _preflight_key(loaded, data, root)
     if _last_passed is not None and _last_passed[0] == key:
         return loaded, data, _last_passed[1]
-    plan = run_preflight(loaded, data.rows, root)
+    split = loaded.agreement.split
+    plan = run_preflight(loaded, data.rows, root, None if split is None else part_records(data.codes_path, split))
     _last_passed = (key, plan)
     return loaded, data, plan
 

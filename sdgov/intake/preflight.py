@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from sdgov.agreement.load import LoadedSpec
-from sdgov.agreement.spec import MAX_ROWS, Agreement
+from sdgov.agreement.spec import MAX_ROWS, AgreedSplit, Agreement
 from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
 from sdgov.data.encoding import encode
 from sdgov.data.schema import Schema
@@ -58,8 +58,11 @@ DRY_RUN_ROWS = 8
 DISK_MARGIN_BYTES = 64 * 2**20
 
 
-def run_preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = None) -> PrivacyPlan:
-    """Run every check; raise :class:`PreflightError` listing every problem, else return the privacy plan."""
+def run_preflight(
+    loaded: LoadedSpec, n_records: int, root: str | Path | None = None, part_rows: dict[str, int] | None = None
+) -> PrivacyPlan:
+    """Run every check; raise :class:`PreflightError` listing every problem, else return the privacy plan.
+    ``part_rows``: a split synthesis's records per part (:func:`part_records`), for the audits run per part."""
     problems: list[SdgovError] = []
     where = str(loaded.spec_path)
 
@@ -86,6 +89,8 @@ def run_preflight(loaded: LoadedSpec, n_records: int, root: str | Path | None = 
     plan = run(check_privacy, loaded, n_records)
     run(dry_run_generator, loaded)
     run(dry_run_audit_generators, loaded)
+    if part_rows:
+        run(check_part_records, loaded, part_rows)
     if root is not None:
         run(check_disk_space, Path(root), loaded, n_records)
     if problems:
@@ -340,10 +345,45 @@ def _read_back(df: pd.DataFrame, schema: Schema, attributes: list[str]) -> None:
     encode(text, schema, where="the dry run's synthetic data", columns=attributes)
 
 
+def part_records(codes: Path, split: AgreedSplit) -> dict[str, int]:
+    """Records per part of a split synthesis, counted from the encoded data (the split column only)."""
+    import pyarrow.parquet as pq
+
+    column = pq.read_table(codes, columns=[split.attribute]).column(0).to_numpy()
+    counts = np.bincount(column.astype(np.int64), minlength=max(c for p in split.parts for c in p.cells) + 1)
+    return {p.name: int(counts[p.cells].sum()) for p in split.parts}
+
+
+def check_part_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
+    """Every part of a split synthesis has the records the pre-registered privacy-risk audit draws on, as it audits
+    each part on that part's records alone: its targets, then disjoint from them a shadow training set
+    (``train_rows``) and the record checks' three disjoint sets (``3 × disclosure_rows``) — the audit's own
+    conditions (:mod:`sdgov.audits.privacy`), found here before the draw instead of after it. Said without the
+    count: the analyst may not learn it here."""
+    from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
+
+    section = loaded.agreement.sections.get("privacy_risk")
+    if not isinstance(section, PrivacyRiskSettings) or not section.enabled:
+        return
+    st = section.settings
+    needed = st.n_outliers + st.n_random + max(st.train_rows, 3 * (st.disclosure_rows or 0))
+    short = [name for name, n in rows.items() if min(n, st.population_rows) < needed]
+    if short:
+        names = ", ".join(repr(n) for n in short)
+        raise SpecError(
+            f"split part(s) {names} hold(s) fewer records than the pre-registered privacy-risk audit draws on "
+            f"({needed:,}: "
+            "n_outliers + n_random targets, then max(train_rows, 3 × disclosure_rows) others)",
+            "privacy_risk.settings",
+            "lower train_rows or disclosure_rows (or merge the parts)",
+        )
+
+
 def dry_run_audit_generators(loaded: LoadedSpec) -> None:
     """Every generator a pre-registered audit names (each check of the registry says which: its ``generators``):
-    imported, built with its params, fitted on a tiny made-up table in the declared domain and sampled — found out
-    after measuring, it would have spent budget on a release that can never pass its audit."""
+    imported, built with its params, fitted on a tiny made-up table in the declared domain and sampled — for a split
+    synthesis on each part's Φ, as the audit runs it per part — found out after measuring, it would have spent
+    budget on a release that can never pass its audit."""
     from sdgov.audits import registry
     from sdgov.audits.generator_protocol import (
         AuditError,
@@ -352,21 +392,26 @@ def dry_run_audit_generators(loaded: LoadedSpec) -> None:
         load_generator,
         make_generator,
     )
+    from sdgov.audits.parts import audited_units, part_label
     from sdgov.audits.protocol import CheckGenerator, settings_of
 
-    ag = loaded.agreement
-    named: list[CheckGenerator] = []
-    for check in registry.AUDITS:
-        settings = settings_of(check, ag)
-        if settings is not None:
-            named += check.generators(settings, ag)
-    domain = loaded.schema_.domain(ag.attributes)
+    named: list[tuple[CheckGenerator, Agreement]] = []
+    for part, ag in audited_units(loaded.agreement):  # a split synthesis: each part's Φ, as the audit will fit it
+        for check in registry.AUDITS:
+            settings = settings_of(check, loaded.agreement)
+            if settings is not None:
+                named += [
+                    (g._replace(where=g.where if part is None else f"{g.where} {part_label(part)}"), ag)
+                    for g in check.generators(settings, ag)
+                ]
     problems: list[SdgovError] = []
-    for where, path, params in named:
+    for (where, path, params), ag in named:
         if path is None:
             continue
+        domain = loaded.schema_.domain(ag.attributes)
         try:
             factory = load_generator(path)
+            params = dict(params)
             if "iterations" in params:
                 params["iterations"] = min(int(params["iterations"]), 3)  # the names and types, not the fit
             gen = make_generator(factory, ag.cliques, domain, params, where)

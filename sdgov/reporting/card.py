@@ -26,7 +26,7 @@ from jinja2 import Environment
 from pydantic import BaseModel, Field
 
 from sdgov import __version__
-from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
+from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld, part_plan
 from sdgov.agreement.spec import AgreedSplit, Agreement, ModelCardSpec
 from sdgov.audits.protocol import AuditReport, Check
 from sdgov.base.model import Frozen, Strict
@@ -395,7 +395,8 @@ def noisy_tvd(
 
 
 def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str, Any]) -> dict[str, Any] | None:
-    """A split synthesis on the card: each part's codes, synthetic rows, Φ and ρ (the parts' ρ add up)."""
+    """A split synthesis on the card: each part's codes, synthetic rows, Φ, ρ (the parts' ρ add up) and the ε of
+    that ρ alone (the claim each part's pre-registered audits test)."""
     split = agreement.split
     if split is None:
         return None
@@ -411,6 +412,8 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
                 "rows": fits.get(p.name, {}).get("rows"),
                 "phi": [list(c) for c in p.cliques],
                 "rho": None if plan.noise == "none" else privacy["parts"][p.name]["rho"],
+                # the ε of the part's own ρ: what its model claims, and what its pre-registered audits tested
+                "epsilon": part_plan(plan, p.name).epsilon,
             }
             for p in split.parts
         ],
@@ -647,7 +650,11 @@ def build_card(inputs: CardInputs) -> Card:
             "not_run": i.audit.not_run,
         },
         audit_sections={
-            name: {"title": sec.get("title") or section_title(name).capitalize(), "verdict": CONTROLLER_SIDE}
+            name: {
+                "title": sec.get("title") or section_title(name).capitalize(),
+                "verdict": CONTROLLER_SIDE,
+                **({"parts": list(sec["parts"])} if "parts" in sec else {}),  # a split: run once per part
+            }
             for name, sec in sections.items()
         },
         signoffs=i.signoffs,

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.model import Strict
 from sdgov.base.svg import pyplot, to_svg
 from sdgov.reporting.card import Card, _env, check_result
-from sdgov.reporting.verdict import Verdict
+from sdgov.reporting.verdict import Verdict, part_verdicts
 from sdgov.utility.summary import UtilitySummary
 
 FILES = ("evidence.html", "evidence.json")
@@ -33,6 +35,8 @@ class EvidenceReport(Strict):
     real_rows: int
     warnings: list[str] = []  # for the controller only, e.g. a spec asking for exactly N synthetic rows
     verdict: Verdict
+    # a split synthesis: each part's verdict from its own audit rows and sections (the release fails if any part does)
+    part_verdicts: dict[str, Verdict] = Field(default_factory=dict, exclude_if=lambda v: not v)
     audit: AuditReport  # every row with its detail
     audit_sections: dict[str, dict[str, Any]]  # every audit section as the audit wrote it
     utility: UtilitySummary  # TVD and RMSE of every Φ, 1-way and 2-way table against the real data
@@ -62,6 +66,7 @@ def build_evidence(
         real_rows=real_rows,
         warnings=warnings or [],
         verdict=card.verdict,
+        part_verdicts=part_verdicts(audit, audit_sections),
         audit=audit,
         audit_sections=audit_sections,
         utility=utility,

@@ -4,7 +4,9 @@ Every row of the audit report counts once: a failed blocking check fails the rel
 warning. An audit section (decomposability, privacy evidence) that reports a verdict of its own counts too, so the
 card can never show a green banner above a section that says WARN or FAIL: a section's "warn" with no failed
 warning row of its own adds one warning, its "fail" with no failed blocking row fails the release. The card shows
-this verdict first, with the warnings listed by name; nothing else on the card states a verdict.
+this verdict first, with the warnings listed by name; nothing else on the card states a verdict. A split synthesis's
+pre-registered audits also give each part a verdict of its own (:func:`part_verdicts`), for the controller's
+evidence report.
 """
 
 from __future__ import annotations
@@ -57,3 +59,18 @@ def overall_verdict(audit: AuditReport, sections: dict[str, dict[str, Any]] | No
         elif level == "warn" and not any(not c.passed for c in own):
             warnings.append(title)
     return Verdict(result="fail" if failures else "pass", warnings=warnings, failures=failures)
+
+
+def part_verdicts(audit: AuditReport, sections: dict[str, dict[str, Any]] | None = None) -> dict[str, Verdict]:
+    """A split synthesis: each part's verdict by the same rule as :func:`overall_verdict`, from the rows that tested
+    that part and each audit section's own verdict for it (empty for a release that is not split). The release's
+    verdict is separate and fails if any part fails: every part's rows and section verdicts count in it too."""
+    names = list(dict.fromkeys(c.part for c in audit.checks if c.part is not None))
+    for section in (sections or {}).values():
+        names += [p for p in section.get("parts", {}) if p not in names]
+    out: dict[str, Verdict] = {}
+    for part in names:
+        own = audit.model_copy(update={"checks": [c for c in audit.checks if c.part == part], "verdict": "pass"})
+        parts = {name: s["parts"][part] for name, s in (sections or {}).items() if part in s.get("parts", {})}
+        out[part] = overall_verdict(own, parts)
+    return out

@@ -42,10 +42,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sdgov.agreement.accounting import PrivacyPlan, plan_agreement
+from sdgov.agreement.accounting import PrivacyPlan, part_plan, plan_agreement
 from sdgov.agreement.load import resolved
 from sdgov.agreement.resolve import resolve
-from sdgov.agreement.spec import AgreedPart, AgreedSplit, Agreement, ReleaseSpec
+from sdgov.agreement.spec import AgreedPart, AgreedSplit, ReleaseSpec
 from sdgov.base.errors import SpecError
 from sdgov.base.executor import Executor
 from sdgov.base.hashing import write_json
@@ -119,8 +119,7 @@ def synthesise_split(spec_path: str | Path, out_dir: str | Path, fingerprint: st
     msets: dict[str, MeasurementSet] = {}
     for p in split.parts:
         mine = codes[np.isin(split_col, p.cells)].reset_index(drop=True)
-        part_plan = plan.model_copy(update={"marginals": [m for m in plan.marginals if m.part == p.name]})
-        msets[p.name] = measure_agreement(mine, schema, part_agreement(agreement, p), part_plan, fingerprint)
+        msets[p.name] = measure_agreement(mine, schema, agreement.of_part(p), part_plan(plan, p.name), fingerprint)
     rows, info = sample_split(split, msets, schema, spec.rows, spec.seed, out / "synthetic.parquet")
     graphs = split_graphs(split, info)
     privacy = privacy_summary(plan)
@@ -130,20 +129,6 @@ def synthesise_split(spec_path: str | Path, out_dir: str | Path, fingerprint: st
         {"attribute": split.attribute, "rows": rows, "privacy": privacy, "graphs": [g.model_dump() for g in graphs]},
     )
     return SplitResult(synthetic=out / "synthetic.parquet", rows=rows, privacy=privacy, graphs=graphs, model_info=info)
-
-
-def part_agreement(agreement: Agreement, part: AgreedPart) -> Agreement:
-    """The ordinary agreement of one part (its Φ, budget and generator on its records)."""
-    return agreement.model_copy(
-        update={
-            "spec_name": f"{agreement.spec_name}.{part.name}",
-            "attributes": part.attributes,
-            "cliques": part.cliques,
-            "privacy": part.privacy,
-            "generator": part.generator,
-            "split": None,
-        }
-    )
 
 
 def sample_split(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,10 @@ from sdgov.utility import baselines, bivariate, fitness
 from sdgov.utility import tasks as tasks_mod
 from sdgov.utility.metric import Metric, MetricContext
 from sdgov.utility.registry import METRICS
-from sdgov.utility.summary import UtilitySummary, summary_tables
+from sdgov.utility.summary import UtilitySummary, part_summaries, summary_tables
+
+if TYPE_CHECKING:
+    from sdgov.agreement.spec import AgreedSplit
 
 REPORT_VERSION = "1"
 
@@ -81,6 +84,7 @@ class UtilityReport(Frozen):
     note: str
     radar: dict[str, Any]
     seconds: dict[str, float]
+    parts: dict[str, UtilitySummary] | None = None  # a split synthesis: each part against its own real records
 
     @property
     def summary(self) -> UtilitySummary:
@@ -92,7 +96,7 @@ class UtilityReport(Frozen):
         return self.model_dump(mode="json", include=self._given())
 
     def _given(self) -> set[str]:
-        optional = {"spec_name", "agreement_sha256", "synthetic_sha256", "synthetic_file"}
+        optional = {"spec_name", "agreement_sha256", "synthetic_sha256", "synthetic_file", "parts"}
         return {k for k in type(self).model_fields if k not in optional or getattr(self, k) is not None}
 
 
@@ -138,9 +142,11 @@ def build_report(
     meta: dict | None = None,
     settings: ReportSettings = ReportSettings(),
     metrics: tuple[Metric[Any], ...] = METRICS,
+    by_part: AgreedSplit | None = None,
 ) -> UtilityReport:
     """Every metric and declared task for ``synth`` (and the baselines). Records are encoded cell indices: a
-    DataFrame of them, or a record set (:mod:`sdgov.engines.recordset`) for files of any size."""
+    DataFrame of them, or a record set (:mod:`sdgov.engines.recordset`) for files of any size. A split synthesis
+    (``by_part``) adds each part's marginal errors against that part's real records (``parts``)."""
     t0 = time.perf_counter()
     task_specs = list(task_specs or [])
     attributes = list(attributes)
@@ -212,6 +218,8 @@ def build_report(
         ),
         "radar": radar_data(scores, task_results),
     }
+    if by_part is not None:
+        report["parts"] = {n: u.model_dump(mode="json") for n, u in part_summaries(real, synth, by_part).items()}
     seconds["total"] = round(time.perf_counter() - t0, 3)
     report["seconds"] = seconds
     return UtilityReport.model_validate(_clean(report))

@@ -94,7 +94,9 @@ def _context(synthetic_codes: pd.DataFrame, codes: pd.DataFrame, schema, setting
         ],
     )
     return AuditContext(
-        agreement=types.SimpleNamespace(attributes=attributes, cliques=cliques, sections={"phi_fidelity": settings}),
+        agreement=types.SimpleNamespace(
+            attributes=attributes, cliques=cliques, sections={"phi_fidelity": settings}, split=None
+        ),
         agreement_sha256="test",
         schema=schema,
         measurements=mset,
@@ -187,7 +189,7 @@ def test_the_documented_check_runs_inside_a_release_that_pre_registers_it(check_
     assert check_module.PhiFidelity.not_run not in report["not_run"]
 
 
-def test_a_split_spec_refuses_every_pre_registered_section_by_its_name(check_module):
+def test_a_split_spec_pre_registers_every_section_for_its_parts(check_module):
     from sdgov.agreement.resolve import resolve
     from sdgov.agreement.spec import ReleaseSpec
     from sdgov.demo import inputs
@@ -201,6 +203,6 @@ def test_a_split_spec_refuses_every_pre_registered_section_by_its_name(check_mod
     base |= {"split": split, "privacy": {"rho": 1}}
     schema = load_schema(inputs() / "schema.yaml")
     assert resolve(ReleaseSpec.model_validate(base), schema).split is not None
-    for name in sections.SECTIONS:  # the documented one included
-        with pytest.raises(SpecError, match=f"pre-registered audits \\('{name}'\\) are not available for a split"):
-            resolve(ReleaseSpec.model_validate(base | {name: {}}), schema)
+    for name in sections.SECTIONS:  # the documented one included: run once per part (tests/unit/test_split_audits.py)
+        agreement = resolve(ReleaseSpec.model_validate(base | {name: {}}), schema)
+        assert agreement.split is not None and name in agreement.model_dump(mode="json")  # signed with the parts
