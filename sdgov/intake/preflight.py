@@ -89,8 +89,7 @@ def run_preflight(
     plan = run(check_privacy, loaded, n_records)
     run(dry_run_generator, loaded)
     run(dry_run_audit_generators, loaded)
-    if part_rows:
-        run(check_part_records, loaded, part_rows)
+    run(check_audit_records, loaded, part_rows or {"": n_records})
     if root is not None:
         run(check_disk_space, Path(root), loaded, n_records)
     if problems:
@@ -354,9 +353,9 @@ def part_records(codes: Path, split: AgreedSplit) -> dict[str, int]:
     return {p.name: int(counts[p.cells].sum()) for p in split.parts}
 
 
-def check_part_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
-    """Every part of a split synthesis has the records the pre-registered privacy-risk audit draws on, as it audits
-    each part on that part's records alone: its targets, then disjoint from them a shadow training set
+def check_audit_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
+    """The data — every part of a split synthesis, which it audits on that part's records alone — has the records the
+    pre-registered privacy-risk audit draws on: its targets, then disjoint from them a shadow training set
     (``train_rows``) and the record checks' three disjoint sets (``3 × disclosure_rows``) — the audit's own
     conditions (:mod:`sdgov.audits.privacy`), found here before the draw instead of after it. Said without the
     count: the analyst may not learn it here."""
@@ -369,10 +368,9 @@ def check_part_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
     needed = st.n_outliers + st.n_random + max(st.train_rows, 3 * (st.disclosure_rows or 0))
     short = [name for name, n in rows.items() if min(n, st.population_rows) < needed]
     if short:
-        names = ", ".join(repr(n) for n in short)
+        where = "the data" if short == [""] else "split part(s) " + ", ".join(repr(n) for n in short)
         raise SpecError(
-            f"split part(s) {names} hold(s) fewer records than the pre-registered privacy-risk audit draws on "
-            f"({needed:,}: "
+            f"{where} hold(s) fewer records than the pre-registered privacy-risk audit draws on ({needed:,}: "
             "n_outliers + n_random targets, then max(train_rows, 3 × disclosure_rows) others)",
             "privacy_risk.settings",
             "lower train_rows or disclosure_rows (or merge the parts)",

@@ -218,3 +218,18 @@ def test_validate_with_root_applies_the_controller_policy_as_the_release_does(
     assert main(["validate", "--spec", str(inputs.spec), "--root", str(root), "--json"]) == 2
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and "policy.yaml" in err and json.loads(out)["ok"] is False
+
+
+def test_data_too_small_for_the_privacy_audit_is_refused_before_the_draw(
+    inputs: Inputs,  # noqa: F811
+    no_flow: None,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Found after measuring, it would spend budget on a release whose audit can never run; the line does not say
+    how many records the data holds (the analyst may not learn N here)."""
+    inputs.edit_yaml("spec.yaml", lambda s: s.update(privacy_risk={}))  # every default: 1,000 shadow-training rows
+    rc = main(inputs.release_argv())
+    err = capsys.readouterr().err
+    assert rc == 2 and "the data hold(s) fewer records than the pre-registered privacy-risk audit" in err, err
+    assert "privacy_risk.settings" in err and "300" not in err.split("spec.yaml", 1)[-1]  # after the path
+    assert not inputs.root.exists()
