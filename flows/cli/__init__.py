@@ -119,11 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a Prefect client call that found no server: one line, not httpx's traceback
         if not _server_unreachable(exc):
             raise
-        from prefect.settings import PREFECT_API_URL
+        from sdgov.flows.prefect_api import api_settings
 
         err = SdgovError(
             f"the Prefect server did not answer ({type(exc).__name__})",
-            str(PREFECT_API_URL.value() or "PREFECT_API_URL"),
+            api_settings().url or "PREFECT_API_URL",
             "start it (sdgov server start) or point PREFECT_API_URL at the running one",
         )
         print(f"sdgov: error: {err.one_line()}", file=sys.stderr)
