@@ -106,14 +106,17 @@ def reap_all(grace: float = 60.0) -> None:
         time.sleep(0.1)
 
 
-def timed(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, object]:
-    """Run one fresh process; wall seconds, CPU seconds of its whole tree, its stdout (a failure stops the run)."""
+def timed(argv: list[str], env: dict[str, str], cwd: Path, log: Path | None = None) -> dict[str, object]:
+    """Run one fresh process; wall seconds, CPU seconds of its whole tree, its stdout (a failure stops the run);
+    ``log``: where its stderr is kept."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     reap_all()
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if log is not None:
+        log.write_text(proc.stderr)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv[:3])} … exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -141,24 +144,34 @@ def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed:
     return path
 
 
-def governed_path(sdgov: str, name: str, data: Path, rows: int, seed: int, warm_home: bool) -> dict[str, object]:
-    """Every command of the path in a fresh process; per-command wall and CPU seconds."""
+def governed_path(
+    sdgov: str, name: str, data: Path, rows: int, seed: int, warm_home: bool, profile: Path | None = None
+) -> dict[str, object]:
+    """Every command of the path in a fresh process; per-command wall and CPU seconds (``profile``: each command
+    under cProfile, written there as ``NAME-SEED-COMMAND.prof`` beside its stderr, ``.log``)."""
     with tempfile.TemporaryDirectory(prefix=f"sdgov-path-{name}-") as tmp:
         work = Path(tmp)
         root, keys = work / "registry", work / "keys"
         keys.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SDGOV_"))}
-        env |= {"PREFECT_HOME": str(work / "prefect"), "SDGOV_AUTHORITY": str(work / "authority.sqlite")}
-        if warm_home:  # migrate the fresh home's database first, untimed
-            subprocess.run(
-                [sys.executable, "-c", "from prefect.server.database import *; import prefect.server.api.server"],
-                env=env,
-                check=False,
-            )
+        env |= {
+            "PREFECT_HOME": str(work / "prefect"),
+            "SDGOV_AUTHORITY": str(work / "authority.sqlite"),
+            "XDG_CACHE_HOME": str(work / "cache"),  # JAX's compilation cache starts empty: the path pays each compile
+        }
+        if warm_home:  # a Prefect home used before: its database already migrated (untimed)
+            prefect = str(Path(sdgov).with_name("prefect"))
+            subprocess.run([prefect, "server", "database", "upgrade", "-y"], env=env, check=True, capture_output=True)
+            reap_all()
         steps: list[tuple[str, dict[str, object]]] = []
 
         def run(label: str, *argv: str) -> str:
-            out = timed([sdgov, *argv], env, work)
+            cmd, log = [sdgov, *argv], None
+            if profile is not None:
+                prof = profile / f"{name}-{seed}-{label.replace(' ', '_')}.prof"
+                cmd = [str(Path(sdgov).with_name("python")), "-m", "cProfile", "-o", str(prof), "-m", "sdgov.flows.cli"]
+                cmd, log = cmd + list(argv), prof.with_suffix(".log")
+            out = timed(cmd, env, work, log)
             steps.append((label, out))
             return str(out["stdout"])
 
@@ -249,10 +262,12 @@ def main() -> None:
     ap.add_argument("--census", default=str(CENSUS))
     ap.add_argument("--adult", help="UCI adult.data as distributed (default: the tests' Adult-like file)")
     ap.add_argument("--datasets", default="census,adult")
+    ap.add_argument("--no-peer", action="store_true", help="the governed path only (profiling)")
     ap.add_argument("--seeds", type=int, default=1, help="repeats of each arm (median reported)")
     ap.add_argument("--sdgov", default=str(Path(sys.executable).with_name("sdgov")))
     ap.add_argument("--warm-home", action="store_true", help="migrate PREFECT_HOME's database first, untimed")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--profile", help="run each sdgov command under cProfile, writing NAME-SEED-COMMAND.prof here")
     args = ap.parse_args()
     become_subreaper()
     print(f"load average at start: {os.getloadavg()}", flush=True)
@@ -264,9 +279,19 @@ def main() -> None:
             codes, domain, rows = peer_codes(name, data, work)
             paths, peers = [], []
             for seed in range(args.seeds):  # alternate the arms, so load drifts hit both
-                paths.append(governed_path(args.sdgov, name, data.resolve(), rows, seed, args.warm_home))
+                paths.append(
+                    governed_path(
+                        args.sdgov,
+                        name,
+                        data.resolve(),
+                        rows,
+                        seed,
+                        args.warm_home,
+                        Path(args.profile) if args.profile else None,
+                    )
+                )
                 print(f"{name} seed {seed}: governed path {paths[-1]['cpu_s']:.1f} CPU s", flush=True)
-                if args.mbi:
+                if args.mbi and not args.no_peer:
                     peers.append(mbi_peer(args.mbi, codes, domain, rows, work))
                     print(f"{name} seed {seed}: mbi MST {peers[-1]['cpu_s']:.1f} CPU s", flush=True)
             path_cpu = statistics.median(float(p["cpu_s"]) for p in paths)  # type: ignore[arg-type]

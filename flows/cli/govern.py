@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -264,7 +265,6 @@ def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec, and
     print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
     from sdgov.agreement.load import load_spec
-    from sdgov.flows.release import new_run_id
     from sdgov.measurement.selection.review import SelectionRecord
     from sdgov.registry.log import Registry
     from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
@@ -272,7 +272,7 @@ def _propose_selection(args: argparse.Namespace) -> int:
     root = Registry(args.root).root.resolve()
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
-    run_id = "select-" + new_run_id()
+    run_id = "select-" + uuid.uuid4().hex  # no flow run here: what new_run_id gives outside one, without the flow
     token = _sign_local_proposal(args, root)
     proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select, token)
     record = SelectionRecord(

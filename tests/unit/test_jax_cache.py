@@ -53,3 +53,17 @@ def test_a_fit_from_the_compilation_cache_is_the_fit_that_compiled_it(tmp_path):
     loaded = _fit(cache, tmp_path / "b")
     assert sorted(p.name for p in cache.iterdir()) == written, "the second compiled nothing new: it loaded them"
     assert loaded == compiled
+
+
+def test_the_cache_is_on_by_default_in_the_users_cache_dir_and_off_when_set_empty(monkeypatch, tmp_path):
+    """Every command of a release is a fresh process (validate's dry run, then the release's fit compile the same
+    programs): unset, the compiled programs go to ``$XDG_CACHE_HOME/sdgov/jax``; a directory named wins; empty: none."""
+    from sdgov.base.jaxsetup import cache_dir
+
+    monkeypatch.delenv("SDGOV_JAX_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == str(tmp_path / "sdgov" / "jax")
+    monkeypatch.setenv("SDGOV_JAX_CACHE_DIR", str(tmp_path / "shared"))
+    assert cache_dir() == str(tmp_path / "shared")
+    monkeypatch.setenv("SDGOV_JAX_CACHE_DIR", "")
+    assert cache_dir() is None
