@@ -145,10 +145,17 @@ def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed:
 
 
 def governed_path(
-    sdgov: str, name: str, data: Path, rows: int, seed: int, warm_home: bool, profile: Path | None = None
+    sdgov: str,
+    name: str,
+    data: Path,
+    rows: int,
+    seed: int,
+    warm_home: bool,
+    profile: Path | None = None,
+    logs: Path | None = None,
 ) -> dict[str, object]:
     """Every command of the path in a fresh process; per-command wall and CPU seconds (``profile``: each command
-    under cProfile, written there as ``NAME-SEED-COMMAND.prof`` beside its stderr, ``.log``)."""
+    under cProfile, written there as ``NAME-SEED-COMMAND.prof``; ``logs``: each command's stderr there, ``.log``)."""
     with tempfile.TemporaryDirectory(prefix=f"sdgov-path-{name}-") as tmp:
         work = Path(tmp)
         root, keys = work / "registry", work / "keys"
@@ -166,12 +173,12 @@ def governed_path(
         steps: list[tuple[str, dict[str, object]]] = []
 
         def run(label: str, *argv: str) -> str:
-            cmd, log = [sdgov, *argv], None
+            cmd, stem = [sdgov, *argv], f"{name}-{seed}-{label.replace(' ', '_')}"
             if profile is not None:
-                prof = profile / f"{name}-{seed}-{label.replace(' ', '_')}.prof"
-                cmd = [str(Path(sdgov).with_name("python")), "-m", "cProfile", "-o", str(prof), "-m", "sdgov.flows.cli"]
-                cmd, log = cmd + list(argv), prof.with_suffix(".log")
-            out = timed(cmd, env, work, log)
+                prof = str(profile / f"{stem}.prof")
+                cmd = [str(Path(sdgov).with_name("python")), "-m", "cProfile", "-o", prof, "-m", "sdgov.flows.cli"]
+                cmd += argv
+            out = timed(cmd, env, work, logs / f"{stem}.log" if logs is not None else None)
             steps.append((label, out))
             return str(out["stdout"])
 
@@ -268,6 +275,7 @@ def main() -> None:
     ap.add_argument("--warm-home", action="store_true", help="migrate PREFECT_HOME's database first, untimed")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--profile", help="run each sdgov command under cProfile, writing NAME-SEED-COMMAND.prof here")
+    ap.add_argument("--logs", help="keep each sdgov command's stderr here, as NAME-SEED-COMMAND.log")
     args = ap.parse_args()
     become_subreaper()
     print(f"load average at start: {os.getloadavg()}", flush=True)
@@ -288,6 +296,7 @@ def main() -> None:
                         seed,
                         args.warm_home,
                         Path(args.profile) if args.profile else None,
+                        Path(args.logs) if args.logs else None,
                     )
                 )
                 print(f"{name} seed {seed}: governed path {paths[-1]['cpu_s']:.1f} CPU s", flush=True)

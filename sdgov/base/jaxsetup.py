@@ -36,4 +36,5 @@ if CACHE_DIR:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 else:
     jax.config.update("jax_enable_compilation_cache", False)
-warnings.filterwarnings("ignore", message=".*persistent compilation cache.*")
+if not os.environ.get("SDGOV_DEBUG_JAX_CACHE"):
+    warnings.filterwarnings("ignore", message=".*persistent compilation cache.*")
