@@ -36,5 +36,4 @@ if CACHE_DIR:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 else:
     jax.config.update("jax_enable_compilation_cache", False)
-if not os.environ.get("SDGOV_DEBUG_JAX_CACHE"):
-    warnings.filterwarnings("ignore", message=".*persistent compilation cache.*")
+warnings.filterwarnings("ignore", message=".*persistent compilation cache.*")
