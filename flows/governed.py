@@ -56,7 +56,8 @@ from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.contracts import Agreed, Measured, ReleaseResult
-from sdgov.flows.pending import PENDING_PREFIX, ui_link
+from sdgov.flows.pending import PENDING_PREFIX
+from sdgov.flows.prefect_api import ui_link
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.governance import decisions, ledger, worker
 from sdgov.governance.approvers import ApprovalRefused

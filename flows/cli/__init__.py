@@ -90,10 +90,36 @@ def _server_unreachable(exc: BaseException) -> bool:
     return httpx is not None and isinstance(exc, httpx.TransportError)
 
 
+FITS = {
+    *("demo", "release", "validate", "propose", "stage", "audit"),
+    *("regenerate", "verify-release", "schedule", "worker"),
+}
+"""The commands that fit (or dry-run) a model in their own process: the ones :func:`fixed_hash_seed` restarts."""
+
+
+def fixed_hash_seed() -> None:
+    """Restart once with ``PYTHONHASHSEED=0`` unless the caller chose a seed.
+
+    mbi traces its compiled programs by iterating over sets of attribute names, and Python randomises string hashes
+    per process, so the same model traced in two processes is a different program: JAX's compilation cache
+    (:mod:`sdgov.base.jaxsetup`) then never serves a later command — ``sdgov release`` compiled again what ``sdgov
+    validate`` had just compiled (12+ CPU s on the census extract's MST tree) — and the fit's floating-point
+    operations come in an order that changes from process to process. One fixed seed: one program for one model,
+    compiled once per machine. Only the commands that fit restart (:data:`FITS`): a restart imports the CLI again
+    (~0.1 CPU s), which ``keygen`` or ``sign`` should not pay.
+    """
+    if os.environ.get("PYTHONHASHSEED") is None:
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, sys.orig_argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command ``argv`` names and return its exit code: the command's own, 2 for a user's mistake (an
     ``SdgovError``, each pre-flight problem on its own line, a path the file system refused), 1 for a bug in sdgov;
-    every error is one line on stderr (``--json``: also ``{"ok": false, ...}`` on stdout)."""
+    every error is one line on stderr (``--json``: also ``{"ok": false, ...}`` on stdout). Run as a program (no
+    ``argv``), a command that fits a model first gets :func:`fixed_hash_seed`."""
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] in FITS:
+        fixed_hash_seed()
     for name, value in ENV_DEFAULTS.items():  # here, not at import: importing the CLI changes nothing
         os.environ.setdefault(name, value)
     args = parser().parse_args(argv)
@@ -119,11 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a Prefect client call that found no server: one line, not httpx's traceback
         if not _server_unreachable(exc):
             raise
-        from prefect.settings import PREFECT_API_URL
+        from sdgov.flows.prefect_api import api_settings
 
         err = SdgovError(
             f"the Prefect server did not answer ({type(exc).__name__})",
-            str(PREFECT_API_URL.value() or "PREFECT_API_URL"),
+            api_settings().url or "PREFECT_API_URL",
             "start it (sdgov server start) or point PREFECT_API_URL at the running one",
         )
         print(f"sdgov: error: {err.one_line()}", file=sys.stderr)

@@ -12,10 +12,13 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sdgov.base.errors import SdgovError
+
+if TYPE_CHECKING:
+    from sdgov.flows.prefect_api import ApiSettings, FlowRun, PrefectApi
 
 Command = Callable[[argparse.Namespace], int]
 ROOT_HELP = "registry root (default: $SDGOV_REGISTRY or ./registry)"
@@ -88,43 +91,46 @@ def json_object_arg(text: str, flag: str, example: str) -> dict:
 # ------------------------------------------------------------------------------------------------ the server
 
 
-def require_server() -> None:
-    """Paused runs live on the server the flow runs against: without ``PREFECT_API_URL``, one line."""
-    from prefect.settings import PREFECT_API_URL
+def require_server() -> ApiSettings:
+    """Paused runs live on the server the flow runs against: where it is
+    (:func:`~sdgov.flows.prefect_api.api_settings`), or without ``PREFECT_API_URL``, one line."""
+    from sdgov.flows.prefect_api import api_settings
 
-    if not PREFECT_API_URL.value():
+    settings = api_settings()
+    if not settings.url:
         raise SdgovError(
             "no Prefect server configured: paused runs live on the server the flow runs against",
             "PREFECT_API_URL",
             'eval "$(sdgov server start --print-env)" (add --auth USER:PASS if the server has basic auth)',
         )
+    return settings
 
 
-def pending(client: Any, fr: Any) -> dict[str, Any] | None:
+def pending(api: PrefectApi, fr: FlowRun) -> dict[str, Any] | None:
     """What a paused run's pause awaits (the flow's pending-decision input), or None."""
     from sdgov.flows.pending import PENDING_PREFIX
 
-    if not (fr.state and fr.state.is_paused() and fr.state.state_details.pause_key):
+    if not (fr.state and fr.state.is_paused() and fr.state.pause_key):
         return None
     try:
-        return json.loads(client.read_flow_run_input(fr.id, PENDING_PREFIX + fr.state.state_details.pause_key))
+        return json.loads(api.run_input(fr.id, PENDING_PREFIX + fr.state.pause_key))
     except Exception:
         return None
 
 
-def paused_decision(c: Any, run_id_text: str, root: str | None = None) -> tuple[UUID, Any, dict[str, Any]]:
+def paused_decision(api: PrefectApi, run_id_text: str, root: str | None = None) -> tuple[UUID, FlowRun, dict[str, Any]]:
     """The paused flow run and what its pause awaits (subject, hash, the nonce to sign) — from the registry's record
     of the pause (:func:`verified_pending`), never from what Prefect holds, with ``warnings`` (a registry taken from
     the run, fields rewritten on the server) — or a one-line error."""
-    from prefect.exceptions import ObjectNotFound
+    from sdgov.flows.prefect_api import NotFound
 
     try:
         run_id = UUID(run_id_text)
     except ValueError:
         raise SdgovError(f"{run_id_text!r} is not a flow run id", "RUN_ID", "see 'sdgov runs'") from None
     try:
-        fr = c.read_flow_run(run_id)
-    except ObjectNotFound:
+        fr = api.flow_run(run_id)
+    except NotFound:
         raise SdgovError(f"no flow run {run_id}", str(run_id), "see 'sdgov runs'") from None
     if not (fr.state and fr.state.is_paused()):
         raise SdgovError(
@@ -132,7 +138,7 @@ def paused_decision(c: Any, run_id_text: str, root: str | None = None) -> tuple[
             str(run_id),
             "only paused runs await a decision: see 'sdgov runs'",
         )
-    p = pending(c, fr)
+    p = pending(api, fr)
     if p is None or "nonce" not in p:
         raise SdgovError(f"run {run_id} is paused, but not for an sdgov decision", str(run_id), "use the Prefect UI")
     record, rewritten, note = verified_pending(fr, p, root)
@@ -153,7 +159,9 @@ def pinned_root(root: str | None) -> str | None:
     return root or os.environ.get("SDGOV_REGISTRY")
 
 
-def verified_pending(fr: Any, posted: dict[str, Any], root: str | None = None) -> tuple[dict[str, Any], list[str], str]:
+def verified_pending(
+    fr: FlowRun, posted: dict[str, Any], root: str | None = None
+) -> tuple[dict[str, Any], list[str], str]:
     """What a paused run awaits as its registry recorded it (checked against the signed log), the fields in which the
     copy on the Prefect server differs (rewritten by someone with the server's login), and a note when the registry
     was not pinned. The registry is ``root`` (``--root``) or ``$SDGOV_REGISTRY``; without either, the path the run
@@ -163,7 +171,7 @@ def verified_pending(fr: Any, posted: dict[str, Any], root: str | None = None) -
 
     pinned = pinned_root(root)
     registry = Registry(pinned or str(posted.get("registry", "")))
-    record = pending_record(registry, str(fr.id), fr.state.state_details.pause_key)
+    record = pending_record(registry, str(fr.id), (fr.state.pause_key if fr.state else None) or "")
     if record.get("registry_id") != registry.registry_id() or record.get("run_id") != str(fr.id):
         raise SdgovError(
             f"the registry's record of run {fr.id} names another registry or run: someone altered it",
@@ -174,9 +182,8 @@ def verified_pending(fr: Any, posted: dict[str, Any], root: str | None = None) -
     return record, rewritten_fields(posted, record), note
 
 
-def resume(c: Any, run_id: UUID, run_input: dict[str, Any]) -> None:
+def resume(api: PrefectApi, run_id: UUID, run_input: dict[str, Any]) -> None:
     """Resume a paused run with its form's input; a refusal by the server is one line."""
-    res = c.resume_flow_run(run_id, run_input=run_input)
-    if str(getattr(res.status, "value", res.status)).upper() != "ACCEPT":
-        reason = getattr(res.details, "reason", "") or str(res.details)
+    status, reason = api.resume(run_id, run_input)
+    if status != "ACCEPT":
         raise SdgovError(f"the server did not resume run {run_id}: {reason}", str(run_id), "see 'sdgov runs'")

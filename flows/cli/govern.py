@@ -26,8 +26,9 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sdgov.base.errors import InternalError, SdgovError
@@ -42,6 +43,9 @@ from sdgov.flows.cli._common import (
     resume,
     verified_pending,
 )
+
+if TYPE_CHECKING:
+    from sdgov.flows.prefect_api import FlowRun
 
 # ------------------------------------------------------------------------------------------------ server
 
@@ -210,7 +214,7 @@ def _submit_proposal(args: argparse.Namespace) -> int:
     proposals deployment with the spec's text; this process reads the spec and its public schema only — never the
     data, never the registry key. Exit 0 once the run is created (follow it with ``sdgov runs``)."""
     from prefect import get_client
-    from prefect.client.schemas.objects import FlowRun
+    from prefect.client.schemas.objects import FlowRun as PrefectRun
     from prefect.deployments import run_deployment
     from prefect.exceptions import ObjectNotFound
 
@@ -237,7 +241,7 @@ def _submit_proposal(args: argparse.Namespace) -> int:
             ) from None
     rid = next((t.removeprefix(REGISTRY_TAG) for t in dep.tags or [] if t.startswith(REGISTRY_TAG)), "")
     token = sign_proposal(rid, sha, args.who, args.key)
-    fr: FlowRun = run_deployment(  # type: ignore[assignment]  # from sync code: a FlowRun, not a coroutine
+    fr: PrefectRun = run_deployment(  # type: ignore[assignment]  # from sync code: a FlowRun, not a coroutine
         name,
         parameters={
             "proposal": token,
@@ -261,7 +265,6 @@ def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec, and
     print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
     from sdgov.agreement.load import load_spec
-    from sdgov.flows.release import new_run_id
     from sdgov.measurement.selection.review import SelectionRecord
     from sdgov.registry.log import Registry
     from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
@@ -269,7 +272,7 @@ def _propose_selection(args: argparse.Namespace) -> int:
     root = Registry(args.root).root.resolve()
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
-    run_id = "select-" + new_run_id()
+    run_id = "select-" + uuid.uuid4().hex  # no flow run here: what new_run_id gives outside one, without the flow
     token = _sign_local_proposal(args, root)
     proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select, token)
     record = SelectionRecord(
@@ -333,31 +336,18 @@ def _score(s: float | None) -> str:
 # ------------------------------------------------------------------------------------------------ runs / approve
 
 
-def _ui_url(run_id: Any) -> str:
-    from sdgov.flows.pending import ui_link
-
-    return ui_link(run_id)
-
-
 def paused_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every paused run on the configured server (one line without ``PREFECT_API_URL``) with its pending decision as
     the registry recorded it (:func:`~sdgov.flows.cli._common.verified_pending`): the subject and its hash, the role
     awaited and who is eligible, the proposer, the deadline and the UI link. A run whose copy on the server was
     rewritten says which fields; one the registry has no record of is shown as unverified, without its summary."""
-    from prefect import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType
-    from prefect.client.schemas.objects import StateType
+    from sdgov.flows.prefect_api import PrefectApi, ui_link
 
-    require_server()
+    settings = require_server()
     out = []
-    with get_client(sync_client=True) as c:
-        runs = c.read_flow_runs(
-            flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))
-            )
-        )
-        for fr in runs:
-            posted = pending(c, fr) or {}
+    with PrefectApi(settings) as api:
+        for fr in api.paused_runs():
+            posted = pending(api, fr) or {}
             rewritten: list[str] = []
             try:
                 p, rewritten, _ = verified_pending(fr, posted, root)
@@ -379,7 +369,7 @@ def paused_runs(root: str | None = None) -> list[dict[str, Any]]:
                     "deadline": p.get("deadline", ""),
                     "registry": p.get("registry", ""),
                     "summary": p.get("summary") or {},
-                    "ui": _ui_url(fr.id),
+                    "ui": ui_link(fr.id, settings),
                     "verified": not unverified,
                     "unverified": unverified,
                     "rewritten": rewritten,
@@ -468,18 +458,17 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     return token
 
 
-def _sign_paused(args: argparse.Namespace) -> tuple[UUID, Any, dict[str, Any], str, str]:
+def _sign_paused(args: argparse.Namespace) -> tuple[UUID, FlowRun, dict[str, Any], str, str]:
     """The paused run, its pending decision, the decision and the statement signed for it (``sign`` and
     ``approve``); a missing or unreadable key is one line before the server is contacted."""
-    from prefect import get_client
-
+    from sdgov.flows.prefect_api import PrefectApi
     from sdgov.identity.keys import load_private_key
 
     load_private_key(args.key)
-    require_server()
+    settings = require_server()
     decision = "reject" if args.reject else "approve"
-    with get_client(sync_client=True) as c:
-        run_id, fr, p = paused_decision(c, args.run_id, args.root)
+    with PrefectApi(settings) as api:
+        run_id, fr, p = paused_decision(api, args.run_id, args.root)
         return run_id, fr, p, decision, _signed_statement(args, p, decision)
 
 
@@ -563,25 +552,26 @@ def cmd_approve(args: argparse.Namespace) -> int:
     """Sign the decision, resume the run with it and exit 0; an approval first asks for the hash's first 8 characters
     (``--yes --hash PREFIX``). A refused decision, a wrong prefix, or (``--wait``) the flow asking again is one line,
     exit 2."""
-    from prefect import get_client
+    from sdgov.flows.prefect_api import PrefectApi
 
     run_id, fr, p, decision, sig = _sign_paused(args)
     confirm = _confirmation(args, p) if decision == "approve" else ""
     run_input = {"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig}
     if p["subject"] == "release":
         run_input["confirm_hash"] = confirm  # the release form's field (required, checked by the flow)
-    with get_client(sync_client=True) as c:
-        resume(c, run_id, run_input)
+    with PrefectApi() as api:
+        resume(api, run_id, run_input)
         outcome = "resumed"
-        asked_key = fr.state.state_details.pause_key if fr.state else None
+        asked_key = fr.state.pause_key if fr.state else None
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline:  # optionally watch what the flow made of the decision
             time.sleep(0.5)
-            st = c.read_flow_run(run_id).state
+            now = api.flow_run(run_id)
+            st = now.state
             if st is None:
                 continue
-            if st.is_paused() and st.state_details.pause_key != asked_key:
-                nxt = pending(c, c.read_flow_run(run_id)) or {}
+            if st.is_paused() and st.pause_key != asked_key:
+                nxt = pending(api, now) or {}
                 if nxt.get("subject") == p["subject"]:  # the same decision asked again: the flow refused it
                     raise SdgovError(
                         f"the flow refused the decision: {nxt.get('note', '')}", str(run_id), "see 'sdgov runs'"

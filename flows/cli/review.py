@@ -15,10 +15,13 @@ import argparse
 import functools
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdgov.base.errors import SdgovError
 from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume
+
+if TYPE_CHECKING:
+    from sdgov.flows.prefect_api import PrefectApi
 
 
 def _review(args: argparse.Namespace) -> Any:
@@ -76,16 +79,15 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     ``--print`` prints the signed statement instead of sending it; a review the check or the flow refuses is an
     ``SdgovError`` (exit 2)."""
-    from prefect import get_client
-
+    from sdgov.flows.prefect_api import PrefectApi
     from sdgov.identity.keys import load_private_key
     from sdgov.measurement.selection.review import format_pairs
 
     load_private_key(args.key)
     review = _review(args)
-    require_server()
-    with get_client(sync_client=True) as c:
-        run_id, fr, p = paused_decision(c, args.run_id, args.root)
+    settings = require_server()
+    with PrefectApi(settings) as api:
+        run_id, fr, p = paused_decision(api, args.run_id, args.root)
         review = review.model_copy(update={"proposal_sha256": p["sha256"]})  # bound to the proposal under review
         token = _signed(args, review, p)
         if args.print:
@@ -99,8 +101,8 @@ def cmd_review(args: argparse.Namespace) -> int:
             "close": review.close,
             "signature": token,
         }
-        resume(c, run_id, form)
-        outcome = _watch(c, run_id, fr.state.state_details.pause_key, args.wait)
+        resume(api, run_id, form)
+        outcome = _watch(api, run_id, fr.state.pause_key if fr.state else None, args.wait)
     payload = {"ok": True, "run_id": str(run_id), **review.model_dump(mode="json"), "signed": True, "state": outcome}
     emit(args, payload, f"{args.who} reviewed the Φ proposal of run {run_id} ({outcome})")
     for w in p.get("warnings", []):
@@ -108,15 +110,17 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0
 
 
-def _watch(c: Any, run_id: Any, pause_key: str, wait: float) -> str:
+def _watch(api: PrefectApi, run_id: Any, pause_key: str | None, wait: float) -> str:
     """What the flow made of the review, watched for up to ``wait`` seconds: a refusal is one error line."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        fr = c.read_flow_run(run_id)
+        fr = api.flow_run(run_id)
         st = fr.state
-        if st.is_paused() and st.state_details.pause_key != pause_key:
-            nxt = pending(c, fr) or {}
+        if st is None:
+            continue
+        if st.is_paused() and st.pause_key != pause_key:
+            nxt = pending(api, fr) or {}
             if nxt.get("note"):  # the flow refused the review and paused again
                 raise SdgovError(f"the flow refused the review: {nxt['note']}", str(run_id), "see 'sdgov runs'")
             return f"accepted; now paused for the {nxt.get('subject', '?')}"

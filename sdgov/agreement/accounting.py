@@ -22,7 +22,7 @@ from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
 
 if TYPE_CHECKING:
-    import opendp.prelude as dp
+    import sdgov.base.opendp_lite as dp
 
 SENSITIVITY = 1  # L2 sensitivity of a count marginal under add/remove-one neighbours
 NEIGHBOURS = "add/remove one record (unbounded DP)"
@@ -37,12 +37,11 @@ DEFAULT_DELTA_SOURCE = f"the fixed default δ = {DEFAULT_DELTA:g} (no policy con
 
 @cache
 def _opendp() -> Any:
-    """OpenDP's prelude with its contrib features on, imported on first use: it loads pandas and scikit-learn
-    (~3 s), which a command that only reads a policy or signs a statement (``sdgov init``, ``sign``) never needs."""
-    import opendp.prelude
+    """OpenDP with its contrib features on (:mod:`sdgov.base.opendp_lite`), imported on first use: a command that
+    only reads a policy or signs a statement (``sdgov init``, ``sign``) never loads it."""
+    import sdgov.base.opendp_lite
 
-    opendp.prelude.enable_features("contrib")
-    return opendp.prelude
+    return sdgov.base.opendp_lite
 
 
 @cache

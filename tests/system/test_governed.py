@@ -295,6 +295,9 @@ def test_a_statement_signed_for_run_a_is_refused_in_run_b(tmp_path, prefect_serv
     [refused] = [e for e in Registry(root).events() if e.event == "approval_refused"]
     assert "run_id" in refused.comment and "replayed or stale" in refused.comment
     assert refused.artifacts["flow_run_id"] == run_b
+    deadline = time.monotonic() + 120  # the refusal is logged, then run B pauses again (a moment later under load)
+    while time.monotonic() < deadline and not pause_state(run_b).is_paused():
+        time.sleep(0.5)
     assert pause_state(run_b).is_paused() and pause_state(run_a).is_paused()
     # a writer with API access copies run B's challenge into run A's pending input, hoping Carl signs "run A"
     # and hands over a statement good for run B: sdgov sign/approve sign the registry's record of run A's pause

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-import opendp.prelude as dp
 from pydantic import Field
 from scipy.cluster.hierarchy import DisjointSet
 
+import sdgov.base.opendp_lite as dp
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.base.errors import SpecError
 from sdgov.base.model import Frozen
