@@ -1,12 +1,14 @@
 """Issue 29's power table for the decomposability audit: weak and camouflaged blend controls caught, beside the
-honest generators' false alarms, on Applications 1–3 of the census extract, each with its Clopper–Pearson interval.
+honest generators' false alarms, on Applications 1–3 of the census extract and the demo, at each K asked for (issue 26:
+calibrated at every K a spec can pre-register), each with its Clopper–Pearson interval and, for a null, the
+Kolmogorov–Smirnov p-value of its p-values against uniform.
 
-    python benchmarks/bench_decomposability_power.py [--apps app1,app2,app3] [--seeds 10] [--fpr-seeds 20] \
-        [--controls blend2_ipf,blend5_ipf,camo2_ipf,camo5_ipf] [--honest honest_ipf,honest_ipf+noise] \
-        [--jobs N] [--out FILE]
+    python benchmarks/bench_decomposability_power.py [--apps app1,app2,app3,demo] [--K 7,10] [--seeds 10] \
+        [--fpr-seeds 20] [--controls blend2_ipf,blend5_ipf,camo2_ipf,camo5_ipf] [--honest honest_ipf,honest_ipf+noise] \
+        [--grid "apps:generators:Ks:seeds;..."] [--jobs N] [--out FILE]
 
-Every audit is the real one (``audit_spec``: the app's spec, its Φ, K = 10, 10 × records synthetic rows per fit,
-α = 0.05), one per seed from 0 (``--from`` shifts them). The camouflaged controls (``camo*_ipf``) and the
+Every audit is the real one (``audit_spec``: the app's spec, its Φ and pre-registered settings — the demo's 50,000
+rows per fit, else 10 × records — at the K asked for, α = 0.05, no positive control beside), one per seed from 0 (``--from`` shifts them). The camouflaged controls (``camo*_ipf``) and the
 ``+noise`` honest generator carry the app's own planned noise (the spec's ``privacy.sigma``) on every Φ count,
 unseeded (independent in the two fits of an audit pair, as a release's noise would be) — the null that a camouflaged
 control hides in. IPF is capped at 30 sweeps on Application 3
