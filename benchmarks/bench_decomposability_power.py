@@ -8,7 +8,8 @@ Kolmogorov–Smirnov p-value of its p-values against uniform.
         [--grid "apps:generators:Ks:seeds;..."] [--jobs N] [--out FILE]
 
 Every audit is the real one (``audit_spec``: the app's spec, its Φ and pre-registered settings — the demo's 50,000
-rows per fit, else 10 × records — at the K asked for, α = 0.05, no positive control beside), one per seed from 0 (``--from`` shifts them). The camouflaged controls (``camo*_ipf``) and the
+rows per fit, else 10 × records — at the K asked for, α = 0.05, no positive control beside), one per seed from 0
+(``--from`` shifts them). The camouflaged controls (``camo*_ipf``) and the
 ``+noise`` honest generator carry the app's own planned noise (the spec's ``privacy.sigma``) on every Φ count,
 unseeded (independent in the two fits of an audit pair, as a release's noise would be) — the null that a camouflaged
 control hides in. IPF is capped at 30 sweeps on Application 3
