@@ -17,6 +17,8 @@ nothing and cannot be re-run for free. So before the first draw, every way into 
   column's released type is checked too);
 - every pre-registered audit generator: imported, built with its parameters, fitted on a tiny made-up table in
   the declared domain and sampled;
+- the pre-registered decomposability settings: heavy enough for its screen to reach its level
+  (:mod:`sdgov.audits.decomposability.calibration`);
 - free disk space for the planned output under the registry root.
 
 Every problem is collected and raised together as one :class:`PreflightError` (the CLI prints one line each).
@@ -90,6 +92,7 @@ def run_preflight(
     run(dry_run_generator, loaded)
     run(dry_run_audit_generators, loaded)
     run(check_audit_records, loaded, part_rows or {"": n_records})
+    run(check_decomposability_settings, loaded)
     if root is not None:
         run(check_disk_space, Path(root), loaded, n_records)
     if problems:
@@ -375,6 +378,20 @@ def check_audit_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
             "privacy_risk.settings",
             "lower train_rows or disclosure_rows (or merge the parts)",
         )
+
+
+def check_decomposability_settings(loaded: LoadedSpec) -> None:
+    """A pre-registered decomposability test whose K is too light for its screen to reach its level is refused
+    here: found out in the audit stage, the budget would be spent on a test that cannot be trusted."""
+    from sdgov.agreement.sections.decomposability import DecomposabilitySettings
+    from sdgov.audits.decomposability.audit import DecomposabilityAudit
+    from sdgov.audits.decomposability.calibration import calibration_problem
+    from sdgov.audits.protocol import settings_of
+
+    settings = settings_of(DecomposabilityAudit(), loaded.agreement)
+    problem = calibration_problem(settings) if isinstance(settings, DecomposabilitySettings) else None
+    if problem is not None:
+        raise SpecError(*problem)
 
 
 def dry_run_audit_generators(loaded: LoadedSpec) -> None:

@@ -17,7 +17,8 @@ from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 
 # Small but real: every fit, attack and canary run really happens, on 3,000 Toyland records.
 FAST_PGM = {"iterations": 200}
-AUDIT = {"K": 4, "rows": 20_000, "seed": 1, "generator_params": FAST_PGM}
+# K = 7: the smallest the pre-flight accepts (sdgov.audits.decomposability.calibration)
+AUDIT = {"K": 7, "rows": 20_000, "seed": 1, "generator_params": FAST_PGM}
 RISK = {
     "generator_params": FAST_PGM,
     "settings": {
@@ -65,7 +66,7 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     assert confidential and {c["result"] for c in confidential} == {"controller-side"}
     assert {c["result"] for c in card["audit"]["checks"] if c not in confidential} == {"pass"}
     dec, pe = evidence["audit_sections"]["decomposability"], evidence["audit_sections"]["privacy_risk"]
-    assert dec["verdict"] == "pass" and dec["K"] == 4 and dec["p_value"] >= 0.05
+    assert dec["verdict"] == "pass" and dec["K"] == 7 and dec["p_value"] >= 0.05
     assert pe["verdict"] in ("pass", "warn") and pe["key_figures"]["claimed_epsilon"] == pytest.approx(1.0)
     assert len(pe["targets"]) == 3
     names = [c["name"] for c in card["audit"]["checks"]]
@@ -88,8 +89,8 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     assert trials(fits) == list(range(3 * (3 + 1)))  # shadow worlds × (targets + out world), each exactly once
     assert trials(classifiers) == list(range(3))  # one attack classifier per target
     assert all(r.state.is_completed() for r in fits + classifiers)
-    # and so did every decomposability fit (process pool: no memo): K = 4 per extremal dataset, each exactly once
-    assert {phase: trials(r) for phase, r in decomposability.items()} == {phase: list(range(4)) for phase in PHASES}
+    # and so did every decomposability fit (process pool: no memo): K = 7 per extremal dataset, each exactly once
+    assert {phase: trials(r) for phase, r in decomposability.items()} == {phase: list(range(7)) for phase in PHASES}
     assert all(r.state.is_completed() for rs in decomposability.values() for r in rs)
 
 
@@ -126,7 +127,7 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
     with pytest.raises(SdgovError, match="the audit failed"):
         release_flow(spec_path=str(spec), registry_root=str(root))
     fits = {phase: trials(task_runs(f"decomposability-{phase}-", started)) for phase in PHASES}
-    assert fits == {phase: list(range(4)) for phase in PHASES}
+    assert fits == {phase: list(range(7)) for phase in PHASES}
     reg = Registry(root)
     assert [e.event for e in reg.events()][-1] == "release_blocked"
     assert not (root / "releases").exists() or not any((root / "releases").iterdir())

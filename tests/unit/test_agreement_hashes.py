@@ -26,8 +26,9 @@ SPECS = {
     "examples/census2011/app2.yaml": "8792653edc881b67c76d9e0064ab4a45b91173ab3b14dda1256f72cae71eb72f",
     "examples/census2011/app3.yaml": "03a348a9f6c6b72cae867cbe298ba4e1a93fa6505d37ca041e56b6eef6bd64a5",
     "examples/uci_adult/spec.yaml": "219b246d786277be88816e68c876ee08a9106c839d28ac5963d2c833e48d7be5",
-    # issue 25: the demo no longer asks for rows = N (20,000); with rows: 20000 it hashes ba82d6bf… as before
-    "sdgov/demo/spec.yaml": "d5419ce745aab31bcd5e7f217c41e84df677d1c1efe5e35a6f2d3ab310546014",
+    # issue 25: the demo no longer asks for rows = N (20,000); with rows: 20000 it hashes ba82d6bf… as before.
+    # Issue 26: its decomposability test pre-registers K = 10 (was 4, which the pre-flight now refuses: d5419ce7…)
+    "sdgov/demo/spec.yaml": "40e1fd70865b9140aa461bad24851bbbcbbe1a119b69d3046306b85ba219f57a",
 }
 
 SPLIT = {
@@ -73,8 +74,14 @@ def test_the_example_specs_agreement_hashes_are_unchanged(path):
     assert load_spec(REPO / path).agreement.sha256() == SPECS[path]
 
 
+def as_pinned() -> dict:
+    """The demo spec as it was pinned: ``rows: 20000`` and its decomposability test at K = 4."""
+    raw = yaml.safe_load((inputs() / "spec.yaml").read_text())
+    return raw | {"rows": 20000, "audit": {**raw["audit"], "K": 4}}
+
+
 def test_the_demo_spec_as_pinned_hashes_as_before():
-    raw = yaml.safe_load((inputs() / "spec.yaml").read_text()) | {"rows": 20000}
+    raw = as_pinned()
     pinned = "ba82d6bf90269af44a8066203ed63156476333aa4b0d3405696226908d389fb0"
     assert resolve(ReleaseSpec.model_validate(raw), load_schema(inputs() / "schema.yaml")).sha256() == pinned
 
@@ -82,7 +89,7 @@ def test_the_demo_spec_as_pinned_hashes_as_before():
 @pytest.mark.parametrize("name", VARIANTS)
 def test_each_part_of_the_agreement_hashes_as_before(name):
     dropped, given, sha256 = VARIANTS[name]
-    raw = yaml.safe_load((inputs() / "spec.yaml").read_text()) | {"rows": 20000}  # the demo spec as it was pinned
+    raw = as_pinned()
     spec = ReleaseSpec.model_validate({k: v for k, v in raw.items() if k not in dropped} | given)
     assert resolve(spec, load_schema(inputs() / "schema.yaml")).sha256() == sha256
 

@@ -226,12 +226,12 @@ def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
     spec["dataset"]["path"] = str((src.parent / spec["dataset"]["path"]).resolve())
     spec["schema"] = str(src.parent / spec["schema"])
     spec["approvals"] = str(src.parent / spec["approvals"])
-    spec["audit"] = {"K": 6, "seed": 9, "alpha": 0.01, "positive_control": "sdgov.audits.generators:dishonest_ipf"}
+    spec["audit"] = {"K": 8, "seed": 9, "alpha": 0.01, "positive_control": "sdgov.audits.generators:dishonest_ipf"}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     with_audit = load_spec(tmp_path / "s.yaml")
     st = with_audit.agreement.section("audit", DecomposabilitySettings)
     assert st is not None
-    assert (st.K, st.seed, st.alpha, st.positive_control) == (6, 9, 0.01, "sdgov.audits.generators:dishonest_ipf")
+    assert (st.K, st.seed, st.alpha, st.positive_control) == (8, 9, 0.01, "sdgov.audits.generators:dishonest_ipf")
     assert with_audit.agreement.sha256() != plain.agreement.sha256()  # the settings are signed with Φ
 
 
@@ -271,3 +271,18 @@ def test_generator_crash_is_its_own_error_and_survives_a_worker():
         assert err.value.partial["generator"] == path and err.value.partial["basis"]["mode"] == "projection"
         back = pickle.loads(pickle.dumps(err.value))
         assert type(back) is GeneratorCrash and back.one_line() == err.value.one_line()
+
+
+@pytest.mark.parametrize("K", [4, 6, 7, 10, 11])
+def test_the_preflight_floor_is_the_screens_own(K):
+    """The pre-flight's floor (calibration.smallest_screen_p) is the smallest p the screen really gives: a set whose
+    every pair moves the same way reaches it, and at K = 4 that is 0.25, so no set can respond at 0.05."""
+    from sdgov.audits.decomposability.beta_star import select_sets
+    from sdgov.audits.decomposability.calibration import smallest_screen_p
+
+    rng = np.random.default_rng(K)
+    strong = np.vstack([np.full((K, 3), 5.0) + rng.normal(0, 0.01, (K, 3)), np.zeros((K, 3))])  # D₊ fits, then D₋
+    sel = select_sets([strong], [np.ones(3)], K, 0.05, 1999, np.random.default_rng(0))
+    floor = smallest_screen_p(K, 1999)
+    assert sel.p_set[0] == pytest.approx(floor, rel=0.5 if K > 10 else 1e-12)  # sampled: the expected floor
+    assert (floor <= 0.05) == (K >= 7)

@@ -389,18 +389,18 @@ SPEC: list[Case] = [
     ("spec-kway-k-zero", spec(lambda s: s["phi"]["all_kway"][0].update({"k": 0})), release),
     ("spec-kway-k-huge", spec(lambda s: s["phi"]["all_kway"][0].update({"k": 2**40})), release),
     ("spec-attribute-hostile", spec(lambda s: s["phi"]["marginals"].append([HOSTILE[2]])), release),
-    ("spec-audit-json-dumps", spec(lambda s: s.update({"audit": {"generator": "json:dumps", "K": 2}})), release),
-    ("spec-audit-os-getcwd", spec(lambda s: s.update({"audit": {"generator": "os:getcwd", "K": 2}})), release),
+    ("spec-audit-json-dumps", spec(lambda s: s.update({"audit": {"generator": "json:dumps", "K": 7}})), release),
+    ("spec-audit-os-getcwd", spec(lambda s: s.update({"audit": {"generator": "os:getcwd", "K": 7}})), release),
     (
         "spec-audit-missing-module",
-        spec(lambda s: s.update({"audit": {"generator": "no_such_mod:gen", "K": 2}})),
+        spec(lambda s: s.update({"audit": {"generator": "no_such_mod:gen", "K": 7}})),
         release,
     ),
     (
         "spec-audit-bogus-params",
         spec(
             lambda s: s.update(
-                {"audit": {"generator": "sdgov.audits.generators:honest_pgm", "generator_params": {"bogus": 1}, "K": 2}}
+                {"audit": {"generator": "sdgov.audits.generators:honest_pgm", "generator_params": {"bogus": 1}, "K": 7}}
             )
         ),
         release,
@@ -410,7 +410,7 @@ SPEC: list[Case] = [
     ("spec-audit-alpha-nan", spec_line("audit: {alpha: .nan}\n"), release),
     (
         "spec-audit-control-missing",
-        spec(lambda s: s.update({"audit": {"positive_control": "nope:x", "K": 2}})),
+        spec(lambda s: s.update({"audit": {"positive_control": "nope:x", "K": 7}})),
         release,
     ),
     (

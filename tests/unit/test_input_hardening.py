@@ -146,7 +146,7 @@ def test_preflight_lists_every_problem_at_once(
     def spoil(s: dict) -> None:
         s["name"] = "n" * 240  # File name too long at publish, before
         s["privacy"] = {"epsilon": 1.0, "delta": 0.5}  # δ ≥ 1/N
-        s["audit"] = {"generator": "json:dumps", "K": 2}  # fails at the audit stage, after the spend
+        s["audit"] = {"generator": "json:dumps", "K": 7}  # fails at the audit stage, after the spend
 
     inputs.edit_yaml("spec.yaml", spoil)
     rc = main(inputs.release_argv())

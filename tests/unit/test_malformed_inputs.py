@@ -427,6 +427,16 @@ SPEC_CASES: list[Case] = [
         ["spec.yaml", "not listed in 'attributes'", "Region"],
     ),
     ("spec-zero-rows", _spec(lambda s: s.update({"rows": 0})), ["spec.yaml", "rows", "greater than 0"]),
+    (  # the decomposability screen's 16 sign patterns give no set a p-value below 0.25 (issue 26 item 2)
+        "spec-audit-K-too-light",
+        _spec(lambda s: s["audit"].update({"K": 4})),
+        ["spec.yaml: audit.K", "K = 4 is too light", "smallest possible p-value is 0.25", "K ≥ 7"],
+    ),
+    (  # a stricter screen level needs a larger K: the refusal names the smallest that reaches it
+        "spec-audit-beta-star-alpha-strict",
+        _spec(lambda s: s["audit"].update({"beta_star_alpha": 0.002})),
+        ["spec.yaml: audit.K", "K = 10 is too light", "0.0039", "K ≥ 12"],
+    ),
     (
         "spec-negative-seed",
         _spec(lambda s: s.update({"seed": -1})),
