@@ -66,7 +66,7 @@ def test_an_honest_split_release_passes_both_audits_in_every_part(tmp_path, pref
     assert {p: v["result"] for p, v in evidence["part_verdicts"].items()} == {"men": "pass", "women": "pass"}
     dec = evidence["audit_sections"]["decomposability"]
     assert set(dec["parts"]) == {"men", "women"} and dec["split"] == "Sex"
-    assert all(s["K"] == AUDIT["K"] for s in dec["parts"].values())  # each part's own test at the pre-registered settings
+    assert all(s["K"] == AUDIT["K"] for s in dec["parts"].values())  # each part tested at the pre-registered K
     html = (run_dir / "evidence" / "evidence.html").read_text()
     assert "one verdict per part" in html and html.count("<h2>Privacy evidence</h2>") == 2
     # the public card: every audit row names its part (controller-side), each section says it ran per part, and
