@@ -155,9 +155,10 @@ class PrivacyAuditRun:
         return self.result(pool, _Findings(risks, canary, one_run, memo, disclosure, beyond), t0, timing)
 
     def _timed(self, timing: dict[str, float], key: str, phase: Callable[[], _T], done: str | None = None) -> _T:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         out = phase()
         timing[key] = time.perf_counter() - t
+        timing[f"{key}_cpu"] = time.process_time() - cpu  # this process only (a shared machine's wall time misleads)
         if done and self.progress:
             self.progress(1, 1, done)
         return out
