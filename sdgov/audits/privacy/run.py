@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
+from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS, RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
 from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
 from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
@@ -36,14 +36,6 @@ from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
-PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")
-DEFAULT_PARTS = (
-    "mia",
-    "one_run",
-    "memorisation",
-    "beyond_phi",
-    "disclosure",
-)  # "canary": the nearest-neighbour bound, on request
 _T = TypeVar("_T")
 
 
