@@ -97,7 +97,8 @@ def test_joint_too_sparse_is_left_out_and_large_joints_run():
     rows = np.column_stack(
         [a, (a + rng.integers(0, 2, 5000)) % 10, rng.integers(0, 12, 5000), rng.integers(0, 10, 5000)]
     )
-    ref = GeneratorRef("sdgov.audits.generators:honest_ipf", phi, domain, {"sigma": 10.0})
+    # 30 IPF sweeps: noisy margins never agree, so the default 1,000 would all run; any iterate is in the Φ family
+    ref = GeneratorRef("sdgov.audits.generators:honest_ipf", phi, domain, {"sigma": 10.0, "iterations": 30})
     sparse = beyond_phi_audit(ref, rows, 2000, 20_000, 19, 0)
     assert sparse.ran and sparse.cells == 12_000 and "A × B × C × D" not in sparse.tables
     dense = beyond_phi_audit(ref, rows, 2000, 60_000, 19, 0)
