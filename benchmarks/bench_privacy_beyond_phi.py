@@ -6,10 +6,13 @@ its p-value, its level under the default policy, and false-alarm / detection rat
         [--seeds 20] [--first-seed 0] [--out build/privacy-beyond-phi.json]
     python benchmarks/bench_privacy_beyond_phi.py --summarise FILE... --out MERGED.json
     python benchmarks/bench_privacy_beyond_phi.py --profile app3 [--bootstrap 3]
+    python benchmarks/bench_privacy_beyond_phi.py --null demo --seeds 40 [--out FILE]
 
 ``--profile`` times the check's own steps (CPU seconds of this process, no fit: the "output" is 1M records drawn
 from the Φ-only model of the app's data): the IPF of the output, the Fisher information, and per bootstrap sample
-the multinomial draw, the Newton step and the tables.
+the multinomial draw, the Newton step and the tables. ``--null`` is the calibration of the test itself, without a
+generator: each seed draws an output of 1M records from the Φ-only model of the app's data (exactly the null) and
+runs the test at B = 199; it prints the p-values and the warn / fail rates with their intervals.
 
 Every run is ``sdgov audit privacy --spec examples/census2011/APP.yaml --generator G --seed S --parts beyond_phi``
 at the default settings (one fit on 10,000 records, 1,000,000 synthetic records, 199 bootstrap samples) and the
@@ -28,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 from scipy import stats
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,11 +102,55 @@ def summarise(runs: list[dict]) -> list[dict]:
     return table
 
 
+def null_model(app: str) -> tuple[list[str], list[tuple[str, ...]], np.ndarray, list[tuple[int, ...]]]:
+    """The app's attributes, Φ, the Φ-only model of its data (an array over the attributes) and the tested tables."""
+    import math
+
+    from sdgov.agreement.load import load_spec
+    from sdgov.audits.privacy import beyond_phi as bp
+    from sdgov.engines import load_encoded
+
+    spec, data, _ = app_inputs(app)
+    loaded = load_spec(spec)
+    attrs = list(loaded.agreement.attributes)
+    codes = load_encoded(data, loaded.schema_)[attrs].to_numpy()
+    shape = tuple(loaded.schema_.domain(attrs)[a] for a in attrs)
+    cliques = [tuple(c) for c in loaded.agreement.cliques]
+    phi = [tuple(sorted(attrs.index(a) for a in c)) for c in cliques]
+    cells, m = math.prod(shape), RiskSettings().beyond_phi_synth_rows
+    tables = [t for t in bp.non_phi_tables(attrs, cliques) if len(t) < len(attrs) or m >= bp.JOINT_MIN_MEAN * cells]
+    data_joint = np.bincount(np.ravel_multi_index(tuple(codes.T), shape), minlength=cells).reshape(shape)
+    return attrs, cliques, bp.phi_projection(data_joint.astype(np.float64), phi), tables
+
+
+def null_runs(app: str, seeds: int, out_path: str) -> None:
+    """The test on ``seeds`` outputs drawn from the Φ-only model (see the module docstring)."""
+
+    from sdgov.audits.privacy.beyond_phi import beyond_phi_test
+
+    attrs, cliques, model, tables = null_model(app)
+    policy, m = RiskPolicy().beyond_phi, RiskSettings().beyond_phi_synth_rows
+    out: dict = {"command": "python " + shlex.join(sys.argv), "app": app, "runs": []}
+    for seed in range(seeds):
+        cpu = time.process_time()
+        counts = np.random.default_rng([seed, 74]).multinomial(m, model.ravel()).astype(np.float64)
+        r = beyond_phi_test(counts.reshape(model.shape), attrs, cliques, tables, 199, seed)
+        row = {"seed": seed, "p_value": r.p_value, "statistic": round(r.statistic, 2), "worst_table": r.worst_table}
+        row["cpu_seconds"] = round(time.process_time() - cpu, 1)
+        print(json.dumps(row), flush=True)
+        out["runs"].append(row)
+        n = len(out["runs"])
+        warn = sum(x["p_value"] <= policy.warn_alpha for x in out["runs"])
+        fail = sum(x["p_value"] <= policy.fail_alpha for x in out["runs"])
+        out["table"] = {"n": n, "not_pass": warn, "fail": fail, "not_pass_ci95": cp(warn, n), "fail_ci95": cp(fail, n)}
+        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(out_path).write_text(json.dumps(out, indent=1))
+    print(json.dumps(out["table"]))
+
+
 def profile(app: str, samples: int) -> dict:
     """CPU seconds of each step of the check on one app (see the module docstring); printed and returned."""
     import math
-
-    import numpy as np
 
     from sdgov.audits.privacy import beyond_phi as bp
     from sdgov.engines import load_encoded
@@ -171,7 +219,11 @@ def main() -> None:
     )
     ap.add_argument("--profile", help="time the check's steps on this app (no fit; see the module docstring)")
     ap.add_argument("--bootstrap", type=int, default=3, help="--profile: bootstrap samples to time")
+    ap.add_argument("--null", help="the test's calibration on outputs drawn from this app's Φ-only model")
     args = ap.parse_args()
+    if args.null:
+        null_runs(args.null, args.seeds, args.out)
+        return
     if args.profile:
         profile(args.profile, args.bootstrap)
         return

@@ -223,17 +223,32 @@ def beyond_phi_audit(
     rng = np.random.default_rng(seed_of(seed, 70))
     train = reference[rng.choice(len(reference), size=n, replace=False)]
     synth = ref.fit_sample(train, seed_of(seed, 71), int(synth_rows), [seed_of(seed, 72)])[0]
-    shape = tuple(sizes)
+    counts = np.bincount(np.ravel_multi_index(tuple(synth.T), sizes), minlength=cells).astype(np.float64)
+    return beyond_phi_test(counts.reshape(sizes), attrs, cliques, tables, bootstrap, seed).model_copy(
+        update={"train_rows": n}
+    )
+
+
+def beyond_phi_test(
+    counts: np.ndarray,
+    attrs: list[str],
+    cliques: list[tuple[str, ...]],
+    tables: list[tuple[int, ...]],
+    bootstrap: int,
+    seed: int,
+) -> BeyondPhiResult:
+    """Steps 2–4 of the module docstring on the output's joint table ``counts`` (one axis per attribute of
+    ``attrs``): its Φ-only model, the G² of ``tables`` and their bootstrap calibration."""
+    shape = counts.shape
     phi_axes = [tuple(sorted(attrs.index(a) for a in c)) for c in cliques]
-    counts = np.bincount(np.ravel_multi_index(tuple(synth.T), shape), minlength=cells).astype(np.float64)
-    counts = counts.reshape(shape)
+    m = int(round(float(counts.sum())))
     p_hat = phi_projection(counts, phi_axes)
     observed = _g2(counts, p_hat, tables)
     pinv = fisher_pinv(p_hat, phi_axes)
     boot = np.empty((int(bootstrap), len(tables)))
     brng = np.random.default_rng(seed_of(seed, 73))
     for b in range(int(bootstrap)):
-        c = brng.multinomial(int(synth_rows), p_hat.ravel()).astype(np.float64).reshape(shape)
+        c = brng.multinomial(m, p_hat.ravel()).astype(np.float64).reshape(shape)
         boot[b] = _g2(c, newton_projection(c, p_hat, phi_axes, pinv), tables)
     mean, sd = boot.mean(axis=0), boot.std(axis=0, ddof=1) if bootstrap > 1 else np.ones(len(tables))
     sd = np.where(sd > 0, sd, np.inf)  # a table that cannot vary says nothing
@@ -244,9 +259,8 @@ def beyond_phi_audit(
     names = [" × ".join(attrs[j] for j in t) for t in tables]
     return BeyondPhiResult(
         ran=True,
-        train_rows=n,
-        synth_rows=int(synth_rows),
-        cells=cells,
+        synth_rows=m,
+        cells=counts.size,
         bootstrap=int(bootstrap),
         tables={k: float(v) for k, v in zip(names, z_obs)},
         worst_table=names[int(np.argmax(z_obs))],
