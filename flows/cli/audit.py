@@ -21,13 +21,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS
 from sdgov.flows.cli._common import Parents, command, emit, json_object_arg
 
 if TYPE_CHECKING:
     from sdgov.agreement.sections.privacy_risk import RiskSettings
     from sdgov.audits.generator_protocol import GeneratorCrash
-
-PARTS = "mia,one_run,memorisation,beyond_phi,disclosure"  # sdgov.audits.privacy.run.DEFAULT_PARTS
 
 
 def crash_written(args: argparse.Namespace, exc: GeneratorCrash, test: str) -> None:
@@ -168,7 +167,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     from sdgov.audits.privacy.run import audit_spec_privacy, summary
 
     params = json_object_arg(args.params, "--params", '{"sigma": 5}') if args.params else None
-    parts = tuple(p.strip() for p in (args.parts or PARTS).split(",") if p.strip())
+    parts = tuple(p.strip() for p in (args.parts or ",".join(DEFAULT_PARTS)).split(",") if p.strip())
     settings = _settings(args)
     policy = load_risk_policy(args.policy)
 
@@ -288,7 +287,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     p.add_argument("--sensitive", help="attribute-inference target (default: the last audited attribute)")
     p.add_argument(
         "--parts",
-        default=PARTS,
-        help="comma list of mia, one_run, memorisation, beyond_phi, disclosure, canary (the nearest-neighbour bound)",
+        default=",".join(DEFAULT_PARTS),
+        help=f"comma list of {', '.join(PARTS)} (canary: the nearest-neighbour bound)",
     )
     p.add_argument("--settings", help="further RiskSettings as JSON, e.g. '{\"rf_trees\": 50}'")

@@ -11,6 +11,8 @@ from pydantic import Field
 from sdgov.base.model import Frozen
 
 FEATURE_SETS = ("naive", "hist", "corr", "query")
+PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")  # sdgov.audits.privacy.run's methods
+DEFAULT_PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure")  # "canary": on request
 POPULATION_ROWS = 1_000_000  # the default pool of confidential records the audit draws from (census scale: 55M)
 
 

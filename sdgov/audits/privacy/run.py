@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
+from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS, RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
 from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
 from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
@@ -36,14 +36,6 @@ from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
 SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
-PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")
-DEFAULT_PARTS = (
-    "mia",
-    "one_run",
-    "memorisation",
-    "beyond_phi",
-    "disclosure",
-)  # "canary": the nearest-neighbour bound, on request
 _T = TypeVar("_T")
 
 
@@ -155,9 +147,10 @@ class PrivacyAuditRun:
         return self.result(pool, _Findings(risks, canary, one_run, memo, disclosure, beyond), t0, timing)
 
     def _timed(self, timing: dict[str, float], key: str, phase: Callable[[], _T], done: str | None = None) -> _T:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         out = phase()
         timing[key] = time.perf_counter() - t
+        timing[f"{key}_cpu"] = time.process_time() - cpu  # this process only (a shared machine's wall time misleads)
         if done and self.progress:
             self.progress(1, 1, done)
         return out
