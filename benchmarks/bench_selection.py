@@ -177,10 +177,24 @@ def sdgov_all_pairs(real, schema, attrs, eps, delta, rows, seed, iterations):
     return syn, time.perf_counter() - t0, info
 
 
-def peer(python: str, script: str, codes: Path, domain: Path, args: argparse.Namespace, rows: int, work: Path):
-    out = work / f"{script}.csv"
-    cmd = [python, str(PEERS / script), str(codes), str(domain), str(args.eps), str(args.delta), str(rows), str(out)]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+def peer(
+    python: str,
+    script: str,
+    codes: Path,
+    domain: Path,
+    eps: float,
+    delta: float,
+    rows: int,
+    work: Path,
+    *more: str,
+    env: dict[str, str] | None = None,
+):
+    """One run of a peer script (``benchmarks/peers/``) on the codes and domain written to ``work``: its synthetic
+    rows, its seconds (data in memory to rows in memory) and the rest of what it printed. ``more``: the script's own
+    arguments after the common ones; ``env``: the process's environment (default: this one's)."""
+    out = work / f"{'-'.join([script, *more])}.csv"
+    cmd = [python, str(PEERS / script), str(codes), str(domain), str(eps), str(delta), str(rows), str(out), *more]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if res.returncode != 0:
         raise RuntimeError(f"{script} failed: {res.stderr[-2000:]}")
     info = json.loads(res.stdout.strip().splitlines()[-1])
@@ -214,11 +228,11 @@ def peer_arms(args: argparse.Namespace, real: pd.DataFrame, sizes: dict[str, int
         codes, domain = work / "codes.csv", work / "domain.json"
         real.to_csv(codes, index=False)
         domain.write_text(json.dumps(sizes))
-        rows, arms = len(real), {}
+        rows, arms, budget = len(real), {}, (args.eps, args.delta)
         if args.dpmm:
-            arms["dpmm MST"] = lambda: peer(args.dpmm, "dpmm_mst.py", codes, domain, args, rows, work)
+            arms["dpmm MST"] = lambda: peer(args.dpmm, "dpmm_mst.py", codes, domain, *budget, rows, work)
         if args.mbi:
-            arms["mbi 2.0 MST"] = lambda: peer(args.mbi, "mbi_mst.py", codes, domain, args, rows, work)
+            arms["mbi 2.0 MST"] = lambda: peer(args.mbi, "mbi_mst.py", codes, domain, *budget, rows, work)
         yield arms
 
 

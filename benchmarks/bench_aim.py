@@ -1,0 +1,243 @@
+"""Issue 27 (3): sdgov's selection against AIM — OpenDP's ``extras.mbi.AIM`` and ``MST`` at their defaults.
+
+    .venv/bin/python benchmarks/bench_aim.py --data census --opendp DIR [--eps 0.5 1 4] [--seeds 3] \
+        [--arms ...] [--extra 24] --out FILE
+    .venv/bin/python benchmarks/bench_aim.py --data adult --train adult.data --test adult.test --opendp DIR ...
+
+``DIR`` holds the versions OpenDP 0.16's ``mbi`` extra pins (``pip install --target DIR mbi==1.1.0
+polars==1.36.1``; see ``benchmarks/peers/opendp_mbi.py``). The data: the census extract (50 000 × 17, by
+``examples/census2011/schema.yaml``) or UCI Adult (``adult.data`` / ``adult.test`` as distributed, by
+``examples/uci_adult/schema.yaml``, read as :mod:`bench_adult` reads them). Every arm gets the same integer codes,
+the same (ε, δ) and makes as many synthetic rows as the data has. The arms:
+
+* ``sdgov MST + N pairs``: sdgov's default selection share with ``privacy.selection.extra: N`` and
+  ``limits.max_exact_cells`` (:func:`bench_selection.sdgov_mst`: what ``propose --select mst`` then ``release`` do);
+* ``sdgov AIM``: ``propose --select aim`` at the product's settings (16 × attributes rounds planned, the
+  generator's iterations between rounds), then the release of its Φ (:func:`bench_selection.sdgov_aim`);
+* ``OpenDP AIM`` / ``OpenDP MST``: ``opendp.extras.mbi.AIM()`` / ``MST()`` with every default, through OpenDP's
+  own context API (``benchmarks/peers/opendp_mbi.py``).
+
+Each (arm, ε, seed) runs in a fresh process (``--cell``), so no arm inherits another's compiled JAX functions, and is
+timed from the data in memory to the synthetic rows in memory: wall and CPU seconds of its process (all threads;
+the peer script counts its children too). Scores: the average 2-way TVD over all attribute pairs; on the census
+the same over the App 3 workload (``examples/census2011/app3.yaml``'s Φ: all 21 pairs of its 7 attributes); on
+Adult train-on-synthetic / test-on-real income accuracy (:func:`bench_adult.accuracy`). The summary gives, per
+ε, the median over seeds and each arm's ratios to OpenDP AIM (TVD, CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_adult import accuracy, read_adult
+from bench_selection import CENSUS, REPO, SCHEMA, peer, sdgov_aim, sdgov_mst, tvd_pairs
+
+from sdgov.data.schema import load_schema
+from sdgov.engines import load_encoded
+
+ADULT_SCHEMA = REPO / "examples" / "uci_adult" / "schema.yaml"
+APP3 = REPO / "examples" / "census2011" / "app3.yaml"
+TARGET = "income"
+BASELINE = "OpenDP AIM"
+
+
+def app3_attributes() -> list[str]:
+    """The attributes whose pairs are App 3's Φ (its spec's ``all_kway``: k = 2)."""
+    (kway,) = yaml.safe_load(APP3.read_text())["phi"]["all_kway"]
+    return list(kway["attributes"])
+
+
+def load(args: argparse.Namespace) -> tuple[pd.DataFrame, object, list[str], pd.DataFrame | None]:
+    """The real codes, their schema, the attributes and (Adult) the encoded test set."""
+    if args.data == "census":
+        schema = load_schema(SCHEMA)
+        real, test = load_encoded(CENSUS, schema), None
+    else:
+        if args.train is None or args.test is None:
+            raise SystemExit("bench_aim.py: --data adult needs --train adult.data and --test adult.test")
+        schema = load_schema(ADULT_SCHEMA)
+        real, test = read_adult(args.train, schema), read_adult(args.test, schema)
+    attrs = [c.name for c in schema.columns if c.name in real.columns]
+    return real[attrs], schema, attrs, test
+
+
+def mst_name(extra: int) -> str:
+    return "sdgov MST" + (f" + {extra} pairs" if extra else "")
+
+
+def run_cell(args: argparse.Namespace) -> dict:
+    """One arm at one ε and seed, in this (fresh) process: its scores, seconds and what it chose."""
+    real, schema, attrs, test = load(args)
+    sizes = schema.domain(attrs)  # type: ignore[attr-defined]
+    rows, eps, seed = len(real), args.eps[0], args.first_seed
+    data = (real, schema, attrs, eps, args.delta, rows, seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if args.cell.startswith("sdgov MST"):
+            syn, secs, info = sdgov_mst(*data, args.share, args.one_way, args.iterations, args.extra, args.exact_cells)
+        elif args.cell == "sdgov AIM":
+            syn, secs, info = sdgov_aim(*data, args.share, args.one_way, args.iterations, None, None)
+        else:
+            codes, domain = work / "codes.csv", work / "domain.json"
+            real.to_csv(codes, index=False)
+            domain.write_text(json.dumps(sizes))
+            env = {**os.environ, "PYTHONPATH": str(args.opendp)}
+            method = {"OpenDP AIM": "aim", "OpenDP MST": "mst"}[args.cell]
+            syn, secs, info = peer(
+                sys.executable, "opendp_mbi.py", codes, domain, eps, args.delta, rows, work, method, env=env
+            )
+    syn = syn[attrs].astype(np.int64)
+    record = {"seed": seed, "tvd": tvd_pairs(real, syn, sizes), "seconds": secs, "info": info}
+    if test is None:
+        workload = app3_attributes()
+        record["tvd_workload"] = tvd_pairs(real, syn, {a: sizes[a] for a in workload})
+    else:
+        record["accuracy"] = accuracy(syn, test, [a for a in attrs if a != TARGET])
+    return record
+
+
+def summarize(cells: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, dict]]:
+    """Per ε and arm: medians over seeds, and the ratios to OpenDP AIM's medians at the same ε."""
+    out: dict[str, dict[str, dict]] = {}
+    for eps, arms in cells.items():
+        table = {}
+        for name, runs in arms.items():
+            row: dict[str, Any] = {"seeds": [r["seed"] for r in runs], "runs": runs}
+            for key in ("tvd", "tvd_workload", "accuracy", "seconds"):
+                if all(key in r for r in runs):
+                    row[f"{key}_median"] = float(np.median([r[key] for r in runs]))
+            row["cpu_seconds_median"] = float(np.median([r["info"]["cpu_seconds"] for r in runs]))
+            table[name] = row
+        base = table.get(BASELINE)
+        if base:
+            for row in table.values():
+                row["tvd_vs_opendp_aim"] = row["tvd_median"] / base["tvd_median"]
+                row["cpu_vs_opendp_aim"] = row["cpu_seconds_median"] / base["cpu_seconds_median"]
+                if "tvd_workload_median" in row:
+                    row["tvd_workload_vs_opendp_aim"] = row["tvd_workload_median"] / base["tvd_workload_median"]
+        out[eps] = table
+    return out
+
+
+def report(result: dict, out: str | None) -> None:
+    for eps, table in result["epsilons"].items():
+        for name, row in table.items():
+            third = (
+                f"App3 TVD {row['tvd_workload_median']:.4f}"
+                if "tvd_workload_median" in row
+                else f"acc {row.get('accuracy_median', float('nan')):.4f}"
+            )
+            vs = (
+                f"  ({row['tvd_vs_opendp_aim']:.2f}× AIM's TVD, {row['cpu_vs_opendp_aim']:.2f}× its CPU)"
+                if "tvd_vs_opendp_aim" in row
+                else ""
+            )
+            print(
+                f"ε {eps:>4}  {name:24} TVD {row['tvd_median']:.4f}  {third}  CPU {row['cpu_seconds_median']:7.1f} s"
+                f"  wall {row['seconds_median']:7.1f} s  seeds {row['seeds']}{vs}"
+            )
+    if out:
+        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", choices=["census", "adult"], default="census")
+    ap.add_argument("--train", type=Path, help="UCI's adult.data (no header row)")
+    ap.add_argument("--test", type=Path, help="UCI's adult.test (no header row)")
+    ap.add_argument("--opendp", type=Path, help="a directory with mbi==1.1.0 and polars==1.36.1 (OpenDP's extra)")
+    ap.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 4.0])
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--share", type=float, default=2 / 3)
+    ap.add_argument("--one-way", type=float, default=0.5)
+    ap.add_argument("--iterations", type=int, default=1000)
+    ap.add_argument("--extra", type=int, default=24, help="sdgov MST: pairs beyond the tree")
+    ap.add_argument("--exact-cells", type=int, default=250_000, help="sdgov MST: limits.max_exact_cells")
+    ap.add_argument("--arms", nargs="+", default=None, help="default: all four")
+    ap.add_argument("--merge", nargs="+", help="merge the cells of earlier --out files and exit")
+    ap.add_argument("--cell", help=argparse.SUPPRESS)  # one arm, first ε, first seed, in this process
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.cell:
+        print(json.dumps(run_cell(args)))
+        return
+    if args.merge:
+        return merge(args.merge, args.out)
+    arms = args.arms or [mst_name(args.extra), "sdgov AIM", "OpenDP AIM", "OpenDP MST"]
+    if any(a.startswith("OpenDP") for a in arms) and args.opendp is None:
+        ap.error("the OpenDP arms need --opendp DIR (mbi==1.1.0 and polars==1.36.1)")
+    cells: dict[str, dict[str, list[dict]]] = {}
+    result = {
+        "benchmark": "issue 27 (3): sdgov's selection against OpenDP's AIM and MST at their defaults",
+        "command": " ".join(["python", *sys.argv]),
+        "data": args.data,
+        "delta": args.delta,
+        "selection_share": args.share,
+        "one_way": args.one_way,
+        "extra_pairs": args.extra,
+        "exact_cells": args.exact_cells,
+        "iterations": args.iterations,
+        "machine": f"{platform.machine()}, {platform.python_version()}",
+        "cpu_seconds": "user + system of the arm's process (all threads) from the data in memory to the rows",
+    }
+    for eps, seed, arm in itertools.product(args.eps, range(args.first_seed, args.first_seed + args.seeds), arms):
+        record = one_cell(args, arm, eps, seed)
+        if record is None:
+            continue
+        cells.setdefault(str(eps), {}).setdefault(arm, []).append(record)
+        third = f"App3 {record['tvd_workload']:.4f}" if "tvd_workload" in record else f"acc {record['accuracy']:.4f}"
+        print(
+            f"ε {eps}  seed {seed}  {arm:24} TVD {record['tvd']:.4f}  {third}  "
+            f"CPU {record['info']['cpu_seconds']:7.1f} s  wall {record['seconds']:7.1f} s",
+            flush=True,
+        )
+        if args.out:  # a partial table survives an interrupted run
+            Path(args.out).write_text(json.dumps({**result, "epsilons": summarize(cells)}, indent=2) + "\n")
+    report({**result, "epsilons": summarize(cells)}, args.out)
+
+
+def one_cell(args: argparse.Namespace, arm: str, eps: float, seed: int) -> dict | None:
+    """Run one cell in a fresh process (this script with ``--cell``); None (and its error printed) if it failed."""
+    cmd = [sys.executable, __file__, "--cell", arm, "--data", args.data, "--eps", str(eps), "--first-seed", str(seed)]
+    for flag in ("train", "test", "opendp"):
+        if getattr(args, flag) is not None:
+            cmd += [f"--{flag}", str(getattr(args, flag))]
+    for flag in ("delta", "share", "one_way", "iterations", "extra", "exact_cells"):
+        cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        print(f"ε {eps}  seed {seed}  {arm}: FAILED\n{res.stderr[-3000:]}", flush=True)
+        return None
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def merge(files: list[str], out: str | None) -> None:
+    """Cells of several runs (e.g. ε values or arms run one after another) in one result."""
+    parts = [json.loads(Path(f).read_text()) for f in files]
+    cells: dict[str, dict[str, list[dict]]] = {}
+    for p in parts:
+        for eps, table in p["epsilons"].items():
+            for arm, row in table.items():
+                cells.setdefault(eps, {}).setdefault(arm, []).extend(row["runs"])
+    report({**parts[0], "command": [p["command"] for p in parts], "epsilons": summarize(cells)}, out)
+
+
+if __name__ == "__main__":
+    main()
