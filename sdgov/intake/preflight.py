@@ -384,12 +384,12 @@ def check_decomposability_settings(loaded: LoadedSpec) -> None:
     """A pre-registered decomposability test whose K is too light for its screen to reach its level is refused
     here: found out in the audit stage, the budget would be spent on a test that cannot be trusted."""
     from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-    from sdgov.audits.decomposability.audit import DecomposabilityAudit
-    from sdgov.audits.decomposability.calibration import calibration_problem
-    from sdgov.audits.protocol import settings_of
+    from sdgov.audits import calibration_problem
 
-    settings = settings_of(DecomposabilityAudit(), loaded.agreement)
-    problem = calibration_problem(settings) if isinstance(settings, DecomposabilitySettings) else None
+    section = loaded.agreement.sections.get("audit")
+    if not isinstance(section, DecomposabilitySettings) or not section.enabled:
+        return
+    problem = calibration_problem(section)
     if problem is not None:
         raise SpecError(*problem)
 

@@ -136,7 +136,7 @@ def split_release(tmp_path_factory):
     spec = make_demo_inputs(
         tmp / "in", rows=1500, phi=None, split=SPLIT, privacy={"rho": 1.0}, generator={"name": "ipf", "iterations": 20}
     )
-    raw = spec.read_text() + "audit: {K: 2}\n"
+    raw = spec.read_text() + "audit: {K: 7}\n"  # the lightest K the pre-flight accepts (never run here)
     spec.write_text(raw)
     root = init_registry(tmp / "registry", sigma_floor=1, max_epsilon_per_release=10)  # σ by ρ's share
     agreed = agree_phi.fn(str(spec), str(root), "t0")
