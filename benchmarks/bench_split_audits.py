@@ -46,28 +46,10 @@ from bench_scale import EXTRACT, governed_registry, release_outcome, run_release
 from sdgov.agreement.accounting import plan_agreement  # noqa: E402
 from sdgov.agreement.load import load_spec  # noqa: E402
 from sdgov.reporting.verdict import Verdict  # noqa: E402
+from tests.system.test_release_audits import RISK  # noqa: E402
 
 APPS = REPO / "examples" / "census2011"
-SMALL_RISK = {  # tests/system/test_release_audits.py's small but real settings
-    "n_outliers": 2,
-    "n_random": 1,
-    "n_shadow": 3,
-    "n_synth": 2,
-    "train_rows": 300,
-    "folds": 3,
-    "rf_trees": 20,
-    "ai_sets": 1,
-    "ai_trees": 10,
-    "disclosure_rows": 500,
-    "memorisation_pairs": 3,
-    "memorisation_rows": 500,
-    "memorisation_synth_factor": 4,
-    "one_run_canaries": 40,
-    "beyond_phi_rows": 500,
-    "beyond_phi_synth_rows": 20_000,
-    "beyond_phi_bootstrap": 19,
-    "n_jobs": 1,
-}
+SMALL_RISK = RISK["settings"]  # the small but real settings of tests/system/test_release_audits.py
 
 
 def spec_of(workdir: Path, split: bool, args: argparse.Namespace) -> Path:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,10 @@ import httpx
 API_VERSION = "0.8.4"  # prefect.client.constants.SERVER_API_VERSION (the header Prefect's client sends)
 TIMEOUT_S = 30.0
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "CRASHED"}
+# Prefect's client retries these answers of a busy server (PREFECT_CLIENT_MAX_RETRIES = 5, exponential backoff,
+# Retry-After honoured); a person's `sdgov approve` must not fail on a server that is only busy
+RETRY_CODES = {429, 502, 503}
+MAX_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,17 @@ class PrefectApi:
     def __exit__(self, *exc: object) -> None:
         self._http.close()
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request, sent again (up to :data:`MAX_RETRIES` times) while the server answers busy, as Prefect's
+        client does; then checked by :meth:`_ok`."""
+        for attempt in range(MAX_RETRIES + 1):
+            response = self._http.request(method, path, **kwargs)
+            if response.status_code not in RETRY_CODES or attempt == MAX_RETRIES:
+                break
+            after = response.headers.get("Retry-After", "")
+            time.sleep(float(after) if after.replace(".", "", 1).isdigit() else min(2.0**attempt, 10.0))
+        return self._ok(response)
+
     def _ok(self, response: httpx.Response) -> httpx.Response:
         if response.status_code == 404:
             raise NotFound(str(response.request.url))
@@ -174,18 +190,18 @@ class PrefectApi:
     def paused_runs(self) -> list[FlowRun]:
         """Every flow run in a PAUSED state (the server's default page size, as Prefect's client asks)."""
         body = {"flow_runs": {"state": {"type": {"any_": ["PAUSED"]}}}}
-        return [FlowRun.from_json(r) for r in self._ok(self._http.post("flow_runs/filter", json=body)).json()]
+        return [FlowRun.from_json(r) for r in self._send("POST", "flow_runs/filter", json=body).json()]
 
     def flow_run(self, run_id: UUID) -> FlowRun:
         """One flow run; :class:`NotFound` when the server has none with this id."""
-        return FlowRun.from_json(self._ok(self._http.get(f"flow_runs/{run_id}")).json())
+        return FlowRun.from_json(self._send("GET", f"flow_runs/{run_id}").json())
 
     def run_input(self, run_id: UUID, key: str) -> str:
         """The text of a run input; :class:`NotFound` when there is none under ``key``."""
-        return self._ok(self._http.get(f"flow_runs/{run_id}/input/{key}")).content.decode()
+        return self._send("GET", f"flow_runs/{run_id}/input/{key}").content.decode()
 
     def resume(self, run_id: UUID, run_input: dict[str, Any]) -> tuple[str, str]:
         """Resume a paused run with its form's input → the server's status (``ACCEPT`` when resumed) and its reason."""
-        out = self._ok(self._http.post(f"flow_runs/{run_id}/resume", json={"run_input": run_input})).json()
+        out = self._send("POST", f"flow_runs/{run_id}/resume", json={"run_input": run_input}).json()
         details = out.get("details") or {}
         return str(out.get("status", "")).upper(), str(details.get("reason") or details or "")
