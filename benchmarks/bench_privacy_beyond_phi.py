@@ -118,7 +118,7 @@ def null_model(app: str) -> tuple[list[str], list[tuple[str, ...]], np.ndarray, 
     cliques = [tuple(c) for c in loaded.agreement.cliques]
     phi = [tuple(sorted(attrs.index(a) for a in c)) for c in cliques]
     cells, m = math.prod(shape), RiskSettings().beyond_phi_synth_rows
-    tables = [t for t in bp.non_phi_tables(attrs, cliques) if len(t) < len(attrs) or m >= bp.JOINT_MIN_MEAN * cells]
+    tables = bp.tested_tables(bp.non_phi_tables(attrs, cliques), len(attrs), m, cells)
     data_joint = np.bincount(np.ravel_multi_index(tuple(codes.T), shape), minlength=cells).reshape(shape)
     return attrs, cliques, bp.phi_projection(data_joint.astype(np.float64), phi), tables
 
@@ -150,26 +150,12 @@ def null_runs(app: str, seeds: int, out_path: str) -> None:
 
 def profile(app: str, samples: int) -> dict:
     """CPU seconds of each step of the check on one app (see the module docstring); printed and returned."""
-    import math
-
     from sdgov.audits.privacy import beyond_phi as bp
-    from sdgov.engines import load_encoded
 
-    spec, data, _ = app_inputs(app)
-    from sdgov.agreement.load import load_spec
-
-    loaded = load_spec(spec)
-    attrs = list(loaded.agreement.attributes)
-    codes = load_encoded(data, loaded.schema_)[attrs].to_numpy()
-    shape = tuple(loaded.schema_.domain(attrs)[a] for a in attrs)
-    cliques = [tuple(c) for c in loaded.agreement.cliques]
+    attrs, cliques, model, tables = null_model(app)
     phi = [tuple(sorted(attrs.index(a) for a in c)) for c in cliques]
-    m = RiskSettings().beyond_phi_synth_rows
-    cells = math.prod(shape)
-    tables = [t for t in bp.non_phi_tables(attrs, cliques) if len(t) < len(attrs) or m >= bp.JOINT_MIN_MEAN * cells]
+    shape, cells, m = model.shape, model.size, RiskSettings().beyond_phi_synth_rows
     rng = np.random.default_rng(0)
-    data_joint = np.bincount(np.ravel_multi_index(tuple(codes.T), shape), minlength=cells).reshape(shape)
-    model = bp.phi_projection(data_joint.astype(np.float64), phi)
     out: dict = {"app": app, "cells": cells, "tables": len(tables), "cpu_seconds": {}}
     t = time.process_time()
 

@@ -86,6 +86,14 @@ def non_phi_tables(attributes: list[str], cliques: list[tuple[str, ...]]) -> lis
     return [s for s in sets if not any({attributes[j] for j in s} <= c for c in inside)]
 
 
+def tested_tables(
+    outside: list[tuple[int, ...]], attributes: int, synth_rows: int, cells: int
+) -> list[tuple[int, ...]]:
+    """The tables outside Φ the test compares (``outside``: :func:`non_phi_tables`): all of them, less the joint of
+    the ``attributes`` when ``synth_rows`` give it fewer than :data:`JOINT_MIN_MEAN` records a cell of its ``cells``."""
+    return [t for t in outside if len(t) < attributes or synth_rows >= JOINT_MIN_MEAN * cells]
+
+
 class Margins:
     """The marginal tables of one joint (an array with one axis per audited attribute), each summed once over one
     axis of a cached table above it: the 35 three-way tables of App 3's 1.56M-cell joint cost 0.01 CPU-s this way
@@ -204,7 +212,7 @@ def beyond_phi_audit(
     cells = math.prod(sizes)
     cliques = [tuple(c) for c in ref.cliques]
     outside = non_phi_tables(attrs, cliques)
-    tables = [t for t in outside if len(t) < len(attrs) or synth_rows >= JOINT_MIN_MEAN * cells]
+    tables = tested_tables(outside, len(attrs), synth_rows, cells)
     if not tables:
         reason = (
             f"the only table outside Φ is the joint, with fewer than {JOINT_MIN_MEAN:g} synthetic records a cell"
