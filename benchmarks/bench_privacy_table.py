@@ -86,6 +86,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--summarise", nargs="*", help="merge these result files' runs into --out (no audits run)")
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     ap.add_argument("--apps", default="app1,app2")
     ap.add_argument("--generators", default=",".join(GENERATORS), help="labels of GENERATORS, comma-separated")
     ap.add_argument("--parts", default=",".join(DEFAULT_PARTS))
@@ -110,7 +111,7 @@ def main() -> None:
     for app in args.apps.split(","):
         for label in args.generators.split(","):
             rows = []
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 t = time.perf_counter()
                 r = audit_spec_privacy(
                     REPO / "examples" / "census2011" / f"{app}.yaml",

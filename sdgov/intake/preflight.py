@@ -367,8 +367,10 @@ def check_audit_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
     section = loaded.agreement.sections.get("privacy_risk")
     if not isinstance(section, PrivacyRiskSettings) or not section.enabled:
         return
+    from sdgov.audits import records_needed
+
     st = section.settings
-    needed = st.n_outliers + st.n_random + max(st.train_rows, 3 * (st.disclosure_rows or 0))
+    needed = records_needed(st)
     short = [name for name, n in rows.items() if min(n, st.population_rows) < needed]
     if short:
         where = "the data" if short == [""] else "split part(s) " + ", ".join(repr(n) for n in short)

@@ -10,5 +10,6 @@ Modules (none imports the orchestrator):
 ``policy``      pass / warn / fail thresholds from a policy file
 ``report``      the result model, plots and the card's "Privacy evidence" section
 ``run``         one call that runs everything for a spec
+``cost``        what the audit will make: its generator fits per part, the records it draws on
 ``leaky``       deliberately leaky generators (positive controls for the tests and the benchmark)
 """

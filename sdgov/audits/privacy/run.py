@@ -387,7 +387,7 @@ def audit_spec_privacy(
     )
 
 
-def audit_agreement_privacy(
+def agreement_audit_run(
     agreement: Any,
     schema: Any,
     codes: Any,
@@ -400,8 +400,9 @@ def audit_agreement_privacy(
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
     executor: Executor | None = None,
-) -> PrivacyAuditResult:
-    """The audit for an agreement: its attributes, Φ and privacy plan (``plan``: the claimed ε, δ and σ).
+) -> PrivacyAuditRun:
+    """The audit for an agreement, built but not run (:func:`audit_agreement_privacy` runs it): its attributes, Φ
+    and privacy plan (``plan``: the claimed ε, δ and σ).
 
     The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audits.generators`)
     with the plan's noise scale (the smallest σ if they differ) — a simulation of the release mechanism with seeded
@@ -444,6 +445,26 @@ def audit_agreement_privacy(
         canary_metric=canary_metric,
         progress=progress,
         executor=executor,
+    )
+
+
+def audit_agreement_privacy(
+    agreement: Any,
+    schema: Any,
+    codes: Any,
+    plan: Any,
+    generator: str | None = None,
+    settings: RiskSettings | None = None,
+    policy: RiskPolicy | None = None,
+    params: dict[str, Any] | None = None,
+    parts: tuple[str, ...] = DEFAULT_PARTS,
+    canary_metric: Metric = "unit",
+    progress: Progress | None = None,
+    executor: Executor | None = None,
+) -> PrivacyAuditResult:
+    """The audit for an agreement (:func:`agreement_audit_run`), run."""
+    return agreement_audit_run(
+        agreement, schema, codes, plan, generator, settings, policy, params, parts, canary_metric, progress, executor
     ).run()
 
 
