@@ -76,6 +76,15 @@ def summarise(runs: list[dict]) -> list[dict]:
                 if any(x["min_privacy_gain"] is None for x in rows)
                 else [min(x["min_privacy_gain"] for x in rows), max(x["min_privacy_gain"] for x in rows)],
                 "non_pass_checks": sorted({c for x in rows for c, v in x["checks"].items() if v != "pass"}),
+                # each check's own rate (for an honest generator: its false alarms), with its interval
+                "per_check": {
+                    c: {
+                        "warn": sum(x["checks"].get(c) == "warn" for x in rows),
+                        "fail": sum(x["checks"].get(c) == "fail" for x in rows),
+                        "not_pass_rate_ci95": cp(sum(x["checks"].get(c) not in (None, "pass") for x in rows), n),
+                    }
+                    for c in sorted({c for x in rows for c in x["checks"]})
+                },
                 "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
             }
         )

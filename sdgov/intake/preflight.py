@@ -93,6 +93,7 @@ def run_preflight(
     run(dry_run_audit_generators, loaded)
     run(check_audit_records, loaded, part_rows or {"": n_records})
     run(check_decomposability_settings, loaded)
+    run(check_privacy_settings, loaded)
     if root is not None:
         run(check_disk_space, Path(root), loaded, n_records)
     if problems:
@@ -392,6 +393,20 @@ def check_decomposability_settings(loaded: LoadedSpec) -> None:
     if not isinstance(section, DecomposabilitySettings) or not section.enabled:
         return
     problem = calibration_problem(section)
+    if problem is not None:
+        raise SpecError(*problem)
+
+
+def check_privacy_settings(loaded: LoadedSpec) -> None:
+    """A pre-registered privacy-risk audit with a check that could never reach its fail level (a beyond-Φ bootstrap
+    too short for its p-value to reach the policy's level) is refused here, like a decomposability K too light."""
+    from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
+    from sdgov.audits import privacy_calibration_problem
+
+    section = loaded.agreement.sections.get("privacy_risk")
+    if not isinstance(section, PrivacyRiskSettings) or not section.enabled:
+        return
+    problem = privacy_calibration_problem(section)
     if problem is not None:
         raise SpecError(*problem)
 

@@ -437,6 +437,23 @@ SPEC_CASES: list[Case] = [
         _spec(lambda s: s["audit"].update({"beta_star_alpha": 0.002})),
         ["spec.yaml: audit.K", "K = 10 is too light", "0.0039", "K ≥ 12"],
     ),
+    (  # B = 19 bootstrap samples: the beyond-Φ p-value never goes below 0.05, so it could never fail at 0.005
+        "spec-privacy-bootstrap-too-light",
+        _spec(
+            lambda s: (
+                s.update(
+                    {
+                        "privacy_risk": {
+                            "settings": {"n_outliers": 1, "n_random": 1, "train_rows": 50, "disclosure_rows": 30},
+                            "policy": {},
+                        }
+                    }
+                )
+                or s["privacy_risk"]["settings"].update({"beyond_phi_bootstrap": 19})
+            )
+        ),
+        ["spec.yaml: privacy_risk.settings.beyond_phi_bootstrap", "too light", "1/20", "beyond_phi_bootstrap ≥ 199"],
+    ),
     (
         "spec-negative-seed",
         _spec(lambda s: s.update({"seed": -1})),

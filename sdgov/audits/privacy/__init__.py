@@ -11,5 +11,6 @@ Modules (none imports the orchestrator):
 ``report``      the result model, plots and the card's "Privacy evidence" section
 ``run``         one call that runs everything for a spec
 ``cost``        what the audit will make: its generator fits per part, the records it draws on
+``calibration`` settings too light for a check ever to reach its fail level (refused at pre-flight)
 ``leaky``       deliberately leaky generators (positive controls for the tests and the benchmark)
 """
