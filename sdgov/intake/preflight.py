@@ -41,7 +41,7 @@ from sdgov.agreement.load import LoadedSpec
 from sdgov.agreement.spec import MAX_ROWS, AgreedSplit, Agreement
 from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
 from sdgov.data.encoding import encode
-from sdgov.data.schema import Schema
+from sdgov.data.schema import Clique, Schema
 
 if TYPE_CHECKING:
     from sdgov.agreement.accounting import PrivacyPlan
@@ -141,24 +141,36 @@ def check_model_card(loaded: LoadedSpec) -> None:
 
 
 def check_selection_review(loaded: LoadedSpec) -> None:
-    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs: a Φ
-    edited by hand after the review would make the card's selection graph untrue."""
+    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs — each
+    split part's its own part's: a Φ edited by hand after the review would make the card's selection graph untrue."""
     path = loaded.selection_review_path
     if path is None:
         return
-    from sdgov.base.loading import load_model_file
-    from sdgov.measurement.selection.review import SelectionRecord
+    from sdgov.measurement.selection.review import load_selection_records
 
-    record = load_model_file(SelectionRecord, path, SpecError, "reviewed selection")
-    reviewed = {frozenset(p) for p in record.pairs}
-    phi = {frozenset(c) for c in loaded.agreement.cliques if len(c) == 2}
-    if reviewed != phi:
-        diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
+    records = load_selection_records(path)
+    split = loaded.agreement.split
+    models: dict[str | None, list[Clique]] = (
+        {None: loaded.agreement.cliques} if split is None else {p.name: p.cliques for p in split.parts}
+    )
+    if {r.part for r in records} != set(models):
         raise SpecError(
-            f"Φ's pairs differ from the reviewed selection it names ({'; '.join(diff)})",
+            "the reviewed selection it names is not of this spec's "
+            + ("one model" if split is None else f"split parts {[p.name for p in split.parts]}"),
             "selection_review",
             "propose and review again (sdgov propose --select), or remove selection_review from the spec",
         )
+    for record in records:
+        reviewed = {frozenset(p) for p in record.pairs}
+        phi = {frozenset(c) for c in models[record.part] if len(c) == 2}
+        if reviewed != phi:
+            diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
+            of = "" if record.part is None else f"split part {record.part!r}: "
+            raise SpecError(
+                f"{of}Φ's pairs differ from the reviewed selection it names ({'; '.join(diff)})",
+                "selection_review",
+                "propose and review again (sdgov propose --select), or remove selection_review from the spec",
+            )
 
 
 def check_root(root: Path, loaded: LoadedSpec) -> None:
