@@ -24,7 +24,7 @@ from sdgov.governance.policy import check_plan_allowed
 from sdgov.intake.inputs import check_proposal
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import SelectionRecord, SplitSelectionRecord
-from sdgov.measurement.selection.store import Part, check_draft, select_once
+from sdgov.measurement.selection.store import check_draft, select_once
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
@@ -88,7 +88,7 @@ def select_phi(
     data_path: str | None = None,
     method: str | None = None,
     proposal: str | None = None,
-) -> tuple[dict[Part, Proposal], dict[str, Any]]:
+) -> tuple[dict[str | None, Proposal], dict[str, Any]]:
     """Select, log the proposals as the analyst's, and return them by part (``None``: one model's; a split
     synthesis's each part's, made on its own records at its own share of ρ) with a summary for the card and the
     reviewers. ``method`` (``--select``), when given, must be the draft's ``privacy.selection.method``;

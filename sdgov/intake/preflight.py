@@ -92,6 +92,8 @@ def run_preflight(
     run(dry_run_generator, loaded)
     run(dry_run_audit_generators, loaded)
     run(check_audit_records, loaded, part_rows or {"": n_records})
+    if plan is not None:
+        run(check_selection_records, loaded, plan, part_rows or {"": n_records})
     run(check_decomposability_settings, loaded)
     if root is not None:
         run(check_disk_space, Path(root), loaded, n_records)
@@ -389,6 +391,34 @@ def check_audit_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
             "n_outliers + n_random targets, then max(train_rows, 3 × disclosure_rows) others)",
             "privacy_risk.settings",
             "lower train_rows or disclosure_rows (or merge the parts)",
+        )
+
+
+def check_selection_records(loaded: LoadedSpec, plan: PrivacyPlan, rows: dict[str, int]) -> None:
+    """A draft for private selection — every part of a split synthesis, which selects on its own records at its own
+    share of ρ — has the records its selection needs to see a dependent pair through its noise
+    (:func:`sdgov.measurement.selection.feasibility.min_selection_records`): a part too small, or a share of ρ too
+    small, would spend the selection's ρ on a choice at random. Said without the count: the analyst may not learn it
+    here."""
+    ag = loaded.agreement
+    if ag.privacy.selection is None or any(len(c) != 1 for c in ag.cliques):  # not a draft: selected already
+        return
+    from sdgov.measurement.selection.feasibility import min_selection_records
+
+    short = []
+    for part, unit in [(None, ag)] if ag.split is None else [(p.name, ag.of_part(p)) for p in ag.split.parts]:
+        rho = plan.selection_rho if part is None else (plan.part_selection_rho or {}).get(part)
+        n = rows.get(part or "", 0) if ag.split is not None else next(iter(rows.values()))
+        if rho and n < min_selection_records(unit, loaded.schema_.domain(unit.attributes), rho):
+            short.append(part)
+    if short:
+        where = "the data" if short == [None] else "split part(s) " + ", ".join(repr(n) for n in short)
+        raise SpecError(
+            f"{where} hold(s) too few records for private selection at its share of ρ: its noise would hide any "
+            "pair's dependence (the choice would be at random)",
+            "privacy.selection",
+            "raise privacy.rho or privacy.selection.share"
+            + (", give the part a larger share, or merge the parts" if ag.split is not None else ""),
         )
 
 

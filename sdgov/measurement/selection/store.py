@@ -122,15 +122,6 @@ def selection_units(agreement: Agreement) -> list[tuple[Part, Agreement, dict[st
     return [(p.name, agreement.of_part(p), split.records(p)) for p in split.parts]
 
 
-def part_codes(agreement: Agreement, codes: pd.DataFrame, part: Part) -> pd.DataFrame:
-    """The encoded records a part of a split synthesis counts (all of them for one model): a part's selection sees
-    its own records only."""
-    split = agreement.split
-    if split is None or part is None:
-        return codes
-    return codes[codes[split.attribute].isin(split.part(part).cells)]
-
-
 def select_once(
     registry: Registry, agreed: Agreed, agreement: Agreement, schema: Schema, codes: Callable[[], pd.DataFrame]
 ) -> Selected:
@@ -140,7 +131,7 @@ def select_once(
 
     def draw(cliques: list[Clique], sigmas: dict[Clique, float], part: AgreedPart | None) -> list[Measurement]:
         return measure_cliques(
-            part_codes(agreement, codes(), None if part is None else part.name), schema, cliques, sigmas
+            agreement.records_of(None if part is None else part.name, codes()), schema, cliques, sigmas
         )
 
     one_ways = measure_once(registry, agreed, agreement, schema, draw)
@@ -183,7 +174,7 @@ def select_once(
             key, rho = keys[part], rhos[part]
             assert rho is not None
             ones = _one_ways(one_ways.path, part)
-            proposal = _select(registry, key, todo[part], ag, schema, ones, part_codes(agreement, data, part), rho)
+            proposal = _select(registry, key, todo[part], ag, schema, ones, agreement.records_of(part, data), rho)
             payload = (proposal.model_dump_json() + "\n").encode()
             auth.record(key, payload, registry.registry_id(), run_id)  # the authority first: every registry sees it
             path = registry.measurement_path(key)
