@@ -36,7 +36,7 @@ def _split_draft(tmp_path: Path, shares: dict[str, float] = SHARES, rows: int = 
         ],
     }
     raw["privacy"] = {"rho": rho, "selection": {"share": 0.5, "force": [["Age", "Health"]]}}
-    raw["generator"] = {"name": "pgm", "iterations": 50}
+    raw["generator"] = {"name": "ipf", "iterations": 50}  # a small joint: fast
     draft = tmp_path / "inputs" / "draft.yaml"
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
     return draft
