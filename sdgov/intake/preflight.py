@@ -167,10 +167,10 @@ def check_selection_review(loaded: LoadedSpec) -> None:
         phi = {frozenset(c) for c in models[record.part] if len(c) == 2}
         if reviewed != phi:
             diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
-            of = "" if record.part is None else f"split part {record.part!r}: "
+            of = "" if record.part is None else f" (split part {record.part!r})"
             raise SpecError(
-                f"{of}Φ's pairs differ from the reviewed selection it names ({'; '.join(diff)})",
-                "selection_review",
+                f"Φ's pairs{of} differ from the reviewed selection it names ({'; '.join(diff)})",
+                f"selection_review{of}",
                 "propose and review again (sdgov propose --select), or remove selection_review from the spec",
             )
 
@@ -412,11 +412,11 @@ def check_selection_records(loaded: LoadedSpec, plan: PrivacyPlan, rows: dict[st
         if rho and n < min_selection_records(unit, loaded.schema_.domain(unit.attributes), rho):
             short.append(part)
     if short:
-        where = "the data" if short == [None] else "split part(s) " + ", ".join(repr(n) for n in short)
+        parts = "" if short == [None] else " (split part(s) " + ", ".join(repr(n) for n in short) + ")"
         raise SpecError(
-            f"{where} hold(s) too few records for private selection at its share of ρ: its noise would hide any "
-            "pair's dependence (the choice would be at random)",
-            "privacy.selection",
+            f"too few records{parts} for private selection at its share of ρ: its noise would hide any pair's "
+            "dependence (the choice would be at random)",
+            f"privacy.selection{parts}",
             "raise privacy.rho or privacy.selection.share"
             + (", give the part a larger share, or merge the parts" if ag.split is not None else ""),
         )

@@ -159,7 +159,7 @@ def test_a_part_too_small_for_its_selection_is_refused_in_one_line_before_any_dr
     code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
                         "--key", str(keys["Ada Analyst"]), "--root", str(root))  # fmt: skip
     assert code == 2 and err.count("\n") == 1, err
-    assert "split part(s) 'men'" in err and "too few records for private selection" in err and "'women'" not in err
+    assert "privacy.selection (split part(s) 'men')" in err and "private selection" in err and "'women'" not in err
     assert ledger.SPENT not in [e.event for e in Registry(root).events()] and not (root / "measurements").exists()
     fair = _split_draft(tmp_path / "fair")
     assert _cli(capsys, "validate", "--spec", str(fair))[0] == 0
@@ -197,3 +197,23 @@ def test_a_review_of_a_split_names_the_part_it_edits_and_the_reviewers_see_every
     path = tmp_path / "phi_review.json"
     path.write_text(record.model_dump_json())
     assert [r.part for r in load_selection_records(path)] == ["men", "women"]
+
+
+def test_a_split_spec_whose_part_differs_from_its_reviewed_selection_is_refused_in_one_line(tmp_path, capsys):
+    """The reviewed record a split spec names is checked part by part before any draw: a part's Φ edited by hand
+    after the review (women's pair added) is one line naming that part, exit 2."""
+    from sdgov.measurement.selection.review import selection_records
+    from sdgov.tasks.select_phi import write_proposed_spec
+    from tests.unit.test_selection_review import _record
+
+    draft = _split_draft(tmp_path)
+    proposal = _record().proposal
+    record = tmp_path / "phi_review.json"
+    reviewed = {"men": [["Age", "Health"]], "women": [["Age", "Health"]]}
+    record.write_text(selection_records("d" * 64, {"men": proposal, "women": proposal}, reviewed).model_dump_json())
+    edited = {"men": [["Age", "Health"]], "women": [["Age", "Health"], ["Region", "Education"]]}
+    spec = write_proposed_spec(draft, edited, draft.with_name("proposed.yaml"), record)
+    code, _, err = _cli(capsys, "validate", "--spec", str(spec))
+    assert code == 2 and err.count("\n") == 1, err
+    assert "selection_review (split part 'women')" in err and "Education × Region" in err and "'men'" not in err
+    assert _cli(capsys, "validate", "--spec", str(write_proposed_spec(draft, reviewed, spec, record)))[0] == 0
