@@ -415,6 +415,8 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
                 "rows": fits.get(p.name, {}).get("rows"),
                 "phi": [list(c) for c in p.cliques],
                 "rho": None if plan.noise == "none" else privacy["parts"][p.name]["rho"],
+                # with private selection: the part's selection's ρ, inside its ρ
+                **({"selection_rho": sel} if (sel := privacy["parts"][p.name].get("selection_rho")) else {}),
                 # the ε of the part's own ρ: what its model claims, and what its pre-registered audits tested
                 "epsilon": part_plan(plan, p.name).epsilon,
             }

@@ -203,6 +203,9 @@ def test_a_split_drafts_parts_are_selected_reviewed_by_part_and_released(tmp_pat
     for name, sel in sels.items():
         assert sel["rho"] == parts[name]["selection_rho"]
     assert abs(card["privacy"]["selection_rho"] - sum(s["rho"] for s in sels.values())) <= 1e-12
+    table = {p["name"]: p for p in card["split"]["parts"]}  # each part's ρ holds its selection's; they add up
+    assert all(abs(table[n]["selection_rho"] - sels[n]["rho"]) <= 1e-12 for n in sels)
+    assert abs(sum(p["rho"] for p in table.values()) - card["privacy"]["rho"]) <= 1e-9 * card["privacy"]["rho"]
     html = Path(t.result.release.card_html).read_text()
     assert html.count("How Φ was selected: split part") == 2 and why in html
     # each part's 1-ways reused, its pairs drawn; the ledger holds the spec's ρ once

@@ -78,6 +78,10 @@ def test_each_parts_selection_takes_its_share_and_the_parts_add_up_to_the_specs_
         assert p.rho == pytest.approx(RHO * SHARES[n] / total, rel=1e-9)
     assert math.fsum(p.rho or 0 for p in own.values()) == pytest.approx(plan.rho, rel=1e-12)
     assert plan.rho == pytest.approx(RHO, rel=1e-9) and plan.rho <= RHO * (1 + 1e-9)
+    from sdgov.synthesis.split import privacy_summary
+
+    table = privacy_summary(plan)["parts"]  # the card's split table: each part's ρ holds its selection's
+    assert {n: p["rho"] for n, p in table.items()} == pytest.approx({n: p.rho for n, p in own.items()}, rel=1e-12)
 
 
 def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_ways(tmp_path, monkeypatch):

@@ -19,7 +19,10 @@ from sdgov.measurement.selection.mst import check_edges, gumbel_scale, rounds_ne
 
 MIN_DEPENDENCE = 0.1
 """The weakest dependence a selection must be able to see: a pair whose table is a tenth of the records away from
-independence (a strongly associated census pair, such as age × marital status, is several tenths away)."""
+independence — the census extract's median pair (0.102 over its 136 pairs; age × marital status 0.76). Measured by
+``benchmarks/bench_selection_feasibility.py``: at ρ = 0.005 over six census attributes, MST on random samples of
+``n*`` records gets 76 % of the way from a choice at random to the noiseless tree (a quarter of ``n*``: 34 %; four
+times ``n*``: 97 %)."""
 
 
 def round_noise(agreement: Agreement, sizes: dict[str, int], rho: float) -> tuple[float, int] | None:
