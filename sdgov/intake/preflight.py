@@ -414,8 +414,8 @@ def check_selection_records(loaded: LoadedSpec, plan: PrivacyPlan, rows: dict[st
     if short:
         parts = "" if short == [None] else " (split part(s) " + ", ".join(repr(n) for n in short) + ")"
         raise SpecError(
-            f"too few records{parts} for private selection at its share of ρ: its noise would hide any pair's "
-            "dependence (the choice would be at random)",
+            "too few records for private selection at its share of ρ: its noise would hide any pair's dependence "
+            "(the choice would be at random)",
             f"privacy.selection{parts}",
             "raise privacy.rho or privacy.selection.share"
             + (", give the part a larger share, or merge the parts" if ag.split is not None else ""),
