@@ -30,6 +30,7 @@ from pydantic import Field
 
 from sdgov import __version__
 from sdgov.agreement.load import load_spec
+from sdgov.agreement.spec import Agreement
 from sdgov.base.hashing import sha256_file
 from sdgov.flows.governed import (
     GovernedOutcome,
@@ -51,12 +52,13 @@ from sdgov.measurement.selection.review import (
     SUBJECT,
     EdgeChange,
     ReviewLimits,
-    SelectionRecord,
     SignedReview,
     changes_text,
     decide_review,
-    review_md,
+    proposals_md,
+    selection_records,
 )
+from sdgov.measurement.selection.store import selection_units
 from sdgov.registry.log import Registry
 from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
@@ -73,6 +75,11 @@ class Review(RunInput):
     close: bool = Field(
         default=False, title="Close the review", description="the last review: the reviewed Φ goes to the agreement"
     )
+    part: str = Field(
+        default="",
+        title="Part",
+        description="a split synthesis: the part whose Φ the drops and forces edit (as the proposal names it)",
+    )
     signature: str = Field(
         default="",
         title="Signature",
@@ -81,16 +88,23 @@ class Review(RunInput):
 
 
 class _Review:
-    """The state of one review: the proposal, the pairs now, the changes and the reviews that counted."""
+    """The state of one review: the proposals (by part; ``None``: one model's), each part's pairs now, the changes
+    and the reviews that counted."""
 
-    def __init__(self, proposal: Proposal, rho_budget: float) -> None:
-        self.proposal, self.rho_budget = proposal, rho_budget
-        self.pairs: list[list[str]] = proposal.pairs
+    def __init__(self, proposals: dict[str | None, Proposal], rho_budget: float) -> None:
+        self.proposals, self.rho_budget = proposals, rho_budget
+        self.pairs: dict[str | None, list[list[str]]] = {part: p.pairs for part, p in proposals.items()}
         self.changes: list[EdgeChange] = []
         self.reviews: list[SignedReview] = []
 
     def markdown(self) -> str:
-        return review_md(self.proposal, self.pairs, self.changes, self.rho_budget)
+        return proposals_md(self.proposals, self.pairs, self.changes, self.rho_budget)
+
+    def summary(self) -> dict[str, object]:
+        """What ``sdgov runs`` and ``sdgov review`` read of the pause: Φ's pairs now (a split's by part too)."""
+        phi = [(f"{part}: " if part is not None else "") + " × ".join(p) for part, ps in self.pairs.items() for p in ps]
+        parts = {part: [" × ".join(p) for p in ps] for part, ps in self.pairs.items() if part is not None}
+        return {"phi": phi, **({"parts": parts} if parts else {})}
 
     def publish(self) -> None:
         create_markdown_artifact(
@@ -107,7 +121,7 @@ def await_reviews(
     draft_sha256: str,
     run_id: str,
     proposer: str,
-    limits: ReviewLimits,
+    limits: dict[str | None, ReviewLimits],
     deadline: float,
     poll_interval: int,
 ) -> bool:
@@ -144,7 +158,7 @@ def await_reviews(
             attempt=attempt,
             note=note,
             agreement_sha256=draft_sha256,
-            summary={"phi": [" × ".join(p) for p in state.pairs]},
+            summary=state.summary(),
         )
         form = Review.with_initial_data(description=with_note(state.markdown(), note))
         waiting = f"waiting for the stakeholders' review of the Φ proposal (sdgov review {flow_run_id} …)"
@@ -165,6 +179,7 @@ def await_reviews(
             signature=form_in.signature,
             pairs=state.pairs,
             limits=limits,
+            part=form_in.part,
         )
         if isinstance(outcome, decisions.Refused):
             note = outcome.note
@@ -177,6 +192,18 @@ def await_reviews(
         if outcome.signed.review.close:
             return True
         note = ""
+
+
+def _limits(ag: Agreement, sizes: dict[str, int]) -> ReviewLimits:
+    """What a review may do to one model's Φ (a split part's: its own agreement's limits)."""
+    attrs, plugin = ag.attributes, generator(ag.generator.name)
+    ones = [(a,) for a in attrs]
+    return ReviewLimits(
+        attributes=attrs,
+        sizes=sizes,
+        max_marginal_cells=ag.limits.max_marginal_cells,
+        fits=lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= ag.limits.max_model_cells,
+    )
 
 
 @flow(name="sdgov-phi-review", version=__version__, log_prints=False)
@@ -197,20 +224,13 @@ def phi_review_flow(
     deadline = time.monotonic() + timeout_s
     draft = Path(draft_path).resolve()
     run_id = "select-" + new_run_id()
-    selection, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
-    state = _Review(selection, summary["rho_budget"])
+    proposals, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
+    state = _Review(proposals, summary["rho_budget"])
     state.publish()
     loaded = load_spec(draft)
-    ag, attrs = loaded.agreement, loaded.agreement.attributes
-    sizes = loaded.schema_.domain(attrs)
-    plugin = generator(ag.generator.name)
-    ones = [(a,) for a in attrs]
-    limits = ReviewLimits(
-        attributes=attrs,
-        sizes=sizes,
-        max_marginal_cells=ag.limits.max_marginal_cells,
-        fits=lambda pairs: plugin.model_cells(attrs, ones + list(pairs), sizes) <= ag.limits.max_model_cells,
-    )
+    limits = {
+        part: _limits(ag, loaded.schema_.domain(ag.attributes)) for part, ag, _ in selection_units(loaded.agreement)
+    }
     draft_sha = summary["draft_agreement_sha256"]
     closed = await_reviews(
         registry,
@@ -227,16 +247,11 @@ def phi_review_flow(
         return Completed(
             name="Timed out", message=msg, data=GovernedOutcome(status="timed_out", message=msg, agreement_sha256="")
         )
-    record = SelectionRecord(
-        draft_agreement_sha256=draft_sha,
-        proposal=selection,
-        reviews=state.reviews,
-        changes=state.changes,
-        pairs=state.pairs,
-    )
+    record = selection_records(draft_sha, proposals, state.pairs, state.reviews, state.changes)
     record_path = write_record(registry.run_dir(run_id), record)
     out = Path(out_path) if out_path else draft.with_name(draft.stem + ".proposed.yaml")
     write_proposed_spec(draft, state.pairs, out, record_path)
+    n_pairs = sum(len(p) for p in state.pairs.values())
     proposed = load_spec(out).agreement.sha256()
     registry.append(
         "phi_proposed",
@@ -244,7 +259,7 @@ def phi_review_flow(
         "system",
         agreement_sha256=proposed,
         run_id=run_id,
-        comment=f"the reviewed Φ ({len(state.pairs)} pairs, {len(state.changes)} change(s) by reviewers) "
+        comment=f"the reviewed Φ ({n_pairs} pairs, {len(state.changes)} change(s) by reviewers) "
         f"proposed for agreement; draft {draft_sha[:12]}…",
         artifacts={"selection_record": sha256_file(record_path), "proposed_spec": sha256_file(out)},
     )

@@ -7,6 +7,10 @@ result contract on stdout, for privacy::
 
     {"verdict": "pass|warn|fail", "epsilon_lower": …, "min_privacy_gain": …, "exact_matches": …, "seconds": …, …}
 
+A split spec (``split:``) is audited once per part, each part on its own Φ, records and share of ρ, as the release's
+audit stage does (:mod:`sdgov.audits.parts`): one verdict per part and the overall one (the worst part's), and with
+``--json`` ``{"ok": true, "test": …, "verdict": overall, "parts": {name: the one-model contract}}``.
+
 Exit status: decomposability 0 pass, 1 fail; privacy 0 pass or warn, 1 fail; both 2 on bad input or a generator
 that crashed (its factory, ``fit`` or ``sample`` raised: one line naming the generator and the call,
 ``{"ok": false, "error": …}`` with ``--json``, and with ``--out`` a file holding the error and whatever the audit
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,8 +58,7 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
             "--generator",
             "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'",
         )
-    from sdgov.audits.decomposability.procedure import audit_spec
-    from sdgov.audits.decomposability.report import decomposability_section
+    from sdgov.audits.decomposability.procedure import audit_spec_parts
 
     overrides: dict = {}
     if args.params:
@@ -77,7 +81,7 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
         raise AuditError("--jobs must be 0 (every core) or more", "--jobs")
     executor = executor_for(args.jobs) if args.jobs is not None else None  # joblib workers, as for privacy
     try:
-        result = audit_spec(
+        results = audit_spec_parts(
             args.spec,
             args.generator,
             K=args.K,
@@ -89,9 +93,15 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
     except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), what is done in --out
         crash_written(args, exc, "decomposability")
         raise
+    verdict = _by_part(args, "decomposability", results, _decomposability_payload, _decomposability_line)
+    return 0 if verdict == "pass" else 1
+
+
+def _decomposability_payload(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One model's JSON payload and ``--out`` document of a decomposability result."""
+    from sdgov.audits.decomposability.report import decomposability_section
+
     payload = {
-        "ok": True,
-        "test": "decomposability",
         "generator": result.generator,
         "p_value": result.p_value,
         "verdict": result.verdict,
@@ -106,22 +116,55 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
         "beta_star_sets": result.extremal.get("beta_star_sets"),
         "environment": result.environment,
     }
-    if args.out:
-        section = decomposability_section(result)
-        Path(args.out).write_text(json.dumps({"result": result.model_dump(mode="json"), "section": section}, indent=2))
-        payload["out"] = str(args.out)
+    return payload, {"result": result.model_dump(mode="json"), "section": decomposability_section(result)}
+
+
+def _decomposability_line(result: Any) -> str:
     ctrl = (
         f"; positive control {result.control.generator}: {'caught' if result.control.caught else 'NOT caught'}"
         f" (p={result.control.p_value:.3g})"
         if result.control
         else ""
     )
-    human = (
+    return (
         f"{result.verdict.upper()}: p = {result.p_value:.3g} at α = {result.alpha} (K = {result.K}, "
         f"{result.seconds:.1f} s){ctrl}"
     )
-    emit(args, payload, human)
-    return 0 if result.verdict == "pass" else 1
+
+
+def _by_part(
+    args: argparse.Namespace,
+    test: str,
+    results: dict[str | None, Any],
+    payload_of: Callable[[Any], tuple[dict[str, Any], dict[str, Any]]],
+    line_of: Callable[[Any], str],
+) -> str:
+    """Print (``--json``: emit) the audit's results and write ``--out``: one model's result as before, or a split
+    synthesis's one verdict per part and the overall verdict (the worst part's: the split passes only if every part
+    does); returns the overall verdict."""
+    from sdgov.audits.parts import worst_of_parts
+
+    if list(results) == [None]:
+        result = results[None]
+        payload, document = payload_of(result)
+        payload = {"ok": True, "test": test, **payload}
+        if args.out:
+            Path(args.out).write_text(json.dumps(document, indent=2))
+            payload["out"] = str(args.out)
+        emit(args, payload, line_of(result))
+        return str(result.verdict)
+    docs = {part: payload_of(r) for part, r in results.items()}
+    verdict = worst_of_parts(str(r.verdict) for r in results.values())
+    payload = {"ok": True, "test": test, "verdict": verdict, "parts": {p: d[0] for p, d in docs.items()}}
+    if args.out:
+        Path(args.out).write_text(
+            json.dumps({"verdict": verdict, "parts": {p: d[1] for p, d in docs.items()}}, indent=2)
+        )
+        payload["out"] = str(args.out)
+    lines = [f"part {part!r}: {line_of(r)}" for part, r in results.items()]
+    lines.append(f"overall: {verdict.upper()} ({len(results)} parts; the split passes only if every part does)")
+    emit(args, payload, "\n".join(lines))
+    return verdict
 
 
 # ------------------------------------------------------------------------------------------------ privacy
@@ -163,8 +206,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     A generator crash is re-raised (exit 2) after ``--out`` records it with the request (generator, params, ...)."""
     from sdgov.audits.generator_protocol import GeneratorCrash
     from sdgov.audits.privacy.policy import load_risk_policy
-    from sdgov.audits.privacy.report import privacy_section
-    from sdgov.audits.privacy.run import audit_spec_privacy, summary
+    from sdgov.audits.privacy.run import audit_spec_privacy_parts
 
     params = json_object_arg(args.params, "--params", '{"sigma": 5}') if args.params else None
     parts = tuple(p.strip() for p in (args.parts or ",".join(DEFAULT_PARTS)).split(",") if p.strip())
@@ -176,7 +218,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
             print(f"[privacy audit] {what}: {done}/{total}", file=sys.stderr, flush=True)
 
     try:
-        result = audit_spec_privacy(
+        results = audit_spec_privacy_parts(
             args.spec,
             args.generator,
             settings,
@@ -197,12 +239,20 @@ def cmd_privacy(args: argparse.Namespace) -> int:
         }
         crash_written(args, exc, "privacy")
         raise
-    payload = summary(result)
-    if args.out:
-        Path(args.out).write_text(
-            json.dumps({"result": result.model_dump(mode="json"), "section": privacy_section(result)}, indent=2)
-        )
-        payload["out"] = str(args.out)
+    verdict = _by_part(args, "privacy", results, _privacy_payload, _privacy_lines)
+    return 1 if verdict == "fail" else 0
+
+
+def _privacy_payload(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One model's JSON payload (the summary contract) and ``--out`` document of a privacy-risk result."""
+    from sdgov.audits.privacy.report import privacy_section
+    from sdgov.audits.privacy.run import summary
+
+    payload = {k: v for k, v in summary(result).items() if k not in ("ok", "test")}
+    return payload, {"result": result.model_dump(mode="json"), "section": privacy_section(result)}
+
+
+def _privacy_lines(result: Any) -> str:
     fmt = lambda x: "—" if x is None else f"{x:.3g}"
     lines = [
         f"{result.verdict.upper()}: ε_lower = {fmt(result.epsilon_lower)} "
@@ -211,8 +261,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
         f"({result.seconds:.1f} s)"
     ]
     lines += [f"  [{c.level}] {c.name}: {c.detail}" for c in result.checks]
-    emit(args, payload, "\n".join(lines))
-    return 1 if result.verdict == "fail" else 0
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------ parser

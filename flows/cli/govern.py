@@ -265,7 +265,7 @@ def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec, and
     print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
     from sdgov.agreement.load import load_spec
-    from sdgov.measurement.selection.review import SelectionRecord
+    from sdgov.measurement.selection.review import selection_records
     from sdgov.registry.log import Registry
     from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
@@ -274,15 +274,17 @@ def _propose_selection(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + uuid.uuid4().hex  # no flow run here: what new_run_id gives outside one, without the flow
     token = _sign_local_proposal(args, root)
-    proposal, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select, token)
-    record = SelectionRecord(
-        draft_agreement_sha256=summary["draft_agreement_sha256"], proposal=proposal, pairs=proposal.pairs
-    )
-    write_proposed_spec(draft, proposal.pairs, out, write_record(root / "runs" / run_id, record))
+    proposals, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select, token)
+    pairs = {part: p.pairs for part, p in proposals.items()}
+    record = selection_records(summary["draft_agreement_sha256"], proposals, pairs)
+    write_proposed_spec(draft, pairs, out, write_record(root / "runs" / run_id, record))
     sha = load_spec(out).agreement.sha256()  # what the analyst and controller sign: no dry run needed to learn it
-    lines = [f"Φ proposal ({proposal.method}, ρ {proposal.budget.rho:.6g} for selection, {summary['how']}):"]
-    lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
-    lines += [f"  near     {' × '.join(c.pair)}  score≈{_score(c.noisy_score)}" for c in proposal.near_threshold]
+    lines = []
+    for part, proposal in proposals.items():
+        of = "" if part is None else f" of split part {part!r}"
+        lines += [f"Φ proposal{of} ({proposal.method}, ρ {proposal.budget.rho:.6g} for selection, {summary['how']}):"]
+        lines += [f"  {e.how:8} {' × '.join(e.pair)}  score≈{_score(e.noisy_score)}" for e in proposal.selected]
+        lines += [f"  near     {' × '.join(c.pair)}  score≈{_score(c.noisy_score)}" for c in proposal.near_threshold]
     lines += [f"  proposal: {root / 'runs' / run_id / 'phi_proposal.json'}", f"  proposed spec: {out}"]
     lines += [f"  proposed agreement: {sha}"]
     emit(args, {**summary, "proposed_spec": str(out), "agreement_sha256": sha, "run_id": run_id}, "\n".join(lines))

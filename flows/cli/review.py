@@ -1,7 +1,7 @@
 """``sdgov review``: a stakeholder's signed review of a Φ proposal on a paused run (what ``sdgov approve`` is to a
 decision).
 
-    sdgov review RUN_ID --as NAME --key KEY --why TEXT [--drop A,B]... [--force C,D]... [--close] [--print] [--wait S]
+    sdgov review RUN_ID --as NAME --key KEY --why TEXT [--part P] [--drop A,B]... [--force C,D]... [--close] [--print]
 
 The review (drops, forces, reason, close) is bound to one hash, signed with the reviewer's key for this registry,
 run and pause (nonce), checked here exactly as the flow will check it — a review that would be refused is never
@@ -35,6 +35,7 @@ def _review(args: argparse.Namespace) -> Any:
         force=[p for text in args.force for p in parse_pairs(text, "--force")],
         reason=args.why,
         close=args.close,
+        part=args.part or None,
     )
 
 
@@ -64,7 +65,18 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
         SignOffStatement(**challenge.model_dump(), decision=DECISION, approver=args.who, time=utcnow()), args.key
     )
     check_reviewer(controller_approvers(Registry(p["registry"])), review, challenge, token)
-    phi = {frozenset(s.split(" × ")) for s in (p.get("summary") or {}).get("phi", [])}
+    summary = p.get("summary") or {}
+    parts = summary.get("parts") or {}
+    if parts and (review.drop or review.force) and review.part not in parts:
+        raise SdgovError(
+            "this Φ proposal is a split synthesis's: a drop or force names the part whose Φ it edits",
+            "--part",
+            f"pass --part with one of {sorted(parts)}",
+        )
+    if not parts and review.part is not None:
+        raise SdgovError("this Φ proposal is one model's: it has no parts", "--part", "leave --part out")
+    shown = parts[review.part] if review.part in parts else summary.get("phi", [])
+    phi = {frozenset(s.split(" × ")) for s in shown}
     for pair in review.drop:  # the flow checks these too; here nothing is sent
         if frozenset(pair) not in phi:
             raise SdgovError(f"cannot drop {pair}: it is not in the proposed Φ", "--drop", "see 'sdgov runs'")
@@ -99,6 +111,7 @@ def cmd_review(args: argparse.Namespace) -> int:
             "drop": format_pairs(review.drop),
             "force": format_pairs(review.force),
             "close": review.close,
+            "part": review.part or "",
             "signature": token,
         }
         resume(api, run_id, form)
@@ -144,6 +157,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     r.add_argument("--why", required=True, help="the reason, logged with every change and shown on the card")
     r.add_argument("--drop", action="append", default=[], help="a pair to take out of Φ: A,B (repeat, or 'A,B; C,D')")
     r.add_argument("--force", action="append", default=[], help="a pair to add to Φ: A,B (repeat, or 'A,B; C,D')")
+    r.add_argument("--part", help="a split synthesis: the part whose Φ the drops and forces edit")
     r.add_argument("--close", action="store_true", help="the last review: the reviewed Φ goes to the agreement")
     r.add_argument("--print", action="store_true", help="only print the signed statement, to paste into the UI form")
     r.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")

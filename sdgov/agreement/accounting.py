@@ -104,6 +104,9 @@ class PrivacyPlan(Frozen):
     marginals: list[MarginalBudget]
     selection_rho: float | None = None  # private selection's exponential mechanism + noisy scores (in ``rho``)
     selection_method: str | None = Field(default=None, exclude_if=lambda v: v is None)  # "mst" | "aim"
+    part_selection_rho: dict[str, float] | None = Field(  # a split synthesis: each part's selection ρ (they add up)
+        default=None, exclude_if=lambda v: v is None
+    )
 
     @property
     def sigmas(self) -> dict[Clique, float]:
@@ -194,7 +197,8 @@ def plan_agreement(
 ) -> PrivacyPlan:
     """The agreement's plan: :func:`plan_privacy` of its Φ — or, for a split synthesis, of every part's Φ at the
     part's share, each marginal tagged with its part and the parts' ρ added (sequential composition:
-    conservative, as a record is in exactly one part and parallel composition would allow the maximum)."""
+    conservative, as a record is in exactly one part and parallel composition would allow the maximum). With private
+    selection each part's selection ρ is its plan's, and they add up the same way (``part_selection_rho``)."""
     if agreement.split is None:
         return plan_privacy(
             agreement.privacy, agreement.cliques, delta=delta, delta_source=delta_source, sigma_floor=sigma_floor
@@ -209,6 +213,7 @@ def plan_agreement(
         return first.model_copy(update={"marginals": marginals})
     assert first.delta is not None  # a noisy plan has δ
     rho = math.fsum(p.rho or 0.0 for p in plans.values())
+    selection = {name: p.selection_rho for name, p in plans.items() if p.selection_rho is not None}
     floor_rho = len(marginals) * rho_of_sigma(first.sigma_floor) if first.sigma_floor is not None else None
     return first.model_copy(
         update={
@@ -218,20 +223,31 @@ def plan_agreement(
             "floor_binding": any(p.floor_binding for p in plans.values()),
             "floor_max_epsilon": None if floor_rho is None else epsilon_of_rho(floor_rho, first.delta),
             "marginals": marginals,
+            "selection_rho": math.fsum(selection.values()) if selection else None,
+            "part_selection_rho": selection or None,
         }
     )
 
 
 def part_plan(plan: PrivacyPlan, part: str) -> PrivacyPlan:
     """One part's own plan from a split plan (:func:`plan_agreement`): its marginals, its ρ (their sum) and the ε of
-    that ρ at the plan's δ — the noise budget of that part's model, which its audits simulate and claim."""
+    that ρ at the plan's δ — the noise budget of that part's model, which its audits simulate and claim. With private
+    selection the part's ρ holds its selection's too, as an unsplit plan's does."""
     marginals = [m for m in plan.marginals if m.part == part]
     if plan.noise == "none":
         return plan.model_copy(update={"marginals": marginals})
     assert plan.delta is not None  # a noisy plan has δ
-    rho = math.fsum(m.rho or 0.0 for m in marginals)
+    selection = (plan.part_selection_rho or {}).get(part)
+    rho = math.fsum([*(m.rho or 0.0 for m in marginals), selection or 0.0])
     return plan.model_copy(
-        update={"rho": rho, "rho_budget": None, "epsilon": epsilon_of_rho(rho, plan.delta), "marginals": marginals}
+        update={
+            "rho": rho,
+            "rho_budget": None,
+            "epsilon": epsilon_of_rho(rho, plan.delta),
+            "marginals": marginals,
+            "selection_rho": selection,
+            "part_selection_rho": None,
+        }
     )
 
 

@@ -297,18 +297,14 @@ def resolve(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> Agreement
 
 def _resolve_split(spec: ReleaseSpec, split: SplitSpec, schema: Schema, where: str) -> Agreement:
     """Each part resolved as an ordinary agreement on its records (its ρ the part's share), then checked together:
-    the split itself against the schema, and every part modelling the same attributes (one released file)."""
+    the split itself against the schema, and every part modelling the same attributes (one released file). With
+    ``privacy.selection`` each part is a draft (or a selected Φ) of its own: its selection runs on its records at its
+    share of ρ, exactly as an unsplit draft's at the whole ρ."""
     if spec.privacy.epsilon is not None:
         raise SpecError(
             "a split synthesis takes its budget as 'rho' (split by share) or 'sigma' (every part), not 'epsilon'",
             where,
             "convert ε at your δ to ρ (sdgov validate prints both) and give privacy.rho",
-        )
-    if spec.privacy.selection is not None:
-        raise SpecError(
-            "private selection of Φ is not available for a split synthesis",
-            where,
-            "give each part its Φ, or drop privacy.selection",
         )
     col = _check_split(split, schema, where)
     keys = [str(c.code) for c in col.categories or []]

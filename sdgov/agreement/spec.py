@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     ConfigDict,
@@ -30,6 +30,9 @@ from sdgov.base.hashing import sha256_json
 from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique, nfc
 from sdgov.generators.registry import GENERATORS, registered_names
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
@@ -378,6 +381,15 @@ class Agreement(Sectioned):
     def sha256(self) -> str:
         """Hex SHA-256 of the agreement's canonical JSON: the hash every sign-off binds (absent sections: the same)."""
         return sha256_json(self.model_dump(mode="json"))
+
+    def records_of(self, part: str | None, codes: pd.DataFrame) -> pd.DataFrame:
+        """The encoded records part ``part`` of a split synthesis counts, in memory (all of ``codes`` for one model,
+        ``part`` None): what that part's selection and its standalone audits read, and nothing else."""
+        from sdgov.data.tables import records_where
+
+        if self.split is None or part is None:
+            return codes
+        return records_where(codes, self.split.attribute, self.split.part(part).cells)
 
     def of_part(self, part: AgreedPart) -> Agreement:
         """The ordinary agreement of one part of a split (its Φ, budget share and generator, on its records): what

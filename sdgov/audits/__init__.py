@@ -26,7 +26,9 @@ _WHERE = {
     "GeneratorCrash": "generator_protocol",
     "audit_context": "context",
     "audit_spec": "decomposability.procedure",
+    "audit_spec_parts": "decomposability.procedure",
     "audit_spec_privacy": "privacy.run",
+    "audit_spec_privacy_parts": "privacy.run",
     "audited_units": "parts",
     "calibration_problem": "decomposability.calibration",
     "privacy_calibration_problem": "privacy.calibration",
@@ -42,6 +44,7 @@ _WHERE = {
     "run_audits": "run",
     "settings_of": "protocol",
     "summary": "privacy.run",
+    "worst_of_parts": "parts",
 }
 __all__ = [
     "AuditContext",
@@ -52,7 +55,9 @@ __all__ = [
     "GeneratorCrash",
     "audit_context",
     "audit_spec",
+    "audit_spec_parts",
     "audit_spec_privacy",
+    "audit_spec_privacy_parts",
     "audited_units",
     "calibration_problem",
     "check_sample",
@@ -68,5 +73,6 @@ __all__ = [
     "run_audits",
     "settings_of",
     "summary",
+    "worst_of_parts",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -15,7 +15,7 @@ parts' — a release fails if any part fails (:func:`sdgov.reporting.verdict.par
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from sdgov.agreement.accounting import part_plan
 from sdgov.audits.protocol import AuditContext, AuditOutcome
+from sdgov.base.errors import SdgovError
 
 if TYPE_CHECKING:
     from sdgov.agreement.spec import AgreedPart, Agreement
@@ -36,6 +37,26 @@ LEVELS = ("pass", "warn", "fail")  # a section's verdicts, mildest first
 def part_label(part: str) -> str:
     """How a part is named after a report row's name: ``(part 'students')``."""
     return f"(part {part!r})"
+
+
+def worst_of_parts(verdicts: Iterable[str]) -> str:
+    """The worst of the parts' verdicts (an unknown verdict counts worse than a fail): a split synthesis passes only if
+    every part does."""
+    return max(verdicts, key=lambda v: LEVELS.index(v) if v in LEVELS else len(LEVELS))
+
+
+@contextmanager
+def in_part(part: str | None) -> Iterator[None]:
+    """Run one part of a split synthesis: a problem it raises (one line) names the part first, so the controller
+    knows which part's records or Φ to look at (one model's: unchanged)."""
+    try:
+        yield
+    except SdgovError as exc:
+        if part is None:
+            raise
+        named = type(exc)(f"split part {part!r}: {exc.what}", exc.where, exc.fix)
+        named.__dict__.update({k: v for k, v in vars(exc).items() if k != "what"})  # a crash's partial results
+        raise named from None
 
 
 def audited_units(agreement: Agreement) -> list[tuple[str | None, Agreement]]:
@@ -111,10 +132,9 @@ def combine_parts(attribute: str, outcomes: dict[str, AuditOutcome]) -> AuditOut
     sections = {name: o.section for name, o in outcomes.items() if o.section is not None}
     if not sections:
         return AuditOutcome(checks=checks)
-    verdicts = [str(s.get("verdict", "pass")) for s in sections.values()]
     first = next(iter(sections.values()))
     section: dict[str, Any] = {
-        "verdict": max(verdicts, key=lambda v: LEVELS.index(v) if v in LEVELS else len(LEVELS)),
+        "verdict": worst_of_parts(str(s.get("verdict", "pass")) for s in sections.values()),
         "split": attribute,
         "parts": {name: {**s, "part": name} for name, s in sections.items()},
     }

@@ -29,6 +29,7 @@ _WHERE = {
     "load_schema": "schema",
     "nfc": "schema",
     "packs": "fingerprint",
+    "records_where": "tables",
     "repeated": "schema",
     "zeros_within": "structures",
 }
@@ -54,6 +55,7 @@ __all__ = [
     "load_schema",
     "nfc",
     "packs",
+    "records_where",
     "repeated",
     "zeros_within",
 ]

@@ -21,3 +21,9 @@ def contingency_table(
     flat = np.ravel_multi_index(tuple(codes[a].to_numpy() for a in attrs), tuple(shape))
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     return np.bincount(flat, weights=w, minlength=math.prod(shape)).reshape(tuple(shape))
+
+
+def records_where(codes: pd.DataFrame, column: str, cells: Sequence[int]) -> pd.DataFrame:
+    """The encoded records whose ``column`` holds one of the cell indices ``cells`` (a part of a split synthesis,
+    in memory): what that part's selection and its standalone audits count, and nothing else."""
+    return codes[codes[column].isin(list(cells))]

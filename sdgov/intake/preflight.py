@@ -41,7 +41,7 @@ from sdgov.agreement.load import LoadedSpec
 from sdgov.agreement.spec import MAX_ROWS, AgreedSplit, Agreement
 from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
 from sdgov.data.encoding import encode
-from sdgov.data.schema import Schema
+from sdgov.data.schema import Clique, Schema
 
 if TYPE_CHECKING:
     from sdgov.agreement.accounting import PrivacyPlan
@@ -92,6 +92,8 @@ def run_preflight(
     run(dry_run_generator, loaded)
     run(dry_run_audit_generators, loaded)
     run(check_audit_records, loaded, part_rows or {"": n_records})
+    if plan is not None:
+        run(check_selection_records, loaded, plan, part_rows or {"": n_records})
     run(check_decomposability_settings, loaded)
     run(check_privacy_settings, loaded)
     if root is not None:
@@ -142,24 +144,36 @@ def check_model_card(loaded: LoadedSpec) -> None:
 
 
 def check_selection_review(loaded: LoadedSpec) -> None:
-    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs: a Φ
-    edited by hand after the review would make the card's selection graph untrue."""
+    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs — each
+    split part's its own part's: a Φ edited by hand after the review would make the card's selection graph untrue."""
     path = loaded.selection_review_path
     if path is None:
         return
-    from sdgov.base.loading import load_model_file
-    from sdgov.measurement.selection.review import SelectionRecord
+    from sdgov.measurement.selection.review import load_selection_records
 
-    record = load_model_file(SelectionRecord, path, SpecError, "reviewed selection")
-    reviewed = {frozenset(p) for p in record.pairs}
-    phi = {frozenset(c) for c in loaded.agreement.cliques if len(c) == 2}
-    if reviewed != phi:
-        diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
+    records = load_selection_records(path)
+    split = loaded.agreement.split
+    models: dict[str | None, list[Clique]] = (
+        {None: loaded.agreement.cliques} if split is None else {p.name: p.cliques for p in split.parts}
+    )
+    if {r.part for r in records} != set(models):
         raise SpecError(
-            f"Φ's pairs differ from the reviewed selection it names ({'; '.join(diff)})",
+            "the reviewed selection it names is not of this spec's "
+            + ("one model" if split is None else f"split parts {[p.name for p in split.parts]}"),
             "selection_review",
             "propose and review again (sdgov propose --select), or remove selection_review from the spec",
         )
+    for record in records:
+        reviewed = {frozenset(p) for p in record.pairs}
+        phi = {frozenset(c) for c in models[record.part] if len(c) == 2}
+        if reviewed != phi:
+            diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
+            of = "" if record.part is None else f" (split part {record.part!r})"
+            raise SpecError(
+                f"Φ's pairs{of} differ from the reviewed selection it names ({'; '.join(diff)})",
+                f"selection_review{of}",
+                "propose and review again (sdgov propose --select), or remove selection_review from the spec",
+            )
 
 
 def check_root(root: Path, loaded: LoadedSpec) -> None:
@@ -380,6 +394,34 @@ def check_audit_records(loaded: LoadedSpec, rows: dict[str, int]) -> None:
             "n_outliers + n_random targets, then max(train_rows, 3 × disclosure_rows) others)",
             "privacy_risk.settings",
             "lower train_rows or disclosure_rows (or merge the parts)",
+        )
+
+
+def check_selection_records(loaded: LoadedSpec, plan: PrivacyPlan, rows: dict[str, int]) -> None:
+    """A draft for private selection — every part of a split synthesis, which selects on its own records at its own
+    share of ρ — has the records its selection needs to see a dependent pair through its noise
+    (:func:`sdgov.measurement.selection.feasibility.min_selection_records`): a part too small, or a share of ρ too
+    small, would spend the selection's ρ on a choice at random. Said without the count: the analyst may not learn it
+    here."""
+    ag = loaded.agreement
+    if ag.privacy.selection is None or any(len(c) != 1 for c in ag.cliques):  # not a draft: selected already
+        return
+    from sdgov.measurement.selection.feasibility import min_selection_records
+
+    short = []
+    for part, unit in [(None, ag)] if ag.split is None else [(p.name, ag.of_part(p)) for p in ag.split.parts]:
+        rho = plan.selection_rho if part is None else (plan.part_selection_rho or {}).get(part)
+        n = rows.get(part or "", 0) if ag.split is not None else next(iter(rows.values()))
+        if rho and n < min_selection_records(unit, loaded.schema_.domain(unit.attributes), rho):
+            short.append(part)
+    if short:
+        parts = "" if short == [None] else " (split part(s) " + ", ".join(repr(n) for n in short) + ")"
+        raise SpecError(
+            "too few records for private selection at its share of ρ: its noise would hide any pair's dependence "
+            "(the choice would be at random)",
+            f"privacy.selection{parts}",
+            "raise privacy.rho or privacy.selection.share"
+            + (", give the part a larger share, or merge the parts" if ag.split is not None else ""),
         )
 
 

@@ -161,6 +161,9 @@ class Card(Strict):
     synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.generators.graph)
     split: dict[str, Any] | None = None  # a split synthesis: the attribute and each part's codes, rows, Φ and ρ
     selection: CardSelection | None = None  # how Φ's pairs were selected and reviewed (sdgov.reporting.selection)
+    part_selections: list[CardSelection] = Field(  # a split synthesis: each part's selection, on its own records
+        default_factory=list, exclude_if=lambda v: not v
+    )
 
 
 def ledger_statement(ledger: dict[str, Any] | None) -> str:
@@ -412,6 +415,8 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
                 "rows": fits.get(p.name, {}).get("rows"),
                 "phi": [list(c) for c in p.cliques],
                 "rho": None if plan.noise == "none" else privacy["parts"][p.name]["rho"],
+                # with private selection: the part's selection's ρ, inside its ρ
+                **({"selection_rho": sel} if (sel := privacy["parts"][p.name].get("selection_rho")) else {}),
                 # the ε of the part's own ρ: what its model claims, and what its pre-registered audits tested
                 "epsilon": part_plan(plan, p.name).epsilon,
             }
@@ -559,7 +564,7 @@ class CardInputs:
     records: list[StageRecord]
     ledger: JSONObject | None = None
     model_card: ModelCardSpec | None = None
-    selection: CardSelection | None = None
+    selections: list[CardSelection] = field(default_factory=list)  # one model's, or each split part's
 
 
 def _phi(i: CardInputs) -> list[PhiEntry]:
@@ -669,7 +674,8 @@ def build_card(inputs: CardInputs) -> Card:
         if (g := synthesis_graph(model_info, "the model"))
         else [],
         split=split_summary(agreement, plan, model_info),
-        selection=i.selection,
+        selection=next((s for s in i.selections if s.part is None), None),
+        part_selections=[s for s in i.selections if s.part is not None],
     )
 
 
@@ -737,6 +743,11 @@ SIGNOFF_MARKER = "<!-- sdgov: sign-off section -->\n"
 """Where the sign-off section starts in card.html and card.md: everything before it is the draft the approver read."""
 
 
+def _card_selections(card: Card) -> list[CardSelection]:
+    """The card's selection sections in the order drawn: one model's, or each split part's."""
+    return [card.selection] if card.selection is not None else card.part_selections
+
+
 def render(card: Card, *, draft: bool = False) -> dict[str, str]:
     """``{'card.html': ..., 'card.md': ..., 'card.json': ...}``; ``draft=True``: a notice that sign-off is pending
     after :data:`SIGNOFF_MARKER` instead of the sign-offs (see :func:`sign_draft`)."""
@@ -749,7 +760,7 @@ def render(card: Card, *, draft: bool = False) -> dict[str, str]:
         "privacy_headline": privacy_headline(card.epsilon) if card.epsilon else "",
         "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
         "graph_svgs": [graph_svg(g) for g in card.synthesis_graphs],
-        "selection_svg": selection_svg(card.selection) if card.selection else "",
+        "selection_svgs": [selection_svg(s) for s in _card_selections(card)],
     }
     return {
         "card.html": env.get_template("card.html.j2").render(**ctx),

@@ -28,7 +28,7 @@ from sdgov.base.hashing import md5_file, sha256_bytes
 from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, StageRecord, UtilityReported
 from sdgov.governance.policy import rows_warning
-from sdgov.measurement.selection.review import SelectionRecord
+from sdgov.measurement.selection.review import load_selection_records
 from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from sdgov.reporting.card import Card, CardInputs, DataHashes, SyntheticFile, build_card, render
@@ -114,7 +114,7 @@ def card_inputs(
             commit=run_committer(run_dir),
             run_dir=run_dir,
             model_card=spec.model_card,
-            selection=_selection(spec, Path(agreed.spec.path), plan),
+            selections=_selections(spec, Path(agreed.spec.path), plan),
         )
 
 
@@ -123,13 +123,14 @@ def run_committer(run_dir: Path) -> commitment.Committer:
     return commitment.registry_committer(Registry(run_dir.parents[1]).registry_id())
 
 
-def _selection(spec: ReleaseSpec, spec_path: Path, plan: PrivacyPlan) -> CardSelection | None:
-    """The card's selection section from the reviewed selection the spec names (checked before the draw by
-    :func:`sdgov.intake.preflight.check_selection_review`)."""
+def _selections(spec: ReleaseSpec, spec_path: Path, plan: PrivacyPlan) -> list[CardSelection]:
+    """The card's selection sections from the reviewed selection the spec names — one model's, or each split part's
+    (checked before the draw by :func:`sdgov.intake.preflight.check_selection_review`)."""
     if spec.selection_review is None:
-        return None
-    raw = (spec_path.parent / spec.selection_review).read_bytes()
-    return card_selection(SelectionRecord.model_validate_json(raw), raw, plan)
+        return []
+    path = spec_path.parent / spec.selection_review
+    raw = path.read_bytes()
+    return [card_selection(r, raw, plan) for r in load_selection_records(path)]
 
 
 def write_evidence_report(

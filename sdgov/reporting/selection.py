@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.base.hashing import sha256_bytes
@@ -51,10 +51,12 @@ class CardSelection(BaseModel):
     changes: list[EdgeChange]
     reviewers: list[Reviewer]
     record_sha256: str
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
 
 def card_selection(record: SelectionRecord, record_bytes: bytes, plan: PrivacyPlan) -> CardSelection:
-    """The section from the reviewed selection and the release's privacy plan."""
+    """The section from the reviewed selection and the release's privacy plan (a split part's record: that part's
+    selection, its share of the whole release's ρ)."""
     p = record.proposal
     scores = {frozenset(e.pair): e.noisy_score for e in [*p.selected, *p.near_threshold]}
     edges = [CardEdge(pair=e.pair, status=e.status, noisy_score=scores.get(frozenset(e.pair))) for e in record.graph()]
@@ -73,6 +75,7 @@ def card_selection(record: SelectionRecord, record_bytes: bytes, plan: PrivacyPl
             Reviewer(name=r.review.reviewer, role=r.role, identity_verified=r.identity_verified) for r in record.reviews
         ],
         record_sha256=sha256_bytes(record_bytes),
+        part=record.part,
     )
 
 

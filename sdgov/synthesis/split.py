@@ -78,12 +78,15 @@ def resolve_parts(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> lis
 
 def privacy_summary(plan: PrivacyPlan) -> dict[str, Any]:
     """A split plan (:func:`sdgov.agreement.accounting.plan_agreement`) in brief: the composed ρ and ε, each part's ρ
-    and σs."""
+    (its tables', and with private selection its selection's: the parts' ρ add up to the composed ρ) and σs."""
     parts: dict[str, dict[str, Any]] = {}
     for m in plan.marginals:
         part = parts.setdefault(str(m.part), {"rho": 0.0, "sigmas": []})
         part["rho"] += m.rho or 0.0
         part["sigmas"].append(m.sigma)
+    for name, rho in (plan.part_selection_rho or {}).items():
+        parts[name]["rho"] += rho
+        parts[name]["selection_rho"] = rho
     return {
         "noise": plan.noise,
         "composition": "sequential: the parts' ρ added (parallel composition would allow their maximum)",

@@ -148,3 +148,67 @@ def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     acct = ledger.account(Registry(root), card["dataset"]["name"], fp)
     assert abs(acct.spent_rho - card["privacy"]["rho"]) <= 1e-9 * card["privacy"]["rho"]
     assert [e.event for e in events].count("budget_spent") == 3  # 1-ways, selection, the agreed pairs
+
+
+def test_a_split_drafts_parts_are_selected_reviewed_by_part_and_released(tmp_path, prefect_server):
+    """Issue 26 item 3: a split draft through the same flow — each part selects its Φ on its own records at its share
+    of ρ; the reviewers see both parts by name; a drop that names no part is refused before anything is sent; a
+    review edits the part it names; the card shows each part's selection, its changes and its ρ."""
+    from tests.unit.test_split_selection import _split_draft
+
+    root = tmp_path / "registry"
+    keys = controller_registry(root, tmp_path / "keys")
+    draft = _split_draft(tmp_path, shares={"men": 1.0, "women": 1.0}, rows=1500)
+    t = FlowThread(
+        draft_path=str(draft),
+        registry_root=str(root),
+        proposer="Ada Analyst",
+        timeout_s=300,
+        poll_interval=1,
+        proposal=signed_proposal(root, draft, keys),
+    )
+    t.start()
+    run = wait_paused(root, "phi_review", thread=t)
+    rid = run["run_id"]
+    parts = json.loads(next((root / "runs").glob("select-*/phi_proposal.json")).read_text())["parts"]
+    assert list(parts) == ["men", "women"] and set(run["summary"]["parts"]) == {"men", "women"}
+    shown = _artifact(rid, "phi-proposal")
+    assert "of split part 'men'" in shown and "of split part 'women'" in shown
+    drop = next(e["pair"] for e in parts["women"]["proposal"]["selected"] if e["how"] == "selected")
+
+    cora = ("--as", "Cora Compliance", "--key", str(keys["Cora Compliance"]))
+    code, _, err = cli("review", rid, *cora, "--why", "x", "--drop", ",".join(drop))
+    assert code == 2 and "--part" in err and len(err.strip().splitlines()) == 1, err
+    why = "an artefact of how the part of the women was coded"
+    code, out, err = cli("review", rid, *cora, "--part", "women", "--drop", ",".join(drop), "--why", why, "--close",
+                         "--wait", "60")  # fmt: skip
+    assert code == 0 and "now paused for the agreement" in out, (out, err)
+    carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
+    agreement = wait_paused(root, "agreement", thread=t)
+    assert cli("approve", rid, *carl, "--yes", "--hash", agreement["sha256"][:8])[0] == 0
+    rel = wait_paused(root, "release", thread=t)
+    assert cli("approve", rid, *carl, "--yes", "--hash", rel["sha256"][:8])[0] == 0
+    t.join(240)
+    assert not t.is_alive() and t.error is None, t.error
+    assert t.result.status == "released", t.result
+
+    card = json.loads(Path(t.result.release.card_json).read_text())
+    assert "selection" not in card or card["selection"] is None
+    sels = {s["part"]: s for s in card["part_selections"]}
+    assert list(sels) == ["men", "women"]
+    status = {frozenset(e["pair"]): e["status"] for e in sels["women"]["edges"]}
+    assert status[frozenset(drop)] == "dropped by a reviewer"
+    assert [(c["action"], c["part"], c["reason"]) for c in sels["women"]["changes"]] == [("drop", "women", why)]
+    assert sels["men"]["changes"] == [] and "dropped by a reviewer" not in {e["status"] for e in sels["men"]["edges"]}
+    for name, sel in sels.items():
+        assert sel["rho"] == parts[name]["selection_rho"]
+    assert abs(card["privacy"]["selection_rho"] - sum(s["rho"] for s in sels.values())) <= 1e-12
+    table = {p["name"]: p for p in card["split"]["parts"]}  # each part's ρ holds its selection's; they add up
+    assert all(abs(table[n]["selection_rho"] - sels[n]["rho"]) <= 1e-12 for n in sels)
+    assert abs(sum(p["rho"] for p in table.values()) - card["privacy"]["rho"]) <= 1e-9 * card["privacy"]["rho"]
+    html = Path(t.result.release.card_html).read_text()
+    assert html.count("How Φ was selected: split part") == 2 and why in html
+    # each part's 1-ways reused, its pairs drawn; the ledger holds the spec's ρ once
+    hows = {(s["part"], tuple(s["attributes"])): s["how"] for s in card["ledger"]["statistics"]}
+    assert {h for (_, c), h in hows.items() if len(c) == 1} == {"reused"}
+    assert [e.event for e in Registry(root).events()].count("budget_spent") == 3  # 1-ways, selections, pairs

@@ -145,18 +145,20 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
-    proposal, summary = select_phi.fn(
+    proposals, summary = select_phi.fn(
         str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
+    proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "drawn" and set(summary["one_ways"].values()) == {"drawn"}
     assert len(proposal.selected) == 4 and proposal.selected[0].how == "forced"
-    again, summary2 = select_phi.fn(
+    agains, summary2 = select_phi.fn(
         str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
+    again = agains[None]  # one model: no split parts
     assert summary2["how"] == "reused" and set(summary2["one_ways"].values()) == {"reused"}
     assert again.pairs == proposal.pairs
 
-    proposed = write_proposed_spec(draft, proposal.pairs, draft.with_name("proposed.yaml"))
+    proposed = write_proposed_spec(draft, {None: proposal.pairs}, draft.with_name("proposed.yaml"))
     spec = yaml.safe_load(proposed.read_text())
     spec["approvals"] = "approvals.yaml"
     proposed.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -182,12 +184,14 @@ def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path)
     keys_a = controller_registry(first, tmp_path / "keys-a")
     keys_b = controller_registry(second, tmp_path / "keys-b")
     draft = _draft(tmp_path)
-    proposal, _ = select_phi.fn(
+    proposals, _ = select_phi.fn(
         str(draft), str(first), "sel1", "Ada Analyst", None, None, signed_proposal(first, draft, keys_a)
     )
-    again, summary = select_phi.fn(
+    proposal = proposals[None]  # one model: no split parts
+    agains, summary = select_phi.fn(
         str(draft), str(second), "sel2", "Ada Analyst", None, None, signed_proposal(second, draft, keys_b)
     )
+    again = agains[None]  # one model: no split parts
     assert summary["how"] == "reused" and set(summary["one_ways"].values()) == {"reused"}
     assert again.pairs == proposal.pairs
     assert [e.event for e in Registry(second).events()].count(ledger.SPENT) == 0
@@ -217,9 +221,10 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
         raw["limits"] = limits
         path = draft.with_name(f"{name}.yaml")
         path.write_text(yaml.safe_dump(raw, sort_keys=False))
-        proposal, _ = select_phi.fn(
+        proposals, _ = select_phi.fn(
             str(path), str(root), name, "Ada Analyst", None, None, signed_proposal(root, path, keys)
         )
+        proposal = proposals[None]  # one model: no split parts
         return [tuple(p) for p in proposal.pairs]
 
     def cells(pairs: list[tuple[str, ...]]) -> int:
@@ -326,8 +331,9 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     before = [json.loads(p.read_text()) for p in (root / "measurements").glob("*.json")]
     before = [d for d in before if d.get("method") == "mst"]  # the proposal, beside the 1-way statistics
     assert len(before) == 1
-    proposal, summary = select_phi.fn(
+    proposals, summary = select_phi.fn(
         str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
+    proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "adopted" and proposal.model_dump(mode="json") == before[0]
     assert [e.event for e in Registry(root).events()].count("budget_spent") == 2  # 1-ways once, selection once

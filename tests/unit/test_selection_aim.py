@@ -203,9 +203,10 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     before = json.loads(journals[0].read_text())["rounds"]
     assert len(before) == 2  # the forced pair and the first selected round, persisted before the crash
 
-    proposal, summary = select_phi.fn(
+    proposals, summary = select_phi.fn(
         str(draft), str(root), "sel2", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
     )
+    proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "drawn" and proposal.method == "aim"
     after = json.loads(journal_path(Registry(root), summary["selection_statistic"]).read_text())["rounds"]
     assert after[:2] == before  # same choices, same noise

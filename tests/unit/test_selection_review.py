@@ -157,7 +157,11 @@ def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share()
     assert legend == [s[3] for s in STYLE.values()]
     widths = {tuple(line.get_xydata().round(6).ravel()): line.get_linewidth() for line in fig.axes[0].lines[:4]}
     assert sorted(widths.values()) == [1.2, 1.6, 3.4, 3.4]  # dropped thin, selected, two forced bold
-    md = _env().get_template("selection.md.j2").render(c=type("C", (), {"selection": sel}), selection_svg="")
+    md = (
+        _env()
+        .get_template("selection.md.j2")
+        .render(c=type("C", (), {"selection": sel, "part_selections": []}), selection_svgs=[""])
+    )
     assert "| b × c | dropped by a reviewer |" in md and "| drop | b × c | Cora Compliance | spurious \\| odd |" in md
     assert f"**ρ = 0.1**, {100 * 0.1 / plan.rho:.1f}% of this release's ρ" in md
 

@@ -269,3 +269,82 @@ def test_the_utility_summary_breaks_down_by_part():
     assert (parts["one"].real_rows, parts["two"].synthetic_rows) == (500, 500)
     assert parts["one"].max_phi_tvd == 0 and parts["two"].max_phi_tvd > 0.4
     assert json.loads(parts["two"].model_dump_json())["phi"][0]["clique"] == ["A"]
+
+
+# ------------------------------------------------------------------------------------ the standalone audit commands
+
+LEAK_IN_MEN = ["--generator", "tests.part_leaking_generators:leaks_where_phi_has"]  # men's Φ holds Age × Health
+FAST_RISK = ["--outliers", "1", "--random-targets", "1", "--shadows", "2", "--synth-sets", "2", "--parts", "disclosure"]
+
+
+@pytest.fixture(scope="module")
+def split_spec(tmp_path_factory) -> Path:
+    """3,000 demo records split by sex (men: a quarter of ρ), a two-table Φ per part: no registry, no release."""
+    split = {**SPLIT, "parts": [{k: v for k, v in p.items() if k != "share"} | {"share": s} for p, s in zip(
+        SPLIT["parts"], (1, 3))]}  # fmt: skip
+    return make_demo_inputs(
+        tmp_path_factory.mktemp("standalone"),
+        rows=3000,
+        phi=None,
+        split=split,
+        privacy={"rho": 0.5},
+        generator={"name": "ipf", "iterations": 200},
+    )
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from sdgov.flows.cli import main
+
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_the_standalone_decomposability_audit_runs_once_per_part_and_fails_the_leaking_part(split_spec, capsys):
+    """``sdgov audit decomposability`` on a split spec: each part tested on its own Φ and records; a generator that
+    leaks a table outside Φ in the men's part only fails that part and the whole (exit 1), in one verdict per part
+    and one overall, printed and with ``--json``."""
+    params = ["--params", json.dumps({"phi_has": ["Age", "Health"], "iterations": 200})]
+    small = ["--K", "7", "--rows", "20000", "--seed", "1", "--control", "none"]
+    code, out, err = _cli(capsys, "audit", "decomposability", "--spec", str(split_spec), *LEAK_IN_MEN, *params, *small)
+    assert code == 1, err
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("part 'men': FAIL") and lines[1].startswith("part 'women': PASS")
+    assert lines[2].startswith("overall: FAIL")
+    code, out, _ = _cli(capsys, "audit", "decomposability", "--spec", str(split_spec), *LEAK_IN_MEN, *params, *small,
+                        "--json")  # fmt: skip
+    payload = json.loads(out)
+    assert code == 1 and payload["verdict"] == "fail" and payload["test"] == "decomposability"
+    assert {p: r["verdict"] for p, r in payload["parts"].items()} == {"men": "fail", "women": "pass"}
+    assert all(r["K"] == 7 and r["p_value"] is not None for r in payload["parts"].values())
+
+
+def test_the_standalone_privacy_audit_runs_once_per_part_claiming_each_parts_share(split_spec, capsys, tmp_path):
+    """``sdgov audit privacy`` on a split spec: each part audited on its records, claiming the ε of its own share of
+    ρ (a quarter and three quarters of it, not the whole); one verdict per part and the overall (the worst)."""
+    from sdgov.agreement.accounting import epsilon_of_rho
+
+    out_file = tmp_path / "evidence.json"
+    code, out, err = _cli(capsys, "audit", "privacy", "--spec", str(split_spec), *FAST_RISK, "--train-rows", "100",
+                          "--json", "--out", str(out_file))  # fmt: skip
+    payload = json.loads(out)
+    assert list(payload["parts"]) == ["men", "women"] and payload["test"] == "privacy"
+    verdicts = [r["verdict"] for r in payload["parts"].values()]
+    assert payload["verdict"] == max(verdicts, key=["pass", "warn", "fail"].index)
+    assert code == (1 if payload["verdict"] == "fail" else 0), err
+    claimed = {p: r["claimed_epsilon"] for p, r in payload["parts"].items()}
+    delta = payload["parts"]["men"]["claimed_delta"]
+    assert claimed == pytest.approx({"men": epsilon_of_rho(0.125, delta), "women": epsilon_of_rho(0.375, delta)})
+    assert set(json.loads(out_file.read_text())["parts"]) == {"men", "women"}
+
+
+def test_a_standalone_audit_a_part_cannot_hold_is_one_line_naming_the_part(split_spec, capsys):
+    """Bad input on a split spec: settings that draw more records than a part holds are one line naming the part,
+    exit 2, no traceback; a bad option is refused as for one model."""
+    code, out, err = _cli(capsys, "audit", "privacy", "--spec", str(split_spec), *FAST_RISK[:-2], "--parts", "mia",
+                          "--train-rows", "5000")  # fmt: skip
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "split part 'men'" in err and "train_rows" in err
+    code, _, err = _cli(capsys, "audit", "decomposability", "--spec", str(split_spec), *LEAK_IN_MEN, "--K", "1")
+    assert code == 2 and err.count("\n") == 1 and "--K" in err

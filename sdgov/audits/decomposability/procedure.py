@@ -515,23 +515,45 @@ def audit_spec(
     overrides: dict[str, Any] | None = None,
     executor: Executor | None = None,
 ) -> DecomposabilityResult:
-    """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings (``K``, ``seed`` and
-    ``overrides`` replace some of them, e.g. from the command line)."""
+    """:func:`audit_spec_parts` of a spec with one model (a split spec is refused in one line): its one result."""
     from sdgov.agreement.load import check_unsplit, load_spec
+
+    check_unsplit(load_spec(spec_path), "the decomposability test of one result")
+    return audit_spec_parts(spec_path, generator, K, seed, data_path, overrides, executor)[None]
+
+
+def audit_spec_parts(
+    spec_path: str,
+    generator: str,
+    K: int | None = None,
+    seed: int | None = None,
+    data_path: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    executor: Executor | None = None,
+) -> dict[str | None, DecomposabilityResult]:
+    """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings (``K``, ``seed`` and
+    ``overrides`` replace some of them, e.g. from the command line) — once per part of a split synthesis, each on
+    that part's Φ and records only, as the release's audit stage runs it (:func:`sdgov.audits.parts.audited_units`);
+    keyed by part (``None``: the one model)."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.audits.parts import audited_units, in_part
     from sdgov.engines import load_encoded
 
     loaded = load_spec(spec_path)
-    check_unsplit(loaded, "the decomposability test")
     settings = loaded.agreement.section("audit", DecomposabilitySettings) or DecomposabilitySettings()
     upd: dict[str, Any] = {**(overrides or {}), **({"K": K} if K is not None else {})}
     if seed is not None:
         upd["seed"] = seed
     if upd:
         settings = DecomposabilitySettings(**{**settings.model_dump(), **upd})
-    ag = loaded.agreement
     schema = loaded.schema_
-    codes = load_encoded(data_path or loaded.data_path, schema)[ag.attributes]
-    domain = schema.domain(ag.attributes)
-    labels = {a: schema.by_name[a].labels() for a in ag.attributes}
-    cliques = [tuple(c) for c in ag.cliques]
-    return run_decomposability(codes, cliques, domain, generator, settings, labels, executor=executor)
+    records = load_encoded(data_path or loaded.data_path, schema)
+    results: dict[str | None, DecomposabilityResult] = {}
+    for part, ag in audited_units(loaded.agreement):
+        codes = loaded.agreement.records_of(part, records)[ag.attributes].reset_index(drop=True)
+        domain = schema.domain(ag.attributes)
+        labels = {a: schema.by_name[a].labels() for a in ag.attributes}
+        cliques = [tuple(c) for c in ag.cliques]
+        with in_part(part):
+            results[part] = run_decomposability(codes, cliques, domain, generator, settings, labels, executor=executor)
+    return results

@@ -362,29 +362,57 @@ def audit_spec_privacy(
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
 ) -> PrivacyAuditResult:
-    """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy`. The claimed (ε, δ) come
-    from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` (at the fixed default δ)."""
-    from sdgov.agreement.accounting import plan_privacy
+    """:func:`audit_spec_privacy_parts` of a spec with one model (a split spec is refused in one line)."""
     from sdgov.agreement.load import check_unsplit, load_spec
+
+    check_unsplit(load_spec(spec_path), "the privacy-risk audit of one result")
+    return audit_spec_privacy_parts(
+        spec_path, generator, settings, policy, data_path, params, parts, canary_metric, progress
+    )[None]
+
+
+def audit_spec_privacy_parts(
+    spec_path: str | Path,
+    generator: str | None = None,
+    settings: RiskSettings | None = None,
+    policy: RiskPolicy | None = None,
+    data_path: str | Path | None = None,
+    params: dict[str, Any] | None = None,
+    parts: tuple[str, ...] = DEFAULT_PARTS,
+    canary_metric: Metric = "unit",
+    progress: Progress | None = None,
+) -> dict[str | None, PrivacyAuditResult]:
+    """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy` — once per part of a split
+    synthesis, each on that part's agreement, records and own plan (:func:`~sdgov.agreement.accounting.part_plan`:
+    the ε its share of ρ claims), as the release's audit stage runs it; keyed by part (``None``: the one model). The
+    claimed (ε, δ) come from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` (at the fixed default δ)."""
+    from sdgov.agreement.accounting import part_plan, plan_agreement
+    from sdgov.agreement.load import load_spec
+    from sdgov.audits.parts import audited_units, in_part
     from sdgov.engines import load_encoded
 
     loaded = load_spec(spec_path)
-    check_unsplit(loaded, "the privacy-risk audit")
-    codes = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
-    plan = plan_privacy(loaded.agreement.privacy, loaded.agreement.cliques)  # the fixed default δ, never N
-    return audit_agreement_privacy(
-        loaded.agreement,
-        loaded.schema_,
-        codes,
-        plan,
-        generator,
-        settings,
-        policy,
-        params,
-        parts,
-        canary_metric,
-        progress,
-    )
+    records = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
+    plan = plan_agreement(loaded.agreement)  # the fixed default δ, never N
+    results: dict[str | None, PrivacyAuditResult] = {}
+    for part, ag in audited_units(loaded.agreement):
+        codes = loaded.agreement.records_of(part, records).reset_index(drop=True)
+        unit_plan = plan if part is None else part_plan(plan, part)
+        with in_part(part):
+            results[part] = audit_agreement_privacy(
+                ag,
+                loaded.schema_,
+                codes,
+                unit_plan,
+                generator,
+                settings,
+                policy,
+                params,
+                parts,
+                canary_metric,
+                progress,
+            )
+    return results
 
 
 def agreement_audit_run(

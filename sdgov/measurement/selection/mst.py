@@ -277,6 +277,14 @@ def select_mst(
     )
 
 
+def rounds_needed(attributes: list[str], forced: list[tuple[str, str]], candidates: list[tuple[str, str]]) -> int:
+    """MST's Kruskal rounds for these attributes: one per merge the candidates can make once the forced pairs are in."""
+    components = DisjointSet(attributes)
+    for a, b in forced:
+        components.merge(a, b)
+    return _rounds_needed(components, candidates)
+
+
 def _rounds_needed(components: DisjointSet, candidates: list[tuple[str, str]]) -> int:
     """Kruskal rounds: one per merge the candidates can still make (a pair left out may leave a forest)."""
     probe = DisjointSet(list(components))

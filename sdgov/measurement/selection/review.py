@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError
@@ -48,6 +49,9 @@ class EdgeReview(Frozen):
     proposal_sha256: str = Field(
         default="", description="the Φ proposal under review (the draft's hash): the reviewer's signature binds it"
     )
+    part: str | None = Field(  # absent: same hash as before
+        default=None, exclude_if=lambda v: v is None, description="a split synthesis: the part whose Φ it edits"
+    )
 
 
 class EdgeChange(Frozen):
@@ -55,6 +59,7 @@ class EdgeChange(Frozen):
     pair: list[str]
     reviewer: str
     reason: str
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose Φ
 
 
 class SelectionEdge(Frozen):
@@ -84,11 +89,56 @@ class SelectionRecord(Frozen):
     reviews: list[SignedReview] = Field(default_factory=list)
     changes: list[EdgeChange] = Field(default_factory=list)
     pairs: list[list[str]]
+    part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
     def graph(self) -> list[SelectionEdge]:
         """Every edge the card draws, with its status after the reviewers' drops and forces
         (:func:`selection_graph`)."""
         return selection_graph(self.proposal, self.changes)
+
+
+class SplitSelectionRecord(Frozen):
+    """A split synthesis's reviewed selection: one :class:`SelectionRecord` per part (each part's proposal, made on
+    its own records at its own share of ρ, its changes and its pairs; every review that counted is in each, as a
+    reviewer signs off the whole split's selection)."""
+
+    draft_agreement_sha256: str
+    parts: list[SelectionRecord] = Field(min_length=2)
+
+
+def selection_records(
+    draft_sha256: str,
+    proposals: dict[str | None, Proposal],
+    pairs: dict[str | None, list[list[str]]],
+    reviews: list[SignedReview] | None = None,
+    changes: list[EdgeChange] | None = None,
+) -> SelectionRecord | SplitSelectionRecord:
+    """The reviewed selection as written beside the run: one model's record, or a split's record of every part."""
+    records = [
+        SelectionRecord(
+            draft_agreement_sha256=draft_sha256,
+            proposal=proposal,
+            reviews=reviews or [],
+            changes=[c for c in changes or [] if c.part == part],
+            pairs=pairs[part],
+            part=part,
+        )
+        for part, proposal in proposals.items()
+    ]
+    if list(proposals) == [None]:
+        return records[0]
+    return SplitSelectionRecord(draft_agreement_sha256=draft_sha256, parts=records)
+
+
+def load_selection_records(path: Path) -> list[SelectionRecord]:
+    """The reviewed selection a spec names, as one record per model (a split's: each part's, named); an unreadable
+    file is one :class:`SpecError` line."""
+    from sdgov.base.loading import load_model_file, read_yaml
+
+    raw = read_yaml(path, SpecError, "reviewed selection")
+    if isinstance(raw, dict) and "parts" in raw:
+        return load_model_file(SplitSelectionRecord, path, SpecError, "reviewed selection").parts
+    return [load_model_file(SelectionRecord, path, SpecError, "reviewed selection")]
 
 
 def review_sha256(review: EdgeReview) -> str:
@@ -124,7 +174,9 @@ def apply_review(
         if frozenset(pair) not in current:
             raise SpecError(f"cannot drop {pair}: it is not in the proposed Φ", where, f"drop one of {pairs}")
         current.remove(frozenset(pair))
-        changes.append(EdgeChange(action="drop", pair=list(pair), reviewer=review.reviewer, reason=review.reason))
+        changes.append(
+            EdgeChange(action="drop", pair=list(pair), reviewer=review.reviewer, reason=review.reason, part=review.part)
+        )
     for pair in review.force:
         unknown = [a for a in pair if a not in attributes]
         if len(pair) != 2 or pair[0] == pair[1] or unknown:
@@ -139,7 +191,11 @@ def apply_review(
                 "coarsen the attributes or force another pair",
             )
         current.append(frozenset(pair))
-        changes.append(EdgeChange(action="force", pair=list(pair), reviewer=review.reviewer, reason=review.reason))
+        changes.append(
+            EdgeChange(
+                action="force", pair=list(pair), reviewer=review.reviewer, reason=review.reason, part=review.part
+            )
+        )
     order = {a: i for i, a in enumerate(attributes)}
     out = [sorted(p, key=order.__getitem__) for p in current]
     if not fits([(a, b) for a, b in out]):
@@ -195,10 +251,31 @@ def check_reviewer(
     return who, True
 
 
-def review_md(proposal: Proposal, pairs: list[list[str]], changes: list[EdgeChange], rho_budget: float) -> str:
+def proposals_md(
+    proposals: dict[str | None, Proposal],
+    pairs: dict[str | None, list[list[str]]],
+    changes: list[EdgeChange],
+    rho_budget: float,
+) -> str:
+    """Every part's proposal as the reviewers read it (:func:`review_md` of each; one model's alone), so a reviewer
+    sees which part each pair belongs to."""
+    return "\n".join(
+        review_md(p, pairs[part], [c for c in changes if c.part == part], rho_budget, part)
+        for part, p in proposals.items()
+    )
+
+
+def review_md(
+    proposal: Proposal,
+    pairs: list[list[str]],
+    changes: list[EdgeChange],
+    rho_budget: float,
+    part: str | None = None,
+) -> str:
     """The proposal as the reviewers read it (the Prefect artifact and the pause form): the pairs now in Φ with
     their noisy (DP) scores, the changes so far with who and why, the rejected candidates nearest the threshold,
-    and what the selection spent. Everything shown is DP or public: no figure computed on the data without noise."""
+    and what the selection spent — for a split synthesis, of the ``part`` named in its title. Everything shown is
+    DP or public: no figure computed on the data without noise."""
 
     def score(s: float | None) -> str:
         return "–" if s is None else f"{s:,.0f}"
@@ -211,9 +288,11 @@ def review_md(proposal: Proposal, pairs: list[list[str]], changes: list[EdgeChan
     status = {frozenset(e.pair): e.status for e in selection_graph(proposal, changes)}
     scores = {frozenset(e.pair): e.noisy_score for e in [*proposal.selected, *proposal.near_threshold]}
     lines = [
-        f"## Φ proposal: private selection ({proposal.method.upper()}) awaiting the stakeholders' review",
+        f"## Φ proposal{'' if part is None else f' of split part {part!r}'}: private selection "
+        f"({proposal.method.upper()}) awaiting the stakeholders' review",
         "",
-        f"The selection spent **ρ = {b.rho:.6g}** ({share:.1%} of the release's ρ = {rho_budget:.6g}): "
+        f"The selection{'' if part is None else ' of this part, on its records only,'} spent **ρ = {b.rho:.6g}** "
+        f"({share:.1%} of the release's ρ = {rho_budget:.6g}): "
         f"ρ = {b.rho_mechanism:.6g} for the exponential mechanism ({b.rounds} round(s)) and "
         f"ρ = {b.rho_scores:.6g} for the noisy scores below. Scores are the L1 distance of each pair's table from "
         "independence, released with Gaussian noise (DP): higher means more dependent.",
@@ -302,9 +381,11 @@ def format_pairs(pairs: list[list[str]]) -> str:
     return "; ".join(",".join(p) for p in pairs)
 
 
-def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool, proposal_sha256: str) -> EdgeReview:
-    """The review a form holds, as signed (bound to the proposal under review): a malformed pair or an empty reason
-    is one :class:`SdgovError`."""
+def edge_review(
+    reviewer: str, drop: str, force: str, reason: str, close: bool, proposal_sha256: str, part: str | None = None
+) -> EdgeReview:
+    """The review a form holds, as signed (bound to the proposal under review; for a split synthesis, to the part
+    whose Φ it edits): a malformed pair or an empty reason is one :class:`SdgovError`."""
     where = f"review by {reviewer}"
     try:
         return EdgeReview(
@@ -314,6 +395,7 @@ def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool, 
             reason=reason,
             close=close,
             proposal_sha256=proposal_sha256,
+            part=part,
         )
     except ValidationError as exc:
         raise SdgovError(f"the review is incomplete: {exc.errors()[0]['msg']}", where, "give a reason") from None
@@ -321,12 +403,33 @@ def edge_review(reviewer: str, drop: str, force: str, reason: str, close: bool, 
 
 @dataclass(frozen=True)
 class AcceptedReview:
-    """A review that counted (already logged): who signed it, the pairs after it and its changes."""
+    """A review that counted (already logged): who signed it, every part's pairs after it and its changes."""
 
     who: Approver
     signed: SignedReview
-    pairs: list[list[str]]
+    pairs: dict[str | None, list[list[str]]]
     changes: list[EdgeChange]
+
+
+def review_target(review: EdgeReview, parts: list[str | None]) -> str | None:
+    """The part whose Φ ``review`` edits (``None``: the one model's) — or one :class:`SpecError`: a split's review
+    that drops or forces a pair names one of its parts; a review that changes nothing (a close) may name none."""
+    where = f"review by {review.reviewer}"
+    if parts == [None]:
+        if review.part is not None:
+            raise SpecError(f"the review names part {review.part!r}, but Φ is one model's", where, "name no part")
+        return None
+    if review.part is None:
+        if review.drop or review.force:
+            raise SpecError(
+                "the review drops or forces a pair of a split synthesis without naming the part",
+                where,
+                f"name one of the parts {parts} (sdgov review --part NAME, or the form's Part field)",
+            )
+        return review.part
+    if review.part not in parts:
+        raise SpecError(f"the review names part {review.part!r}, which the split has not", where, f"use one of {parts}")
+    return review.part
 
 
 def decide_review(
@@ -338,15 +441,18 @@ def decide_review(
     reason: str,
     close: bool,
     signature: str,
-    pairs: list[list[str]],
-    limits: ReviewLimits,
+    pairs: dict[str | None, list[list[str]]],
+    limits: dict[str | None, ReviewLimits],
+    part: str = "",
 ) -> AcceptedReview | Refused:
-    """Apply the rules to a review submitted to ``pause`` (:func:`accept_review`) and log the outcome:
-    ``phi_reviewed`` and the review that counted, or ``phi_review_refused`` and :class:`Refused` — the flow then
-    pauses again with its note."""
+    """Apply the rules to a review submitted to ``pause`` (:func:`accept_review`, on the Φ of the part it names for a
+    split synthesis) and log the outcome: ``phi_reviewed`` and the review that counted, or ``phi_review_refused``
+    and :class:`Refused` — the flow then pauses again with its note."""
     try:
-        review = edge_review(reviewer, drop, force, reason, close, pause.sha256)
-        who, verified, after, changes = accept_review(pause, review, signature, pairs, limits)
+        review = edge_review(reviewer, drop, force, reason, close, pause.sha256, part.strip() or None)
+        target = review_target(review, list(pairs))
+        edits = next(iter(pairs)) if target is None and None not in pairs else target  # a close of a split: no edit
+        who, verified, after, changes = accept_review(pause, review, signature, pairs[edits], limits[edits])
     except SdgovError as exc:
         return record_review_refused(pause, reviewer, exc, f"drop: {drop} | force: {force} | why: {reason}")
     h = review_sha256(review)
@@ -356,10 +462,10 @@ def decide_review(
         verified,
         review_sha256=h,
         close=review.close,
-        comment=review_comment(review, changes),
+        comment=(f"part {target!r}: " if target is not None else "") + review_comment(review, changes),
         drop=format_pairs(review.drop),
         force=format_pairs(review.force),
         signature=signature,
     )
     signed = SignedReview(review=review, role=who.role, review_sha256=h, identity_verified=verified, time=utcnow())
-    return AcceptedReview(who=who, signed=signed, pairs=after, changes=changes)
+    return AcceptedReview(who=who, signed=signed, pairs={**pairs, edits: after}, changes=changes)
