@@ -7,8 +7,10 @@ draws, each card stating one release's ε while the dataset had lost more). The 
 source of truth across registries:
 
 - a dataset's **account** (by content fingerprint, and its name label, as :mod:`sdgov.governance.ledger` links
-  them): every charge any registry made against it, each naming the statistics it reserved. A new statistic is
-  checked against the dataset's lifetime ρ over *all* charges, and charged, in one transaction;
+  them): every charge any registry made against it, each naming the statistics it reserved, and its **lifetime ρ**
+  (set by its first charge, then only by the controller: :mod:`sdgov.governance.authority_model`). A new statistic
+  is checked against that lifetime (or the spending registry's policy, when it states less) over *all* charges, and
+  charged, in one transaction;
 - the **drawn statistics** (statistic key → the noisy marginal's bytes, with where and when it was drawn): the
   noise is a public DP artifact once drawn, so a second registry asking the same statistic copies it (no new draw,
   no new charge) instead of drawing a second noisy copy, which would leak more than one.
@@ -35,7 +37,7 @@ team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/
 charge must be durable before any noise is drawn: SQLite (in the standard library) gives exactly that with a
 ``BEGIN IMMEDIATE`` transaction (one writer; a crash rolls back a half-written charge), in one file that the
 controller backs up beside the registry key. A locked directory of JSON files would need its own write-ahead
-protocol for the same guarantees. The SQL is plain (three tables, no SQLite extension), so a PostgreSQL backend
+protocol for the same guarantees. The SQL is plain (four tables, no SQLite extension), so a PostgreSQL backend
 implements the same :class:`Authority` interface with the same transactions and an advisory lock in place of the
 lock file: :mod:`sdgov.governance.authority_pg`, selected by a ``postgresql://`` location.
 

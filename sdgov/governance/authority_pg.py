@@ -1,6 +1,6 @@
 """The budget authority on PostgreSQL: one account per dataset for a team's controller, with real transactions.
 
-The same :class:`~sdgov.governance.authority.Authority` as the embedded SQLite one, over the same three tables, for a
+The same :class:`~sdgov.governance.authority.Authority` as the embedded SQLite one, over the same tables, for a
 controller whose workers run on more than one machine (or who keeps the budget in the database the team already
 backs up). ``$SDGOV_AUTHORITY=postgresql://USER@HOST:PORT/DATABASE`` selects it (the password from ``PGPASSWORD`` or
 ``~/.pgpass``, or in the URL; it is never printed).
