@@ -87,7 +87,9 @@ def test_raising_the_account_is_the_controllers_logged_act_bounded_by_the_policy
     assert held.source == "sdgov budget lifetime" and held.where() in out
     [logged] = [e for e in Registry(c).events() if e.event == LIFETIME]
     detail = json.loads(logged.comment)
-    assert detail["lifetime_rho"] == pytest.approx(5 * RHO) and detail["previous_lifetime_rho"] == 1.5 * RHO
+    assert detail["lifetime_rho"] == pytest.approx(5 * RHO) and detail["previous_lifetime_rho"] == pytest.approx(
+        1.5 * RHO
+    )
     assert Registry(a).registry_id() in detail["previous"] and logged.artifacts["dataset"] == fp
     assert _cli(capsys, "registry", "verify", "--root", str(c))[0] == 0
     code, out, _ = _cli(capsys, "trail", "--root", str(c), "--dataset", NAME)
