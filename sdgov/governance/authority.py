@@ -70,7 +70,7 @@ from sdgov.governance.authority_model import (
     LifetimeAbove,
     Overspend,
     adopted,
-    decide,
+    decide_charge,
     lowest,
 )
 
@@ -234,7 +234,7 @@ class SqliteAuthority:
             assert con is not None
             before = self._account(con, charge.fingerprint, charge.dataset)
             account = self._lifetime(con, charge.fingerprint, charge.dataset, before)
-            checked, setting = decide(charge, before, account, lifetime_rho, source)
+            checked, setting = decide_charge(charge, before, account, lifetime_rho, source)
             if setting is not None:
                 self._insert_lifetime(con, setting)
             stored = self._insert(con, checked)

@@ -2,7 +2,7 @@
 
 :mod:`sdgov.governance.authority` keeps it in SQLite (the embedded default) and chooses the backend;
 :mod:`sdgov.governance.authority_pg` keeps it in PostgreSQL. Both implement :class:`Authority` over these records,
-and both decide a charge by :func:`decide` (one rule, two stores).
+and both decide a charge by :func:`decide_charge` (one rule, two stores).
 
 **The account's lifetime.** A dataset's lifetime ρ is a property of its account here, not of whichever registry
 spends: otherwise a registry ``sdgov init``-ed with a bigger policy would be a bigger budget, and no other registry's
@@ -88,8 +88,8 @@ class Authority(Protocol):
 
     def charge(self, charge: Charge, lifetime_rho: float, source: str) -> tuple[Charge, list[Charge]]:
         """Check ``charge`` over the account against the account's lifetime and ``lifetime_rho`` (the spending
-        registry's policy; ``source``: its entry), by :func:`decide`, and store it, in one transaction; returns it
-        stored and the account before it. A first charge sets the account's lifetime. :class:`BudgetError`
+        registry's policy; ``source``: its entry), by :func:`decide_charge`, and store it, in one transaction;
+        returns it stored and the account before it. A first charge sets the account's lifetime. :class:`BudgetError`
         (nothing stored) when it does not fit: :class:`Overspend`, or :class:`LifetimeAbove`."""
         ...
 
@@ -166,7 +166,7 @@ def above(policy_rho: float, account: Lifetime | None) -> bool:
     return account is not None and policy_rho > account.lifetime_rho * (1 + TOLERANCE)
 
 
-def decide(
+def decide_charge(
     charge: Charge, before: list[Charge], account: Lifetime | None, policy_rho: float, source: str
 ) -> tuple[Charge, Lifetime | None]:
     """The one rule both backends apply inside their charge transaction: the charge as it is stored (with the

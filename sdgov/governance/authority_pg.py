@@ -32,7 +32,16 @@ import asyncpg  # the Prefect server's own PostgreSQL driver; only a postgresql:
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
-from sdgov.governance.authority_model import ENV, LATEST_LIFETIMES, Charge, Drawn, Lifetime, adopted, decide, lowest
+from sdgov.governance.authority_model import (
+    ENV,
+    LATEST_LIFETIMES,
+    Charge,
+    Drawn,
+    Lifetime,
+    adopted,
+    decide_charge,
+    lowest,
+)
 
 T = TypeVar("T")
 LOCK_KEY = 0x5D60_B0D6  # the advisory lock's key: one per database, so one per authority
@@ -185,7 +194,7 @@ class PostgresAuthority:
             await con.execute("LOCK TABLE charges, lifetimes IN SHARE ROW EXCLUSIVE MODE")
             before = await self._account(con, charge.fingerprint, charge.dataset)
             account = await self._lifetime(con, charge.fingerprint, charge.dataset, before)
-            checked, setting = decide(charge, before, account, lifetime_rho, source)
+            checked, setting = decide_charge(charge, before, account, lifetime_rho, source)
             if setting is not None:
                 await self._insert_lifetime(con, setting)
             return await self._insert(con, checked), before
