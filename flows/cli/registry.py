@@ -179,7 +179,7 @@ def _lifetime_words(a: dict) -> str:
 
 
 def _set_lifetime(args: argparse.Namespace) -> int:
-    """``budget lifetime --dataset NAME --rho X``: one line per account set, exit 0."""
+    """``budget lifetime --dataset NAME --rho X [--as CONTROLLER --key KEY]``: one line per account set, exit 0."""
     from sdgov.base.errors import SdgovError
     from sdgov.governance.ledger import set_lifetime
     from sdgov.registry.log import Registry
@@ -190,7 +190,7 @@ def _set_lifetime(args: argparse.Namespace) -> int:
         )
     if not args.rho > 0 or args.rho == float("inf"):
         raise SdgovError(f"--rho must be a positive number (got {args.rho:g})", "sdgov budget lifetime", "give ρ > 0")
-    stored = set_lifetime(Registry(args.root), args.dataset, args.rho)
+    stored = set_lifetime(Registry(args.root), args.dataset, args.rho, args.who, args.key)
     emit(
         args,
         {"set": [s.model_dump() for s in stored]},
@@ -263,3 +263,5 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     b.add_argument(
         "--rho", type=float, help="lifetime: its new lifetime ρ (at most what this registry's policy states)"
     )
+    b.add_argument("--as", dest="who", help="lifetime: the controller who signs it (a registry with approvers)")
+    b.add_argument("--key", help="lifetime: that controller's private key file")

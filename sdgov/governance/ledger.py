@@ -56,15 +56,19 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
+from sdgov.governance.approvers import Approver, Approvers
 from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend, open_authority
 from sdgov.governance.controller import check_controller_files
 from sdgov.governance.lifetime import COMMAND, LIFETIME, in_force, own_raise, refusal
 from sdgov.governance.policy import POLICY_FILE, Policy, load_policy, policy_path
+from sdgov.identity.keys import key_fingerprint, verifies
+from sdgov.identity.statements import LifetimeStatement, encode_statement, signed_bytes
 from sdgov.registry.log import policy_problems  # the registry checks the policy hash the ledger logs
 
 if TYPE_CHECKING:
@@ -317,18 +321,29 @@ def _spend_locked(
     return spend_of(e, registry.registry_id())
 
 
-def set_lifetime(registry: Registry, dataset: str, rho: float, authority: Authority | None = None) -> list[Lifetime]:
+def set_lifetime(
+    registry: Registry,
+    dataset: str,
+    rho: float,
+    signer: str | None = None,
+    key: str | Path | None = None,
+    authority: Authority | None = None,
+) -> list[Lifetime]:
     """``sdgov budget lifetime``: the controller sets the lifetime of every account known by ``dataset`` (a name
     label or a fingerprint) through this registry — recorded in the authority (when, through which registry) and
-    logged here (``budget_lifetime_changed``). Refused (one line, nothing written) while the registry fails
-    verification or its controller files differ from their last commit, for an account the authority does not know,
-    and above what this registry's policy states for the dataset (the policy still bounds every account)."""
+    logged here (``budget_lifetime_changed``). In a registry with an approvers registry in force a controller of it
+    signs each setting (``signer``, ``key``: a :class:`~sdgov.identity.statements.LifetimeStatement` in the event,
+    re-checked by ``sdgov registry verify``); a sandbox registry's is unsigned, as its ``sdgov init`` adoption is.
+    Refused (one line, nothing written) while the registry fails verification or its controller files differ from
+    their last commit, for an account the authority does not know, for a signer who is not a controller or a key
+    not theirs, and above what this registry's policy states for the dataset (the policy bounds every account)."""
     authority = authority or open_authority()
     registry.require_existing()
     with registry.lock(), authority.lock():
         events = registry.verified_events()
         check_policy_logged(registry, events)
-        check_controller_files(registry, events)
+        in_force = check_controller_files(registry, events)
+        who = _lifetime_signer(in_force, signer, key, registry)
         policy, policy_sha = load_policy(registry.root)
         accounts = authority.accounts(dataset)
         if not accounts:
@@ -338,7 +353,36 @@ def set_lifetime(registry: Registry, dataset: str, rho: float, authority: Author
                 "give the name label or fingerprint that 'sdgov budget' lists; a first charge sets an account's "
                 "lifetime from the spending registry's policy",
             )
-        return _set_locked(registry, authority, policy, policy_sha, accounts, rho, COMMAND)
+        return _set_locked(registry, authority, policy, policy_sha, accounts, rho, COMMAND, who)
+
+
+def _lifetime_signer(
+    in_force: Approvers | None, signer: str | None, key: str | Path | None, registry: Registry
+) -> tuple[str, Path, Approver] | None:
+    """Who signs a setting: a controller of the approvers registry in force, with their key; None in a sandbox."""
+    if in_force is None:
+        if signer or key:
+            raise BudgetError(
+                "this registry has no approvers registry, so no signature can be checked: a setting through it is "
+                "unsigned (as its 'sdgov init' adoption was)",
+                str(registry.root),
+                "leave out --as and --key, or commit an approvers registry first ('sdgov approvers commit')",
+            )
+        return None
+    if not signer or not key:
+        raise BudgetError(
+            "a lifetime setting in a registry with an approvers registry is a controller's signed act",
+            COMMAND,
+            "add --as NAME --key KEY (a controller listed, with their public key, in the approvers registry)",
+        )
+    who = in_force.find(signer)
+    if who is None or who.role != "controller":
+        raise BudgetError(
+            f"{signer!r} is not a data controller of the approvers registry in force",
+            COMMAND,
+            "a controller listed (with a public key) in the committed approvers registry must sign",
+        )
+    return who.name, Path(key), who
 
 
 def _set_locked(
@@ -349,10 +393,12 @@ def _set_locked(
     accounts: list[tuple[str, str]],
     rho: float,
     source: str,
+    who: tuple[str, Path, Approver] | None = None,
 ) -> list[Lifetime]:
-    """Set the accounts' lifetime to ``rho`` (under both locks), bounded by this registry's policy, and log each."""
+    """Set the accounts' lifetime to ``rho`` (under both locks), bounded by this registry's policy, each signed by
+    ``who`` when given (every statement made and checked before anything is written), and log each."""
     rid, now = registry.registry_id(), utcnow()
-    settings: list[tuple[Lifetime, Lifetime | None, str]] = []
+    settings: list[tuple[Lifetime, Lifetime | None, str, dict[str, str]]] = []
     for fingerprint, name in accounts:
         limits, entry = policy.limits(fingerprint, name)
         if rho > limits.lifetime_rho * (1 + TOLERANCE):
@@ -363,15 +409,15 @@ def _set_locked(
                 "raise the policy's lifetime_rho first ('sdgov approvers commit' signs the change), or ask for less",
             )
         new = Lifetime(fingerprint=fingerprint, dataset=name, lifetime_rho=rho, time=now, registry_id=rid,
-                       source=source)  # fmt: skip
-        settings.append((new, authority.lifetime(fingerprint, name), entry))
-    stored = authority.set_lifetime([s for s, _, _ in settings])
-    for new, (_, was, entry) in zip(stored, settings, strict=True):
+                       source=source if who is None else f"{source}, signed by {who[0]}")  # fmt: skip
+        settings.append((new, authority.lifetime(fingerprint, name), entry, _signed(new, who)))
+    stored = authority.set_lifetime([s for s, _, _, _ in settings])
+    for new, (_, was, entry, signed) in zip(stored, settings, strict=True):
         registry.append_locked(
             LIFETIME,
-            "sdgov",
-            "system",
-            artifacts={"dataset": new.fingerprint, POLICY_FILE: policy_sha},
+            "sdgov" if who is None else who[0],
+            "system" if who is None else "controller",
+            artifacts={"dataset": new.fingerprint, POLICY_FILE: policy_sha, **signed},
             comment=json.dumps(
                 {
                     "dataset": new.dataset,
@@ -379,7 +425,7 @@ def _set_locked(
                     "lifetime_rho": new.lifetime_rho,
                     "previous_lifetime_rho": None if was is None else was.lifetime_rho,
                     "previous": None if was is None else was.where(),
-                    "how": source,
+                    "how": new.source,
                     "policy_entry": entry,
                     "authority": authority.authority_id,
                     "authority_seq": new.seq,
@@ -389,6 +435,24 @@ def _set_locked(
             ),
         )
     return stored
+
+
+def _signed(new: Lifetime, who: tuple[str, Path, Approver] | None) -> dict[str, str]:
+    """The event's ``statement`` and ``key`` artifacts for a signed setting ({} unsigned); a key that is not the
+    signer's registered one is refused here, before anything is written."""
+    if who is None:
+        return {}
+    name, key, approver = who
+    stmt = LifetimeStatement(registry_id=new.registry_id, fingerprint=new.fingerprint, lifetime_rho=new.lifetime_rho,
+                             signer=name, time=new.time)  # fmt: skip
+    token = encode_statement(stmt, key)
+    if not verifies(approver.key(), token.rsplit(".", 1)[1], signed_bytes(stmt)):
+        raise BudgetError(
+            f"{key} is not the key registered for {name!r}",
+            str(key),
+            "sign with your own key (the one whose public key the approvers registry lists)",
+        )
+    return {"statement": token, "key": key_fingerprint(approver.key())}
 
 
 def _detail(

@@ -148,6 +148,28 @@ def test_the_registry_that_set_the_account_raises_it_by_its_signed_policy_change
     assert logged["previous_lifetime_rho"] == pytest.approx(1.5 * RHO) and logged["how"] == held.source
     assert _cli(capsys, "registry", "verify", "--root", str(a))[0] == 0
 
+    # here an approvers registry is in force: the command is a controller's signed act, re-checked by verify
+    lower = ("budget", "lifetime", "--dataset", NAME, "--rho", str(2 * RHO), "--root", str(a))
+    before = tree_bytes(a)
+    for who, match in [((), "is a controller's signed act"), (("--as", "Ada Analyst"), "not a data controller")]:
+        code, _, err = _cli(capsys, *lower, *who, "--key", str(keys["Ada Analyst"]))
+        assert code == 2 and match in _one_line(err) and tree_bytes(a) == before, err
+    code, _, err = _cli(capsys, *lower, "--as", "Carl Controller", "--key", str(keys["Ada Analyst"]))
+    assert code == 2 and "is not the key registered for 'Carl Controller'" in _one_line(err)
+    assert tree_bytes(a) == before and open_authority().lifetime(agreed.data.fingerprint, NAME) == held
+    assert _cli(capsys, *lower, *carl[:4])[0] == 0
+    signed = Registry(a).events()[-1]
+    assert (signed.event, signed.actor, signed.role) == (LIFETIME, "Carl Controller", "controller")
+    assert open_authority().lifetime(agreed.data.fingerprint, NAME).lifetime_rho == pytest.approx(2 * RHO)
+    assert _cli(capsys, "registry", "verify", "--root", str(a))[0] == 0
+    # whoever holds the registry key could re-chain a log with another value, but not re-sign the statement
+    from sdgov.governance.controller import statement_problems
+
+    forged = signed.comment.replace(f'"lifetime_rho": {2 * RHO}', f'"lifetime_rho": {3 * RHO}')
+    assert forged != signed.comment
+    events = [*Registry(a).events()[:-1], signed.model_copy(update={"comment": forged})]
+    assert [p for p in statement_problems(Registry(a), events) if "budget_lifetime_changed" in p]
+
 
 # the authority's schema as the code before lifetimes were kept made it (sdgov/governance/authority.py then)
 OLD_SCHEMA = """
