@@ -1,5 +1,6 @@
-"""``sdgov registry list|show|verify|checkpoint|recover|prove``, ``trail`` and ``budget``: what a registry holds, its
-signed event log, the audit trail and the privacy-budget ledger."""
+"""``sdgov registry list|show|verify|checkpoint|recover|prove``, ``trail`` and ``budget [lifetime]``: what a registry
+holds, its signed event log, the audit trail, the privacy-budget ledger and the controller's setting of a dataset's
+lifetime ρ."""
 
 from __future__ import annotations
 
@@ -136,8 +137,12 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    """Print the privacy-budget ledger under the controller's policy: spent and remaining ρ per dataset; exit 0. A
-    registry without a policy is refused (one line, exit 2)."""
+    """Print the privacy-budget ledger under the controller's policy: spent and remaining ρ per dataset, and the
+    account's lifetime in the controller's budget authority with where it was set; exit 0. ``lifetime``: the
+    controller sets a dataset's lifetime (:func:`~sdgov.governance.ledger.set_lifetime`). A registry without a
+    policy, or a setting refused, is one line, exit 2."""
+    if args.action == "lifetime":
+        return _set_lifetime(args)
     from sdgov.governance.ledger import ledger_summary
     from sdgov.governance.policy import load_policy
     from sdgov.registry.log import Registry
@@ -148,17 +153,52 @@ def cmd_budget(args: argparse.Namespace) -> int:
     lines = [
         f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
         + (
-            f" of {a['lifetime_rho']:.6g} ({a['policy_entry']}), remaining {a['remaining_rho']:.6g}"
+            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; {_lifetime_words(a)}"
             if "error" not in a
             else f" — {a['error']}"
         )
-        + f" in {len(a.get('spends', []))} spend(s)"
+        + f"; {len(a.get('spends', []))} spend(s)"
         for a in accts
     ]
     emit(
         args,
         {"policy": policy.model_dump(), "policy_sha256": sha, "datasets": accts},
         "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)",
+    )
+    return 0
+
+
+def _lifetime_words(a: dict) -> str:
+    """The account's lifetime, where it was set, and this registry's policy bound (a budget view's line)."""
+    held = a.get("authority_lifetime")
+    policy = f"this registry's policy states {a['policy_lifetime_rho']:.6g} ({a['policy_entry']})"
+    if held is None:
+        return f"no lifetime in the budget authority yet (its next charge sets it); {policy}"
+    where = f"set {held['time']} through registry {held['registry_id']} ({held['source']})"
+    return f"the account's lifetime ρ={held['lifetime_rho']:.6g} in the budget authority, {where}; {policy}"
+
+
+def _set_lifetime(args: argparse.Namespace) -> int:
+    """``budget lifetime --dataset NAME --rho X [--as CONTROLLER --key KEY]``: one line per account set, exit 0."""
+    from sdgov.base.errors import SdgovError
+    from sdgov.governance.ledger import set_lifetime
+    from sdgov.registry.log import Registry
+
+    if not args.dataset or args.rho is None:
+        raise SdgovError(
+            "budget lifetime needs a dataset and a ρ", "sdgov budget lifetime", "give --dataset NAME and --rho X"
+        )
+    if not args.rho > 0 or args.rho == float("inf"):
+        raise SdgovError(f"--rho must be a positive number (got {args.rho:g})", "sdgov budget lifetime", "give ρ > 0")
+    stored = set_lifetime(Registry(args.root), args.dataset, args.rho, args.who, args.key)
+    emit(
+        args,
+        {"set": [s.model_dump() for s in stored]},
+        "\n".join(
+            f"{s.dataset} (fingerprint {s.fingerprint}): lifetime ρ={s.lifetime_rho:.6g} in the budget authority, "
+            f"{s.where()}; logged in this registry"
+            for s in stored
+        ),
     )
     return 0
 
@@ -211,4 +251,17 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     t.add_argument("--html", help="also write a self-contained HTML report here")
     t.add_argument("--prov", help="also write W3C PROV-JSON here")
 
-    add("budget", cmd_budget, "show the privacy-budget ledger: spent and remaining ρ per dataset", [parents.root])
+    b = add(
+        "budget",
+        cmd_budget,
+        "show the privacy-budget ledger: spent and remaining ρ per dataset, and each account's lifetime in the "
+        "controller's budget authority; 'lifetime' sets a dataset's lifetime (the controller's act, logged here)",
+        [parents.root],
+    )
+    b.add_argument("action", nargs="?", choices=["lifetime"], help="lifetime: set a dataset's lifetime ρ")
+    b.add_argument("--dataset", help="lifetime: the dataset's name label or fingerprint (as 'sdgov budget' lists)")
+    b.add_argument(
+        "--rho", type=float, help="lifetime: its new lifetime ρ (at most what this registry's policy states)"
+    )
+    b.add_argument("--as", dest="who", help="lifetime: the controller who signs it (a registry with approvers)")
+    b.add_argument("--key", help="lifetime: that controller's private key file")

@@ -7,8 +7,10 @@ draws, each card stating one release's ε while the dataset had lost more). The 
 source of truth across registries:
 
 - a dataset's **account** (by content fingerprint, and its name label, as :mod:`sdgov.governance.ledger` links
-  them): every charge any registry made against it, each naming the statistics it reserved. A new statistic is
-  checked against the dataset's lifetime ρ over *all* charges, and charged, in one transaction;
+  them): every charge any registry made against it, each naming the statistics it reserved, and its **lifetime ρ**
+  (set by its first charge, then only by the controller: :mod:`sdgov.governance.authority_model`). A new statistic
+  is checked against that lifetime (or the spending registry's policy, when it states less) over *all* charges, and
+  charged, in one transaction;
 - the **drawn statistics** (statistic key → the noisy marginal's bytes, with where and when it was drawn): the
   noise is a public DP artifact once drawn, so a second registry asking the same statistic copies it (no new draw,
   no new charge) instead of drawing a second noisy copy, which would leak more than one.
@@ -35,7 +37,7 @@ team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/
 charge must be durable before any noise is drawn: SQLite (in the standard library) gives exactly that with a
 ``BEGIN IMMEDIATE`` transaction (one writer; a crash rolls back a half-written charge), in one file that the
 controller backs up beside the registry key. A locked directory of JSON files would need its own write-ahead
-protocol for the same guarantees. The SQL is plain (three tables, no SQLite extension), so a PostgreSQL backend
+protocol for the same guarantees. The SQL is plain (four tables, no SQLite extension), so a PostgreSQL backend
 implements the same :class:`Authority` interface with the same transactions and an advisory lock in place of the
 lock file: :mod:`sdgov.governance.authority_pg`, selected by a ``postgresql://`` location.
 
@@ -48,7 +50,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import math
 import os
 import sqlite3
 import threading
@@ -59,12 +60,36 @@ from pathlib import Path
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
-from sdgov.governance.authority_model import ENV, TOLERANCE, Authority, Charge, Drawn, Overspend
+from sdgov.governance.authority_model import (
+    ENV,
+    LATEST_LIFETIMES,
+    Authority,
+    Charge,
+    Drawn,
+    Lifetime,
+    LifetimeAbove,
+    Overspend,
+    adopted,
+    decide_charge,
+    lowest,
+)
 
-__all__ = ["ENV", "Authority", "Charge", "Drawn", "Overspend", "SqliteAuthority", "location", "open_authority"]
+__all__ = [
+    "ENV",
+    "Authority",
+    "Charge",
+    "Drawn",
+    "Lifetime",
+    "LifetimeAbove",
+    "Overspend",
+    "SqliteAuthority",
+    "location",
+    "open_authority",
+]
 
 FILE = "authority.sqlite"
 
+_LATEST = LATEST_LIFETIMES.replace("$1", "?").replace("$2", "?")  # SQLite's placeholders
 _held = threading.local()  # authority locations whose lock this thread holds (re-entrant within a thread)
 
 
@@ -99,6 +124,9 @@ CREATE INDEX IF NOT EXISTS reserved_key ON reserved(key);
 CREATE TABLE IF NOT EXISTS statistics (
     key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, payload BLOB NOT NULL, registry_id TEXT NOT NULL,
     run_id TEXT NOT NULL, time TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lifetimes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL, dataset TEXT NOT NULL,
+    lifetime_rho REAL NOT NULL, time TEXT NOT NULL, registry_id TEXT NOT NULL, source TEXT NOT NULL);
 """
 
 
@@ -199,16 +227,60 @@ class SqliteAuthority:
         with self._db(write=False) as con:
             return [] if con is None else self._account(con, fingerprint, dataset)
 
-    def charge(self, charge: Charge, lifetime_rho: float) -> tuple[Charge, list[Charge]]:
-        """The sum and the insert in one ``BEGIN IMMEDIATE`` transaction: no other writer between them."""
+    def charge(self, charge: Charge, lifetime_rho: float, source: str) -> tuple[Charge, list[Charge]]:
+        """The account, its lifetime and the insert in one ``BEGIN IMMEDIATE`` transaction: no other writer
+        between them."""
         with self._db(write=True) as con:
             assert con is not None
             before = self._account(con, charge.fingerprint, charge.dataset)
-            spent = math.fsum(c.rho for c in before)
-            if spent + charge.rho > lifetime_rho * (1 + TOLERANCE):
-                raise Overspend(before, spent)
-            stored = self._insert(con, charge.model_copy(update={"lifetime_rho": lifetime_rho}))
+            account = self._lifetime(con, charge.fingerprint, charge.dataset, before)
+            checked, setting = decide_charge(charge, before, account, lifetime_rho, source)
+            if setting is not None:
+                self._insert_lifetime(con, setting)
+            stored = self._insert(con, checked)
         return stored, before
+
+    @staticmethod
+    def _lifetime(con: sqlite3.Connection, fingerprint: str, dataset: str, charges: list[Charge]) -> Lifetime | None:
+        rows: list[tuple] = []  # none in an authority made before lifetimes were kept, read before its next write
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'lifetimes'").fetchone() is not None:
+            rows = con.execute(_LATEST, (fingerprint, dataset)).fetchall()
+        return lowest([_lifetime(r) for r in rows]) or adopted(charges)
+
+    def lifetime(self, fingerprint: str, dataset: str) -> Lifetime | None:
+        """Read in one transaction."""
+        with self._db(write=False) as con:
+            if con is None:
+                return None
+            return self._lifetime(con, fingerprint, dataset, self._account(con, fingerprint, dataset))
+
+    def accounts(self, dataset: str) -> list[tuple[str, str]]:
+        """From the latest setting of each account, else its latest charge."""
+        with self._db(write=False) as con:
+            if con is None:
+                return []
+            found = {r[0]: r[1] for r in con.execute(
+                "SELECT fingerprint, dataset FROM charges WHERE fingerprint = ? OR dataset = ? ORDER BY seq",
+                (dataset, dataset))}  # fmt: skip
+            if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'lifetimes'").fetchone() is not None:
+                rows = con.execute(_LATEST, (dataset, dataset))
+                found.update({r[1]: r[2] for r in rows})
+            return sorted(found.items())
+
+    def set_lifetime(self, settings: list[Lifetime]) -> list[Lifetime]:
+        """Inserted in one ``BEGIN IMMEDIATE`` transaction."""
+        with self._db(write=True) as con:
+            assert con is not None
+            return [self._insert_lifetime(con, s) for s in settings]
+
+    @staticmethod
+    def _insert_lifetime(con: sqlite3.Connection, s: Lifetime) -> Lifetime:
+        cur = con.execute(
+            "INSERT INTO lifetimes (fingerprint, dataset, lifetime_rho, time, registry_id, source) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (s.fingerprint, s.dataset, s.lifetime_rho, s.time, s.registry_id, s.source),
+        )
+        return s.model_copy(update={"seq": int(cur.lastrowid or 0)})
 
     def import_charges(self, charges: list[Charge]) -> None:
         """One transaction for all of them; a ``ref`` already stored is skipped."""
@@ -297,6 +369,11 @@ class SqliteAuthority:
 
 
 _FIX = f"restore the controller's budget authority from its backup, or point ${ENV} at it"
+
+
+def _lifetime(row: tuple) -> Lifetime:
+    return Lifetime(seq=row[0], fingerprint=row[1], dataset=row[2], lifetime_rho=float(row[3]), time=row[4],
+                    registry_id=row[5], source=row[6])  # fmt: skip
 
 
 def _charge(con: sqlite3.Connection, row: tuple) -> Charge:

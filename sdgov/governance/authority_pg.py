@@ -1,12 +1,13 @@
 """The budget authority on PostgreSQL: one account per dataset for a team's controller, with real transactions.
 
-The same :class:`~sdgov.governance.authority.Authority` as the embedded SQLite one, over the same three tables, for a
+The same :class:`~sdgov.governance.authority.Authority` as the embedded SQLite one, over the same tables, for a
 controller whose workers run on more than one machine (or who keeps the budget in the database the team already
 backs up). ``$SDGOV_AUTHORITY=postgresql://USER@HOST:PORT/DATABASE`` selects it (the password from ``PGPASSWORD`` or
 ``~/.pgpass``, or in the URL; it is never printed).
 
-- **One check-and-charge at a time.** A charge sums the dataset's account and inserts in one transaction that first
-  takes ``LOCK TABLE charges IN SHARE ROW EXCLUSIVE MODE``: two writers cannot both read the old sum.
+- **One check-and-charge at a time.** A charge sums the dataset's account, reads its lifetime and inserts in one
+  transaction that first takes ``LOCK TABLE charges, lifetimes IN SHARE ROW EXCLUSIVE MODE``: two writers cannot both
+  read the old sum, nor the old lifetime.
 - **One measuring process at a time**, from the budget check to the draw's record: a session-level advisory lock,
   held on a connection of its own for as long as :meth:`PostgresAuthority.lock` is held (released by the server if
   the process dies).
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import re
 import threading
 import uuid
@@ -32,7 +32,16 @@ import asyncpg  # the Prefect server's own PostgreSQL driver; only a postgresql:
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
-from sdgov.governance.authority_model import ENV, TOLERANCE, Charge, Drawn, Overspend
+from sdgov.governance.authority_model import (
+    ENV,
+    LATEST_LIFETIMES,
+    Charge,
+    Drawn,
+    Lifetime,
+    adopted,
+    decide_charge,
+    lowest,
+)
 
 T = TypeVar("T")
 LOCK_KEY = 0x5D60_B0D6  # the advisory lock's key: one per database, so one per authority
@@ -49,7 +58,10 @@ CREATE TABLE IF NOT EXISTS reserved (
 CREATE INDEX IF NOT EXISTS reserved_key ON reserved(key);
 CREATE TABLE IF NOT EXISTS statistics (
     key TEXT PRIMARY KEY, sha256 TEXT NOT NULL, payload BYTEA NOT NULL, registry_id TEXT NOT NULL,
-    run_id TEXT NOT NULL, time TEXT NOT NULL)
+    run_id TEXT NOT NULL, time TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS lifetimes (
+    seq BIGSERIAL PRIMARY KEY, fingerprint TEXT NOT NULL, dataset TEXT NOT NULL,
+    lifetime_rho DOUBLE PRECISION NOT NULL, time TEXT NOT NULL, registry_id TEXT NOT NULL, source TEXT NOT NULL)
 """
 _COLUMNS = "c.seq, c.ref, c.time, c.dataset, c.fingerprint, c.rho, c.agreement_sha256, c.run_id, c.registry_id, " \
     "c.lifetime_rho"  # fmt: skip
@@ -174,19 +186,64 @@ class PostgresAuthority:
         """Read in one transaction."""
         return list(self._run(self._account, fingerprint, dataset))
 
-    def charge(self, charge: Charge, lifetime_rho: float) -> tuple[Charge, list[Charge]]:
-        """The sum and the insert in one transaction holding the charges table's lock."""
+    def charge(self, charge: Charge, lifetime_rho: float, source: str) -> tuple[Charge, list[Charge]]:
+        """The account, its lifetime and the insert in one transaction holding the charges and lifetimes tables'
+        lock."""
 
         async def work(con: Any) -> tuple[Charge, list[Charge]]:
-            await con.execute("LOCK TABLE charges IN SHARE ROW EXCLUSIVE MODE")
+            await con.execute("LOCK TABLE charges, lifetimes IN SHARE ROW EXCLUSIVE MODE")
             before = await self._account(con, charge.fingerprint, charge.dataset)
-            spent = math.fsum(c.rho for c in before)
-            if spent + charge.rho > lifetime_rho * (1 + TOLERANCE):
-                raise Overspend(before, spent)
-            stored = await self._insert(con, charge.model_copy(update={"lifetime_rho": lifetime_rho}))
-            return stored, before
+            account = await self._lifetime(con, charge.fingerprint, charge.dataset, before)
+            checked, setting = decide_charge(charge, before, account, lifetime_rho, source)
+            if setting is not None:
+                await self._insert_lifetime(con, setting)
+            return await self._insert(con, checked), before
 
         return self._run(work)
+
+    @staticmethod
+    async def _lifetime(con: Any, fingerprint: str, dataset: str, charges: list[Charge]) -> Lifetime | None:
+        rows = await con.fetch(LATEST_LIFETIMES, fingerprint, dataset)
+        return lowest([_lifetime(r) for r in rows]) or adopted(charges)
+
+    def lifetime(self, fingerprint: str, dataset: str) -> Lifetime | None:
+        """Read in one transaction."""
+
+        async def work(con: Any) -> Lifetime | None:
+            return await self._lifetime(con, fingerprint, dataset, await self._account(con, fingerprint, dataset))
+
+        return self._run(work)
+
+    def accounts(self, dataset: str) -> list[tuple[str, str]]:
+        """From the latest setting of each account, else its latest charge."""
+
+        async def work(con: Any) -> list[tuple[str, str]]:
+            charged = await con.fetch(
+                "SELECT fingerprint, dataset FROM charges WHERE fingerprint = $1 OR dataset = $1 ORDER BY seq", dataset
+            )
+            found = {r["fingerprint"]: r["dataset"] for r in charged}
+            found.update({r["fingerprint"]: r["dataset"] for r in await con.fetch(LATEST_LIFETIMES, dataset, dataset)})
+            return sorted(found.items())
+
+        return list(self._run(work))
+
+    def set_lifetime(self, settings: list[Lifetime]) -> list[Lifetime]:
+        """Inserted in one transaction holding the lifetimes table's lock."""
+
+        async def work(con: Any) -> list[Lifetime]:
+            await con.execute("LOCK TABLE lifetimes IN SHARE ROW EXCLUSIVE MODE")
+            return [await self._insert_lifetime(con, s) for s in settings]
+
+        return list(self._run(work))
+
+    @staticmethod
+    async def _insert_lifetime(con: Any, s: Lifetime) -> Lifetime:
+        seq = await con.fetchval(
+            "INSERT INTO lifetimes (fingerprint, dataset, lifetime_rho, time, registry_id, source) "
+            "VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq",
+            s.fingerprint, s.dataset, s.lifetime_rho, s.time, s.registry_id, s.source,
+        )  # fmt: skip
+        return s.model_copy(update={"seq": int(seq)})
 
     def import_charges(self, charges: list[Charge]) -> None:
         """One transaction for all of them; a ``ref`` already stored is skipped."""
@@ -285,6 +342,12 @@ class PostgresAuthority:
             return {r["key"] for r in await con.fetch("SELECT key FROM statistics")}
 
         return set(self._run(work))
+
+
+def _lifetime(row: Any) -> Lifetime:
+    return Lifetime(seq=row["seq"], fingerprint=row["fingerprint"], dataset=row["dataset"],
+                    lifetime_rho=float(row["lifetime_rho"]), time=row["time"], registry_id=row["registry_id"],
+                    source=row["source"])  # fmt: skip
 
 
 async def _charge(con: Any, row: Any) -> Charge:

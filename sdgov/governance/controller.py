@@ -30,6 +30,7 @@ every signed statement names, so a statement made for one registry means nothing
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -41,10 +42,12 @@ from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
 from sdgov.governance.approvers import Approvers, load_approvers
+from sdgov.governance.lifetime import LIFETIME
 from sdgov.governance.policy import POLICY_FILE, init_policy
 from sdgov.identity.keys import key_fingerprint, verifies
 from sdgov.identity.statements import (
     CommitStatement,
+    LifetimeStatement,
     SignOffStatement,
     decode_statement,
     encode_statement,
@@ -219,6 +222,34 @@ def statement_problems(registry: Registry, events: list[Event]) -> list[str]:
         )
         if who is None or who.name != e.actor or not bound or not verifies(who.key(), sig, signed_bytes(stmt)):
             problems.append(f"{where}: its signed statement does not match the event or its approver's key")
+    return problems + _lifetime_problems(events, adopted, rid)
+
+
+def _lifetime_problems(events: list[Event], adopted: list[tuple[int, Approvers]], rid: str) -> list[str]:
+    """Every lifetime setting logged as a controller's act (``sdgov budget lifetime`` in a registry with approvers)
+    must carry a statement signed by a controller in force then, for this registry, account and value."""
+    problems = []
+    for e in events:
+        if e.event != LIFETIME or e.role != "controller":
+            continue  # role 'system': a sandbox registry's unsigned setting, or the raise its signed policy commit made
+        book = next((a for seq, a in reversed(adopted) if seq < e.seq), None)
+        where = f"log.jsonl line {e.seq + 1}: {e.actor!r}'s {e.event}"
+        try:
+            stmt, sig = decode_statement(e.artifacts.get("statement", ""), LifetimeStatement)
+            rho = json.loads(e.comment)["lifetime_rho"]
+        except (ValueError, KeyError, TypeError):
+            problems.append(f"{where} is a controller's act but carries no readable signed statement")
+            continue
+        who = book.find(stmt.signer) if book is not None else None
+        bound = (stmt.registry_id, stmt.fingerprint, stmt.lifetime_rho) == (rid, e.artifacts.get("dataset"), rho)
+        if (
+            who is None
+            or who.role != "controller"
+            or who.name != e.actor
+            or not bound
+            or not verifies(who.key(), sig, signed_bytes(stmt))
+        ):
+            problems.append(f"{where}: its signed statement does not match the event or a controller's key")
     return problems
 
 

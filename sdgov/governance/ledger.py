@@ -16,8 +16,12 @@ The authority is the check's source of truth; :func:`account` adds the registry'
 lacks (a registry older than the authority, or an authority restored from an older backup), and every spend
 imports them first, so the account never shrinks below what a log records.
 
-The lifetime budget is the controller's (``policy.yaml`` of the registry spending, :mod:`sdgov.governance.policy`);
-without a policy nothing is spent. Each registry's hash-chained log records its spends as ``budget_spent`` events,
+The lifetime budget is the controller's, and the account's: set in the authority by the account's first charge from
+the spending registry's ``policy.yaml`` (:mod:`sdgov.governance.policy`), bounded by every spending registry's policy
+(a lower one is stricter; a higher one is refused, :mod:`sdgov.governance.lifetime`), raised or lowered only by the
+controller's explicit act (:func:`set_lifetime`, ``sdgov budget lifetime``) or the policy change of the registry that
+set it; each setting is logged in the registry it is made through (``budget_lifetime_changed``). Without a policy
+nothing is spent. Each registry's hash-chained log records its spends as ``budget_spent`` events,
 one per run that draws new noise, naming every statistic it reserves (:func:`sdgov.measurement.store.statistic_key`:
 dataset × marginal × σ, and a split synthesis's part filter), its ρ, the account before and after across all
 registries, and the authority's charge; ρ composes by addition (zCDP) over every statistic ever drawn on the
@@ -52,14 +56,19 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
-from sdgov.governance.authority import Authority, Charge, Overspend, open_authority
+from sdgov.governance.approvers import Approver, Approvers
+from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend, open_authority
 from sdgov.governance.controller import check_controller_files
-from sdgov.governance.policy import POLICY_FILE, load_policy, policy_path
+from sdgov.governance.lifetime import COMMAND, LIFETIME, in_force, own_raise, refusal
+from sdgov.governance.policy import POLICY_FILE, Policy, load_policy, policy_path
+from sdgov.identity.keys import key_fingerprint, verifies
+from sdgov.identity.statements import LifetimeStatement, encode_statement, signed_bytes
 from sdgov.registry.log import policy_problems  # the registry checks the policy hash the ledger logs
 
 if TYPE_CHECKING:
@@ -92,9 +101,11 @@ class Account(Frozen):
     spent_rho: float
     remaining_rho: float
     spends: list[Spend]  # every registry's, the authority's first
-    policy_entry: str  # which part of policy.yaml set the lifetime ('defaults' or 'datasets.<key>')
+    policy_entry: str  # which part of policy.yaml bounds the lifetime ('defaults' or 'datasets.<key>')
     policy_sha256: str
     registries: int = 1  # how many registries have spent on the dataset
+    policy_lifetime_rho: float = 0.0  # what this registry's policy states
+    authority_lifetime: Lifetime | None = None  # the account's lifetime in the authority, and where it was set
 
 
 def spend_of(e: Event, registry_id: str = "") -> Spend | None:
@@ -158,20 +169,25 @@ def account(
     events = registry.verified_events() if events is None else events
     policy, policy_sha = load_policy(registry.root)
     limits, entry = policy.limits(fingerprint, dataset)
-    charged = [_spend(c) for c in (authority or open_authority()).charges(fingerprint, dataset)]
+    authority = authority or open_authority()
+    charged = [_spend(c) for c in authority.charges(fingerprint, dataset)]
     refs = {s.ref for s in charged}
     mine = charged + [s for s in _mine(events, dataset, fingerprint) if s.ref not in refs]
     spent = math.fsum(s.rho for s in mine)
+    held = authority.lifetime(fingerprint, dataset)
+    lifetime = in_force(held, limits.lifetime_rho, registry.registry_id())
     return Account(
         dataset=dataset,
         fingerprint=fingerprint,
-        lifetime_rho=limits.lifetime_rho,
+        lifetime_rho=lifetime,
         spent_rho=spent,
-        remaining_rho=max(0.0, limits.lifetime_rho - spent),
+        remaining_rho=max(0.0, lifetime - spent),
         spends=mine,
         policy_entry=entry,
         policy_sha256=policy_sha,
         registries=len({s.registry_id for s in mine}),
+        policy_lifetime_rho=limits.lifetime_rho,
+        authority_lifetime=held,
     )
 
 
@@ -253,12 +269,18 @@ def _spend_locked(
         registry_id=registry.registry_id(),
     )
     artifacts = {"dataset": fingerprint, POLICY_FILE: policy_sha}
+    source = f"{POLICY_FILE} {entry}"
+    held = authority.lifetime(fingerprint, dataset)
+    if own_raise(held, limits.lifetime_rho, charge.registry_id):  # its own signed policy change: recorded, logged
+        _set_locked(registry, authority, policy, policy_sha, [(fingerprint, dataset)], limits.lifetime_rho, source)
     try:
-        stored, before = authority.charge(charge, limits.lifetime_rho)
-    except Overspend as over:
-        spent, n = over.spent, len(over.before)
-        regs = len({c.registry_id for c in over.before})
-        detail = _detail(dataset, fingerprint, rho, statistics, spent, limits.lifetime_rho, entry, authority, regs)
+        stored, before = authority.charge(charge, limits.lifetime_rho, source)
+    except (Overspend, LifetimeAbove) as exc:
+        over = exc.before if isinstance(exc, Overspend) else authority.charges(fingerprint, dataset)
+        spent, n = math.fsum(c.rho for c in over), len(over)
+        regs = len({c.registry_id for c in over})
+        lifetime = exc.lifetime_rho if isinstance(exc, Overspend) else exc.account.lifetime_rho
+        detail = _detail(dataset, fingerprint, rho, statistics, spent, lifetime, entry, authority, regs)
         registry.append_locked(
             REFUSED,
             "sdgov",
@@ -269,20 +291,24 @@ def _spend_locked(
             artifacts=artifacts,
             comment=json.dumps(detail, sort_keys=True),
         )
-        refused = BudgetError(
-            f"privacy budget exceeded for dataset {dataset!r} over this controller's registries: ρ={spent:.6g} of its "
-            f"lifetime ρ={limits.lifetime_rho:.6g} spent ({n} spend(s) in {regs} registr{'y' if regs == 1 else 'ies'}"
-            "), "
-            f"{max(0.0, limits.lifetime_rho - spent):.6g} left, this release needs ρ={rho:.6g} for {len(statistics)} "
-            "new statistic(s). Refused before any noise was drawn",
-            f"{policy_path(registry.root)}: {entry}",
-            "lower this agreement's budget, or ask the data controller to raise the lifetime budget",
+        refused = (
+            refusal(dataset, exc.account, exc.policy_rho, entry)
+            if isinstance(exc, LifetimeAbove)
+            else BudgetError(
+                f"privacy budget exceeded for dataset {dataset!r} over this controller's registries: ρ={spent:.6g} of "
+                f"its lifetime ρ={lifetime:.6g} spent ({n} spend(s) in {regs} registr{'y' if regs == 1 else 'ies'}), "
+                f"{max(0.0, lifetime - spent):.6g} left, this release needs ρ={rho:.6g} for {len(statistics)} "
+                "new statistic(s). Refused before any noise was drawn",
+                f"{policy_path(registry.root)}: {entry}",
+                "lower this agreement's budget, or ask the data controller to raise the lifetime budget",
+            )
         )
         refused.logged = True  # budget_refused, above
         raise refused from None
     spent = math.fsum(c.rho for c in before)
     regs = len({c.registry_id for c in [*before, stored]})
-    detail = _detail(dataset, fingerprint, rho, statistics, spent, limits.lifetime_rho, entry, authority, regs)
+    assert stored.lifetime_rho is not None  # checked against
+    detail = _detail(dataset, fingerprint, rho, statistics, spent, stored.lifetime_rho, entry, authority, regs)
     e = registry.append_locked(
         SPENT,
         "sdgov",
@@ -293,6 +319,140 @@ def _spend_locked(
         comment=json.dumps({**detail, "authority_charge": stored.ref}, sort_keys=True),
     )
     return spend_of(e, registry.registry_id())
+
+
+def set_lifetime(
+    registry: Registry,
+    dataset: str,
+    rho: float,
+    signer: str | None = None,
+    key: str | Path | None = None,
+    authority: Authority | None = None,
+) -> list[Lifetime]:
+    """``sdgov budget lifetime``: the controller sets the lifetime of every account known by ``dataset`` (a name
+    label or a fingerprint) through this registry — recorded in the authority (when, through which registry) and
+    logged here (``budget_lifetime_changed``). In a registry with an approvers registry in force a controller of it
+    signs each setting (``signer``, ``key``: a :class:`~sdgov.identity.statements.LifetimeStatement` in the event,
+    re-checked by ``sdgov registry verify``); a sandbox registry's is unsigned, as its ``sdgov init`` adoption is.
+    Refused (one line, nothing written) while the registry fails verification or its controller files differ from
+    their last commit, for an account the authority does not know, for a signer who is not a controller or a key
+    not theirs, and above what this registry's policy states for the dataset (the policy bounds every account)."""
+    authority = authority or open_authority()
+    registry.require_existing()
+    with registry.lock(), authority.lock():
+        events = registry.verified_events()
+        check_policy_logged(registry, events)
+        in_force = check_controller_files(registry, events)
+        who = _lifetime_signer(in_force, signer, key, registry)
+        policy, policy_sha = load_policy(registry.root)
+        accounts = authority.accounts(dataset)
+        if not accounts:
+            raise BudgetError(
+                f"no account for dataset {dataset!r} in the controller's budget authority (nothing charged on it)",
+                f"{COMMAND} --dataset {dataset}",
+                "give the name label or fingerprint that 'sdgov budget' lists; a first charge sets an account's "
+                "lifetime from the spending registry's policy",
+            )
+        return _set_locked(registry, authority, policy, policy_sha, accounts, rho, COMMAND, who)
+
+
+def _lifetime_signer(
+    in_force: Approvers | None, signer: str | None, key: str | Path | None, registry: Registry
+) -> tuple[str, Path, Approver] | None:
+    """Who signs a setting: a controller of the approvers registry in force, with their key; None in a sandbox."""
+    if in_force is None:
+        if signer or key:
+            raise BudgetError(
+                "this registry has no approvers registry, so no signature can be checked: a setting through it is "
+                "unsigned (as its 'sdgov init' adoption was)",
+                str(registry.root),
+                "leave out --as and --key, or commit an approvers registry first ('sdgov approvers commit')",
+            )
+        return None
+    if not signer or not key:
+        raise BudgetError(
+            "a lifetime setting in a registry with an approvers registry is a controller's signed act",
+            COMMAND,
+            "add --as NAME --key KEY (a controller listed, with their public key, in the approvers registry)",
+        )
+    who = in_force.find(signer)
+    if who is None or who.role != "controller":
+        raise BudgetError(
+            f"{signer!r} is not a data controller of the approvers registry in force",
+            COMMAND,
+            "a controller listed (with a public key) in the committed approvers registry must sign",
+        )
+    return who.name, Path(key), who
+
+
+def _set_locked(
+    registry: Registry,
+    authority: Authority,
+    policy: Policy,
+    policy_sha: str,
+    accounts: list[tuple[str, str]],
+    rho: float,
+    source: str,
+    who: tuple[str, Path, Approver] | None = None,
+) -> list[Lifetime]:
+    """Set the accounts' lifetime to ``rho`` (under both locks), bounded by this registry's policy, each signed by
+    ``who`` when given (every statement made and checked before anything is written), and log each."""
+    rid, now = registry.registry_id(), utcnow()
+    settings: list[tuple[Lifetime, Lifetime | None, str, dict[str, str]]] = []
+    for fingerprint, name in accounts:
+        limits, entry = policy.limits(fingerprint, name)
+        if rho > limits.lifetime_rho * (1 + TOLERANCE):
+            raise BudgetError(
+                f"lifetime ρ={rho:g} for dataset {name!r} is above this registry's policy (ρ={limits.lifetime_rho:g}), "
+                "which bounds every account; nothing set",
+                f"{POLICY_FILE}: {entry}",
+                "raise the policy's lifetime_rho first ('sdgov approvers commit' signs the change), or ask for less",
+            )
+        new = Lifetime(fingerprint=fingerprint, dataset=name, lifetime_rho=rho, time=now, registry_id=rid,
+                       source=source if who is None else f"{source}, signed by {who[0]}")  # fmt: skip
+        settings.append((new, authority.lifetime(fingerprint, name), entry, _signed(new, who)))
+    stored = authority.set_lifetime([s for s, _, _, _ in settings])
+    for new, (_, was, entry, signed) in zip(stored, settings, strict=True):
+        registry.append_locked(
+            LIFETIME,
+            "sdgov" if who is None else who[0],
+            "system" if who is None else "controller",
+            artifacts={"dataset": new.fingerprint, POLICY_FILE: policy_sha, **signed},
+            comment=json.dumps(
+                {
+                    "dataset": new.dataset,
+                    "fingerprint": new.fingerprint,
+                    "lifetime_rho": new.lifetime_rho,
+                    "previous_lifetime_rho": None if was is None else was.lifetime_rho,
+                    "previous": None if was is None else was.where(),
+                    "how": new.source,
+                    "policy_entry": entry,
+                    "authority": authority.authority_id,
+                    "authority_seq": new.seq,
+                },
+                sort_keys=True,
+                ensure_ascii=False,
+            ),
+        )
+    return stored
+
+
+def _signed(new: Lifetime, who: tuple[str, Path, Approver] | None) -> dict[str, str]:
+    """The event's ``statement`` and ``key`` artifacts for a signed setting ({} unsigned); a key that is not the
+    signer's registered one is refused here, before anything is written."""
+    if who is None:
+        return {}
+    name, key, approver = who
+    stmt = LifetimeStatement(registry_id=new.registry_id, fingerprint=new.fingerprint, lifetime_rho=new.lifetime_rho,
+                             signer=name, time=new.time)  # fmt: skip
+    token = encode_statement(stmt, key)
+    if not verifies(approver.key(), token.rsplit(".", 1)[1], signed_bytes(stmt)):
+        raise BudgetError(
+            f"{key} is not the key registered for {name!r}",
+            str(key),
+            "sign with your own key (the one whose public key the approvers registry lists)",
+        )
+    return {"statement": token, "key": key_fingerprint(approver.key())}
 
 
 def _detail(

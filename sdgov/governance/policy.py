@@ -51,6 +51,7 @@ from sdgov.base.hashing import sha256_file
 from sdgov.base.loading import load_model_file
 from sdgov.base.model import Frozen
 from sdgov.generators.registry import GENERATORS
+from sdgov.governance.lifetime import check_lifetime
 from sdgov.registry.log import POLICY_FILE  # one name for the controller's policy file
 
 DEFAULT_LIFETIME_RHO = 1.0
@@ -269,9 +270,12 @@ def check_plan_allowed(
     root: str | Path, agreement: Agreement, fingerprint: str, name: str, n_records: int
 ) -> PrivacyPlan:
     """Everything the policy can refuse, checked before a run writes anything: a registry with no policy, the
-    generator, the row count, δ and the release's ε (under the controller's σ floor). Returns the plan."""
+    generator, the row count, δ and the release's ε (under the controller's σ floor), and a lifetime above the
+    dataset's account in the controller's budget authority (:mod:`sdgov.governance.lifetime`). Returns the plan."""
     policy, _ = load_policy(root)
     limits, entry = policy.limits(fingerprint, name)
     plan = planned(limits, agreement)
     check_release(limits, entry, agreement, plan, n_records, str(policy_path(root)))
+    if plan.noise != "none":  # exact statistics spend nothing: no account to answer to
+        check_lifetime(root, fingerprint, name, limits.lifetime_rho, entry)
     return plan

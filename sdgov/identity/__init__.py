@@ -9,6 +9,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "CommitStatement": "statements",
+    "LifetimeStatement": "statements",
     "ProposalStatement": "statements",
     "SignOffStatement": "statements",
     "StandingStatement": "statements",
@@ -27,6 +28,7 @@ _WHERE = {
 }
 __all__ = [
     "CommitStatement",
+    "LifetimeStatement",
     "ProposalStatement",
     "SignOffStatement",
     "StandingStatement",

@@ -49,6 +49,19 @@ class CommitStatement(Frozen):
     time: str
 
 
+class LifetimeStatement(Frozen):
+    """A controller sets a dataset's lifetime ρ in the controller's budget authority, through one registry
+    (``sdgov budget lifetime``): the account (by fingerprint) and the value, so a token cannot be replayed for
+    another account, registry or value."""
+
+    type: Literal["sdgov.budget-lifetime/v1"] = "sdgov.budget-lifetime/v1"
+    registry_id: str
+    fingerprint: str
+    lifetime_rho: float
+    signer: str
+    time: str
+
+
 class StandingStatement(Frozen):
     """A person signs a standing approval (``approvals.yaml``) for one registry: the file's content hash, the
     agreement it is pinned to and the date it lapses. Scheduled releases apply it without a human at each run, so
@@ -76,7 +89,7 @@ class ProposalStatement(Frozen):
     time: str
 
 
-S = TypeVar("S", SignOffStatement, CommitStatement, StandingStatement, ProposalStatement)
+S = TypeVar("S", SignOffStatement, CommitStatement, StandingStatement, ProposalStatement, LifetimeStatement)
 
 
 def signed_bytes(statement: Frozen) -> bytes:

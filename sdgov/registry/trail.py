@@ -32,6 +32,7 @@ WHAT = {
     "worker_started": "started the controller's worker (its configuration's hash)",
     "budget_spent": "privacy budget spent (ledger)",
     "budget_refused": "privacy budget refused the measurement",
+    "budget_lifetime_changed": "set the dataset's lifetime ρ in the controller's budget authority",
     "budget_retry_approved": "approved a retry after the budget was raised",
     "budget_rejected": "declined to raise the privacy budget",
     "measured": "drew and persisted the noisy marginals",
@@ -150,7 +151,7 @@ def dataset_index(registry: Registry) -> dict[str, str]:
 
 
 def _dataset_of(e: Event, index: dict[str, str]) -> str:
-    if e.event in ("budget_spent", "budget_refused"):
+    if e.event in ("budget_spent", "budget_refused", "budget_lifetime_changed"):
         try:
             return json.loads(e.comment)["dataset"]
         except (ValueError, KeyError):

@@ -163,8 +163,9 @@ def budget_md(dataset: str, message: str, note: str = "") -> str:
             message,
             "",
             "No noise was drawn. To go on, a data controller raises the lifetime budget in the registry's "
-            "`policy.yaml` and then **approves** here (the measurement is retried once under the new policy); "
-            "**reject** ends the run.",
+            "`policy.yaml` (signed in with `sdgov approvers commit`) — and, where the dataset's account in the "
+            "controller's budget authority was set through another registry, with `sdgov budget lifetime` — and then "
+            "**approves** here (the measurement is retried once under the new lifetime); **reject** ends the run.",
             *([f"\n> **{note}**"] if note else []),
         ]
     )

@@ -13,7 +13,7 @@ import multiprocessing
 
 import pytest
 
-from sdgov.governance.authority import Charge, Overspend, open_authority
+from sdgov.governance.authority import Charge, LifetimeAbove, Overspend, open_authority
 from tests.system.postgres import PostgresCluster
 
 
@@ -44,14 +44,22 @@ def charge(ref: str, rho: float, key: str) -> Charge:
 def test_the_postgres_authority_keeps_the_accounts_rules(pg_authority):
     a = open_authority()
     assert type(a).__name__ == "PostgresAuthority" and len(a.authority_id) == 32
-    stored, before = a.charge(charge("c1", 0.6, "k1"), lifetime_rho=1.0)
+    stored, before = a.charge(charge("c1", 0.6, "k1"), lifetime_rho=1.0, source="policy.yaml defaults")
     assert stored.seq >= 1 and before == []
+    held = a.lifetime("f" * 64, "toy")  # the first charge set the account's lifetime
+    assert (held.lifetime_rho, held.source) == (1.0, "policy.yaml defaults") and held.seq >= 1
     with pytest.raises(Overspend):
-        a.charge(charge("c2", 0.5, "k2"), lifetime_rho=1.0)  # 0.6 + 0.5 > 1: nothing stored
+        a.charge(charge("c2", 0.5, "k2"), lifetime_rho=1.0, source="policy.yaml defaults")  # 0.6 + 0.5 > 1
+    with pytest.raises(LifetimeAbove):  # a registry whose policy states more: refused, nothing stored
+        a.charge(charge("c2", 0.1, "k2"), lifetime_rho=2.0, source="policy.yaml defaults")
     assert [c.ref for c in a.charges("f" * 64, "toy")] == ["c1"]
     a.import_charges([charge("c1", 0.6, "k1"), charge("old", 0.1, "k0")])  # c1 known: skipped
     assert [c.ref for c in a.charges("f" * 64, "other")] == ["c1", "old"]
     assert a.reservation("k1").ref == "c1" and a.reservation("nope") is None
+    assert a.accounts("toy") == [("f" * 64, "toy")] and a.accounts("f" * 64) == [("f" * 64, "toy")]
+    a.set_lifetime([held.model_copy(update={"lifetime_rho": 2.0, "source": "sdgov budget lifetime"})])  # raised
+    stored, _ = a.charge(charge("c3", 0.5, "k3"), lifetime_rho=2.0, source="policy.yaml defaults")  # 1.2 of 2
+    assert stored.lifetime_rho == 2.0 and a.lifetime("f" * 64, "toy").source == "sdgov budget lifetime"
     drawn = a.record("k1", b"noisy", "reg-a", "run-1")
     assert a.record("k1", b"noisy", "reg-b", "run-2").registry_id == "reg-a"  # the first draw stays
     with pytest.raises(Exception, match="drawn before with other noise"):
@@ -68,7 +76,7 @@ def _charge_in_process(url: str, ref: str, out: multiprocessing.Queue) -> None:
     a = open_authority()
     try:
         with a.lock():
-            a.charge(charge(ref, 0.6, ref), lifetime_rho=1.0)
+            a.charge(charge(ref, 0.6, ref), lifetime_rho=1.0, source="policy.yaml defaults")
         out.put("charged")
     except Overspend:
         out.put("refused")
