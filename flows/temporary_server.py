@@ -7,6 +7,10 @@ started under :mod:`sdgov.base.lifeline`: it holds the read end of a pipe only t
 itself when this process dies, however it dies. A SIGTERM handler also turns SIGTERM into a normal exit, so the
 flow's own cleanup runs. A server that does not come up in time (an overloaded machine) is one line, exit 2
 (:class:`ServerDidNotStart`), not Prefect's ``RuntimeError`` traceback.
+
+The temporary server registers no block types (:data:`SERVER_ENV`): no sdgov run reads or writes a Prefect block
+(results and artifacts go to the registry, the pause forms are run inputs), and registering Prefect's ~40 block
+types into a fresh database cost the release ~2.5 CPU s. A user's own server (``PREFECT_API_URL``) is left as it is.
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ class GuardedServer(SubprocessASGIServer):
             "PREFECT__SERVER_EPHEMERAL": "1",
             "PREFECT__SERVER_FINAL": "1",
             **get_current_settings().to_environment_variables(exclude_unset=True),
+            **SERVER_ENV,
         }
         try:
             return subprocess.Popen(args, env=env, pass_fds=(read,))
@@ -100,6 +105,13 @@ class GuardedServer(SubprocessASGIServer):
         if fd is not None:
             os.close(fd)
             self._lifeline = None
+
+
+SERVER_ENV = {
+    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",  # no block is used by a run: nothing to register
+    "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",  # else it loads every block collection to hash them first
+}
+"""Settings of the temporary server only (on top of the user's): what a run does not use is not started."""
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:

@@ -67,6 +67,8 @@ def test_the_temporary_server_dies_with_the_run(tmp_path):
             servers[end] = int(pid_text)
             if end != "exit":
                 assert httpx.get(f"{api_url}/health").status_code == 200, end
+                if end == "SIGINT":  # it registered no block type (temporary_server.SERVER_ENV): none is used
+                    assert httpx.post(f"{api_url}/block_types/filter", json={}).json() == []
                 run.send_signal(getattr(signal, end))
         for run in runs.values():
             run.wait(timeout=120)
