@@ -105,3 +105,17 @@ def test_reading_the_audit_registry_loads_neither_scikit_learn_nor_scipy_stats()
     loaded = set(json.loads(out.stdout.splitlines()[-1]))
     assert "sdgov.audits.privacy.audit" in loaded and "sdgov.audits.decomposability.audit" in loaded
     assert not {m for m in loaded if m.startswith(("sklearn", "scipy.stats", "scipy.optimize"))}
+
+
+def test_a_release_with_its_temporary_server_does_not_load_prefects_server_package() -> None:
+    """``sdgov release`` starts the temporary server itself and points the flow at it
+    (:mod:`sdgov.flows.temporary_server`): the run's process does not import Prefect's server package (FastAPI app,
+    ORM, migrations: ~2.5 CPU s), which only the server's own process needs."""
+    probe = (
+        "import json, sys, sdgov.flows.temporary_server, sdgov.flows.release, sdgov.flows.cli.release; "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "prefect.flows" in loaded and "httpx" in loaded
+    assert "prefect.server.api.server" not in loaded and "prefect.server.database" not in loaded
