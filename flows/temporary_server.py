@@ -90,7 +90,7 @@ class GuardedServer:
         waited = timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
         deadline = time.monotonic() + waited
         self.port = _free_port()
-        get_logger("server").info(f"Starting temporary server on http://127.0.0.1:{self.port}")
+        get_logger().info(f"Starting temporary server on http://127.0.0.1:{self.port}")
         self.server_process = self._run_uvicorn_command()
         atexit.register(self.stop)
         with httpx.Client() as client:
@@ -148,7 +148,7 @@ class GuardedServer:
         """Stop the server (SIGTERM, then SIGKILL after 10 s), then close its lifeline."""
         process = self.server_process
         if process is not None and process.poll() is None:
-            get_logger("server").info(f"Stopping temporary server on http://127.0.0.1:{self.port}")
+            get_logger().info(f"Stopping temporary server on http://127.0.0.1:{self.port}")
             process.terminate()
             try:
                 process.wait(timeout=10)
