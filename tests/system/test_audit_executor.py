@@ -18,7 +18,7 @@ CHILD = textwrap.dedent(
     """
     import json, os
     from prefect import flow
-    from sdgov.flows.temporary_server import install
+    from sdgov.flows.temporary_server import install, serving
     from sdgov.tasks.executor import prefect_executors
     from tests.system.test_audit_executor import sample_sha256, servers_started_here
 
@@ -35,7 +35,8 @@ CHILD = textwrap.dedent(
                 "sample": [sample_sha256(pool), sample_sha256(executor_for(1))],
             }
 
-    out = audit_like()
+    with serving(server):  # as `sdgov release` runs its flow
+        out = audit_like()
     print(json.dumps({**out, "server": server.api_url, "pid": os.getpid(), "env": os.getenv("PREFECT_API_URL")}))
     """
 )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sdgov.base.hashing import sha256_file
 from sdgov.registry.log import Registry
-from sdgov.reporting.card import SIGNOFF_MARKER
+from sdgov.reporting.card import SIGNOFF_MARKER, Card, render
 
 MARKER = SIGNOFF_MARKER.encode()
 
@@ -28,6 +28,7 @@ def test_published_card_is_the_draft_plus_the_signoff_section(released):
     card = json.loads(Path(result.card_json).read_text())
     drafts = _draft_outputs(card)
     run_dir = _run_dir(released)
+    full = render(Card.model_validate(card))  # the signed card with its figures drawn: sign_draft leaves them out
     for name in ("card.html", "card.md"):
         ref = drafts["draft_" + name.replace(".", "_")]
         assert ref["file"] == f"draft/{name}"  # named inside the run, never by a machine path
@@ -39,6 +40,7 @@ def test_published_card_is_the_draft_plus_the_signoff_section(released):
         assert published.split(MARKER)[0] == common, name  # byte comparison of everything before the sign-offs
         assert len(common) > 0.9 * len(published) - 20_000, name  # the common part is (nearly) the whole card
         signoff = published.split(MARKER)[1].decode()
+        assert signoff == full[name].split(SIGNOFF_MARKER)[1], name  # the same section as a render with figures
         assert "DRAFT" in pending.decode() and "DRAFT" not in signoff, name
         assert "Sign-offs" in signoff and card["signoffs"][-1]["subject_sha256"] in signoff, name
         assert card["provenance"]["log_head"]["hash"] in signoff, name

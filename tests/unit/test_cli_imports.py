@@ -94,3 +94,28 @@ def test_the_commands_that_talk_to_a_paused_run_load_neither_prefect_nor_the_num
     loaded = loaded_after(tmp_path, argvs, signing, **unreachable)
     assert "httpx" in loaded  # it got as far as the server
     assert not loaded & {*HEAVY, "prefect"}, sorted(loaded & {*HEAVY, "prefect"})
+
+
+def test_reading_the_audit_registry_loads_neither_scikit_learn_nor_scipy_stats() -> None:
+    """The pre-flight of ``validate``, ``propose`` and ``release`` reads the audit registry to dry-run the generators
+    a spec's audits name; the checks' statistics (scipy.stats, scikit-learn forests) load only when a check runs —
+    importing them with the registry cost each of those commands ~2 CPU s (issue 27)."""
+    probe = "import json, sys, sdgov.audits.registry; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "sdgov.audits.privacy.audit" in loaded and "sdgov.audits.decomposability.audit" in loaded
+    assert not {m for m in loaded if m.startswith(("sklearn", "scipy.stats", "scipy.optimize"))}
+
+
+def test_a_release_with_its_temporary_server_does_not_load_prefects_server_package() -> None:
+    """``sdgov release`` starts the temporary server itself and points the flow at it
+    (:mod:`sdgov.flows.temporary_server`): the run's process does not import Prefect's server package (FastAPI app,
+    ORM, migrations: ~2.5 CPU s), which only the server's own process needs."""
+    probe = (
+        "import json, sys, sdgov.flows.temporary_server, sdgov.flows.release, sdgov.flows.cli.release; "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "prefect.flows" in loaded and "httpx" in loaded
+    assert "prefect.server.api.server" not in loaded and "prefect.server.database" not in loaded

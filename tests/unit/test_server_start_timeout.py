@@ -13,7 +13,6 @@ from tests.governance import controller_registry, sign_standing_approval
 
 
 def test_a_temporary_server_that_never_answers_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch) -> None:
-    from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import (
         PREFECT_SERVER_EPHEMERAL_ENABLED,
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
@@ -36,7 +35,6 @@ def test_a_temporary_server_that_never_answers_is_one_line_and_exit_2(tmp_path, 
         return started[-1]
 
     monkeypatch.setattr(temporary_server.GuardedServer, "_run_uvicorn_command", never_answers)
-    monkeypatch.setattr(SubprocessASGIServer, "_instances", {})  # this process has made no server yet
     monkeypatch.setattr(signal, "signal", lambda *a: None)  # leave pytest's SIGTERM handling alone
     monkeypatch.setattr(preflight, "dry_run_generator", lambda loaded: None)  # a fit's compile: not this test's
     settings = {PREFECT_SERVER_EPHEMERAL_ENABLED: True, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1}

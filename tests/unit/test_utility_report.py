@@ -129,6 +129,18 @@ def test_pmse_ratio_near_null_for_one_distribution_and_large_for_independent(dem
     assert distinguish.pmse(real, ind, attrs, permutations=3)["ratio"] > 2 * same["ratio"]
 
 
+def test_specks_scores_do_not_depend_on_its_thread_count(demo, monkeypatch):
+    """SPECKS runs each forest on one thread (cheaper in CPU); its figures are those of a forest on two."""
+    attrs = demo["loaded"].agreement.attributes
+    indep = independent_marginals(FrameRecords(demo["real"], demo["loaded"].schema_), attrs, 3000)
+    got = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(distinguish, "N_JOBS", threads)
+        got[threads] = distinguish.specks(demo["real"], indep, attrs, seeds=3, rows=600, trees=8)["ks"]
+    assert got[1] == got[2]
+    assert min(got[1]) > 0  # a real difference was scored (independent marginals are told apart)
+
+
 def test_wasserstein_ratio_is_about_one_for_a_random_split(demo):
     real, schema = demo["real"], demo["loaded"].schema_
     attrs = demo["loaded"].agreement.attributes

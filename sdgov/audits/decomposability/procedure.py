@@ -57,7 +57,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis
@@ -255,6 +254,8 @@ def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
     d = mean / pooled if pooled > 0 else (0.0 if mean == 0 else math.copysign(math.inf, mean))
     if not np.any(diff != diff[0]):
         return (1.0 if mean == 0 else 0.0), (0.0 if mean == 0 else math.copysign(math.inf, mean)), d
+    from scipy import stats  # here: see sdgov.audits.privacy.attribute.p_correct
+
     res = stats.ttest_rel(a, b)
     return float(res.pvalue), float(res.statistic), float(d)
 

@@ -66,8 +66,6 @@ import math
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.spatial import cKDTree
 from scipy.special import gammaln
 
 from sdgov.audits.privacy.base import GeneratorRef, seed_of
@@ -112,6 +110,8 @@ def epsilon_lower_k(
 
     if f(0.0) >= 0:
         return 0.0
+    from scipy.optimize import brentq  # here: see sdgov.audits.privacy.attribute.p_correct
+
     hi = 1.0
     while f(hi) < 0 and hi < 1e6:
         hi *= 2
@@ -184,6 +184,8 @@ def canary_audit(
     runs: int = 1,
 ) -> CanaryResult:
     """Train on ``base_rows`` + m discretised canaries, sample n_synth records, bound ε from below."""
+    from scipy.spatial import cKDTree  # here: see sdgov.audits.privacy.attribute.p_correct
+
     sizes = np.array([ref.domain[a] for a in ref.attributes], dtype=np.int64)
     d = len(sizes)
     scale = sizes.astype(np.float64) if metric == "cells" else np.ones(d)

@@ -21,7 +21,6 @@ training data T (the generator is fitted on it and samples n records), a holdout
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from sdgov.audits.privacy.base import record_keys
 from sdgov.base.model import Frozen
@@ -73,6 +72,8 @@ def unique_matches(
     s_t, s_h = int(np.isin(ut, sk).sum()), int(np.isin(uh, sk).sum())
     b_t = int(np.isin(ut, bk).sum())
     ratio = ((s_t + 1) / max(len(ut), 1)) / ((s_h + 1) / max(len(uh), 1))
+    from scipy import stats  # here: see sdgov.audits.privacy.attribute.p_correct
+
     p = (
         float(stats.binomtest(s_t, s_t + s_h, len(ut) / (len(ut) + len(uh)), alternative="greater").pvalue)
         if s_t + s_h > 0 and len(ut) + len(uh) > 0

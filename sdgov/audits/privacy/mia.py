@@ -37,7 +37,6 @@ import math
 from typing import Any
 
 import numpy as np
-from sklearn.ensemble import RandomForestClassifier
 
 from sdgov.agreement.sections.privacy_risk import RiskSettings
 from sdgov.audits.privacy.attribute import AttributeResult, advantage, p_correct
@@ -266,6 +265,8 @@ class TargetRisk(Frozen):
 def _classify(X_in: np.ndarray, X_out: np.ndarray, folds: int, trees: int, seed: int, level: float) -> FeatureScore:
     """``level``: of the per-target interval (already Bonferroni-adjusted by the caller)."""
     """X_in, X_out: worlds × sets × F. Grouped CV over worlds; t-interval of TPR − FPR over worlds."""
+    from sklearn.ensemble import RandomForestClassifier  # here: see sdgov.audits.privacy.attribute
+
     W, S, F = X_in.shape
     fold_of = np.random.default_rng(seed).permutation(W) % min(folds, W)
     tp = np.zeros(W)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from sdgov.audits.privacy.base import GeneratorRef, record_keys, seed_of
 from sdgov.base.model import Frozen
@@ -43,6 +42,8 @@ def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
     """Steinke et al. Thm 5.2: P[≥ v of r guesses right] under (ε, δ)-DP, m canaries."""
     if v <= 0:
         return 1.0
+    from scipy import stats  # here: see sdgov.audits.privacy.attribute.p_correct
+
     q = 1.0 / (1.0 + math.exp(-eps))
     tail = float(stats.binom.sf(v - 1, r, q))
     if delta <= 0:
