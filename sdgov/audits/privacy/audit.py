@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
 from sdgov.audits.privacy.report import privacy_section
-from sdgov.audits.privacy.run import PrivacyAuditResult, audit_agreement_privacy
+from sdgov.audits.privacy.run import PrivacyAuditResult, agreement_audit_run
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check, CheckGenerator
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class PrivacyRiskAudit:
             if done == total or done % max(1, total // 10) == 0:
                 context.log(f"privacy audit — {what}: {done} / {total}")
 
-        risk = audit_agreement_privacy(
+        risk = agreement_audit_run(
             context.agreement,
             context.schema,
             context.confidential_sample(settings.settings.population_rows, settings.settings.seed),
@@ -52,7 +52,7 @@ class PrivacyRiskAudit:
             settings.generator_params,
             progress=progress,
             executor=context.executor_for(settings.settings.n_jobs),
-        )
+        ).run()
         context.log(
             f"privacy evidence: {risk.verdict} (ε_lower {risk.epsilon_lower}, min PG {risk.min_privacy_gain}, "
             f"{risk.seconds:.1f} s)"

@@ -382,7 +382,7 @@ def audit_spec_privacy_parts(
     canary_metric: Metric = "unit",
     progress: Progress | None = None,
 ) -> dict[str | None, PrivacyAuditResult]:
-    """The audit for a release spec file (the CLI): see :func:`audit_agreement_privacy` — once per part of a split
+    """The audit for a release spec file (the CLI): see :func:`agreement_audit_run` — once per part of a split
     synthesis, each on that part's agreement, records and own plan (:func:`~sdgov.agreement.accounting.part_plan`:
     the ε its share of ρ claims), as the release's audit stage runs it; keyed by part (``None``: the one model). The
     claimed (ε, δ) come from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` (at the fixed default δ)."""
@@ -399,7 +399,7 @@ def audit_spec_privacy_parts(
         codes = loaded.agreement.records_of(part, records).reset_index(drop=True)
         unit_plan = plan if part is None else part_plan(plan, part)
         with in_part(part):
-            results[part] = audit_agreement_privacy(
+            results[part] = agreement_audit_run(
                 ag,
                 loaded.schema_,
                 codes,
@@ -411,7 +411,7 @@ def audit_spec_privacy_parts(
                 parts,
                 canary_metric,
                 progress,
-            )
+            ).run()
     return results
 
 
@@ -429,7 +429,7 @@ def agreement_audit_run(
     progress: Progress | None = None,
     executor: Executor | None = None,
 ) -> PrivacyAuditRun:
-    """The audit for an agreement, built but not run (:func:`audit_agreement_privacy` runs it): its attributes, Φ
+    """The audit for an agreement, built but not run (``.run()`` runs it): its attributes, Φ
     and privacy plan (``plan``: the claimed ε, δ and σ).
 
     The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audits.generators`)
@@ -474,26 +474,6 @@ def agreement_audit_run(
         progress=progress,
         executor=executor,
     )
-
-
-def audit_agreement_privacy(
-    agreement: Any,
-    schema: Any,
-    codes: Any,
-    plan: Any,
-    generator: str | None = None,
-    settings: RiskSettings | None = None,
-    policy: RiskPolicy | None = None,
-    params: dict[str, Any] | None = None,
-    parts: tuple[str, ...] = DEFAULT_PARTS,
-    canary_metric: Metric = "unit",
-    progress: Progress | None = None,
-    executor: Executor | None = None,
-) -> PrivacyAuditResult:
-    """The audit for an agreement (:func:`agreement_audit_run`), run."""
-    return agreement_audit_run(
-        agreement, schema, codes, plan, generator, settings, policy, params, parts, canary_metric, progress, executor
-    ).run()
 
 
 def summary(result: PrivacyAuditResult) -> dict[str, Any]:
