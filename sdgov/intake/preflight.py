@@ -32,7 +32,7 @@ import tempfile
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -94,8 +94,7 @@ def run_preflight(
     run(check_audit_records, loaded, part_rows or {"": n_records})
     if plan is not None:
         run(check_selection_records, loaded, plan, part_rows or {"": n_records})
-    run(check_decomposability_settings, loaded)
-    run(check_privacy_settings, loaded)
+    run(check_audit_settings, loaded)
     if root is not None:
         run(check_disk_space, Path(root), loaded, n_records)
     if problems:
@@ -425,32 +424,29 @@ def check_selection_records(loaded: LoadedSpec, plan: PrivacyPlan, rows: dict[st
         )
 
 
-def check_decomposability_settings(loaded: LoadedSpec) -> None:
-    """A pre-registered decomposability test whose K is too light for its screen to reach its level is refused
-    here: found out in the audit stage, the budget would be spent on a test that cannot be trusted."""
+def check_audit_settings(loaded: LoadedSpec) -> None:
+    """A pre-registered audit whose settings could never reach its own level is refused here — found out in the
+    audit stage, the budget would be spent on a test that cannot be trusted: a decomposability K too light for its
+    screen (:mod:`sdgov.audits.decomposability.calibration`), a beyond-Φ bootstrap too short for its p-value to
+    reach the privacy policy's fail level (:mod:`sdgov.audits.privacy.calibration`). Every problem is reported."""
     from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-    from sdgov.audits import calibration_problem
-
-    section = loaded.agreement.sections.get("audit")
-    if not isinstance(section, DecomposabilitySettings) or not section.enabled:
-        return
-    problem = calibration_problem(section)
-    if problem is not None:
-        raise SpecError(*problem)
-
-
-def check_privacy_settings(loaded: LoadedSpec) -> None:
-    """A pre-registered privacy-risk audit with a check that could never reach its fail level (a beyond-Φ bootstrap
-    too short for its p-value to reach the policy's level) is refused here, like a decomposability K too light."""
     from sdgov.agreement.sections.privacy_risk import PrivacyRiskSettings
-    from sdgov.audits import privacy_calibration_problem
+    from sdgov.audits import calibration_problem, privacy_calibration_problem
 
-    section = loaded.agreement.sections.get("privacy_risk")
-    if not isinstance(section, PrivacyRiskSettings) or not section.enabled:
-        return
-    problem = privacy_calibration_problem(section)
-    if problem is not None:
-        raise SpecError(*problem)
+    Section = type[DecomposabilitySettings] | type[PrivacyRiskSettings]
+    rules: list[tuple[str, Section, Callable[[Any], tuple[str, str, str] | None]]] = [
+        ("audit", DecomposabilitySettings, calibration_problem),
+        ("privacy_risk", PrivacyRiskSettings, privacy_calibration_problem),
+    ]
+    problems: list[SdgovError] = []
+    for key, kind, problem_of in rules:
+        section = loaded.agreement.sections.get(key)
+        if isinstance(section, kind) and section.enabled:
+            problem = problem_of(section)
+            if problem is not None:
+                problems.append(SpecError(*problem))
+    if problems:
+        raise PreflightError(problems)
 
 
 def dry_run_audit_generators(loaded: LoadedSpec) -> None:
