@@ -41,6 +41,7 @@ from prefect.settings import (
     temporary_settings,
 )
 
+from sdgov.base import environment_variable
 from sdgov.base.errors import SdgovError
 
 PORT_IN_USE = 3  # uvicorn's exit status when its port was taken between choosing it and binding it
@@ -186,13 +187,8 @@ def serving(server: GuardedServer | None) -> Iterator[None]:
         yield
         return
     server.start()
-    old = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = server.api_url
-    try:
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            yield
-    finally:
-        if old is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = old
+    with (
+        environment_variable("PREFECT_API_URL", server.api_url),
+        temporary_settings(updates={PREFECT_API_URL: server.api_url}),
+    ):
+        yield

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from sdgov.base import environment_variable
+
 T = TypeVar("T")
 VERSION = "1.2.0"
 
@@ -88,12 +90,5 @@ def _run_api_exported() -> Iterator[None]:
     if server.server_process is None:
         yield
         return
-    old = os.environ.get("PREFECT_API_URL")
-    os.environ["PREFECT_API_URL"] = server.api_url
-    try:
+    with environment_variable("PREFECT_API_URL", server.api_url):
         yield
-    finally:
-        if old is None:
-            os.environ.pop("PREFECT_API_URL", None)
-        else:
-            os.environ["PREFECT_API_URL"] = old

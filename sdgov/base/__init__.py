@@ -1,5 +1,6 @@
 """The ground floor: errors, frozen models, hashing, atomic writes, the bounded YAML loader, seeds, the clock,
-the executor protocol and small drawing helpers. It imports nothing else from sdgov.
+the executor protocol, an environment variable for a block and small drawing helpers. It imports nothing else
+from sdgov.
 
 The names below are the room's face (what other rooms use); they load on first use, so importing the room
 costs nothing.
@@ -26,6 +27,7 @@ _WHERE = {
     "canonical_json": "hashing",
     "circle_figure": "svg",
     "circle_nodes": "svg",
+    "environment_variable": "environ",
     "executor_for": "executor",
     "finish_circle": "svg",
     "lazy_face": "face",
@@ -64,6 +66,7 @@ __all__ = [
     "canonical_json",
     "circle_figure",
     "circle_nodes",
+    "environment_variable",
     "executor_for",
     "finish_circle",
     "lazy_face",
