@@ -282,6 +282,19 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
     assert rc == 2 and json.loads(err.out)["ok"] is False and "no_such_module" in err.err
 
 
+def test_cli_refuses_an_unknown_part_before_reading_the_data(tmp_path, capsys):
+    """A misspelt ``--parts`` is one line and exit 2 before the spec's data is read: the data path here does not
+    exist, so an audit that read it first would answer with the missing file instead."""
+    from sdgov.flows.cli import main
+
+    spec = _tiny_spec(tmp_path)
+    missing = tmp_path / "no-such-data.csv"
+    rc = main(["audit", "privacy", "--spec", str(spec), "--data", str(missing), "--parts", "mia,memorisatoin"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1
+    assert "memorisatoin" in err[0] and "no-such-data" not in err[0]
+
+
 def test_policy_file_is_validated(tmp_path):
     bad = tmp_path / "p.yaml"
     bad.write_text("membership: {fail_below_pgg: 0.5}\n")
