@@ -242,14 +242,13 @@ def one_run_audit(
     synth = np.vstack(sets)
     n_syn = len(synth)
     tie = rng.random(m)  # ties in random order
-    cell = cell_scores(synth, owned, sizes, cliques_idx)
+    by_cell = np.lexsort((tie, cell_scores(synth, owned, sizes, cliques_idx)))  # ascending
     count, every, surprise = record_scores(sets, canaries, sizes, cliques_idx)
     grid = one_run_k_grid(m) if m >= 2 else []
     level = beta / max(len(SCORES) * len(grid), 1)  # Bonferroni over both guessers and the k grid
     by_k: list[Guess] = []
     pure = 0.0
     for k in grid:
-        by_cell = np.lexsort((tie, cell))  # ascending
         said = {
             "cell": (by_cell[:k], by_cell[m - k :]),
             "record": record_guesses(count, every, surprise, tie, k),
