@@ -39,6 +39,13 @@ GENERATORS = {
     "category leak": "sdgov.audits.privacy.leaky:category_leak",
     "blend 5%": "sdgov.audits.generators:blend5_ipf",
     "blend 2%": "sdgov.audits.generators:blend2_ipf",
+    "qi copier": "sdgov.audits.privacy.leaky:qi_copier",
+}
+
+
+BOUNDS = {  # the ε lower bounds a run reports, each alone: how often each exceeds the claimed ε
+    "epsilon_lower_one_run": lambda x: (x.get("one_run") or {}).get("epsilon_lower"),
+    "epsilon_lower_membership": lambda x: x.get("epsilon_lower_membership"),
 }
 
 
@@ -65,6 +72,16 @@ def summarise(runs: list[dict]) -> list[dict]:
                 "fail_rate_ci95": cp(k["fail"], n),
                 "clean_pass_rate_ci95": cp(k["pass"], n),
                 "epsilon_lower_above_claim": sum((x["epsilon_lower"] or 0) > x["claimed_epsilon"] for x in rows),
+                # each bound on its own (older result files lack them: None)
+                **{
+                    f"{name}_above_claim": None
+                    if any(get(x) is None for x in rows)
+                    else {
+                        "count": sum(get(x) > x["claimed_epsilon"] for x in rows),
+                        "rate_ci95": cp(sum(get(x) > x["claimed_epsilon"] for x in rows), n),
+                    }
+                    for name, get in BOUNDS.items()
+                },
                 "epsilon_lower_range": [
                     min(x["epsilon_lower"] or 0 for x in rows),
                     max(x["epsilon_lower"] or 0 for x in rows),
@@ -138,10 +155,12 @@ def main() -> None:
                     "claimed_epsilon": r.claimed_epsilon,
                     "claimed_delta": r.claimed_delta,
                     "epsilon_lower": r.epsilon_lower,
+                    "epsilon_lower_membership": r.epsilon_lower_membership,
                     "one_run": None
                     if r.one_run is None
                     else {
                         "canaries": r.one_run.canaries,
+                        "epsilon_lower": r.one_run.epsilon_lower,
                         "by_k": [g.model_dump() for g in r.one_run.by_k],
                     },
                     "copy_share": None if m is None else m.copy_share,

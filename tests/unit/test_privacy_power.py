@@ -107,3 +107,86 @@ def test_exact_marginals_refute_the_claim_and_honest_noise_does_not():
     for seed in range(3):  # the theorem: a σ = 10 release is refuted with probability ≤ β = 0.01 per seed
         honest = one_run_audit(_ref(IPF, sigma=10.0), real, 200, 1000, 10, seed, 0.01, 1e-5)
         assert honest.epsilon_lower <= claimed, honest
+
+
+def _audit(gen: str, seed: int, claimed: float, **params):
+    """The real audit entry point, one-run part only, on the App-2-shaped population."""
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.privacy.run import PrivacyAuditRun
+
+    return PrivacyAuditRun(
+        real=_population(),
+        attributes=ATTRS,
+        domain=DOMAIN,
+        cliques=list(PHI),
+        generator=gen,
+        params=params,
+        settings=RiskSettings(n_outliers=0, n_random=0, n_jobs=1, seed=seed),
+        policy=RiskPolicy(),
+        claimed_epsilon=claimed,
+        claimed_delta=1e-5,
+        parts=("one_run",),
+    ).run()
+
+
+def test_a_copier_of_qi_unique_records_is_refuted_and_the_honest_generator_is_not():
+    """Issue 29: copying the training records unique on three quasi-identifiers (here A, B, C — the 3-way Φ table, as
+    App 2's demographics) leaves the Φ cells as noisy as the honest generator's; the one-run audit's record guesser
+    sees the copies themselves and refutes the claimed ε, the cell guesser alone did not (1 of 20 on the census)."""
+    claimed = _zcdp_epsilon(10.0, 1e-5)
+    for seed in (0, 1):
+        leak = _audit(LEAKY + "qi_copier", seed, claimed, base=IPF, sigma=10.0)
+        assert leak.one_run is not None and leak.epsilon_lower > claimed, leak.one_run
+        assert {c.name: c.level for c in leak.checks}["DP lower bound"] == "fail"
+        by = {(g.score, g.k): g.epsilon_lower for g in leak.one_run.by_k}
+        assert max(v for (score, _), v in by.items() if score == "record") == leak.epsilon_lower
+        honest = _audit(IPF, seed, claimed, sigma=10.0)
+        assert honest.epsilon_lower <= claimed and {c.name: c.level for c in honest.checks}["DP lower bound"] != "fail"
+
+
+class _RandomisedPresence:
+    """An exactly ε-DP generator (add/remove one record): every cell of the domain is reported present with
+    probability e^ε/(1 + e^ε) if the training data holds it, 1/(1 + e^ε) if not — randomised response per cell, and
+    one record changes one cell's answer — and each sample lists the reported cells, cycled to n rows
+    (post-processing). The one-run audit's guessers read exactly that answer for every canary."""
+
+    def __init__(self, cliques, domain, epsilon: float = 2.0):
+        self.sizes, self.epsilon = list(domain.values()), float(epsilon)
+        self.cells: np.ndarray | None = None
+
+    def fit(self, records, weights=None, *, seed=None):
+        """Randomised response on the presence of every cell."""
+        keys = np.ravel_multi_index(tuple(records.to_numpy(np.int64).T), self.sizes)
+        present = np.zeros(math.prod(self.sizes), bool)
+        present[keys[np.asarray(weights) > 0] if weights is not None else keys] = True
+        flip = np.random.default_rng(seed).random(present.size) < 1 / (1 + math.exp(self.epsilon))
+        self.cells = np.flatnonzero(present ^ flip)
+
+    def sample(self, n, seed):
+        """The reported cells, cycled to n rows."""
+        import pandas as pd
+
+        assert self.cells is not None
+        rows = np.resize(np.random.default_rng(seed).permutation(self.cells), n)
+        return pd.DataFrame(np.stack(np.unravel_index(rows, self.sizes), axis=1), columns=ATTRS)
+
+
+def randomised_presence(cliques, domain, **params):
+    """Factory of :class:`_RandomisedPresence` (the audit loads generators by import path)."""
+    return _RandomisedPresence(cliques, domain, **params)
+
+
+def test_one_run_bound_of_an_exactly_dp_generator_stays_below_its_epsilon_at_the_stated_confidence():
+    """ε_lower is a lower bound at confidence 1 − β: over 40 seeds of a generator that is exactly ε-DP it exceeds ε
+    at most as often as a Binomial(40, β) allows (99.9 % quantile), while its median is well above 0 — the bound is
+    close enough to the truth that an invalid one (a guesser that saw the inclusion bits, a β not split over the
+    guessers and k) would cross it."""
+    from scipy import stats
+
+    eps, beta, seeds = 2.0, 0.2, 40
+    ref = _ref(f"{__name__}:randomised_presence", epsilon=eps)
+    real = _population()
+    lows = [one_run_audit(ref, real, 200, 1000, 3, seed, beta, 0.0).epsilon_lower for seed in range(seeds)]
+    above = sum(x > eps for x in lows)
+    assert above <= stats.binom.ppf(0.999, seeds, beta), lows
+    assert np.median(lows) > 0.5 * eps, lows

@@ -351,14 +351,43 @@ def test_attribute_inference_sees_a_copier_and_not_an_honest_generator():
     assert all(0.02 < b < 0.2 for _, b in p["honest"]), p["honest"]  # about 1/12: the base rate, never 0 or 1
 
 
-def test_epsilon_from_membership_advantage_inverts_the_dp_bound():
-    """The shadow models' scores as an ε lower bound: the ε whose tight (ε, δ) bound an advantage just reaches."""
-    from sdgov.audits.privacy.mia import dp_adv_bound_tight, epsilon_from_advantage
+def test_epsilon_from_membership_advantage_inverts_the_dp_bound_of_a_replaced_record():
+    """The shadow models' scores as an ε lower bound: the game replaces one record (B + t vs B + r), two add/remove
+    steps, so the advantage an add/remove (ε, δ) allows is the tight bound at (2ε, (1 + e^ε)δ) — not at (ε, δ)."""
+    from sdgov.audits.privacy.mia import dp_adv_bound_tight, epsilon_from_membership_advantage
 
-    for eps in (0.1, 0.68, 2.0, 5.0):
+    for eps in (0.1, 0.68, 1.0, 2.0, 5.0):
         for delta in (0.0, 1e-5):
-            adv = dp_adv_bound_tight(eps, delta)
-            assert epsilon_from_advantage(adv, delta) == pytest.approx(eps, rel=1e-9)
-    assert epsilon_from_advantage(0.0, 1e-5) == 0.0 and epsilon_from_advantage(-0.3, 0.0) == 0.0
-    assert epsilon_from_advantage(1.0, 0.0) == math.inf
-    assert epsilon_from_advantage(0.5, 0.0) < epsilon_from_advantage(0.6, 0.0)
+            adv = dp_adv_bound_tight(2 * eps, (1 + math.exp(eps)) * delta)
+            assert epsilon_from_membership_advantage(adv, delta) == pytest.approx(eps, rel=1e-9)
+            # the add/remove bound at ε itself is below what ε allows in this game: it must not refute ε
+            assert epsilon_from_membership_advantage(dp_adv_bound_tight(eps, delta), delta) < eps
+    assert epsilon_from_membership_advantage(0.0, 1e-5) == 0.0 and epsilon_from_membership_advantage(-0.3, 0.0) == 0.0
+    assert epsilon_from_membership_advantage(1.0, 0.0) == math.inf
+    assert epsilon_from_membership_advantage(0.5, 0.0) < epsilon_from_membership_advantage(0.6, 0.0)
+
+
+def test_qi_copier_copies_exactly_the_records_unique_on_its_quasi_identifiers():
+    """The issue-29 control: every training record whose quasi-identifier combination no other record holds is in
+    every sample, once per sample over the base's rows; a record sharing its combination is not copied; a name outside
+    the domain is refused."""
+    import pandas as pd
+
+    from sdgov.audits.generator_protocol import AuditError
+    from sdgov.audits.privacy.leaky import qi_copier
+
+    attrs, dom = ["A", "B", "C", "D"], {"A": 3, "B": 3, "C": 3, "D": 50}
+    train = pd.DataFrame([[0, 0, 0, 7], [1, 1, 1, 8], [1, 1, 1, 9], [2, 2, 2, 10]], columns=attrs)
+    gen = qi_copier([("A", "B")], dom, base=INDEPENDENT, quasi_identifiers=["A", "B", "C"])
+    gen.fit(train, np.ones(len(train), np.int64), seed=0)
+    assert gen.unique is not None and {tuple(r) for r in gen.unique} == {(0, 0, 0, 7), (2, 2, 2, 10)}
+    for seed in (1, 2):
+        out = gen.sample(40, seed)
+        assert len(out) == 40
+        rows = {tuple(r) for r in out.to_numpy()}
+        assert {(0, 0, 0, 7), (2, 2, 2, 10)} <= rows  # unique on (A, B, C): copied
+        assert (gen.sample(40, seed) == out).all().all()  # the same seed, the same rows
+    default = qi_copier([("A", "B")], dom, base=INDEPENDENT)
+    assert default.quasi_identifiers == ["A", "B", "C"]  # the first three attributes of the domain
+    with pytest.raises(AuditError, match="quasi_identifiers"):
+        qi_copier([("A", "B")], dom, base=INDEPENDENT, quasi_identifiers=["A", "Z"])

@@ -49,7 +49,9 @@ class RiskSettings(Frozen):
     canary_runs: int = Field(1, ge=1, description="independent canary runs (Bonferroni-combined)")
     one_run_canaries: int = Field(200, ge=2, description="canaries of the one-run audit (at most; see one_run)")
     one_run_base_rows: int | None = Field(None, ge=0, description="base records beside them; default train_rows")
-    one_run_synth_factor: int = Field(10, ge=1, description="synthetic rows per training record of the one-run fit")
+    one_run_synth_factor: int = Field(
+        10, ge=1, description="synthetic samples of the training size drawn from the one-run fit (see one_run)"
+    )
     memorisation_pairs: int = Field(30, ge=2, description="pairs of disjoint training sets (memorisation check)")
     memorisation_rows: int = Field(10_000, ge=10, description="records per training set (at most half the reference)")
     memorisation_synth_factor: int = Field(

@@ -17,10 +17,21 @@ pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e
                                      every observed category is shown at least once, as a tool that publishes its
                                      learned category list does. A category that only the target holds thus
                                      appears in the output exactly when the target is in the training data.
+``sdgov.audits.privacy.leaky:qi_copier``       the base's output with every training record that is unique on its
+                                     ``quasi_identifiers`` (default: the first three attributes of the domain, in
+                                     the schema's order) copied verbatim over as many output rows, one row each, in
+                                     every sample (issue 29). On the census apps the default names the
+                                     demographics a linker would hold: App 1's Sex, Economic Activity and Occupation
+                                     (all three: its records are unique on them), App 2's Family Composition,
+                                     Country of Birth and Ethnic Group (the fourth, the social grade, is what the
+                                     analyst models). It copies only the few records that stand out, the ones a
+                                     population-uniqueness rule (the classic disclosure-control test) protects, so a
+                                     record's presence in the output flips with its membership.
 
 None is (ε, δ)-DP for any finite ε at the claimed δ. The audit must fail the memorisers (copy share beyond Φ,
 :mod:`sdgov.audits.privacy.memorisation`), the copier (every check) and refute the exact-marginal generator's claim
-(ε_lower above the claimed ε, :mod:`sdgov.audits.privacy.one_run`). The category leak reveals something only
+(ε_lower above the claimed ε, :mod:`sdgov.audits.privacy.one_run`) and the QI copier's (ε_lower from the one-run
+canaries and the shadow models' scores, :mod:`sdgov.audits.privacy.run`). The category leak reveals something only
 about records holding a category no other training record holds (see docs/privacy_risk.md).
 """
 
@@ -109,6 +120,48 @@ class CategoryLeak(_Wrapped):
         return out
 
 
+class QICopier(_Wrapped):
+    """The base's output with every training record unique on ``quasi_identifiers`` copied over one output row."""
+
+    def __init__(
+        self,
+        cliques: list[Clique],
+        domain: dict[str, int],
+        quasi_identifiers: list[str] | tuple[str, ...] | None = None,
+        **kw: Any,
+    ) -> None:
+        qi = list(quasi_identifiers) if quasi_identifiers is not None else list(domain)[:3]
+        bad = [a for a in qi if a not in domain]
+        if not qi or bad:
+            raise AuditError(
+                f"quasi_identifiers {qi} name no attribute or ones outside the domain {bad}",
+                "qi_copier",
+                f"choose from {list(domain)}",
+            )
+        super().__init__(cliques, domain, **kw)
+        self.quasi_identifiers = qi
+        self.unique: np.ndarray | None = None
+
+    def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
+        """The base's fit, then the training records whose quasi-identifier combination no other record holds."""
+        super().fit(records, weights, seed=seed)
+        assert self.rows is not None
+        rows = self.rows.to_numpy(dtype=np.int64)
+        qi = [self.attributes.index(a) for a in self.quasi_identifiers]
+        _, inv, cnt = np.unique(rows[:, qi], axis=0, return_inverse=True, return_counts=True)
+        self.unique = rows[cnt[inv.ravel()] == 1]
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """The base's ``n`` records with one row per QI-unique training record overwritten by it (all of them, or
+        ``n`` of them drawn without replacement when there are more); the same seed gives the same rows."""
+        assert self.unique is not None, "fit() first"
+        rng = np.random.default_rng([int(seed), 9])
+        out = np.array(self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64), copy=True)
+        copies = self.unique if len(self.unique) <= n else self.unique[rng.choice(len(self.unique), n, replace=False)]
+        out[rng.choice(n, size=len(copies), replace=False)] = copies
+        return pd.DataFrame(out, columns=self.attributes)
+
+
 def memoriser(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
     """The memoriser over the base generator, copying ``copy_fraction`` (default 2 %) of its output."""
     return Memoriser(cliques, domain, **params)
@@ -132,6 +185,11 @@ def copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memo
 def exact_marginal(cliques: list[Clique], domain: dict[str, int], base: str = BASE, **params: Any) -> AuditGenerator:
     """The base generator on the exact Φ marginals: ``sigma`` is forced to 0 (no noise), whatever is passed."""
     return make_generator(load_generator(base), cliques, domain, {**params, "sigma": 0.0}, base)
+
+
+def qi_copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> QICopier:
+    """The base generator plus every training record unique on ``quasi_identifiers``, copied (:class:`QICopier`)."""
+    return QICopier(cliques, domain, **params)
 
 
 def category_leak(cliques: list[Clique], domain: dict[str, int], **params: Any) -> CategoryLeak:

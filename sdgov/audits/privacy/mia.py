@@ -59,13 +59,26 @@ def dp_adv_bound_tight(epsilon: float | None, delta: float | None) -> float | No
     return float(min(1.0, (math.expm1(epsilon) + 2 * (delta or 0.0)) / (math.exp(epsilon) + 1)))
 
 
-def epsilon_from_advantage(adv: float, delta: float | None) -> float:
-    """The smallest ε whose tight bound (:func:`dp_adv_bound_tight`) allows advantage ``adv``: a lower bound on ε
-    when ``adv`` is a lower confidence bound on a membership advantage (inf when it reaches 1)."""
+def epsilon_from_membership_advantage(adv: float, delta: float | None) -> float:
+    """The smallest add/remove-one ε whose (ε, δ)-DP allows advantage ``adv`` in this game (inf when it reaches 1).
+
+    The game's in and out datasets differ by *replacing* one record (B + t vs B + r: both of size n), i.e. by one
+    removal and one addition; an (ε, δ)-DP release under add/remove-one is (2ε, (1 + e^ε)δ)-indistinguishable on such
+    a pair (group privacy), so the advantage it allows is :func:`dp_adv_bound_tight` at those — and a lower
+    confidence bound on the advantage gives, through this, a lower bound on the claimed (add/remove) ε."""
     if adv >= 1:
         return math.inf
-    ratio = (1 + adv - 2 * (delta or 0.0)) / (1 - adv)
-    return float(math.log(ratio)) if ratio > 1 else 0.0
+    d = delta or 0.0
+    allowed = lambda e: dp_adv_bound_tight(2 * e, (1 + math.exp(e)) * d) or 0.0
+    if adv <= allowed(0.0):
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while allowed(hi) < adv and hi < 64:
+        lo, hi = hi, hi * 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if allowed(mid) >= adv else (mid, hi)
+    return hi
 
 
 # ------------------------------------------------------------------------------------------------ features

@@ -28,7 +28,13 @@ from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
 from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
-from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, dp_adv_bound_tight, epsilon_from_advantage, linkability
+from sdgov.audits.privacy.mia import (
+    TargetRisk,
+    dp_adv_bound,
+    dp_adv_bound_tight,
+    epsilon_from_membership_advantage,
+    linkability,
+)
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
 from sdgov.base.executor import Executor
@@ -298,8 +304,11 @@ class PrivacyAuditRun:
         eps_lower = max((b.epsilon_lower for b in bounds), default=None)
         eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
         # the shadow models' scores as a bound too: every target's advantage interval holds jointly at the audit's
-        # confidence (Bonferroni), so the largest ε their lower ends need is a lower bound on ε at that confidence
-        eps_mia = max((epsilon_from_advantage(r.advantage_ci[0], self.claimed_delta) for r in risks), default=None)
+        # confidence (Bonferroni), so the largest ε their lower ends need is a lower bound on ε at that confidence —
+        # reported beside ε_lower, not part of it (docs/privacy_risk.md, "ε_lower and its confidence")
+        eps_mia = max(
+            (epsilon_from_membership_advantage(r.advantage_ci[0], self.claimed_delta) for r in risks), default=None
+        )
         checks = apply_policy(
             self.policy,
             claimed_epsilon=self.claimed_epsilon,
