@@ -248,6 +248,10 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
     assert payload["min_privacy_gain"] + 1e-9 >= 0 and isinstance(payload["exact_matches"], int)
     assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audits.generators:honest_ipf"
     assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
+    from sdgov.audits.privacy.mia import membership_adv_bound  # the membership check's line: a replaced record's
+
+    allowed = membership_adv_bound(payload["claimed_epsilon"], payload["claimed_delta"])
+    assert payload["dp_adv_bound_tight"] == pytest.approx(allowed)
     assert len(payload["targets"]) == 2
     assert 0 < payload["beyond_phi_p_value"] <= 1  # a default part: interactions beyond Φ
     section = json.loads(out.read_text())["section"]
@@ -363,6 +367,12 @@ def test_epsilon_from_membership_advantage_inverts_the_dp_bound_of_a_replaced_re
             # the add/remove bound at ε itself is below what ε allows in this game: it must not refute ε
             assert epsilon_from_membership_advantage(dp_adv_bound_tight(eps, delta), delta) < eps
     assert epsilon_from_membership_advantage(0.0, 1e-5) == 0.0 and epsilon_from_membership_advantage(-0.3, 0.0) == 0.0
+    # the membership check fails above the same bound it inverts: one definition of what the claim allows
+    from sdgov.audits.privacy.mia import membership_adv_bound
+
+    for eps in (0.5, 1.0, 1.163):
+        assert epsilon_from_membership_advantage(membership_adv_bound(eps, 1e-9), 1e-9) == pytest.approx(eps, rel=1e-9)
+        assert membership_adv_bound(eps, 1e-9) > dp_adv_bound_tight(eps, 1e-9)
     assert epsilon_from_membership_advantage(1.0, 0.0) == math.inf
     assert epsilon_from_membership_advantage(0.5, 0.0) < epsilon_from_membership_advantage(0.6, 0.0)
 

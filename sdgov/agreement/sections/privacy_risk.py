@@ -120,7 +120,9 @@ class MembershipPolicy(Frozen):
     )
     fail_below_pg: float = Field(0.5, description="fail when a target's PG upper CI bound is below this")
     fail_above_dp_bound: bool = Field(
-        True, description="fail when a target's Adv lower CI bound exceeds the largest advantage (ε, δ)-DP allows"
+        True,
+        description="fail when a target's Adv lower CI bound exceeds the largest advantage (ε, δ)-DP allows when one "
+        "record is replaced, (2ε, (1 + e^ε)δ) by group privacy (sdgov.audits.privacy.mia.membership_adv_bound)",
     )
     min_worlds: int = Field(5, ge=2, description="with fewer shadow worlds the CIs are unreliable: warn, never fail")
 

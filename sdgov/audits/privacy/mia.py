@@ -59,6 +59,17 @@ def dp_adv_bound_tight(epsilon: float | None, delta: float | None) -> float | No
     return float(min(1.0, (math.expm1(epsilon) + 2 * (delta or 0.0)) / (math.exp(epsilon) + 1)))
 
 
+def membership_adv_bound(epsilon: float | None, delta: float | None) -> float | None:
+    """The largest advantage an add/remove-one (ε, δ)-DP release allows in this module's game, whose in and out
+    datasets differ by *replacing* one record (B + t vs B + r, both of size n): one removal and one addition, so by
+    group privacy (2ε, (1 + e^ε)δ)-indistinguishable, and the tight bound is :func:`dp_adv_bound_tight` at those.
+    The membership check fails a target whose advantage interval lies above it;
+    :func:`epsilon_from_membership_advantage` inverts it."""
+    if epsilon is None:
+        return None
+    return dp_adv_bound_tight(2 * epsilon, (1 + math.exp(epsilon)) * (delta or 0.0))
+
+
 def epsilon_from_membership_advantage(adv: float, delta: float | None) -> float:
     """The smallest add/remove-one ε whose (ε, δ)-DP allows advantage ``adv`` in this game (inf when it reaches 1).
 
@@ -69,7 +80,7 @@ def epsilon_from_membership_advantage(adv: float, delta: float | None) -> float:
     if adv >= 1:
         return math.inf
     d = delta or 0.0
-    allowed = lambda e: dp_adv_bound_tight(2 * e, (1 + math.exp(e)) * d) or 0.0
+    allowed = lambda e: membership_adv_bound(e, d) or 0.0
     if adv <= allowed(0.0):
         return 0.0
     lo, hi = 0.0, 1.0

@@ -31,7 +31,7 @@ def pg_plot_svg(result: PrivacyAuditResult) -> str | None:
     ax.set_xlabel("privacy gain PG = 1 − (TPR − FPR) of the linkability attack (1 = attacker learns nothing)")
     floors = [
         (result.dp_adv_bound, "--", f"DP floor 1 − (e^ε − 1), ε = {result.claimed_epsilon:.3g}"),
-        (result.dp_adv_bound_tight, ":", "DP floor 1 − (e^ε − 1 + 2δ)/(e^ε + 1)"),
+        (result.dp_adv_bound_tight, ":", "DP floor of a replaced record, 1 − (e^2ε − 1 + 2δ')/(e^2ε + 1)"),
     ]
     for bound, style, label in floors:
         if bound is None:

@@ -31,9 +31,9 @@ from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_a
 from sdgov.audits.privacy.mia import (
     TargetRisk,
     dp_adv_bound,
-    dp_adv_bound_tight,
     epsilon_from_membership_advantage,
     linkability,
+    membership_adv_bound,
 )
 from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
 from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
@@ -61,7 +61,7 @@ class PrivacyAuditResult(Frozen):
     claimed_epsilon: float | None
     claimed_delta: float | None
     dp_adv_bound: float | None  # e^ε − 1 (capped at 1)
-    dp_adv_bound_tight: float | None  # (e^ε − 1 + 2δ)/(e^ε + 1)
+    dp_adv_bound_tight: float | None  # the game's tight bound: (e^2ε − 1 + 2δ')/(e^2ε + 1), δ' = (1 + e^ε)δ
     settings: dict[str, Any]
     policy: str
     outlier_rule: str
@@ -299,7 +299,8 @@ class PrivacyAuditRun:
     def result(self, pool: _Pool, found: _Findings, t0: float, timing: dict[str, float]) -> PrivacyAuditResult:
         """The policy's checks on the findings, and the verdict."""
         st, risks, disclosure = self.settings, found.risks, found.disclosure
-        tight = dp_adv_bound_tight(self.claimed_epsilon, self.claimed_delta)
+        # the game replaces a record (two add/remove steps): the advantage the claim allows is at (2ε, (1 + e^ε)δ)
+        tight = membership_adv_bound(self.claimed_epsilon, self.claimed_delta)
         bounds = [b for b in (found.canary, found.one_run) if b is not None]
         eps_lower = max((b.epsilon_lower for b in bounds), default=None)
         eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
