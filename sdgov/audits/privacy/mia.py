@@ -28,7 +28,9 @@ each is drawn at level 1 − (1 − confidence)/(T·F) to keep the family-wise l
 
 DP bound shown beside it: an (ε, δ)-DP release keeps TPR ≤ e^ε·FPR + δ, hence Adv ≤ e^ε − 1 (the bound the issue
 names, vacuous for ε ≥ ln 2) and, tighter, Adv ≤ (e^ε − 1 + 2δ)/(e^ε + 1) (Kairouz, Oh, Viswanath 2015: the
-two-sided hypothesis-testing region of (ε, δ)-DP; maximise 1 − FPR − FNR over it).
+two-sided hypothesis-testing region of (ε, δ)-DP; maximise 1 − FPR − FNR over it). The game's in and out
+datasets differ by a replaced record, two add/remove steps, so the membership check applies the tight bound at
+(2ε, (1 + e^ε)δ) (:func:`membership_adv_bound`).
 """
 
 from __future__ import annotations
