@@ -206,11 +206,11 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     A generator crash is re-raised (exit 2) after ``--out`` records it with the request (generator, params, ...)."""
     from sdgov.audits.generator_protocol import GeneratorCrash
     from sdgov.audits.privacy.policy import load_risk_policy
-    from sdgov.audits.privacy.run import audit_spec_privacy_parts, check_parts
+    from sdgov.audits.privacy.run import audit_spec_privacy_parts, check_privacy_parts
 
     params = json_object_arg(args.params, "--params", '{"sigma": 5}') if args.params else None
     parts = tuple(p.strip() for p in (args.parts or ",".join(DEFAULT_PARTS)).split(",") if p.strip())
-    check_parts(parts)  # before the spec and the data are read
+    check_privacy_parts(parts)  # before the spec and the data are read
     settings = _settings(args)
     policy = load_risk_policy(args.policy)
 

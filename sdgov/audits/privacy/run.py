@@ -45,7 +45,7 @@ SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 _T = TypeVar("_T")
 
 
-def check_parts(parts: tuple[str, ...]) -> None:
+def check_privacy_parts(parts: tuple[str, ...]) -> None:
     """Refuse a part that is not one of :data:`PARTS` — the CLI before it loads any data, the audit before it runs."""
     bad = [p for p in parts if p not in PARTS]
     if bad:
@@ -172,7 +172,7 @@ class PrivacyAuditRun:
         """Fail fast on a bad generator path or part; pick the targets (outliers and random records) and shuffle the
         rest into the reference records."""
         load_generator(self.generator)  # fail fast on a bad import path
-        check_parts(self.parts)
+        check_privacy_parts(self.parts)
         st, attributes = self.settings, self.attributes
         real = np.asarray(self.real, dtype=np.int64)
         ref = GeneratorRef(
