@@ -89,12 +89,9 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     added = [c.clique for c in cons if c.clique not in fitted]
     jtree, elimination = junction_tree.make_junction_tree(domain, fitted + added)
     nodes = list(jtree.nodes)
-    if cons:  # Shafer-Shenoy: the message passing mbi uses for -inf potentials
-        marginals = marginal_oracles.message_passing_shafer_shenoy(
-            _expand(model.potentials, tuple(nodes)), 1.0, constraints=cons
-        )
-    else:
-        marginals = marginal_oracles.message_passing_stable(_expand(model.potentials, tuple(nodes)), 1.0)
+    # Shafer-Shenoy with structural zeros: the message passing mbi uses for -inf potentials
+    oracle = marginal_oracles.message_passing_shafer_shenoy if cons else marginal_oracles.message_passing_stable
+    marginals = oracle(_over_nodes(model.potentials, nodes), 1.0, constraints=cons)
     tables, node_cliques = [], []
     for node in nodes:
         factor = marginals.project(tuple(node))
@@ -181,6 +178,20 @@ def _pair_tables(model: mbi.MarkovRandomField, pairs: list[tuple[str, ...]]) -> 
 def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
     out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
     return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
+
+
+def _over_nodes(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> mbi.CliqueVector:
+    """The fitted potentials as the junction tree's message passing takes them, for the sampled model's tables.
+
+    Where the junction tree's cliques are the fitted cliques themselves (a chordal Φ: MST's tree, a draft's
+    1-ways), the potentials go in as they are: the message passing is then the very program mbi's estimator compiled
+    for its own marginals (its oracle, with the same constraints; the total is an argument, not a constant), so the
+    pre-flight dry run and the fit compile no second message passing — 3 to 5 CPU-seconds on the Adult MST tree, in
+    each process that first sees a model — and the tables are bit-identical to those of the expanded potentials
+    (``tests/unit/test_pgm_tables.py``). Otherwise (a triangulated Φ) they are expanded over the tree's cliques."""
+    if {frozenset(n) for n in nodes} == {frozenset(c) for c in potentials.cliques}:
+        return potentials
+    return _expand(potentials, tuple(nodes))
 
 
 @functools.partial(jax.jit, static_argnums=1)
