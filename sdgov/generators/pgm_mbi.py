@@ -185,9 +185,10 @@ def _over_nodes(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> m
 
     Where the junction tree's cliques are the fitted cliques themselves (a chordal Φ: MST's tree, a draft's
     1-ways), the potentials go in as they are: the message passing is then the very program mbi's estimator compiled
-    for its own marginals (its oracle, with the same constraints; the total is an argument, not a constant), so the
-    pre-flight dry run and the fit compile no second message passing — 3 to 5 CPU-seconds on the Adult MST tree, in
-    each process that first sees a model — and the tables are bit-identical to those of the expanded potentials
+    for its own marginals (its oracle, with the same constraints; the total is an argument, not a constant), so a fit
+    traces, lowers and loads no second message passing (the expanded one lowered to the same program, so JAX's cache
+    served it: ~0.3 CPU-s a fitting process; without the cache, ``SDGOV_JAX_CACHE_DIR=``, a second compile of 4-5
+    CPU-s on the Adult MST tree), and the tables are bit-identical to those of the expanded potentials
     (``tests/unit/test_pgm_tables.py``). Otherwise (a triangulated Φ) they are expanded over the tree's cliques."""
     if {frozenset(n) for n in nodes} == {frozenset(c) for c in potentials.cliques}:
         return potentials

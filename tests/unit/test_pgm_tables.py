@@ -1,7 +1,7 @@
 """The sampled model's tables (sdgov/generators/pgm_mbi.py ``fit_pgm``): where the junction tree's cliques are the
 fitted ones, the message passing runs on the fitted potentials as they are — the program mbi's estimator compiled —
 and gives the tables the expanded potentials give, bit for bit; a triangulated Φ still expands them. One fit
-compiles one message passing (the expansion compiled a second: 3–5 CPU-s per model on the Adult MST tree)."""
+compiles one message passing (the expansion traced a second: without JAX's cache, 4–5 CPU-s on the Adult MST tree)."""
 
 from __future__ import annotations
 
