@@ -14,6 +14,7 @@ is fitted or sized, so that reading a spec does not pay for JAX.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Sequence
@@ -83,7 +84,8 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     info: dict[str, object] = {"inference": "exact (junction tree)"}
     if params.own(InferenceParams).inference == "approximate":
         measurements, info = _approximate(domain, measurements, total, params.iterations)
-    model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations, constraints=cons)
+    loss = _compiled_loss(marginal_loss.from_linear_measurements(measurements, domain))
+    model = MirrorDescent().estimate(domain, loss, known_total=total, iters=params.iterations, constraints=cons)
 
     fitted = [tuple(c) for c in model.cliques]
     added = [c.clique for c in cons if c.clique not in fitted]
@@ -178,6 +180,24 @@ def _pair_tables(model: mbi.MarkovRandomField, pairs: list[tuple[str, ...]]) -> 
 def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
     out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
     return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
+
+
+def _compiled_loss(loss: marginal_loss.MarginalLossFn) -> marginal_loss.MarginalLossFn:
+    """The fit's loss, compiled as one program where mbi's estimator evaluates it outside its compiled steps.
+
+    ``MirrorDescent`` evaluates the loss once eagerly (its initial loss): one small XLA program per array operation per
+    measured marginal — ~50 on the Adult MST tree, ~3 CPU-s to compile in the process that first sees a model and
+    ~1 s to trace and load in every later one. Jitted with ``inline=True`` it is one program there, and inside the
+    estimator's compiled steps it is inlined as before: those programs, their cache keys and the fit are unchanged
+    (``tests/unit/test_pgm_tables.py``). The initial loss is only reported, never used by a step."""
+    return dataclasses.replace(loss, loss_fn=_inlined(loss.loss_fn))
+
+
+@functools.cache
+def _inlined(fn: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
+    """One jitted wrapper per loss function: the estimator's compiled steps take it as static metadata, so a new
+    wrapper per fit would trace them again."""
+    return jax.jit(fn, inline=True)
 
 
 def _over_nodes(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> mbi.CliqueVector:

@@ -1,7 +1,11 @@
-"""The sampled model's tables (sdgov/generators/pgm_mbi.py ``fit_pgm``): where the junction tree's cliques are the
-fitted ones, the message passing runs on the fitted potentials as they are — the program mbi's estimator compiled —
-and gives the tables the expanded potentials give, bit for bit; a triangulated Φ still expands them. One fit
-compiles one message passing (the expansion traced a second: without JAX's cache, 4–5 CPU-s on the Adult MST tree)."""
+"""What one PGM fit compiles (sdgov/generators/pgm_mbi.py ``fit_pgm``), and that compiling less changes nothing.
+
+- The sampled model's tables: where the junction tree's cliques are the fitted ones, the message passing runs on
+  the fitted potentials as they are — the program mbi's estimator compiled — and gives the tables the expanded
+  potentials give, bit for bit; a triangulated Φ still expands them. One fit compiles one message passing (the
+  expansion traced a second: without JAX's cache, 4–5 CPU-s on the Adult MST tree).
+- The loss mbi's estimator evaluates outside its compiled steps is one compiled program (inlined within them), not
+  one per array operation per marginal; the fitted model is the same, bit for bit."""
 
 from __future__ import annotations
 
@@ -67,6 +71,16 @@ def test_the_fitted_potentials_give_the_expanded_potentials_tables_bit_for_bit(m
     assert (ab[0, 1:3].sum() == 0.0) == bool(zeros), "the structural zero, and only it, has probability 0"
 
 
+def test_the_compiled_loss_fits_the_model_the_estimators_own_loss_fits(monkeypatch):
+    zeros = [ZERO]
+    mset, params = _mset(TREE, zero=True), GeneratorSpec(iterations=80)
+    compiled = pgm_mbi.fit_pgm(mset, params, zeros)
+    monkeypatch.setattr(pgm_mbi, "_compiled_loss", lambda loss: loss)  # the loss as mbi builds it: eager in _init
+    plain = pgm_mbi.fit_pgm(mset, params, zeros)
+    assert compiled.cliques == plain.cliques
+    assert all(np.array_equal(x, y) for x, y in zip(compiled.marginals, plain.marginals, strict=True))
+
+
 def test_a_triangulated_phi_is_expanded_over_the_junction_trees_cliques():
     model = pgm_mbi.fit_pgm(_mset(CYCLE), GeneratorSpec(iterations=20))
     assert max(len(c) for c in model.cliques) == 3, "the 4-cycle's junction tree holds triples, not Φ's pairs"
@@ -83,11 +97,14 @@ fit_pgm(_mset(TREE), GeneratorSpec(iterations=10))
 """
 
 
-def test_a_fit_compiles_one_message_passing():
-    """The estimator's own marginals and the sampled model's tables share one compiled message passing (no
-    persistent cache: every program is compiled here, in a fresh process)."""
+def test_a_fit_compiles_one_message_passing_and_one_loss():
+    """The estimator's own marginals and the sampled model's tables share one compiled message passing, and its
+    initial loss is one program, not one per array operation per marginal (no persistent cache: every program is
+    compiled here, in a fresh process)."""
     env = {**os.environ, "SDGOV_JAX_CACHE_DIR": "", "JAX_LOG_COMPILES": "1", "PYTHONHASHSEED": "0"}
     run = subprocess.run([sys.executable, "-c", FIT, str(REPO)], env=env, capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0, run.stderr[-2000:]
-    compiled = [ln for ln in run.stderr.splitlines() if "Finished XLA compilation of jit(message_passing" in ln]
-    assert len(compiled) == 1, compiled
+    compiled = [ln.split(" in ")[0].rsplit(" ", 1)[-1] for ln in run.stderr.splitlines() if "Finished XLA comp" in ln]
+    assert compiled.count("jit(message_passing_hugin)") == 1, compiled
+    assert compiled.count("jit(_l2_loss)") == 1, compiled
+    assert not {"jit(vdot)", "jit(subtract)", "jit(true_divide)"} & set(compiled), compiled
