@@ -188,8 +188,9 @@ def _compiled_loss(loss: marginal_loss.MarginalLossFn) -> marginal_loss.Marginal
     ``MirrorDescent`` evaluates the loss once eagerly (its initial loss): one small XLA program per array operation per
     measured marginal — ~50 on the Adult MST tree, ~3 CPU-s to compile in the process that first sees a model and
     ~1 s to trace and load in every later one. Jitted with ``inline=True`` it is one program there, and inside the
-    estimator's compiled steps it is inlined as before: those programs, their cache keys and the fit are unchanged
-    (``tests/unit/test_pgm_tables.py``). The initial loss is only reported, never used by a step."""
+    estimator's compiled steps it is inlined: they compute what they computed and the fitted model is bit-identical
+    (``tests/unit/test_pgm_tables.py``), though the scan's program now lowers with its arguments in another order, so
+    a cache written before compiles it once more. The initial loss is only reported, never used by a step."""
     return dataclasses.replace(loss, loss_fn=_inlined(loss.loss_fn))
 
 
