@@ -68,8 +68,11 @@ def epsilon_of_rho(rho: float, delta: float) -> float:
 RHO_SEARCH = (1e-12, 1e4)
 
 
+@cache
 def rho_of_epsilon(epsilon: float, delta: float) -> float:
-    """Largest ρ whose tight conversion stays within (ε, δ)."""
+    """Largest ρ whose tight conversion stays within (ε, δ). Kept per (ε, δ) for the life of the process: the search
+    calls OpenDP's conversion some 70 times (≈ 0.3 CPU-s) and one command plans the same budget two to four times
+    (the pre-flight, the controller's policy, the measure stage, the card); a refused (ε, δ) raises every time."""
     if not epsilon_of_rho(RHO_SEARCH[0], delta) <= epsilon < epsilon_of_rho(RHO_SEARCH[1], delta):
         raise SpecError(
             f"ε = {epsilon:g} at δ = {delta:g} is outside what can be accounted (ρ in {RHO_SEARCH})",

@@ -14,6 +14,7 @@ is fitted or sized, so that reading a spec does not pay for JAX.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable, Sequence
@@ -83,18 +84,16 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     info: dict[str, object] = {"inference": "exact (junction tree)"}
     if params.own(InferenceParams).inference == "approximate":
         measurements, info = _approximate(domain, measurements, total, params.iterations)
-    model = MirrorDescent().estimate(domain, measurements, known_total=total, iters=params.iterations, constraints=cons)
+    loss = _compiled_loss(marginal_loss.from_linear_measurements(measurements, domain))
+    model = MirrorDescent().estimate(domain, loss, known_total=total, iters=params.iterations, constraints=cons)
 
     fitted = [tuple(c) for c in model.cliques]
     added = [c.clique for c in cons if c.clique not in fitted]
     jtree, elimination = junction_tree.make_junction_tree(domain, fitted + added)
     nodes = list(jtree.nodes)
-    if cons:  # Shafer-Shenoy: the message passing mbi uses for -inf potentials
-        marginals = marginal_oracles.message_passing_shafer_shenoy(
-            _expand(model.potentials, tuple(nodes)), 1.0, constraints=cons
-        )
-    else:
-        marginals = marginal_oracles.message_passing_stable(_expand(model.potentials, tuple(nodes)), 1.0)
+    # Shafer-Shenoy with structural zeros: the message passing mbi uses for -inf potentials
+    oracle = marginal_oracles.message_passing_shafer_shenoy if cons else marginal_oracles.message_passing_stable
+    marginals = oracle(_over_nodes(model.potentials, nodes), 1.0, constraints=cons)
     tables, node_cliques = [], []
     for node in nodes:
         factor = marginals.project(tuple(node))
@@ -181,6 +180,40 @@ def _pair_tables(model: mbi.MarkovRandomField, pairs: list[tuple[str, ...]]) -> 
 def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
     out = np.asarray(factor.datavector(flatten=False), dtype=np.float64)
     return np.transpose(out, [list(factor.domain.attributes).index(a) for a in clique])
+
+
+def _compiled_loss(loss: marginal_loss.MarginalLossFn) -> marginal_loss.MarginalLossFn:
+    """The fit's loss, compiled as one program where mbi's estimator evaluates it outside its compiled steps.
+
+    ``MirrorDescent`` evaluates the loss once eagerly (its initial loss): one small XLA program per array operation per
+    measured marginal — ~50 on the Adult MST tree, ~3 CPU-s to compile in the process that first sees a model and
+    ~1 s to trace and load in every later one. Jitted with ``inline=True`` it is one program there, and inside the
+    estimator's compiled steps it is inlined: they compute what they computed and the fitted model is bit-identical
+    (``tests/unit/test_pgm_tables.py``), though the scan's program now lowers with its arguments in another order, so
+    a cache written before compiles it once more. The initial loss is only reported, never used by a step."""
+    return dataclasses.replace(loss, loss_fn=_inlined(loss.loss_fn))
+
+
+@functools.cache
+def _inlined(fn: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
+    """One jitted wrapper per loss function: the estimator's compiled steps take it as static metadata, so a new
+    wrapper per fit would trace them again."""
+    return jax.jit(fn, inline=True)
+
+
+def _over_nodes(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> mbi.CliqueVector:
+    """The fitted potentials as the junction tree's message passing takes them, for the sampled model's tables.
+
+    Where the junction tree's cliques are the fitted cliques themselves (a chordal Φ: MST's tree, a draft's
+    1-ways), the potentials go in as they are: the message passing is then the very program mbi's estimator compiled
+    for its own marginals (its oracle, with the same constraints; the total is an argument, not a constant), so a fit
+    traces, lowers and loads no second message passing (the expanded one lowered to the same program, so JAX's cache
+    served it: ~0.3 CPU-s a fitting process; without the cache, ``SDGOV_JAX_CACHE_DIR=``, a second compile of 4-5
+    CPU-s on the Adult MST tree), and the tables are bit-identical to those of the expanded potentials
+    (``tests/unit/test_pgm_tables.py``). Otherwise (a triangulated Φ) they are expanded over the tree's cliques."""
+    if {frozenset(n) for n in nodes} == {frozenset(c) for c in potentials.cliques}:
+        return potentials
+    return _expand(potentials, tuple(nodes))
 
 
 @functools.partial(jax.jit, static_argnums=1)

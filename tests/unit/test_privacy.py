@@ -54,6 +54,20 @@ def test_rho_of_epsilon_inverts(eps, delta_exp):
     assert epsilon_of_rho(rho * 1.01, delta) > eps
 
 
+def test_a_budget_planned_twice_in_one_process_is_searched_once(monkeypatch):
+    """Each command plans its spec's (ε, δ) several times (pre-flight, policy, measure, card): OpenDP's search for ρ
+    runs once, and every plan gets the same ρ."""
+    import sdgov.base.opendp_lite as opendp
+
+    searches = []
+    search = opendp.binary_search
+    monkeypatch.setattr(opendp, "binary_search", lambda *a, **k: searches.append(a) or search(*a, **k))
+    spec = PrivacySpec(epsilon=0.7731, delta=1e-7)  # a budget no other test plans: not yet in the process
+    plans = [plan_privacy(spec, CLIQUES) for _ in range(3)]
+    assert len(searches) == 1
+    assert plans[0] == plans[1] == plans[2] and plans[0].rho_budget == rho_of_epsilon(0.7731, 1e-7)
+
+
 @settings(max_examples=30, deadline=None)
 @given(rho=st.floats(1e-3, 10.0), w=st.lists(st.floats(0.1, 10.0), min_size=3, max_size=3))
 def test_rho_budget_is_spent_exactly_and_split_by_weight(rho, w):

@@ -1,0 +1,110 @@
+"""What one PGM fit compiles (sdgov/generators/pgm_mbi.py ``fit_pgm``), and that compiling less changes nothing.
+
+- The sampled model's tables: where the junction tree's cliques are the fitted ones, the message passing runs on
+  the fitted potentials as they are — the program mbi's estimator compiled — and gives the tables the expanded
+  potentials give, bit for bit; a triangulated Φ still expands them. One fit compiles one message passing (the
+  expansion traced a second: without JAX's cache, 4–5 CPU-s on the Adult MST tree).
+- The loss mbi's estimator evaluates outside its compiled steps is one compiled program (inlined within them), not
+  one per array operation per marginal; the fitted model is the same, bit for bit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from sdgov.agreement.spec import GeneratorSpec
+from sdgov.data.structures import ZeroCells
+from sdgov.generators import pgm_mbi
+from sdgov.measurement.marginals import Measurement, MeasurementSet
+from tests.conftest import REPO
+
+SIZES = {"a": 3, "b": 4, "c": 2, "d": 5}
+TREE = [("b", "d"), ("c", "b"), ("a", "b")]  # a star around b: chordal, its junction tree's cliques are Φ's
+# (listed here in another order, and one pair in another axis order, than the junction tree lists them)
+CYCLE = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")]  # a 4-cycle: triangulated into triples
+ZERO = ZeroCells(("a", "b"), ((0,), (1, 2)), "a=0 never has b in {1, 2}")
+
+
+def _mset(cliques: list[tuple[str, ...]], zero: bool = False) -> MeasurementSet:
+    """Noisy counts (σ = 2) of a made-up table over a, b, c, d; ``zero``: with :data:`ZERO`'s cells at zero."""
+    rng = np.random.default_rng(5)
+    joint = rng.poisson(40.0, size=tuple(SIZES.values())).astype(float)
+    if zero:
+        joint[0, 1:3] = 0.0
+    measurements = []
+    for c in [*cliques, *[(a,) for a in SIZES]]:
+        axes = tuple(i for i, a in enumerate(SIZES) if a not in c)
+        kept = [a for a in SIZES if a in c]
+        table = joint.sum(axis=axes).transpose([kept.index(a) for a in c])
+        noisy = np.rint(table + rng.normal(0.0, 2.0, size=table.shape)).astype(int)
+        measurements.append(Measurement(clique=c, shape=table.shape, sigma=2.0, noisy_counts=noisy.ravel().tolist()))
+    return MeasurementSet(
+        agreement_sha256="t",
+        dataset_fingerprint="t",
+        schema_sha256="t",
+        attributes=list(SIZES),
+        domain=SIZES,
+        noise="gaussian",
+        measurements=measurements,
+    )
+
+
+def _always_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pgm_mbi, "_over_nodes", lambda potentials, nodes: pgm_mbi._expand(potentials, tuple(nodes)))
+
+
+@pytest.mark.parametrize("zeros", [[], [ZERO]], ids=["no zeros", "a structural zero"])
+def test_the_fitted_potentials_give_the_expanded_potentials_tables_bit_for_bit(monkeypatch, zeros):
+    mset, params = _mset(TREE, zero=bool(zeros)), GeneratorSpec(iterations=60)
+    direct = pgm_mbi.fit_pgm(mset, params, zeros)
+    _always_expanded(monkeypatch)
+    expanded = pgm_mbi.fit_pgm(mset, params, zeros)
+    assert direct.cliques == expanded.cliques
+    assert all(np.array_equal(x, y) for x, y in zip(direct.marginals, expanded.marginals, strict=True))
+    node = next(c for c in direct.cliques if set(c) == {"a", "b"})
+    ab = direct.marginals[direct.cliques.index(node)]
+    ab = ab if node[0] == "a" else ab.T
+    assert (ab[0, 1:3].sum() == 0.0) == bool(zeros), "the structural zero, and only it, has probability 0"
+
+
+def test_the_compiled_loss_fits_the_model_the_estimators_own_loss_fits(monkeypatch):
+    zeros = [ZERO]
+    mset, params = _mset(TREE, zero=True), GeneratorSpec(iterations=80)
+    compiled = pgm_mbi.fit_pgm(mset, params, zeros)
+    monkeypatch.setattr(pgm_mbi, "_compiled_loss", lambda loss: loss)  # the loss as mbi builds it: eager in _init
+    plain = pgm_mbi.fit_pgm(mset, params, zeros)
+    assert compiled.cliques == plain.cliques
+    assert all(np.array_equal(x, y) for x, y in zip(compiled.marginals, plain.marginals, strict=True))
+
+
+def test_a_triangulated_phi_is_expanded_over_the_junction_trees_cliques():
+    model = pgm_mbi.fit_pgm(_mset(CYCLE), GeneratorSpec(iterations=20))
+    assert max(len(c) for c in model.cliques) == 3, "the 4-cycle's junction tree holds triples, not Φ's pairs"
+    assert all(np.isclose(t.sum(), 1.0) for t in model.marginals)
+
+
+FIT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from tests.unit.test_pgm_tables import TREE, _mset
+from sdgov.agreement.spec import GeneratorSpec
+from sdgov.generators.pgm_mbi import fit_pgm
+fit_pgm(_mset(TREE), GeneratorSpec(iterations=10))
+"""
+
+
+def test_a_fit_compiles_one_message_passing_and_one_loss():
+    """The estimator's own marginals and the sampled model's tables share one compiled message passing, and its
+    initial loss is one program, not one per array operation per marginal (no persistent cache: every program is
+    compiled here, in a fresh process)."""
+    env = {**os.environ, "SDGOV_JAX_CACHE_DIR": "", "JAX_LOG_COMPILES": "1", "PYTHONHASHSEED": "0"}
+    run = subprocess.run([sys.executable, "-c", FIT, str(REPO)], env=env, capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-2000:]
+    compiled = [ln.split(" in ")[0].rsplit(" ", 1)[-1] for ln in run.stderr.splitlines() if "Finished XLA comp" in ln]
+    assert compiled.count("jit(message_passing_hugin)") == 1, compiled
+    assert compiled.count("jit(_l2_loss)") == 1, compiled
+    assert not {"jit(vdot)", "jit(subtract)", "jit(true_divide)"} & set(compiled), compiled
