@@ -122,7 +122,8 @@ def main() -> None:
     if args.summarise:
         files = [json.loads(Path(f).read_text()) for f in args.summarise]
         runs_all = [r for f in files for r in f["runs"]]
-        merged = {"commands": [c for f in files for c in f.get("commands", [f.get("command")])], "parts": files[0]["parts"], "table": summarise(runs_all)}
+        commands = [c for f in files for c in f.get("commands", [f.get("command")])]  # a merge of merges keeps them all
+        merged = {"commands": commands, "parts": files[0]["parts"], "table": summarise(runs_all)}
         Path(args.out).write_text(json.dumps({**merged, "runs": runs_all}, indent=1))
         print(json.dumps(merged["table"], indent=1))
         return
