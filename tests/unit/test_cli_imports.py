@@ -107,6 +107,16 @@ def test_reading_the_audit_registry_loads_neither_scikit_learn_nor_scipy_stats()
     assert not {m for m in loaded if m.startswith(("sklearn", "scipy.stats", "scipy.optimize"))}
 
 
+def test_reading_a_selection_review_does_not_load_scipys_clustering() -> None:
+    """``validate`` and ``release`` read a reviewed selection (its ``Proposal``) without selecting anything:
+    scipy.cluster, MST's Kruskal forest (0.4-0.6 s to import), loads only when a selection's rounds run."""
+    probe = "import json, sys, sdgov.measurement.selection.review; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "sdgov.measurement.selection.mst" in loaded
+    assert not {m for m in loaded if m.startswith("scipy.cluster")}
+
+
 def test_a_release_with_its_temporary_server_does_not_load_prefects_server_package() -> None:
     """``sdgov release`` starts the temporary server itself and points the flow at it
     (:mod:`sdgov.flows.temporary_server`): the run's process does not import Prefect's server package (FastAPI app,

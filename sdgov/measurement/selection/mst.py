@@ -18,15 +18,18 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import Field
-from scipy.cluster.hierarchy import DisjointSet
 
 import sdgov.base.opendp_lite as dp
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.base.errors import SpecError
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:  # scipy.cluster costs 0.4-0.6 s to import: only a selection's rounds load it
+    from scipy.cluster.hierarchy import DisjointSet
 
 dp.enable_features("contrib")
 
@@ -213,6 +216,8 @@ def select_mst(
         a, b = sorted(e, key=order.__getitem__)
         return a, b
 
+    from scipy.cluster.hierarchy import DisjointSet
+
     components = DisjointSet(attributes)
     for a, b in forced:
         components.merge(a, b)
@@ -279,6 +284,8 @@ def select_mst(
 
 def rounds_needed(attributes: list[str], forced: list[tuple[str, str]], candidates: list[tuple[str, str]]) -> int:
     """MST's Kruskal rounds for these attributes: one per merge the candidates can make once the forced pairs are in."""
+    from scipy.cluster.hierarchy import DisjointSet
+
     components = DisjointSet(attributes)
     for a, b in forced:
         components.merge(a, b)
@@ -287,6 +294,8 @@ def rounds_needed(attributes: list[str], forced: list[tuple[str, str]], candidat
 
 def _rounds_needed(components: DisjointSet, candidates: list[tuple[str, str]]) -> int:
     """Kruskal rounds: one per merge the candidates can still make (a pair left out may leave a forest)."""
+    from scipy.cluster.hierarchy import DisjointSet
+
     probe = DisjointSet(list(components))
     for s in components.subsets():
         first = next(iter(s))
