@@ -3,10 +3,6 @@ passes an honest generator, and is reproducible. Tiny domain (64 cells) and few 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +11,7 @@ import pytest
 from sdgov.audits.privacy import beyond_phi as bp
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.beyond_phi import beyond_phi_audit, non_phi_tables
+from tests.blas_kernels import BLAS_OF, under_two_kernels
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,26 +102,20 @@ def test_joint_too_sparse_is_left_out_and_large_joints_run():
     assert dense.ran and "A × B × C × D" in dense.tables
 
 
-BLAS_RUN = """
+BLAS_RUN = (
+    BLAS_OF
+    + """
 import json
-from threadpoolctl import threadpool_info
 from tests.unit.test_privacy_beyond_phi import _audit
 r = _audit("sdgov.audits.generators:blend2_ipf", {"sigma": 10.0}, 3)
-arch = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
-print(json.dumps({"p": r.p_value, "z": r.statistic, "tables": r.tables, "blas": arch}))
+print(json.dumps({"p": r.p_value, "z": r.statistic, "tables": r.tables, "blas": blas()}))
 """
+)
 
 
 def test_same_result_under_two_blas_kernels():
     """The Fisher information's eigendecomposition is the check's one BLAS call: under two OpenBLAS kernels the
     p-value is the same and the statistics agree to rounding."""
-    runs = []
-    for coretype in ("Prescott", "Haswell"):
-        env = {**os.environ, "OPENBLAS_CORETYPE": coretype}
-        out = subprocess.run([sys.executable, "-c", BLAS_RUN], cwd=REPO, capture_output=True, text=True, env=env)
-        assert out.returncode == 0, out.stderr
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    a, b = runs
-    assert a["blas"] != b["blas"], (a["blas"], b["blas"])  # the two runs really used different kernels
+    a, b = under_two_kernels(BLAS_RUN)
     assert a["p"] == b["p"] and a["z"] == pytest.approx(b["z"], rel=1e-9)
     assert a["tables"] == pytest.approx(b["tables"], rel=1e-9)

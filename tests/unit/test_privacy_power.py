@@ -7,12 +7,7 @@ rate asserted here is one the audit can miss. Full-scale figures: benchmarks/ben
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +17,7 @@ from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit
 from sdgov.audits.privacy.one_run import epsilon_from_guesses, one_run_audit, p_value
 from sdgov.audits.privacy.policy import apply_policy
+from tests.blas_kernels import BLAS_OF, under_two_kernels
 
 ATTRS = ["A", "B", "C", "D"]
 DOMAIN = {"A": 6, "B": 3, "C": 7, "D": 5}
@@ -29,7 +25,6 @@ PHI = (("A", "B", "C"), ("A", "D"), ("B", "D"), ("C", "D"))  # Application 2's s
 INDEPENDENT = "sdgov.audits.generators:independent"
 IPF = "sdgov.audits.generators:honest_ipf"
 LEAKY = "sdgov.audits.privacy.leaky:"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _population(rows: int = 30_000) -> np.ndarray:
@@ -150,28 +145,22 @@ def test_a_copier_of_qi_unique_records_is_refuted_and_the_honest_generator_is_no
         assert honest.epsilon_lower <= claimed and {c.name: c.level for c in honest.checks}["DP lower bound"] != "fail"
 
 
-BLAS_RUN = """
+BLAS_RUN = (
+    BLAS_OF
+    + """
 import json
-from threadpoolctl import threadpool_info
 from tests.unit.test_privacy_power import IPF, LEAKY, _audit
 r = _audit(LEAKY + "qi_copier", 0, 0.98, base=IPF, sigma=10.0)
-arch = [i.get("architecture") for i in threadpool_info() if i.get("internal_api") == "openblas"]
 guesses = [g.model_dump(mode="json") for g in r.one_run.by_k]
-print(json.dumps({"eps": r.epsilon_lower, "guesses": guesses, "blas": arch}))
+print(json.dumps({"eps": r.epsilon_lower, "guesses": guesses, "blas": blas()}))
 """
+)
 
 
 def test_the_record_guesser_gives_the_same_bound_under_two_blas_kernels():
     """The record guesser ranks canaries by residuals against the output's Φ-only model (a projection, BLAS work):
     under two OpenBLAS kernels every guess, its count of right answers and ε_lower are the same (principle 6)."""
-    runs = []
-    for coretype in ("Prescott", "Haswell"):
-        env = {**os.environ, "OPENBLAS_CORETYPE": coretype}
-        out = subprocess.run([sys.executable, "-c", BLAS_RUN], cwd=REPO, capture_output=True, text=True, env=env)
-        assert out.returncode == 0, out.stderr
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    a, b = runs
-    assert a["blas"] != b["blas"], (a["blas"], b["blas"])  # the two runs really used different kernels
+    a, b = under_two_kernels(BLAS_RUN)
     assert a["eps"] > 0 and any(g["score"] == "record" for g in a["guesses"])
     assert a["eps"] == b["eps"] and a["guesses"] == b["guesses"]
 
