@@ -3,8 +3,6 @@ passes an honest generator, and is reproducible. Tiny domain (64 cells) and few 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,8 +10,6 @@ from sdgov.audits.privacy import beyond_phi as bp
 from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.beyond_phi import beyond_phi_audit, non_phi_tables
 from tests.blas_kernels import BLAS_OF, under_two_kernels
-
-REPO = Path(__file__).resolve().parents[2]
 
 ATTRS = ["A", "B", "C"]
 DOMAIN = dict.fromkeys(ATTRS, 4)
