@@ -31,8 +31,9 @@ pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e
 None is (ε, δ)-DP for any finite ε at the claimed δ. The audit must fail the memorisers (copy share beyond Φ,
 :mod:`sdgov.audits.privacy.memorisation`), the copier (every check) and refute the exact-marginal generator's claim
 (ε_lower above the claimed ε, :mod:`sdgov.audits.privacy.one_run`) and the QI copier's (ε_lower from the one-run
-canaries and the shadow models' scores, :mod:`sdgov.audits.privacy.run`). The category leak reveals something only
-about records holding a category no other training record holds (see docs/privacy_risk.md).
+canaries' record guesser; the shadow models' score bound is reported beside it, :mod:`sdgov.audits.privacy.run`).
+The category leak reveals something only about records holding a category no other training record holds (see
+docs/privacy_risk.md).
 """
 
 from __future__ import annotations

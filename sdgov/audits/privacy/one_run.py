@@ -181,19 +181,20 @@ def record_scores(
     from sdgov.audits.privacy.beyond_phi import MAX_CELLS, phi_projection
 
     keys = record_keys(canaries, sizes)
+    set_keys = [record_keys(syn, sizes) for syn in sets]  # each synthetic record's cell, once
     per_set = np.zeros((len(sets), len(keys)))
-    for j, syn in enumerate(sets):
-        sk, cnt = np.unique(record_keys(syn, sizes), return_counts=True)
+    for j, sk_all in enumerate(set_keys):
+        sk, cnt = np.unique(sk_all, return_counts=True)
         at = np.minimum(np.searchsorted(sk, keys), len(sk) - 1)
         per_set[j] = np.where(sk[at] == keys, cnt[at], 0)
     count = per_set.sum(axis=0)
     expected = np.zeros(len(keys))
     cells = math.prod(sizes)
     if cells <= MAX_CELLS and len(keys):
-        synth = np.vstack(sets)
-        joint = np.bincount(record_keys(synth, sizes), minlength=cells).reshape(sizes).astype(np.float64)
+        all_keys = np.concatenate(set_keys)
+        joint = np.bincount(all_keys, minlength=cells).reshape(sizes).astype(np.float64)
         p = phi_projection(joint, [tuple(sorted(c)) for c in cliques_idx])
-        expected = p.ravel()[keys] * len(synth)
+        expected = p.ravel()[keys] * len(all_keys)
     every = np.asarray((per_set > 0).all(axis=0))
     return count, every, (count - expected) / np.sqrt(expected + 1)
 
