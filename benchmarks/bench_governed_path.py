@@ -41,6 +41,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -153,9 +154,11 @@ def governed_path(
     warm_home: bool,
     profile: Path | None = None,
     logs: Path | None = None,
+    keep: Path | None = None,
 ) -> dict[str, object]:
     """Every command of the path in a fresh process; per-command wall and CPU seconds (``profile``: each command
-    under cProfile, written there as ``NAME-SEED-COMMAND.prof``; ``logs``: each command's stderr there, ``.log``)."""
+    under cProfile, written there as ``NAME-SEED-COMMAND.prof``; ``logs``: each command's stderr there, ``.log``;
+    ``keep``: the path's folder — registry, keys, specs, Prefect home, cache — copied there as ``NAME-SEED``)."""
     with tempfile.TemporaryDirectory(prefix=f"sdgov-path-{name}-") as tmp:
         work = Path(tmp)
         root, keys = work / "registry", work / "keys"
@@ -222,6 +225,8 @@ def governed_path(
                   "--json")  # fmt: skip
         released = json.loads(out)
         pairs = sum(len(c) == 2 for c in yaml.safe_load(proposed.read_text())["phi"].get("marginals", []))
+        if keep is not None:
+            shutil.copytree(work, keep / f"{name}-{seed}", symlinks=True)
     return {
         "steps": [{"command": label, "wall_s": s["wall_s"], "cpu_s": s["cpu_s"]} for label, s in steps],
         "cpu_s": sum(float(s["cpu_s"]) for _, s in steps),  # type: ignore[arg-type]
@@ -276,6 +281,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--profile", help="run each sdgov command under cProfile, writing NAME-SEED-COMMAND.prof here")
     ap.add_argument("--logs", help="keep each sdgov command's stderr here, as NAME-SEED-COMMAND.log")
+    ap.add_argument("--keep", help="copy each path's folder (registry, specs, keys, caches) here, as NAME-SEED")
     args = ap.parse_args()
     become_subreaper()
     print(f"load average at start: {os.getloadavg()}", flush=True)
@@ -297,6 +303,7 @@ def main() -> None:
                         args.warm_home,
                         Path(args.profile) if args.profile else None,
                         Path(args.logs) if args.logs else None,
+                        Path(args.keep) if args.keep else None,
                     )
                 )
                 print(f"{name} seed {seed}: governed path {paths[-1]['cpu_s']:.1f} CPU s", flush=True)

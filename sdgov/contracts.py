@@ -6,12 +6,14 @@ a file changed between stages is refused rather than silently consumed.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from sdgov.agreement.spec import AgreedSplit, GeneratorSpec
+from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
@@ -73,6 +75,36 @@ class StageRecord(Frozen):
     inputs: list[ArtifactRef]
     outputs: list[ArtifactRef]
     params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Recorder:
+    """Collects a stage's inputs/outputs while it runs, then produces its :class:`StageRecord`."""
+
+    def __init__(self, stage: str, version: str) -> None:
+        self.stage, self.version = stage, version
+        self.inputs: list[ArtifactRef] = []
+        self.outputs: list[ArtifactRef] = []
+        self.params: dict[str, Any] = {}
+        self.started = utcnow()
+        self._t0 = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the stage started."""
+        return time.perf_counter() - self._t0
+
+    def record(self) -> StageRecord:
+        """The stage's ``StageRecord``: inputs, outputs and params, finished now, with the seconds since it started."""
+        return StageRecord(
+            stage=self.stage,
+            task_version=self.version,
+            started=self.started,
+            finished=utcnow(),
+            seconds=round(self.elapsed, 3),
+            inputs=self.inputs,
+            outputs=self.outputs,
+            params=self.params,
+        )
 
 
 class Agreed(Frozen):

@@ -16,9 +16,14 @@ come from ``ContingencyTable.synthesize`` (its default, randomized rounding). Pr
 (``getrusage`` of the process and its children) from the data in memory to the synthetic rows in memory — of the
 try that released: OpenDP's MST can refuse its own budget split by one ulp (then ρ is lowered by 1e-4, relative,
 and the release run again; ``tries`` says how often).
+
+``PEER_PROGRESS=FILE`` appends one line per AIM round to FILE (round, wall and CPU seconds so far, the round's model
+size limit in MB): AIM at its defaults runs for hours on two cores, and the log says how far a run got when it is
+stopped. It wraps OpenDP's private per-round constructor and changes nothing it computes.
 """
 
 import json
+import os
 import resource
 import sys
 import time
@@ -49,8 +54,26 @@ def rho_of(eps: float, delta: float) -> float:
     return float(dp.binary_search(lambda rho: epsilon(rho) <= eps, bounds=(1e-12, 1e4)))
 
 
+def log_rounds(path: str) -> None:
+    """Log each AIM round OpenDP builds (``opendp.extras.mbi._aim._make_aim_marginal``) to ``path``."""
+    from opendp.extras.mbi import _aim
+
+    build, t0, c0, count = _aim._make_aim_marginal, time.perf_counter(), cpu_seconds(), [0]
+
+    def logged(*args, **kwargs):
+        count[0] += 1
+        with open(path, "a") as f:
+            wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+            f.write(f"round {count[0]} wall {wall:.1f} cpu {cpu:.1f} max_size_mb {kwargs.get('max_size', 0):.3f}\n")
+        return build(*args, **kwargs)
+
+    _aim._make_aim_marginal = logged
+
+
 def main():
     codes, domain_file, eps, delta, rows, out, method = sys.argv[1:8]
+    if os.environ.get("PEER_PROGRESS"):
+        log_rounds(os.environ["PEER_PROGRESS"])
     sizes = json.loads(Path(domain_file).read_text())
     frame = pl.read_csv(codes).select(list(sizes)).cast(pl.Int64)
     rho = rho_of(float(eps), float(delta))

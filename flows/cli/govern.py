@@ -265,16 +265,16 @@ def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec, and
     print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
     from sdgov.agreement.load import load_spec
+    from sdgov.measurement.selection.propose import propose_selection, write_proposed_spec, write_record
     from sdgov.measurement.selection.review import selection_records
     from sdgov.registry.log import Registry
-    from sdgov.tasks.select_phi import select_phi, write_proposed_spec, write_record
 
     root = Registry(args.root).root.resolve()
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + uuid.uuid4().hex  # no flow run here: what new_run_id gives outside one, without the flow
     token = _sign_local_proposal(args, root)
-    proposals, summary = select_phi.fn(str(draft), str(root), run_id, args.who, args.data, args.select, token)
+    proposals, summary = propose_selection(str(draft), str(root), run_id, args.who, args.data, args.select, token)
     pairs = {part: p.pairs for part, p in proposals.items()}
     record = selection_records(summary["draft_agreement_sha256"], proposals, pairs)
     write_proposed_spec(draft, pairs, out, write_record(root / "runs" / run_id, record))

@@ -129,3 +129,20 @@ def test_a_release_with_its_temporary_server_does_not_load_prefects_server_packa
     loaded = set(json.loads(out.stdout.splitlines()[-1]))
     assert "prefect.flows" in loaded and "httpx" in loaded
     assert "prefect.server.api.server" not in loaded and "prefect.server.database" not in loaded
+
+
+def test_propose_select_spends_its_selection_without_loading_prefect(tmp_path: Path) -> None:
+    """``sdgov propose --select mst`` selects in its own process (:mod:`sdgov.measurement.selection.propose`, pure
+    core): it runs the selection to the end — a proposed spec written, the selection logged — without importing
+    Prefect (~3 CPU s of imports a proposal paid for nothing, issue 27)."""
+    from tests.governance import controller_registry
+    from tests.unit.test_selection import _draft
+
+    root = tmp_path / "registry"
+    keys = controller_registry(root, tmp_path / "keys")
+    draft, out = _draft(tmp_path), tmp_path / "proposed.yaml"
+    argv = ["propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst"]
+    argv += ["--key", str(keys["Ada Analyst"]), "--root", str(root), "--out", str(out)]
+    loaded = loaded_after(tmp_path, [argv])
+    assert out.is_file() and "phi_selected" in (root / "log.jsonl").read_text()  # it selected and logged
+    assert "prefect" not in loaded and "jax" in loaded

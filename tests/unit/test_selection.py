@@ -138,20 +138,20 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     """sdgov propose --select mst (task code): the 1-ways drawn by selection are *reused* by the release of the
     proposed spec, the ledger holds ρ(1-ways) + ρ(selection) + ρ(pairs) = the agreed ρ, and proposing the same
     draft again reads the logged proposal back (no second selection, no second spend)."""
+    from sdgov.measurement.selection.propose import propose_selection, write_proposed_spec
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
-    from sdgov.tasks.select_phi import select_phi, write_proposed_spec
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
-    proposals, summary = select_phi.fn(
+    proposals, summary = propose_selection(
         str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "drawn" and set(summary["one_ways"].values()) == {"drawn"}
     assert len(proposal.selected) == 4 and proposal.selected[0].how == "forced"
-    agains, summary2 = select_phi.fn(
+    agains, summary2 = propose_selection(
         str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     again = agains[None]  # one model: no split parts
@@ -178,17 +178,17 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
 def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path):
     """One budget per controller: the same draft on the same data, proposed in a second registry, copies the
     selection and its 1-ways (same pairs, same bytes) and charges nothing."""
-    from sdgov.tasks.select_phi import select_phi
+    from sdgov.measurement.selection.propose import propose_selection
 
     first, second = tmp_path / "a", tmp_path / "b"
     keys_a = controller_registry(first, tmp_path / "keys-a")
     keys_b = controller_registry(second, tmp_path / "keys-b")
     draft = _draft(tmp_path)
-    proposals, _ = select_phi.fn(
+    proposals, _ = propose_selection(
         str(draft), str(first), "sel1", "Ada Analyst", None, None, signed_proposal(first, draft, keys_a)
     )
     proposal = proposals[None]  # one model: no split parts
-    agains, summary = select_phi.fn(
+    agains, summary = propose_selection(
         str(draft), str(second), "sel2", "Ada Analyst", None, None, signed_proposal(second, draft, keys_b)
     )
     again = agains[None]  # one model: no split parts
@@ -207,7 +207,7 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
     are chosen; limited, fewer, and the chosen model is within the limit."""
     from sdgov.data.schema import load_schema
     from sdgov.generators.registry import generator
-    from sdgov.tasks.select_phi import select_phi
+    from sdgov.measurement.selection.propose import propose_selection
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
@@ -221,7 +221,7 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
         raw["limits"] = limits
         path = draft.with_name(f"{name}.yaml")
         path.write_text(yaml.safe_dump(raw, sort_keys=False))
-        proposals, _ = select_phi.fn(
+        proposals, _ = propose_selection(
             str(path), str(root), name, "Ada Analyst", None, None, signed_proposal(root, path, keys)
         )
         proposal = proposals[None]  # one model: no split parts
@@ -315,7 +315,7 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     """Crash after the proposal was persisted but before it was logged: the re-run adopts that proposal under the
     earlier reservation — a second selection would be a second noisy look at the same scores."""
     import sdgov.measurement.selection.store as store
-    from sdgov.tasks.select_phi import select_phi
+    from sdgov.measurement.selection.propose import propose_selection
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
@@ -327,11 +327,13 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     with monkeypatch.context() as m:
         m.setattr(store, "_log", die)
         with pytest.raises(SystemExit):
-            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys))
+            propose_selection(
+                str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+            )
     before = [json.loads(p.read_text()) for p in (root / "measurements").glob("*.json")]
     before = [d for d in before if d.get("method") == "mst"]  # the proposal, beside the 1-way statistics
     assert len(before) == 1
-    proposals, summary = select_phi.fn(
+    proposals, summary = propose_selection(
         str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     proposal = proposals[None]  # one model: no split parts

@@ -179,8 +179,8 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     rounds leaves their draws in the journal; the retry continues them under that reservation (one spend) and logs
     the journal with the proposal."""
     import sdgov.generators.pgm_mbi as pgm_mbi
+    from sdgov.measurement.selection.propose import propose_selection
     from sdgov.measurement.selection.store import journal_path
-    from sdgov.tasks.select_phi import select_phi
 
     monkeypatch.setattr(pgm_mbi, "marginal_estimator", lambda attrs, sizes, iters: _estimate)  # model: see top
     root = tmp_path / "registry"
@@ -197,13 +197,15 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     with monkeypatch.context() as m:
         m.setattr(aim, "add_noise", dies_on_the_third)
         with pytest.raises(SystemExit):
-            select_phi.fn(str(draft), str(root), "sel1", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys))
+            propose_selection(
+                str(draft), str(root), "sel1", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
+            )
     journals = list((root / "measurements").glob("*.aim-rounds.json"))
     assert len(journals) == 1
     before = json.loads(journals[0].read_text())["rounds"]
     assert len(before) == 2  # the forced pair and the first selected round, persisted before the crash
 
-    proposals, summary = select_phi.fn(
+    proposals, summary = propose_selection(
         str(draft), str(root), "sel2", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
     )
     proposal = proposals[None]  # one model: no split parts
