@@ -13,19 +13,11 @@ compilation computes, so a release is the same with or without it (``tests/unit/
 
 import os
 import warnings
-from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
 
-
-def cache_dir() -> str | None:
-    """Where compiled programs are kept: ``$SDGOV_JAX_CACHE_DIR`` (empty: nowhere), else the user's cache dir."""
-    chosen = os.environ.get("SDGOV_JAX_CACHE_DIR")
-    if chosen is not None:
-        return chosen or None
-    return str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sdgov" / "jax")
-
+from sdgov.base.cachedir import cache_dir
 
 jax.config.update("jax_enable_x64", True)
 CACHE_DIR = cache_dir()

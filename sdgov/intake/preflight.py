@@ -26,6 +26,8 @@ Every problem is collected and raised together as one :class:`PreflightError` (t
 
 from __future__ import annotations
 
+import contextlib
+import importlib.metadata
 import math
 import shutil
 import tempfile
@@ -39,7 +41,10 @@ import pandas as pd
 
 from sdgov.agreement.load import LoadedSpec
 from sdgov.agreement.spec import MAX_ROWS, AgreedSplit, Agreement
+from sdgov.base.atomic import atomic_write_bytes
+from sdgov.base.cachedir import dry_run_receipts
 from sdgov.base.errors import PreflightError, SdgovError, SpecError, shorten
+from sdgov.base.hashing import sha256_file, sha256_json
 from sdgov.data.encoding import encode
 from sdgov.data.schema import Clique, Schema
 
@@ -312,7 +317,53 @@ def _tiny_records(domain: dict[str, int], rows: int = DRY_RUN_ROWS) -> pd.DataFr
 
 def dry_run_generator(loaded: LoadedSpec) -> None:
     """Fit the spec's generator (a few iterations) on made-up noisy marginals, sample a few rows to Parquet and read
-    them back through the schema as the utility and audit stages do."""
+    them back through the schema as the utility and audit stages do — once per generator setting, Φ and schema on
+    this installation: a dry run that passed leaves a receipt (:func:`dry_run_key`), and ``sdgov release`` after
+    ``sdgov validate`` (or a scheduled run after the first) finds it instead of fitting again (issue 27)."""
+    receipts = dry_run_receipts()
+    receipt = receipts / dry_run_key(loaded) if receipts is not None else None
+    if receipt is not None and receipt.is_file():
+        return
+    _dry_run_generator(loaded)
+    if receipt is not None:
+        with contextlib.suppress(OSError):  # a read-only cache: the next pre-flight fits again, nothing worse
+            atomic_write_bytes(receipt, b"passed\n")
+
+
+def dry_run_key(loaded: LoadedSpec) -> str:
+    """What a generator dry run depends on, hashed: the generator and its settings, the attributes, Φ, the schema
+    (domain, structural zeros, encodings), the seed, the registered plugin (its version and fit functions), sdgov's
+    generator and pre-flight code, and the numerical libraries' versions. Public settings only: no data, no noise
+    (the dry run sees made-up records)."""
+    from sdgov.generators.registry import generator
+
+    ag = loaded.agreement
+    plugin = generator(ag.generator.name)
+    code = [Path(__file__), *sorted((Path(__file__).parents[1] / "generators").glob("*.py"))]
+    functions = [f for f in (plugin.fit, plugin.fit_with_zeros) if f is not None]
+    return sha256_json(
+        {
+            "generator": ag.generator.model_dump(mode="json"),
+            "plugin": [plugin.version(), *(f"{f.__module__}.{f.__qualname__}" for f in functions)],
+            "attributes": list(ag.attributes),
+            "cliques": [list(c) for c in ag.cliques],
+            "schema_sha256": ag.schema_sha256,
+            "seed": ag.seed,
+            "code": {p.name: sha256_file(p) for p in code},
+            "libraries": {name: _version(name) for name in ("jax", "mbi", "numpy", "pandas", "pyarrow", "sdgov")},
+        }
+    )
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _dry_run_generator(loaded: LoadedSpec) -> None:
+    """The dry run itself (:func:`dry_run_generator`)."""
     from sdgov.data.structures import zeros_within
     from sdgov.generators.registry import generator
     from sdgov.generators.sampler import sample_to_parquet
