@@ -131,7 +131,7 @@ def test_a_release_with_its_temporary_server_does_not_load_prefects_server_packa
     assert "prefect.server.api.server" not in loaded and "prefect.server.database" not in loaded
 
 
-def test_propose_select_spends_its_selection_without_loading_prefect(tmp_path: Path) -> None:
+def test_propose_select_spends_its_selection_without_loading_prefect_or_a_pld_accountant(tmp_path: Path) -> None:
     """``sdgov propose --select mst`` selects in its own process (:mod:`sdgov.measurement.selection.propose`, pure
     core): it runs the selection to the end — a proposed spec written, the selection logged — without importing
     Prefect (~3 CPU s of imports a proposal paid for nothing, issue 27)."""
@@ -146,3 +146,9 @@ def test_propose_select_spends_its_selection_without_loading_prefect(tmp_path: P
     loaded = loaded_after(tmp_path, [argv])
     assert out.is_file() and "phi_selected" in (root / "log.jsonl").read_text()  # it selected and logged
     assert "prefect" not in loaded and "jax" in loaded
+    # nor a PLD ε for its 1-ways (dp-accounting: ~1.2 s of imports): the selection's own spend, right after, is no
+    # discrete Gaussian, so no PLD figure covers the account; the zCDP bound does
+    [budget] = (root / "runs").glob("select-*/budget.json")
+    record = json.loads(budget.read_text())
+    assert record["dataset_epsilon_pld"] is None and record["dataset_epsilon"] > 0
+    assert "dp_accounting" not in loaded
