@@ -8,12 +8,11 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.measurement.selection.mst import Proposal
-from sdgov.measurement.selection.propose import STAGE, VERSION, propose_selection
+from sdgov.measurement import SELECT_STAGE, SELECT_VERSION, Proposal, propose_selection
 from sdgov.tasks.common import stage
 
 
-@task(name=STAGE, version=VERSION, cache_policy=NO_CACHE)
+@task(name=SELECT_STAGE, version=SELECT_VERSION, cache_policy=NO_CACHE)
 def select_phi(
     spec_path: str,
     registry_root: str,
@@ -25,5 +24,5 @@ def select_phi(
 ) -> tuple[dict[str | None, Proposal], dict[str, Any]]:
     """Select and log the proposals as the analyst's (:func:`~sdgov.measurement.selection.propose.propose_selection`),
     the stage's start and finish in the run's log."""
-    with stage(STAGE, VERSION) as rec:
+    with stage(SELECT_STAGE, SELECT_VERSION) as rec:
         return propose_selection(spec_path, registry_root, run_id, proposer, data_path, method, proposal, rec)

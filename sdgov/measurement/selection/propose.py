@@ -27,8 +27,8 @@ from sdgov.measurement.selection.review import SelectionRecord, SplitSelectionRe
 from sdgov.measurement.selection.store import check_draft, select_once
 from sdgov.registry.log import Registry
 
-STAGE = "select_phi"
-VERSION = "1.1.0"  # 1.1: signed drafts
+SELECT_STAGE = "select_phi"
+SELECT_VERSION = "1.1.0"  # 1.1: signed drafts
 
 
 def proposed_spec(
@@ -95,7 +95,7 @@ def propose_selection(
     ``proposal`` is the analyst's signed statement over the draft (:mod:`sdgov.governance.proposals`: selection
     spends budget, so an unsigned draft runs only in a sandbox registry). ``rec``: the stage's recorder (the Prefect
     task's, which logs the stage); ``None``: one made here (``sdgov propose --select``, which loads no Prefect)."""
-    rec = rec or Recorder(STAGE, VERSION)
+    rec = rec or Recorder(SELECT_STAGE, SELECT_VERSION)
     checked = check_proposal(spec_path, registry_root, proposer, data_path, proposal)
     ag, data = checked.loaded.agreement, checked.data
     check_draft(ag, spec_path, method)
