@@ -4,7 +4,7 @@
       ─► proposed spec ─► the governed release (controller agrees Φ ─► measure ─► … ─► release sign-off)
 
 The analyst's draft (Φ = the 1-ways + ``privacy.selection``) is selected once under the ledger
-(:mod:`sdgov.measurement.selection.propose`); the proposal is a Prefect artifact on the run (chosen pairs with their
+(:mod:`sdgov.tasks.select_phi`); the proposal is a Prefect artifact on the run (chosen pairs with their
 noisy DP scores, forced and excluded pairs, the rejected candidates nearest the threshold, the selection's ρ and share),
 and the run pauses with a :class:`Review` form. Each review is bound to one hash (:func:`review_sha256`) that the
 reviewer signs for this registry, run and pause (nonce) — ``sdgov review`` does it, or its statement is pasted
@@ -48,7 +48,6 @@ from sdgov.governance import decisions
 from sdgov.governance.controller import check_controller_files, registry_id
 from sdgov.governance.decisions import Pause
 from sdgov.measurement.selection.mst import Proposal
-from sdgov.measurement.selection.propose import write_proposed_spec, write_record
 from sdgov.measurement.selection.review import (
     SUBJECT,
     EdgeChange,
@@ -61,7 +60,7 @@ from sdgov.measurement.selection.review import (
 )
 from sdgov.measurement.selection.store import selection_units
 from sdgov.registry.log import Registry
-from sdgov.tasks.select_phi import select_phi
+from sdgov.tasks.select_phi import select_phi_task, write_proposed_spec, write_record
 
 ARTIFACT_KEY = "phi-proposal"
 
@@ -225,7 +224,7 @@ def phi_review_flow(
     deadline = time.monotonic() + timeout_s
     draft = Path(draft_path).resolve()
     run_id = "select-" + new_run_id()
-    proposals, summary = select_phi(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
+    proposals, summary = select_phi_task()(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
     state = _Review(proposals, summary["rho_budget"])
     state.publish()
     loaded = load_spec(draft)

@@ -265,9 +265,9 @@ def _propose_selection(args: argparse.Namespace) -> int:
     """``propose --select mst|aim``: spend the draft's selection share, write the Φ proposal and the proposed spec, and
     print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
     from sdgov.agreement.load import load_spec
-    from sdgov.measurement.selection.propose import propose_selection, write_proposed_spec, write_record
     from sdgov.measurement.selection.review import selection_records
     from sdgov.registry.log import Registry
+    from sdgov.tasks.select_phi import propose_selection, write_proposed_spec, write_record
 
     root = Registry(args.root).root.resolve()
     draft = Path(args.spec).resolve()

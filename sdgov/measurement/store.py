@@ -444,7 +444,7 @@ def _budget_record(
     # a draft's private selection spends right after its 1-ways (and a proposed spec's release finds that spend in
     # the account): no PLD of discrete Gaussians covers the account, so none is computed (~1.5 CPU s, issue 27)
     selecting = agreement.privacy.selection is not None
-    dataset_eps, dataset_pld = dataset_epsilon(registry, auth, spends, total, plan, pld=not selecting)
+    dataset_eps, dataset_pld = dataset_epsilon(registry, auth, spends, total, plan, with_pld=not selecting)
     return {
         "dataset": before.dataset,
         "fingerprint_hmac": commit("fingerprint", before.fingerprint),
@@ -474,17 +474,17 @@ def dataset_epsilon(
     spends: list[ledger.Spend],
     total_rho: float,
     plan: PrivacyPlan,
-    pld: bool = True,
+    with_pld: bool = True,
 ) -> tuple[float | None, float | None]:
     """The dataset's cumulative ε at this release's δ over every statistic its account holds (every release in
     every registry of the controller, and any run not released: drawn noise is kept and counts): the zCDP bound of
     the account's ρ, and the privacy-loss-distribution bound of all its discrete Gaussians, each counted once (a
     statistic is drawn once, and reused for free). The PLD figure is ``None`` when a spend is not a persisted
-    Gaussian marginal (private selection, a legacy or an interrupted spend), or ``pld`` is false (an agreement with a
-    private selection: its spend is in the account, or follows this one): the zCDP bound alone then covers it."""
+    Gaussian marginal (private selection, a legacy or an interrupted spend), or ``with_pld`` is false (an agreement
+    with a private selection: its spend is in the account, or follows this one): the zCDP bound alone covers it."""
     if plan.delta is None:  # noise 'none': no δ to state the dataset's ε at
         return None, None
-    if not pld:
+    if not with_pld:
         return epsilon_of_rho(total_rho, plan.delta), None
     sigmas: list[float] = []
     gaussian = True

@@ -132,9 +132,9 @@ def test_a_release_with_its_temporary_server_does_not_load_prefects_server_packa
 
 
 def test_propose_select_spends_its_selection_without_loading_prefect_or_a_pld_accountant(tmp_path: Path) -> None:
-    """``sdgov propose --select mst`` selects in its own process (:mod:`sdgov.measurement.selection.propose`, pure
-    core): it runs the selection to the end — a proposed spec written, the selection logged — without importing
-    Prefect (~3 CPU s of imports a proposal paid for nothing, issue 27)."""
+    """``sdgov propose --select mst`` selects in its own process (:func:`sdgov.tasks.select_phi.propose_selection`;
+    the Prefect task is built on first use): it runs the selection to the end — a proposed spec written, the
+    selection logged — without importing Prefect (~3 CPU s of imports a proposal paid for nothing, issue 27)."""
     from tests.governance import controller_registry
     from tests.unit.test_selection import _draft
 

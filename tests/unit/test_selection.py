@@ -138,9 +138,9 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     """sdgov propose --select mst (task code): the 1-ways drawn by selection are *reused* by the release of the
     proposed spec, the ledger holds ρ(1-ways) + ρ(selection) + ρ(pairs) = the agreed ρ, and proposing the same
     draft again reads the logged proposal back (no second selection, no second spend)."""
-    from sdgov.measurement.selection.propose import propose_selection, write_proposed_spec
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
+    from sdgov.tasks.select_phi import propose_selection, write_proposed_spec
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
@@ -178,7 +178,7 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
 def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path):
     """One budget per controller: the same draft on the same data, proposed in a second registry, copies the
     selection and its 1-ways (same pairs, same bytes) and charges nothing."""
-    from sdgov.measurement.selection.propose import propose_selection
+    from sdgov.tasks.select_phi import propose_selection
 
     first, second = tmp_path / "a", tmp_path / "b"
     keys_a = controller_registry(first, tmp_path / "keys-a")
@@ -207,7 +207,7 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
     are chosen; limited, fewer, and the chosen model is within the limit."""
     from sdgov.data.schema import load_schema
     from sdgov.generators.registry import generator
-    from sdgov.measurement.selection.propose import propose_selection
+    from sdgov.tasks.select_phi import propose_selection
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
@@ -315,7 +315,7 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     """Crash after the proposal was persisted but before it was logged: the re-run adopts that proposal under the
     earlier reservation — a second selection would be a second noisy look at the same scores."""
     import sdgov.measurement.selection.store as store
-    from sdgov.measurement.selection.propose import propose_selection
+    from sdgov.tasks.select_phi import propose_selection
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")

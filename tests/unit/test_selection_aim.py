@@ -179,8 +179,8 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     rounds leaves their draws in the journal; the retry continues them under that reservation (one spend) and logs
     the journal with the proposal."""
     import sdgov.generators.pgm_mbi as pgm_mbi
-    from sdgov.measurement.selection.propose import propose_selection
     from sdgov.measurement.selection.store import journal_path
+    from sdgov.tasks.select_phi import propose_selection
 
     monkeypatch.setattr(pgm_mbi, "marginal_estimator", lambda attrs, sizes, iters: _estimate)  # model: see top
     root = tmp_path / "registry"

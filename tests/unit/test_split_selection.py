@@ -89,9 +89,9 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     spends only its share; every part's selection is reserved in one spend after the parts' 1-ways; the release of
     the proposed spec reuses every part's 1-ways, draws each part's pairs, and the ledger then holds the spec's ρ."""
     import sdgov.measurement.selection.store as store
-    from sdgov.measurement.selection.propose import propose_selection, write_proposed_spec
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
+    from sdgov.tasks.select_phi import propose_selection, write_proposed_spec
 
     seen: list[set[int]] = []
     counts = store.marginal_counts
@@ -206,8 +206,8 @@ def test_a_review_of_a_split_names_the_part_it_edits_and_the_reviewers_see_every
 def test_a_split_spec_whose_part_differs_from_its_reviewed_selection_is_refused_in_one_line(tmp_path, capsys):
     """The reviewed record a split spec names is checked part by part before any draw: a part's Φ edited by hand
     after the review (women's pair added) is one line naming that part, exit 2."""
-    from sdgov.measurement.selection.propose import write_proposed_spec
     from sdgov.measurement.selection.review import selection_records
+    from sdgov.tasks.select_phi import write_proposed_spec
     from tests.unit.test_selection_review import _record
 
     draft = _split_draft(tmp_path)
