@@ -82,16 +82,18 @@ def epsilon_from_membership_advantage(adv: float, delta: float | None) -> float:
     if adv >= 1:
         return math.inf
     d = delta or 0.0
-    allowed = lambda e: membership_adv_bound(e, d) or 0.0
-    if adv <= allowed(0.0):
+
+    def excess(e: float) -> float:
+        return (membership_adv_bound(e, d) or 0.0) - adv
+
+    if excess(0.0) >= 0:
         return 0.0
-    lo, hi = 0.0, 1.0
-    while allowed(hi) < adv and hi < 64:
-        lo, hi = hi, hi * 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if allowed(mid) >= adv else (mid, hi)
-    return hi
+    from scipy.optimize import brentq  # here, as in sdgov.audits.privacy.canary: scipy.optimize loads on use
+
+    hi = 1.0
+    while excess(hi) < 0:  # the bound reaches 1 > adv by ε = 64 (e^128 rounds it to 1)
+        hi *= 2
+    return float(brentq(excess, 0.0, hi, xtol=1e-12))
 
 
 # ------------------------------------------------------------------------------------------------ features
