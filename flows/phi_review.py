@@ -4,8 +4,8 @@
       ─► proposed spec ─► the governed release (controller agrees Φ ─► measure ─► … ─► release sign-off)
 
 The analyst's draft (Φ = the 1-ways + ``privacy.selection``) is selected once under the ledger
-(:mod:`sdgov.tasks.select_phi`); the proposal is a Prefect artifact on the run (chosen pairs with their
-noisy DP scores, forced and excluded pairs, the rejected candidates nearest the threshold, the selection's ρ and share),
+(:mod:`sdgov.tasks.select_phi`); the proposal is a Prefect artifact on the run (chosen pairs with their noisy DP
+scores, forced and excluded pairs, the rejected candidates nearest the threshold, the selection's ρ and share),
 and the run pauses with a :class:`Review` form. Each review is bound to one hash (:func:`review_sha256`) that the
 reviewer signs for this registry, run and pause (nonce) — ``sdgov review`` does it, or its statement is pasted
 into the form — and counts only if it verifies with the key the approvers registry lists for them, exactly like

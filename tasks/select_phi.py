@@ -163,9 +163,6 @@ def propose_selection(
         + ("" if list(proposals) == [None] else f" over {len(proposals)} split parts"),
         artifacts={"phi_proposal": ArtifactRef.of("phi_proposal", out).sha256},
     )
-    rec.outputs = [ArtifactRef.of("phi_proposal", out)]
-    rec.params = {"selection_rho": summary["selection_rho"], "how": sel.how}
-
     return proposals, summary
 
 
