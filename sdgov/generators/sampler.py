@@ -12,12 +12,24 @@ of :data:`PART_CHUNKS` chunks, each part a Parquet file written by one independe
 the parts are then streamed, row group by row group, into the one released file: the same bytes whatever ran
 them, in memory flat in N.
 
-Why i.i.d. draws and not rounded counts (mbi's ``method="round"``): a stratified variant (uniforms ``(k + u)/n``
-within each parent configuration) cut App 1's Φ-marginal TVD at σ = 10 from about 0.018 to 0.007, but it made the
-black-box decomposability audit's t-test anti-conservative on our own honest generator — App 2 honest IPF
-rejected in 12 of 100 seeds at α = 0.05, against 0 of 74 with i.i.d. draws (2026-11-21). The audit is what lets a
-controller check the card's claim, so the sampler keeps the draws whose sums the test's normal approximation
-is built for.
+Two ways to draw a column, both deterministic per seed and chunk (:data:`SAMPLING`):
+
+* ``"iid"`` (the default): each record's uniform drawn independently — the records are i.i.d. draws from the model,
+  so the sample's marginals scatter around the model's as a multinomial's do.
+* ``"round"``: within each parent configuration of a chunk, the records (in a random order drawn per column) get the
+  systematic uniforms ``(k + U) / n_p`` (``k`` their rank, ``n_p`` the configuration's records, ``U`` one uniform per
+  configuration): each cell of the column then gets ⌊n_p·q⌋ or ⌈n_p·q⌉ records, never more than one away from the
+  model's expected count — mbi's ``synthetic_data(method="round")`` (randomised rounding), done for a whole chunk
+  in one vectorised step. The synthetic marginals along the sampling order match the model's up to rounding instead
+  of a multinomial's spread (the sampling noise that puts an i.i.d. sample at a bootstrap's distance from the data).
+  The records are no longer independent: a statistic that assumes i.i.d. draws (an audit's variance) must allow for
+  it — ``docs/decomposability.md`` says how the audits do.
+
+Why i.i.d. stays the default: a first stratified variant (2026-11-21) cut App 1's Φ-marginal TVD at σ = 10 from about
+0.018 to 0.007, but made the decomposability audit's then unpaired t-test anti-conservative on our own honest
+generator (App 2 honest IPF rejected in 12 of 100 seeds at α = 0.05, against 0 of 74 with i.i.d. draws). Since
+issue 29 the audit pairs its fits and tests a paired difference; ``"round"`` becomes the default only once both
+audits are measured calibrated with it (issue 40).
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +61,8 @@ def chunk_rng(seed: int, chunk: int, branch: tuple[int, ...] = ()) -> np.random.
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*branch, chunk)))
 
 
+Sampling = Literal["iid", "round"]
+SAMPLING: Sampling = "iid"  # the default way to draw (module docstring): i.i.d. records
 MAX_REDRAWS = 1000  # rounds of redrawing records that fell in a structural zero (a model honouring them needs 0)
 
 
@@ -86,9 +101,27 @@ def plan_columns(model: CliqueModel) -> list[_ColumnPlan]:
     return plans
 
 
-def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """``n`` records drawn column by column from ``plans`` with ``rng``, as int32 cells; structural zeros are not
-    checked here."""
+def systematic_uniforms(row: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Uniforms in [0, 1) for records grouped by ``row``: within each group of ``n_p`` records, in a random order,
+    ``(k + U) / n_p`` for ranks ``k = 0 … n_p − 1`` and one ``U`` per group — so every interval of the group's CDF
+    of length ``q`` holds ⌊n_p·q⌋ or ⌈n_p·q⌉ of them (systematic sampling, randomised rounding)."""
+    n = len(row)
+    order = np.lexsort((rng.random(n), row))  # by group, a random order inside each
+    grouped = row[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    rank = np.arange(n) - starts[group]
+    u = np.empty(n)
+    u[order] = (rank + rng.random(len(starts))[group]) / sizes[group]
+    return u
+
+
+def sample_chunk(
+    plans: list[_ColumnPlan], n: int, rng: np.random.Generator, sampling: Sampling = "iid"
+) -> dict[str, np.ndarray]:
+    """``n`` records drawn column by column from ``plans`` with ``rng`` (``sampling``: i.i.d. or rounded, module
+    docstring), as int32 cells; structural zeros are not checked here."""
     data: dict[str, np.ndarray] = {}
     for p in plans:
         if p.parents:
@@ -98,7 +131,7 @@ def sample_chunk(plans: list[_ColumnPlan], n: int, rng: np.random.Generator) -> 
         # searchsorted(shifted_cdf, row + u, side="right") − row·k, counted inside each record's own row of k
         # entries: every earlier row ends at ≤ row, so it is the same number, but reads k neighbouring values per
         # record instead of ~log₂(P·k) scattered ones (App 3's last column has 1.56M entries: 2–3× faster)
-        v = row + rng.random(n)
+        v = row + (systematic_uniforms(row, rng) if sampling == "round" else rng.random(n))
         idx = np.count_nonzero(p.shifted_cdf.reshape(-1, p.k)[row] <= v[:, None], axis=1)
         data[p.name] = np.minimum(idx, p.k - 1).astype(np.int32)
     return data
@@ -125,22 +158,29 @@ def _redraw_impossible(
 
 
 def _chunk(
-    plans: list[_ColumnPlan], n: int, rng: np.random.Generator, zeros: Sequence[ZeroCells]
+    plans: list[_ColumnPlan], n: int, rng: np.random.Generator, zeros: Sequence[ZeroCells], sampling: Sampling
 ) -> dict[str, np.ndarray]:
-    """One chunk of ``n`` records; any that fell in a structural zero redrawn from the same generator."""
-    chunk = sample_chunk(plans, n, rng)
+    """One chunk of ``n`` records; any that fell in a structural zero redrawn (i.i.d.) from the same generator."""
+    chunk = sample_chunk(plans, n, rng, sampling)
     return _redraw_impossible(chunk, plans, zeros, rng) if zeros else chunk
 
 
 def iter_chunks(
-    model: CliqueModel, rows: int, seed: int, chunk_rows: int = CHUNK_ROWS, zeros: Sequence[ZeroCells] = ()
+    model: CliqueModel,
+    rows: int,
+    seed: int,
+    chunk_rows: int = CHUNK_ROWS,
+    zeros: Sequence[ZeroCells] = (),
+    sampling: Sampling | None = None,
 ) -> Iterator[dict[str, np.ndarray]]:
     """The ``rows`` records as chunks of ``chunk_rows``, chunk ``i`` drawn from :func:`chunk_rng` ``(seed, i)`` with its
-    structural zeros redrawn: the same inputs give the same chunks, bit for bit."""
+    structural zeros redrawn: the same inputs give the same chunks, bit for bit. ``sampling``: i.i.d. or rounded
+    (module docstring; None: :data:`SAMPLING`)."""
     plans = plan_columns(model)
     zeros = zeros_within(zeros, model.attributes)
+    how = sampling or SAMPLING
     for i in range(max(1, -(-rows // chunk_rows))):
-        yield _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros)
+        yield _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros, how)
 
 
 def _arrow_type(col: Column) -> pa.DataType:
@@ -182,10 +222,18 @@ def released_columns(schema: Schema, model: CliqueModel) -> tuple[str, ...]:
 
 
 def write_part(
-    model: CliqueModel, schema: Schema, rows: int, seed: int, chunk_rows: int, chunks: range, path: Path
+    model: CliqueModel,
+    schema: Schema,
+    rows: int,
+    seed: int,
+    chunk_rows: int,
+    chunks: range,
+    path: Path,
+    sampling: Sampling | None = None,
 ) -> int:
     """Draw chunks ``chunks`` of a ``rows``-record sample and write them (decoded to schema codes) to ``path``, one
     row group per chunk; return the records written. Depends on nothing but its arguments."""
+    how = sampling or SAMPLING
     plans = plan_columns(model)
     zeros = zeros_within(schema.zero_cells(), model.attributes)
     attached = {lk.column: lk for lk in schema.lookup_index() if lk.source in model.attributes}
@@ -198,7 +246,7 @@ def write_part(
     done = 0
     with pq.ParquetWriter(path, arrow_schema, compression="zstd") as writer:
         for i in chunks:
-            chunk = _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros)
+            chunk = _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros, how)
             for a, lk in attached.items():  # lookup columns: the source's cell through the public table
                 chunk[a] = lk.index[chunk[lk.source]]
             spread = chunk_rng(seed, i, (_SPREAD,)) if uniform else None
@@ -232,8 +280,10 @@ def sample_to_parquet(
     chunk_rows: int = CHUNK_ROWS,
     progress: Callable[[int, int], None] | None = None,
     executor: Executor | None = None,
+    sampling: Sampling | None = None,
 ) -> int:
-    """Write ``rows`` synthetic records (decoded to schema codes) to ``path`` atomically; return rows written.
+    """Write ``rows`` synthetic records (decoded to schema codes) to ``path`` atomically, drawn as ``sampling`` says
+    (None: :data:`SAMPLING`); return rows written.
 
     The parts (:func:`write_part`) run through ``executor`` (default: here, one after the other), as many at a
     time as it has workers (:func:`parts_in_flight`) so that ``progress`` hears of each batch; then they are
@@ -244,14 +294,15 @@ def sample_to_parquet(
     n_chunks = max(1, -(-rows // chunk_rows))
     parts = [range(s, min(s + PART_CHUNKS, n_chunks)) for s in range(0, n_chunks, PART_CHUNKS)]
     run = executor or SerialExecutor()
+    how = sampling or SAMPLING
     done = 0
     try:
         if len(parts) == 1:
-            done = write_part(model, schema, rows, seed, chunk_rows, parts[0], tmp)
+            done = write_part(model, schema, rows, seed, chunk_rows, parts[0], tmp, how)
         else:
             parts_dir.mkdir(exist_ok=True)
             files = [parts_dir / f"part-{k:05d}.parquet" for k in range(len(parts))]
-            calls = [(model, schema, rows, seed, chunk_rows, r, f) for r, f in zip(parts, files)]
+            calls = [(model, schema, rows, seed, chunk_rows, r, f, how) for r, f in zip(parts, files)]
             step = parts_in_flight(run)
             for start in range(0, len(calls), step):
                 done += sum(run.map(write_part, calls[start : start + step], "sample-part"))

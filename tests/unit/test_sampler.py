@@ -168,3 +168,48 @@ def test_each_draw_is_the_searchsorted_of_its_uniform_in_the_whole_shifted_cdf()
         ref[p.name] = np.minimum(idx, p.k - 1).astype(np.int32)
     assert all(np.array_equal(got[a], ref[a]) for a in ref)
     assert not np.any(got["C"] == 3)
+
+
+def test_rounded_sampling_puts_every_cell_within_one_record_of_the_models_count():
+    """``sampling="round"``: the first column's counts are ⌊n·q⌋ or ⌈n·q⌉, and inside each parent configuration the
+    child's counts are within one record of the configuration's records times the model's conditional — where
+    i.i.d. draws scatter by about √(n·q)."""
+    model, ab, bc = chain_model()
+    n = 50_000
+    rounded = collect_as(model, n, 11, "round")
+    a = np.bincount(rounded["A"], minlength=3)
+    assert np.all(np.abs(a - n * ab.sum(1)) < 1)
+    joint = np.zeros((3, 4))
+    np.add.at(joint, (rounded["A"], rounded["B"]), 1)
+    assert np.all(np.abs(joint - a[:, None] * ab / ab.sum(1, keepdims=True)) < 1)
+    pair = np.zeros((4, 5))
+    np.add.at(pair, (rounded["B"], rounded["C"]), 1)
+    assert np.all(np.abs(pair - joint.sum(0)[:, None] * bc / bc.sum(1, keepdims=True)) < 1)
+    iid = collect_as(model, n, 11, "iid")
+    assert np.abs(np.bincount(iid["A"], minlength=3) - n * ab.sum(1)).max() > 5
+
+
+def test_rounded_sampling_is_deterministic_per_seed_and_keeps_the_conditional_independence():
+    """Same seed, same rows (bit for bit); another seed, other rows; and C still depends on A only through B
+    (the random order inside each configuration is drawn per column, independent of the earlier columns)."""
+    model, ab, bc = chain_model()
+    a, b, c = (collect_as(model, 20_000, s, "round", 4096) for s in (3, 3, 4))
+    assert all((a[k] == b[k]).all() for k in a) and any((a[k] != c[k]).any() for k in a)
+    n = 200_000
+    s = collect_as(model, n, 5, "round")
+    emp = np.zeros((3, 4, 5))
+    np.add.at(emp, (s["A"], s["B"], s["C"]), 1)
+    expect = ab[:, :, None] * (bc / bc.sum(1, keepdims=True))[None]
+    assert 0.5 * np.abs(emp / n - expect).sum() < 0.006
+
+
+def test_the_default_sampling_is_iid_and_unchanged():
+    """The default draws are the i.i.d. ones, bit for bit whichever way they are asked for."""
+    model, *_ = chain_model()
+    default, iid = collect(model, 5000, 9, 1000), collect_as(model, 5000, 9, "iid", 1000)
+    assert all((default[k] == iid[k]).all() for k in default)
+
+
+def collect_as(model, rows, seed, sampling, chunk=65_536):
+    parts = list(iter_chunks(model, rows, seed, chunk, sampling=sampling))
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
