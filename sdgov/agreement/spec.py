@@ -107,7 +107,8 @@ class SelectionSpec(Frozen):
     triples: bool = Field(
         default=False,
         exclude_if=lambda v: not v,  # absent: same hash as before
-        description="AIM: triples are candidates too (within the cell limit, none holding an excluded pair)",
+        description="triples are candidates too (AIM: in every round; MST: in the rounds after the tree), within the "
+        "cell limit and none holding an excluded pair",
     )
     rounds: int | None = Field(
         default=None,
@@ -126,8 +127,8 @@ class SelectionSpec(Frozen):
 
     @model_validator(mode="after")
     def _method_options(self) -> SelectionSpec:
-        if self.method == "mst" and (self.triples or self.rounds is not None):
-            raise ValueError("'triples' and 'rounds' are AIM's options: give method: aim, or drop them")
+        if self.method == "mst" and self.rounds is not None:
+            raise ValueError("'rounds' is AIM's option: give method: aim, or drop it")
         if self.method == "aim" and self.extra:
             raise ValueError("'extra' is MST's option (pairs beyond the tree): AIM picks rounds until its budget ends")
         return self

@@ -122,6 +122,92 @@ def test_at_tiny_budget_the_choice_is_noisy_at_a_calibrated_rate():
     assert len(set(firsts)) > 3
 
 
+def _xor(n=20000, seed=0, extra_attrs=1):
+    """c = a XOR b (10 % flipped): every pair is independent, the triple a×b×c is not — only a 3-way marginal sees
+    it; the other attributes are independent noise."""
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    cols = {"a": a, "b": b, "c": (a ^ b) ^ (rng.random(n) < 0.1)}
+    cols |= {f"n{i}": rng.integers(0, 3, n) for i in range(extra_attrs)}
+    sizes = {k: int(v.max()) + 1 for k, v in cols.items()}
+    ones = {k: np.bincount(v, minlength=sizes[k]).astype(float) for k, v in cols.items()}
+
+    def table(clique):
+        t = np.zeros(tuple(sizes[x] for x in clique))
+        np.add.at(t, tuple(cols[x] for x in clique), 1)
+        return t
+
+    return list(cols), sizes, ones, table
+
+
+def test_mst_extra_rounds_choose_the_triple_that_only_a_3_way_table_shows():
+    """With ``triples`` the rounds after the tree may pick a triple: the XOR triple stands out of independence by
+    ~N·0.8 in L1, far above its measurement's noise, and is chosen; with pairs only no extra round can see it."""
+    attrs, sizes, ones, table = _xor()
+    spec = SelectionSpec(extra=3, triples=True, scores=0)
+    p = select_mst(attrs, sizes, ones, lambda x, y: table((x, y)), spec, rho=1.0, max_marginal_cells=10**6, exact=table)
+    assert {"a", "b", "c"} in [set(e.pair) for e in p.selected if len(e.pair) == 3]
+    assert all(e.how == "selected" and e.round is not None for e in p.selected)
+    no_triples = select_mst(
+        attrs,
+        sizes,
+        ones,
+        lambda x, y: table((x, y)),
+        spec.model_copy(update={"triples": False}),
+        rho=1.0,
+        max_marginal_cells=10**6,
+        exact=table,
+    )
+    assert all(len(e.pair) == 2 for e in no_triples.selected)
+
+
+def test_mst_triples_keep_the_exclusions_the_cell_limit_and_the_model_limit():
+    """No triple holds an excluded pair; a triple over the cell limit is never a candidate and is listed as over it;
+    ``fits`` bounds the model whatever the cliques; nothing chosen is inside a clique chosen before it."""
+    attrs, sizes, ones, table = _xor(extra_attrs=2)
+    pair = lambda x, y: table((x, y))
+    excl = select_mst(
+        attrs, sizes, ones, pair, SelectionSpec(extra=6, triples=True, exclude=[["a", "b"]]), 1.0, 10**6, exact=table
+    )
+    assert not any({"a", "b"} <= set(e.pair) for e in excl.selected)
+    small = select_mst(attrs, sizes, ones, pair, SelectionSpec(extra=6, triples=True), 1.0, 8, exact=table)
+    assert all(e.cells <= 8 for e in small.selected) and ["a", "n0", "n1"] in small.over_cell_limit  # 18 cells
+    capped = select_mst(
+        attrs,
+        sizes,
+        ones,
+        pair,
+        SelectionSpec(extra=6, triples=True),
+        1.0,
+        10**6,
+        fits=lambda cliques: all(len(c) == 2 for c in cliques),
+        exact=table,
+    )
+    assert all(len(e.pair) == 2 for e in capped.selected)
+    for sel in (excl, small):  # a clique inside one chosen before it would measure nothing new
+        cliques = [set(e.pair) for e in sel.selected]
+        assert not any(c <= d for i, c in enumerate(cliques) for d in cliques[:i])
+
+
+def test_mst_extra_rounds_stop_when_no_clique_pays_for_its_noise():
+    """Independent attributes and a release σ large enough that every clique's expected noise exceeds its distance
+    from independence: the "stop" candidate wins at once, so the extra rounds add nothing beyond the tree."""
+    rng = np.random.default_rng(1)
+    n, attrs = 2000, ["p", "q", "r", "s"]
+    cols = {x: rng.integers(0, 4, n) for x in attrs}
+    sizes = dict.fromkeys(attrs, 4)
+    ones = {x: np.bincount(v, minlength=4).astype(float) for x, v in cols.items()}
+
+    def table(clique):
+        t = np.zeros((4,) * len(clique))
+        np.add.at(t, tuple(cols[x] for x in clique), 1)
+        return t
+
+    spec = SelectionSpec(extra=10, triples=True, scores=0, share=0.99)  # the release gets 1 %: a large σ
+    p = select_mst(attrs, sizes, ones, lambda x, y: table((x, y)), spec, rho=0.5, max_marginal_cells=10**6, exact=table)
+    assert len(p.selected) == len(attrs) - 1  # the tree alone
+
+
 def _draft(tmp_path: Path) -> Path:
     spec = make_demo_inputs(tmp_path / "inputs", rows=3000)
     raw = yaml.safe_load(spec.read_text())
@@ -255,10 +341,21 @@ def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, c
     out = tmp_path / "elsewhere" / "proposed.yaml"
     out.parent.mkdir()
     code, stdout, err = _cli(
-        capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
-        "--key", str(keys["Ada Analyst"]), "--root", str(root),
-        "--out", str(out),
-    )  # fmt: skip
+        capsys,
+        "propose",
+        "--select",
+        "mst",
+        "--spec",
+        str(draft),
+        "--as",
+        "Ada Analyst",
+        "--key",
+        str(keys["Ada Analyst"]),
+        "--root",
+        str(root),
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert "forced   Age × Health" in stdout and "proposed spec:" in stdout
     ag = load_spec(out).agreement  # paths made absolute: it resolves from another directory
@@ -276,8 +373,9 @@ def test_a_sandbox_registry_refuses_a_selection_naming_the_commands_that_make_it
 
     root = init_registry(tmp_path / "registry")
     draft = _draft(tmp_path)
-    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root",
-                        str(root))  # fmt: skip
+    code, _, err = _cli(
+        capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root", str(root)
+    )
     assert code == 2 and err.count("\n") == 1
     assert "'sdgov keygen'" in err and "'sdgov approvers commit" in err and "approvers.yaml" in err
     assert "budget_spent" not in [e.event for e in Registry(root).events()]
@@ -290,9 +388,20 @@ def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, ca
     raw = yaml.safe_load(draft.read_text())
     raw["phi"]["marginals"] = [["Age", "Sex"]]
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
-    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
-                        "--key", str(keys["Ada Analyst"]), "--root",
-                        str(root))  # fmt: skip
+    code, _, err = _cli(
+        capsys,
+        "propose",
+        "--select",
+        "mst",
+        "--spec",
+        str(draft),
+        "--as",
+        "Ada Analyst",
+        "--key",
+        str(keys["Ada Analyst"]),
+        "--root",
+        str(root),
+    )
     assert code == 2 and err.count("\n") == 1 and "lists only 1-way marginals" in err
     assert "budget_spent" not in [e.event for e in Registry(root).events()]
 

@@ -7,6 +7,13 @@ with Gumbel noise (the exponential mechanism, ``make_noisy_max`` under zCDP) pic
 joins two components. Forced pairs (stakeholders' knowledge) are in the tree from the start, excluded pairs and
 pairs over the cell limit are never candidates.
 
+With ``privacy.selection.triples`` the rounds after the tree (``extra``) choose among pairs *and* triples (none
+holding an excluded pair, none over the cell limit, none inside a clique already chosen), each scored by its L1
+distance from independence less what measuring it would cost in noise — the release's Gaussian at the σ the plan
+will give Φ's cliques, √(2/π)·σ per cell, as AIM's quality score counts it (McKenna et al. 2022, §4) — so a large
+table is chosen only where its dependence stands out of that noise. A "stop" candidate scoring 0 competes in every
+such round: once no clique is expected to pay for its noise, the mechanism most likely picks it and the rounds end.
+
 The exponential mechanism releases only the index of the winner. The scores that the reviewers see are a separate
 Gaussian release of the whole score vector (L2 sensitivity √m for m candidates), with its own small part of the
 selection budget: post-processing of them (the ranking, "near the threshold") is free.
@@ -14,10 +21,12 @@ selection budget: post-processing of them (the ranking, "near the threshold") is
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +36,7 @@ import sdgov.base.opendp_lite as dp
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.base.errors import SpecError
 from sdgov.base.model import Frozen
+from sdgov.data.schema import Clique
 
 if TYPE_CHECKING:  # scipy.cluster costs 0.4-0.6 s to import: only a selection's rounds load it
     from scipy.cluster.hierarchy import DisjointSet
@@ -36,6 +46,7 @@ dp.enable_features("contrib")
 SCORE_SENSITIVITY = 1.0  # L∞: one record moves each pair's L1 score by at most 1 (not monotonically)
 NEAR = 5  # rejected candidates listed for the reviewers
 MST_SCORE = "L1 distance of the pair's table from the product of its noisy 1-ways (independence)"
+BIAS = math.sqrt(2 / math.pi)  # E|N(0, σ²)| = σ·√(2/π): the L1 error a measurement's noise leaves per cell
 
 
 class Candidate(Frozen):
@@ -121,15 +132,16 @@ def score_sigma(rho: float, candidates: int) -> float:
 
 
 def independence_scores(
-    exact_pair: Callable[[str, str], np.ndarray], one_ways: dict[str, np.ndarray], pairs: Sequence[tuple[str, str]]
+    exact: Callable[[tuple[str, ...]], np.ndarray], one_ways: dict[str, np.ndarray], cliques: Sequence[tuple[str, ...]]
 ) -> np.ndarray:
-    """L1 distance of each pair's exact table from the product of the noisy 1-ways (scaled to their mean total)."""
+    """L1 distance of each clique's exact table from the product of the noisy 1-ways (scaled to their mean total):
+    one added or removed record moves it by at most 1, whatever the clique."""
     total = float(np.mean([max(float(v.sum()), 1.0) for v in one_ways.values()]))
     probs = {a: _distribution(v) for a, v in one_ways.items()}
-    out = np.empty(len(pairs))
-    for i, (a, b) in enumerate(pairs):
-        estimate = total * np.outer(probs[a], probs[b])
-        out[i] = float(np.abs(exact_pair(a, b) - estimate).sum())
+    out = np.empty(len(cliques))
+    for i, clique in enumerate(cliques):
+        estimate = total * functools.reduce(np.multiply.outer, [probs[a] for a in clique])
+        out[i] = float(np.abs(exact(clique) - estimate).sum())
     return out
 
 
@@ -189,6 +201,20 @@ def check_edges(attributes: list[str], sizes: dict[str, int], spec: SelectionSpe
     return Edges(forced=forced, excluded=sorted(excluded), too_big=too_big, cells=cells, candidates=candidates)
 
 
+def extra_triples(
+    attributes: list[str], sizes: dict[str, int], edges: Edges, max_marginal_cells: int
+) -> tuple[list[Clique], list[Clique]]:
+    """The triples MST's extra rounds may choose (none holding an excluded pair) and those over the cell limit."""
+    excluded = set(edges.excluded)
+    fit: list[Clique] = []
+    over: list[Clique] = []
+    for t in combinations(attributes, 3):
+        if any(p in excluded for p in combinations(t, 2)):
+            continue
+        (over if math.prod(sizes[a] for a in t) > max_marginal_cells else fit).append(t)
+    return fit, over
+
+
 def select_mst(
     attributes: list[str],
     sizes: dict[str, int],
@@ -197,24 +223,20 @@ def select_mst(
     spec: SelectionSpec,
     rho: float,
     max_marginal_cells: int,
-    fits: Callable[[list[tuple[str, str]]], bool] = lambda pairs: True,
+    fits: Callable[[list[Clique]], bool] = lambda cliques: True,
+    exact: Callable[[Clique], np.ndarray] | None = None,
 ) -> Proposal:
     """MST selection with ``rho`` (the exponential mechanism's rounds + the noisy scores). Reads the data only
-    through ``exact_pair`` (exact 2-way tables), and only inside the mechanisms. ``spec.extra`` rounds after the
-    tree add the best remaining pairs for which ``fits`` (the model within the domain limit) holds."""
+    through ``exact_pair`` (exact 2-way tables) and ``exact`` (any clique's; default: pairs through ``exact_pair``),
+    and only inside the mechanisms. ``spec.extra`` rounds after the tree add the best remaining pairs — and triples,
+    with ``spec.triples`` — for which ``fits`` (the model within the domain limit) holds; with triples each is
+    scored net of the noise of its measurement (:func:`release_sigma`)."""
     edges = check_edges(attributes, sizes, spec, max_marginal_cells)
-    forced, excluded, too_big, cells, candidates = (
-        edges.forced,
-        set(edges.excluded),
-        edges.too_big,
-        edges.cells,
-        edges.candidates,
-    )
+    forced, excluded, too_big, candidates = edges.forced, set(edges.excluded), edges.too_big, edges.candidates
+    cells: dict[Clique, int] = dict(edges.cells.items())
+    table = exact or (lambda c: exact_pair(*c))
+    triples, triples_over = extra_triples(attributes, sizes, edges, max_marginal_cells) if spec.triples else ([], [])
     order = {a: i for i, a in enumerate(attributes)}
-
-    def key(e: Sequence[str]) -> tuple[str, str]:
-        a, b = sorted(e, key=order.__getitem__)
-        return a, b
 
     from scipy.cluster.hierarchy import DisjointSet
 
@@ -222,41 +244,54 @@ def select_mst(
     for a, b in forced:
         components.merge(a, b)
     tree_rounds = _rounds_needed(components, candidates)
-    rounds = tree_rounds + min(spec.extra, len(candidates) - tree_rounds)
+    scored: list[Clique] = [*candidates, *triples]  # every candidate of some round
+    rounds = tree_rounds + min(spec.extra, len(scored) - tree_rounds)
     share_scores = spec.scores if candidates else 0.0
     rho_scores = rho * share_scores
     rho_mech = rho - rho_scores
-    scores = independence_scores(exact_pair, one_ways, candidates) if candidates else np.empty(0)
+    scores = independence_scores(table, one_ways, scored) if scored else np.empty(0)
+    for t in triples:
+        cells[t] = math.prod(sizes[a] for a in t)
 
-    noisy: dict[tuple[str, str], float | None] = dict.fromkeys(candidates)
+    noisy: dict[Clique, float | None] = dict.fromkeys(scored)
     sigma = None
     if rho_scores > 0:
-        sigma = score_sigma(rho_scores, len(candidates))
+        sigma = score_sigma(rho_scores, len(scored))
         released = _gaussian_floats(sigma)(scores.tolist())
-        noisy = {p: float(s) for p, s in zip(candidates, released)}
+        noisy = {p: float(s) for p, s in zip(scored, released)}
 
     chosen: list[SelectedEdge] = [
         SelectedEdge(pair=list(p), cells=cells[p], noisy_score=noisy.get(p), how="forced") for p in forced
     ]
     scale = gumbel_scale(rho_mech / rounds) if rounds else None
-    index = {p: i for i, p in enumerate(candidates)}
-    taken = set(forced)
+    index = {p: i for i, p in enumerate(scored)}
+    taken: list[Clique] = list(forced)
+    # with triples, an extra round's score is net of the clique's measurement noise (σ at the planned Φ's size)
+    noise = BIAS * release_sigma(spec, rho, len(forced) + rounds) if spec.triples else 0.0
     for r in range(rounds):
+        joining: list[Clique]
         if r < tree_rounds:  # Kruskal: a pair joining two components
             joining = [p for p in candidates if not components.connected(*p)]
-        else:  # extra pairs: any not yet taken whose model stays within the domain limit
-            joining = [p for p in candidates if p not in taken and fits([*taken, p])]
+            values = [float(scores[index[p]]) for p in joining]
+        else:  # extra cliques: any not yet taken or inside a taken one, whose model stays within the domain limit
+            joining = [c for c in scored if not _covered(c, taken) and fits([*taken, c])]
+            values = [float(scores[index[c]]) - noise * cells[c] for c in joining]
+            if spec.triples:  # "stop": no clique left is expected to pay for its noise
+                joining, values = [*joining, ()], [*values, 0.0]
             if not joining:
                 break
         assert scale is not None
-        pick = joining[_noisy_max(scale)([float(scores[index[p]]) for p in joining])]
-        components.merge(*pick)
-        taken.add(pick)
+        pick = joining[_noisy_max(scale)(values)]
+        if not pick:
+            break
+        if len(pick) == 2:
+            components.merge(*pick)
+        taken.append(pick)
         chosen.append(
             SelectedEdge(pair=list(pick), cells=cells[pick], noisy_score=noisy[pick], how="selected", round=r + 1)
         )
-    picked = {key(e.pair) for e in chosen}
-    left = [p for p in candidates if p not in picked]
+    picked = {tuple(sorted(e.pair, key=order.__getitem__)) for e in chosen}
+    left = [p for p in scored if p not in picked]
     if rho_scores > 0:
         left.sort(key=lambda p: -(noisy[p] or 0.0))
     near = [Candidate(pair=list(p), cells=cells[p], noisy_score=noisy[p]) for p in left[:NEAR]]
@@ -270,7 +305,7 @@ def select_mst(
         selected=chosen,
         near_threshold=near if rho_scores > 0 else [],
         excluded=[list(p) for p in sorted(excluded)],
-        over_cell_limit=[list(p) for p in too_big],
+        over_cell_limit=[list(p) for p in [*too_big, *triples_over]],
         budget=SelectionBudget(
             rho=rho,
             rho_mechanism=rho_mech,
@@ -280,6 +315,19 @@ def select_mst(
             score_sigma=sigma,
         ),
     )
+
+
+def release_sigma(spec: SelectionSpec, rho: float, cliques: int) -> float:
+    """σ at which the release will measure each of ``cliques`` selected marginals (equal weights) when the selection
+    has ``rho``: the plan gives the 1-ways ``share × one_way`` of the release's ρ, the selection ``share × (1 −
+    one_way)`` (= ``rho``) and Φ's other marginals the rest (:func:`sdgov.agreement.accounting.plan_privacy`)."""
+    rest = rho * (1 - spec.share) / (spec.share * (1 - spec.one_way))
+    return math.sqrt(max(cliques, 1) / (2 * rest))
+
+
+def _covered(clique: Clique, taken: Sequence[Clique]) -> bool:
+    """Whether ``clique`` is one of ``taken`` or inside one: measuring it again would add nothing new."""
+    return any(set(clique) <= set(t) for t in taken)
 
 
 def rounds_needed(attributes: list[str], forced: list[tuple[str, str]], candidates: list[tuple[str, str]]) -> int:

@@ -253,9 +253,10 @@ def _select(
         sel,
         rho,
         agreement.limits.max_marginal_cells,
-        fits=lambda pairs: (  # the extra pairs keep the model within exact inference's limit
-            plugin.model_cells(attrs, singles + list(pairs), sizes) <= agreement.limits.exact_cells()
+        fits=lambda cliques: (  # the extra pairs (and triples) keep the model within exact inference's limit
+            plugin.model_cells(attrs, singles + list(cliques), sizes) <= agreement.limits.exact_cells()
         ),
+        exact=lambda clique: marginal_counts(data, schema, clique).astype(np.float64),
     )
 
 
