@@ -9,6 +9,7 @@ noisy scores were released under the selection's budget, the rest is post-proces
 
 from __future__ import annotations
 
+from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -85,12 +86,14 @@ def selection_svg(sel: CardSelection) -> str:
 
 
 def draw_selection(sel: CardSelection) -> Any:
-    """Attributes on a circle; one line per pair in the style of its status, with a legend of the statuses."""
+    """Attributes on a circle; one line per pair in the style of its status (a triple: the triangle of its three
+    pairs), with a legend of the statuses."""
     fig, ax, pos = circle_figure(sel.attributes)
     for e in sel.edges:
         style, width, colour, _ = STYLE[e.status]
-        (x0, y0), (x1, y1) = pos[e.pair[0]], pos[e.pair[1]]
-        ax.plot([x0, x1], [y0, y1], linestyle=style, linewidth=width, color=colour, zorder=1)
+        for a, b in combinations(e.pair, 2):
+            (x0, y0), (x1, y1) = pos[a], pos[b]
+            ax.plot([x0, x1], [y0, y1], linestyle=style, linewidth=width, color=colour, zorder=1)
     circle_nodes(ax, pos, markersize=9, label_at=1.15)
     for style, width, colour, label in STYLE.values():
         ax.plot([], [], linestyle=style, linewidth=width, color=colour, label=label)

@@ -110,10 +110,25 @@ def test_a_review_counts_only_signed_by_the_reviewers_registered_key(tmp_path):
 
 def test_pairs_are_named_as_a_b_separated_by_semicolons():
     assert parse_pairs(" a,b ; c, d;", "--drop") == [["a", "b"], ["c", "d"]]
+    assert parse_pairs("a,b,c; c,d", "--drop") == [["a", "b", "c"], ["c", "d"]]  # a proposed triple, to drop
     assert parse_pairs("", "--drop") == []
-    for bad in ("a", "a,b,c", "a,"):
-        with pytest.raises(SpecError, match="is not a pair of attributes"):
+    for bad in ("a", "a,b,c,d", "a,"):
+        with pytest.raises(SpecError, match="is not a pair"):
             parse_pairs(bad, "--drop")
+
+
+def test_a_proposed_triple_can_be_dropped_and_a_pair_inside_it_is_not_forced_again():
+    """A selection with triples proposes 3-way cliques: a reviewer may drop one (then its pairs are gone with it) —
+    and forcing a pair a proposed triple already holds is refused, as the agreement refuses nested marginals."""
+    proposed = [["a", "b", "c"], ["c", "d"]]
+    after, changes = apply_review(
+        proposed, EdgeReview(reviewer="x", drop=[["c", "b", "a"]], reason="r"), ATTRS, SIZES, 10**4
+    )
+    assert after == [["c", "d"]] and changes[0].action == "drop" and changes[0].pair == ["c", "b", "a"]
+    with pytest.raises(SpecError, match="inside one of its triples"):
+        apply_review(proposed, EdgeReview(reviewer="x", force=[["a", "c"]], reason="r"), ATTRS, SIZES, 10**4)
+    with pytest.raises(SpecError, match="not a pair of Φ's attributes"):  # a triple is proposed, never forced
+        apply_review([["c", "d"]], EdgeReview(reviewer="x", force=[["a", "b", "c"]], reason="r"), ATTRS, SIZES, 10**4)
 
 
 def _record() -> SelectionRecord:

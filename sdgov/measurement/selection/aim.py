@@ -57,6 +57,7 @@ from sdgov.measurement.selection.mst import (
     _noisy_max,
     check_edges,
     gumbel_scale,
+    outermost,
     rho_of_gumbel,
     score_sigma,
 )
@@ -345,6 +346,7 @@ class _Rounds:
             for d in done
             if first_round[tuple(d.clique)] is d
         ]
+        chosen = outermost(chosen)  # a pair a later triple holds: the triple gives it
         left = [c for c in self.cands.candidates if c not in set(self.taken)]
         if self.rho_scores > 0:
             left.sort(key=lambda c: -(noisy[c] or 0.0))

@@ -291,6 +291,7 @@ def select_mst(
             SelectedEdge(pair=list(pick), cells=cells[pick], noisy_score=noisy[pick], how="selected", round=r + 1)
         )
     picked = {tuple(sorted(e.pair, key=order.__getitem__)) for e in chosen}
+    chosen = outermost(chosen)
     left = [p for p in scored if p not in picked]
     if rho_scores > 0:
         left.sort(key=lambda p: -(noisy[p] or 0.0))
@@ -323,6 +324,13 @@ def release_sigma(spec: SelectionSpec, rho: float, cliques: int) -> float:
     one_way)`` (= ``rho``) and Φ's other marginals the rest (:func:`sdgov.agreement.accounting.plan_privacy`)."""
     rest = rho * (1 - spec.share) / (spec.share * (1 - spec.one_way))
     return math.sqrt(max(cliques, 1) / (2 * rest))
+
+
+def outermost(selected: list[SelectedEdge]) -> list[SelectedEdge]:
+    """The selected cliques less any inside another one (a pair a later triple holds): Φ lists no marginal another
+    implies (the agreement refuses it — measuring it again only spends budget), and the larger one still gives it."""
+    sets = [set(e.pair) for e in selected]
+    return [e for e, s in zip(selected, sets) if not any(s < t for t in sets)]
 
 
 def _covered(clique: Clique, taken: Sequence[Clique]) -> bool:

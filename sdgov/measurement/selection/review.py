@@ -147,14 +147,14 @@ def review_sha256(review: EdgeReview) -> str:
 
 
 def parse_pairs(text: str, where: str) -> list[list[str]]:
-    """``"A,B; C,D"`` → ``[["A", "B"], ["C", "D"]]`` (the form's and the CLI's way to name pairs); a malformed
-    pair is one :class:`SpecError`."""
+    """``"A,B; C,D,E"`` → ``[["A", "B"], ["C", "D", "E"]]`` (the form's and the CLI's way to name Φ's pairs — and
+    triples, which a selection may propose and a reviewer may drop); anything else is one :class:`SpecError`."""
     out = []
     for part in filter(None, (p.strip() for p in text.split(";"))):
-        pair = [a.strip() for a in part.split(",")]
-        if len(pair) != 2 or not all(pair):
-            raise SpecError(f"{part!r} is not a pair of attributes", where, "write pairs as 'A,B; C,D'")
-        out.append(pair)
+        clique = [a.strip() for a in part.split(",")]
+        if len(clique) not in (2, 3) or not all(clique):
+            raise SpecError(f"{part!r} is not a pair (or triple) of attributes", where, "write them as 'A,B; C,D,E'")
+        out.append(clique)
     return out
 
 
@@ -181,8 +181,12 @@ def apply_review(
         unknown = [a for a in pair if a not in attributes]
         if len(pair) != 2 or pair[0] == pair[1] or unknown:
             raise SpecError(f"cannot force {pair}: not a pair of Φ's attributes", where, f"use {attributes}")
-        if frozenset(pair) in current:
-            raise SpecError(f"cannot force {pair}: it is already in Φ", where, "force a pair that is not proposed")
+        if any(frozenset(pair) <= c for c in current):
+            raise SpecError(
+                f"cannot force {pair}: it is already in Φ (or inside one of its triples)",
+                where,
+                "force a pair that is not proposed",
+            )
         cells = sizes[pair[0]] * sizes[pair[1]]
         if cells > max_marginal_cells:
             raise SpecError(
