@@ -148,7 +148,7 @@ def check_model_card(loaded: LoadedSpec) -> None:
 
 
 def check_selection_review(loaded: LoadedSpec) -> None:
-    """The reviewed selection the spec names (drawn on the card) is readable and its pairs are Φ's pairs — each
+    """The reviewed selection the spec names (drawn on the card) is readable and its cliques are Φ's — each
     split part's its own part's: a Φ edited by hand after the review would make the card's selection graph untrue."""
     path = loaded.selection_review_path
     if path is None:
@@ -169,7 +169,7 @@ def check_selection_review(loaded: LoadedSpec) -> None:
         )
     for record in records:
         reviewed = {frozenset(p) for p in record.pairs}
-        phi = {frozenset(c) for c in models[record.part] if len(c) == 2}
+        phi = {frozenset(c) for c in models[record.part] if len(c) > 1}  # the selected pairs and triples
         if reviewed != phi:
             diff = sorted(" × ".join(sorted(p)) for p in reviewed ^ phi)
             of = "" if record.part is None else f" (split part {record.part!r})"
@@ -394,7 +394,7 @@ def _dry_run_generator(loaded: LoadedSpec) -> None:
         model = generator(spec.name).fit_model(mset, spec, zeros_within(schema.zero_cells(), ag.attributes))
         with tempfile.TemporaryDirectory(prefix="sdgov-preflight-") as tmp:
             path = Path(tmp) / "synthetic.parquet"
-            sample_to_parquet(model, schema, DRY_RUN_ROWS, ag.seed, path)
+            sample_to_parquet(model, schema, DRY_RUN_ROWS, ag.seed, path, sampling=spec.sampling)
             _read_back(pd.read_parquet(path), schema, ag.attributes)
     except SdgovError as exc:
         raise SpecError(f"the generator's dry run failed: {exc.what}", "generator", exc.fix or "") from None
