@@ -45,7 +45,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_adult import accuracy, read_adult
-from bench_selection import CENSUS, REPO, SCHEMA, peer, sdgov_aim, sdgov_mst, tvd_pairs
+from bench_selection import CENSUS, REPO, SCHEMA, peer, sdgov_aim, sdgov_mst, tvd_pairs, tvd_triples
 
 from sdgov.data.schema import load_schema
 from sdgov.engines import load_encoded
@@ -73,11 +73,31 @@ def load(args: argparse.Namespace) -> tuple[pd.DataFrame, object, list[str], pd.
         schema = load_schema(ADULT_SCHEMA)
         real, test = read_adult(args.train, schema), read_adult(args.test, schema)
     attrs = [c.name for c in schema.columns if c.name in real.columns]
+    if args.columns:
+        wanted = [a.strip() for a in args.columns.split(",")]
+        unknown = [a for a in wanted if a not in attrs]
+        if unknown:
+            raise SystemExit(f"bench_aim.py: --columns names {unknown}, not in the {args.data} schema's {attrs}")
+        attrs = wanted
     return real[attrs], schema, attrs, test
 
 
 def mst_name(extra: int) -> str:
     return "sdgov MST" + (f" + {extra} pairs" if extra else "")
+
+
+DEFAULT = "sdgov default"  # propose --select mst at the draft's defaults: share, triples, extra rounds, model bound
+ROUNDED = "sdgov default, rounded sampler"  # the same with generator.sampling: round
+BEFORE = "sdgov before (MST + 24 pairs, share 2/3)"  # issue 16's recommended setting, i.i.d. sampler
+
+
+def sdgov_default(args: argparse.Namespace, data: tuple, sampling: str | None) -> tuple:
+    """The default selection (``SelectionSpec()``'s share, triples and extra rounds, its model bound as the exact
+    cells) then the release, sampled as ``sampling`` says."""
+    from sdgov.agreement.spec import SelectionSpec
+
+    d = SelectionSpec()
+    return sdgov_mst(*data, d.share, d.one_way, args.iterations, d.extra_rounds, d.model_cells, d.triples, sampling)
 
 
 def run_cell(args: argparse.Namespace) -> dict:
@@ -88,7 +108,11 @@ def run_cell(args: argparse.Namespace) -> dict:
     data = (real, schema, attrs, eps, args.delta, rows, seed)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if args.cell.startswith("sdgov MST"):
+        if args.cell in (DEFAULT, ROUNDED):
+            syn, secs, info = sdgov_default(args, data, "round" if args.cell == ROUNDED else None)
+        elif args.cell == BEFORE:
+            syn, secs, info = sdgov_mst(*data, 2 / 3, 0.5, args.iterations, 24, 250_000)
+        elif args.cell.startswith("sdgov MST"):
             syn, secs, info = sdgov_mst(*data, args.share, args.one_way, args.iterations, args.extra, args.exact_cells)
         elif args.cell == "sdgov AIM":
             syn, secs, info = sdgov_aim(*data, args.share, args.one_way, args.iterations, None, None)
@@ -96,18 +120,25 @@ def run_cell(args: argparse.Namespace) -> dict:
             codes, domain = work / "codes.csv", work / "domain.json"
             real.to_csv(codes, index=False)
             domain.write_text(json.dumps(sizes))
-            env = {**os.environ, "PYTHONPATH": str(args.opendp)}
+            env = {**os.environ, "PYTHONPATH": str(args.opendp), "XDG_CACHE_HOME": str(work / "cache")}
+            if args.progress:  # one line per AIM round, so a run stopped by hand says how far it got
+                env["PEER_PROGRESS"] = str(args.progress)
             method = {"OpenDP AIM": "aim", "OpenDP MST": "mst"}[args.cell]
             syn, secs, info = peer(
                 sys.executable, "opendp_mbi.py", codes, domain, eps, args.delta, rows, work, method, env=env
             )
-    syn = syn[attrs].astype(np.int64)
+    outside = int(syn[attrs].isna().any(axis=1).sum())  # OpenDP's null keys: records outside the domain
+    syn = syn[attrs].fillna(-1).astype(np.int64)
     record = {"seed": seed, "tvd": tvd_pairs(real, syn, sizes), "seconds": secs, "info": info}
-    if test is None:
+    record["tvd_triples"] = tvd_triples(real, syn, sizes)
+    record["records_outside_domain"] = outside
+    if test is None and not args.columns:
         workload = app3_attributes()
         record["tvd_workload"] = tvd_pairs(real, syn, {a: sizes[a] for a in workload})
-    else:
-        record["accuracy"] = accuracy(syn, test, [a for a in attrs if a != TARGET])
+    elif test is not None and TARGET in attrs:
+        features = [a for a in attrs if a != TARGET]
+        known = (syn[TARGET] >= 0).to_numpy()  # a null income is no label; a null feature is a category of its own
+        record["accuracy"] = accuracy(syn[known].replace(-1, {a: sizes[a] for a in features}), test, features)
     return record
 
 
@@ -118,7 +149,7 @@ def summarize(cells: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, di
         table = {}
         for name, runs in arms.items():
             row: dict[str, Any] = {"seeds": [r["seed"] for r in runs], "runs": runs}
-            for key in ("tvd", "tvd_workload", "accuracy", "seconds"):
+            for key in ("tvd", "tvd_triples", "tvd_workload", "accuracy", "seconds"):
                 if all(key in r for r in runs):
                     row[f"{key}_median"] = float(np.median([r[key] for r in runs]))
             row["cpu_seconds_median"] = float(np.median([r["info"]["cpu_seconds"] for r in runs]))
@@ -127,6 +158,8 @@ def summarize(cells: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, di
         if base:
             for row in table.values():
                 row["tvd_vs_opendp_aim"] = row["tvd_median"] / base["tvd_median"]
+                if "tvd_triples_median" in row and "tvd_triples_median" in base:
+                    row["tvd_triples_vs_opendp_aim"] = row["tvd_triples_median"] / base["tvd_triples_median"]
                 row["cpu_vs_opendp_aim"] = row["cpu_seconds_median"] / base["cpu_seconds_median"]
                 if "tvd_workload_median" in row:
                     row["tvd_workload_vs_opendp_aim"] = row["tvd_workload_median"] / base["tvd_workload_median"]
@@ -137,10 +170,14 @@ def summarize(cells: dict[str, dict[str, list[dict]]]) -> dict[str, dict[str, di
 def report(result: dict, out: str | None) -> None:
     for eps, table in result["epsilons"].items():
         for name, row in table.items():
-            third = (
-                f"App3 TVD {row['tvd_workload_median']:.4f}"
-                if "tvd_workload_median" in row
-                else f"acc {row.get('accuracy_median', float('nan')):.4f}"
+            third = "".join(
+                f"{label} {row[key]:.4f}  "
+                for key, label in (
+                    ("tvd_triples_median", "triples TVD"),
+                    ("tvd_workload_median", "App3 TVD"),
+                    ("accuracy_median", "acc"),
+                )
+                if key in row
             )
             vs = (
                 f"  ({row['tvd_vs_opendp_aim']:.2f}× AIM's TVD, {row['cpu_vs_opendp_aim']:.2f}× its CPU)"
@@ -148,7 +185,7 @@ def report(result: dict, out: str | None) -> None:
                 else ""
             )
             print(
-                f"ε {eps:>4}  {name:24} TVD {row['tvd_median']:.4f}  {third}  CPU {row['cpu_seconds_median']:7.1f} s"
+                f"ε {eps:>4}  {name:24} TVD {row['tvd_median']:.4f}  {third}CPU {row['cpu_seconds_median']:7.1f} s"
                 f"  wall {row['seconds_median']:7.1f} s  seeds {row['seeds']}{vs}"
             )
     if out:
@@ -162,7 +199,9 @@ def main() -> None:
     ap.add_argument("--test", type=Path, help="UCI's adult.test (no header row)")
     ap.add_argument("--opendp", type=Path, help="a directory with mbi==1.1.0 and polars==1.36.1 (OpenDP's extra)")
     ap.add_argument("--eps", type=float, nargs="+", default=[0.5, 1.0, 4.0])
-    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--delta", type=float, default=1e-9, help="the card's δ (default 1e-9)")
+    ap.add_argument("--columns", help="a subset of the schema's columns, comma-separated (where AIM finishes)")
+    ap.add_argument("--progress", type=Path, help="OpenDP AIM: append one line per round to this file")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--share", type=float, default=2 / 3)
@@ -180,7 +219,7 @@ def main() -> None:
         return
     if args.merge:
         return merge(args.merge, args.out)
-    arms = args.arms or [mst_name(args.extra), "sdgov AIM", "OpenDP AIM", "OpenDP MST"]
+    arms = args.arms or [DEFAULT, ROUNDED, BEFORE, "OpenDP AIM"]
     if any(a.startswith("OpenDP") for a in arms) and args.opendp is None:
         ap.error("the OpenDP arms need --opendp DIR (mbi==1.1.0 and polars==1.36.1)")
     cells: dict[str, dict[str, list[dict]]] = {}
@@ -202,9 +241,13 @@ def main() -> None:
         if record is None:
             continue
         cells.setdefault(str(eps), {}).setdefault(arm, []).append(record)
-        third = f"App3 {record['tvd_workload']:.4f}" if "tvd_workload" in record else f"acc {record['accuracy']:.4f}"
+        third = "".join(
+            f"  {label} {record[key]:.4f}"
+            for key, label in (("tvd_triples", "triples"), ("tvd_workload", "App3"), ("accuracy", "acc"))
+            if key in record
+        )
         print(
-            f"ε {eps}  seed {seed}  {arm:24} TVD {record['tvd']:.4f}  {third}  "
+            f"ε {eps}  seed {seed}  {arm:24} TVD {record['tvd']:.4f}{third}  "
             f"CPU {record['info']['cpu_seconds']:7.1f} s  wall {record['seconds']:7.1f} s",
             flush=True,
         )
@@ -216,7 +259,7 @@ def main() -> None:
 def one_cell(args: argparse.Namespace, arm: str, eps: float, seed: int) -> dict | None:
     """Run one cell in a fresh process (this script with ``--cell``); None (and its error printed) if it failed."""
     cmd = [sys.executable, __file__, "--cell", arm, "--data", args.data, "--eps", str(eps), "--first-seed", str(seed)]
-    for flag in ("train", "test", "opendp"):
+    for flag in ("train", "test", "opendp", "columns", "progress"):
         if getattr(args, flag) is not None:
             cmd += [f"--{flag}", str(getattr(args, flag))]
     for flag in ("delta", "share", "one_way", "iterations", "extra", "exact_cells"):
@@ -225,7 +268,11 @@ def one_cell(args: argparse.Namespace, arm: str, eps: float, seed: int) -> dict 
     if res.returncode != 0:
         print(f"ε {eps}  seed {seed}  {arm}: FAILED\n{res.stderr[-3000:]}", flush=True)
         return None
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    record = json.loads(res.stdout.strip().splitlines()[-1])
+    if args.out:  # every finished cell kept at once, whatever happens to the run after it
+        with Path(args.out).with_suffix(".cells.jsonl").open("a") as f:
+            f.write(json.dumps({"arm": arm, "eps": eps, **record}) + "\n")
+    return record
 
 
 def merge(files: list[str], out: str | None) -> None:

@@ -48,12 +48,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 PEERS = Path(__file__).resolve().parent / "peers"
+sys.path.insert(0, str(PEERS.parent))
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 SCHEMAS = {
     "census": REPO / "examples" / "census2011" / "schema.yaml",
@@ -124,8 +128,21 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path, log: Path | None = No
     return {"wall_s": wall, "cpu_s": cpu, "stdout": proc.stdout}
 
 
-def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed: int) -> Path:
-    """The analyst's draft: every schema column as a 1-way, MST selection at its defaults, ε = 1, δ = 1e-5."""
+@dataclass(frozen=True)
+class Draft:
+    """What the analyst's draft declares beyond the data: the modelled columns (None: every schema column but the
+    identifiers), (ε, δ), the selection block and the generator block (None: the defaults)."""
+
+    columns: list[str] | None = None
+    epsilon: float = 1.0
+    delta: float = 1e-5
+    selection: dict | None = None
+    generator: dict | None = None
+
+
+def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed: int, draft: Draft = Draft()) -> Path:
+    """The analyst's draft: the columns as 1-ways, MST selection (at its defaults unless ``draft`` says otherwise),
+    ε = 1, δ = 1e-5 unless ``draft`` says otherwise."""
     attributes = [c["name"] for c in yaml.safe_load(schema.read_text())["columns"]]
     ids = set(yaml.safe_load(schema.read_text()).get("identifiers") or [])
     spec = {
@@ -133,13 +150,19 @@ def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed:
         "description": "issue 27: the governed path against mbi MST",
         "dataset": {"name": f"bench_{name}", "path": str(data)},
         "schema": str(schema),
-        "phi": {"all_kway": [{"k": 1, "attributes": [a for a in attributes if a not in ids]}]},
-        "privacy": {"epsilon": 1.0, "delta": 1e-5, "selection": {"method": "mst"}},
+        "phi": {"all_kway": [{"k": 1, "attributes": draft.columns or [a for a in attributes if a not in ids]}]},
+        "privacy": {
+            "epsilon": draft.epsilon,
+            "delta": draft.delta,
+            "selection": draft.selection or {"method": "mst"},
+        },
         "rows": rows,
         "seed": seed,
         "approvals": "approvals.yaml",
         "model_card": MODEL_CARD,
     }
+    if draft.generator:
+        spec["generator"] = draft.generator
     path = work / "draft.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
     return path
@@ -155,10 +178,13 @@ def governed_path(
     profile: Path | None = None,
     logs: Path | None = None,
     keep: Path | None = None,
+    draft: Draft = Draft(),
+    score: Callable[[Path], dict[str, float]] | None = None,
 ) -> dict[str, object]:
     """Every command of the path in a fresh process; per-command wall and CPU seconds (``profile``: each command
     under cProfile, written there as ``NAME-SEED-COMMAND.prof``; ``logs``: each command's stderr there, ``.log``;
-    ``keep``: the path's folder — registry, keys, specs, Prefect home, cache — copied there as ``NAME-SEED``)."""
+    ``keep``: the path's folder — registry, keys, specs, Prefect home, cache — copied there as ``NAME-SEED``;
+    ``draft``: what the draft declares; ``score``: figures of the released synthetic file, untimed)."""
     with tempfile.TemporaryDirectory(prefix=f"sdgov-path-{name}-") as tmp:
         work = Path(tmp)
         root, keys = work / "registry", work / "keys"
@@ -198,10 +224,10 @@ def governed_path(
         (root / "approvers.yaml").write_text(yaml.safe_dump({"approvers": approvers}, sort_keys=False))
         ctl = ["--as", "Carl Controller", "--key", str(keys / "controller.pem"), "--root", str(root)]
         run("approvers commit", "approvers", "commit", *ctl)
-        draft = draft_spec(work, name, data, SCHEMAS[name], rows, seed)
+        draft_file = draft_spec(work, name, data, SCHEMAS[name], rows, seed, draft)
         proposed = work / "proposed.yaml"
         ada = ["--as", "Ada Analyst", "--key", str(keys / "analyst.pem")]
-        out = run("propose --select mst", "propose", "--select", "mst", "--spec", str(draft), *ada, "--root",
+        out = run("propose --select mst", "propose", "--select", "mst", "--spec", str(draft_file), *ada, "--root",
                   str(root), "--out", str(proposed), "--json")  # fmt: skip
         agreement = json.loads(out)["agreement_sha256"]
         out = run("validate", "validate", "--spec", str(proposed), "--root", str(root), "--json")
@@ -224,7 +250,9 @@ def governed_path(
         out = run("release", "release", "--spec", str(proposed), "--approvals", str(approvals), "--root", str(root),
                   "--json")  # fmt: skip
         released = json.loads(out)
-        pairs = sum(len(c) == 2 for c in yaml.safe_load(proposed.read_text())["phi"].get("marginals", []))
+        cliques = [c for c in yaml.safe_load(proposed.read_text())["phi"].get("marginals", []) if len(c) > 1]
+        pairs = sum(len(c) == 2 for c in cliques)
+        figures = score(root / "releases" / released["release_id"] / "synthetic.parquet") if score else {}
         if keep is not None:
             shutil.copytree(work, keep / f"{name}-{seed}", symlinks=True)
     return {
@@ -233,6 +261,9 @@ def governed_path(
         "wall_s": sum(float(s["wall_s"]) for _, s in steps),  # type: ignore[arg-type]
         "release_id": released["release_id"],
         "pairs": pairs,
+        "triples": sum(len(c) == 3 for c in cliques),
+        "cliques": cliques,
+        **figures,
     }
 
 
@@ -248,6 +279,35 @@ def peer_codes(name: str, data: Path, work: Path) -> tuple[Path, Path, int]:
     real[attrs].to_csv(codes, index=False)
     domain.write_text(json.dumps(schema.domain(attrs)))
     return codes, domain, len(real)
+
+
+def scorer(name: str, data: Path, columns: list[str] | None, test: Path | None) -> Callable[[Path], dict[str, float]]:
+    """Figures of a released synthetic file against the real data (untimed): the average TVD over every pair and
+    every triple of the modelled columns, and on Adult with a test file and income modelled, the income accuracy
+    of the one classifier trained on the synthetic records (``bench_adult.accuracy``)."""
+    from bench_adult import accuracy, read_adult
+    from bench_selection import tvd_pairs, tvd_triples
+
+    from sdgov.data.schema import load_schema
+    from sdgov.engines import engine, load_encoded
+
+    schema = load_schema(SCHEMAS[name])
+    real = read_adult(data, schema) if name == "adult" else load_encoded(data, schema)
+    attrs = columns or [c for c in real.columns if c not in set(schema.identifiers or [])]
+    sizes = schema.domain(attrs)
+    held_out = read_adult(test, schema) if test is not None and "income" in attrs else None
+
+    def score(synthetic: Path) -> dict[str, float]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "codes.parquet"
+            engine().encode_columns(synthetic, schema, attrs, out)
+            syn = pd.read_parquet(out)[attrs]
+        figures = {"tvd_pairs": tvd_pairs(real[attrs], syn, sizes), "tvd_triples": tvd_triples(real[attrs], syn, sizes)}
+        if held_out is not None:
+            figures["accuracy"] = accuracy(syn, held_out, [a for a in attrs if a != "income"])
+        return figures
+
+    return score
 
 
 def mbi_peer(python: str, codes: Path, domain: Path, rows: int, work: Path) -> dict[str, object]:
@@ -282,7 +342,19 @@ def main() -> None:
     ap.add_argument("--profile", help="run each sdgov command under cProfile, writing NAME-SEED-COMMAND.prof here")
     ap.add_argument("--logs", help="keep each sdgov command's stderr here, as NAME-SEED-COMMAND.log")
     ap.add_argument("--keep", help="copy each path's folder (registry, specs, keys, caches) here, as NAME-SEED")
+    ap.add_argument("--columns", action="append", default=[], metavar="DATASET=A,B,…",
+                    help="model only these columns of a dataset (repeat per dataset)")  # fmt: skip
+    ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument(
+        "--selection", type=json.loads, help='the draft\'s privacy.selection, JSON (default {"method": "mst"})'
+    )
+    ap.add_argument("--generator", type=json.loads, help="the draft's generator block, JSON (default: none)")
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--score", action="store_true", help="TVD over all pairs and triples of the released file")
+    ap.add_argument("--adult-test", help="UCI adult.test: with --score, the income accuracy of the released file")
     args = ap.parse_args()
+    subsets = dict(c.split("=", 1) for c in args.columns)
     become_subreaper()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     results: dict[str, dict[str, object]] = {}
@@ -291,8 +363,12 @@ def main() -> None:
         for name in args.datasets.split(","):
             data = Path(args.census) if name == "census" else Path(args.adult) if args.adult else adult_like(work)
             codes, domain, rows = peer_codes(name, data, work)
+            columns = subsets[name].split(",") if name in subsets else None
+            draft = Draft(columns, args.epsilon, args.delta, args.selection, args.generator)
+            test = Path(args.adult_test) if args.adult_test and name == "adult" else None
+            score = scorer(name, data, columns, test) if args.score else None
             paths, peers = [], []
-            for seed in range(args.seeds):  # alternate the arms, so load drifts hit both
+            for seed in range(args.first_seed, args.first_seed + args.seeds):  # alternate the arms: load hits both
                 paths.append(
                     governed_path(
                         args.sdgov,
@@ -304,9 +380,17 @@ def main() -> None:
                         Path(args.profile) if args.profile else None,
                         Path(args.logs) if args.logs else None,
                         Path(args.keep) if args.keep else None,
+                        draft,
+                        score,
                     )
                 )
-                print(f"{name} seed {seed}: governed path {paths[-1]['cpu_s']:.1f} CPU s", flush=True)
+                figures = "".join(f", {k} {paths[-1][k]:.4f}" for k in ("tvd_pairs", "tvd_triples", "accuracy")
+                                  if k in paths[-1])  # fmt: skip
+                print(f"{name} seed {seed}: governed path {paths[-1]['cpu_s']:.1f} CPU s{figures}", flush=True)
+                if args.json:  # a partial table survives an interrupted run
+                    Path(args.json).with_suffix(".paths.jsonl").open("a").write(
+                        json.dumps({"dataset": name, "seed": seed, **paths[-1]}) + "\n"
+                    )
                 if args.mbi and not args.no_peer:
                     peers.append(mbi_peer(args.mbi, codes, domain, rows, work))
                     print(f"{name} seed {seed}: mbi MST {peers[-1]['cpu_s']:.1f} CPU s", flush=True)

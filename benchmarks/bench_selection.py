@@ -26,6 +26,7 @@ import functools
 import itertools
 import json
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -54,18 +55,31 @@ SCHEMA = REPO / "examples" / "census2011" / "schema.yaml"
 PEERS = REPO / "benchmarks" / "peers"
 
 
-def tvd_pairs(real: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) -> float:
-    """Average total-variation distance of the 2-way marginals over every attribute pair."""
+def tvd_kway(real: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int], k: int) -> float:
+    """Average total-variation distance of the k-way marginals over every set of k attributes. A synthetic code
+    below 0 is a value outside the domain (OpenDP's contingency tables give each column a null key, which its
+    synthesizer can draw): such records count as mass in a cell the real data leave empty."""
     out = []
-    for a, b in itertools.combinations(list(sizes), 2):
-        shape = (sizes[a], sizes[b])
-        p = contingency_table(real, (a, b), shape) / len(real)
-        q = contingency_table(syn, (a, b), shape) / len(syn)
-        out.append(0.5 * float(np.abs(p - q).sum()))
+    for c in itertools.combinations(list(sizes), k):
+        shape = tuple(sizes[a] for a in c)
+        inside = (syn[list(c)] >= 0).all(axis=1).to_numpy()
+        p = contingency_table(real, c, shape) / len(real)
+        q = contingency_table(syn[inside], c, shape) / len(syn)
+        out.append(0.5 * (float(np.abs(p - q).sum()) + float(1 - inside.mean())))
     return float(np.mean(out))
 
 
-def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed):
+def tvd_pairs(real: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) -> float:
+    """Average total-variation distance of the 2-way marginals over every attribute pair."""
+    return tvd_kway(real, syn, sizes, 2)
+
+
+def tvd_triples(real: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) -> float:
+    """Average total-variation distance of the 3-way marginals over every set of three attributes."""
+    return tvd_kway(real, syn, sizes, 3)
+
+
+def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed, sampling=None):
     """The release of a proposed Φ: its cliques measured with what the selection leaves (the 1-ways ``m1`` reused),
     the pgm fit, sdgov's sampler. Returns the synthetic frame, the plan and the fitted model."""
     ones = [(a,) for a in attrs]
@@ -81,16 +95,33 @@ def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed
         measurements=m1 + m2,
     )
     model = registry.generator("pgm").fit(mset, GeneratorSpec(iterations=iterations))
-    syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)
+    syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed, sampling=sampling)], ignore_index=True)
     return syn, plan, model
 
 
-def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, iterations, extra=0, exact_cells=250_000):
-    """``sdgov propose --select mst`` with ``privacy.selection.extra`` and ``limits.max_exact_cells``: the extra
-    pairs stay within the exact-inference limit, by the same rule as the product (``LimitsSpec.exact_cells``)."""
+def sdgov_mst(
+    real,
+    schema,
+    attrs,
+    eps,
+    delta,
+    rows,
+    seed,
+    share,
+    one_way,
+    iterations,
+    extra=0,
+    exact_cells=250_000,
+    triples=False,
+    sampling=None,
+):
+    """``sdgov propose --select mst`` with ``privacy.selection.extra`` (and ``triples``) and
+    ``limits.max_exact_cells``: the extra cliques stay within the exact-inference limit, by the same rule as the
+    product (``LimitsSpec.exact_cells``); ``sampling``: the sampler's (None: its default)."""
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
-    p = PrivacySpec(epsilon=eps, delta=delta, selection=SelectionSpec(share=share, one_way=one_way, extra=extra))
+    sel = SelectionSpec(share=share, one_way=one_way, extra=extra, triples=triples)
+    p = PrivacySpec(epsilon=eps, delta=delta, selection=sel)
     ones = [(a,) for a in attrs]
     limit = LimitsSpec(max_exact_cells=exact_cells).exact_cells()
     plan1 = plan_privacy(p, ones)
@@ -104,10 +135,11 @@ def sdgov_mst(real, schema, attrs, eps, delta, rows, seed, share, one_way, itera
         p.selection,  # type: ignore[arg-type]
         plan1.selection_rho,
         10**6,
-        fits=lambda pairs: registry.generator("pgm").model_cells(attrs, ones + list(pairs), sizes) <= limit,
+        fits=lambda cliques: registry.generator("pgm").model_cells(attrs, ones + list(cliques), sizes) <= limit,
+        exact=lambda c: contingency_table(real, c, tuple(sizes[a] for a in c)).astype(float),
     )
     pairs = [tuple(e.pair) for e in proposal.selected]
-    syn, plan, model = release_proposed(real, schema, attrs, p, m1, pairs, iterations, rows, seed)
+    syn, plan, model = release_proposed(real, schema, attrs, p, m1, pairs, iterations, rows, seed, sampling)
     info = {"pairs": [list(x) for x in pairs], "rho": plan.rho, "fit": model.fit_info}
     return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
 
@@ -194,10 +226,14 @@ def peer(
     arguments after the common ones; ``env``: the process's environment (default: this one's)."""
     out = work / f"{'-'.join([script, *more])}.csv"
     cmd = [python, str(PEERS / script), str(codes), str(domain), str(eps), str(delta), str(rows), str(out), *more]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         raise RuntimeError(f"{script} failed: {res.stderr[-2000:]}")
     info = json.loads(res.stdout.strip().splitlines()[-1])
+    # the whole process (interpreter start, imports, compilation, writing its rows), beside its own in-memory figure
+    info["process_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return pd.read_csv(out), float(info.pop("seconds")), info
 
 

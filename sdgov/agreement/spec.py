@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
+DEFAULT_SELECTION_SHARE = 0.2  # of ρ, 1-ways + selection (issue 40: measured against 2/3, 0.1 and 0.3)
+DEFAULT_EXTRA = 24  # MST's extra rounds, at most (issue 16's census figure; with triples they stop sooner)
+DEFAULT_SELECTION_MODEL_CELLS = 250_000  # the extras' model bound: an exact fit of seconds (issue 16)
 DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
 MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
 MAX_MARGINALS = 10_000  # agreed marginals (the nesting check is quadratic in them)
@@ -94,21 +97,32 @@ class SelectionSpec(Frozen):
     not draw again — is fixed by the agreement."""
 
     method: Literal["mst", "aim"] = "mst"
-    share: float = Field(default=2 / 3, gt=0, lt=1, description="share of ρ: 1-way measurements + selection")
+    share: float = Field(
+        default=DEFAULT_SELECTION_SHARE, gt=0, lt=1, description="share of ρ: 1-way measurements + selection"
+    )
     one_way: float = Field(default=0.5, gt=0, lt=1, description="part of the share spent measuring the 1-ways")
     scores: float = Field(
         default=0.1, ge=0, lt=1, description="part of the rest spent on the noisy scores shown to reviewers"
     )
-    extra: int = Field(
-        default=0, ge=0, le=1000, description="pairs selected beyond the spanning tree (within the domain limit)"
+    extra: int | None = Field(
+        default=None,
+        ge=0,
+        le=1000,
+        exclude_if=lambda v: v is None,
+        description=f"MST: cliques selected beyond the spanning tree, at most (default {DEFAULT_EXTRA}; within the "
+        "model limit; with triples the rounds stop sooner once no clique pays for its noise)",
     )
     force: list[list[str]] = Field(default_factory=list, description="pairs always in Φ (stakeholders' knowledge)")
     exclude: list[list[str]] = Field(default_factory=list, description="pairs never in Φ")
     triples: bool = Field(
-        default=False,
-        exclude_if=lambda v: not v,  # absent: same hash as before
+        default=True,
         description="triples are candidates too (AIM: in every round; MST: in the rounds after the tree), within the "
         "cell limit and none holding an excluded pair",
+    )
+    model_cells: PositiveInt = Field(
+        default=DEFAULT_SELECTION_MODEL_CELLS,
+        description="MST: the extra cliques keep the model within this many cells (and within limits), so the fit "
+        "stays exact and cheap",
     )
     rounds: int | None = Field(
         default=None,
@@ -132,6 +146,11 @@ class SelectionSpec(Frozen):
         if self.method == "aim" and self.extra:
             raise ValueError("'extra' is MST's option (pairs beyond the tree): AIM picks rounds until its budget ends")
         return self
+
+    @property
+    def extra_rounds(self) -> int:
+        """MST's rounds after the tree, at most: ``extra``, or :data:`DEFAULT_EXTRA` when not given."""
+        return DEFAULT_EXTRA if self.extra is None else self.extra
 
 
 class PrivacySpec(Frozen):
@@ -174,18 +193,25 @@ class GeneratorSpec(Frozen):
 
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = Field(default=2000, le=1_000_000)
+    sampling: Literal["iid", "round"] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,  # absent: same hash as before
+        description="how the records are drawn from the model: 'iid' (independent draws) or 'round' (each cell "
+        "within one record of the model's count, sdgov.generators.sampler); absent: the sampler's default",
+    )
     params: SerializeAsAny[Frozen] = Field(default_factory=Frozen, description="the plugin's own parameters")
 
     @model_validator(mode="before")
     @classmethod
     def _own_params(cls, data: Any) -> Any:
-        """Every key but ``name`` and ``iterations`` is the generator's own: validated by its plugin's model."""
+        """Every key but ``name``, ``iterations`` and ``sampling`` is the generator's own: validated by its plugin's
+        model."""
         if not isinstance(data, Mapping):
             return data
         data = dict(data)
         own = data.pop("params", None)
         if own is None:
-            own = {k: data.pop(k) for k in list(data) if k not in ("name", "iterations")}
+            own = {k: data.pop(k) for k in list(data) if k not in ("name", "iterations", "sampling")}
         plugin = GENERATORS.get(data.get("name", "pgm"))
         if plugin is None:  # the name's own error says which names there are; its parameters mean nothing
             return data

@@ -48,7 +48,16 @@ def generate_synthetic(
         if done % step == 0 or done == total or done % (PART_CHUNKS * CHUNK_ROWS) == 0:
             log(f"sampled {done} / {total} rows ({100 * done / total:.0f}%)")
 
-    sample_to_parquet(model, schema, rows, inp.seed, out / "synthetic.parquet", progress=progress, executor=executor)
+    sample_to_parquet(
+        model,
+        schema,
+        rows,
+        inp.seed,
+        out / "synthetic.parquet",
+        progress=progress,
+        executor=executor,
+        sampling=inp.generator.sampling,
+    )
     info = {
         "generator": inp.generator.name,
         "implementation": plugin.implementation(),

@@ -40,7 +40,7 @@ def round_noise(agreement: Agreement, sizes: dict[str, int], rho: float) -> tupl
         per_round = SELECT_PART * rho_rounds / (sel.rounds or 16 * len(attrs))
     else:
         tree = rounds_needed(attrs, edges.forced, edges.candidates)
-        rounds = tree + min(sel.extra, len(edges.candidates) - tree)
+        rounds = tree + min(sel.extra_rounds, len(edges.candidates) - tree)
         if rounds == 0:
             return None
         per_round = rho_rounds / rounds

@@ -228,9 +228,9 @@ def select_mst(
 ) -> Proposal:
     """MST selection with ``rho`` (the exponential mechanism's rounds + the noisy scores). Reads the data only
     through ``exact_pair`` (exact 2-way tables) and ``exact`` (any clique's; default: pairs through ``exact_pair``),
-    and only inside the mechanisms. ``spec.extra`` rounds after the tree add the best remaining pairs — and triples,
-    with ``spec.triples`` — for which ``fits`` (the model within the domain limit) holds; with triples each is
-    scored net of the noise of its measurement (:func:`release_sigma`)."""
+    and only inside the mechanisms. Up to ``spec.extra_rounds`` rounds after the tree add the best remaining pairs
+    — and triples, with ``spec.triples`` — for which ``fits`` (the model within its bound) holds; with triples each
+    is scored net of the noise of its measurement (:func:`release_sigma`)."""
     edges = check_edges(attributes, sizes, spec, max_marginal_cells)
     forced, excluded, too_big, candidates = edges.forced, set(edges.excluded), edges.too_big, edges.candidates
     cells: dict[Clique, int] = dict(edges.cells.items())
@@ -245,7 +245,7 @@ def select_mst(
         components.merge(a, b)
     tree_rounds = _rounds_needed(components, candidates)
     scored: list[Clique] = [*candidates, *triples]  # every candidate of some round
-    rounds = tree_rounds + min(spec.extra, len(scored) - tree_rounds)
+    rounds = tree_rounds + min(spec.extra_rounds, len(scored) - tree_rounds)
     share_scores = spec.scores if candidates else 0.0
     rho_scores = rho * share_scores
     rho_mech = rho - rho_scores
@@ -266,6 +266,7 @@ def select_mst(
     scale = gumbel_scale(rho_mech / rounds) if rounds else None
     index = {p: i for i, p in enumerate(scored)}
     taken: list[Clique] = list(forced)
+    misfit: set[Clique] = set()  # over the model bound: the model only grows, so they never fit again
     # with triples, an extra round's score is net of the clique's measurement noise (σ at the planned Φ's size)
     noise = BIAS * release_sigma(spec, rho, len(forced) + rounds) if spec.triples else 0.0
     for r in range(rounds):
@@ -273,8 +274,11 @@ def select_mst(
         if r < tree_rounds:  # Kruskal: a pair joining two components
             joining = [p for p in candidates if not components.connected(*p)]
             values = [float(scores[index[p]]) for p in joining]
-        else:  # extra cliques: any not yet taken or inside a taken one, whose model stays within the domain limit
-            joining = [c for c in scored if not _covered(c, taken) and fits([*taken, c])]
+        else:  # extra cliques: any not inside a taken one, whose model stays within the bound (a triple: one that
+            # extends a dependence already chosen, holding a taken pair; one that did not fit never will)
+            joining = [c for c in scored if c not in misfit and not _covered(c, taken) and _extends(c, taken)]
+            misfit |= {c for c in joining if not fits([*taken, c])}
+            joining = [c for c in joining if c not in misfit]
             values = [float(scores[index[c]]) - noise * cells[c] for c in joining]
             if spec.triples:  # "stop": no clique left is expected to pay for its noise
                 joining, values = [*joining, ()], [*values, 0.0]
@@ -331,6 +335,12 @@ def outermost(selected: list[SelectedEdge]) -> list[SelectedEdge]:
     implies (the agreement refuses it — measuring it again only spends budget), and the larger one still gives it."""
     sets = [set(e.pair) for e in selected]
     return [e for e, s in zip(selected, sets) if not any(s < t for t in sets)]
+
+
+def _extends(clique: Clique, taken: Sequence[Clique]) -> bool:
+    """A pair always; a triple only when it holds a pair some taken clique holds: it adds a third attribute to a
+    dependence the selection already chose (public: the earlier rounds' picks), as AIM's model grows."""
+    return len(clique) == 2 or any(len(set(clique) & set(t)) >= 2 for t in taken)
 
 
 def _covered(clique: Clique, taken: Sequence[Clique]) -> bool:

@@ -253,8 +253,9 @@ def _select(
         sel,
         rho,
         agreement.limits.max_marginal_cells,
-        fits=lambda cliques: (  # the extra pairs (and triples) keep the model within exact inference's limit
-            plugin.model_cells(attrs, singles + list(cliques), sizes) <= agreement.limits.exact_cells()
+        fits=lambda cliques: (  # the extra pairs (and triples) keep the model within the selection's bound
+            plugin.model_cells(attrs, singles + list(cliques), sizes)
+            <= min(agreement.limits.exact_cells(), sel.model_cells)
         ),
         exact=lambda clique: marginal_counts(data, schema, clique).astype(np.float64),
     )
