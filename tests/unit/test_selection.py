@@ -91,7 +91,7 @@ def _toy(n=20000, seed=0):
 
 def test_mst_finds_the_dependent_pairs_and_respects_forced_excluded_and_cell_limits():
     attrs, sizes, ones, pair = _toy()
-    spec = SelectionSpec(force=[["v", "x"]], exclude=[["x", "z"]])
+    spec = SelectionSpec(force=[["v", "x"]], exclude=[["x", "z"]], extra=0, triples=False)  # the tree alone
     p = select_mst(attrs, sizes, ones, pair, spec, rho=1.0, max_marginal_cells=16)
     pairs = {frozenset(e.pair) for e in p.selected}
     assert {frozenset("xy"), frozenset("zw"), frozenset("vx")} <= pairs
@@ -116,7 +116,9 @@ def test_at_tiny_budget_the_choice_is_noisy_at_a_calibrated_rate():
     (a selection that ignored its noise would always pick it)."""
     attrs, sizes, ones, pair = _toy(n=2000)
     firsts = [
-        frozenset(select_mst(attrs, sizes, ones, pair, SelectionSpec(scores=0), 1e-9, 10**6).selected[0].pair)
+        frozenset(
+            select_mst(attrs, sizes, ones, pair, SelectionSpec(scores=0, triples=False), 1e-9, 10**6).selected[0].pair
+        )
         for _ in range(60)
     ]
     assert len(set(firsts)) > 3
@@ -214,7 +216,9 @@ def _draft(tmp_path: Path) -> Path:
     raw = yaml.safe_load(spec.read_text())
     raw.pop("approvals", None)
     raw["phi"] = {"all_kway": [{"k": 1, "attributes": ["Region", "Sex", "Age", "Education", "Health"]}]}
-    raw["privacy"] = {"epsilon": 1.0, "selection": {"share": 0.5, "force": [["Age", "Health"]]}}
+    # pairs only, the tree alone unless a test adds extra rounds: what these tests check is the store, not the default
+    sel = {"share": 0.5, "force": [["Age", "Health"]], "triples": False, "extra": 0}
+    raw["privacy"] = {"epsilon": 1.0, "selection": sel}
     raw["generator"] = {"name": "pgm", "iterations": 50}
     draft = tmp_path / "inputs" / "draft.yaml"
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))

@@ -35,7 +35,10 @@ def _split_draft(tmp_path: Path, shares: dict[str, float] = SHARES, rows: int = 
             for (name, share), code in zip(shares.items(), (1, 2))
         ],
     }
-    raw["privacy"] = {"rho": rho, "selection": {"share": 0.5, "force": [["Age", "Health"]]}}
+    raw["privacy"] = {
+        "rho": rho,
+        "selection": {"share": 0.5, "force": [["Age", "Health"]], "triples": False, "extra": 0},
+    }
     raw["generator"] = {"name": "ipf", "iterations": 50}  # a small joint: fast
     draft = tmp_path / "inputs" / "draft.yaml"
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
