@@ -16,7 +16,13 @@ from sdgov.agreement.accounting import plan_privacy, rho_of_sigma
 from sdgov.agreement.spec import PrivacySpec, SelectionSpec
 from sdgov.base.errors import SpecError
 from sdgov.governance import ledger
-from sdgov.measurement.selection.mst import gumbel_scale, rho_of_gumbel, select_mst
+from sdgov.measurement.selection.mst import (
+    TRIPLE_SENSITIVITY,
+    gumbel_scale,
+    interaction_scores,
+    rho_of_gumbel,
+    select_mst,
+)
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, sign_standing_approval, signed_proposal
@@ -161,6 +167,40 @@ def test_mst_extra_rounds_choose_the_triple_that_only_a_3_way_table_shows():
         exact=table,
     )
     assert all(len(e.pair) == 2 for e in no_triples.selected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4)),
+    seed=st.integers(0, 10**6),
+    sparse=st.booleans(),
+    remove=st.booleans(),
+)
+def test_a_triples_interaction_score_moves_by_at_most_its_sensitivity(shape, seed, sparse, remove):
+    """One record added to (or removed from) a triple's table moves its interaction score — the L1 distance from the
+    best conditional-independence estimate of its pairs — by at most TRIPLE_SENSITIVITY (4): what the exponential
+    mechanism and the reviewers' Gaussian scores are calibrated for. Sparse tables put the record in empty slices."""
+    rng = np.random.default_rng(seed)
+    table = rng.poisson(0.3 if sparse else 5.0, size=shape).astype(float)
+    cell = tuple(int(rng.integers(0, k)) for k in shape)
+    if remove:
+        if table[cell] == 0:
+            table[cell] = 1
+        other = table.copy()
+        other[cell] -= 1
+    else:
+        other = table.copy()
+        other[cell] += 1
+    a, b = (interaction_scores(lambda c, t=t: t, [("x", "y", "z")])[0] for t in (table, other))
+    assert abs(a - b) <= TRIPLE_SENSITIVITY + 1e-9
+
+
+def test_the_interaction_score_is_zero_for_a_chain_and_large_for_xor():
+    """A chain a → b → c is what its pairs give (score 0); c = a XOR b is what no pair shows."""
+    chain = np.einsum("ab,bc->abc", np.array([[30.0, 10], [5, 55]]), np.array([[0.7, 0.3], [0.2, 0.8]]))
+    xor = np.array([[[50.0, 0], [0, 50]], [[0, 50], [50, 0]]])
+    scores = interaction_scores(lambda c: {"chain": chain, "xor": xor}[c[0]], [("chain", "b", "c"), ("xor", "b", "c")])
+    assert scores[0] == pytest.approx(0, abs=1e-9) and scores[1] == pytest.approx(200)
 
 
 def test_mst_triples_keep_the_exclusions_the_cell_limit_and_the_model_limit():

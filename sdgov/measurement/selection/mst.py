@@ -7,12 +7,16 @@ with Gumbel noise (the exponential mechanism, ``make_noisy_max`` under zCDP) pic
 joins two components. Forced pairs (stakeholders' knowledge) are in the tree from the start, excluded pairs and
 pairs over the cell limit are never candidates.
 
-With ``privacy.selection.triples`` the rounds after the tree (``extra``) choose among pairs *and* triples (none
-holding an excluded pair, none over the cell limit, none inside a clique already chosen), each scored by its L1
-distance from independence less what measuring it would cost in noise — the release's Gaussian at the σ the plan
-will give Φ's cliques, √(2/π)·σ per cell, as AIM's quality score counts it (McKenna et al. 2022, §4) — so a large
-table is chosen only where its dependence stands out of that noise. A "stop" candidate scoring 0 competes in every
-such round: once no clique is expected to pay for its noise, the mechanism most likely picks it and the rounds end.
+With ``privacy.selection.triples`` (the default) the rounds after the tree (up to ``extra``) choose among pairs *and*
+triples (none holding an excluded pair, none over the cell limit, none inside a clique already chosen, each holding a
+pair a chosen clique holds). A pair scores its L1 distance from independence, as in the tree; a triple scores the
+interaction its pairs do not explain — its L1 distance from the best of its three conditional-independence estimates
+T_ab·T_bc/T_b (:func:`interaction_scores`; one record moves it by at most 4, so every value of such a round is
+divided by 4 before the mechanism) — so a chain or a fork, which the pairs already give the model, does not crowd out
+pairs, while a true 3-way interaction is chosen. Each score is net of what measuring the clique would cost in noise —
+the release's Gaussian at the σ the plan will give Φ's cliques, √(2/π)·σ per cell, as AIM's quality score counts it
+(McKenna et al. 2022, §4) — and a "stop" candidate scoring 0 competes in every such round: once no clique is
+expected to pay for its noise, the mechanism most likely picks it and the rounds end.
 
 The exponential mechanism releases only the index of the winner. The scores that the reviewers see are a separate
 Gaussian release of the whole score vector (L2 sensitivity √m for m candidates), with its own small part of the
@@ -125,14 +129,42 @@ def _gaussian_floats(sigma: float) -> dp.Measurement:
     return dp.m.make_gaussian(*space, scale=sigma)
 
 
-def score_sigma(rho: float, candidates: int) -> float:
-    """Smallest σ for which releasing all ``candidates`` scores (L2 sensitivity √m) costs at most ρ."""
-    d_in = math.sqrt(candidates) * SCORE_SENSITIVITY
+def score_sigma(rho: float, candidates: int, triples: int = 0) -> float:
+    """Smallest σ for which releasing all scores — ``candidates`` of sensitivity 1 and ``triples`` of sensitivity
+    :data:`TRIPLE_SENSITIVITY` (L2 sensitivity √(m + 16·t)) — costs at most ρ."""
+    d_in = math.sqrt(candidates * SCORE_SENSITIVITY**2 + triples * TRIPLE_SENSITIVITY**2)
     return float(dp.binary_search_param(_gaussian_floats, d_in=d_in, d_out=rho, T=float))
 
 
+TRIPLE_SENSITIVITY = 4.0
+"""How far one added or removed record moves a triple's :func:`interaction_scores`: 1 through the triple's own table,
+and at most 3 through the estimate from its pairs — in the slice b₀ of the record, m·p·qᵀ becomes (m + 1)·p′·q′ᵀ, an
+L1 change of (m + 1)‖p′ − p‖₁ + ‖(m + 1)q′ − m·q‖₁ = ‖e_a − p‖₁ + 1 ≤ 3 (the minimum over the three middles keeps
+the bound). Checked on random tables by ``tests/unit/test_selection.py``."""
+
+
+def interaction_scores(exact: Callable[[Clique], np.ndarray], triples: Sequence[Clique]) -> np.ndarray:
+    """Each triple's L1 distance from the best of its three conditional-independence estimates
+    T_ab·T_bc / T_b (b the middle): the 3-way interaction that no two of its pairs explain — 0 for a chain or a fork,
+    which the pairs already give the model, large where only the 3-way table shows it (sensitivity
+    :data:`TRIPLE_SENSITIVITY`)."""
+    out = np.empty(len(triples))
+    for i, t in enumerate(triples):
+        table = exact(t).astype(np.float64)
+        best = math.inf
+        for middle in range(3):
+            u = np.moveaxis(table, middle, 0)  # (b, a, c)
+            ba, bc, b = u.sum(2), u.sum(1), u.sum((1, 2))
+            est = np.divide(
+                ba[:, :, None] * bc[:, None, :], b[:, None, None], out=np.zeros_like(u), where=b[:, None, None] > 0
+            )
+            best = min(best, float(np.abs(u - est).sum()))
+        out[i] = best
+    return out
+
+
 def independence_scores(
-    exact: Callable[[tuple[str, ...]], np.ndarray], one_ways: dict[str, np.ndarray], cliques: Sequence[tuple[str, ...]]
+    exact: Callable[[Clique], np.ndarray], one_ways: dict[str, np.ndarray], cliques: Sequence[Clique]
 ) -> np.ndarray:
     """L1 distance of each clique's exact table from the product of the noisy 1-ways (scaled to their mean total):
     one added or removed record moves it by at most 1, whatever the clique."""
@@ -249,14 +281,15 @@ def select_mst(
     share_scores = spec.scores if candidates else 0.0
     rho_scores = rho * share_scores
     rho_mech = rho - rho_scores
-    scores = independence_scores(table, one_ways, scored) if scored else np.empty(0)
+    # pairs: distance from independence; triples: the interaction their pairs do not explain
+    scores = np.concatenate([independence_scores(table, one_ways, candidates), interaction_scores(table, triples)])
     for t in triples:
         cells[t] = math.prod(sizes[a] for a in t)
 
     noisy: dict[Clique, float | None] = dict.fromkeys(scored)
     sigma = None
     if rho_scores > 0:
-        sigma = score_sigma(rho_scores, len(scored))
+        sigma = score_sigma(rho_scores, len(candidates), len(triples))
         released = _gaussian_floats(sigma)(scores.tolist())
         noisy = {p: float(s) for p, s in zip(scored, released)}
 
@@ -280,8 +313,9 @@ def select_mst(
             misfit |= {c for c in joining if not fits([*taken, c])}
             joining = [c for c in joining if c not in misfit]
             values = [float(scores[index[c]]) - noise * cells[c] for c in joining]
-            if spec.triples:  # "stop": no clique left is expected to pay for its noise
-                joining, values = [*joining, ()], [*values, 0.0]
+            if spec.triples:  # "stop": no clique left is expected to pay for its noise; every value over the
+                # triples' sensitivity, so the round's vector moves by at most 1 (the mechanism's sensitivity)
+                joining, values = [*joining, ()], [v / TRIPLE_SENSITIVITY for v in [*values, 0.0]]
             if not joining:
                 break
         assert scale is not None
