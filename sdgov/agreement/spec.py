@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_SELECTION_SHARE = 0.2  # of ρ, 1-ways + selection (issue 40: measured against 2/3, 0.1 and 0.3)
-DEFAULT_EXTRA = 24  # MST's extra rounds, at most (issue 16's census figure; with triples they stop sooner)
+DEFAULT_EXTRA = 48  # MST's extra rounds, at most: on the census the model bound ends them first (issue 40)
 DEFAULT_SELECTION_MODEL_CELLS = 250_000  # the extras' model bound: an exact fit of seconds (issue 16)
 DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
 MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
@@ -109,8 +109,8 @@ class SelectionSpec(Frozen):
         ge=0,
         le=1000,
         exclude_if=lambda v: v is None,
-        description=f"MST: cliques selected beyond the spanning tree, at most (default {DEFAULT_EXTRA}; within the "
-        "model limit; with triples the rounds stop sooner once no clique pays for its noise)",
+        description=f"MST: cliques selected beyond the spanning tree, at most (default {DEFAULT_EXTRA}; pairs, then "
+        "triples; within the model bound; the triple rounds stop once no triple pays for its noise)",
     )
     force: list[list[str]] = Field(default_factory=list, description="pairs always in Φ (stakeholders' knowledge)")
     exclude: list[list[str]] = Field(default_factory=list, description="pairs never in Φ")

@@ -149,10 +149,11 @@ def _xor(n=20000, seed=0, extra_attrs=1):
 
 
 def test_mst_extra_rounds_choose_the_triple_that_only_a_3_way_table_shows():
-    """With ``triples`` the rounds after the tree may pick a triple: the XOR triple stands out of independence by
-    ~N·0.8 in L1, far above its measurement's noise, and is chosen; with pairs only no extra round can see it."""
+    """With ``triples`` the rounds after the tree add the pairs, then the triples that pay: the XOR triple's
+    interaction (no pair explains it: ~N·0.8 in L1) is far above its measurement's noise and is chosen; with pairs
+    only no extra round can see it."""
     attrs, sizes, ones, table = _xor()
-    spec = SelectionSpec(extra=3, triples=True, scores=0)
+    spec = SelectionSpec(extra=6, triples=True, scores=0)  # 3 pairs after the tree, then triples
     p = select_mst(attrs, sizes, ones, lambda x, y: table((x, y)), spec, rho=1.0, max_marginal_cells=10**6, exact=table)
     assert {"a", "b", "c"} in [set(e.pair) for e in p.selected if len(e.pair) == 3]
     assert all(e.how == "selected" and e.round is not None for e in p.selected)
@@ -233,8 +234,8 @@ def test_mst_triples_keep_the_exclusions_the_cell_limit_and_the_model_limit():
 
 
 def test_mst_extra_rounds_stop_when_no_clique_pays_for_its_noise():
-    """Independent attributes and a release σ large enough that every clique's expected noise exceeds its distance
-    from independence: the "stop" candidate wins at once, so the extra rounds add nothing beyond the tree."""
+    """Independent attributes and a release σ large enough that every triple's expected noise exceeds its interaction
+    score: after the pairs, the "stop" candidate wins the first triple round, so no triple is added."""
     rng = np.random.default_rng(1)
     n, attrs = 2000, ["p", "q", "r", "s"]
     cols = {x: rng.integers(0, 4, n) for x in attrs}
@@ -248,7 +249,7 @@ def test_mst_extra_rounds_stop_when_no_clique_pays_for_its_noise():
 
     spec = SelectionSpec(extra=10, triples=True, scores=0, share=0.99)  # the release gets 1 %: a large σ
     p = select_mst(attrs, sizes, ones, lambda x, y: table((x, y)), spec, rho=0.5, max_marginal_cells=10**6, exact=table)
-    assert len(p.selected) == len(attrs) - 1  # the tree alone
+    assert len(p.selected) == 6 and all(len(e.pair) == 2 for e in p.selected)  # every pair, then "stop": no triple
 
 
 def _draft(tmp_path: Path) -> Path:

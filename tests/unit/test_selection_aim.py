@@ -235,8 +235,8 @@ def test_aims_options_are_refused_for_mst_and_msts_for_aim():
     assert SelectionSpec(method="mst", triples=True).triples  # MST's extra rounds may choose triples too
     with pytest.raises(ValueError, match="MST's option"):
         SelectionSpec(method="aim", extra=3)
-    default = SelectionSpec()  # issue 40's default selection: triples, up to 24 rounds after the tree, share 0.2
-    assert (default.triples, default.extra_rounds, default.share, default.model_cells) == (True, 24, 0.2, 250_000)
+    default = SelectionSpec()  # issue 40: pairs then triples, up to 48 rounds after the tree, share 0.2
+    assert (default.triples, default.extra_rounds, default.share, default.model_cells) == (True, 48, 0.2, 250_000)
     assert "extra" not in default.model_dump(mode="json")  # absent: the default number of rounds
 
 

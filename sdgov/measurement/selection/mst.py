@@ -7,16 +7,17 @@ with Gumbel noise (the exponential mechanism, ``make_noisy_max`` under zCDP) pic
 joins two components. Forced pairs (stakeholders' knowledge) are in the tree from the start, excluded pairs and
 pairs over the cell limit are never candidates.
 
-With ``privacy.selection.triples`` (the default) the rounds after the tree (up to ``extra``) choose among pairs *and*
-triples (none holding an excluded pair, none over the cell limit, none inside a clique already chosen, each holding a
-pair a chosen clique holds). A pair scores its L1 distance from independence, as in the tree; a triple scores the
-interaction its pairs do not explain — its L1 distance from the best of its three conditional-independence estimates
-T_ab·T_bc/T_b (:func:`interaction_scores`; one record moves it by at most 4, so every value of such a round is
-divided by 4 before the mechanism) — so a chain or a fork, which the pairs already give the model, does not crowd out
-pairs, while a true 3-way interaction is chosen. Each score is net of what measuring the clique would cost in noise —
-the release's Gaussian at the σ the plan will give Φ's cliques, √(2/π)·σ per cell, as AIM's quality score counts it
-(McKenna et al. 2022, §4) — and a "stop" candidate scoring 0 competes in every such round: once no clique is
-expected to pay for its noise, the mechanism most likely picks it and the rounds end.
+With ``privacy.selection.triples`` (the default) the rounds after the tree (up to ``extra``) first add pairs, as
+without it (the best-scoring pair not yet in Φ whose model stays within the bound), and once no pair is left they
+choose among triples (none holding an excluded pair, none over the cell limit, none inside a clique already chosen,
+each holding a pair a chosen clique holds). A triple scores the interaction its pairs do not explain — its L1 distance
+from the best of its three conditional-independence estimates T_ab·T_bc/T_b (:func:`interaction_scores`; one
+record moves it by at most 4, so every value of a triple round is divided by 4 before the mechanism) — net of what
+measuring it would cost in noise: the release's Gaussian at the σ Φ would have with it, √(2/π)·σ per cell, as AIM's
+quality score counts it (McKenna et al. 2022, §4). A "stop" candidate scoring 0 competes in every triple round: once
+no triple is expected to pay for its noise, the mechanism most likely picks it and the rounds end. So on a small
+domain (five census attributes: all ten pairs fit) the rounds go on to the triples that pay, and on a large one (all
+17: the model bound stops the pairs first) they are pairs, as measured (issue 40, ``benchmarks/README.md``).
 
 The exponential mechanism releases only the index of the winner. The scores that the reviewers see are a separate
 Gaussian release of the whole score vector (L2 sensitivity √m for m candidates), with its own small part of the
@@ -301,21 +302,17 @@ def select_mst(
     taken: list[Clique] = list(forced)
     misfit: set[Clique] = set()  # over the model bound: the model only grows, so they never fit again
     # with triples, an extra round's score is net of the clique's measurement noise (σ at the planned Φ's size)
-    noise = BIAS * release_sigma(spec, rho, len(forced) + rounds) if spec.triples else 0.0
     for r in range(rounds):
         joining: list[Clique]
         if r < tree_rounds:  # Kruskal: a pair joining two components
             joining = [p for p in candidates if not components.connected(*p)]
             values = [float(scores[index[p]]) for p in joining]
-        else:  # extra cliques: any not inside a taken one, whose model stays within the bound (a triple: one that
-            # extends a dependence already chosen, holding a taken pair; one that did not fit never will)
-            joining = [c for c in scored if c not in misfit and not _covered(c, taken) and _extends(c, taken)]
-            misfit |= {c for c in joining if not fits([*taken, c])}
-            joining = [c for c in joining if c not in misfit]
-            values = [float(scores[index[c]]) - noise * cells[c] for c in joining]
-            if spec.triples:  # "stop": no clique left is expected to pay for its noise; every value over the
-                # triples' sensitivity, so the round's vector moves by at most 1 (the mechanism's sensitivity)
-                joining, values = [*joining, ()], [v / TRIPLE_SENSITIVITY for v in [*values, 0.0]]
+        else:  # extra cliques, pairs first: any not inside a taken clique whose model stays within the bound (one
+            # that did not fit never will: the model only grows); once no pair is left, triples (below)
+            joining = _fitting([p for p in candidates if not _covered(p, taken)], taken, fits, misfit)
+            values = [float(scores[index[p]]) for p in joining]
+            if not joining and triples:
+                joining, values = _triple_round(triples, taken, fits, misfit, scores, index, cells, spec, rho)
             if not joining:
                 break
         assert scale is not None
@@ -369,6 +366,40 @@ def outermost(selected: list[SelectedEdge]) -> list[SelectedEdge]:
     implies (the agreement refuses it — measuring it again only spends budget), and the larger one still gives it."""
     sets = [set(e.pair) for e in selected]
     return [e for e, s in zip(selected, sets) if not any(s < t for t in sets)]
+
+
+def _fitting(
+    cliques: list[Clique], taken: list[Clique], fits: Callable[[list[Clique]], bool], misfit: set[Clique]
+) -> list[Clique]:
+    """``cliques`` that keep the model within its bound next to ``taken`` (``misfit`` learns those that do not)."""
+    misfit |= {c for c in cliques if c not in misfit and not fits([*taken, c])}
+    return [c for c in cliques if c not in misfit]
+
+
+def _triple_round(
+    triples: list[Clique],
+    taken: list[Clique],
+    fits: Callable[[list[Clique]], bool],
+    misfit: set[Clique],
+    scores: np.ndarray,
+    index: dict[Clique, int],
+    cells: dict[Clique, int],
+    spec: SelectionSpec,
+    rho: float,
+) -> tuple[list[Clique], list[float]]:
+    """A round among the triples that extend a chosen dependence and fit, and "stop" (the empty clique, at 0): each
+    valued by its interaction score net of its measurement's noise at the σ Φ would have with it, every value
+    divided by :data:`TRIPLE_SENSITIVITY` so that the vector moves by at most 1 (the mechanism's sensitivity)."""
+    joining = _fitting([t for t in triples if not _covered(t, taken) and _extends(t, taken)], taken, fits, misfit)
+    noise = BIAS * release_sigma(spec, rho, len(outermost_cliques(taken)) + 1)
+    values = [(float(scores[index[t]]) - noise * cells[t]) / TRIPLE_SENSITIVITY for t in joining]
+    return [*joining, ()], [*values, 0.0]
+
+
+def outermost_cliques(cliques: list[Clique]) -> list[Clique]:
+    """The cliques less any inside another: those Φ will list."""
+    sets = [set(c) for c in cliques]
+    return [c for c, s in zip(cliques, sets) if not any(s < t for t in sets)]
 
 
 def _extends(clique: Clique, taken: Sequence[Clique]) -> bool:
