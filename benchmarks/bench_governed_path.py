@@ -398,7 +398,7 @@ def main() -> None:
             peer_cpu = statistics.median(float(p["cpu_s"]) for p in peers) if peers else None  # type: ignore[arg-type]
             results[name] = {"rows": rows, "paths": paths, "peers": peers, "path_cpu_s": path_cpu,
                              "peer_cpu_s": peer_cpu, "ratio": path_cpu / peer_cpu if peer_cpu else None}  # fmt: skip
-            print(f"\n{name} ({rows} rows, ε = 1, δ = 1e-5): CPU s of each command's process tree (seed 0)")
+            print(f"\n{name} ({rows} rows, ε = {args.epsilon}, δ = {args.delta}): CPU s of each command's process tree")
             for s in paths[0]["steps"]:  # type: ignore[union-attr]
                 print(f"  {s['command']:30} {s['cpu_s']:7.2f} CPU s {s['wall_s']:7.2f} wall s")
             ratio = f"{path_cpu / peer_cpu:.2f}×" if peer_cpu else "–"
