@@ -75,7 +75,10 @@ def main() -> None:
             "dataset": {"name": "census", "path": str(CENSUS)},
             "schema": str(SCHEMA),
             "phi": {"all_kway": [{"k": 1, "attributes": ATTRS}]},
-            "privacy": {"rho": args.rho / (0.5 * 0.5), "selection": {"share": 0.5, "one_way": 0.5}},
+            "privacy": {
+                "rho": args.rho / (0.5 * 0.5),
+                "selection": {"share": 0.5, "one_way": 0.5, "triples": False, "extra": 0},
+            },
             "seed": 0,
         }
     )
