@@ -37,7 +37,9 @@ def _draft(tmp: Path) -> Path:
     raw = yaml.safe_load(spec.read_text())
     raw.pop("approvals", None)
     raw["phi"] = {"all_kway": [{"k": 1, "attributes": ATTRS}]}
-    raw["privacy"] = {"epsilon": 1.0, "selection": {"share": 0.5, "force": [["Age", "Health"]]}}
+    # the tree alone (the default now adds pairs and triples): a selected pair to drop, a near one to force
+    sel = {"share": 0.5, "force": [["Age", "Health"]], "triples": False, "extra": 0}
+    raw["privacy"] = {"epsilon": 1.0, "selection": sel}
     raw["generator"] = {"name": "pgm", "iterations": 50}
     draft = tmp / "in" / "draft.yaml"
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
