@@ -47,6 +47,8 @@ _WHERE = {
     "utcnow": "clock",
     "validation_message": "loading",
     "write_json": "hashing",
+    "DiskFull": "errors",
+    "disk_full": "errors",
 }
 __all__ = [
     "BudgetError",
@@ -87,5 +89,7 @@ __all__ = [
     "utcnow",
     "validation_message",
     "write_json",
+    "DiskFull",
+    "disk_full",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)
