@@ -12,6 +12,7 @@ controller's files.
     sdgov keygen --out KEY.pem                                 Ed25519 key; prints the public_key line
     sdgov approvers commit --as CONTROLLER --key KEY [--root DIR]   sign the controller files' new hashes into the log
     sdgov approvals sign FILE --as NAME --key KEY [--root DIR]      sign a standing approval (demo, scheduled runs)
+    sdgov approvals pin FILE --spec SPEC --valid-until DATE [--data FILE]   pin it to the agreement and the data
 
 Client commands reach the server named by ``PREFECT_API_URL`` (and ``PREFECT_API_AUTH_STRING`` when the server
 has basic auth); ``sdgov server start --print-env`` prints both. ``sdgov review`` (a Φ review) is in
@@ -635,14 +636,49 @@ def cmd_approvers(args: argparse.Namespace) -> int:
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
-    """``sign``: a person named in a standing approval signs it for this registry (appended to the file)."""
+    """``sign``: a person named in a standing approval signs it for this registry (appended to the file). ``pin``:
+    the controller pins it to the spec's agreement, the data (by its keyed commitment) and a lapse date."""
     from sdgov.governance.standing import sign_standing
     from sdgov.registry.log import Registry
 
     reg = Registry(args.root)
     reg.require_existing()
+    if args.action == "pin":
+        return _pin_approval(args, reg)
+    if not (args.who and args.key):
+        raise SdgovError("signing needs who signs and their key", "--as/--key", "pass --as NAME --key KEY")
     token = sign_standing(args.file, reg, args.who, args.key)
     emit(args, {"file": str(args.file), "signer": args.who, "token": token}, f"signed {args.file} as {args.who}")
+    return 0
+
+
+def _pin_approval(args: argparse.Namespace, reg: Any) -> int:
+    """``approvals pin``: write the agreement hash, the data's keyed commitment (the file is hashed, not parsed)
+    and the lapse date into the standing approval, its signatures cleared; each person then signs it again."""
+    import datetime as dt
+
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.standing import data_commitment, write_pinned
+
+    if not (args.spec and args.valid_until):
+        raise SdgovError(
+            "pinning needs the spec and a lapse date", "--spec/--valid-until", "e.g. --valid-until 2027-05-31"
+        )
+    try:
+        lapse = dt.date.fromisoformat(args.valid_until)
+    except ValueError:
+        raise SdgovError(f"{args.valid_until!r} is not a date", "--valid-until", "write it as YYYY-MM-DD") from None
+    loaded = load_spec(args.spec)
+    data = Path(args.data).resolve() if args.data else loaded.data_path
+    pin = data_commitment(reg, data, create=True)
+    sha = loaded.agreement.sha256()
+    write_pinned(args.file, args.file, sha, lapse, pin)
+    emit(
+        args,
+        {"file": str(args.file), "agreement_sha256": sha, "data_sha256_hmac": pin, "valid_until": str(lapse)},
+        f"pinned {args.file}: agreement {sha}, data {pin} ({data.name}), valid until {lapse}; every person it names "
+        "signs it again (sdgov approvals sign)",
+    )
     return 0
 
 
@@ -732,10 +768,13 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "standing approvals: sign one for this registry (appended to the file)",
         [parents.root],
     )
-    sa.add_argument("action", choices=["sign"])
+    sa.add_argument("action", choices=["sign", "pin"])
     sa.add_argument("file", help="the standing approval (approvals.yaml)")
-    sa.add_argument("--as", dest="who", required=True, help="a person it names, as in the approvers registry")
-    sa.add_argument("--key", required=True, help="that person's private key")
+    sa.add_argument("--as", dest="who", help="sign: a person it names, as in the approvers registry")
+    sa.add_argument("--key", help="sign: that person's private key")
+    sa.add_argument("--spec", help="pin: the spec whose agreement it covers (its data unless --data)")
+    sa.add_argument("--data", help="pin: the data file it covers (default: the spec's)")
+    sa.add_argument("--valid-until", help="pin: the last day a release may use it (YYYY-MM-DD)")
 
 
 def _emit_outcome(args: argparse.Namespace, out: object) -> int:
