@@ -232,7 +232,9 @@ def wait_for_input(
     threading.Thread(target=wait, name=f"sdgov-pause-{key}", daemon=True).start()
     report = log_tampering(pause) if pause is not None else None  # made here: the run logger of the flow's thread
     while not done.wait(max(1, poll_interval)):
-        forced = _forced_state(str(flow_run.id))
+        # past the deadline the server may fail the pause itself (its pause-expiration service): a timeout, which
+        # Prefect's pause reports a moment later, not a forced state
+        forced = _forced_state(str(flow_run.id)) if time.monotonic() < deadline - 10 else None
         if forced is None:
             continue
         if report is not None and pause is not None:
