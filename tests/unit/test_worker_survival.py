@@ -117,3 +117,42 @@ def test_the_form_says_by_when_to_decide() -> None:
     text = with_note("## Approve the agreement", "", "2026-12-01T06:00:00Z")
     assert text.startswith("**Decide by 2026-12-01 06:00:00 UTC**") and text.endswith("## Approve the agreement")
     assert with_note("body", "") == "body"
+
+
+PARENT = """
+import os, subprocess, sys, time
+env = {**os.environ, "SDGOV_WORKER_PID": str(os.getpid())}
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], env=env)
+time.sleep(600)
+"""
+CHILD = """
+import sys, time
+from sdgov.flows.worker_runs import die_with_worker
+die_with_worker(sys.argv[1], "fr-orphan")
+print("watching", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_run_whose_worker_dies_ends_itself_and_says_so(tmp_path: Path) -> None:
+    """The worker killed alone (``kill -9``): the run it started watches its parent, logs ``run_ended`` and exits
+    (marking itself Cancelled on the server, unreachable here)."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import init_registry
+
+    root = init_registry(tmp_path / "registry")
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api", "PREFECT_CLIENT_MAX_RETRIES": "0"}
+    worker = subprocess.Popen(
+        [sys.executable, "-c", PARENT, CHILD, str(root)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert worker.stdout is not None and worker.stdout.readline().strip() == "watching"
+    worker.kill()
+    worker.wait()
+    deadline = time.monotonic() + 60
+    while (ended := decisions.run_ended(Registry(root).events(), "fr-orphan")) is None:
+        assert time.monotonic() < deadline, "the orphaned run did not end itself"
+        time.sleep(0.2)
+    assert "worker stopped while it held this run" in ended.comment and "nothing was drawn" in ended.comment
