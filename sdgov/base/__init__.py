@@ -11,6 +11,7 @@ from sdgov.base.face import lazy_face
 _WHERE = {
     "BudgetError": "errors",
     "DataError": "errors",
+    "DiskFull": "errors",
     "Executor": "executor",
     "Frozen": "model",
     "InternalError": "errors",
@@ -27,6 +28,7 @@ _WHERE = {
     "canonical_json": "hashing",
     "circle_figure": "svg",
     "circle_nodes": "svg",
+    "disk_full": "errors",
     "dry_run_receipts": "cachedir",
     "environment_variable": "environ",
     "executor_for": "executor",
@@ -47,12 +49,11 @@ _WHERE = {
     "utcnow": "clock",
     "validation_message": "loading",
     "write_json": "hashing",
-    "DiskFull": "errors",
-    "disk_full": "errors",
 }
 __all__ = [
     "BudgetError",
     "DataError",
+    "DiskFull",
     "Executor",
     "Frozen",
     "InternalError",
@@ -69,6 +70,7 @@ __all__ = [
     "canonical_json",
     "circle_figure",
     "circle_nodes",
+    "disk_full",
     "dry_run_receipts",
     "environment_variable",
     "executor_for",
@@ -89,7 +91,5 @@ __all__ = [
     "utcnow",
     "validation_message",
     "write_json",
-    "DiskFull",
-    "disk_full",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)
