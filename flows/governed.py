@@ -32,11 +32,12 @@ signature, bad inputs) is refused before anything is written or drawn: ``run_ref
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 from uuid import UUID
@@ -46,7 +47,7 @@ from prefect.exceptions import FlowPauseTimeout
 from prefect.flow_runs import pause_flow_run
 from prefect.input import RunInput
 from prefect.input.actions import create_flow_run_input
-from prefect.states import Completed, State
+from prefect.states import Cancelled, Completed, State
 from pydantic import BaseModel, Field, create_model
 
 from sdgov import __version__
@@ -59,6 +60,7 @@ from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.pending import PENDING_PREFIX
 from sdgov.flows.prefect_api import ui_link
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
+from sdgov.flows.worker_runs import die_with_worker, end_run
 from sdgov.governance import decisions, ledger, worker
 from sdgov.governance.approvers import ApprovalRefused
 from sdgov.governance.controller import check_controller_files, load_config, registry_id
@@ -135,7 +137,7 @@ def form_for(subject: str, allow_unsigned: bool) -> type[Decision]:
 
 F = TypeVar("F", bound=RunInput)
 
-Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused", "refused"]
+Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused", "refused", "cancelled"]
 
 
 class GovernedOutcome(BaseModel):
@@ -149,6 +151,9 @@ def end_state(status: Status, message: str, agreement_sha256: str = "") -> State
     """The run's final state for an ending without a release (named for the Prefect UI), with its outcome."""
     # a pause that timed out cannot leave Paused for anything but Failed (Prefect's server rule); it reads
     # "The flow was timed out and never resumed." — the log's 'approval_timeout' event says which decision
+    outcome = GovernedOutcome(status=status, message=message, agreement_sha256=agreement_sha256)
+    if status == "cancelled":  # forced out of its pause: nothing will resume it
+        return Cancelled(message=message, data=outcome)
     name = {
         "rejected": "Rejected",
         "timed_out": "Timed out",
@@ -159,7 +164,7 @@ def end_state(status: Status, message: str, agreement_sha256: str = "") -> State
     return Completed(
         name=name[status],
         message=message,
-        data=GovernedOutcome(status=status, message=message, agreement_sha256=agreement_sha256),
+        data=outcome,
     )
 
 
@@ -168,9 +173,20 @@ class _Stop(Exception):
         self.state = state
 
 
-def with_note(description: str, note: str) -> str:
-    """The form's text with the reason the last attempt was refused at the top, where the approver looks first."""
-    return (f"> **{note}**\n\n" if note else "") + description
+def with_note(description: str, note: str, deadline: str = "") -> str:
+    """The form's text with the reason the last attempt was refused at the top, where the approver looks first, and
+    the decision's deadline (the controller's ``decision_timeout_s`` in the worker) under it."""
+    due = f"**Decide by {deadline.replace('T', ' ').rstrip('Z')} UTC**: after that the run ends, nothing released.\n\n"
+    return (f"> **{note}**\n\n" if note else "") + (due if deadline else "") + description
+
+
+class ForcedOut(Exception):
+    """A paused run that someone forced into a final state through the API (``set_state`` COMPLETED): nothing will
+    resume it, so it ended here (logged); ``state`` is the run's final state."""
+
+    def __init__(self, state: State[GovernedOutcome]) -> None:
+        super().__init__(state.message)
+        self.state = state
 
 
 def wait_for_input(
@@ -180,14 +196,16 @@ def wait_for_input(
     key: str,
     waiting: str,
     act: str,
-    on_forced: Callable[[str], None] | None = None,
+    pause: Pause | None = None,
 ) -> F | None:
     """Pause this run until someone sends ``form``, or None once ``deadline`` (``time.monotonic()``) passes (already
     past: no pause). ``waiting`` is logged first, with the seconds left and where to ``act`` in the UI.
 
-    While paused, a watcher reads the run's state every ``poll_interval`` seconds: a state someone forced through the
-    API (``set_state`` COMPLETED on a paused run) is reported once to ``on_forced`` — the run's record on the server
-    then lies, and the registry's log says so."""
+    Prefect's pause waits in a thread of its own while this one reads the run's state every ``poll_interval``
+    seconds: a final state someone forced through the API while the run is paused (``set_state`` COMPLETED) means
+    nothing will ever resume it, so the run ends here — logged as ``run_tampered`` and ``run_ended`` in ``pause``'s
+    registry — and :class:`ForcedOut` is raised with its final state (*Cancelled*): its process ends and the worker's
+    slot is free for the next run."""
     from prefect.runtime import flow_run
 
     remaining = int(deadline - time.monotonic())
@@ -195,32 +213,52 @@ def wait_for_input(
     get_run_logger().info("%s; %ds left%s", waiting, remaining, f"; {act} at {link}" if link else "")
     if remaining <= 0:
         return None
-    stop = threading.Event()
-    if on_forced is not None:
-        threading.Thread(
-            target=_watch_state, args=(str(flow_run.id), poll_interval, stop, on_forced), daemon=True
-        ).start()
-    try:
-        return pause_flow_run(wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key)
-    except FlowPauseTimeout:
-        return None
-    finally:
-        stop.set()
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+    context = contextvars.copy_context()  # the flow run's context, for Prefect's pause in its own thread
+
+    def wait() -> None:
+        try:
+            outcome["input"] = context.run(
+                pause_flow_run, wait_for_input=form, timeout=remaining, poll_interval=poll_interval, key=key
+            )
+        except FlowPauseTimeout:
+            outcome["input"] = None
+        except BaseException as exc:  # re-raised in the flow's thread below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=wait, name=f"sdgov-pause-{key}", daemon=True).start()
+    report = log_tampering(pause) if pause is not None else None  # made here: the run logger of the flow's thread
+    while not done.wait(max(1, poll_interval)):
+        # past the deadline the server may fail the pause itself (its pause-expiration service): a timeout, which
+        # Prefect's pause reports a moment later, not a forced state
+        forced = _forced_state(str(flow_run.id)) if time.monotonic() < deadline - 10 else None
+        if forced is None:
+            continue
+        if report is not None and pause is not None:
+            report(forced)
+            end_run(pause.registry, pause.flow_run_id, forced)
+        raise ForcedOut(end_state("cancelled", f"{forced}: the run ended here and nothing was released"))
+    if "error" in outcome:
+        raise outcome["error"]
+    return cast(F | None, outcome["input"])
 
 
-def _watch_state(flow_run_id: str, poll_interval: int, stop: threading.Event, on_forced: Callable[[str], None]) -> None:
-    """Report (once) a final state the server shows for this paused run: nobody but this flow ends it."""
+def _forced_state(flow_run_id: str) -> str | None:
+    """What the server shows when someone forced this paused run into a final state (nobody but this flow ends it),
+    else None (a server away for a moment is looked at again later)."""
     from prefect import get_client
 
-    while not stop.wait(max(1, poll_interval)):
-        try:
-            with get_client(sync_client=True) as c:
-                state = c.read_flow_run(UUID(flow_run_id)).state
-        except Exception:  # the server is away for a moment: look again later
-            continue
-        if state is not None and state.is_final() and not stop.is_set():
-            on_forced(f"the run's state was forced to {state.type.value} ({state.name}) while it awaited a decision")
-            return
+    try:
+        with get_client(sync_client=True) as c:
+            state = c.read_flow_run(UUID(flow_run_id)).state
+    except Exception:
+        return None
+    if state is None or not state.is_final():
+        return None
+    return f"the run's state was forced to {state.type.value} ({state.name}) while it awaited a decision"
 
 
 def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> dict[str, Any]:
@@ -315,10 +353,13 @@ def await_decision(
             agreement_sha256=agreement_sha256,
             summary=summary or {},  # what `sdgov approve` prints before asking for the hash
         )
-        form = form_class.for_pause(with_note(description, note), facts)
+        form = form_class.for_pause(with_note(description, note, posted["deadline"]), facts)
         eligible = ", ".join(people) or "nobody — fix the approvers registry"
         waiting = f"waiting for a data controller to decide on the {subject} {sha256} (eligible: {eligible})"
-        d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide", on_forced=log_tampering(pause))
+        try:
+            d = wait_for_input(form, deadline, poll_interval, key, waiting, "decide", pause)
+        except ForcedOut as out:
+            raise _Stop(out.state) from None
         check_run_record(pause, key, posted)
         if d is None:
             msg = decisions.timeout_message(subject, sha256)
@@ -377,33 +418,36 @@ def governed_release_flow(
     request = GovernedRequest(
         spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval, proposal
     )
-    if (refused := _refused_by_worker(request)) is not None:
+    asked = {**request.parameters(), "dvc_pull": dvc_pull}
+    refused, pin = _refused_by_worker(asked)
+    if refused is not None:
         return refused
     if dvc_pull:
         pull_latest_data(spec_path, data_path)
-    return governed_release(request)
+    return governed_release(replace(request, schedule_pin=pin))
 
 
-def _refused_by_worker(request: GovernedRequest) -> State[GovernedOutcome] | None:
-    """In the controller's worker: the run's final state when its parameters are not the configuration's (logged in
-    the worker's registry, never in one the parameters name); None outside a worker or when they match."""
-    from dataclasses import asdict
-
+def _refused_by_worker(asked: dict[str, Any]) -> tuple[State[GovernedOutcome] | None, str | None]:
+    """In the controller's worker: the run's final state when its parameters are not exactly the schedule's (logged
+    in the worker's registry, never in one the parameters name), else None and the data commitment the schedule's
+    entry pins (if any); outside a worker, (None, None)."""
     from prefect.runtime import flow_run
 
     active = worker.active()
     if active is None:
-        return None
+        return None, None
     cfg, cfg_sha = active
-    problems = worker.check_request(cfg, asdict(request))
+    die_with_worker(cfg.registry, str(flow_run.id))
+    problems = worker.check_request(cfg, asked)
     if not problems:
-        return None
+        entry = worker.scheduled_entry(cfg, asked["spec_path"])
+        return None, entry.data_sha256_hmac if entry else None
     error = SdgovError(
         "the run's parameters are not the controller's: " + "; ".join(problems),
         "run parameters",
-        "runs of the controller's deployments take their registry, spec, data and approvals from worker.yaml",
+        "runs of the controller's deployments take every parameter from worker.yaml",
     )
-    return refuse_run(Registry(cfg.registry), f"flow-run-{flow_run.id}", error, cfg_sha)
+    return refuse_run(Registry(cfg.registry), f"flow-run-{flow_run.id}", error, cfg_sha), None
 
 
 def refuse_run(registry: Registry, run_ref: str, error: SdgovError, config_sha256: str = "") -> State[GovernedOutcome]:
@@ -428,6 +472,12 @@ class GovernedRequest:
     poll_interval: int = 10
     proposal: str | None = None  # the analyst's signed proposal token (sdgov.governance.proposals)
     selection_verified: bool | None = None  # the Φ review flow only: the reviewed Φ of a checked, signed draft
+    schedule_pin: str | None = None  # the worker's schedule entry's data commitment (never a run parameter)
+
+    def parameters(self) -> dict[str, Any]:
+        """The flow parameters this request came from (what the worker compares with its configuration)."""
+        names = ("spec_path", "registry_root", "proposer", "approval", "approvals_path", "data_path", "timeout_s")
+        return {n: getattr(self, n) for n in (*names, "poll_interval", "proposal")}
 
 
 def governed_release(request: GovernedRequest) -> GovernedOutcome | State[GovernedOutcome]:
@@ -544,7 +594,7 @@ def _agree(request: GovernedRequest) -> _Governed:
         try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
             check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them
             deadline = time.monotonic() + r.timeout_s
-            agreed = agree_phi(r.spec_path, registry_root, run_id, r.approvals_path, r.data_path)
+            agreed = agree_phi(r.spec_path, registry_root, run_id, r.approvals_path, r.data_path, r.schedule_pin)
         except SdgovError as exc:
             raise _Stop(refuse_run(registry, run_id, exc)) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
@@ -650,7 +700,7 @@ def _release_form(run: _Governed, measured: Measured, evaluated: ReleaseCandidat
     card = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes())  # as the card says
     headline, verdict, sha256 = card.epsilon, card.verdict.label, evaluated.sha256
     evidence = evaluated.draft.evidence_report
-    summary = {
+    summary: dict[str, Any] = {
         "phi": [" × ".join(c) for c in agreement.cliques],
         "epsilon": None if plan.noise == "none" else plan.epsilon,
         "delta": None if plan.noise == "none" else plan.delta,
@@ -663,6 +713,8 @@ def _release_form(run: _Governed, measured: Measured, evaluated: ReleaseCandidat
     }
     facts = key_facts("release candidate", sha256, plan, verdict, headline)
     summary["key_facts"] = facts
+    shown = [evaluated.draft.card_html.path, evaluated.draft.card_md.path, evaluated.draft.card_json.path]
+    summary[decisions.SHOWN_FILES] = decisions.shown_files(run.registry, [*shown, evidence.path if evidence else ""])
     where = (
         Path(evidence.path).relative_to(run.registry.root).as_posix()
         if evidence and Path(evidence.path).is_relative_to(run.registry.root)

@@ -33,11 +33,11 @@ from sdgov.agreement.load import load_spec
 from sdgov.agreement.spec import Agreement
 from sdgov.base.hashing import sha256_file
 from sdgov.flows.governed import (
+    ForcedOut,
     GovernedOutcome,
     GovernedRequest,
     check_run_record,
     governed_release,
-    log_tampering,
     post_pending,
     wait_for_input,
     with_note,
@@ -160,9 +160,9 @@ def await_reviews(
             agreement_sha256=draft_sha256,
             summary=state.summary(),
         )
-        form = Review.with_initial_data(description=with_note(state.markdown(), note))
+        form = Review.with_initial_data(description=with_note(state.markdown(), note, posted["deadline"]))
         waiting = f"waiting for the stakeholders' review of the Φ proposal (sdgov review {flow_run_id} …)"
-        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review", log_tampering(pause))
+        form_in = wait_for_input(form, deadline, poll_interval, key, waiting, "review", pause)
         check_run_record(pause, key, posted)
         if form_in is None:
             decisions.record_timeout(
@@ -232,16 +232,19 @@ def phi_review_flow(
         part: _limits(ag, loaded.schema_.domain(ag.attributes)) for part, ag, _ in selection_units(loaded.agreement)
     }
     draft_sha = summary["draft_agreement_sha256"]
-    closed = await_reviews(
-        registry,
-        state,
-        draft_sha256=draft_sha,
-        run_id=run_id,
-        proposer=proposer,
-        limits=limits,
-        deadline=deadline,
-        poll_interval=poll_interval,
-    )
+    try:
+        closed = await_reviews(
+            registry,
+            state,
+            draft_sha256=draft_sha,
+            run_id=run_id,
+            proposer=proposer,
+            limits=limits,
+            deadline=deadline,
+            poll_interval=poll_interval,
+        )
+    except ForcedOut as forced:  # forced out of its pause through the API: ended and logged
+        return forced.state
     if not closed:
         msg = "no review closed the Φ proposal within the timeout: the run ends here and nothing was released"
         return Completed(

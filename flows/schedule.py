@@ -35,10 +35,12 @@ def deployment(
     dvc_pull: bool = True,
     every: int | None = None,
     tags: list[str] | None = None,
+    parameters: dict[str, Any] | None = None,
 ) -> RunnerDeployment:
     """The deployment of :func:`~sdgov.flows.governed.governed_release_flow` under the standing approval, on ``cron``
     or every ``every`` seconds (not started); neither or both, a bad cron or a non-positive interval is an
-    ``SdgovError``."""
+    ``SdgovError``. ``parameters``: the run's every parameter, as the controller's worker sets them
+    (:func:`sdgov.governance.worker.schedule_parameters`), instead of those built from the other arguments."""
     from datetime import timedelta
 
     from prefect.client.schemas.schedules import CronSchedule
@@ -69,6 +71,8 @@ def deployment(
     }
     if approvals:
         params["approvals_path"] = str(Path(approvals).resolve())
+    if parameters is not None:
+        params = {k: v for k, v in parameters.items() if v is not None}
     # Prefect's async_dispatch types the call as RunnerDeployment | Coroutine; called from sync code it is the former
     return governed_release_flow.to_deployment(  # type: ignore[return-value]
         name=name or f"scheduled-{loaded.agreement.spec_name}",

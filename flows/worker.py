@@ -10,9 +10,10 @@
   standing approval, whose parameters must be the configuration's (checked in that flow).
 
 Prefect carries the runs; anyone with its login may create one with other parameters. A proposal run that sets
-``registry_root``, ``data_path``, ``approvals_path``, ``spec_path`` or ``proposer`` is refused before anything is
-read, and the refusal is logged in the worker's registry; a parameter of any other name fails Prefect's own
-validation before the flow starts.
+``timeout_s``, ``poll_interval``, ``registry_root``, ``data_path``, ``approvals_path``, ``spec_path`` or
+``proposer`` is refused before anything is read, and the refusal is logged in the worker's registry; a parameter of
+any other name fails Prefect's own validation before the flow starts. A scheduled run's parameters must be exactly
+the schedule's (:func:`sdgov.governance.worker.check_request`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.loading import parse_yaml
 from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, refuse_run
+from sdgov.flows.worker_runs import die_with_worker
 from sdgov.governance import worker
 from sdgov.identity.statements import ProposalStatement, decode_statement
 from sdgov.registry.log import Registry
@@ -43,8 +45,8 @@ REGISTRY_TAG = "sdgov-registry:"  # the deployment's tag naming the registry id 
 def controller_release_flow(
     proposal: str,
     spec_yaml: str,
-    timeout_s: int = 3600,
-    poll_interval: int = 10,
+    timeout_s: int | None = None,
+    poll_interval: int | None = None,
     registry_root: str | None = None,
     data_path: str | None = None,
     approvals_path: str | None = None,
@@ -52,14 +54,17 @@ def controller_release_flow(
     proposer: str | None = None,
 ) -> GovernedOutcome | State[GovernedOutcome]:
     """An analyst's signed proposal, released by the controller's worker: registry, data and schema from the worker's
-    configuration. The parameters a run could use to redirect it (``registry_root`` … ``proposer``) exist only to be
-    refused, and logged, before anything is read; a parameter of any other name is refused by Prefect's own
-    validation before the flow starts."""
+    configuration, and the decision deadline and polling too (``decision_timeout_s``, ``poll_interval_s``). The
+    parameters a run could use to redirect it or hold it (``timeout_s`` … ``proposer``) exist only to be refused, and
+    logged, before anything is read; a parameter of any other name is refused by Prefect's own validation before the
+    flow starts."""
     from prefect.runtime import flow_run
 
     unexpected = {
         k: v
         for k, v in {
+            "timeout_s": timeout_s,
+            "poll_interval": poll_interval,
             "registry_root": registry_root,
             "data_path": data_path,
             "approvals_path": approvals_path,
@@ -77,12 +82,14 @@ def controller_release_flow(
         )
     cfg, cfg_sha = active
     registry = Registry(cfg.registry)
+    die_with_worker(cfg.registry, str(flow_run.id))
     try:
         if unexpected:
             raise SdgovError(
                 f"the run carries parameters a proposal may not set: {', '.join(sorted(unexpected))}",
                 "run parameters",
-                "the worker's configuration decides the registry, data and approvals; submit with 'sdgov propose'",
+                "the worker's configuration decides the registry, data, approvals and deadline; submit with "
+                "'sdgov propose --submit'",
             )
         written, signer, source = materialise_spec(cfg, registry, proposal, spec_yaml)
     except SdgovError as exc:
@@ -93,8 +100,8 @@ def controller_release_flow(
             registry_root=cfg.registry,
             proposer=signer,
             data_path=source.data,
-            timeout_s=timeout_s,
-            poll_interval=poll_interval,
+            timeout_s=cfg.decision_timeout_s,
+            poll_interval=cfg.poll_interval_s,
             proposal=proposal,
         )
     )
@@ -160,7 +167,6 @@ def deployments(cfg: worker.WorkerConfig, registry_id: str) -> list[RunnerDeploy
         )  # type: ignore[list-item]
     ]
     for s in cfg.schedules:
-        out.append(
-            deployment(s.spec, cfg.registry, s.cron, s.name, s.approvals, cfg.decision_timeout_s, False, s.every, tags)
-        )
+        params = worker.schedule_parameters(cfg, s)
+        out.append(deployment(s.spec, cfg.registry, s.cron, s.name, every=s.every, tags=tags, parameters=params))
     return out

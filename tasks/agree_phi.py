@@ -17,18 +17,25 @@ from sdgov.intake.inputs import check_inputs
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
-VERSION = "1.2.0"  # 1.2: standing approvals signed with registered keys; 1.1: codes.parquet for later stages
+VERSION = "1.3.0"  # 1.3: the data pinned by the approval; 1.2: approvals signed with keys; 1.1: codes.parquet
 
 
 @task(name="agree_phi", version=VERSION, cache_policy=NO_CACHE)
 def agree_phi(
-    spec_path: str, registry_root: str, run_id: str, approvals_path: str | None = None, data_path: str | None = None
+    spec_path: str,
+    registry_root: str,
+    run_id: str,
+    approvals_path: str | None = None,
+    data_path: str | None = None,
+    schedule_pin: str | None = None,
 ) -> Agreed:
     """Check spec, schema, data and standing approvals, then write the agreement and log its sign-offs → ``Agreed``.
 
-    Inputs and the controller's policy are checked before anything is written: a refusal writes nothing."""
-    with stage("agree_phi", VERSION) as rec:
-        checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root)
+    Inputs and the controller's policy are checked before anything is written: a refusal writes nothing. The data
+    must be the file the standing approval pins (and ``schedule_pin``, the worker's schedule entry), checked before
+    it is parsed."""
+    with stage("agree_phi", VERSION, f"{registry_root}/runs/{run_id}") as rec:
+        checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root, schedule_pin=schedule_pin)
         ag, data = checked.loaded.agreement, checked.data
         check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         # a spec asking for rows = N is flagged in the controller's evidence report only: the run's log is read by

@@ -29,7 +29,7 @@ def audit(agreed: Agreed, measured: Measured, generated: Generated) -> Audited:
     """Run the agreed audits on the synthetic data → ``Audited``: the verdict, the report and each evidence file.
 
     The confidential data is recorded as an input only when an audit read it; a failed blocking check blocks release."""
-    with stage("audit", VERSION) as rec, prefect_executors() as executor_for:
+    with stage("audit", VERSION, agreed.run_dir) as rec, prefect_executors() as executor_for:
         context = audit_context(agreed, measured, generated, executor_for, logger().info)
         report, evidence = run_audits(context)
         run_dir = Path(agreed.run_dir)

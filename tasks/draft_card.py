@@ -34,7 +34,7 @@ def draft_card(
     """Write the draft card and the controller-only evidence report, show them on the run → ``Drafted``.
 
     The draft is the card as it will be published, less the sign-off section."""
-    with stage("draft_card", VERSION) as rec:
+    with stage("draft_card", VERSION, agreed.run_dir) as rec:
         written = write_draft(agreed, measured, generated, audited, utility)
         paths = written["paths"]
         refs = {name: ArtifactRef.of(f"draft_{name.replace('.', '_')}", p) for name, p in paths.items() if p}

@@ -31,7 +31,7 @@ def generate(inp: GenerateInput) -> Generated:
     """Fit the generator to the noisy marginals and write the synthetic Parquet file → ``Generated``.
 
     Its only input is ``GenerateInput``: it never reads the confidential data."""
-    with stage("generate", VERSION) as rec:
+    with stage("generate", VERSION, inp.out_dir) as rec:
         rec.inputs = [inp.measurements, inp.schema_file]
         with _executor(inp) as executor:
             synthetic, model_info, rows = generate_synthetic(inp, logger().info, executor, _progress_bar())

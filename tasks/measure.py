@@ -34,7 +34,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
 
     Counts come from the encoded data only when noise is drawn; the record names statistics by keyed commitment."""
     log = logger()
-    with stage("measure", VERSION) as rec:
+    with stage("measure", VERSION, agreed.run_dir) as rec:
         agreement = load_agreement(agreed.agreement)
         schema = read_schema(agreed.schema_file)
         counter = engine(read_spec(agreed.spec).engine)  # the spec's engine: DuckDB embedded, or Dask

@@ -41,7 +41,7 @@ def propose_phi(
     the agreement and log it as proposed → ``Agreed``.
 
     The only sign-off is the proposer's; the controller decides later, in the governed flow."""
-    with stage("propose_phi", VERSION) as rec:
+    with stage("propose_phi", VERSION, f"{registry_root}/runs/{run_id}") as rec:
         checked = check_proposal(spec_path, registry_root, proposer, data_path, proposal, selection_verified)
         approvers_path = controller_files(Registry(registry_root))[APPROVERS]
         ag, data = checked.loaded.agreement, checked.data

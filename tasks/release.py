@@ -31,7 +31,7 @@ def release(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff]
     ``check_releasable`` refuses it unless the audit passed and the sign-offs are bound to the candidate's hash."""
     registry = Registry(registry_root)
     check_releasable(registry, agreed, candidate, signoffs)
-    with stage("release", VERSION):
+    with stage("release", VERSION, f"{registry_root}/releases"):
         result = publish_release(registry, agreed, candidate, signoffs, task_version=VERSION)
     # the release channel, where the controller configured one: a failure there is one warning, the release stands
     # (the schema by its path: the channel checks it against the agreement's schema hash, and a schema file

@@ -186,7 +186,7 @@ def select_phi_task() -> Task[..., tuple[dict[str | None, Proposal], dict[str, A
         proposal: str | None = None,
     ) -> tuple[dict[str | None, Proposal], dict[str, Any]]:
         """Select and log the proposals as the analyst's (:func:`propose_selection`)."""
-        with stage(SELECT_STAGE, SELECT_VERSION) as rec:
+        with stage(SELECT_STAGE, SELECT_VERSION, f"{registry_root}/runs/{run_id}") as rec:
             return propose_selection(spec_path, registry_root, run_id, proposer, data_path, method, proposal, rec)
 
     return select_phi

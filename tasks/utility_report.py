@@ -27,7 +27,7 @@ def utility_report(agreed: Agreed, generated: Generated, audited: Audited) -> Ut
     The synthetic records are the cells the audit stage validated and encoded (``audited.synthetic_codes``,
     hash-verified), not encoded again. Writes the card's summary (``utility.json``) and the full report (JSON and
     HTML) in the run directory."""
-    with stage("utility_report", VERSION) as rec:
+    with stage("utility_report", VERSION, agreed.run_dir) as rec:
         agreement = load_agreement(agreed.agreement)
         schema = read_schema(agreed.schema_file)
         attrs, rows, seed = agreement.attributes, FAST.sample_rows, FAST.seed

@@ -47,18 +47,22 @@ def controller_registry(root: Path, keys: Path, people=PEOPLE, signer: str = "Ca
     return paths
 
 
-def sign_standing_approval(spec: Path, root: Path, keys: dict[str, Path], days: int = 30) -> Path:
-    """Pin the spec's standing approval (``approvals:`` beside it) to its agreement and a lapse date, and have the
-    people it names sign it for this registry — what a registry with an approvers registry requires."""
+def sign_standing_approval(
+    spec: Path, root: Path, keys: dict[str, Path], days: int = 30, data: Path | None = None
+) -> Path:
+    """Pin the spec's standing approval (``approvals:`` beside it) to its agreement, its data (``data``, else the
+    spec's file) and a lapse date, and have the people it names sign it for this registry — what a registry with an
+    approvers registry requires."""
     import datetime as dt
 
     from sdgov.agreement.load import load_spec
-    from sdgov.governance.standing import load_approvals, sign_standing, write_pinned
+    from sdgov.governance.standing import data_commitment, load_approvals, sign_standing, write_pinned
 
     loaded = load_spec(spec)
     assert loaded.approvals_path is not None
     lapse = dt.date.today() + dt.timedelta(days=days)
-    path = write_pinned(loaded.approvals_path, loaded.approvals_path, loaded.agreement.sha256(), lapse)
+    pin = data_commitment(Registry(root), data or loaded.data_path, create=True)
+    path = write_pinned(loaded.approvals_path, loaded.approvals_path, loaded.agreement.sha256(), lapse, pin)
     for name in load_approvals(path).people():
         sign_standing(path, Registry(root), name, keys[name])
     return path

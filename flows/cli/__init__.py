@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in ENV_DEFAULTS.items():  # here, not at import: importing the CLI changes nothing
         os.environ.setdefault(name, value)
     args = parser().parse_args(argv)
-    from sdgov.base.errors import InternalError, PreflightError, SdgovError
+    from sdgov.base.errors import InternalError, PreflightError, SdgovError, disk_full
 
     try:
         return args.fn(args)
@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         _error_json(args, {"error": exc.one_line(), "type": type(exc).__name__})
         return 2 if isinstance(exc, SdgovError) else 1
     except OSError as exc:  # the file system refused a path the user gave (too long, a loop, a directory...)
-        err = SdgovError(exc.strerror or type(exc).__name__, str(exc.filename or ""), "check the path")
+        err = disk_full(exc, str(getattr(args, "root", None) or "")) or SdgovError(
+            exc.strerror or type(exc).__name__, str(exc.filename or ""), "check the path"
+        )
         print(f"sdgov: error: {err.one_line()}", file=sys.stderr)
         _error_json(args, {"error": err.one_line(), "type": type(exc).__name__})
         return 2

@@ -12,6 +12,7 @@ controller's files.
     sdgov keygen --out KEY.pem                                 Ed25519 key; prints the public_key line
     sdgov approvers commit --as CONTROLLER --key KEY [--root DIR]   sign the controller files' new hashes into the log
     sdgov approvals sign FILE --as NAME --key KEY [--root DIR]      sign a standing approval (demo, scheduled runs)
+    sdgov approvals pin FILE --spec SPEC --valid-until DATE [--data FILE]   pin it to the agreement and the data
 
 Client commands reach the server named by ``PREFECT_API_URL`` (and ``PREFECT_API_AUTH_STRING`` when the server
 has basic auth); ``sdgov server start --print-env`` prints both. ``sdgov review`` (a Φ review) is in
@@ -145,6 +146,9 @@ def _wait_forwarding_signals(proc: subprocess.Popen) -> int:
 
 # ------------------------------------------------------------------------------------------------ propose
 
+DEFAULT_TIMEOUT_S = 3600  # a release run in this process waits this long for its decisions, in total
+DEFAULT_POLL_S = 5
+
 
 def cmd_propose(args: argparse.Namespace) -> int:
     """Run a governed release that pauses for the controller's decisions (``--select``: write a Φ proposal instead;
@@ -182,8 +186,8 @@ def cmd_propose(args: argparse.Namespace) -> int:
             registry_root=str(root),
             proposer=args.who,
             data_path=str(Path(args.data).resolve()) if args.data else None,
-            timeout_s=args.timeout,
-            poll_interval=args.poll,
+            timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout,
+            poll_interval=DEFAULT_POLL_S if args.poll is None else args.poll,
             proposal=token,
         )
     except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
@@ -225,6 +229,12 @@ def _submit_proposal(args: argparse.Namespace) -> int:
 
     if not args.key:
         raise SdgovError("a proposal to the controller's worker must be signed", "--key", "pass --key YOUR_KEY.pem")
+    if args.timeout is not None or args.poll is not None:
+        raise SdgovError(
+            "the controller's worker decides how long a proposal waits for decisions (worker.yaml)",
+            "--timeout/--poll",
+            "leave them out with --submit; the deadline is shown on the pause's form and by 'sdgov runs'",
+        )
     load_private_key(args.key)
     loaded = load_spec(args.spec)
     sha = loaded.agreement.sha256()
@@ -246,8 +256,6 @@ def _submit_proposal(args: argparse.Namespace) -> int:
         parameters={
             "proposal": token,
             "spec_yaml": Path(args.spec).read_text(encoding="utf-8"),
-            "timeout_s": args.timeout,
-            "poll_interval": args.poll,
         },
         timeout=0,
     )
@@ -318,8 +326,8 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
             proposer=args.who,
             out_path=str(Path(args.out).resolve()) if args.out else None,
             data_path=str(Path(args.data).resolve()) if args.data else None,
-            timeout_s=args.timeout,
-            poll_interval=args.poll,
+            timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout,
+            poll_interval=DEFAULT_POLL_S if args.poll is None else args.poll,
             proposal=token,
         )
     except FailedRun as exc:
@@ -550,20 +558,65 @@ def _confirmation(args: argparse.Namespace, p: dict[str, Any]) -> str:
     return typed
 
 
+TAKEN_WAIT_S = 60.0
+"""How long ``sdgov approve`` waits for the run's process to log the decision it sent (the flow looks for one every
+``poll_interval_s``): the server accepting a resume says nothing about whether anyone will act on it."""
+
+
+def _not_ended(registry: Any, flow_run_id: str) -> None:
+    """Refuse (one line) to decide on a run the registry logged as ended (``run_ended``): nobody executes it."""
+    from sdgov.governance.decisions import run_ended
+
+    ended = run_ended(registry.events(), flow_run_id)
+    if ended is not None:
+        raise SdgovError(
+            f"the registry logged this run as ended (event {ended.seq}: {ended.comment}): nobody executes it",
+            flow_run_id,
+            "nothing to decide; the analyst proposes again",
+        )
+
+
+def _taken(registry: Any, flow_run_id: str, nonce: str, wait_s: float) -> Any:
+    """The registry's record of the decision sent to the pause with ``nonce``, once the run's process logged it (the
+    flow logs every decision it takes, accepted or refused, with the pause's nonce); a refusal, or nothing logged
+    within ``wait_s`` (no process is executing the run), is one line."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        event = next((e for e in registry.events() if e.artifacts.get("nonce") == nonce), None)
+        if event is not None and event.event == "approval_refused":
+            raise SdgovError(f"the run refused the decision: {event.comment}", flow_run_id, "see 'sdgov runs'")
+        if event is not None:
+            return event
+        _not_ended(registry, flow_run_id)
+        if time.monotonic() > deadline:
+            raise SdgovError(
+                f"the server resumed the run, but no process took the decision within {wait_s:.0f} s: nobody may be "
+                "executing this run (was the controller's worker stopped?)",
+                flow_run_id,
+                "ask the controller; once a worker restarts it ends the run and logs it ('sdgov trail')",
+            )
+        time.sleep(0.5)
+
+
 def cmd_approve(args: argparse.Namespace) -> int:
-    """Sign the decision, resume the run with it and exit 0; an approval first asks for the hash's first 8 characters
-    (``--yes --hash PREFIX``). A refused decision, a wrong prefix, or (``--wait``) the flow asking again is one line,
-    exit 2."""
+    """Sign the decision, resume the run with it and exit 0 once the run's process logged it in the registry; an
+    approval first asks for the hash's first 8 characters (``--yes --hash PREFIX``). A refused decision, a wrong
+    prefix, a run the registry logged as ended, a decision no process logged within ``--wait`` seconds (default
+    :data:`TAKEN_WAIT_S`), or (``--wait``) the flow asking again is one line, exit 2."""
     from sdgov.flows.prefect_api import PrefectApi
+    from sdgov.registry.log import Registry
 
     run_id, fr, p, decision, sig = _sign_paused(args)
+    registry = Registry(pinned_root(args.root) or p["registry"])  # the registry whose record of the pause was shown
+    _not_ended(registry, str(run_id))
     confirm = _confirmation(args, p) if decision == "approve" else ""
     run_input = {"approver": args.who, "decision": decision, "comment": args.comment or "", "signature": sig}
     if p["subject"] == "release":
         run_input["confirm_hash"] = confirm  # the release form's field (required, checked by the flow)
     with PrefectApi() as api:
         resume(api, run_id, run_input)
-        outcome = "resumed"
+        taken = _taken(registry, str(run_id), p["nonce"], args.wait or TAKEN_WAIT_S)
+        outcome = f"taken by the run: {taken.event}, event {taken.seq} of the registry's log"
         asked_key = fr.state.pause_key if fr.state else None
         deadline = time.monotonic() + args.wait
         while time.monotonic() < deadline:  # optionally watch what the flow made of the decision
@@ -635,14 +688,49 @@ def cmd_approvers(args: argparse.Namespace) -> int:
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
-    """``sign``: a person named in a standing approval signs it for this registry (appended to the file)."""
+    """``sign``: a person named in a standing approval signs it for this registry (appended to the file). ``pin``:
+    the controller pins it to the spec's agreement, the data (by its keyed commitment) and a lapse date."""
     from sdgov.governance.standing import sign_standing
     from sdgov.registry.log import Registry
 
     reg = Registry(args.root)
     reg.require_existing()
+    if args.action == "pin":
+        return _pin_approval(args, reg)
+    if not (args.who and args.key):
+        raise SdgovError("signing needs who signs and their key", "--as/--key", "pass --as NAME --key KEY")
     token = sign_standing(args.file, reg, args.who, args.key)
     emit(args, {"file": str(args.file), "signer": args.who, "token": token}, f"signed {args.file} as {args.who}")
+    return 0
+
+
+def _pin_approval(args: argparse.Namespace, reg: Any) -> int:
+    """``approvals pin``: write the agreement hash, the data's keyed commitment (the file is hashed, not parsed)
+    and the lapse date into the standing approval, its signatures cleared; each person then signs it again."""
+    import datetime as dt
+
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.standing import data_commitment, write_pinned
+
+    if not (args.spec and args.valid_until):
+        raise SdgovError(
+            "pinning needs the spec and a lapse date", "--spec/--valid-until", "e.g. --valid-until 2027-05-31"
+        )
+    try:
+        lapse = dt.date.fromisoformat(args.valid_until)
+    except ValueError:
+        raise SdgovError(f"{args.valid_until!r} is not a date", "--valid-until", "write it as YYYY-MM-DD") from None
+    loaded = load_spec(args.spec)
+    data = Path(args.data).resolve() if args.data else loaded.data_path
+    pin = data_commitment(reg, data, create=True)
+    sha = loaded.agreement.sha256()
+    write_pinned(args.file, args.file, sha, lapse, pin)
+    emit(
+        args,
+        {"file": str(args.file), "agreement_sha256": sha, "data_sha256_hmac": pin, "valid_until": str(lapse)},
+        f"pinned {args.file}: agreement {sha}, data {pin} ({data.name}), valid until {lapse}; every person it names "
+        "signs it again (sdgov approvals sign)",
+    )
     return 0
 
 
@@ -686,8 +774,12 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         help="submit the signed proposal to the controller's worker (its deployment name, default 'controller') "
         "instead of running the release in this process",
     )
-    p.add_argument("--timeout", type=int, default=3600, help="seconds to wait for the decisions (default 3600)")
-    p.add_argument("--poll", type=int, default=5, help="seconds between checks for a decision")
+    p.add_argument(
+        "--timeout",
+        type=int,
+        help=f"seconds to wait for the decisions (default {DEFAULT_TIMEOUT_S}; with --submit the worker decides)",
+    )
+    p.add_argument("--poll", type=int, help=f"seconds between checks for a decision (default {DEFAULT_POLL_S})")
     p.add_argument(
         "--select",
         choices=["mst", "aim"],
@@ -714,7 +806,12 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         a.add_argument("--reject", action="store_true", help="reject (default: approve)")
         if fn is cmd_approve:
             a.add_argument("--comment", default="")
-            a.add_argument("--wait", type=float, default=0, help="seconds to watch the run after resuming it")
+            a.add_argument(
+                "--wait",
+                type=float,
+                default=0,
+                help=f"seconds to wait for the run to take it (default {TAKEN_WAIT_S:.0f}), then to watch the run",
+            )
             a.add_argument("--hash", help="the first 8 characters of the hash you approve (asked for when omitted)")
             a.add_argument("--yes", action="store_true", help="do not ask: for scripts, with --hash PREFIX")
 
@@ -732,10 +829,13 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "standing approvals: sign one for this registry (appended to the file)",
         [parents.root],
     )
-    sa.add_argument("action", choices=["sign"])
+    sa.add_argument("action", choices=["sign", "pin"])
     sa.add_argument("file", help="the standing approval (approvals.yaml)")
-    sa.add_argument("--as", dest="who", required=True, help="a person it names, as in the approvers registry")
-    sa.add_argument("--key", required=True, help="that person's private key")
+    sa.add_argument("--as", dest="who", help="sign: a person it names, as in the approvers registry")
+    sa.add_argument("--key", help="sign: that person's private key")
+    sa.add_argument("--spec", help="pin: the spec whose agreement it covers (its data unless --data)")
+    sa.add_argument("--data", help="pin: the data file it covers (default: the spec's)")
+    sa.add_argument("--valid-until", help="pin: the last day a release may use it (YYYY-MM-DD)")
 
 
 def _emit_outcome(args: argparse.Namespace, out: object) -> int:

@@ -90,7 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     spec = inputs() / "spec.yaml"
     # the demo people sign a standing approval with their (demo) keys, as a real registry's people do
     approvals = signed_demo_approval(
-        Registry(args.root), inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data.parent
+        Registry(args.root), inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data
     )
     args.spec, args.approvals, args.data = str(spec), str(approvals), str(data)
     return cmd_release(args, api_starting=api_starting)

@@ -2,10 +2,12 @@
 
     sdgov worker start --config worker.yaml [--dry-run --json]
 
-Checks the configuration (:mod:`sdgov.governance.worker`), the registry, its key and the controller's files, logs
-``worker_started`` with the configuration's sha256, then serves the deployments of :mod:`sdgov.flows.worker` —
-proposals and the configured schedules — one run at a time, until Ctrl-C. Analysts submit proposals to it with
-``sdgov propose --submit``; the Prefect server's scheduler creates the scheduled runs.
+Checks the configuration (:mod:`sdgov.governance.worker`), the registry, its key and the controller's files, takes
+the registry's worker lock (one worker per registry), logs ``worker_started`` with the configuration's sha256, ends
+(and logs) every run a previous worker left held (:mod:`sdgov.flows.worker_runs`), then serves the deployments of
+:mod:`sdgov.flows.worker` — proposals and the configured schedules — up to ``max_concurrent_runs`` runs at once,
+until Ctrl-C. Analysts submit proposals to it with ``sdgov propose --submit``; the Prefect server's scheduler creates
+the scheduled runs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def check_worker(config: str) -> tuple[WorkerConfig, str, str]:
     spec are there. One line on the first problem."""
     from sdgov.agreement.load import load_spec
     from sdgov.governance.controller import check_controller_files
+    from sdgov.governance.standing import load_approvals
     from sdgov.governance.worker import load_worker_config
     from sdgov.registry import key
     from sdgov.registry.log import Registry
@@ -44,7 +47,21 @@ def check_worker(config: str) -> tuple[WorkerConfig, str, str]:
             if not Path(path).is_file():
                 raise SpecError(f"dataset {name!r}: its {what} file is not there", path, "fix worker.yaml's datasets")
     for s in cfg.schedules:
-        load_spec(s.spec)
+        loaded = load_spec(s.spec)
+        if s.dataset not in cfg.datasets:
+            raise SpecError(
+                f"the schedule of {Path(s.spec).name} releases dataset {s.dataset!r}, which worker.yaml does not hold",
+                "worker.yaml: schedules",
+                "add it under datasets, or name one of them as the schedule's 'dataset'",
+            )
+        approvals = s.approvals or loaded.approvals_path
+        pinned = load_approvals(approvals).data_sha256_hmac if approvals else None
+        if s.data_sha256_hmac and pinned != s.data_sha256_hmac:
+            raise SpecError(
+                f"the schedule of {Path(s.spec).name} pins other data than its standing approval does",
+                "worker.yaml: schedules: data_sha256_hmac",
+                "pin the data the approval pins ('sdgov approvals pin' prints it)",
+            )
     return cfg, sha, rid
 
 
@@ -52,7 +69,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Serve the controller's deployments until Ctrl-C (exit 0); ``--dry-run`` prints them instead. A bad
     configuration, registry or key is one line, exit 2."""
     from sdgov.flows.worker import deployments
-    from sdgov.governance.worker import ENV
+    from sdgov.flows.worker_runs import end_orphans, hold_registry
+    from sdgov.governance.worker import ENV, PID_ENV
     from sdgov.registry.log import Registry
 
     cfg, sha, rid = check_worker(args.config)
@@ -63,18 +81,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
         emit(args, info, "would serve: " + ", ".join(names))
         return 0
     require_server()
-    os.environ[ENV] = str(Path(args.config).resolve())  # the runs this process executes inherit it
-    Registry(cfg.registry).append(
+    registry = Registry(cfg.registry)
+    hold_registry(registry)  # one worker per registry: the runs left held below were nobody's
+    os.environ[ENV] = str(Path(args.config).resolve())  # the runs this process executes inherit both
+    os.environ[PID_ENV] = str(os.getpid())
+    registry.append(
         "worker_started",
         "sdgov",
         "system",
         comment="the controller's worker serves " + ", ".join(names),
         artifacts={"worker_config": sha},
     )
+    ended = end_orphans(registry, names, sha)
+    if ended:
+        print(f"ended {len(ended)} run(s) a previous worker held (logged as run_ended): {', '.join(ended)}")
     from prefect import serve
 
-    print("serving " + ", ".join(names) + " (one run at a time; Ctrl-C stops the worker)")
-    serve(*deps, limit=1)
+    limit = cfg.max_concurrent_runs
+    print("serving " + ", ".join(names) + f" (up to {limit} runs at once; Ctrl-C stops the worker)")
+    serve(*deps, limit=limit)
     return 0
 
 

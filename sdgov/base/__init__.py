@@ -11,6 +11,7 @@ from sdgov.base.face import lazy_face
 _WHERE = {
     "BudgetError": "errors",
     "DataError": "errors",
+    "DiskFull": "errors",
     "Executor": "executor",
     "Frozen": "model",
     "InternalError": "errors",
@@ -27,6 +28,7 @@ _WHERE = {
     "canonical_json": "hashing",
     "circle_figure": "svg",
     "circle_nodes": "svg",
+    "disk_full": "errors",
     "dry_run_receipts": "cachedir",
     "environment_variable": "environ",
     "executor_for": "executor",
@@ -51,6 +53,7 @@ _WHERE = {
 __all__ = [
     "BudgetError",
     "DataError",
+    "DiskFull",
     "Executor",
     "Frozen",
     "InternalError",
@@ -67,6 +70,7 @@ __all__ = [
     "canonical_json",
     "circle_figure",
     "circle_nodes",
+    "disk_full",
     "dry_run_receipts",
     "environment_variable",
     "executor_for",

@@ -110,3 +110,31 @@ class InternalError(Exception):
 
 class PolicyError(SdgovError):
     """A release the data controller's policy (``policy.yaml``) does not allow, or a registry without one."""
+
+
+class DiskFull(SdgovError):
+    """The disk holding a file sdgov writes is full (or the user's quota is spent): one line naming the path."""
+
+
+_FULL_ERRNOS = {28, 122}  # ENOSPC, EDQUOT (Linux)
+_FULL_WORDS = ("No space left on device", "Disk quota exceeded")
+
+
+def disk_full(exc: BaseException, where: str = "") -> DiskFull | None:
+    """``exc`` (or an exception it was raised from) as a :class:`DiskFull` naming the file it failed on — the
+    error's own file name, else ``where`` — or None when it is not about a full disk. Parquet writers and engines
+    say it in their own exception types, so their message counts too."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        errno = getattr(e, "errno", None)
+        if errno in _FULL_ERRNOS or any(w in str(e) for w in _FULL_WORDS):
+            path = getattr(e, "filename", None) or where
+            return DiskFull(
+                "no space left on the device (the disk is full)",
+                str(path or "the registry's disk"),
+                "free space there, then run it again: what was drawn is kept and never drawn twice",
+            )
+        e = e.__cause__ or e.__context__
+    return None

@@ -5,7 +5,7 @@ A standing approval counts only when the people it names signed it with keys the
 for
 each demo person under ``build/demo/keys/`` (beside the registry, never inside it, never in the package), has the
 demo controller commit an approvers registry listing them, and has both sign a copy of the shipped standing
-approval pinned to the demo's agreement and lapsing in 30 days. These are demo identities: anyone holding
+approval pinned to the demo's agreement and data and lapsing in 30 days. These are demo identities: anyone holding
 ``build/demo/keys`` can sign as them, which is why a real registry's keys are each person's own.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 
 from sdgov.governance.controller import APPROVERS, check_controller_files, commit, controller_files
-from sdgov.governance.standing import sign_standing, write_pinned
+from sdgov.governance.standing import data_commitment, sign_standing, write_pinned
 from sdgov.identity.keys import keygen, load_private_key, public_line
 from sdgov.registry.log import Registry
 
@@ -32,8 +32,10 @@ def _key(keys: Path, name: str) -> Path:
     return path
 
 
-def signed_demo_approval(registry: Registry, shipped: Path, agreement_sha256: str, work: Path) -> Path:
-    """A standing approval for this demo registry, signed by the demo people; returns its path under ``work``."""
+def signed_demo_approval(registry: Registry, shipped: Path, agreement_sha256: str, data: Path) -> Path:
+    """A standing approval for this demo registry and the demo's ``data``, signed by the demo people; returns its
+    path, beside the data."""
+    work = data.parent
     keys = {name: _key(work / "keys", name) for name in PEOPLE}
     if check_controller_files(registry) is None:  # first demo run here: the controller registers the two keys
         entries = [
@@ -44,7 +46,8 @@ def signed_demo_approval(registry: Registry, shipped: Path, agreement_sha256: st
         path.write_text(yaml.safe_dump({"description": "sdgov demo identities", "approvers": entries}, sort_keys=False))
         commit(registry, CONTROLLER, keys[CONTROLLER])
     lapse = dt.datetime.now(dt.UTC).date() + dt.timedelta(days=30)
-    out = write_pinned(shipped, work / "approvals.yaml", agreement_sha256, lapse)
+    pin = data_commitment(registry, data, create=True)
+    out = write_pinned(shipped, work / "approvals.yaml", agreement_sha256, lapse, pin)
     for name in PEOPLE:
         sign_standing(out, registry, name, keys[name])
     return out

@@ -25,6 +25,7 @@ import contextlib
 import json
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, cast
 
 from sdgov.base.clock import utcnow
@@ -35,7 +36,7 @@ from sdgov.governance.approvers import ApprovalRefused, Approver, Challenge, che
 from sdgov.governance.controller import controller_approvers, load_config
 from sdgov.governance.signoff import SignOff
 from sdgov.identity.names import same_person
-from sdgov.registry.log import Registry
+from sdgov.registry.log import Event, Registry
 
 __all__ = [
     "APPROVED_EVENT",
@@ -46,17 +47,22 @@ __all__ = [
     "accept_decision",
     "check_confirmation",
     "check_nonce_unused",
+    "check_shown_files",
     "decide",
     "eligible",
     "PENDING_EVENT",
+    "SHOWN_FILES",
     "pending_record",
     "record_decision",
     "record_pending",
     "record_tampered",
     "rewritten_fields",
+    "shown_files",
     "record_cli_refused",
     "record_refused",
+    "record_run_ended",
     "record_run_refused",
+    "run_ended",
     "record_review",
     "record_review_refused",
     "record_timeout",
@@ -276,6 +282,45 @@ def record_run_refused(registry: Registry, run_id: str, error: SdgovError, confi
         )
 
 
+RUN_ENDED = "run_ended"
+
+
+def run_ended(events: list[Event], flow_run_id: str) -> Event | None:
+    """The ``run_ended`` event of this flow run in ``events`` (None: not ended so)."""
+    return next((e for e in events if e.event == RUN_ENDED and e.artifacts.get("flow_run_id") == flow_run_id), None)
+
+
+def record_run_ended(registry: Registry, flow_run_id: str, why: str, config_sha256: str = "") -> None:
+    """Log ``run_ended`` (once per flow run): a run nobody can go on with — forced out of its pause, or held by a
+    worker that stopped — ended with nothing released by it. The event names the sdgov run when a pause of it is
+    logged, and says whether a budget spend of that run stands (what was drawn is kept, never drawn again)."""
+    with contextlib.suppress(SdgovError), registry.lock():
+        events = registry.events()
+        if run_ended(events, flow_run_id) is not None:
+            return
+        run_id = next(
+            (e.run_id for e in events if e.event == PENDING_EVENT and e.artifacts.get("flow_run_id") == flow_run_id),
+            f"flow-run-{flow_run_id}",
+        )
+        spent = [e.seq for e in events if e.event == "budget_spent" and e.run_id == run_id]
+        released = any(e.event == "released" and e.run_id == run_id for e in events)
+        outcome = (
+            "it had been released before it ended"
+            if released
+            else f"nothing was released; its budget spend (event {spent[0]}) stands"
+            if spent
+            else "nothing was drawn, spent or released for it"
+        )
+        registry.append_locked(
+            RUN_ENDED,
+            "sdgov",
+            "system",
+            run_id=run_id,
+            comment=f"{why}: {outcome}",
+            artifacts={"flow_run_id": flow_run_id, **({"worker_config": config_sha256} if config_sha256 else {})},
+        )
+
+
 PENDING_EVENT = "decision_pending"
 
 
@@ -324,7 +369,38 @@ def pending_record(registry: Registry, flow_run_id: str, key: str) -> dict[str, 
             str(path),
             "do not sign; run 'sdgov registry verify' and report it to the controller",
         )
-    return cast(dict[str, Any], json.loads(path.read_text()))
+    record = cast(dict[str, Any], json.loads(path.read_text()))
+    check_shown_files(registry, record)
+    return record
+
+
+SHOWN_FILES = "files"
+"""The pause record's summary field listing every file the approver is shown (the draft card in each format, the
+evidence report), by path under the registry root, with its sha256 when the flow paused."""
+
+
+def shown_files(registry: Registry, paths: list[str]) -> dict[str, str]:
+    """Each of ``paths`` (files the approver will be shown) → its sha256, keyed by its path under the registry."""
+    out, root = {}, registry.root.resolve()
+    for p in filter(None, paths):
+        path = Path(p).resolve()
+        key = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+        out[key] = sha256_file(path)
+    return out
+
+
+def check_shown_files(registry: Registry, record: dict[str, Any]) -> None:
+    """Refuse (one line) a pause whose shown files changed since the flow logged their hashes with the pause: an
+    approver must never sign what the flow did not show (a draft card rewritten in the registry, say)."""
+    listed = (record.get("summary") or {}).get(SHOWN_FILES) or {}
+    for name, sha in listed.items():
+        path = Path(name) if Path(name).is_absolute() else registry.root / name
+        if not path.is_file() or sha256_file(path) != sha:
+            raise SdgovError(
+                f"{path.name} was changed after the flow showed it (its sha256 is logged with the pause)",
+                str(path),
+                "do not sign; run 'sdgov registry verify' and report it to the controller",
+            )
 
 
 def rewritten_fields(posted: dict[str, Any], record: dict[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ covers and the date it lapses, and carries one signature per person::
     agreement_approver: {name: Carl Controller, role: controller}
     release_approver: {name: Carl Controller, role: controller}
     agreement_sha256: 3f5c…          # the exact agreement (Φ, budget, generator) this approval covers
+    data_sha256_hmac: 9a41…          # the exact data: the controller's keyed commitment to the file's sha256
     valid_until: 2027-05-31          # no release under it after this day (UTC)
     signatures:                      # appended by 'sdgov approvals sign FILE --as NAME --key KEY'
       - sdgov1.…
@@ -20,6 +21,14 @@ gives them: a typed name proves nothing. The release approver approves in advanc
 audit check passed (flows/governed.py pauses for a human otherwise). The sign-offs it yields carry the time the
 person signed, not the time of the run, and say they come from a standing approval.
 
+**The data is pinned too.** An agreement fixes Φ, the budget and the generator, not the population: a run of a
+scheduled deployment pointed at another file of the same schema would otherwise spend ρ and draw noise on data
+nobody approved. So the approval names the data by ``data_sha256_hmac``, the controller's keyed commitment to the
+file's sha256 (:mod:`sdgov.registry.commitment`, the value a card publishes as ``dataset.sha256_hmac``; an unkeyed
+hash of the data would be an oracle on the records). :func:`check_pinned_data` hashes the file — without parsing
+it — and refuses any other data before it is read for measurement, before any draw or spend; new data is a new
+approval (``sdgov approvals pin``, then every person signs again).
+
 A registry with no approvers registry (a sandbox: ``sdgov init`` alone) has no keys to check names against; there
 an unsigned standing approval is accepted and recorded as such (``identity_verified=False``, "typed names, not
 verified"), so no reader mistakes it for a signed sign-off.
@@ -28,6 +37,7 @@ verified"), so no reader mistakes it for a signed sign-off.
 from __future__ import annotations
 
 import datetime as dt
+import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +47,8 @@ from pydantic import Field
 
 from sdgov.base.atomic import atomic_write_text
 from sdgov.base.clock import utcnow
-from sdgov.base.errors import SpecError
-from sdgov.base.hashing import sha256_json
+from sdgov.base.errors import SdgovError, SpecError
+from sdgov.base.hashing import sha256_file, sha256_json
 from sdgov.base.loading import load_model_file, parse_yaml
 from sdgov.base.model import Frozen
 from sdgov.governance.controller import check_controller_files, registry_id
@@ -46,6 +56,7 @@ from sdgov.governance.signoff import Role, SignOff
 from sdgov.identity.keys import verifies
 from sdgov.identity.names import check_name, same_person
 from sdgov.identity.statements import StandingStatement, decode_statement, encode_statement, signed_bytes
+from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from sdgov.registry.trail import SIGNED_AT
 
@@ -61,12 +72,17 @@ class StandingApproval(Frozen):
     agreement_approver: Person
     release_approver: Person
     agreement_sha256: str | None = None
+    data_sha256_hmac: str | None = None
     valid_until: dt.date | None = None
     signatures: list[str] = Field(default_factory=list)
 
     def content_sha256(self) -> str:
-        """What a signature covers: every field but the signatures themselves."""
-        return sha256_json(self.model_dump(mode="json", exclude={"signatures"}))
+        """What a signature covers: every field but the signatures themselves (an approval that pins no data hashes
+        as it did before the field existed)."""
+        body = self.model_dump(mode="json", exclude={"signatures"})
+        if body["data_sha256_hmac"] is None:
+            del body["data_sha256_hmac"]
+        return sha256_json(body)
 
     def people(self) -> dict[str, Person]:
         """Each distinct person once (the agreement and release approver are often the same controller)."""
@@ -146,12 +162,16 @@ def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, regi
                 "the data controller commits approvers.yaml ('sdgov approvers commit') before signed approvals count",
             )
         return Verified(signed_at={})
-    for field, value in (("agreement_sha256", a.agreement_sha256), ("valid_until", a.valid_until)):
+    for field, value in (
+        ("agreement_sha256", a.agreement_sha256),
+        ("data_sha256_hmac", a.data_sha256_hmac),
+        ("valid_until", a.valid_until),
+    ):
         if value is None:
             raise SpecError(
                 f"a standing approval in a registry with an approvers registry must set '{field}'",
                 where,
-                f"add '{field}: …' (the agreement hash 'sdgov validate' prints; a lapse date), then sign again",
+                "pin the agreement, the data and a lapse date ('sdgov approvals pin'), then sign again",
             )
     rid, content = registry_id(registry), a.content_sha256()
     good: dict[str, str] = {}
@@ -189,14 +209,69 @@ def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, regi
     return Verified(signed_at=signed_at)
 
 
-def write_pinned(source: str | Path, out: str | Path, agreement_sha256: str, valid_until: dt.date) -> Path:
-    """Write ``source``'s standing approval to ``out`` pinned to ``agreement_sha256`` and lapsing after
-    ``valid_until``, without signatures (they covered the old content): what each person then signs."""
+def data_commitment(registry: Registry, data_file: str | Path, create: bool = False) -> str:
+    """The controller's keyed commitment to ``data_file`` (HMAC of its sha256 under the registry's commitment
+    secret: what a card publishes as ``dataset.sha256_hmac``). The file is hashed, not parsed. ``create``: make the
+    secret if this registry has none yet (pinning a first approval); a check never makes one — a new secret would
+    refuse every pin, so a missing one is its own one-line error."""
+    return commitment.registry_committer(registry_id(registry), create=create)("sha256", sha256_file(data_file))
+
+
+def check_pinned_data(
+    a: StandingApproval, data_file: str | Path, where: str, registry: Registry, schedule_pin: str | None = None
+) -> str | None:
+    """Refuse (one line) data other than what the standing approval pins — and, for a run of the controller's
+    worker, what the schedule's entry in ``worker.yaml`` pins (``schedule_pin``) — before the file is parsed:
+    the file's sha256, or None when nothing pins the data (a sandbox registry's approval may leave it out; in a
+    registry with an approvers registry :func:`verify_standing` requires it). The caller compares the sha256 with
+    the one of the records it then reads, so a file swapped between the two is refused too."""
+    pins = [p for p in (a.data_sha256_hmac, schedule_pin) if p]
+    if not pins:
+        try:
+            governed = check_controller_files(registry) is not None
+        except SdgovError:  # the registry's own problem: the checks that follow report it, in their order
+            governed = False
+        if governed:
+            raise SpecError(
+                "a standing approval in a registry with an approvers registry must set 'data_sha256_hmac'",
+                where,
+                "pin the agreement, the data and a lapse date ('sdgov approvals pin'), then sign again",
+            )
+        return None
+    if not Path(data_file).is_file():  # nothing to read: the data check that follows says so in its own line
+        return None
+    sha = sha256_file(data_file)
+    now = commitment.registry_committer(registry_id(registry), create=False)("sha256", sha)
+    for pin, whose in ((a.data_sha256_hmac, "the standing approval"), (schedule_pin, "the schedule in worker.yaml")):
+        if pin and not hmac.compare_digest(now, pin.strip().lower()):
+            raise SpecError(
+                f"this data is not the data {whose} pins (commitment {now[:8]}…, pinned {pin.strip()[:8]}…)",
+                str(data_file),
+                "release the approved data; new data needs a new approval (sdgov approvals pin, signed again)",
+            )
+    return sha
+
+
+def write_pinned(
+    source: str | Path,
+    out: str | Path,
+    agreement_sha256: str,
+    valid_until: dt.date,
+    data_sha256_hmac: str | None = None,
+) -> Path:
+    """Write ``source``'s standing approval to ``out`` pinned to ``agreement_sha256``, to the data committed to by
+    ``data_sha256_hmac`` (:func:`data_commitment`) and lapsing after ``valid_until``, without signatures (they
+    covered the old content): what each person then signs."""
     a = load_approvals(source).model_copy(
-        update={"agreement_sha256": agreement_sha256, "valid_until": valid_until, "signatures": []}
+        update={
+            "agreement_sha256": agreement_sha256,
+            "data_sha256_hmac": data_sha256_hmac,
+            "valid_until": valid_until,
+            "signatures": [],
+        }
     )
     out = Path(out)
-    body = a.model_dump(mode="json", exclude={"signatures"})
+    body = a.model_dump(mode="json", exclude={"signatures"}, exclude_none=True)
     out.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
     return out
 
@@ -208,11 +283,11 @@ def sign_standing(path: str | Path, registry: Registry, signer: str, private_key
     a = load_approvals(path)
     if signer not in {p.name for p in a.people().values()}:
         raise SpecError(f"{signer!r} is not named in this standing approval", str(path), "sign as a person it names")
-    if a.agreement_sha256 is None or a.valid_until is None:
+    if a.agreement_sha256 is None or a.data_sha256_hmac is None or a.valid_until is None:
         raise SpecError(
-            "a standing approval is signed only once it pins 'agreement_sha256' and 'valid_until'",
+            "a standing approval is signed only once it pins 'agreement_sha256', 'data_sha256_hmac' and 'valid_until'",
             str(path),
-            "add both (the agreement hash 'sdgov validate' prints; a lapse date)",
+            "the controller pins them: sdgov approvals pin FILE --spec SPEC --valid-until DATE",
         )
     if _today() > a.valid_until:
         raise SpecError(

@@ -10,6 +10,8 @@ registry, data, schema and standing approvals from this file::
       census2011_teaching: {data: /srv/data/census.csv, schema: /srv/data/schema.yaml}
     schedules:                               # optional: standing agreements released on a schedule
       - {spec: /srv/specs/app1.yaml, cron: "0 6 1 * *"}     # or every: 3600; approvals: FILE (default the spec's)
+    max_concurrent_runs: 4                   # runs executed at once (paused ones included)
+    decision_timeout_s: 604800               # how long a paused run waits for a decision
 
 Anyone holding the Prefect server's login can create runs of these deployments with any parameters, patch them,
 or rewrite their inputs. So a run's parameters can only *ask*: a run of a scheduled deployment whose registry,
@@ -17,6 +19,13 @@ spec, data or approvals differ from this file — or a proposal run that carries
 proposal and the spec's text — is refused before anything is read, and the refusal is logged in the registry
 named here (:func:`check_request`). The worker logs the file's sha256 when it starts (``worker_started``), so
 the log says which configuration ran each release.
+
+The service's own limits are the controller's too, never a run's: how many runs it executes at once
+(``max_concurrent_runs``), how long a paused run waits for a decision (``decision_timeout_s``, shown on the
+pause's form) and how often a paused run looks for one (``poll_interval_s``). A schedule releases one of
+``datasets`` (``dataset:``, by default the one its spec names) and may pin that data by the controller's keyed
+commitment (``data_sha256_hmac``, the value a card publishes as ``dataset.sha256_hmac``); its standing approval
+must pin the same data (:func:`sdgov.governance.standing.check_pinned_data`).
 """
 
 from __future__ import annotations
@@ -30,20 +39,25 @@ from pydantic import Field, model_validator
 
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_file
-from sdgov.base.loading import load_model_file
+from sdgov.base.loading import load_model_file, read_yaml
 from sdgov.base.model import Frozen
 
 ENV = "SDGOV_WORKER_CONFIG"  # set by `sdgov worker start` in its own process: the runs it executes inherit it
+PID_ENV = "SDGOV_WORKER_PID"  # set beside it: the worker's process, which the runs it executes die with
 
 __all__ = [
     "ENV",
+    "PID_ENV",
     "DatasetSource",
     "ScheduleEntry",
     "WorkerConfig",
     "active",
     "check_request",
     "load_worker_config",
+    "schedule_parameters",
+    "scheduled_entry",
     "untrusted_code",
+    "worker_pid",
 ]
 
 
@@ -55,13 +69,16 @@ class DatasetSource(Frozen):
 
 
 class ScheduleEntry(Frozen):
-    """A standing agreement released on a schedule (a cron expression or a fixed interval in seconds)."""
+    """A standing agreement released on a schedule (a cron expression or a fixed interval in seconds), on one of the
+    worker's datasets (``dataset``: by default the one the spec names), optionally pinned by its keyed commitment."""
 
     spec: str
     cron: str | None = None
     every: int | None = Field(default=None, ge=1)
     approvals: str | None = None
     name: str | None = None
+    dataset: str | None = None
+    data_sha256_hmac: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
     @model_validator(mode="after")
     def _one_schedule(self) -> ScheduleEntry:
@@ -78,6 +95,8 @@ class WorkerConfig(Frozen):
     datasets: dict[str, DatasetSource] = {}
     schedules: list[ScheduleEntry] = []
     decision_timeout_s: int = Field(default=7 * 24 * 3600, ge=1)
+    max_concurrent_runs: int = Field(default=4, ge=1, le=256)
+    poll_interval_s: int = Field(default=5, ge=1, le=600)
 
     def dataset(self, name: str) -> DatasetSource:
         """The controller's source of dataset ``name``, or a one-line ``SpecError`` (a proposal for data the controller
@@ -110,7 +129,20 @@ def load_worker_config(path: str | Path) -> tuple[WorkerConfig, str]:
         s["spec"] = _absolute(base, s["spec"])
         if s["approvals"]:
             s["approvals"] = _absolute(base, s["approvals"])
+        s["dataset"] = s["dataset"] or _spec_dataset(s["spec"])
     return WorkerConfig.model_validate(data), sha256_file(path)
+
+
+def _spec_dataset(spec: str) -> str | None:
+    """The dataset name a schedule's spec declares (None when the spec cannot be read: the worker's own check of
+    the spec then says why in one line)."""
+    try:
+        doc = read_yaml(spec, SpecError, "spec")
+    except SpecError:
+        return None
+    ds = doc.get("dataset") if isinstance(doc, dict) else None
+    name = ds.get("name") if isinstance(ds, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def active() -> tuple[WorkerConfig, str] | None:
@@ -119,24 +151,63 @@ def active() -> tuple[WorkerConfig, str] | None:
     return load_worker_config(path) if path else None
 
 
+def schedule_parameters(cfg: WorkerConfig, entry: ScheduleEntry) -> dict[str, Any]:
+    """Every parameter of a run of this schedule's deployment, as the worker sets it from the configuration: a run
+    asking for anything else (:func:`check_request`) is refused. The data is the configured file of the schedule's
+    dataset; the deadline and polling are the worker's."""
+    source = cfg.datasets.get(entry.dataset or "")
+    return {
+        "spec_path": entry.spec,
+        "registry_root": cfg.registry,
+        "proposer": None,
+        "approval": "standing",
+        "approvals_path": entry.approvals,
+        "data_path": source.data if source else None,
+        "timeout_s": cfg.decision_timeout_s,
+        "poll_interval": cfg.poll_interval_s,
+        "dvc_pull": False,
+        "proposal": None,
+    }
+
+
+_PATHS = ("spec_path", "registry_root", "approvals_path", "data_path")
+
+
+def scheduled_entry(cfg: WorkerConfig, spec_path: Any) -> ScheduleEntry | None:
+    """The configuration's schedule of ``spec_path`` (None: no schedule releases that spec)."""
+    return next((s for s in cfg.schedules if s.spec == _norm(spec_path)), None)
+
+
+def worker_pid() -> int | None:
+    """The process id of the worker this process runs under (None outside a controller's worker)."""
+    value = os.environ.get(PID_ENV, "")
+    return int(value) if value.isdigit() else None
+
+
 def check_request(cfg: WorkerConfig, requested: dict[str, Any]) -> list[str]:
-    """What a scheduled run asked for that its configuration does not say: registry, spec, data, approvals (an empty
-    list: the run may go on). ``requested`` holds the run's parameters."""
+    """What a scheduled run asked for that its configuration does not say (an empty list: the run may go on).
+    ``requested`` holds the run's parameters, every one of which must be the schedule's (:func:`schedule_parameters`):
+    a run's parameters redirect nothing — not the registry, spec, data or approvals, and not the deadline, the
+    polling or a DVC update either. The configured values are not repeated in the refusal (every holder of the
+    Prefect login reads it)."""
     problems = []
     if _norm(requested.get("registry_root")) != cfg.registry:
         problems.append(f"registry_root {requested.get('registry_root')!r} is not the worker's registry")
-    entry = next((s for s in cfg.schedules if s.spec == _norm(requested.get("spec_path"))), None)
+    entry = scheduled_entry(cfg, requested.get("spec_path"))
     if entry is None:
-        problems.append(f"spec_path {requested.get('spec_path')!r} is not a schedule of the worker's configuration")
-    elif _norm(requested.get("approvals_path")) not in (None, entry.approvals):
-        problems.append(f"approvals_path {requested.get('approvals_path')!r} is not the schedule's")
-    data = requested.get("data_path")
-    if data is not None and _norm(data) not in {d.data for d in cfg.datasets.values()}:
-        problems.append(f"data_path {data!r} is not a dataset of the worker's configuration")
-    if requested.get("approval") != "standing":
-        problems.append("a scheduled deployment runs only under its standing approval")
-    if requested.get("proposer") or requested.get("proposal"):
-        problems.append("a scheduled run has no proposer: proposals go to the proposals deployment")
+        return [*problems, f"spec_path {requested.get('spec_path')!r} is not a schedule of the worker's configuration"]
+    for name, want in schedule_parameters(cfg, entry).items():
+        got = requested.get(name)
+        if name == "registry_root" or (_norm(got) if name in _PATHS else got) == want:
+            continue
+        if name == "approval":
+            problems.append("a scheduled deployment runs only under its standing approval")
+        elif name in ("proposer", "proposal"):
+            problems.append(f"a scheduled run has no {name}: proposals go to the proposals deployment")
+        elif name in _PATHS:
+            problems.append(f"{name} {got!r} is not the schedule's")
+        else:
+            problems.append(f"{name} {got!r} is the worker's to set (worker.yaml), not a run's")
     return problems
 
 

@@ -32,7 +32,7 @@ from sdgov.engines import engine
 from sdgov.governance.approvers import ApprovalRefused, Approver
 from sdgov.governance.controller import APPROVERS, check_controller_files, controller_files
 from sdgov.governance.proposals import ProposalCheck, check_proposal_statement, record_proposal_refused
-from sdgov.governance.standing import StandingApproval, load_approvals
+from sdgov.governance.standing import StandingApproval, check_pinned_data, load_approvals
 from sdgov.identity.names import check_name
 from sdgov.intake.preflight import check_root_is_usable, part_records, run_preflight
 from sdgov.registry.log import Registry
@@ -125,7 +125,10 @@ def _preflight_key(loaded: LoadedSpec, data: ValidatedData, root: str | Path | N
 
 
 def check_spec_and_data(
-    spec_path: str | Path, data_path: str | Path | None = None, root: str | Path | None = None
+    spec_path: str | Path,
+    data_path: str | Path | None = None,
+    root: str | Path | None = None,
+    loaded: LoadedSpec | None = None,
 ) -> tuple[LoadedSpec, ValidatedData, PrivacyPlan]:
     """Spec, schema, data, and the pre-flight (names, paths, privacy plan, generator and audit dry runs, disk
     space under ``root``): the checks every way into a release shares, all before the first draw → the loaded spec,
@@ -133,11 +136,12 @@ def check_spec_and_data(
 
     Once per release: the CLI checks before the orchestrator starts and the first stage checks again in the same
     process; when the spec, schema, data and root have the hashes that last passed here, the pre-flight's verdict
-    (a generator fit among its checks) still holds and is not recomputed. Nothing a caller passes can claim it."""
+    (a generator fit among its checks) still holds and is not recomputed. Nothing a caller passes can claim it.
+    ``loaded``: the spec as the caller just loaded it from ``spec_path`` (loading resolves the generator: not twice)."""
     global _last_passed
     if root is not None:
         check_root_is_usable(Path(root))
-    loaded = load_spec(spec_path)
+    loaded = loaded if loaded is not None and loaded.spec_path == Path(spec_path).resolve() else load_spec(spec_path)
     data = validated_data(
         Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_, loaded.spec.engine
     )
@@ -155,9 +159,12 @@ def check_inputs(
     approvals_path: str | Path | None = None,
     data_path: str | Path | None = None,
     root: str | Path | None = None,
+    schedule_pin: str | None = None,
 ) -> CheckedInputs:
-    """A release under a standing approval: spec, data, pre-flight and the approval file."""
-    loaded, data, _ = check_spec_and_data(spec_path, data_path, root)
+    """A release under a standing approval: the approval file, then — before the data is parsed — that the data
+    file is the one the approval pins (and the one ``schedule_pin``, the worker's schedule entry, pins), then spec,
+    data and pre-flight; the records read are checked to be the file that was checked."""
+    loaded = load_spec(spec_path)
     approvals_file = Path(approvals_path).resolve() if approvals_path else loaded.approvals_path
     if approvals_file is None:
         raise SpecError(
@@ -165,9 +172,19 @@ def check_inputs(
             str(loaded.spec_path),
             "add 'approvals: approvals.yaml' to the spec or pass --approvals FILE",
         )
-    return CheckedInputs(
-        loaded=loaded, data=data, approvals_path=approvals_file, approvals=load_approvals(approvals_file)
-    )
+    approvals = load_approvals(approvals_file)
+    pinned = None
+    if root is not None:
+        data_file = Path(data_path).resolve() if data_path else loaded.data_path
+        pinned = check_pinned_data(approvals, data_file, str(approvals_file), Registry(root), schedule_pin)
+    loaded, data, _ = check_spec_and_data(spec_path, data_path, root, loaded)
+    if pinned is not None and data.sha256 != pinned:
+        raise SpecError(
+            "the data file changed while it was checked: it is no longer the data the standing approval pins",
+            str(data.path),
+            "leave the approved file in place while a release reads it",
+        )
+    return CheckedInputs(loaded=loaded, data=data, approvals_path=approvals_file, approvals=approvals)
 
 
 def check_proposal(
@@ -211,5 +228,5 @@ def check_proposal(
             str(controller_files(registry)[APPROVERS]),
             "add them with role 'analyst' or name the analyst who proposes Φ",
         )
-    loaded, data, _ = check_spec_and_data(spec_path, data_path, registry_root)
+    loaded, data, _ = check_spec_and_data(spec_path, data_path, registry_root, loaded)
     return CheckedProposal(loaded=loaded, data=data, proposer=who, signed=signed)

@@ -310,9 +310,14 @@ class Registry:
         e = e.model_copy(update={"hash": h, "sig": registry_key.sign_framed(key, EVENT_DOMAIN, h.encode())})
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as f:
-            f.write(canonical_json(e.model_dump()) + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
+            size = f.tell()
+            try:
+                f.write(canonical_json(e.model_dump()) + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as exc:  # a full disk: no half line is left behind, and the error names the log
+                f.truncate(size)
+                raise OSError(exc.errno, exc.strerror, str(self.log_path)) from exc
         return e
 
     # ---------------------------------------------------------------- releases

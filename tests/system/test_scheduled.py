@@ -22,6 +22,7 @@ import yaml
 from sdgov.base.atomic import atomic_write_bytes
 from sdgov.governance import ledger
 from sdgov.registry.log import Registry
+from tests.conftest import make_demo_inputs
 from tests.governance import sign_standing_approval
 from tests.system.test_governed import CONTROLLER_EVENTS, FlowThread, cli, decisions, setup_registry, wait_paused
 
@@ -184,12 +185,26 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
         sign_standing_approval(spec, root, keys)
         serve_argv = ["schedule", "--spec", str(spec), "--every", "2", "--root", str(root), "--no-dvc-pull"]
         _wait("the Prefect server", healthy, 120, server)
+        other = make_demo_inputs(tmp_path / "other", rows=600).with_name("data.csv")  # same schema, other people
         with _started(serve_argv, env | {"PREFECT_API_URL": api}, tmp_path / "schedule.log") as served:
             _wait("two scheduled releases", lambda: _events(root).count("released") >= 2, 240, server, served)
+            # a login holder runs the deployment on other data the controller's machine holds: the approval pins
+            # the data by its keyed commitment, so the run is refused before the file is parsed
+            [dep] = httpx.post(f"{api}/deployments/filter", json={}, timeout=10).json()
+            first = {
+                "type": "SCHEDULED",
+                "state_details": {"scheduled_time": "2000-01-01T00:00:00Z"},
+            }  # before the queue
+            made = httpx.post(
+                f"{api}/deployments/{dep['id']}/create_flow_run",
+                json={"parameters": {"data_path": str(other)}, "state": first},
+            )
+            assert made.status_code == 201, made.text
+            _wait("the other data refused", lambda: "run_refused" in _events(root), 120, server, served)
             s = yaml.safe_load(spec.read_text())
             s["privacy"] = {"rho": 0.031}  # a new budget: a new agreement, which the standing approval does not cover
             atomic_write_bytes(spec, yaml.safe_dump(s).encode())
-            _wait("a refused run", lambda: "run_refused" in _events(root), 120, server, served)
+            _wait("a refused run", lambda: _events(root).count("run_refused") >= 2, 120, server, served)
 
             def runs_now() -> list[dict]:
                 return httpx.post(
@@ -205,8 +220,11 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
         runs = runs_now()
 
     events = list(Registry(root).events())
-    refused = next(e for e in events if e.event == "run_refused")
+    pinned, refused = [e for e in events if e.event == "run_refused"][:2]
+    assert "not the data the standing approval pins" in pinned.comment and str(other) in pinned.comment
+    assert not list((root / "runs").glob(f"{pinned.run_id}*"))  # nothing written for it
     assert "standing approval covers agreement" in refused.comment and refused.actor == "sdgov"
+    assert [e.event for e in events if e.run_id == pinned.run_id] == ["run_refused"]  # nothing drawn, spent, released
     after = [e.event for e in events if e.seq > refused.seq]
     assert "measured" not in after and "budget_spent" not in after and "released" not in after
     released = [e for e in events if e.event == "released"]
@@ -221,5 +239,5 @@ def test_the_servers_scheduler_runs_a_standing_agreement_until_its_spec_changes(
     assert len(pushed) >= 2  # ψ and the synthetic data (the same bytes each run here: DVC stores them once)
     # every run was created by the server's scheduler (auto_scheduled), and the refused one says so in its state
     finished = [r for r in runs if r["state"]["type"] == "COMPLETED"]
-    assert len(finished) >= 3 and all(r["auto_scheduled"] for r in runs)
+    assert len(finished) >= 4 and sum(r["auto_scheduled"] for r in runs) == len(runs) - 1  # the attacker's run
     assert any(r["state"]["name"] == "Refused" for r in finished)

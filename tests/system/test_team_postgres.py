@@ -18,13 +18,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import yaml
 
+from sdgov.governance.standing import load_approvals
 from sdgov.registry.log import Registry
+from tests.conftest import make_demo_inputs
 from tests.governance import PEOPLE, sign_standing_approval, signed_proposal
 from tests.system.postgres import PostgresCluster, TeamServer
 from tests.system.team import run_party, start_party
@@ -66,32 +70,39 @@ class Office:
         assert not done.stopped, done.stderr[-2000:]
         return done
 
-    def paused(self, subject: str, run: str, attempt: int = 1, timeout: float = 300) -> dict:
-        """The run as ``sdgov runs --root`` lists it once paused for ``subject`` (polled in this process: a party
-        process per poll would cost seconds of imports each; compliance's own process lists it once, below)."""
+    def cli(self, *argv: str) -> tuple[int, str, str]:
+        """``sdgov *argv`` in this process, as a client of the team server (a party process costs seconds of
+        imports: the refusals that need no separate person are checked here)."""
         from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
         from tests.system.test_governed import cli
 
-        deadline = time.monotonic() + timeout
         with temporary_settings(
             updates={PREFECT_API_URL: self.server.env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: self.server.auth}
         ):
-            while time.monotonic() < deadline:
-                code, out, err = cli("runs", "--json", "--root", str(self.root))
-                assert code == 0, err
-                p = next((p for p in json.loads(out)["paused"] if p["run_id"] == run), None)
-                if p and p["subject"] == subject and p["attempt"] == attempt:
-                    return p
-                time.sleep(1)
+            return cli(*argv)
+
+    def paused(self, subject: str, run: str, attempt: int = 1, timeout: float = 300) -> dict:
+        """The run as ``sdgov runs --root`` lists it once paused for ``subject`` (polled in this process; compliance's
+        own process lists it once, below)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code, out, err = self.cli("runs", "--json", "--root", str(self.root))
+            assert code == 0, err
+            p = next((p for p in json.loads(out)["paused"] if p["run_id"] == run), None)
+            if p and p["subject"] == subject and p["attempt"] == attempt:
+                return p
+            time.sleep(1)
         raise AssertionError(f"run {run} did not pause for the {subject}")
 
-    def final(self, run: str, timeout: float = 300) -> dict:
-        """The run's final state on the server."""
+    def final(
+        self, run: str, timeout: float = 300, final: tuple[str, ...] = ("COMPLETED", "FAILED", "CRASHED")
+    ) -> dict:
+        """The run's final state on the server (``final``: the state types that count as its end)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             st = self.api.get(f"/flow_runs/{run}").json()["state"]
-            if st and st["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            if st and st["type"] in (*final, "CANCELLED"):
                 return st
             time.sleep(1)
         raise AssertionError(f"run {run} did not end")
@@ -108,9 +119,10 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
     tmp_path, postgres_cluster, team_server
 ):
     spec, root, keys = setup_registry(tmp_path, rows=800)
-    sign_standing_approval(spec, root, keys)  # the schedule's standing approval
+    pin = load_approvals(sign_standing_approval(spec, root, keys)).data_sha256_hmac  # pinned to the spec's data
     raw = yaml.safe_load(spec.read_text())
     data, schema = (spec.parent / raw["dataset"]["path"]).resolve(), (spec.parent / raw["schema"]).resolve()
+    other = make_demo_inputs(tmp_path / "other", rows=600).with_name("data.csv")  # the same schema, other people
     registry_keys = Path(os.environ["SDGOV_KEY_DIR"]).resolve()  # the registry's signing key is in there
     config = tmp_path / "controller" / "worker.yaml"
     config.parent.mkdir()
@@ -118,8 +130,15 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
         yaml.safe_dump(
             {
                 "registry": str(root),
-                "datasets": {raw["dataset"]["name"]: {"data": str(data), "schema": str(schema)}},
-                "schedules": [{"spec": str(spec), "cron": "0 0 1 1 *"}],  # served, not due: attacked below
+                "datasets": {
+                    raw["dataset"]["name"]: {"data": str(data), "schema": str(schema)},
+                    "toyland_census_2012": {"data": str(other), "schema": str(schema)},
+                },
+                # served, not due: attacked below
+                "schedules": [{"spec": str(spec), "cron": "0 0 1 1 *", "data_sha256_hmac": pin}],
+                "max_concurrent_runs": 2,
+                "poll_interval_s": 1,
+                "decision_timeout_s": 3600,
             }
         )
     )
@@ -133,17 +152,20 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
     people = {n: [data, registry_keys, *[keys[o] for o, _ in PEOPLE if o != n]] for n, _ in PEOPLE}
     office = Office(team_server, root, keys, people)
 
-    worker = start_party(  # the controller's machine: the data and the registry key, never the people's keys
-        "worker",
-        ["worker", "start", "--config", str(config)],
-        {
-            **team_server.env,
-            "SDGOV_KEY_DIR": str(registry_keys),
-            "SDGOV_AUTHORITY": os.environ["SDGOV_AUTHORITY"],  # this test's budget authority (tests/conftest.py)
-            "PREFECT_RUNNER_POLL_FREQUENCY": "1",
-        },
-        [keys[n] for n, _ in PEOPLE],
-    )
+    def start_worker():  # the controller's machine: the data and the registry key, never the people's keys
+        return start_party(
+            "worker",
+            ["worker", "start", "--config", str(config)],
+            {
+                **team_server.env,
+                "SDGOV_KEY_DIR": str(registry_keys),
+                "SDGOV_AUTHORITY": os.environ["SDGOV_AUTHORITY"],  # this test's budget authority (tests/conftest.py)
+                "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+            },
+            [keys[n] for n, _ in PEOPLE],
+        )
+
+    worker = start_worker()
     try:
         deadline = time.monotonic() + 180
         while not office.deployment("sdgov-controller-release/controller"):
@@ -160,6 +182,8 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
         run = json.loads(submitted.stdout)["flow_run_id"]
         p = office.paused("agreement", run)
         assert p["sha256"] == json.loads(submitted.stdout)["agreement_sha256"] and p["verified"]
+        due = datetime.fromisoformat(p["deadline"].replace("Z", "+00:00")) - datetime.now(UTC)
+        assert 3000 < due.total_seconds() <= 3600, p["deadline"]  # worker.yaml's decision_timeout_s, not the analyst's
         assert flow_runs_in_postgres(postgres_cluster, run) == 1  # the run is in PostgreSQL, not a SQLite file
         seen = office.person("Cora Compliance", ["runs", "--json", "--root", str(root)])  # no data, no key needed
         assert run in [r["run_id"] for r in json.loads(seen.stdout)["paused"]]
@@ -186,12 +210,28 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
         assert "SPOOFED" not in json.dumps(rel) and rel["summary"]["verdict"] == "pass"
         # what every login holder reads of the pause (the form's text, the pending record): only what the card
         # publishes — no utility against the real data, no hash of the data
-        readable = json.dumps(
-            office.api.post(f"/flow_runs/{run}/input/filter", json={"prefix": "", "limit": 200}).json()
-        )
-        assert rel["sha256"] in readable and "Sign off the release" in readable
+        deadline = time.monotonic() + 60  # the form is saved a moment after the run shows as paused
+        while "Sign off the release" not in (
+            readable := json.dumps(
+                office.api.post(f"/flow_runs/{run}/input/filter", json={"prefix": "", "limit": 200}).json()
+            )
+        ):
+            assert time.monotonic() < deadline, "the release form was not saved"
+            time.sleep(0.5)
+        assert rel["sha256"] in readable
+        assert "Decide by " + p["deadline"].replace("T", " ").rstrip("Z") in readable  # the deadline, on the form
         for secret in ("TVD", "real vs synthetic", "fingerprint", "true record count", "Fitness statement"):
             assert secret not in readable, secret
+        # the draft card rewritten in the registry before approval: flagged by runs, refused by approve
+        draft = Path(rel["summary"]["draft_card"])
+        shown = draft.read_bytes()
+        draft.write_bytes(shown.replace(b"</body>", b"<p>every check passed</p></body>"))
+        _, flagged, _ = office.cli("runs", "--json", "--root", str(root))
+        [entry] = [r for r in json.loads(flagged)["paused"] if r["run_id"] == run]
+        assert not entry["verified"] and "card.html was changed after the flow showed it" in entry["unverified"]
+        code, _, err = office.cli("approve", run, *carl, "--yes", "--hash", rel["sha256"][:8])
+        assert code == 2 and "card.html was changed" in err, err
+        draft.write_bytes(shown)
         assert (
             office.api.patch(f"/flow_runs/{run}", json={"parameters": {"proposer": "Cora Compliance"}}).status_code
             == 204
@@ -210,27 +250,46 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
         fresh = signed_proposal(root, analyst / "spec.yaml", keys)  # valid: refused for its parameters alone
         attempts = {
             "redirected": (dep, {"proposal": fresh, "spec_yaml": text, **elsewhere}),
+            "held for a year": (dep, {"proposal": fresh, "spec_yaml": text, "timeout_s": 31536000}),
             "replayed": (dep, {"proposal": replay, "spec_yaml": text}),
             "unsigned": (dep, {"proposal": "", "spec_yaml": text}),
             "scheduled elsewhere": (sched, elsewhere),
+            "scheduled on other data": (sched, {"data_path": str(other)}),  # a dataset the worker holds, same schema
         }  # fmt: skip
-        for name, (d, params) in attempts.items():
-            made = office.api.post(f"/deployments/{d['id']}/create_flow_run", json={"parameters": params})
-            assert made.status_code == 201, (name, made.text)
-            assert office.final(made.json()["id"])["name"] == "Refused", name
+        made = {}
+        for name, (d, params) in attempts.items():  # made at once: the worker runs them two at a time
+            made[name] = office.api.post(f"/deployments/{d['id']}/create_flow_run", json={"parameters": params})
+            assert made[name].status_code == 201, (name, made[name].text)
+        for name, created in made.items():
+            assert office.final(created.json()["id"])["name"] == "Refused", name
 
-        # 5. a paused run forced to COMPLETED: the worker's flow sees it and logs it
-        again = office.person(
-            "Ada Analyst", ["propose", "--spec", str(analyst / "spec.yaml"), *ada, "--submit", "--json"]
-        )
-        forced = json.loads(again.stdout)["flow_run_id"]
+        # 5. two runs at once (max_concurrent_runs: 2); a third waits for a slot. One paused run forced to
+        # COMPLETED through the API is cancelled and logged, and its slot serves the third
+        def submit() -> str:
+            made = office.person("Ada Analyst", ["propose", "--spec", str(analyst / "spec.yaml"), *ada, "--submit"])
+            return made.stdout.split()[2]  # "submitted run <id> of …"
+
+        forced, held = submit(), submit()
         office.paused("agreement", forced)
+        office.paused("agreement", held)
+        waiting = submit()
         res = office.api.post(f"/flow_runs/{forced}/set_state", json={"state": {"type": "COMPLETED"}, "force": True})
         assert res.status_code in (200, 201), res.text
-        deadline = time.monotonic() + 120
-        while not any(e.event == "run_tampered" and "forced" in e.comment for e in office.events()):
-            assert time.monotonic() < deadline, "the forced state was not logged"
-            time.sleep(1)
+        assert office.final(forced, 120, final=())["type"] == "CANCELLED"  # COMPLETED was forced; the run ended it
+        office.paused("agreement", waiting)  # served once the forced run's process ended
+
+        # 6. the worker and its runs' processes die (systemd stopping it, a reboot): a decision sent meanwhile is
+        # never reported as taken; the restarted worker ends both runs it held and logs them
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.communicate(timeout=60)
+        lost = office.paused("agreement", held)
+        code, _, err = office.cli("approve", held, *carl, "--yes", "--hash", lost["sha256"][:8], "--wait", "5")
+        assert code == 2 and "no process took the decision" in err, err
+        worker = start_worker()
+        for ended in (held, waiting):
+            assert office.final(ended, 180)["type"] == "CANCELLED", ended
+        code, _, err = office.cli("approve", held, *carl, "--yes", "--hash", lost["sha256"][:8])
+        assert code == 2 and "is not paused" in err, err
     finally:
         worker.terminate()
         _, worker_err = worker.communicate(timeout=60)
@@ -247,7 +306,13 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
     refused = " | ".join(e.comment for e in events if e.event in ("run_refused", "proposal_refused"))
     assert "registry_root" in refused and "not the controller's" in refused  # both deployments refused redirects
     assert "already submitted" in refused and "unreadable" in refused  # the replay, the unsigned one
+    assert "timeout_s" in refused and f"data_path '{other}' is not the schedule's" in refused
     assert not attacker.exists()  # nothing was written where a run asked
+    ended = {e.artifacts["flow_run_id"]: e.comment for e in events if e.event == "run_ended"}
+    assert "forced to COMPLETED" in ended[forced] and "nothing was drawn, spent or released" in ended[forced]
+    assert all("worker restarted" in ended[r] and "nothing was drawn" in ended[r] for r in (held, waiting)), ended
+    assert names.count("worker_started") == 1  # the restart (the first start was before seq0)
+    assert [e.event for e in events if e.run_id and str(other) in e.comment] == ["run_refused"]
     card = json.loads(next(root.glob("releases/*/card.json")).read_text())
     assert [(s["name"], s["subject"], s["identity_verified"]) for s in card["signoffs"]] == [
         ("Ada Analyst", "agreement", True),

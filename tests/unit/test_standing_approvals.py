@@ -19,10 +19,11 @@ from sdgov.governance.standing import (
     verify_standing,
 )
 from sdgov.registry.log import Registry
-from tests.conftest import init_registry
+from tests.conftest import init_registry, make_demo_inputs
 from tests.governance import controller_registry
 
 AGREEMENT = "ab" * 32
+DATA = "cd" * 32  # a data commitment (verify_standing checks it is pinned; check_pinned_data checks the file)
 LATER = (dt.date.today() + dt.timedelta(days=30)).isoformat()
 
 
@@ -32,6 +33,7 @@ def _approval(path: Path, **changes: object) -> Path:
         "agreement_approver": {"name": "Carl Controller", "role": "controller"},
         "release_approver": {"name": "Carl Controller", "role": "controller"},
         "agreement_sha256": AGREEMENT,
+        "data_sha256_hmac": DATA,
         "valid_until": LATER,
         **changes,
     }
@@ -119,13 +121,48 @@ def test_another_agreement_or_a_lapsed_approval_is_refused(governed, tmp_path: P
         _verify(old, reg)
 
 
-def test_unpinned_approvals_are_not_signed(governed, tmp_path: Path) -> None:
+@pytest.mark.parametrize("field", ["agreement_sha256", "data_sha256_hmac"])
+def test_unpinned_approvals_are_not_signed(governed, tmp_path: Path, field: str) -> None:
     reg, keys = governed
-    path = _approval(tmp_path / "approvals.yaml", agreement_sha256=None)
-    with pytest.raises(SpecError, match="pins 'agreement_sha256'"):
+    path = _approval(tmp_path / "approvals.yaml", **{field: None})
+    with pytest.raises(SpecError, match="pins 'agreement_sha256', 'data_sha256_hmac'"):
         sign_standing(path, reg, "Ada Analyst", keys["Ada Analyst"])
-    with pytest.raises(SpecError, match="must set 'agreement_sha256'"):
+    with pytest.raises(SpecError, match=f"must set '{field}'"):
         _verify(path, reg)
+
+
+def test_the_data_pin_refuses_other_data_before_it_is_parsed(governed, tmp_path: Path, capsys) -> None:
+    """Issue 38: the approval names its data by the controller's keyed commitment (HMAC of the file's sha256 under
+    the registry's secret, the card's ``dataset.sha256_hmac``): the same schema's other file, or the approved file
+    changed by one byte, is refused; the pin is no unkeyed hash of the data; the approval is signed over it."""
+    import hashlib
+
+    from sdgov.flows.cli import main
+    from sdgov.registry import commitment
+
+    reg, keys = governed
+    approved, other = tmp_path / "approved.csv", tmp_path / "other.csv"
+    approved.write_text("a,b\n1,2\n")
+    other.write_text("a,b\n1,3\n")
+    path = _approval(tmp_path / "approvals.yaml", data_sha256_hmac=None)
+    spec = make_demo_inputs(tmp_path / "in", rows=50)
+    args = ["approvals", "pin", str(path), "--spec", str(spec), "--data", str(approved), "--valid-until", LATER]
+    assert main([*args, "--root", str(reg.root), "--json"]) == 0, capsys.readouterr().err
+    pin = load_approvals(path).data_sha256_hmac
+    rid = reg.registry_id()
+    assert pin == commitment.registry_committer(rid)("sha256", hashlib.sha256(approved.read_bytes()).hexdigest())
+    assert pin != hashlib.sha256(approved.read_bytes()).hexdigest() and pin in capsys.readouterr().out
+    _sign_all(path, reg, keys)
+    a = load_approvals(path)
+    assert standing.check_pinned_data(a, approved, str(path), reg) == hashlib.sha256(approved.read_bytes()).hexdigest()
+    with pytest.raises(SpecError, match="not the data the standing approval pins"):
+        standing.check_pinned_data(a, other, str(path), reg)
+    with pytest.raises(SpecError, match="not the data the schedule in worker.yaml pins"):
+        standing.check_pinned_data(a, approved, str(path), reg, schedule_pin="ef" * 32)
+    edited = _approval(tmp_path / "edited.yaml", data_sha256_hmac=DATA)  # another pin: the signatures no longer hold
+    edited.write_text(path.read_text().replace(pin, DATA))
+    with pytest.raises(SpecError, match="no valid signature"):
+        verify_standing(load_approvals(edited), load_approvals(edited).agreement_sha256 or "", str(edited), reg)
 
 
 def test_a_sandbox_registry_records_typed_names_as_unverified(tmp_path: Path) -> None:

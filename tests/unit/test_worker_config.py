@@ -6,11 +6,12 @@ from __future__ import annotations
 import yaml
 
 from sdgov.flows.cli import main
-from sdgov.governance.worker import check_request, load_worker_config, untrusted_code
+from sdgov.governance.worker import check_request, load_worker_config, schedule_parameters, untrusted_code
 
 
 def write(tmp_path, **extra) -> tuple:
     (tmp_path / "specs").mkdir(exist_ok=True)
+    (tmp_path / "specs/app.yaml").write_text("dataset: {name: toy, path: x.csv}\n")  # what a schedule releases
     cfg = {
         "registry": "reg",
         "datasets": {"toy": {"data": "data/toy.csv", "schema": "data/schema.yaml"}},
@@ -30,17 +31,36 @@ def test_paths_are_made_absolute_from_the_files_folder(tmp_path):
 
 
 def test_a_scheduled_run_must_ask_for_exactly_what_the_configuration_says(tmp_path):
+    """Every parameter of a scheduled run is the worker's (issue 38): the registry, spec, data and approvals, and
+    the deadline, the polling and a DVC update too. A refusal does not repeat the configured paths."""
     cfg, _ = write(tmp_path)
-    ok = {"registry_root": str(tmp_path / "reg"), "spec_path": str(tmp_path / "specs/app.yaml"), "approval": "standing"}
+    [entry] = cfg.schedules
+    ok = schedule_parameters(cfg, entry)
+    assert ok["data_path"] == str(tmp_path / "data/toy.csv") and ok["timeout_s"] == cfg.decision_timeout_s
     assert check_request(cfg, ok) == []
     assert check_request(cfg, {**ok, "registry_root": "/tmp/attacker/reg"}) == [
         "registry_root '/tmp/attacker/reg' is not the worker's registry"
     ]
-    assert "approvals_path" in check_request(cfg, {**ok, "approvals_path": "/tmp/attacker/a.yaml"})[0]
-    assert "data_path" in check_request(cfg, {**ok, "data_path": "/tmp/other.csv"})[0]
+    assert check_request(cfg, {**ok, "approvals_path": "/tmp/attacker/a.yaml"}) == [
+        "approvals_path '/tmp/attacker/a.yaml' is not the schedule's"
+    ]
+    other = check_request(cfg, {**ok, "data_path": str(tmp_path / "data/other.csv")})
+    assert other == [f"data_path '{tmp_path / 'data/other.csv'}' is not the schedule's"]
+    assert str(tmp_path / "data/toy.csv") not in " ".join(other)  # the configured file is not shown
     assert "standing approval" in check_request(cfg, {**ok, "approval": "interactive"})[0]
     assert "no proposer" in check_request(cfg, {**ok, "proposer": "Cora Compliance"})[0]
     assert "spec_path" in check_request(cfg, {**ok, "spec_path": str(tmp_path / "specs/other.yaml")})[0]
+    for name, value in (("timeout_s", 31536000), ("poll_interval", 0), ("dvc_pull", True)):
+        assert check_request(cfg, {**ok, name: value}) == [
+            f"{name} {value!r} is the worker's to set (worker.yaml), not a run's"
+        ]
+
+
+def test_a_schedule_releases_the_dataset_its_spec_names_unless_it_says_which(tmp_path):
+    cfg, _ = write(tmp_path)
+    assert cfg.schedules[0].dataset == "toy" and cfg.max_concurrent_runs == 4 and cfg.poll_interval_s == 5
+    cfg, _ = write(tmp_path, schedules=[{"spec": "specs/app.yaml", "every": 60, "dataset": "other"}])
+    assert cfg.schedules[0].dataset == "other" and schedule_parameters(cfg, cfg.schedules[0])["data_path"] is None
 
 
 def test_a_proposal_naming_code_outside_sdgov_is_flagged():
