@@ -28,6 +28,7 @@ from sdgov.base.hashing import sha256_bytes
 from sdgov.base.loading import parse_yaml
 from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, refuse_run
 from sdgov.governance import worker
+from sdgov.governance.site import Site
 from sdgov.identity.statements import ProposalStatement, decode_statement
 from sdgov.registry.log import Registry
 
@@ -76,7 +77,7 @@ def controller_release_flow(
             "start it on the controller's machine: sdgov worker start --config worker.yaml",
         )
     cfg, cfg_sha = active
-    registry = Registry(cfg.registry)
+    registry = Site.resolve(cfg.registry).registry  # the worker's registry, never one a parameter names
     try:
         if unexpected:
             raise SdgovError(

@@ -135,11 +135,11 @@ class AgreementFiles:
         )
 
 
-def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: ValidatedData) -> AgreementFiles:
+def write_agreement(registry: Registry, run_id: str, loaded: LoadedSpec, data: ValidatedData) -> AgreementFiles:
     """Open the run directory and write the canonical agreement and the encoded data: the first writes of any
     release."""
     sha = loaded.agreement.sha256()
-    run_dir = Registry(registry_root).run_dir(run_id)
+    run_dir = registry.run_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=False)
     write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
     return AgreementFiles(

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
     from sdgov.registry.log import Registry
@@ -20,9 +20,8 @@ def cmd_registry(args: argparse.Namespace) -> int:
     """``list``, ``show``, ``recover`` and ``checkpoint`` (to ``--out`` or stdout) exit 0 and refuse a directory that
     is not a registry; ``verify`` and ``prove`` exit 0 intact / proved, 1 not, 2 bad input."""
     from sdgov.registry import checkpoint
-    from sdgov.registry.log import Registry
 
-    reg = Registry(args.root)
+    reg = site_of(args).registry
     if args.action == "verify":
         return _verify(args, reg)
     reg.require_existing()
@@ -124,7 +123,7 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
         dataset = json.loads(card_path.read_text())["dataset"]
     except (ValueError, KeyError, TypeError):
         raise SdgovError("the release's card.json is not a card", str(card_path), "sdgov registry verify") from None
-    opened = commitment.prove(reg.registry_id(), dataset, values)
+    opened = commitment.prove(reg, dataset, values)
     proved = all(opened.values())
     human = (
         f"{'proved' if proved else 'NOT proved'}: release {args.release_id} "
@@ -144,12 +143,10 @@ def cmd_budget(args: argparse.Namespace) -> int:
     if args.action == "lifetime":
         return _set_lifetime(args)
     from sdgov.governance.ledger import ledger_summary
-    from sdgov.governance.policy import load_policy
-    from sdgov.registry.log import Registry
 
-    reg = Registry(args.root)
-    policy, sha = load_policy(reg.root)
-    accts = ledger_summary(reg)
+    site = site_of(args)
+    policy, sha = site.policy()
+    accts = ledger_summary(site)
     lines = [
         f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
         + (
@@ -182,7 +179,6 @@ def _set_lifetime(args: argparse.Namespace) -> int:
     """``budget lifetime --dataset NAME --rho X [--as CONTROLLER --key KEY]``: one line per account set, exit 0."""
     from sdgov.base.errors import SdgovError
     from sdgov.governance.ledger import set_lifetime
-    from sdgov.registry.log import Registry
 
     if not args.dataset or args.rho is None:
         raise SdgovError(
@@ -190,7 +186,7 @@ def _set_lifetime(args: argparse.Namespace) -> int:
         )
     if not args.rho > 0 or args.rho == float("inf"):
         raise SdgovError(f"--rho must be a positive number (got {args.rho:g})", "sdgov budget lifetime", "give ρ > 0")
-    stored = set_lifetime(Registry(args.root), args.dataset, args.rho, args.who, args.key)
+    stored = set_lifetime(site_of(args), args.dataset, args.rho, args.who, args.key)
     emit(
         args,
         {"set": [s.model_dump() for s in stored]},
@@ -206,10 +202,9 @@ def _set_lifetime(args: argparse.Namespace) -> int:
 def cmd_trail(args: argparse.Namespace) -> int:
     """Print the audit trail (``--dataset``: only that dataset's events; ``--html`` / ``--prov``: also write those);
     exit 0 when the chain verifies, 1 when it does not."""
-    from sdgov.registry.log import Registry
     from sdgov.registry.trail import build_trail, render_text, render_trail_html, to_prov, write
 
-    t = build_trail(Registry(args.root), args.dataset)
+    t = build_trail(site_of(args).registry, args.dataset)
     written = {}
     if args.html:
         written["html"] = str(write(args.html, render_trail_html(t)))

@@ -29,9 +29,10 @@ A run that dies after the charge leaves a reservation with no draw: the noise it
 so the next run on the dataset (in any registry) draws it under that reservation, charging nothing more. A run
 that dies after recording the draw leaves the statistic in the authority: the re-run copies it, never re-draws.
 
-**Where it lives** (read from the environment only, like the registry key, :mod:`sdgov.registry.key`: a registry must
-not be able to name its own budget): ``$SDGOV_AUTHORITY`` — a file path (SQLite), or a ``postgresql://`` URL for a
-team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/authority.sqlite``).
+**Where it lives** (from the process's settings only, :mod:`sdgov.base.settings`, like the registry key: a registry
+must not be able to name its own budget): ``$SDGOV_AUTHORITY`` — a file path (SQLite), or a ``postgresql://`` URL
+for a team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/authority.sqlite``). The site
+(:class:`sdgov.governance.site.Site`) opens it once per process.
 
 **Why SQLite for the embedded default.** The check-and-charge must be one atomic step across processes, and a
 charge must be durable before any noise is drawn: SQLite (in the standard library) gives exactly that with a
@@ -60,8 +61,8 @@ from pathlib import Path
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
+from sdgov.base.settings import AUTHORITY, load_settings
 from sdgov.governance.authority_model import (
-    ENV,
     LATEST_LIFETIMES,
     Authority,
     Charge,
@@ -75,7 +76,6 @@ from sdgov.governance.authority_model import (
 )
 
 __all__ = [
-    "ENV",
     "Authority",
     "Charge",
     "Drawn",
@@ -94,16 +94,13 @@ _held = threading.local()  # authority locations whose lock this thread holds (r
 
 
 def location() -> str:
-    """Where the controller's authority is: ``$SDGOV_AUTHORITY``, else under the user's data directory."""
-    explicit = os.environ.get(ENV)
-    if explicit:
-        return explicit
-    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return str(data / "sdgov" / FILE)
+    """Where the controller's authority is by the process's settings: ``$SDGOV_AUTHORITY``, else under the user's
+    data directory."""
+    return load_settings().authority()
 
 
 def open_authority(where: str | None = None) -> Authority:
-    """The controller's budget authority at :func:`location` (or ``where``)."""
+    """The controller's budget authority at ``where`` (the site's), else at :func:`location`."""
     where = where or location()
     if where.startswith(("postgresql://", "postgres://")):
         from sdgov.governance.authority_pg import PostgresAuthority  # asyncpg: only a team's controller loads it
@@ -135,6 +132,11 @@ class SqliteAuthority:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    @property
+    def where(self) -> str:
+        """The SQLite file."""
+        return str(self.path)
 
     # ---------------------------------------------------------------- connection
     @contextlib.contextmanager
@@ -368,7 +370,7 @@ class SqliteAuthority:
             return set() if con is None else {r[0] for r in con.execute("SELECT key FROM statistics")}
 
 
-_FIX = f"restore the controller's budget authority from its backup, or point ${ENV} at it"
+_FIX = f"restore the controller's budget authority from its backup, or point ${AUTHORITY} at it"
 
 
 def _lifetime(row: tuple) -> Lifetime:

@@ -23,7 +23,6 @@ from typing import Protocol
 from sdgov.base.errors import BudgetError
 from sdgov.base.model import Frozen
 
-ENV = "SDGOV_AUTHORITY"
 TOLERANCE = 1e-9  # relative: float sums of ρ must not refuse an exact fit
 
 
@@ -76,6 +75,11 @@ class Authority(Protocol):
     @property
     def authority_id(self) -> str:
         """A random id, fixed when the authority is created: what cards and logs name it by."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """Where it is, as a one-line error names it (a file, or a database URL without its password)."""
         ...
 
     def lock(self) -> contextlib.AbstractContextManager[None]:

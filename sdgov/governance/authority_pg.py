@@ -32,8 +32,8 @@ import asyncpg  # the Prefect server's own PostgreSQL driver; only a postgresql:
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
+from sdgov.base.settings import AUTHORITY
 from sdgov.governance.authority_model import (
-    ENV,
     LATEST_LIFETIMES,
     Charge,
     Drawn,
@@ -98,6 +98,11 @@ class PostgresAuthority:
         self.url = url
         self._ready = False
 
+    @property
+    def where(self) -> str:
+        """The database URL without its password."""
+        return masked(self.url)
+
     # ---------------------------------------------------------------- connection
     def _run(self, work: Any, *args: Any) -> Any:
         """``await work(connection, *args)`` in one transaction on a fresh connection; a server that refuses, or a
@@ -130,7 +135,7 @@ class PostgresAuthority:
         return RegistryError(
             f"the budget authority's database {what} ({type(exc).__name__}: {first})",
             masked(self.url),
-            f"check the PostgreSQL server and ${ENV} (the password from PGPASSWORD or ~/.pgpass)",
+            f"check the PostgreSQL server and ${AUTHORITY} (the password from PGPASSWORD or ~/.pgpass)",
         )
 
     @property

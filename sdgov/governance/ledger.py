@@ -63,10 +63,11 @@ from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
 from sdgov.governance.approvers import Approver, Approvers
-from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend, open_authority
+from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend
 from sdgov.governance.controller import check_controller_files
 from sdgov.governance.lifetime import COMMAND, LIFETIME, in_force, own_raise, refusal
 from sdgov.governance.policy import POLICY_FILE, Policy, load_policy, policy_path
+from sdgov.governance.site import Site
 from sdgov.identity.keys import key_fingerprint, verifies
 from sdgov.identity.statements import LifetimeStatement, encode_statement, signed_bytes
 from sdgov.registry.log import policy_problems  # the registry checks the policy hash the ledger logs
@@ -157,19 +158,13 @@ def _mine(events: list[Event], dataset: str, fingerprint: str) -> list[Spend]:
     return [s for s in spends(events) if s.fingerprint == fingerprint or s.dataset == dataset]
 
 
-def account(
-    registry: Registry,
-    dataset: str,
-    fingerprint: str,
-    events: list[Event] | None = None,
-    authority: Authority | None = None,
-) -> Account:
-    """The dataset's account under this registry's policy (PolicyError when it has none): every charge the
+def account(site: Site, dataset: str, fingerprint: str, events: list[Event] | None = None) -> Account:
+    """The dataset's account under the site registry's policy (PolicyError when it has none): every charge the
     controller's authority holds, from every registry, plus this registry's logged spends it lacks."""
+    registry, authority = site.registry, site.authority
     events = registry.verified_events() if events is None else events
     policy, policy_sha = load_policy(registry.root)
     limits, entry = policy.limits(fingerprint, dataset)
-    authority = authority or open_authority()
     charged = [_spend(c) for c in authority.charges(fingerprint, dataset)]
     refs = {s.ref for s in charged}
     mine = charged + [s for s in _mine(events, dataset, fingerprint) if s.ref not in refs]
@@ -218,7 +213,7 @@ def reservation(events: list[Event], key: str) -> Spend | None:
 
 
 def spend_locked(
-    registry: Registry,
+    site: Site,
     *,
     dataset: str,
     fingerprint: str,
@@ -226,17 +221,16 @@ def spend_locked(
     agreement_sha256: str,
     run_id: str,
     events: list[Event],
-    authority: Authority | None = None,
 ) -> Spend | None:
     """Reserve the ρ of new statistics (key → ρ) in the controller's authority, checked against the lifetime ρ over
     every registry's charges, or refuse them all. Call with the registry lock and the authority's lock held (the
-    controller's authority when ``authority`` is None; its lock is re-entrant), before any draw, with only
+    site's authority; its lock is re-entrant), before any draw, with only
     statistics no earlier spend reserved and ``events`` the log as verified under that same lock
     (:meth:`~sdgov.registry.log.Registry.verified_events`: verifying every signature again would find the same
     log). ``None`` when there is nothing to spend."""
     if not statistics:
         return None
-    authority = authority or open_authority()
+    registry, authority = site.registry, site.authority
     with authority.lock():
         return _spend_locked(registry, dataset, fingerprint, statistics, agreement_sha256, run_id, events, authority)
 
@@ -322,12 +316,11 @@ def _spend_locked(
 
 
 def set_lifetime(
-    registry: Registry,
+    site: Site,
     dataset: str,
     rho: float,
     signer: str | None = None,
     key: str | Path | None = None,
-    authority: Authority | None = None,
 ) -> list[Lifetime]:
     """``sdgov budget lifetime``: the controller sets the lifetime of every account known by ``dataset`` (a name
     label or a fingerprint) through this registry — recorded in the authority (when, through which registry) and
@@ -337,7 +330,7 @@ def set_lifetime(
     Refused (one line, nothing written) while the registry fails verification or its controller files differ from
     their last commit, for an account the authority does not know, for a signer who is not a controller or a key
     not theirs, and above what this registry's policy states for the dataset (the policy bounds every account)."""
-    authority = authority or open_authority()
+    registry, authority = site.registry, site.authority
     registry.require_existing()
     with registry.lock(), authority.lock():
         events = registry.verified_events()
@@ -493,11 +486,11 @@ def check_policy_logged(registry: Registry, events: list[Event]) -> None:
         )
 
 
-def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
+def ledger_summary(site: Site) -> list[dict[str, Any]]:
     """Every dataset this registry has spent on or holds statistics of (copied from another registry through the
     controller's authority), with its account over every registry (for ``sdgov budget`` and the trail)."""
+    registry, authority = site.registry, site.authority
     events = registry.verified_events()
-    authority = open_authority()
     seen: dict[str, str] = {}
     for s in spends(events):
         seen.setdefault(s.fingerprint, s.dataset)
@@ -509,7 +502,7 @@ def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
     out = []
     for fingerprint, name in seen.items():
         try:
-            out.append(account(registry, name, fingerprint, events, authority).model_dump())
+            out.append(account(site, name, fingerprint, events).model_dump())
         except SdgovError as exc:
             mine = _mine(events, name, fingerprint)
             out.append(

@@ -12,10 +12,8 @@ new lifetime in the authority and logs it (``budget_lifetime_changed``), as the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sdgov.base.errors import BudgetError
-from sdgov.governance.authority import Authority, Lifetime, open_authority
+from sdgov.governance.authority import Authority, Lifetime
 from sdgov.governance.authority_model import above
 from sdgov.registry.log import POLICY_FILE, Registry
 
@@ -50,13 +48,13 @@ def refusal(dataset: str, account: Lifetime, policy_rho: float, entry: str) -> B
 
 
 def check_lifetime(
-    root: str | Path, fingerprint: str, name: str, policy_rho: float, entry: str, authority: Authority | None = None
+    registry: Registry, authority: Authority, fingerprint: str, name: str, policy_rho: float, entry: str
 ) -> None:
     """The pre-flight (:func:`sdgov.governance.policy.check_plan_allowed`): refuse (one line) a run whose registry's
     policy (``policy_rho``, from its ``entry``) states a higher lifetime than the dataset's account, before anything
     is written; the charge's own transaction checks it again."""
-    account = (authority or open_authority()).lifetime(fingerprint, name)
-    rid = Registry(root).registry_id()  # '' for a registry not created yet: it never set an account
+    account = authority.lifetime(fingerprint, name)
+    rid = registry.registry_id()  # '' for a registry not created yet: it never set an account
     if above(policy_rho, account) and not own_raise(account, policy_rho, rid):
         assert account is not None
         raise refusal(name, account, policy_rho, entry)

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import Field, PositiveFloat, PositiveInt
@@ -53,6 +54,9 @@ from sdgov.base.model import Frozen
 from sdgov.generators.registry import GENERATORS
 from sdgov.governance.lifetime import check_lifetime
 from sdgov.registry.log import POLICY_FILE  # one name for the controller's policy file
+
+if TYPE_CHECKING:
+    from sdgov.governance.site import Site
 
 DEFAULT_LIFETIME_RHO = 1.0
 DEFAULT_MAX_EPSILON = 2.0
@@ -266,16 +270,14 @@ def check_release(
         )
 
 
-def check_plan_allowed(
-    root: str | Path, agreement: Agreement, fingerprint: str, name: str, n_records: int
-) -> PrivacyPlan:
+def check_plan_allowed(site: Site, agreement: Agreement, fingerprint: str, name: str, n_records: int) -> PrivacyPlan:
     """Everything the policy can refuse, checked before a run writes anything: a registry with no policy, the
     generator, the row count, δ and the release's ε (under the controller's σ floor), and a lifetime above the
     dataset's account in the controller's budget authority (:mod:`sdgov.governance.lifetime`). Returns the plan."""
-    policy, _ = load_policy(root)
+    policy, _ = load_policy(site.root)
     limits, entry = policy.limits(fingerprint, name)
     plan = planned(limits, agreement)
-    check_release(limits, entry, agreement, plan, n_records, str(policy_path(root)))
+    check_release(limits, entry, agreement, plan, n_records, str(policy_path(site.root)))
     if plan.noise != "none":  # exact statistics spend nothing: no account to answer to
-        check_lifetime(root, fingerprint, name, limits.lifetime_rho, entry)
+        check_lifetime(site.registry, site.authority, fingerprint, name, limits.lifetime_rho, entry)
     return plan

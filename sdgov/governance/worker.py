@@ -21,7 +21,6 @@ the log says which configuration ran each release.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -32,11 +31,9 @@ from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.loading import load_model_file
 from sdgov.base.model import Frozen
-
-ENV = "SDGOV_WORKER_CONFIG"  # set by `sdgov worker start` in its own process: the runs it executes inherit it
+from sdgov.base.settings import load_settings
 
 __all__ = [
-    "ENV",
     "DatasetSource",
     "ScheduleEntry",
     "WorkerConfig",
@@ -115,7 +112,7 @@ def load_worker_config(path: str | Path) -> tuple[WorkerConfig, str]:
 
 def active() -> tuple[WorkerConfig, str] | None:
     """The configuration of the worker this process runs in (None outside a controller's worker)."""
-    path = os.environ.get(ENV)
+    path = load_settings().worker_config()
     return load_worker_config(path) if path else None
 
 

@@ -41,10 +41,10 @@ from sdgov.base.hashing import sha256_bytes, sha256_file, sha256_json, write_jso
 from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed
 from sdgov.data.schema import Clique, Schema
-from sdgov.governance import authority as budget_authority
 from sdgov.governance import ledger
 from sdgov.governance.authority import Authority
 from sdgov.governance.policy import check_release, load_policy, planned
+from sdgov.governance.site import Site
 from sdgov.measurement.marginals import Measurement, MeasurementSet
 from sdgov.registry import commitment
 from sdgov.registry.log import Event, Registry
@@ -117,7 +117,7 @@ class Outcome:
 
 
 def measure_once(
-    registry: Registry,
+    site: Site,
     agreed: Agreed,
     agreement: Agreement,
     schema: Schema,
@@ -129,7 +129,7 @@ def measure_once(
     cliques only) when something is missing: ``draw(cliques, sigmas, part)`` counts the part's records only."""
     run_id = Path(agreed.run_dir).name
     fp, name, n = agreed.data.fingerprint, agreed.data.name, agreed.data.rows
-    auth = budget_authority.open_authority()
+    registry, auth = site.registry, site.authority
     with registry.lock(), auth.lock():
         policy, policy_sha = load_policy(registry.root)
         limits, entry = policy.limits(fp, name)
@@ -161,16 +161,15 @@ def measure_once(
                 adopted[key], how[key] = payload, "adopted"
             elif not reserved and plan.noise != "none" and auth.reservation(key) is None:
                 new[key] = rhos[key]  # reserved by a dead run in another registry: drawn under its reservation
-        acct_before = ledger.account(registry, name, fp, events, auth)
+        acct_before = ledger.account(site, name, fp, events)
         spend = ledger.spend_locked(
-            registry,
+            site,
             dataset=name,
             fingerprint=fp,
             statistics=new,
             agreement_sha256=agreed.agreement_sha256,
             run_id=run_id,
             events=events,
-            authority=auth,
         )
         fault_point("after_spend")
         missing = [u for u, k in keys.items() if k not in logged and k not in adopted and k not in copied]
@@ -261,7 +260,7 @@ def _shared(auth: Authority, registry: Registry, key: str, fingerprint: str, noi
     if Statistic.model_validate_json(payload).fingerprint != fingerprint:
         raise RegistryError(
             "the budget authority holds another dataset's statistic under this key",
-            budget_authority.location(),
+            auth.where,
             "restore the controller's budget authority from its backup",
         )
     path = registry.measurement_path(key)
@@ -338,7 +337,7 @@ def _assemble(
     """ψ as published: the dataset and each statistic named by their keyed commitments, never by the unkeyed
     fingerprint or store key (each a function of the records alone: an oracle for a record the reader lacks).
     The measure stage makes the registry's commitment secret if it has none; a re-export never does."""
-    commit = commitment.registry_committer(registry.registry_id(), create=create_secret)
+    commit = commitment.registry_committer(registry, create=create_secret)
     return MeasurementSet(
         agreement_sha256=agreement.sha256(),
         dataset_fingerprint=commit("fingerprint", fingerprint),
@@ -417,7 +416,7 @@ def _budget_record(
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
     this_registry = registry.registry_id()
-    commit = commitment.registry_committer(this_registry)  # budget.json is published: no unkeyed hash
+    commit = commitment.registry_committer(registry)  # budget.json is published: no unkeyed hash
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
         key = keys[(m.part, m.clique)]
@@ -527,7 +526,7 @@ def other_scales(
 def releases_using(registry: Registry, keys: set[str]) -> dict[str, list[str]]:
     """Statistic key → the published releases whose ψ contains it (read from their immutable artifacts, which name
     it by its commitment; releases published before commitments, by the key itself)."""
-    commit = commitment.registry_committer(registry.registry_id())
+    commit = commitment.registry_committer(registry)
     named = {commit("statistic", k): k for k in keys} | {k: k for k in keys}
     out: dict[str, list[str]] = {}
     for r in registry.releases():

@@ -9,7 +9,9 @@ costs nothing.
 from sdgov.base.face import lazy_face
 
 _WHERE = {
+    "Committer": "commitment",
     "Event": "log",
+    "KeyStore": "key",
     "LogBroken": "log",
     "POLICY_FILE": "log",
     "Registry": "log",
@@ -17,13 +19,16 @@ _WHERE = {
     "build_trail": "trail",
     "log_head": "log",
     "policy_problems": "log",
+    "registry_committer": "commitment",
     "render_text": "trail",
     "render_trail_html": "trail",
     "to_prov": "trail",
     "write": "trail",
 }
 __all__ = [
+    "Committer",
     "Event",
+    "KeyStore",
     "LogBroken",
     "POLICY_FILE",
     "Registry",
@@ -31,6 +36,7 @@ __all__ = [
     "build_trail",
     "log_head",
     "policy_problems",
+    "registry_committer",
     "render_text",
     "render_trail_html",
     "to_prov",

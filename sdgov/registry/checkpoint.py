@@ -54,7 +54,7 @@ def make(registry: Registry) -> Checkpoint:
             "the log is empty: nothing to checkpoint", str(registry.log_path), "release something first"
         )
     rid = registry.registry_id()
-    key = registry_key.require(rid)
+    key = registry_key.require(registry.keys, rid)
     head = events[-1]
     cp = Checkpoint(
         registry_id=rid,

@@ -1,6 +1,6 @@
 """The artifact registry: immutable release directories and an append-only, hash-chained event log.
 
-Layout under the store root (default ``./registry``, or ``$SDGOV_REGISTRY``, or ``--root``)::
+Layout under the store root (``--root``, else ``$SDGOV_REGISTRY``, else ``./registry``: :mod:`sdgov.base.settings`)::
 
     registry.json                  the registry's id and public key (also in the log's first, genesis event)
     log.jsonl                      one canonical-JSON event per line; each carries the hash of the one before
@@ -46,6 +46,8 @@ from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import canonical_json, sha256_bytes, sha256_file
 from sdgov.base.model import Frozen
+from sdgov.base.settings import REGISTRY, load_settings
+from sdgov.registry.key import KeyStore
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -60,10 +62,6 @@ EVENT_DOMAIN = "sdgov-log-event:v1"
 STAGING_PREFIX = ".staging-"
 
 _held = threading.local()  # roots whose lock this thread holds (the lock is re-entrant within a thread)
-
-
-def default_root() -> Path:
-    return Path(os.environ.get("SDGOV_REGISTRY", "registry"))
 
 
 class Event(Frozen):
@@ -114,8 +112,19 @@ def log_head(seq: int, head: str, registry_id: str) -> dict[str, Any]:
 
 
 class Registry:
-    def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root) if root is not None else default_root()
+    """One registry: its directory (``root``) and where its signing key and commitment secret are kept (``keys``).
+
+    A process builds it once, where it starts, as part of the controller's site
+    (:class:`sdgov.governance.site.Site`); without ``keys`` (or ``root``) it takes them from the process's settings
+    as they are now (:mod:`sdgov.base.settings`)."""
+
+    def __init__(self, root: str | Path | None = None, keys: KeyStore | None = None) -> None:
+        if root is None or keys is None:
+            settings = load_settings()
+            root = settings.registry_root(root)
+            keys = keys or KeyStore.from_settings(settings)
+        self.root = Path(root)
+        self.keys = keys
         try:  # a root that is a file or a symlink loop is one line here, not a traceback deep in a command
             usable = not self.root.exists() or self.root.is_dir()
             self.root.resolve(strict=self.root.is_symlink())
@@ -123,7 +132,7 @@ class Registry:
             raise RegistryError(
                 f"the registry root cannot be used ({getattr(exc, 'strerror', None) or exc})",
                 str(self.root),
-                "point --root (or $SDGOV_REGISTRY) at a registry directory",
+                f"point --root (or ${REGISTRY}) at a registry directory",
             ) from None
         if not usable:
             raise RegistryError(
@@ -205,7 +214,7 @@ class Registry:
                     str(self.log_path),
                     "restore log.jsonl from a backup (and check it with 'sdgov registry verify --checkpoint')",
                 )
-            return registry_key.require(str(cfg["registry_id"]))
+            return registry_key.require(self.keys, str(cfg["registry_id"]))
         if self.log_path.exists() and self.log_path.stat().st_size:
             raise RegistryError(
                 f"the log has events but there is no {CONFIG} naming the registry and its key",
@@ -213,9 +222,9 @@ class Registry:
                 "restore registry.json from a backup",
             )
         rid = uuid.uuid4().hex
-        key = registry_key.create(rid)
+        key = registry_key.create(self.keys, rid)
         public = keys.public_line(key.public_key())
-        config = {"registry_id": rid, "public_key": public, "key_hint": str(registry_key.key_path(rid))}
+        config = {"registry_id": rid, "public_key": public, "key_hint": str(self.keys.key_path(rid))}
         atomic_write_bytes(self.root / CONFIG, json.dumps(config, sort_keys=True, indent=2).encode() + b"\n")
         self._write_event(
             key,
@@ -533,12 +542,12 @@ class Registry:
         cfg = self.config()
         if cfg.get("registry_id") != rid or cfg.get("public_key") != text:
             problems.append((1, f"the genesis event and {CONFIG} disagree on the registry id or public key"))
-        private = registry_key.load_registry_key(rid)
+        private = registry_key.load_registry_key(self.keys, rid)
         if private is not None and keys.public_line(private.public_key()) != text:
             problems.append(
                 (
                     1,
-                    f"the genesis public key is not that of this registry's key {registry_key.key_path(rid)} "
+                    f"the genesis public key is not that of this registry's key {self.keys.key_path(rid)} "
                     "(re-keyed)",
                 )
             )

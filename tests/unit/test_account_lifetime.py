@@ -23,6 +23,7 @@ from sdgov.governance import ledger
 from sdgov.governance.authority import LifetimeAbove, Overspend, open_authority
 from sdgov.governance.authority_model import Charge
 from sdgov.governance.lifetime import LIFETIME
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, tree_bytes
 from tests.unit.test_ledger import RHO, _events, _measure_only, _spec
@@ -114,7 +115,7 @@ def test_a_lower_policy_is_stricter_and_the_account_keeps_its_lifetime(tmp_path)
         _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), b)  # 1.9·ρ₀ > B's 1.5·ρ₀
     assert open_authority().lifetime(fp, NAME).lifetime_rho == pytest.approx(2.5 * RHO), "the account's stays"
     _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # within the account's 2.5·ρ₀: A spends it
-    assert ledger.account(Registry(a), NAME, fp).spent_rho == pytest.approx(1.9 * RHO)
+    assert ledger.account(Site.resolve(a), NAME, fp).spent_rho == pytest.approx(1.9 * RHO)
 
 
 def test_the_registry_that_set_the_account_raises_it_by_its_signed_policy_change(tmp_path, capsys):

@@ -42,10 +42,10 @@ def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
     events = reg.events()
     genesis, rid = events[0], reg.registry_id()
     assert genesis.event == "registry_created" and genesis.artifacts["registry_id"] == rid
-    key_file = registry_key.key_path(rid)
+    key_file = reg.keys.key_path(rid)
     assert key_file.is_file() and root.resolve() not in key_file.resolve().parents
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
-    public = keys.public_line(registry_key.require(rid).public_key())
+    public = keys.public_line(registry_key.require(reg.keys, rid).public_key())
     assert (
         genesis.artifacts["registry_public_key"]
         == public
@@ -60,7 +60,8 @@ def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
 def test_without_the_key_nothing_is_appended_but_anyone_can_verify(tmp_path, monkeypatch):
     root = tmp_path / "registry"
     reg = _registry(root)
-    monkeypatch.setenv("SDGOV_KEY_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("SDGOV_KEY_DIR", str(tmp_path / "elsewhere"))  # a process whose settings name other keys
+    reg = Registry(root)
     with pytest.raises(RegistryError, match="signing key of registry .* is not on this machine"):
         reg.append("note", "Mallory", "analyst")
     assert len(reg.events()) == 4 and reg.verify() == []
