@@ -27,6 +27,8 @@ def cmd_registry(args: argparse.Namespace) -> int:
     reg.require_existing()
     if args.action == "prove":
         return _prove(args, reg)
+    if args.action == "rotate-secret":
+        return _rotate_secret(args, reg)
     if args.action == "list":
         rels = reg.releases()
         emit(
@@ -123,7 +125,13 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
         dataset = json.loads(card_path.read_text())["dataset"]
     except (ValueError, KeyError, TypeError):
         raise SdgovError("the release's card.json is not a card", str(card_path), "sdgov registry verify") from None
-    opened = commitment.prove(reg, dataset, values)
+    released_at = next(e.seq for e in reg.events() if e.event == "released" and e.release_id == args.release_id)
+    try:
+        opened = commitment.prove(reg, dataset, values, released_at)
+    except commitment.SecretReplaced as exc:  # says nothing about the data: not 'does not commit to this data'
+        emit(args, {"release_id": args.release_id, "proved": False, "secret_replaced": True, "why": exc.what},
+             f"NOT proved: {exc.what} ({exc.fix})")  # fmt: skip
+        return 1
     proved = all(opened.values())
     human = (
         f"{'proved' if proved else 'NOT proved'}: release {args.release_id} "
@@ -133,6 +141,16 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
     )
     emit(args, {"release_id": args.release_id, "proved": proved, "matches": opened}, human)
     return 0 if proved else 1
+
+
+def _rotate_secret(args: argparse.Namespace, reg: Registry) -> int:
+    """``rotate-secret [--as CONTROLLER --key KEY]``: log the secret now on the machine (made if none) as the one in
+    force; exit 0, a refusal one line, exit 2."""
+    from sdgov.governance.secret import rotate
+
+    e = rotate(reg, args.who, args.key)
+    emit(args, e.model_dump(), f"{e.comment} (log line {e.seq + 1}, signed by {e.actor})")
+    return 0
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
@@ -222,10 +240,11 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         cmd_registry,
         "list, show or verify releases and the signed event log; 'checkpoint' prints a signed head to keep "
         "elsewhere; 'recover' removes what a crashed publication left; 'prove' shows which data a release came "
-        "from (the controller's keyed commitments, opened)",
+        "from (the controller's keyed commitments, opened); 'rotate-secret' logs a new commitment secret in force "
+        "(a controller's signed act, after the old one was lost)",
         [parents.root],
     )
-    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover", "prove"])
+    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover", "prove", "rotate-secret"])
     g.add_argument("release_id", nargs="?")
     g.add_argument(
         "--data",
@@ -235,6 +254,10 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     g.add_argument("--schema", help="prove: also check the content fingerprint (any file layout of the same records)")
     g.add_argument("--checkpoint", help="verify: also prove the log extends this checkpoint (no rollback/rewrite)")
     g.add_argument("--out", help="checkpoint: write it to this file (kept outside the registry)")
+    g.add_argument(
+        "--as", dest="who", help="rotate-secret, checkpoint: who signs (a controller; compliance may checkpoint)"
+    )
+    g.add_argument("--key", help="rotate-secret, checkpoint: that person's private key file")
 
     t = add(
         "trail",

@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
-from sdgov.governance.approvers import Approver, Approvers
+from sdgov.governance.approvers import Approver
 from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend
-from sdgov.governance.controller import check_controller_files
+from sdgov.governance.controller import check_controller_files, controller_signer
 from sdgov.governance.lifetime import COMMAND, LIFETIME, in_force, own_raise, refusal
 from sdgov.governance.policy import POLICY_FILE, Policy, load_policy, policy_path
 from sdgov.governance.site import Site
@@ -336,7 +336,7 @@ def set_lifetime(
         events = registry.verified_events()
         check_policy_logged(registry, events)
         in_force = check_controller_files(registry, events)
-        who = _lifetime_signer(in_force, signer, key, registry)
+        who = controller_signer(in_force, signer, key, registry, COMMAND)
         policy, policy_sha = load_policy(registry.root)
         accounts = authority.accounts(dataset)
         if not accounts:
@@ -347,35 +347,6 @@ def set_lifetime(
                 "lifetime from the spending registry's policy",
             )
         return _set_locked(registry, authority, policy, policy_sha, accounts, rho, COMMAND, who)
-
-
-def _lifetime_signer(
-    in_force: Approvers | None, signer: str | None, key: str | Path | None, registry: Registry
-) -> tuple[str, Path, Approver] | None:
-    """Who signs a setting: a controller of the approvers registry in force, with their key; None in a sandbox."""
-    if in_force is None:
-        if signer or key:
-            raise BudgetError(
-                "this registry has no approvers registry, so no signature can be checked: a setting through it is "
-                "unsigned (as its 'sdgov init' adoption was)",
-                str(registry.root),
-                "leave out --as and --key, or commit an approvers registry first ('sdgov approvers commit')",
-            )
-        return None
-    if not signer or not key:
-        raise BudgetError(
-            "a lifetime setting in a registry with an approvers registry is a controller's signed act",
-            COMMAND,
-            "add --as NAME --key KEY (a controller listed, with their public key, in the approvers registry)",
-        )
-    who = in_force.find(signer)
-    if who is None or who.role != "controller":
-        raise BudgetError(
-            f"{signer!r} is not a data controller of the approvers registry in force",
-            COMMAND,
-            "a controller listed (with a public key) in the committed approvers registry must sign",
-        )
-    return who.name, Path(key), who
 
 
 def _set_locked(

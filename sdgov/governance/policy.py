@@ -47,12 +47,13 @@ from pydantic import Field, PositiveFloat, PositiveInt
 
 from sdgov.agreement.accounting import DEFAULT_DELTA, PrivacyPlan, plan_agreement
 from sdgov.agreement.spec import Agreement
-from sdgov.base.errors import PolicyError
+from sdgov.base.errors import PolicyError, RegistryError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.loading import load_model_file
 from sdgov.base.model import Frozen
 from sdgov.generators.registry import GENERATORS
 from sdgov.governance.lifetime import check_lifetime
+from sdgov.registry.commitment import ROTATE, secret_problem
 from sdgov.registry.log import POLICY_FILE  # one name for the controller's policy file
 
 if TYPE_CHECKING:
@@ -273,7 +274,13 @@ def check_release(
 def check_plan_allowed(site: Site, agreement: Agreement, fingerprint: str, name: str, n_records: int) -> PrivacyPlan:
     """Everything the policy can refuse, checked before a run writes anything: a registry with no policy, the
     generator, the row count, δ and the release's ε (under the controller's σ floor), and a lifetime above the
-    dataset's account in the controller's budget authority (:mod:`sdgov.governance.lifetime`). Returns the plan."""
+    dataset's account in the controller's budget authority (:mod:`sdgov.governance.lifetime`); and a commitment
+    secret missing or replaced (:func:`sdgov.registry.commitment.secret_problem`: no release until it is restored
+    or rotated). Returns the plan."""
+    if (secret := secret_problem(site.registry)) is not None:
+        raise RegistryError(
+            secret, str(site.keys.secret_path(site.registry.registry_id())), f"restore it, or rotate it: '{ROTATE}'"
+        )
     policy, _ = load_policy(site.root)
     limits, entry = policy.limits(fingerprint, name)
     plan = planned(limits, agreement)

@@ -131,6 +131,7 @@ def measure_once(
     fp, name, n = agreed.data.fingerprint, agreed.data.name, agreed.data.rows
     registry, auth = site.registry, site.authority
     with registry.lock(), auth.lock():
+        site.committer()  # the commitment secret the log commits to (made and logged on first use), before any draw
         policy, policy_sha = load_policy(registry.root)
         limits, entry = policy.limits(fp, name)
         plan = planned(limits, agreement)

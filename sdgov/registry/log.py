@@ -459,7 +459,19 @@ class Registry:
         problems += [f"{LOG} line {i}: {reason}" if i else f"{LOG}: {reason}" for i, reason in lines]
         problems += self._verify_contents(events)
         problems += policy_problems(self, events)
+        problems += self._secret_problems(events)
         return problems
+
+    def _secret_problems(self, events: list[Event]) -> list[str]:
+        """Where this machine holds the registry's key (the controller's), the commitment secret must be the one the
+        log committed to (:mod:`sdgov.registry.commitment`); elsewhere it is not ours to see."""
+        from sdgov.registry.commitment import secret_problem
+
+        rid = self.registry_id()
+        if not rid or registry_key.load_registry_key(self.keys, rid) is None:
+            return []
+        problem = secret_problem(self, events)
+        return [] if problem is None else [problem]
 
     def _verify_contents(self, events: list[Event]) -> list[str]:
         """What the log vouches for: every release and every persisted measurement, exactly as logged."""

@@ -63,3 +63,58 @@ def test_a_re_export_never_makes_a_new_secret(tmp_path, monkeypatch):
     assert not commitment.secret_path(reg.keys, reg.registry_id()).exists()
     made = commitment.registry_committer(reg)("sha256", "00")
     assert commitment.registry_committer(reg, create=False)("sha256", "00") == made
+
+
+def test_the_secret_has_an_identity_in_the_log_and_is_never_made_anew(tmp_path, monkeypatch):
+    """Issue 38 item 6: the first use commits the secret's id; a lost secret is refused (never silently re-made) and
+    reported by verify; a replaced one too; a sandbox's rotation logs the new one; a restored one works again."""
+    from sdgov.governance.secret import rotate
+
+    monkeypatch.delenv("SDGOV_COMMITMENT_SECRET", raising=False)
+    reg = _registry(tmp_path / "reg")
+    commit = commitment.registry_committer(reg)  # first use: made, and its id committed
+    [made] = [e for e in reg.events() if e.event == commitment.SECRET_EVENT]
+    path = commitment.secret_path(reg.keys, reg.registry_id())
+    original = path.read_bytes()
+    assert made.artifacts["secret_id"] == commitment.secret_id(commitment.load_secret(reg.keys, reg.registry_id()))
+    assert original.decode().strip() not in (tmp_path / "reg" / "log.jsonl").read_text()  # the id, never the secret
+    assert reg.verify() == []
+
+    path.unlink()  # lost
+    with pytest.raises(RegistryError, match="commitment secret missing") as exc:
+        commitment.registry_committer(reg)
+    assert "rotate-secret" in exc.value.one_line() and not path.exists(), "never made anew"
+    assert [p for p in reg.verify() if "commitment secret missing" in p]
+
+    path.write_text("ab" * 32 + "\n")  # replaced by another secret
+    with pytest.raises(RegistryError, match="commitment secret replaced"):
+        commitment.registry_committer(reg)
+    assert [p for p in reg.verify() if "commitment secret replaced" in p]
+
+    path.write_bytes(original)  # restored from its backup
+    assert reg.verify() == [] and commitment.registry_committer(reg)("sha256", "00") == commit("sha256", "00")
+
+    path.unlink()  # lost for good: a sandbox registry rotates (the registry key's act; with approvers a controller's)
+    rotated = rotate(reg)
+    assert rotated.artifacts["previous_secret_id"] == made.artifacts["secret_id"] and reg.verify() == []
+    assert commitment.registry_committer(reg)("sha256", "00") != commit("sha256", "00")
+    with pytest.raises(RegistryError, match="nothing to rotate"):
+        rotate(reg)
+
+
+def test_prove_says_secret_replaced_not_other_data(tmp_path, monkeypatch):
+    monkeypatch.delenv("SDGOV_COMMITMENT_SECRET", raising=False)
+    reg = _registry(tmp_path / "reg")
+    commit = commitment.registry_committer(reg)
+    card = {"sha256_hmac": commit("sha256", "ab" * 32)}
+    (tmp_path / "a.txt").write_text("synthetic")
+    reg.publish("r1", {"a.txt": tmp_path / "a.txt"}, {}, actor="C", role="controller")
+    released_at = reg.events()[-1].seq
+    assert commitment.prove(reg, card, {"sha256": "ab" * 32}, released_at) == {"sha256": True}
+    assert commitment.prove(reg, card, {"sha256": "cd" * 32}, released_at) == {"sha256": False}  # other data
+    commitment.secret_path(reg.keys, reg.registry_id()).unlink()
+    from sdgov.governance.secret import rotate
+
+    rotate(reg)
+    with pytest.raises(commitment.SecretReplaced, match="secret replaced"):
+        commitment.prove(reg, card, {"sha256": "ab" * 32}, released_at)
