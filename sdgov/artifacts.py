@@ -32,6 +32,7 @@ from sdgov.data.schema import Schema, load_schema
 from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.governance.signoff import SignOff
 from sdgov.measurement.marginals import MeasurementSet
+from sdgov.registry import access
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def write_agreement(registry: Registry, run_id: str, loaded: LoadedSpec, data: V
     release."""
     sha = loaded.agreement.sha256()
     run_dir = registry.run_dir(run_id)
-    run_dir.mkdir(parents=True, exist_ok=False)
+    access.open_run(run_dir)  # passable by name, never listable; what is written in it is owner-only
     write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
     return AgreementFiles(
         run_dir=run_dir,

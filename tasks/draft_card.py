@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.base.settings import load_settings
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
+from sdgov.registry.access import share
 from sdgov.reporting.card import Card, epsilon_rows
 from sdgov.reporting.draft import Drafted, write_draft
 from sdgov.reporting.publish import ReleaseCandidate
@@ -36,6 +37,8 @@ def draft_card(
     with stage("draft_card", VERSION) as rec:
         written = write_draft(agreed, measured, generated, audited, utility)
         paths = written["paths"]
+        for name in ("card.html", "card.md", "card.json"):  # what approvers read before they sign (not the evidence)
+            share(Path(paths[name]))
         refs = {name: ArtifactRef.of(f"draft_{name.replace('.', '_')}", p) for name, p in paths.items() if p}
         rec.inputs = [
             agreed.agreement,

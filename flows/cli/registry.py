@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,7 +57,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
             or "nothing to recover",
         )
         return 0
-    cp = checkpoint.make(reg)  # action "checkpoint": the signed head, to publish outside the registry
+    cp = checkpoint.make(reg, args.who, args.key)  # "checkpoint": the signed head, kept outside the registry
     text = checkpoint.dumps(cp)
     if not args.out:
         print(text, end="")
@@ -73,7 +74,7 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     from sdgov.registry import checkpoint
 
     cp = checkpoint.load_checkpoint(args.checkpoint) if args.checkpoint else None
-    anchored = checkpoint.problems(reg, cp) if cp is not None else []
+    anchored = checkpoint.problems(reg, cp, _person_ok(reg)) if cp is not None else []
     if cp is not None and not reg.is_registry():
         problems = anchored  # wiped: the checkpoint says what was there
     else:
@@ -95,6 +96,29 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     )
     emit(args, {"ok": not problems, "problems": problems, "stale": stale, "root": str(reg.root)}, human)
     return 0 if not problems else 1
+
+
+def _person_ok(reg: Registry) -> Callable[[str, str], str | None]:
+    """Who may vouch for a checkpoint with their own key: a compliance officer or controller of the approvers
+    registry in force, with the key it lists for them."""
+
+    def check(name: str, public_key: str) -> str | None:
+        from sdgov.base.errors import SdgovError
+        from sdgov.governance.controller import controller_approvers
+        from sdgov.identity.keys import decode_public_key
+
+        try:
+            who = controller_approvers(reg).find(name)
+        except SdgovError as exc:
+            return exc.what
+        if who is None or who.role not in ("compliance", "controller"):
+            return "not a compliance officer or controller of the approvers registry in force"
+        key = decode_public_key(public_key, ssh=False)
+        if key is None or key.public_bytes_raw() != who.key().public_bytes_raw():
+            return f"not the key the approvers registry lists for {who.name!r}"
+        return None
+
+    return check
 
 
 def _prove(args: argparse.Namespace, reg: Registry) -> int:

@@ -138,6 +138,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     reg = site_of(args).registry
     path, written, adopted = init(reg, controller=args.controller)
+    if args.readers:  # who may read the public parts (the log, releases, the public key): a group, named here
+        reg.set_readers_group(args.readers)
     human = (
         f"wrote the default controller policy: {path}\n  review it (lifetime ρ, max ε per release, σ floor, "
         "generators, rows) before the first release"
@@ -149,7 +151,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         if adopted
         else ""
     )
-    emit(args, {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}, human)
+    if reg.readers_group():
+        human += f"\n  readers' group: {reg.readers_group()} (the log, releases, policy; not the controller's state)"
+    payload = {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}
+    emit(args, {**payload, "readers_group": reg.readers_group()}, human)
     return 0
 
 
@@ -211,6 +216,11 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "init", cmd_init, "write the data controller's default policy (policy.yaml) into a registry", [parents.root]
     )
     i.add_argument("--controller", default="Data Controller", help="the controller who owns the policy")
+    i.add_argument(
+        "--readers",
+        help="the group whose members may read the registry's public parts (log, releases, policy: approvers, "
+        "compliance); the controller's state stays owner-only",
+    )
 
     r = add("release", cmd_release, "run the release flow for a spec", [parents.spec, parents.data, parents.root])
     r.add_argument("--approvals", help="standing-approval file (default: the spec's 'approvals')")

@@ -85,7 +85,10 @@ class ControllerConfig(Frozen):
 
 
 def registry_id(registry: Registry) -> str:
-    """This registry's id, from its genesis (``registry_created``), creating the registry on first use."""
+    """This registry's id, from its genesis (``registry_created``), creating the registry on first use (an existing
+    registry's id is read without the lock: a reader never writes)."""
+    if rid := registry.registry_id():
+        return rid
     with registry.lock():
         if not registry.registry_id():
             registry.genesis_locked()  # creates the registry: id, key outside it, genesis event

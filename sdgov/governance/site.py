@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdgov.base.settings import Settings, load_settings
+from sdgov.registry.access import private_umask
 from sdgov.registry.key import KeyStore
 from sdgov.registry.log import Registry
 
@@ -40,8 +41,11 @@ class Site:
     @classmethod
     def resolve(cls, root: str | Path | None = None, settings: Settings | None = None) -> Site:
         """The site of registry ``root`` (``--root``; else ``$SDGOV_REGISTRY``, else ``./registry``) under
-        ``settings`` (the process's, read now, when none are given)."""
+        ``settings`` (the process's, read now, when none are given). The process creates files owner-only from
+        here on (umask 077, :func:`sdgov.registry.access.private_umask`): a process that resolves a site is the
+        controller's or works on the controller's behalf."""
         settings = settings or load_settings()
+        private_umask()  # the controller's state is owner-only whatever umask the process started with
         registry = Registry(settings.registry_root(root), KeyStore.from_settings(settings))
         return cls(registry, settings.authority(), settings)
 

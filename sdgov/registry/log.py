@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdgov.identity import keys
 
+from sdgov.registry import access
 from sdgov.registry import key as registry_key
 from sdgov.base.atomic import atomic_write_bytes
 from sdgov.registry.attestation import FILE as STATEMENT
@@ -58,6 +59,7 @@ MANIFEST = "manifest.json"
 CONFIG = "registry.json"
 POLICY_FILE = "policy.yaml"  # the controller's release policy (sdgov/governance/policy.py); its hash is logged with every spend
 CREATED = "registry_created"  # the genesis event: registry id and public key
+ACCESS = "access_changed"  # the readers' group named (sdgov init --readers): registry.json keeps it, the log vouches
 EVENT_DOMAIN = "sdgov-log-event:v1"
 STAGING_PREFIX = ".staging-"
 
@@ -169,9 +171,12 @@ class Registry:
             fcntl.flock(f, fcntl.LOCK_EX)
             held.add(key)
             try:
+                access.protect(self.root, self.readers_group())  # who may read what, whatever was written before
                 yield
             finally:
                 held.discard(key)
+                with contextlib.suppress(OSError):  # what the step wrote at the top level: back as the layout says
+                    access.protect(self.root, self.readers_group())
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     # ---------------------------------------------------------------- identity
@@ -202,7 +207,25 @@ class Registry:
         return d if isinstance(d, dict) else {}
 
     def registry_id(self) -> str:
+        """The registry's id (``registry.json``; '' before its genesis)."""
         return str(self.config().get("registry_id", ""))
+
+    def readers_group(self) -> str | None:
+        """The group that may read the registry's public parts (``sdgov init --readers``); None: the owner alone."""
+        return self.config().get("readers_group") or None
+
+    def set_readers_group(self, group: str) -> Event:
+        """Name the readers' group (``sdgov init --readers``): kept in ``registry.json``, logged (``access_changed``)
+        and applied to the registry's top level at once."""
+        access.group_id(group)
+        with self.lock():
+            self.genesis_locked()
+            config = {**self.config(), "readers_group": group}
+            atomic_write_bytes(self.root / CONFIG, json.dumps(config, sort_keys=True, indent=2).encode() + b"\n")
+            access.protect(self.root, group)
+            return self.append_locked(
+                ACCESS, "sdgov", "system", comment=f"the readers' group is {group!r}", artifacts={"readers_group": group}
+            )
 
     def genesis_locked(self) -> Ed25519PrivateKey:
         """The signing key, creating the registry (id, key outside, config, genesis event) on first write."""
@@ -375,9 +398,9 @@ class Registry:
                 manifest = {"release_id": release_id, "files": entries, **manifest_extra, "log_head": head_info}
                 manifest_bytes = json.dumps(manifest, sort_keys=True, indent=2).encode() + b"\n"
                 atomic_write_bytes(staging / MANIFEST, manifest_bytes)
-                for p in staging.rglob("*"):
-                    if p.is_file():
-                        p.chmod(0o444)
+                for p in staging.rglob("*"):  # read-only, and readable behind the registry's gate
+                    p.chmod(0o444 if p.is_file() else 0o755)
+                staging.chmod(0o755)
                 os.rename(staging, final)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -399,12 +422,20 @@ class Registry:
         rel = self.root / "releases"
         if not rel.is_dir():
             return []
-        with open(self.root / ".lock", "a") as f:
+        try:  # read-only: a reader tests the lock without writing anything (no lock file: nobody holds it)
+            fd = os.open(self.root / ".lock", os.O_RDONLY)
+        except FileNotFoundError:
+            fd = -1
+        except PermissionError:
+            return []
+        if fd >= 0:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
             except BlockingIOError:
                 return []
-            fcntl.flock(f, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
         return sorted(f"releases/{p.name}" for p in rel.iterdir() if p.name.startswith(STAGING_PREFIX))
 
     def recover(self) -> list[str]:
@@ -460,6 +491,19 @@ class Registry:
         problems += self._verify_contents(events)
         problems += policy_problems(self, events)
         problems += self._secret_problems(events)
+        problems += self._access_problems(events)
+        return problems
+
+    def _access_problems(self, events: list[Event]) -> list[str]:
+        """The readers' group ``registry.json`` names must be the one last logged; and, checked by the registry's
+        owner (who alone can see everything), nothing confidential may be readable by others
+        (:func:`sdgov.registry.access.exposed`)."""
+        logged = next((e.artifacts.get("readers_group") for e in reversed(events) if e.event == ACCESS), None)
+        problems = []
+        if (logged or None) != self.readers_group():
+            problems.append(f"{CONFIG}: readers' group {self.readers_group()!r} is not the one logged ({logged!r})")
+        if os.geteuid() == self.root.stat().st_uid:
+            problems += access.exposed(self.root)
         return problems
 
     def _secret_problems(self, events: list[Event]) -> list[str]:
