@@ -24,6 +24,7 @@ import pandas as pd
 
 from sdgov.agreement.load import LoadedSpec
 from sdgov.agreement.spec import Agreement, ReleaseSpec
+from sdgov.base.atomic import writing
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import md5_file, write_json
 from sdgov.base.loading import load_model_file
@@ -98,7 +99,8 @@ def write_codes(data: ValidatedData, run_dir: Path) -> ArtifactRef:
     """Persist the validated, encoded confidential data for the controller-side stages of this run (a copy of
     the engine's encoding: the data is not read again)."""
     path = run_dir / CODES_FILE
-    shutil.copyfile(data.codes_path, path)
+    with writing(path):
+        shutil.copyfile(data.codes_path, path)
     return ArtifactRef.of("codes", path)
 
 

@@ -18,6 +18,7 @@ _WHERE = {
     "Frozen": "model",
     "InternalError": "errors",
     "KEY_DIR": "settings",
+    "NoSpace": "atomic",
     "PolicyError": "errors",
     "PreflightError": "errors",
     "REGISTRY": "settings",
@@ -56,6 +57,7 @@ _WHERE = {
     "utcnow": "clock",
     "validation_message": "loading",
     "write_json": "hashing",
+    "writing": "atomic",
 }
 __all__ = [
     "AUTHORITY",
@@ -67,6 +69,7 @@ __all__ = [
     "Frozen",
     "InternalError",
     "KEY_DIR",
+    "NoSpace",
     "PolicyError",
     "PreflightError",
     "REGISTRY",
@@ -105,5 +108,6 @@ __all__ = [
     "utcnow",
     "validation_message",
     "write_json",
+    "writing",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)
