@@ -184,26 +184,27 @@ def cmd_budget(args: argparse.Namespace) -> int:
     policy, or a setting refused, is one line, exit 2."""
     if args.action == "lifetime":
         return _set_lifetime(args)
-    from sdgov.governance.ledger import ledger_summary
+    from sdgov.governance.ledger import ledger_summary, log_summary, whose_authority
 
     site = site_of(args)
     policy, sha = site.policy()
-    accts = ledger_summary(site)
+    events = site.registry.verified_events()
+    readable, source = whose_authority(site, events)  # never an empty authority read as the controller's
+    accts = ledger_summary(site, events) if readable else log_summary(events)
     lines = [
         f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
         + (
-            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; {_lifetime_words(a)}"
+            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; "
+            + (_lifetime_words(a) if readable else f"as logged at line {a['as_of_line']}")
             if "error" not in a
             else f" — {a['error']}"
         )
         + f"; {len(a.get('spends', []))} spend(s)"
         for a in accts
     ]
-    emit(
-        args,
-        {"policy": policy.model_dump(), "policy_sha256": sha, "datasets": accts},
-        "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)",
-    )
+    human = "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)"
+    payload = {"policy": policy.model_dump(), "policy_sha256": sha, "source": source, "from_authority": readable}
+    emit(args, {**payload, "datasets": accts}, f"{source}\n{human}")
     return 0
 
 

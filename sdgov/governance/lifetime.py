@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sdgov.base.errors import BudgetError
 from sdgov.governance.authority import Authority, Lifetime
-from sdgov.governance.authority_model import above
+from sdgov.governance.authority_model import Governor, above
 from sdgov.registry.log import POLICY_FILE, Registry
 
 LIFETIME = "budget_lifetime_changed"  # the registry's log event: an account's lifetime set through it
@@ -43,7 +43,19 @@ def refusal(dataset: str, account: Lifetime, policy_rho: float, entry: str) -> B
         f"{account.registry_id[:8]}) is under this policy's {policy_rho:.6g}: a new registry is no new budget; "
         "refused before any draw",
         f"{POLICY_FILE}: {entry}",
-        f"'{COMMAND} --dataset {dataset} --rho {policy_rho:g}' (logged here)",
+        f"'{COMMAND} --dataset {dataset} --rho {policy_rho:g} --as NAME --key KEY', governed registry",
+    )
+
+
+def unset(dataset: str, governing: Governor) -> BudgetError:
+    """The one line for a charge, from a registry that does not govern the authority, on an account whose lifetime
+    the governing registry has not set."""
+    return BudgetError(
+        f"dataset {dataset!r} has no lifetime set through registry {governing.registry_id[:8]}, which governs the "
+        "budget authority: no other registry sets it; refused before any draw",
+        "the budget authority",
+        f"a release through registry {governing.registry_id[:8]} sets it from its signed policy, or there "
+        f"'{COMMAND} --dataset {dataset} --rho R --as CONTROLLER --key KEY'",
     )
 
 

@@ -43,6 +43,7 @@ from sdgov.contracts import Agreed
 from sdgov.data.schema import Clique, Schema
 from sdgov.governance import ledger
 from sdgov.governance.authority import Authority
+from sdgov.governance.authority_model import head_of
 from sdgov.governance.policy import check_release, load_policy, planned
 from sdgov.governance.site import Site
 from sdgov.measurement.marginals import Measurement, MeasurementSet
@@ -138,6 +139,7 @@ def measure_once(
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
+        ledger.check_authority(registry, auth, events)  # no figure stated from an authority that cannot prove it
         _import_logged(registry, auth, events)  # what this registry drew before the authority knew it
         keys = statistic_keys(fp, agreement, plan)
         rhos = {keys[(m.part, m.clique)]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
@@ -233,7 +235,7 @@ def _import_logged(registry: Registry, auth: Authority, events: list[Event]) -> 
     """Give the authority this registry's logged spends and noisy statistics it lacks (a registry older than the
     authority, or an authority restored from an older backup), so every other registry counts and reuses them; the
     files were checked against the log by :meth:`~sdgov.registry.log.Registry.verified_events`."""
-    ledger.import_spends(auth, events)
+    ledger.import_spends(auth, events, registry)
     known = auth.keys()
     rid = registry.registry_id()
     for e in events:
@@ -449,6 +451,9 @@ def _budget_record(
         "dataset": before.dataset,
         "fingerprint_hmac": commit("fingerprint", before.fingerprint),
         "authority": auth.authority_id,
+        # the authority's chain head the cumulative figures were read at: what proves them (the registry's log mirrors
+        # it at each charge, and refuses an authority that lacks it)
+        "authority_head": None if (head := head_of(auth.authority_id, auth.rows())) is None else head.model_dump(),
         "registries": len({s.registry_id for s in spends}) or 1,
         "policy_entry": entry,
         "policy_sha256": policy_sha,

@@ -107,6 +107,20 @@ def require(store: KeyStore, registry_id: str) -> Ed25519PrivateKey:
     return key
 
 
+class Signer:
+    """A registry signing on its own behalf outside its log (a budget authority's rows): its id, its public key
+    (``ed25519:<base64>``) and its private key."""
+
+    def __init__(self, registry_id: str, key: Ed25519PrivateKey) -> None:
+        self.registry_id = registry_id
+        self.public_key = keys.public_line(key.public_key())
+        self._key = key
+
+    def sign(self, domain: str, message: bytes) -> str:
+        """Base64 Ed25519 signature of ``message`` in ``domain`` (:func:`sign_framed`)."""
+        return sign_framed(self._key, domain, message)
+
+
 def _framed(domain: str, message: bytes) -> bytes:
     """``domain NUL message``: the domain keeps an event's signature from being passed off as a checkpoint's and
     vice versa."""

@@ -40,7 +40,7 @@ from sdgov.identity import keys
 
 from sdgov.registry import access
 from sdgov.registry import key as registry_key
-from sdgov.base.atomic import atomic_write_bytes
+from sdgov.base.atomic import atomic_write_bytes, writing
 from sdgov.registry.attestation import FILE as STATEMENT
 from sdgov.registry.attestation import release_statement
 from sdgov.base.clock import utcnow
@@ -227,6 +227,12 @@ class Registry:
                 ACCESS, "sdgov", "system", comment=f"the readers' group is {group!r}", artifacts={"readers_group": group}
             )
 
+    def signer(self) -> registry_key.Signer:
+        """This registry's key as a signer of what it writes elsewhere (the budget authority's rows); a one-line
+        error where the key is not on this machine."""
+        rid = self.registry_id()
+        return registry_key.Signer(rid, registry_key.require(self.keys, rid))
+
     def genesis_locked(self) -> Ed25519PrivateKey:
         """The signing key, creating the registry (id, key outside, config, genesis event) on first write."""
         cfg = self.config()
@@ -341,10 +347,16 @@ class Registry:
         h = e.body_hash()
         e = e.model_copy(update={"hash": h, "sig": registry_key.sign_framed(key, EVENT_DOMAIN, h.encode())})
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as f:
-            f.write(canonical_json(e.model_dump()) + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
+        line = canonical_json(e.model_dump()) + b"\n"
+        with writing(self.log_path), open(self.log_path, "ab") as f:
+            end = f.tell()
+            try:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError:  # a full disk: no half line left behind (the log stays verifiable)
+                f.truncate(end)
+                raise
         return e
 
     # ---------------------------------------------------------------- releases

@@ -340,26 +340,34 @@ def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
     assert ledger.account(Site.resolve(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO)
 
 
-def test_a_registry_older_than_the_authority_counts_for_every_other(tmp_path, monkeypatch):
-    """Spends and draws a registry logged before the authority existed (or that a restored authority lost) are
-    imported when it next measures: the account never shrinks below what a log records, and no statistic is drawn
-    twice."""
-    a, b = tmp_path / "a", tmp_path / "b"
+def test_an_authority_swapped_or_reset_under_a_registry_refuses_every_spend(tmp_path, monkeypatch):
+    """Issue 38 item 5: the registry's log mirrors the authority it charged (its id and the chain's head); pointed at
+    another authority (a new file, an empty one), or at one whose rows were deleted, the registry refuses to spend
+    or draw, logs the refusal, and the account is never given back."""
+    import sqlite3
+
+    from sdgov.governance.authority_model import AuthorityBroken
+
+    a = tmp_path / "a"
     _policy(a, 2.5 * RHO)
-    _policy(b, 2.5 * RHO)
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))
-    agreed, old = _measure_only(_spec(tmp_path, 1), a)  # drawn under an authority since lost
-    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))
-    acct = ledger.account(Site.resolve(a), "toyland_census", agreed.data.fingerprint)
-    assert acct.spent_rho == pytest.approx(RHO), "its own log still counts"
-    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # a measures again: its spends and draws are imported
-    _, copy = _measure_only(_spec(tmp_path, 1), b)  # the statistics a drew before: copied, not drawn again
-    assert _psi(copy) == _psi(old) and _events(b).count(ledger.SPENT) == 0
-    with pytest.raises(BudgetError, match="budget exceeded"):
-        _measure_only(_spec(tmp_path, 3, rho=0.8 * RHO), b)  # 1.9 spent (a), 0.8 more: over 2.5
-    assert ledger.account(Site.resolve(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(
-        1.9 * RHO
-    )
+    _measure_only(_spec(tmp_path, 1), a)  # charged in the old authority
+    before = sorted(p.name for p in (a / "measurements").glob("*.json"))
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))  # a swap: a new, empty file
+    with pytest.raises(AuthorityBroken, match=r"charged budget authority .* \(swapped or reset\)"):
+        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)
+    assert sorted(p.name for p in (a / "measurements").glob("*.json")) == before, "nothing drawn"
+    assert _events(a).count(ledger.SPENT) == 1 and _events(a)[-1] == ledger.REFUSED  # logged
+
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))  # rows deleted in the right one
+    con = sqlite3.connect(tmp_path / "old" / "authority.sqlite")
+    con.execute("DELETE FROM reserved")
+    con.execute("DELETE FROM charges")
+    con.commit()
+    con.close()
+    with pytest.raises(AuthorityBroken, match="deleted"):
+        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)
+    assert sorted(p.name for p in (a / "measurements").glob("*.json")) == before, "nothing drawn"
 
 
 def test_the_authority_is_found_in_the_environment_only(tmp_path, monkeypatch):
