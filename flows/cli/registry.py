@@ -87,6 +87,12 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     human = (
         f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash and signature matches"
         + (f"; the log extends checkpoint event {cp.sequence} ({cp.head[:12]}…)" if cp is not None else "")
+        + (
+            f"; {reg.unchecked} persisted measurement(s) are the controller's, not readable here (its verify checks "
+            "them)"
+            if reg.unchecked
+            else ""
+        )
         if not problems
         else "FAILED:\n" + "\n".join(f"  {p}" for p in problems)
     )

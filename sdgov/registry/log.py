@@ -120,6 +120,9 @@ class Registry:
     (:class:`sdgov.governance.site.Site`); without ``keys`` (or ``root``) it takes them from the process's settings
     as they are now (:mod:`sdgov.base.settings`)."""
 
+    unchecked = 0
+    """How many persisted measurements the last verification could not see (a reader's: the controller's store)."""
+
     def __init__(self, root: str | Path | None = None, keys: KeyStore | None = None) -> None:
         if root is None or keys is None:
             settings = load_settings()
@@ -542,10 +545,13 @@ class Registry:
                 problems.append(f"releases/{name}: release directory with no 'released' event in {LOG}")
         for rid, e in released.items():
             self._verify_release(rid, e, problems)
+        self.unchecked = 0
         for e in events:  # persisted noisy marginals must stay exactly as drawn
             for name, sha in e.artifacts.items() if e.event == "measured" else ():
                 path = self.root / name
-                if path.is_symlink():
+                if not _visible(path):  # the controller's store: a reader's verify leaves it to the controller's
+                    self.unchecked += 1
+                elif path.is_symlink():
                     problems.append(f"{name}: a symbolic link (refused: logged at line {e.seq + 1})")
                 elif not path.is_file():
                     problems.append(f"{name}: persisted measurement missing (logged at line {e.seq + 1})")
@@ -665,6 +671,17 @@ class Registry:
         for p in sorted(d.rglob("*")):
             if p.is_file() and not p.is_symlink() and str(p.relative_to(d)) not in listed:
                 problems.append(f"{where}/{p.relative_to(d)}: file not in the manifest (added)")
+
+
+def _visible(path: Path) -> bool:
+    """Whether this user may look at ``path`` at all (a reader may not enter the controller's private folders)."""
+    try:
+        path.lstat()
+    except PermissionError:
+        return False
+    except OSError:
+        return True  # missing: the checks that follow say so
+    return True
 
 
 def logged_policy(events: list[Event]) -> tuple[str | None, int]:

@@ -213,3 +213,35 @@ def test_a_process_killed_while_staging_a_release_does_not_fail_verify_for_ever(
     Registry(root).publish("demo-1", {"a.txt": src}, {}, actor="C", role="controller")  # the re-run
     code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root), "--json")
     assert code == 0 and json.loads(out)["stale"] == [] and json.loads(out)["problems"] == []
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_the_log_whole(tmp_path, monkeypatch, capsys):
+    """Issue 38: the writes the site owns (an atomic file, the log's append) on a full file system are one line
+    naming the path, never a traceback; the log keeps no half line."""
+    import errno
+    import os
+
+    from sdgov.base.atomic import NoSpace, atomic_write_bytes
+    from sdgov.flows.cli import main
+
+    root = tmp_path / "registry"
+    reg = _registry(root)
+    before = (root / "log.jsonl").read_bytes()
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(NoSpace) as exc:
+        reg.append("note", "Carl", "controller")
+    assert str(root / "log.jsonl") in exc.value.one_line() and "no space left" in exc.value.one_line()
+    assert (root / "log.jsonl").read_bytes() == before, "no half line"
+    with pytest.raises(NoSpace, match="cp.json"):
+        atomic_write_bytes(tmp_path / "out" / "cp.json", b"{}")
+    assert not list((tmp_path / "out").iterdir()), "no temporary file left"
+    code = main(["registry", "checkpoint", "--root", str(root), "--out", str(tmp_path / "out" / "cp.json")])
+    err = capsys.readouterr().err
+    [line] = err.strip().splitlines()
+    assert code == 2 and "cp.json" in line and "no space left" in line and "Traceback" not in err
+    monkeypatch.undo()
+    assert reg.verify() == []
