@@ -100,6 +100,20 @@ def protect(root: Path, group: str | None) -> None:
     for d in releases.iterdir() if releases.is_dir() else ():
         if d.is_dir() and not d.is_symlink() and not d.name.startswith("."):
             _chmod(d, _SHARED_DIR)
+    runs = root / RUNS
+    for run in runs.iterdir() if runs.is_dir() and not runs.is_symlink() else ():
+        if run.is_dir() and not run.is_symlink() and run.stat().st_mode & 0o044:
+            _tighten(run)  # a run written before this layout (listable, its files readable): the controller's again
+
+
+def _tighten(run: Path) -> None:
+    """An old run's files owner-only, but what approvers are shown; the run passable by name."""
+    for p in sorted(run.rglob("*"), reverse=True):
+        if p.is_symlink():
+            continue
+        shared = p.relative_to(run).parts[0] in SHARED_IN_RUN
+        _chmod(p, (_SHARED_DIR if shared else _PRIVATE_DIR) if p.is_dir() else (_SHARED if shared else _PRIVATE))
+    _chmod(run, _PASS)
 
 
 def open_run(run_dir: Path) -> None:

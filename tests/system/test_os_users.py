@@ -62,7 +62,8 @@ def office(tmp_path_factory, prefect_server):
     """The people as OS users, a governed registry readable by the readers' group, and one release in it."""
     with os_users([n for n, _ in PEOPLE], readers=["Cora Compliance", "Carl Controller"]) as (users, group):
         base = users["Cora Compliance"].home.parent / "office"
-        base.mkdir(mode=0o711)
+        base.mkdir()
+        base.chmod(0o711)  # passable by every person (the registry inside is the gate)
         root = base / "registry"
         keys = controller_registry(root, base / "keys")
         for name, path in keys.items():  # each person holds their own key, in their own home
