@@ -212,19 +212,17 @@ def mirror_problems(identity: str | None, rows: list[Row], mirrored: Head | None
     if named is None:
         return []
     if identity != named:
-        found = "no authority at all" if identity is None else f"authority {identity}"
-        return [f"this registry's log charged budget authority {named}, but the one given is {found} (swapped or "
-                "reset)"]  # fmt: skip
+        found = "none" if identity is None else f"{identity[:12]}…"
+        return [f"swapped or reset: this registry charged authority {named[:12]}…, the one given is {found}"]
     problems = []
     if mirrored is not None:
         at = rows[mirrored.seq - 1] if 0 < mirrored.seq <= len(rows) else None
         if at is None or at.hash != mirrored.hash:
-            problems.append(f"the authority lacks row {mirrored.seq} that this registry's log mirrors (reset, rolled "
-                            "back or rows deleted)")  # fmt: skip
+            problems.append(f"rows deleted or rolled back: it lacks row {mirrored.seq} this registry's log mirrors")
     refs = {r.ref for r in rows if r.kind == "charge"}
     missing = [ref for ref, a in charged.items() if a == identity and ref not in refs]
     if rows and missing:
-        problems.append(f"the authority lacks {len(missing)} charge(s) this registry's log records (rows deleted)")
+        problems.append(f"rows deleted: it lacks {len(missing)} charge(s) this registry's log records")
     return problems
 
 
