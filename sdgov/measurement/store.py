@@ -452,8 +452,11 @@ def _budget_record(
         "fingerprint_hmac": commit("fingerprint", before.fingerprint),
         "authority": auth.authority_id,
         # the authority's chain head the cumulative figures were read at: what proves them (the registry's log mirrors
-        # it at each charge, and refuses an authority that lacks it)
-        "authority_head": None if (head := head_of(auth.authority_id, auth.rows())) is None else head.model_dump(),
+        # it at each charge, and refuses an authority that lacks it); its hash covers rows naming the data's
+        # fingerprint, so it is published as a keyed commitment, which the controller opens for an auditor
+        "authority_head": None
+        if (head := head_of(auth.authority_id, auth.rows())) is None
+        else {"authority": head.authority, "seq": head.seq, "hash_hmac": commit("authority_head", head.hash)},
         "registries": len({s.registry_id for s in spends}) or 1,
         "policy_entry": entry,
         "policy_sha256": policy_sha,
