@@ -169,8 +169,16 @@ class Registry:
         if key in held:
             yield
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a") as f:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            f = open(self.root / ".lock", "a")  # noqa: SIM115  (closed by the with below)
+        except PermissionError:
+            raise RegistryError(
+                "this user may read the registry but not write it (a reader: the controller's account writes)",
+                str(self.root),
+                "run it as the controller's account (the worker), or only read: verify, trail, runs, budget",
+            ) from None
+        with f:
             fcntl.flock(f, fcntl.LOCK_EX)
             held.add(key)
             try:
