@@ -359,14 +359,15 @@ class Registry:
         e = e.model_copy(update={"hash": h, "sig": registry_key.sign_framed(key, EVENT_DOMAIN, h.encode())})
         self.root.mkdir(parents=True, exist_ok=True)
         line = canonical_json(e.model_dump()) + b"\n"
-        with writing(self.log_path), open(self.log_path, "ab") as f:
-            end = f.tell()
+        with writing(self.log_path), open(self.log_path, "ab", buffering=0) as f:
+            end = os.fstat(f.fileno()).st_size
             try:
-                f.write(line)
-                f.flush()
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(f.fileno(), view) :]
                 os.fsync(f.fileno())
             except OSError:  # a full disk: no half line left behind (the log stays verifiable)
-                f.truncate(end)
+                os.ftruncate(f.fileno(), end)
                 raise
         return e
 
