@@ -73,7 +73,7 @@ def office(tmp_path_factory, prefect_server):
             path.rename(users[name].home / path.name)
             keys[name] = users[name].home / path.name
             os.chown(keys[name], users[name].uid, users[name].gid)
-        spec = make_demo_inputs(base / "in", rows=600, generator={"name": "pgm", "iterations": 50})
+        spec = make_demo_inputs(base / "in", rows=400, generator={"name": "pgm", "iterations": 20})
         sign_standing_approval(spec, root, keys)
         from sdgov.flows.cli import main
         from sdgov.flows.release import release_flow
@@ -169,7 +169,7 @@ def test_a_sandbox_cannot_lift_the_lifetime_nor_spend_past_it(office, cli, tmp_p
         code, _, err = cli("budget", "lifetime", "--dataset", NAME, "--rho", "10", "--root", where)
         assert code == 2 and ("a sandbox" in err or "signed act" in err), err
     assert tree(sandbox) == before
-    spec = make_demo_inputs(tmp_path / "in", rows=600, privacy={"rho": 0.9}, generator={"name": "pgm", "iterations": 5})
+    spec = make_demo_inputs(tmp_path / "in", rows=400, privacy={"rho": 0.9}, generator={"name": "pgm", "iterations": 5})
     code, _, err = cli("release", "--spec", spec, "--root", sandbox)
     assert code == 2 and "no new budget" in err, err
     assert not (sandbox / "measurements").exists(), "nothing drawn"
@@ -177,7 +177,7 @@ def test_a_sandbox_cannot_lift_the_lifetime_nor_spend_past_it(office, cli, tmp_p
 
 def test_an_authority_swapped_or_with_rows_deleted_refuses_to_spend(office, cli, tmp_path, monkeypatch):
     root = office["root"]
-    spec = make_demo_inputs(tmp_path / "in", rows=600, privacy={"rho": 0.04},
+    spec = make_demo_inputs(tmp_path / "in", rows=400, privacy={"rho": 0.04},
                             generator={"name": "pgm", "iterations": 5})  # fmt: skip
     sign_standing_approval(spec, root, office["keys"])
     authority = Path(os.environ["SDGOV_AUTHORITY"])
