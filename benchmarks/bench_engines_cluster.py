@@ -64,6 +64,7 @@ def run(rows: int, workers: int, partition_mb: int, partition_rows: int, keep: P
     from distributed import Client, LocalCluster
 
     from sdgov.agreement.load import load_spec
+    from sdgov.base.settings import DASK_SCHEDULER
     from sdgov.engines import dask_engine, engine
 
     loaded = load_spec(SPEC)
@@ -89,7 +90,7 @@ def run(rows: int, workers: int, partition_mb: int, partition_rows: int, keep: P
 
     cluster, start = _timed(start_cluster)
     out["dask_cluster_start"] = start
-    os.environ[dask_engine.SCHEDULER_ENV] = cluster.scheduler_address
+    os.environ[DASK_SCHEDULER] = cluster.scheduler_address
     try:
         for fmt, source in (("csv", csv), ("parquet", parquet)):
             results = {}

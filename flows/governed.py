@@ -67,6 +67,7 @@ from sdgov.governance.controller import check_controller_files, load_config, reg
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
+from sdgov.governance.site import Site
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import agreement_md, budget_md, key_facts, release_md
@@ -447,7 +448,7 @@ def _refused_by_worker(asked: dict[str, Any]) -> tuple[State[GovernedOutcome] | 
         "run parameters",
         "runs of the controller's deployments take every parameter from worker.yaml",
     )
-    return refuse_run(Registry(cfg.registry), f"flow-run-{flow_run.id}", error, cfg_sha), None
+    return refuse_run(Site.resolve(cfg.registry).registry, f"flow-run-{flow_run.id}", error, cfg_sha), None
 
 
 def refuse_run(registry: Registry, run_ref: str, error: SdgovError, config_sha256: str = "") -> State[GovernedOutcome]:
@@ -523,8 +524,8 @@ class _Governed:
     """One governed release between its steps: the agreed Φ, who proposed it, the standing approval (None: a human
     decides), the sign-offs so far, and the clock and registry the pauses use."""
 
+    site: Site
     registry: Registry
-    registry_root: str
     agreed: Agreed
     agreement: Agreement
     proposer: str
@@ -539,7 +540,7 @@ class _Governed:
 
     def account(self) -> ledger.Account | None:
         try:
-            return ledger.account(self.registry, self.agreed.data.name, self.agreed.data.fingerprint)
+            return ledger.account(self.site, self.agreed.data.name, self.agreed.data.fingerprint)
         except SdgovError:
             return None
 
@@ -587,14 +588,15 @@ def _governed(request: GovernedRequest) -> GovernedOutcome:
 def _agree(request: GovernedRequest) -> _Governed:
     """Φ agreed: from the standing approval, or proposed by the analyst and approved by a controller."""
     r = request
-    registry, registry_root, proposer = Registry(r.registry_root), r.registry_root, r.proposer
+    site = Site.resolve(r.registry_root)  # the registry, keys, secret and authority: this process's, once
+    registry, proposer = site.registry, r.proposer
     run_id = new_run_id()
     standing: StandingApproval | None
     if r.approval == "standing":
         try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
             check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them
             deadline = time.monotonic() + r.timeout_s
-            agreed = agree_phi(r.spec_path, registry_root, run_id, r.approvals_path, r.data_path, r.schedule_pin)
+            agreed = agree_phi(r.spec_path, site, run_id, r.approvals_path, r.data_path, r.schedule_pin)
         except SdgovError as exc:
             raise _Stop(refuse_run(registry, run_id, exc)) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
@@ -609,18 +611,16 @@ def _agree(request: GovernedRequest) -> _Governed:
                 "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
             )
         try:  # an unsigned, replayed or wrongly signed proposal: refused (and logged) before the data is read
-            agreed = propose_phi(
-                r.spec_path, registry_root, run_id, proposer, r.data_path, r.proposal, r.selection_verified
-            )
+            agreed = propose_phi(r.spec_path, site, run_id, proposer, r.data_path, r.proposal, r.selection_verified)
         except ApprovalRefused as exc:
             get_run_logger().warning("refused: %s", exc.one_line())
             raise _Stop(end_state("refused", exc.one_line())) from None
         standing = None
     agreement = load_agreement(agreed.agreement)
-    plan = check_plan_allowed(registry_root, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
+    plan = check_plan_allowed(site, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)
     run = _Governed(
+        site=site,
         registry=registry,
-        registry_root=registry_root,
         agreed=agreed,
         agreement=agreement,
         proposer=proposer,
@@ -650,12 +650,12 @@ def _measure_with_budget_retry(run: _Governed) -> Measured:
     """The noisy marginals under the ledger; when the budget refuses, a controller may approve one retry (after
     raising the budget), else the run ends as ``budget_refused``."""
     try:
-        return measure(run.agreed, run.registry_root)
+        return measure(run.agreed, run.site)
     except BudgetError as exc:
         get_run_logger().warning("%s", exc.one_line())
         run.decision("budget", run.sha, budget_md(run.agreed.data.name, exc.what))
         try:
-            return measure(run.agreed, run.registry_root)
+            return measure(run.agreed, run.site)
         except BudgetError as exc2:
             raise _Stop(end_state("budget_refused", exc2.one_line(), run.sha)) from None
 
@@ -725,7 +725,7 @@ def _release_form(run: _Governed, measured: Measured, evaluated: ReleaseCandidat
 
 
 def _publish(run: _Governed, evaluated: ReleaseCandidate) -> GovernedOutcome:
-    result = publish(run.agreed, evaluated, run.signoffs, run.registry_root)
+    result = publish(run.agreed, evaluated, run.signoffs, run.site)
     return GovernedOutcome(
         status="released", message=f"released {result.release_id}", release=result, agreement_sha256=run.sha
     )

@@ -47,6 +47,7 @@ from sdgov.generators.registry import generator
 from sdgov.governance import decisions
 from sdgov.governance.controller import check_controller_files, registry_id
 from sdgov.governance.decisions import Pause
+from sdgov.governance.site import Site
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import (
     SUBJECT,
@@ -219,12 +220,13 @@ def phi_review_flow(
 ) -> GovernedOutcome | State[GovernedOutcome]:
     """Select (the analyst's signed ``proposal`` of the draft), pause for the stakeholders' review, write the proposed
     spec, then run the governed release of it in this same run (its agreement and release pauses)."""
-    registry = Registry(registry_root)
+    site = Site.resolve(registry_root)  # this process's registry, keys and authority, once
+    registry = site.registry
     check_controller_files(registry)
     deadline = time.monotonic() + timeout_s
     draft = Path(draft_path).resolve()
     run_id = "select-" + new_run_id()
-    proposals, summary = select_phi_task()(str(draft), registry_root, run_id, proposer, data_path, None, proposal)
+    proposals, summary = select_phi_task()(str(draft), site, run_id, proposer, data_path, None, proposal)
     state = _Review(proposals, summary["rho_budget"])
     state.publish()
     loaded = load_spec(draft)

@@ -17,6 +17,7 @@ from sdgov.artifacts import load_agreement, read_spec
 from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult
 from sdgov.governance.controller import check_controller_files
 from sdgov.governance.signoff import SignOff
+from sdgov.governance.site import Site
 from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff, standing_artifacts
 from sdgov.registry.log import Registry
 from sdgov.reporting.publish import ReleaseCandidate, log_failed
@@ -81,9 +82,9 @@ def standing_release_signoff(
     return s
 
 
-def publish(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+def publish(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], site: Site) -> ReleaseResult:
     """Publish the candidate through the release task, which refuses it without a passing audit and a bound sign-off."""
-    result = release(agreed, candidate, signoffs, registry_root)
+    result = release(agreed, candidate, signoffs, site)
     get_run_logger().info("released %s → %s", result.release_id, result.card_html)
     return result
 
@@ -95,19 +96,21 @@ def release_flow(
     """The release on standing approvals: agree Φ, measure, evaluate, publish; no human decision during the run.
 
     The standing release sign-off is added only on a passing audit (publication refuses a candidate without one);
-    controller files must be as last signed; a failure after agreement is logged as a failed run, then re-raised."""
-    check_controller_files(Registry(registry_root))  # approvers, budgets, policy as last signed, or no release
-    agreed = agree_phi(spec_path, registry_root, new_run_id(), approvals_path, data_path)
+    controller files must be as last signed; a failure after agreement is logged as a failed run, then re-raised.
+    The site (registry, keys, secret, budget authority) is resolved here, once, from this process's settings."""
+    site = Site.resolve(registry_root)
+    check_controller_files(site.registry)  # approvers, budgets, policy as last signed, or no release
+    agreed = agree_phi(spec_path, site, new_run_id(), approvals_path, data_path)
     get_run_logger().info(
         "agreement %s signed by %s", agreed.agreement_sha256[:12], ", ".join(s.name for s in agreed.signoffs)
     )
     try:
-        candidate = evaluate(agreed, measure(agreed, registry_root))
+        candidate = evaluate(agreed, measure(agreed, site))
         signoffs = list(agreed.signoffs)
         if candidate.audited.verdict == "pass":
             standing = load_approvals(agreed.approvals.verified())
-            signoffs.append(standing_release_signoff(Registry(registry_root), standing, agreed, candidate.sha256))
-        return publish(agreed, candidate, signoffs, registry_root)
+            signoffs.append(standing_release_signoff(site.registry, standing, agreed, candidate.sha256))
+        return publish(agreed, candidate, signoffs, site)
     except Exception as exc:  # the trail records the run as failed, not as drawn and left there
-        log_failed(Registry(registry_root), agreed, exc)
+        log_failed(site.registry, agreed, exc)
         raise

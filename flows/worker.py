@@ -30,6 +30,7 @@ from sdgov.base.loading import parse_yaml
 from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, refuse_run
 from sdgov.flows.worker_runs import die_with_worker
 from sdgov.governance import worker
+from sdgov.governance.site import Site
 from sdgov.identity.statements import ProposalStatement, decode_statement
 from sdgov.registry.log import Registry
 
@@ -81,7 +82,7 @@ def controller_release_flow(
             "start it on the controller's machine: sdgov worker start --config worker.yaml",
         )
     cfg, cfg_sha = active
-    registry = Registry(cfg.registry)
+    registry = Site.resolve(cfg.registry).registry  # the worker's registry, never one a parameter names
     die_with_worker(cfg.registry, str(flow_run.id))
     try:
         if unexpected:

@@ -3,6 +3,28 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# The people of a team run sdgov as their own OS users (docs/operators.md): the venv's interpreter must be one they can
+# run. A venv links to its base interpreter's installation (a pyenv under /root, mode 0700, is not theirs to read):
+# when every folder above that installation is not passable by others, take the system's Python instead, if it is a
+# supported one (3.11 or 3.12), and rebuild a venv made on an unreachable one. PYTHON=... chooses another.
+reachable() {  # is the interpreter's installation readable by every user?
+  "$1" -c 'import os, sys
+from pathlib import Path
+base = Path(sys.base_prefix).resolve()
+ok = all(os.stat(p).st_mode & 0o001 for p in [base, *base.parents])
+sys.exit(0 if ok else 1)' 2>/dev/null
+}
+supported() { "$1" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 13) else 1)' 2>/dev/null; }
+if ! reachable "$PY" && [ -z "${PYTHON:-}" ] && [ -x /usr/bin/python3 ] && supported /usr/bin/python3 \
+  && reachable /usr/bin/python3; then
+  echo "note: $("$PY" -c 'import sys; print(sys.base_prefix)') is not readable by other users; the venv uses" \
+    "/usr/bin/python3 so that every person of a team can run sdgov" >&2
+  PY=/usr/bin/python3
+fi
+if [ -x .venv/bin/python ] && ! reachable .venv/bin/python && reachable "$PY"; then
+  echo "note: rebuilding .venv on $PY (its interpreter was not runnable by other users)" >&2
+  rm -rf .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

@@ -24,6 +24,7 @@ import pandas as pd
 
 from sdgov.agreement.load import LoadedSpec
 from sdgov.agreement.spec import Agreement, ReleaseSpec
+from sdgov.base.atomic import writing
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import md5_file, write_json
 from sdgov.base.loading import load_model_file
@@ -32,6 +33,7 @@ from sdgov.data.schema import Schema, load_schema
 from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.governance.signoff import SignOff
 from sdgov.measurement.marginals import MeasurementSet
+from sdgov.registry import access
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
@@ -97,7 +99,8 @@ def write_codes(data: ValidatedData, run_dir: Path) -> ArtifactRef:
     """Persist the validated, encoded confidential data for the controller-side stages of this run (a copy of
     the engine's encoding: the data is not read again)."""
     path = run_dir / CODES_FILE
-    shutil.copyfile(data.codes_path, path)
+    with writing(path):
+        shutil.copyfile(data.codes_path, path)
     return ArtifactRef.of("codes", path)
 
 
@@ -135,12 +138,12 @@ class AgreementFiles:
         )
 
 
-def write_agreement(registry_root: str, run_id: str, loaded: LoadedSpec, data: ValidatedData) -> AgreementFiles:
+def write_agreement(registry: Registry, run_id: str, loaded: LoadedSpec, data: ValidatedData) -> AgreementFiles:
     """Open the run directory and write the canonical agreement and the encoded data: the first writes of any
     release."""
     sha = loaded.agreement.sha256()
-    run_dir = Registry(registry_root).run_dir(run_id)
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir = registry.run_dir(run_id)
+    access.open_run(run_dir)  # passable by name, never listable; what is written in it is owner-only
     write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
     return AgreementFiles(
         run_dir=run_dir,

@@ -12,9 +12,9 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.artifacts import write_agreement
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.governance.policy import check_plan_allowed
+from sdgov.governance.site import Site
 from sdgov.governance.standing import agreement_signoffs, standing_artifacts
 from sdgov.intake.inputs import check_inputs
-from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
 VERSION = "1.3.0"  # 1.3: the data pinned by the approval; 1.2: approvals signed with keys; 1.1: codes.parquet
@@ -23,7 +23,7 @@ VERSION = "1.3.0"  # 1.3: the data pinned by the approval; 1.2: approvals signed
 @task(name="agree_phi", version=VERSION, cache_policy=NO_CACHE)
 def agree_phi(
     spec_path: str,
-    registry_root: str,
+    site: Site,
     run_id: str,
     approvals_path: str | None = None,
     data_path: str | None = None,
@@ -34,18 +34,16 @@ def agree_phi(
     Inputs and the controller's policy are checked before anything is written: a refusal writes nothing. The data
     must be the file the standing approval pins (and ``schedule_pin``, the worker's schedule entry), checked before
     it is parsed."""
-    with stage("agree_phi", VERSION, f"{registry_root}/runs/{run_id}") as rec:
-        checked = check_inputs(spec_path, approvals_path, data_path, root=registry_root, schedule_pin=schedule_pin)
+    with stage("agree_phi", VERSION, f"{site.root}/runs/{run_id}") as rec:
+        checked = check_inputs(spec_path, approvals_path, data_path, root=site.root, schedule_pin=schedule_pin)
         ag, data = checked.loaded.agreement, checked.data
-        check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
+        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         # a spec asking for rows = N is flagged in the controller's evidence report only: the run's log is read by
         # every holder of the Prefect login (sdgov.governance.policy.rows_warning)
-        signoffs = agreement_signoffs(
-            checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(registry_root)
-        )
-        files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
+        signoffs = agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), site.registry)
+        files = write_agreement(site.registry, run_id, checked.loaded, checked.data)  # inputs valid: we write
         for s in signoffs:
-            Registry(registry_root).append(
+            site.registry.append(
                 "agreement_signed",
                 s.name,
                 s.role,

@@ -8,7 +8,6 @@ hash is added by :func:`summary_artifact` once the candidate (whose hash covers 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prefect import task
@@ -16,14 +15,15 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.agreement.accounting import PrivacyPlan
+from sdgov.base.settings import load_settings
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
+from sdgov.registry.access import share
 from sdgov.reporting.card import Card, epsilon_rows
 from sdgov.reporting.draft import Drafted, write_draft
 from sdgov.reporting.publish import ReleaseCandidate
 from sdgov.tasks.common import logger, stage
 
 VERSION = "1.0.0"
-RUNS_URL = "SDGOV_RUNS_URL"
 """Where the registry's ``runs/`` folder is served over HTTP, if it is: the draft's HTML files get link artifacts."""
 
 
@@ -37,6 +37,8 @@ def draft_card(
     with stage("draft_card", VERSION, agreed.run_dir) as rec:
         written = write_draft(agreed, measured, generated, audited, utility)
         paths = written["paths"]
+        for name in ("card.html", "card.md", "card.json"):  # what approvers read before they sign (not the evidence)
+            share(Path(paths[name]))
         refs = {name: ArtifactRef.of(f"draft_{name.replace('.', '_')}", p) for name, p in paths.items() if p}
         rec.inputs = [
             agreed.agreement,
@@ -85,7 +87,7 @@ def _card_artifacts(drafted: Drafted) -> None:
             key="evidence-report",
             description="Controller-only evidence report (not part of the release)",
         )
-    base = os.environ.get(RUNS_URL, "").rstrip("/")
+    base = load_settings().runs_url()
     if base:  # the registry's runs/ folder is served (e.g. behind the same proxy as the UI): link the HTML files
         for key, ref, text in (
             ("draft-card-html", drafted.card_html, "Draft generator card (HTML)"),

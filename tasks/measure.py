@@ -19,17 +19,16 @@ from sdgov.artifacts import load_agreement, read_schema, read_spec
 from sdgov.base.hashing import write_json
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.engines import engine
+from sdgov.governance.site import Site
 from sdgov.measurement.marginals import noisy_measurements
 from sdgov.measurement.store import measure_once
-from sdgov.registry import commitment
-from sdgov.registry.log import Registry
 from sdgov.tasks.common import logger, stage
 
 VERSION = "2.0.0"  # 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked
 
 
 @task(name="measure", version=VERSION, cache_policy=NO_CACHE)
-def measure(agreed: Agreed, registry_root: str) -> Measured:
+def measure(agreed: Agreed, site: Site) -> Measured:
     """Draw (or reuse) the agreed noisy marginals once per statistic and write the privacy plan → ``Measured``.
 
     Counts come from the encoded data only when noise is drawn; the record names statistics by keyed commitment."""
@@ -39,7 +38,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
         schema = read_schema(agreed.schema_file)
         counter = engine(read_spec(agreed.spec).engine)  # the spec's engine: DuckDB embedded, or Dask
         outcome = measure_once(
-            Registry(registry_root),
+            site,
             agreed,
             agreement,
             schema,
@@ -77,7 +76,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             ArtifactRef.of("budget", Path(agreed.run_dir) / "budget.json"),
         ]
         # the record is published (provenance): each statistic by its keyed commitment, as in measurements.json
-        commit = commitment.registry_committer(Registry(registry_root).registry_id())
+        commit = site.committer()
         rec.params = {
             "reused": outcome.reused_all,
             "statistics": {commit("statistic", k): h for k, h in outcome.how.items()},

@@ -20,8 +20,8 @@ from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.governance.controller import APPROVERS, controller_files
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
+from sdgov.governance.site import Site
 from sdgov.intake.inputs import check_proposal
-from sdgov.registry.log import Registry
 from sdgov.tasks.common import stage
 
 VERSION = "1.4.0"  # 1.4: signed proposals; 1.3: the controller's policy; 1.2: committed approvers; 1.1: codes.parquet
@@ -30,7 +30,7 @@ VERSION = "1.4.0"  # 1.4: signed proposals; 1.3: the controller's policy; 1.2: c
 @task(name="propose_phi", version=VERSION, cache_policy=NO_CACHE)
 def propose_phi(
     spec_path: str,
-    registry_root: str,
+    site: Site,
     run_id: str,
     proposer: str,
     data_path: str | None = None,
@@ -41,16 +41,16 @@ def propose_phi(
     the agreement and log it as proposed → ``Agreed``.
 
     The only sign-off is the proposer's; the controller decides later, in the governed flow."""
-    with stage("propose_phi", VERSION, f"{registry_root}/runs/{run_id}") as rec:
-        checked = check_proposal(spec_path, registry_root, proposer, data_path, proposal, selection_verified)
-        approvers_path = controller_files(Registry(registry_root))[APPROVERS]
+    with stage("propose_phi", VERSION, f"{site.root}/runs/{run_id}") as rec:
+        checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
+        approvers_path = controller_files(site.registry)[APPROVERS]
         ag, data = checked.loaded.agreement, checked.data
-        check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
+        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
         # a spec asking for rows = N is flagged in the controller's evidence report only: the run's log is read by
         # every holder of the Prefect login (sdgov.governance.policy.rows_warning)
-        files = write_agreement(registry_root, run_id, checked.loaded, checked.data)  # inputs valid: we write
+        files = write_agreement(site.registry, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers, signed = checked.proposer, ArtifactRef.of("approvers", approvers_path), checked.signed
-        Registry(registry_root).append(
+        site.registry.append(
             "agreement_proposed",
             who.name,
             who.role,

@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from sdgov.channel.publish import publish_after_release
 from sdgov.contracts import Agreed, ReleaseResult
 from sdgov.governance.signoff import SignOff
-from sdgov.registry.log import Registry
+from sdgov.governance.site import Site
 from sdgov.reporting.publish import ReleaseCandidate, check_releasable, publish_release
 from sdgov.tasks.common import logger, stage
 
@@ -25,13 +25,13 @@ VERSION = "1.1.0"
 
 
 @task(name="release", version=VERSION, cache_policy=NO_CACHE)
-def release(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], registry_root: str) -> ReleaseResult:
+def release(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff], site: Site) -> ReleaseResult:
     """Publish one immutable release of the candidate → ``ReleaseResult``.
 
     ``check_releasable`` refuses it unless the audit passed and the sign-offs are bound to the candidate's hash."""
-    registry = Registry(registry_root)
+    registry = site.registry
     check_releasable(registry, agreed, candidate, signoffs)
-    with stage("release", VERSION, f"{registry_root}/releases"):
+    with stage("release", VERSION, f"{site.root}/releases"):
         result = publish_release(registry, agreed, candidate, signoffs, task_version=VERSION)
     # the release channel, where the controller configured one: a failure there is one warning, the release stands
     # (the schema by its path: the channel checks it against the agreement's schema hash, and a schema file

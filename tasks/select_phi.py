@@ -23,11 +23,11 @@ from sdgov.base.hashing import write_json
 from sdgov.contracts import ArtifactRef, Recorder
 from sdgov.governance.controller import APPROVERS, controller_files
 from sdgov.governance.policy import check_plan_allowed
+from sdgov.governance.site import Site
 from sdgov.intake.inputs import check_proposal
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import SelectionRecord, SplitSelectionRecord
 from sdgov.measurement.selection.store import check_draft, select_once
-from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
     from prefect import Task
@@ -86,7 +86,7 @@ def write_record(run_dir: Path, record: SelectionRecord | SplitSelectionRecord) 
 
 def propose_selection(
     spec_path: str,
-    registry_root: str,
+    site: Site,
     run_id: str,
     proposer: str,
     data_path: str | None = None,
@@ -101,13 +101,14 @@ def propose_selection(
     spends budget, so an unsigned draft runs only in a sandbox registry). ``rec``: the stage's recorder (the Prefect
     task's, which logs the stage); ``None``: one made here (``sdgov propose --select``, which loads no Prefect)."""
     rec = rec or Recorder(SELECT_STAGE, SELECT_VERSION)
-    checked = check_proposal(spec_path, registry_root, proposer, data_path, proposal)
+    checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal)
     ag, data = checked.loaded.agreement, checked.data
     check_draft(ag, spec_path, method)
-    check_plan_allowed(registry_root, ag, data.fingerprint, ag.dataset_name, data.rows)
-    files = write_agreement(registry_root, run_id, checked.loaded, data)
+    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    files = write_agreement(site.registry, run_id, checked.loaded, data)
     signed = checked.signed
-    Registry(registry_root).append(  # the signed draft counts once: its nonce is used from here on
+    registry = site.registry
+    registry.append(  # the signed draft counts once: its nonce is used from here on
         "selection_proposed",
         signed.proposer,
         "analyst",
@@ -120,10 +121,9 @@ def propose_selection(
         },
         signatures={"proposal": signed.token} if signed.token else {},
     )
-    approvers = ArtifactRef.of("approvers", controller_files(Registry(registry_root))[APPROVERS])
+    approvers = ArtifactRef.of("approvers", controller_files(registry)[APPROVERS])
     agreed = files.agreed(approvers, [], rec.record())
-    registry = Registry(registry_root)
-    sel = select_once(registry, agreed, ag, checked.loaded.schema_, lambda: read_codes(files.codes))
+    sel = select_once(site, agreed, ag, checked.loaded.schema_, lambda: read_codes(files.codes))
     out = files.run_dir / "phi_proposal.json"
     proposals = sel.proposals
     summary: dict[str, Any] = {
@@ -178,7 +178,7 @@ def select_phi_task() -> Task[..., tuple[dict[str | None, Proposal], dict[str, A
     @task(name=SELECT_STAGE, version=SELECT_VERSION, cache_policy=NO_CACHE)
     def select_phi(
         spec_path: str,
-        registry_root: str,
+        site: Site,
         run_id: str,
         proposer: str,
         data_path: str | None = None,
@@ -186,7 +186,7 @@ def select_phi_task() -> Task[..., tuple[dict[str | None, Proposal], dict[str, A
         proposal: str | None = None,
     ) -> tuple[dict[str | None, Proposal], dict[str, Any]]:
         """Select and log the proposals as the analyst's (:func:`propose_selection`)."""
-        with stage(SELECT_STAGE, SELECT_VERSION, f"{registry_root}/runs/{run_id}") as rec:
-            return propose_selection(spec_path, registry_root, run_id, proposer, data_path, method, proposal, rec)
+        with stage(SELECT_STAGE, SELECT_VERSION, f"{site.root}/runs/{run_id}") as rec:
+            return propose_selection(spec_path, site, run_id, proposer, data_path, method, proposal, rec)
 
     return select_phi

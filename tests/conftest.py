@@ -118,9 +118,11 @@ def demo_spec(tmp_path: Path) -> Path:
 
 def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
     """The governed draw (agree + measure task code, under the ledger) without a flow run; returns ψ's path."""
+    from sdgov.governance.site import Site
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
     init_registry(root)
-    agreed = agree_phi.fn(str(spec), str(root), run_id)
-    return Path(measure.fn(agreed, str(root)).measurements.path)
+    site = Site.resolve(root)
+    agreed = agree_phi.fn(str(spec), site, run_id)
+    return Path(measure.fn(agreed, site).measurements.path)

@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 
+from sdgov.governance.site import Site
 from sdgov.measurement import store
 
 
@@ -32,8 +33,9 @@ def main(argv: list[str]) -> None:
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
-    agreed = agree_phi.fn(spec, root, uuid.uuid4().hex, None, None)
-    measure.fn(agreed, root)
+    site = Site.resolve(root)
+    agreed = agree_phi.fn(spec, site, uuid.uuid4().hex, None, None)
+    measure.fn(agreed, site)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from sdgov.base.errors import SdgovError
 
 if TYPE_CHECKING:
     from sdgov.flows.prefect_api import ApiSettings, FlowRun, PrefectApi
+    from sdgov.governance.site import Site
 
 Command = Callable[[argparse.Namespace], int]
 ROOT_HELP = "registry root (default: $SDGOV_REGISTRY or ./registry)"
@@ -29,6 +29,21 @@ ROOT_HELP = "registry root (default: $SDGOV_REGISTRY or ./registry)"
 def emit(args: argparse.Namespace, payload: Any, human: str, *, indent: int = 2, ensure_ascii: bool = True) -> None:
     """``--json``: the payload on stdout (anything JSON cannot hold as its ``str``); else the human text."""
     print(json.dumps(payload, indent=indent, default=str, ensure_ascii=ensure_ascii) if args.json else human)
+
+
+# ------------------------------------------------------------------------------------------------ the site
+
+
+def site_of(args: argparse.Namespace) -> Site:
+    """The controller's site the command works against (:class:`~sdgov.governance.site.Site`): the registry of
+    ``--root`` (else ``$SDGOV_REGISTRY``, else ``./registry``), its keys, secret and budget authority, from this
+    process's settings — resolved once per command, and passed down from here."""
+    site = getattr(args, "site", None)
+    if site is None:
+        from sdgov.governance.site import Site
+
+        site = args.site = Site.resolve(getattr(args, "root", None))
+    return site
 
 
 # ------------------------------------------------------------------------------------------------ parsers
@@ -156,7 +171,9 @@ def _rewritten_line(fields: list[str]) -> str:
 
 def pinned_root(root: str | None) -> str | None:
     """The registry the person trusts: ``--root``, else ``$SDGOV_REGISTRY``; None when neither names one."""
-    return root or os.environ.get("SDGOV_REGISTRY")
+    from sdgov.base.settings import load_settings
+
+    return load_settings().pinned_registry(root)
 
 
 def verified_pending(
@@ -167,10 +184,10 @@ def verified_pending(
     was not pinned. The registry is ``root`` (``--root``) or ``$SDGOV_REGISTRY``; without either, the path the run
     names, which the note says (pin it: anyone who can rewrite run inputs could point at a registry of their own)."""
     from sdgov.governance.decisions import pending_record, rewritten_fields
-    from sdgov.registry.log import Registry
+    from sdgov.governance.site import Site
 
     pinned = pinned_root(root)
-    registry = Registry(pinned or str(posted.get("registry", "")))
+    registry = Site.resolve(pinned or str(posted.get("registry", ""))).registry
     record = pending_record(registry, str(fr.id), (fr.state.pause_key if fr.state else None) or "")
     if record.get("registry_id") != registry.registry_id() or record.get("run_id") != str(fr.id):
         raise SdgovError(

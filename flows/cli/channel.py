@@ -10,7 +10,7 @@ import argparse
 import functools
 from pathlib import Path
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -18,9 +18,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from sdgov.base.errors import SdgovError
     from sdgov.channel.publish import publish_releases
     from sdgov.governance.controller import check_controller_files
-    from sdgov.registry.log import Registry
 
-    reg = Registry(args.root)
+    reg = site_of(args).registry
     reg.require_existing()
     check_controller_files(reg)  # the channel's configuration as the controller signed it, or nothing is published
     known = [r["release_id"] for r in reg.releases()]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from sdgov.base.errors import InternalError, SdgovError
+from sdgov.base.settings import load_settings
 from sdgov.flows.cli._common import (
     Parents,
     command,
@@ -42,11 +43,13 @@ from sdgov.flows.cli._common import (
     pinned_root,
     require_server,
     resume,
+    site_of,
     verified_pending,
 )
 
 if TYPE_CHECKING:
     from sdgov.flows.prefect_api import FlowRun
+    from sdgov.registry.log import Registry
 
 # ------------------------------------------------------------------------------------------------ server
 
@@ -82,7 +85,7 @@ def cmd_server(args: argparse.Namespace) -> int:
     home = Path(args.home or os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").resolve()
     home.mkdir(parents=True, exist_ok=True)
     auth = args.auth or os.environ.get("PREFECT_SERVER_API_AUTH_STRING")
-    database = args.database or os.environ.get("SDGOV_SERVER_DATABASE")
+    database = args.database or load_settings().server_database()
     env = server_env(home, args.port, auth, database)
     client_env = {k: env[k] for k in ("PREFECT_API_URL", "PREFECT_API_AUTH_STRING") if k in env}
     if args.print_env:
@@ -156,7 +159,6 @@ def cmd_propose(args: argparse.Namespace) -> int:
     a refusal, or a run that failed (a decision that never came), is one line, exit 2."""
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.intake.inputs import check_proposal
-    from sdgov.registry.log import Registry
 
     if args.review and not args.select:
         raise SdgovError("--review reviews a private selection", "--review", "add --select mst")
@@ -167,12 +169,13 @@ def cmd_propose(args: argparse.Namespace) -> int:
     if args.submit:
         return _submit_proposal(args)
     require_server()  # an ephemeral server would die with this process: nobody could resume the run
-    root = Registry(args.root).root.resolve()
-    token = _sign_local_proposal(args, root)
-    checked = check_proposal(args.spec, root, args.who, args.data, token)  # fail fast, before the orchestrator
+    site = site_of(args)
+    root = site.root.resolve()
+    token = _sign_local_proposal(args, site.registry)
+    checked = check_proposal(args.spec, site.registry, args.who, args.data, token)  # fail fast, before the flow
     ag = checked.loaded.agreement
     check_plan_allowed(
-        root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows
+        site, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows
     )  # the controller's policy
     from prefect.exceptions import FailedRun
 
@@ -199,16 +202,14 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return _emit_outcome(args, out)
 
 
-def _sign_local_proposal(args: argparse.Namespace, root: Path) -> str | None:
+def _sign_local_proposal(args: argparse.Namespace, registry: Registry) -> str | None:
     """The analyst's signed proposal for this registry (``--key``), or None: unsigned, which only a sandbox registry
     accepts (the proposal check says so in one line)."""
     if not args.key:
         return None
     from sdgov.agreement.load import load_spec
     from sdgov.governance.proposals import sign_proposal
-    from sdgov.registry.log import Registry
 
-    registry = Registry(root)
     registry.require_existing()
     return sign_proposal(registry.registry_id(), load_spec(args.spec).agreement.sha256(), args.who, args.key)
 
@@ -274,15 +275,15 @@ def _propose_selection(args: argparse.Namespace) -> int:
     print the proposed spec's agreement hash (``--json``: ``agreement_sha256``)."""
     from sdgov.agreement.load import load_spec
     from sdgov.measurement.selection.review import selection_records
-    from sdgov.registry.log import Registry
     from sdgov.tasks.select_phi import propose_selection, write_proposed_spec, write_record
 
-    root = Registry(args.root).root.resolve()
+    site = site_of(args)
+    root = site.root.resolve()
     draft = Path(args.spec).resolve()
     out = Path(args.out) if args.out else draft.with_name(draft.stem + ".proposed.yaml")
     run_id = "select-" + uuid.uuid4().hex  # no flow run here: what new_run_id gives outside one, without the flow
-    token = _sign_local_proposal(args, root)
-    proposals, summary = propose_selection(str(draft), str(root), run_id, args.who, args.data, args.select, token)
+    token = _sign_local_proposal(args, site.registry)
+    proposals, summary = propose_selection(str(draft), site, run_id, args.who, args.data, args.select, token)
     pairs = {part: p.pairs for part, p in proposals.items()}
     record = selection_records(summary["draft_agreement_sha256"], proposals, pairs)
     write_proposed_spec(draft, pairs, out, write_record(root / "runs" / run_id, record))
@@ -309,15 +310,15 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.intake.inputs import check_proposal
     from sdgov.measurement.selection.store import check_draft
-    from sdgov.registry.log import Registry
 
     require_server()
-    root = Registry(args.root).root.resolve()
-    token = _sign_local_proposal(args, root)
-    checked = check_proposal(args.spec, root, args.who, args.data, token)
+    site = site_of(args)
+    root = site.root.resolve()
+    token = _sign_local_proposal(args, site.registry)
+    checked = check_proposal(args.spec, site.registry, args.who, args.data, token)
     ag = checked.loaded.agreement
     check_draft(ag, args.spec)
-    check_plan_allowed(root, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
+    check_plan_allowed(site, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
     quiet_refusals()
     try:
         out = phi_review_flow(
@@ -392,14 +393,14 @@ def tampered_runs(root: str | None) -> list[dict[str, str]]:
     """What the pinned registry (``--root`` or ``$SDGOV_REGISTRY``) logged as changed by someone else on the Prefect
     server (``run_tampered``: a rewritten pause input, patched parameters, a forced state), newest last; none when
     no registry is pinned or it is not there."""
-    from sdgov.registry.log import Registry
+    from sdgov.governance.site import Site
 
     pinned = pinned_root(root)
     if not pinned or not (Path(pinned) / "log.jsonl").is_file():
         return []
     return [
         {"flow_run_id": e.artifacts.get("flow_run_id", ""), "time": e.time, "what": e.comment}
-        for e in Registry(pinned).verified_events()
+        for e in Site.resolve(pinned).registry.verified_events()
         if e.event == "run_tampered"
     ]
 
@@ -440,7 +441,6 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     from sdgov.governance.controller import controller_approvers
     from sdgov.governance.decisions import record_cli_refused
     from sdgov.identity.statements import SignOffStatement, encode_statement
-    from sdgov.registry.log import Registry
 
     if p["subject"] not in REQUIRED_ROLE:
         raise SdgovError(
@@ -452,7 +452,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=args.who, time=utcnow())
     token = encode_statement(stmt, args.key)
     # the same check the flow makes after resuming: refused here (and logged), the run is never resumed
-    registry = Registry(pinned_root(args.root) or p["registry"])  # the registry whose record was signed
+    registry = site_of(args).at(pinned_root(args.root) or p["registry"]).registry  # whose record was signed
     try:
         check_decision(
             controller_approvers(registry),
@@ -672,9 +672,8 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 def cmd_approvers(args: argparse.Namespace) -> int:
     """``commit``: a controller signs the controller files' new hashes into the log (approvers, budgets, policy)."""
     from sdgov.governance.controller import commit
-    from sdgov.registry.log import Registry
 
-    events = commit(Registry(args.root), args.who, args.key)
+    events = commit(site_of(args).registry, args.who, args.key)
     lines = [
         f"{e.event}: {e.artifacts['file']} {e.artifacts['sha256'][:12] or 'removed'} signed by {e.actor}"
         for e in events
@@ -691,9 +690,8 @@ def cmd_approvals(args: argparse.Namespace) -> int:
     """``sign``: a person named in a standing approval signs it for this registry (appended to the file). ``pin``:
     the controller pins it to the spec's agreement, the data (by its keyed commitment) and a lapse date."""
     from sdgov.governance.standing import sign_standing
-    from sdgov.registry.log import Registry
 
-    reg = Registry(args.root)
+    reg = site_of(args).registry
     reg.require_existing()
     if args.action == "pin":
         return _pin_approval(args, reg)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
     from sdgov.registry.log import Registry
@@ -20,14 +21,15 @@ def cmd_registry(args: argparse.Namespace) -> int:
     """``list``, ``show``, ``recover`` and ``checkpoint`` (to ``--out`` or stdout) exit 0 and refuse a directory that
     is not a registry; ``verify`` and ``prove`` exit 0 intact / proved, 1 not, 2 bad input."""
     from sdgov.registry import checkpoint
-    from sdgov.registry.log import Registry
 
-    reg = Registry(args.root)
+    reg = site_of(args).registry
     if args.action == "verify":
         return _verify(args, reg)
     reg.require_existing()
     if args.action == "prove":
         return _prove(args, reg)
+    if args.action == "rotate-secret":
+        return _rotate_secret(args, reg)
     if args.action == "list":
         rels = reg.releases()
         emit(
@@ -55,7 +57,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
             or "nothing to recover",
         )
         return 0
-    cp = checkpoint.make(reg)  # action "checkpoint": the signed head, to publish outside the registry
+    cp = checkpoint.make(reg, args.who, args.key)  # "checkpoint": the signed head, kept outside the registry
     text = checkpoint.dumps(cp)
     if not args.out:
         print(text, end="")
@@ -72,7 +74,7 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     from sdgov.registry import checkpoint
 
     cp = checkpoint.load_checkpoint(args.checkpoint) if args.checkpoint else None
-    anchored = checkpoint.problems(reg, cp) if cp is not None else []
+    anchored = checkpoint.problems(reg, cp, _person_ok(reg)) if cp is not None else []
     if cp is not None and not reg.is_registry():
         problems = anchored  # wiped: the checkpoint says what was there
     else:
@@ -85,6 +87,12 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     human = (
         f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash and signature matches"
         + (f"; the log extends checkpoint event {cp.sequence} ({cp.head[:12]}…)" if cp is not None else "")
+        + (
+            f"; {reg.unchecked} persisted measurement(s) are the controller's, not readable here (its verify checks "
+            "them)"
+            if reg.unchecked
+            else ""
+        )
         if not problems
         else "FAILED:\n" + "\n".join(f"  {p}" for p in problems)
     )
@@ -94,6 +102,29 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
     )
     emit(args, {"ok": not problems, "problems": problems, "stale": stale, "root": str(reg.root)}, human)
     return 0 if not problems else 1
+
+
+def _person_ok(reg: Registry) -> Callable[[str, str], str | None]:
+    """Who may vouch for a checkpoint with their own key: a compliance officer or controller of the approvers
+    registry in force, with the key it lists for them."""
+
+    def check(name: str, public_key: str) -> str | None:
+        from sdgov.base.errors import SdgovError
+        from sdgov.governance.controller import controller_approvers
+        from sdgov.identity.keys import decode_public_key
+
+        try:
+            who = controller_approvers(reg).find(name)
+        except SdgovError as exc:
+            return exc.what
+        if who is None or who.role not in ("compliance", "controller"):
+            return "not a compliance officer or controller of the approvers registry in force"
+        key = decode_public_key(public_key, ssh=False)
+        if key is None or key.public_bytes_raw() != who.key().public_bytes_raw():
+            return f"not the key the approvers registry lists for {who.name!r}"
+        return None
+
+    return check
 
 
 def _prove(args: argparse.Namespace, reg: Registry) -> int:
@@ -124,7 +155,13 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
         dataset = json.loads(card_path.read_text())["dataset"]
     except (ValueError, KeyError, TypeError):
         raise SdgovError("the release's card.json is not a card", str(card_path), "sdgov registry verify") from None
-    opened = commitment.prove(reg.registry_id(), dataset, values)
+    released_at = next(e.seq for e in reg.events() if e.event == "released" and e.release_id == args.release_id)
+    try:
+        opened = commitment.prove(reg, dataset, values, released_at)
+    except commitment.SecretReplaced as exc:  # says nothing about the data: not 'does not commit to this data'
+        emit(args, {"release_id": args.release_id, "proved": False, "secret_replaced": True, "why": exc.what},
+             f"NOT proved: {exc.what} ({exc.fix})")  # fmt: skip
+        return 1
     proved = all(opened.values())
     human = (
         f"{'proved' if proved else 'NOT proved'}: release {args.release_id} "
@@ -136,6 +173,16 @@ def _prove(args: argparse.Namespace, reg: Registry) -> int:
     return 0 if proved else 1
 
 
+def _rotate_secret(args: argparse.Namespace, reg: Registry) -> int:
+    """``rotate-secret [--as CONTROLLER --key KEY]``: log the secret now on the machine (made if none) as the one in
+    force; exit 0, a refusal one line, exit 2."""
+    from sdgov.governance.secret import rotate
+
+    e = rotate(reg, args.who, args.key)
+    emit(args, e.model_dump(), f"{e.comment} (log line {e.seq + 1}, signed by {e.actor})")
+    return 0
+
+
 def cmd_budget(args: argparse.Namespace) -> int:
     """Print the privacy-budget ledger under the controller's policy: spent and remaining ρ per dataset, and the
     account's lifetime in the controller's budget authority with where it was set; exit 0. ``lifetime``: the
@@ -143,28 +190,27 @@ def cmd_budget(args: argparse.Namespace) -> int:
     policy, or a setting refused, is one line, exit 2."""
     if args.action == "lifetime":
         return _set_lifetime(args)
-    from sdgov.governance.ledger import ledger_summary
-    from sdgov.governance.policy import load_policy
-    from sdgov.registry.log import Registry
+    from sdgov.governance.ledger import ledger_summary, log_summary, whose_authority
 
-    reg = Registry(args.root)
-    policy, sha = load_policy(reg.root)
-    accts = ledger_summary(reg)
+    site = site_of(args)
+    policy, sha = site.policy()
+    events = site.registry.verified_events()
+    readable, source = whose_authority(site, events)  # never an empty authority read as the controller's
+    accts = ledger_summary(site, events) if readable else log_summary(events)
     lines = [
         f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
         + (
-            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; {_lifetime_words(a)}"
+            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; "
+            + (_lifetime_words(a) if readable else f"as logged at line {a['as_of_line']}")
             if "error" not in a
             else f" — {a['error']}"
         )
         + f"; {len(a.get('spends', []))} spend(s)"
         for a in accts
     ]
-    emit(
-        args,
-        {"policy": policy.model_dump(), "policy_sha256": sha, "datasets": accts},
-        "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)",
-    )
+    human = "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)"
+    payload = {"policy": policy.model_dump(), "policy_sha256": sha, "source": source, "from_authority": readable}
+    emit(args, {**payload, "datasets": accts}, f"{source}\n{human}")
     return 0
 
 
@@ -182,7 +228,6 @@ def _set_lifetime(args: argparse.Namespace) -> int:
     """``budget lifetime --dataset NAME --rho X [--as CONTROLLER --key KEY]``: one line per account set, exit 0."""
     from sdgov.base.errors import SdgovError
     from sdgov.governance.ledger import set_lifetime
-    from sdgov.registry.log import Registry
 
     if not args.dataset or args.rho is None:
         raise SdgovError(
@@ -190,7 +235,7 @@ def _set_lifetime(args: argparse.Namespace) -> int:
         )
     if not args.rho > 0 or args.rho == float("inf"):
         raise SdgovError(f"--rho must be a positive number (got {args.rho:g})", "sdgov budget lifetime", "give ρ > 0")
-    stored = set_lifetime(Registry(args.root), args.dataset, args.rho, args.who, args.key)
+    stored = set_lifetime(site_of(args), args.dataset, args.rho, args.who, args.key)
     emit(
         args,
         {"set": [s.model_dump() for s in stored]},
@@ -206,10 +251,9 @@ def _set_lifetime(args: argparse.Namespace) -> int:
 def cmd_trail(args: argparse.Namespace) -> int:
     """Print the audit trail (``--dataset``: only that dataset's events; ``--html`` / ``--prov``: also write those);
     exit 0 when the chain verifies, 1 when it does not."""
-    from sdgov.registry.log import Registry
     from sdgov.registry.trail import build_trail, render_text, render_trail_html, to_prov, write
 
-    t = build_trail(Registry(args.root), args.dataset)
+    t = build_trail(site_of(args).registry, args.dataset)
     written = {}
     if args.html:
         written["html"] = str(write(args.html, render_trail_html(t)))
@@ -227,10 +271,11 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         cmd_registry,
         "list, show or verify releases and the signed event log; 'checkpoint' prints a signed head to keep "
         "elsewhere; 'recover' removes what a crashed publication left; 'prove' shows which data a release came "
-        "from (the controller's keyed commitments, opened)",
+        "from (the controller's keyed commitments, opened); 'rotate-secret' logs a new commitment secret in force "
+        "(a controller's signed act, after the old one was lost)",
         [parents.root],
     )
-    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover", "prove"])
+    g.add_argument("action", choices=["list", "show", "verify", "checkpoint", "recover", "prove", "rotate-secret"])
     g.add_argument("release_id", nargs="?")
     g.add_argument(
         "--data",
@@ -240,6 +285,10 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     g.add_argument("--schema", help="prove: also check the content fingerprint (any file layout of the same records)")
     g.add_argument("--checkpoint", help="verify: also prove the log extends this checkpoint (no rollback/rewrite)")
     g.add_argument("--out", help="checkpoint: write it to this file (kept outside the registry)")
+    g.add_argument(
+        "--as", dest="who", help="rotate-secret, checkpoint: who signs (a controller; compliance may checkpoint)"
+    )
+    g.add_argument("--key", help="rotate-secret, checkpoint: that person's private key file")
 
     t = add(
         "trail",

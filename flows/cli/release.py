@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
     from sdgov.flows.temporary_server import GuardedServer
@@ -23,14 +23,14 @@ def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = No
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.governance.standing import agreement_signoffs
     from sdgov.intake.inputs import check_inputs
-    from sdgov.registry.log import Registry
 
-    root = Registry(args.root).root.resolve()
-    check_controller_files(Registry(root))  # the controller's files as last signed, or no release
+    site = site_of(args)
+    root = site.root.resolve()
+    check_controller_files(site.registry)  # the controller's files as last signed, or no release
     checked = check_inputs(args.spec, args.approvals, args.data, root=root)  # fail fast, before the orchestrator
     ag, data = checked.loaded.agreement, checked.data
-    agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), Registry(root))
-    check_plan_allowed(root, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
+    agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), site.registry)
+    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
     from sdgov.flows.temporary_server import install, serving
 
     server: GuardedServer | None
@@ -79,19 +79,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from sdgov.demo.data import write_demo_data
     from sdgov.demo.people import signed_demo_approval
     from sdgov.governance.controller import init
-    from sdgov.registry.log import Registry
 
     api_starting = _start_temporary_api()
-    init(Registry(args.root), controller="Carl Controller")  # the demo's registry: the default policy, adopted
+    registry = site_of(args).registry
+    init(registry, controller="Carl Controller")  # the demo's registry: the default policy, adopted
     # the made-up confidential file lives beside the registry (never inside the installed package or a clone)
-    data = Registry(args.root).root.resolve().parent / "build" / "demo" / "data.csv"
+    data = registry.root.resolve().parent / "build" / "demo" / "data.csv"
     if not data.exists():
         write_demo_data(load_schema(inputs() / "schema.yaml"), data)
     spec = inputs() / "spec.yaml"
     # the demo people sign a standing approval with their (demo) keys, as a real registry's people do
-    approvals = signed_demo_approval(
-        Registry(args.root), inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data
-    )
+    approvals = signed_demo_approval(registry, inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data)
     args.spec, args.approvals, args.data = str(spec), str(approvals), str(data)
     return cmd_release(args, api_starting=api_starting)
 
@@ -135,10 +133,11 @@ def _start_temporary_api() -> _ServerStart | None:
 def cmd_init(args: argparse.Namespace) -> int:
     """Write the controller's default policy into a registry (kept as it is when there is one already)."""
     from sdgov.governance.controller import init
-    from sdgov.registry.log import Registry
 
-    reg = Registry(args.root)
+    reg = site_of(args).registry
     path, written, adopted = init(reg, controller=args.controller)
+    if args.readers:  # who may read the public parts (the log, releases, the public key): a group, named here
+        reg.set_readers_group(args.readers)
     human = (
         f"wrote the default controller policy: {path}\n  review it (lifetime ρ, max ε per release, σ floor, "
         "generators, rows) before the first release"
@@ -150,7 +149,10 @@ def cmd_init(args: argparse.Namespace) -> int:
         if adopted
         else ""
     )
-    emit(args, {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}, human)
+    if reg.readers_group():
+        human += f"\n  readers' group: {reg.readers_group()} (the log, releases, policy; not the controller's state)"
+    payload = {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}
+    emit(args, {**payload, "readers_group": reg.readers_group()}, human)
     return 0
 
 
@@ -170,9 +172,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     or the default one when it exists), the controller's files as last signed and its policy, as ``sdgov release``
     does; print the agreement hash, rows and budget, exit 0. A problem is one line each, exit 2."""
     from sdgov.intake.inputs import check_spec_and_data
-    from sdgov.registry.log import Registry
 
-    registry = Registry(args.root)
+    site = site_of(args)
+    registry = site.registry
     root = registry.root.resolve() if args.root is not None or registry.is_registry() else None
     loaded, data, plan = check_spec_and_data(args.spec, args.data, root)
     if root is not None:  # what the release applies before its flow starts: the controller's files, then the policy
@@ -180,8 +182,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from sdgov.governance.policy import check_plan_allowed
 
         ag = loaded.agreement
-        check_controller_files(Registry(root))
-        plan = check_plan_allowed(root, ag, data.fingerprint, ag.dataset_name, data.rows)
+        check_controller_files(registry)
+        plan = check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
     payload = {
         "ok": True,
         "agreement_sha256": loaded.agreement.sha256(),
@@ -212,6 +214,11 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "init", cmd_init, "write the data controller's default policy (policy.yaml) into a registry", [parents.root]
     )
     i.add_argument("--controller", default="Data Controller", help="the controller who owns the policy")
+    i.add_argument(
+        "--readers",
+        help="the group whose members may read the registry's public parts (log, releases, policy: approvers, "
+        "compliance); the controller's state stays owner-only",
+    )
 
     r = add("release", cmd_release, "run the release flow for a spec", [parents.spec, parents.data, parents.root])
     r.add_argument("--approvals", help="standing-approval file (default: the spec's 'approvals')")

@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sdgov.base.errors import SdgovError
-from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume
+from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume, site_of
 
 if TYPE_CHECKING:
     from sdgov.flows.prefect_api import PrefectApi
@@ -46,7 +46,6 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
     from sdgov.governance.controller import controller_approvers
     from sdgov.identity.statements import SignOffStatement, encode_statement
     from sdgov.measurement.selection.review import DECISION, SUBJECT, check_reviewer, review_sha256
-    from sdgov.registry.log import Registry
 
     if p["subject"] != SUBJECT:
         raise SdgovError(
@@ -64,7 +63,7 @@ def _signed(args: argparse.Namespace, review: Any, p: dict[str, Any]) -> str:
     token = encode_statement(
         SignOffStatement(**challenge.model_dump(), decision=DECISION, approver=args.who, time=utcnow()), args.key
     )
-    check_reviewer(controller_approvers(Registry(p["registry"])), review, challenge, token)
+    check_reviewer(controller_approvers(site_of(args).at(p["registry"]).registry), review, challenge, token)
     summary = p.get("summary") or {}
     parts = summary.get("parts") or {}
     if parts and (review.drop or review.force) and review.part not in parts:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.cli._common import Parents, command, emit, site_of
 from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
 
 
@@ -18,9 +18,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     """Serve the scheduled deployment of the standing agreement, one run at a time, until Ctrl-C (exit 0);
     ``--dry-run`` prints it instead. A bad schedule or spec is one line, exit 2."""
     from sdgov.flows.schedule import deployment
-    from sdgov.registry.log import Registry
 
-    root = str(Registry(args.root).root.resolve())
+    root = str(site_of(args).root.resolve())
     dep = deployment(
         args.spec, root, args.cron, args.name, args.approvals, args.timeout, not args.no_dvc_pull, args.every
     )

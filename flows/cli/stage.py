@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 
 def cmd_stage(args: argparse.Namespace) -> int:
@@ -70,9 +70,8 @@ def _stage_measure(args: argparse.Namespace, loaded: Any) -> int:
     from sdgov.base.errors import RegistryError
     from sdgov.intake.inputs import validated_data
     from sdgov.measurement.store import assemble_logged
-    from sdgov.registry.log import Registry
 
-    registry = Registry(args.root)
+    registry = site_of(args).registry
     data = validated_data(loaded.data_path, loaded.schema_, loaded.spec.engine)
     ag = loaded.agreement
     mset = assemble_logged(registry, data.fingerprint, ag.dataset_name, ag, loaded.schema_, str(loaded.spec_path))

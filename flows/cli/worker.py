@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,16 +30,16 @@ def check_worker(config: str) -> tuple[WorkerConfig, str, str]:
     spec are there. One line on the first problem."""
     from sdgov.agreement.load import load_spec
     from sdgov.governance.controller import check_controller_files
+    from sdgov.governance.site import Site
     from sdgov.governance.standing import load_approvals
     from sdgov.governance.worker import load_worker_config
     from sdgov.registry import key
-    from sdgov.registry.log import Registry
 
     cfg, sha = load_worker_config(config)
-    registry = Registry(cfg.registry)
+    registry = Site.resolve(cfg.registry).registry
     registry.require_existing()
     rid = registry.registry_id()
-    key.require(rid)
+    key.require(registry.keys, rid)
     check_controller_files(registry)
     for name, source in cfg.datasets.items():
         for what, path in (("data", source.data), ("schema", source.schema_file)):
@@ -68,10 +67,10 @@ def check_worker(config: str) -> tuple[WorkerConfig, str, str]:
 def cmd_worker(args: argparse.Namespace) -> int:
     """Serve the controller's deployments until Ctrl-C (exit 0); ``--dry-run`` prints them instead. A bad
     configuration, registry or key is one line, exit 2."""
+    from sdgov.base.settings import export_worker_config
     from sdgov.flows.worker import deployments
     from sdgov.flows.worker_runs import end_orphans, hold_registry
-    from sdgov.governance.worker import ENV, PID_ENV
-    from sdgov.registry.log import Registry
+    from sdgov.governance.site import Site
 
     cfg, sha, rid = check_worker(args.config)
     deps = deployments(cfg, rid)
@@ -81,10 +80,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         emit(args, info, "would serve: " + ", ".join(names))
         return 0
     require_server()
-    registry = Registry(cfg.registry)
+    registry = Site.resolve(cfg.registry).registry
     hold_registry(registry)  # one worker per registry: the runs left held below were nobody's
-    os.environ[ENV] = str(Path(args.config).resolve())  # the runs this process executes inherit both
-    os.environ[PID_ENV] = str(os.getpid())
+    export_worker_config(Path(args.config).resolve())  # the runs this process executes inherit it and our pid
     registry.append(
         "worker_started",
         "sdgov",

@@ -8,16 +8,15 @@ the code a fit runs, so a receipt there asks for no more trust than the compiled
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from sdgov.base.settings import load_settings
 
 
 def cache_dir() -> str | None:
-    """Where compiled programs are kept: ``$SDGOV_JAX_CACHE_DIR`` (empty: nowhere), else the user's cache dir."""
-    chosen = os.environ.get("SDGOV_JAX_CACHE_DIR")
-    if chosen is not None:
-        return chosen or None
-    return str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sdgov" / "jax")
+    """Where compiled programs are kept: ``$SDGOV_JAX_CACHE_DIR`` (empty: nowhere), else the user's cache dir (the
+    process's settings, :mod:`sdgov.base.settings`)."""
+    return load_settings().jax_cache_dir()
 
 
 def dry_run_receipts() -> Path | None:

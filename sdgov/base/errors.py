@@ -130,11 +130,15 @@ def disk_full(exc: BaseException, where: str = "") -> DiskFull | None:
         seen.add(id(e))
         errno = getattr(e, "errno", None)
         if errno in _FULL_ERRNOS or any(w in str(e) for w in _FULL_WORDS):
-            path = getattr(e, "filename", None) or where
-            return DiskFull(
-                "no space left on the device (the disk is full)",
-                str(path or "the registry's disk"),
-                "free space there, then run it again: what was drawn is kept and never drawn twice",
-            )
+            return full_disk_at(getattr(e, "filename", None) or where)
         e = e.__cause__ or e.__context__
     return None
+
+
+def full_disk_at(path: object) -> DiskFull:
+    """The one line for a full disk (or spent quota) at ``path``."""
+    return DiskFull(
+        "no space left on the device (the disk is full)",
+        str(path or "the registry's disk"),
+        "free space there, then run it again: what was drawn is kept and never drawn twice",
+    )

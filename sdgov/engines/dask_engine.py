@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from operator import getitem
@@ -46,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdgov.base.errors import DataError, SpecError, shorten
+from sdgov.base.settings import DASK_SCHEDULER, load_settings
 from sdgov.data.encoding import check_file_columns, encode_distinct, first_non_utf8_line
 from sdgov.data.fingerprint import columns as fingerprint_columns
 from sdgov.data.fingerprint import fingerprint_of_groups, packs
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from dask.delayed import Delayed
     from distributed import Client
 
-SCHEDULER_ENV = "SDGOV_DASK_SCHEDULER"
 LOCAL_WORKERS = 2  # the local cluster started when no scheduler is configured (one thread each)
 BLOCK_BYTES = 32 * 2**20  # CSV bytes per partition (pandas holds about 10x that as text while parsing)
 BLOCK_ROWS = 1_000_000  # Parquet records per partition (whole row groups)
@@ -73,7 +72,7 @@ def _client() -> Iterator[Client]:
     """A client of the configured scheduler, or of a local cluster that lives for this call."""
     from distributed import Client, LocalCluster
 
-    address = os.environ.get(SCHEDULER_ENV, "").strip()
+    address = load_settings().dask_scheduler()
     if not address:
         with (
             LocalCluster(  # its workers' logs would reach the terminal: a refused file is one line, not a traceback
@@ -92,7 +91,7 @@ def _client() -> Iterator[Client]:
     except OSError as exc:
         raise SpecError(
             f"cannot reach the Dask scheduler {address!r} ({shorten(str(exc), 100)})",
-            SCHEDULER_ENV,
+            DASK_SCHEDULER,
             "start the scheduler, fix the address, or unset it to run on a local cluster",
         ) from None
     with client:

@@ -29,9 +29,10 @@ A run that dies after the charge leaves a reservation with no draw: the noise it
 so the next run on the dataset (in any registry) draws it under that reservation, charging nothing more. A run
 that dies after recording the draw leaves the statistic in the authority: the re-run copies it, never re-draws.
 
-**Where it lives** (read from the environment only, like the registry key, :mod:`sdgov.registry.key`: a registry must
-not be able to name its own budget): ``$SDGOV_AUTHORITY`` — a file path (SQLite), or a ``postgresql://`` URL for a
-team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/authority.sqlite``).
+**Where it lives** (from the process's settings only, :mod:`sdgov.base.settings`, like the registry key: a registry
+must not be able to name its own budget): ``$SDGOV_AUTHORITY`` — a file path (SQLite), or a ``postgresql://`` URL
+for a team — else ``$XDG_DATA_HOME/sdgov/authority.sqlite`` (``~/.local/share/sdgov/authority.sqlite``). The site
+(:class:`sdgov.governance.site.Site`) opens it once per process.
 
 **Why SQLite for the embedded default.** The check-and-charge must be one atomic step across processes, and a
 charge must be durable before any noise is drawn: SQLite (in the standard library) gives exactly that with a
@@ -58,25 +59,39 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from sdgov.base.clock import utcnow
-from sdgov.base.errors import RegistryError
+from sdgov.base.errors import RegistryError, full_disk_at
 from sdgov.base.hashing import sha256_bytes
+from sdgov.base.settings import AUTHORITY, load_settings
 from sdgov.governance.authority_model import (
-    ENV,
-    LATEST_LIFETIMES,
     Authority,
+    AuthorityBroken,
     Charge,
     Drawn,
+    Governor,
+    Head,
     Lifetime,
     LifetimeAbove,
+    LifetimeSetElsewhere,
+    LifetimeUnset,
     Overspend,
-    adopted,
+    Row,
+    chain_problems,
+    check_governor,
     decide_charge,
-    lowest,
+    governed_lifetime,
+    governor,
+    head_of,
+    latest_settings,
+    new_row,
 )
+from sdgov.registry.key import Signer
 
 __all__ = [
-    "ENV",
     "Authority",
+    "AuthorityBroken",
+    "Head",
+    "LifetimeSetElsewhere",
+    "LifetimeUnset",
     "Charge",
     "Drawn",
     "Lifetime",
@@ -88,22 +103,19 @@ __all__ = [
 ]
 
 FILE = "authority.sqlite"
+_LIFETIMES = "SELECT seq, fingerprint, dataset, lifetime_rho, time, registry_id, source FROM lifetimes ORDER BY seq"
 
-_LATEST = LATEST_LIFETIMES.replace("$1", "?").replace("$2", "?")  # SQLite's placeholders
 _held = threading.local()  # authority locations whose lock this thread holds (re-entrant within a thread)
 
 
 def location() -> str:
-    """Where the controller's authority is: ``$SDGOV_AUTHORITY``, else under the user's data directory."""
-    explicit = os.environ.get(ENV)
-    if explicit:
-        return explicit
-    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return str(data / "sdgov" / FILE)
+    """Where the controller's authority is by the process's settings: ``$SDGOV_AUTHORITY``, else under the user's
+    data directory."""
+    return load_settings().authority()
 
 
 def open_authority(where: str | None = None) -> Authority:
-    """The controller's budget authority at :func:`location` (or ``where``)."""
+    """The controller's budget authority at ``where`` (the site's), else at :func:`location`."""
     where = where or location()
     if where.startswith(("postgresql://", "postgres://")):
         from sdgov.governance.authority_pg import PostgresAuthority  # asyncpg: only a team's controller loads it
@@ -127,6 +139,9 @@ CREATE TABLE IF NOT EXISTS statistics (
 CREATE TABLE IF NOT EXISTS lifetimes (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL, dataset TEXT NOT NULL,
     lifetime_rho REAL NOT NULL, time TEXT NOT NULL, registry_id TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chain (
+    seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, ref TEXT NOT NULL, body TEXT NOT NULL, prev TEXT NOT NULL,
+    hash TEXT NOT NULL, registry_id TEXT NOT NULL, public_key TEXT NOT NULL, sig TEXT NOT NULL);
 """
 
 
@@ -135,6 +150,11 @@ class SqliteAuthority:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    @property
+    def where(self) -> str:
+        """The SQLite file."""
+        return str(self.path)
 
     # ---------------------------------------------------------------- connection
     @contextlib.contextmanager
@@ -171,6 +191,8 @@ class SqliteAuthority:
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(sqlite3.Error):
                 con.execute("ROLLBACK")
+            if "disk is full" in str(exc) or "disk I/O error" in str(exc):
+                raise full_disk_at(self.path) from None
             raise RegistryError(f"the budget authority is unreadable ({exc})", str(self.path), _FIX) from None
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
@@ -185,6 +207,84 @@ class SqliteAuthority:
         with self._db(write=True) as con:
             assert con is not None
             return str(con.execute("SELECT value FROM meta WHERE name = 'authority_id'").fetchone()[0])
+
+    def identity(self) -> str | None:
+        """Read only: None when there is no authority file (or no id in it yet)."""
+        with self._db(write=False) as con:
+            row = None if con is None else con.execute("SELECT value FROM meta WHERE name = 'authority_id'").fetchone()
+            return None if row is None else str(row[0])
+
+    # ---------------------------------------------------------------- the chain
+    @staticmethod
+    def _rows(con: sqlite3.Connection) -> list[Row]:
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'chain'").fetchone() is None:
+            return []  # an authority made before chains, read before its next write
+        cols = "seq, kind, ref, body, prev, hash, registry_id, public_key, sig"
+        return [Row(**dict(zip(cols.split(", "), r))) for r in con.execute(f"SELECT {cols} FROM chain ORDER BY seq")]
+
+    @staticmethod
+    def _tables(con: sqlite3.Connection) -> tuple[list[Charge], list[Lifetime]]:
+        rows = con.execute(
+            "SELECT seq, ref, time, dataset, fingerprint, rho, agreement_sha256, run_id, registry_id, lifetime_rho "
+            "FROM charges ORDER BY seq"
+        ).fetchall()
+        return [_charge(con, r) for r in rows], [_lifetime(r) for r in con.execute(_LIFETIMES)]
+
+    def rows(self) -> list[Row]:
+        """Read in one transaction."""
+        with self._db(write=False) as con:
+            return [] if con is None else self._rows(con)
+
+    def verify(self) -> list[str]:
+        """The chain against the tables, in one read transaction."""
+        with self._db(write=False) as con:
+            rows = [] if con is None else self._rows(con)
+            return chain_problems(rows, *self._tables(con)) if con is not None and rows else []
+
+    def _checked(self, con: sqlite3.Connection, signer: Signer) -> list[Row]:
+        """The chain, verified, before a write adds to it; an authority made before chains is sealed first (every
+        row it holds chained and signed by ``signer``, the registry writing now)."""
+        rows = self._rows(con)
+        charges, lifetimes = self._tables(con)
+        if not rows and (charges or lifetimes):
+            for c in charges:
+                self._chain(con, rows, c, signer)
+            for lt in lifetimes:
+                self._chain(con, rows, lt, signer)
+        problems = chain_problems(rows, charges, lifetimes)
+        if problems:
+            raise AuthorityBroken(
+                f"the budget authority's chain fails ({problems[0]}); nothing is charged or set",
+                str(self.path),
+                "restore the authority from its backup (and 'sdgov budget' shows what each registry's log records)",
+            )
+        return rows
+
+    @staticmethod
+    def _chain(con: sqlite3.Connection, rows: list[Row], item: Charge | Lifetime | Governor, signer: Signer) -> Row:
+        """Append ``item``'s row to the chain (and to ``rows``)."""
+        row = new_row(rows[-1] if rows else None, item, signer)
+        rows.append(row)
+        con.execute(
+            "INSERT INTO chain (seq, kind, ref, body, prev, hash, registry_id, public_key, sig) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (row.seq, row.kind, row.ref, row.body, row.prev, row.hash, row.registry_id, row.public_key, row.sig),
+        )
+        return row
+
+    def _govern(self, con: sqlite3.Connection, rows: list[Row], signer: Signer, governs: bool) -> Governor | None:
+        """The governing registry; ``signer``'s registry from now on when ``governs`` and nobody governs yet."""
+        gov = governor(rows)
+        if gov is None and governs:
+            gov = Governor(registry_id=signer.registry_id, public_key=signer.public_key, time=utcnow())
+            self._chain(con, rows, gov, signer)
+        return gov
+
+    def _head(self, con: sqlite3.Connection, rows: list[Row]) -> Head:
+        found = con.execute("SELECT value FROM meta WHERE name = 'authority_id'").fetchone()
+        head = head_of(str(found[0]), rows)
+        assert head is not None  # a write has just added a row
+        return head
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -227,32 +327,40 @@ class SqliteAuthority:
         with self._db(write=False) as con:
             return [] if con is None else self._account(con, fingerprint, dataset)
 
-    def charge(self, charge: Charge, lifetime_rho: float, source: str) -> tuple[Charge, list[Charge]]:
-        """The account, its lifetime and the insert in one ``BEGIN IMMEDIATE`` transaction: no other writer
-        between them."""
+    def charge(
+        self, charge: Charge, lifetime_rho: float, source: str, signer: Signer, governs: bool = False
+    ) -> tuple[Charge, list[Charge], Head]:
+        """The chain's check, the account, its lifetime and the inserts (rows chained) in one ``BEGIN IMMEDIATE``
+        transaction: no other writer between them."""
         with self._db(write=True) as con:
             assert con is not None
+            rows = self._checked(con, signer)
+            gov = self._govern(con, rows, signer, governs)
             before = self._account(con, charge.fingerprint, charge.dataset)
-            account = self._lifetime(con, charge.fingerprint, charge.dataset, before)
-            checked, setting = decide_charge(charge, before, account, lifetime_rho, source)
+            account = self._lifetime(con, charge.fingerprint, charge.dataset, before, gov)
+            checked, setting = decide_charge(charge, before, account, lifetime_rho, source, gov)
             if setting is not None:
-                self._insert_lifetime(con, setting)
+                self._chain(con, rows, self._insert_lifetime(con, setting), signer)
             stored = self._insert(con, checked)
-        return stored, before
+            self._chain(con, rows, stored, signer)
+            head = self._head(con, rows)
+        return stored, before, head
 
-    @staticmethod
-    def _lifetime(con: sqlite3.Connection, fingerprint: str, dataset: str, charges: list[Charge]) -> Lifetime | None:
+    def _lifetime(
+        self, con: sqlite3.Connection, fingerprint: str, dataset: str, charges: list[Charge], gov: Governor | None
+    ) -> Lifetime | None:
         rows: list[tuple] = []  # none in an authority made before lifetimes were kept, read before its next write
         if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'lifetimes'").fetchone() is not None:
-            rows = con.execute(_LATEST, (fingerprint, dataset)).fetchall()
-        return lowest([_lifetime(r) for r in rows]) or adopted(charges)
+            rows = con.execute(_LIFETIMES).fetchall()
+        return governed_lifetime(latest_settings([_lifetime(r) for r in rows], gov, fingerprint, dataset), charges, gov)
 
     def lifetime(self, fingerprint: str, dataset: str) -> Lifetime | None:
         """Read in one transaction."""
         with self._db(write=False) as con:
             if con is None:
                 return None
-            return self._lifetime(con, fingerprint, dataset, self._account(con, fingerprint, dataset))
+            gov = governor(self._rows(con))
+            return self._lifetime(con, fingerprint, dataset, self._account(con, fingerprint, dataset), gov)
 
     def accounts(self, dataset: str) -> list[tuple[str, str]]:
         """From the latest setting of each account, else its latest charge."""
@@ -263,15 +371,26 @@ class SqliteAuthority:
                 "SELECT fingerprint, dataset FROM charges WHERE fingerprint = ? OR dataset = ? ORDER BY seq",
                 (dataset, dataset))}  # fmt: skip
             if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'lifetimes'").fetchone() is not None:
-                rows = con.execute(_LATEST, (dataset, dataset))
-                found.update({r[1]: r[2] for r in rows})
+                rows = con.execute(
+                    "SELECT fingerprint, dataset FROM lifetimes WHERE fingerprint = ? OR dataset = ? ORDER BY seq",
+                    (dataset, dataset),
+                )
+                found.update({r[0]: r[1] for r in rows})
             return sorted(found.items())
 
-    def set_lifetime(self, settings: list[Lifetime]) -> list[Lifetime]:
-        """Inserted in one ``BEGIN IMMEDIATE`` transaction."""
+    def set_lifetime(
+        self, settings: list[Lifetime], signer: Signer, governs: bool = False
+    ) -> tuple[list[Lifetime], Head]:
+        """Inserted and chained in one ``BEGIN IMMEDIATE`` transaction, through the governing registry only."""
         with self._db(write=True) as con:
             assert con is not None
-            return [self._insert_lifetime(con, s) for s in settings]
+            rows = self._checked(con, signer)
+            check_governor(self._govern(con, rows, signer, governs), signer, str(self.path))
+            stored = []
+            for s in settings:
+                stored.append(self._insert_lifetime(con, s))
+                self._chain(con, rows, stored[-1], signer)
+            return stored, self._head(con, rows)
 
     @staticmethod
     def _insert_lifetime(con: sqlite3.Connection, s: Lifetime) -> Lifetime:
@@ -282,16 +401,19 @@ class SqliteAuthority:
         )
         return s.model_copy(update={"seq": int(cur.lastrowid or 0)})
 
-    def import_charges(self, charges: list[Charge]) -> None:
-        """One transaction for all of them; a ``ref`` already stored is skipped."""
+    def import_charges(self, charges: list[Charge], signer: Signer) -> None:
+        """One transaction for all of them; a ``ref`` already stored is skipped; each one chained."""
         if not charges:
             return
         with self._db(write=True) as con:
             assert con is not None
             known = {r[0] for r in con.execute("SELECT ref FROM charges")}
-            for c in charges:
-                if c.ref not in known:
-                    self._insert(con, c)
+            fresh = [c for c in charges if c.ref not in known]
+            if fresh:
+                rows = self._checked(con, signer)
+                for c in fresh:
+                    stored = self._insert(con, c)
+                    self._chain(con, rows, stored, signer)
 
     @staticmethod
     def _insert(con: sqlite3.Connection, c: Charge) -> Charge:
@@ -368,7 +490,7 @@ class SqliteAuthority:
             return set() if con is None else {r[0] for r in con.execute("SELECT key FROM statistics")}
 
 
-_FIX = f"restore the controller's budget authority from its backup, or point ${ENV} at it"
+_FIX = f"restore the controller's budget authority from its backup, or point ${AUTHORITY} at it"
 
 
 def _lifetime(row: tuple) -> Lifetime:

@@ -32,16 +32,25 @@ import asyncpg  # the Prefect server's own PostgreSQL driver; only a postgresql:
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
+from sdgov.base.settings import AUTHORITY
 from sdgov.governance.authority_model import (
-    ENV,
-    LATEST_LIFETIMES,
+    AuthorityBroken,
     Charge,
     Drawn,
+    Governor,
+    Head,
     Lifetime,
-    adopted,
+    Row,
+    chain_problems,
+    check_governor,
     decide_charge,
-    lowest,
+    governed_lifetime,
+    governor,
+    head_of,
+    latest_settings,
+    new_row,
 )
+from sdgov.registry.key import Signer
 
 T = TypeVar("T")
 LOCK_KEY = 0x5D60_B0D6  # the advisory lock's key: one per database, so one per authority
@@ -61,8 +70,14 @@ CREATE TABLE IF NOT EXISTS statistics (
     run_id TEXT NOT NULL, time TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS lifetimes (
     seq BIGSERIAL PRIMARY KEY, fingerprint TEXT NOT NULL, dataset TEXT NOT NULL,
-    lifetime_rho DOUBLE PRECISION NOT NULL, time TEXT NOT NULL, registry_id TEXT NOT NULL, source TEXT NOT NULL)
+    lifetime_rho DOUBLE PRECISION NOT NULL, time TEXT NOT NULL, registry_id TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chain (
+    seq BIGINT PRIMARY KEY, kind TEXT NOT NULL, ref TEXT NOT NULL, body TEXT NOT NULL, prev TEXT NOT NULL,
+    hash TEXT NOT NULL, registry_id TEXT NOT NULL, public_key TEXT NOT NULL, sig TEXT NOT NULL)
 """
+_ROWS = "SELECT seq, kind, ref, body, prev, hash, registry_id, public_key, sig FROM chain ORDER BY seq"
+_LIFETIMES = "SELECT seq, fingerprint, dataset, lifetime_rho, time, registry_id, source FROM lifetimes ORDER BY seq"
+_WRITE_LOCK = "LOCK TABLE charges, lifetimes, chain IN SHARE ROW EXCLUSIVE MODE"
 _COLUMNS = "c.seq, c.ref, c.time, c.dataset, c.fingerprint, c.rho, c.agreement_sha256, c.run_id, c.registry_id, " \
     "c.lifetime_rho"  # fmt: skip
 
@@ -98,6 +113,11 @@ class PostgresAuthority:
         self.url = url
         self._ready = False
 
+    @property
+    def where(self) -> str:
+        """The database URL without its password."""
+        return masked(self.url)
+
     # ---------------------------------------------------------------- connection
     def _run(self, work: Any, *args: Any) -> Any:
         """``await work(connection, *args)`` in one transaction on a fresh connection; a server that refuses, or a
@@ -130,7 +150,7 @@ class PostgresAuthority:
         return RegistryError(
             f"the budget authority's database {what} ({type(exc).__name__}: {first})",
             masked(self.url),
-            f"check the PostgreSQL server and ${ENV} (the password from PGPASSWORD or ~/.pgpass)",
+            f"check the PostgreSQL server and ${AUTHORITY} (the password from PGPASSWORD or ~/.pgpass)",
         )
 
     @property
@@ -172,6 +192,75 @@ class PostgresAuthority:
             held.discard(self.url)
             _Loop.run(give(con))
 
+    def identity(self) -> str | None:
+        """Its id (a database is created on first connection, so it always has one once reachable)."""
+        return self.authority_id
+
+    # ---------------------------------------------------------------- the chain
+    @staticmethod
+    async def _rows(con: Any) -> list[Row]:
+        return [Row(**dict(r)) for r in await con.fetch(_ROWS)]
+
+    @staticmethod
+    async def _tables(con: Any) -> tuple[list[Charge], list[Lifetime]]:
+        rows = await con.fetch(f"SELECT {_COLUMNS} FROM charges c ORDER BY c.seq")
+        return [await _charge(con, r) for r in rows], [_lifetime(r) for r in await con.fetch(_LIFETIMES)]
+
+    def rows(self) -> list[Row]:
+        """Read in one transaction."""
+        return list(self._run(self._rows))
+
+    def verify(self) -> list[str]:
+        """The chain against the tables, in one transaction."""
+
+        async def work(con: Any) -> list[str]:
+            rows = await self._rows(con)
+            return chain_problems(rows, *(await self._tables(con))) if rows else []
+
+        return list(self._run(work))
+
+    async def _checked(self, con: Any, signer: Signer) -> list[Row]:
+        """The chain, verified, before a write adds to it (sealing an authority made before chains)."""
+        rows = await self._rows(con)
+        charges, lifetimes = await self._tables(con)
+        if not rows and (charges or lifetimes):
+            for c in charges:
+                await self._chain(con, rows, c, signer)
+            for lt in lifetimes:
+                await self._chain(con, rows, lt, signer)
+        problems = chain_problems(rows, charges, lifetimes)
+        if problems:
+            raise AuthorityBroken(
+                f"the budget authority's chain fails ({problems[0]}); nothing is charged or set",
+                masked(self.url),
+                "restore the authority from its backup (and 'sdgov budget' shows what each registry's log records)",
+            )
+        return rows
+
+    @staticmethod
+    async def _chain(con: Any, rows: list[Row], item: Charge | Lifetime | Governor, signer: Signer) -> Row:
+        row = new_row(rows[-1] if rows else None, item, signer)
+        rows.append(row)
+        await con.execute(
+            "INSERT INTO chain (seq, kind, ref, body, prev, hash, registry_id, public_key, sig) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            row.seq, row.kind, row.ref, row.body, row.prev, row.hash, row.registry_id, row.public_key, row.sig,
+        )  # fmt: skip
+        return row
+
+    async def _govern(self, con: Any, rows: list[Row], signer: Signer, governs: bool) -> Governor | None:
+        gov = governor(rows)
+        if gov is None and governs:
+            gov = Governor(registry_id=signer.registry_id, public_key=signer.public_key, time=utcnow())
+            await self._chain(con, rows, gov, signer)
+        return gov
+
+    @staticmethod
+    async def _head(con: Any, rows: list[Row]) -> Head:
+        head = head_of(str(await con.fetchval("SELECT value FROM meta WHERE name = 'authority_id'")), rows)
+        assert head is not None
+        return head
+
     # ---------------------------------------------------------------- accounts
     @staticmethod
     async def _account(con: Any, fingerprint: str, dataset: str) -> list[Charge]:
@@ -186,31 +275,41 @@ class PostgresAuthority:
         """Read in one transaction."""
         return list(self._run(self._account, fingerprint, dataset))
 
-    def charge(self, charge: Charge, lifetime_rho: float, source: str) -> tuple[Charge, list[Charge]]:
-        """The account, its lifetime and the insert in one transaction holding the charges and lifetimes tables'
-        lock."""
+    def charge(
+        self, charge: Charge, lifetime_rho: float, source: str, signer: Signer, governs: bool = False
+    ) -> tuple[Charge, list[Charge], Head]:
+        """The chain's check, the account, its lifetime and the inserts (rows chained) in one transaction holding
+        the charges, lifetimes and chain tables' lock."""
 
-        async def work(con: Any) -> tuple[Charge, list[Charge]]:
-            await con.execute("LOCK TABLE charges, lifetimes IN SHARE ROW EXCLUSIVE MODE")
+        async def work(con: Any) -> tuple[Charge, list[Charge], Head]:
+            await con.execute(_WRITE_LOCK)
+            rows = await self._checked(con, signer)
+            gov = await self._govern(con, rows, signer, governs)
             before = await self._account(con, charge.fingerprint, charge.dataset)
-            account = await self._lifetime(con, charge.fingerprint, charge.dataset, before)
-            checked, setting = decide_charge(charge, before, account, lifetime_rho, source)
+            account = await self._lifetime(con, charge.fingerprint, charge.dataset, before, gov)
+            checked, setting = decide_charge(charge, before, account, lifetime_rho, source, gov)
             if setting is not None:
-                await self._insert_lifetime(con, setting)
-            return await self._insert(con, checked), before
+                await self._chain(con, rows, await self._insert_lifetime(con, setting), signer)
+            stored = await self._insert(con, checked)
+            await self._chain(con, rows, stored, signer)
+            return stored, before, await self._head(con, rows)
 
         return self._run(work)
 
     @staticmethod
-    async def _lifetime(con: Any, fingerprint: str, dataset: str, charges: list[Charge]) -> Lifetime | None:
-        rows = await con.fetch(LATEST_LIFETIMES, fingerprint, dataset)
-        return lowest([_lifetime(r) for r in rows]) or adopted(charges)
+    async def _lifetime(
+        con: Any, fingerprint: str, dataset: str, charges: list[Charge], gov: Governor | None
+    ) -> Lifetime | None:
+        settings = [_lifetime(r) for r in await con.fetch(_LIFETIMES)]
+        return governed_lifetime(latest_settings(settings, gov, fingerprint, dataset), charges, gov)
 
     def lifetime(self, fingerprint: str, dataset: str) -> Lifetime | None:
         """Read in one transaction."""
 
         async def work(con: Any) -> Lifetime | None:
-            return await self._lifetime(con, fingerprint, dataset, await self._account(con, fingerprint, dataset))
+            gov = governor(await self._rows(con))
+            charges = await self._account(con, fingerprint, dataset)
+            return await self._lifetime(con, fingerprint, dataset, charges, gov)
 
         return self._run(work)
 
@@ -222,19 +321,31 @@ class PostgresAuthority:
                 "SELECT fingerprint, dataset FROM charges WHERE fingerprint = $1 OR dataset = $1 ORDER BY seq", dataset
             )
             found = {r["fingerprint"]: r["dataset"] for r in charged}
-            found.update({r["fingerprint"]: r["dataset"] for r in await con.fetch(LATEST_LIFETIMES, dataset, dataset)})
+            settings = await con.fetch(
+                "SELECT fingerprint, dataset FROM lifetimes WHERE fingerprint = $1 OR dataset = $1 ORDER BY seq",
+                dataset,
+            )
+            found.update({r["fingerprint"]: r["dataset"] for r in settings})
             return sorted(found.items())
 
         return list(self._run(work))
 
-    def set_lifetime(self, settings: list[Lifetime]) -> list[Lifetime]:
-        """Inserted in one transaction holding the lifetimes table's lock."""
+    def set_lifetime(
+        self, settings: list[Lifetime], signer: Signer, governs: bool = False
+    ) -> tuple[list[Lifetime], Head]:
+        """Inserted and chained in one transaction holding the tables' lock, through the governing registry only."""
 
-        async def work(con: Any) -> list[Lifetime]:
-            await con.execute("LOCK TABLE lifetimes IN SHARE ROW EXCLUSIVE MODE")
-            return [await self._insert_lifetime(con, s) for s in settings]
+        async def work(con: Any) -> tuple[list[Lifetime], Head]:
+            await con.execute(_WRITE_LOCK)
+            rows = await self._checked(con, signer)
+            check_governor(await self._govern(con, rows, signer, governs), signer, masked(self.url))
+            stored = []
+            for s in settings:
+                stored.append(await self._insert_lifetime(con, s))
+                await self._chain(con, rows, stored[-1], signer)
+            return stored, await self._head(con, rows)
 
-        return list(self._run(work))
+        return self._run(work)
 
     @staticmethod
     async def _insert_lifetime(con: Any, s: Lifetime) -> Lifetime:
@@ -245,17 +356,19 @@ class PostgresAuthority:
         )  # fmt: skip
         return s.model_copy(update={"seq": int(seq)})
 
-    def import_charges(self, charges: list[Charge]) -> None:
-        """One transaction for all of them; a ``ref`` already stored is skipped."""
+    def import_charges(self, charges: list[Charge], signer: Signer) -> None:
+        """One transaction for all of them; a ``ref`` already stored is skipped; each one chained."""
         if not charges:
             return
 
         async def work(con: Any) -> None:
-            await con.execute("LOCK TABLE charges IN SHARE ROW EXCLUSIVE MODE")
+            await con.execute(_WRITE_LOCK)
             known = {r["ref"] for r in await con.fetch("SELECT ref FROM charges")}
-            for c in charges:
-                if c.ref not in known:
-                    await self._insert(con, c)
+            fresh = [c for c in charges if c.ref not in known]
+            if fresh:
+                rows = await self._checked(con, signer)
+                for c in fresh:
+                    await self._chain(con, rows, await self._insert(con, c), signer)
 
         self._run(work)
 

@@ -41,10 +41,10 @@ from sdgov.base.clock import utcnow
 from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
-from sdgov.governance.approvers import Approvers, load_approvers
+from sdgov.governance.approvers import Approver, Approvers, load_approvers
 from sdgov.governance.lifetime import LIFETIME
 from sdgov.governance.policy import POLICY_FILE, init_policy
-from sdgov.identity.keys import key_fingerprint, verifies
+from sdgov.identity.keys import key_fingerprint, load_private_key, verifies
 from sdgov.identity.statements import (
     CommitStatement,
     LifetimeStatement,
@@ -53,6 +53,7 @@ from sdgov.identity.statements import (
     encode_statement,
     signed_bytes,
 )
+from sdgov.registry.commitment import SECRET_EVENT
 from sdgov.registry.log import Event, LogBroken, Registry
 
 CONFIG_FILE = "controller.yaml"
@@ -84,7 +85,10 @@ class ControllerConfig(Frozen):
 
 
 def registry_id(registry: Registry) -> str:
-    """This registry's id, from its genesis (``registry_created``), creating the registry on first use."""
+    """This registry's id, from its genesis (``registry_created``), creating the registry on first use (an existing
+    registry's id is read without the lock: a reader never writes)."""
+    if rid := registry.registry_id():
+        return rid
     with registry.lock():
         if not registry.registry_id():
             registry.genesis_locked()  # creates the registry: id, key outside it, genesis event
@@ -222,7 +226,7 @@ def statement_problems(registry: Registry, events: list[Event]) -> list[str]:
         )
         if who is None or who.name != e.actor or not bound or not verifies(who.key(), sig, signed_bytes(stmt)):
             problems.append(f"{where}: its signed statement does not match the event or its approver's key")
-    return problems + _lifetime_problems(events, adopted, rid)
+    return problems + _lifetime_problems(events, adopted, rid) + _secret_problems(events, adopted, rid)
 
 
 def _lifetime_problems(events: list[Event], adopted: list[tuple[int, Approvers]], rid: str) -> list[str]:
@@ -250,6 +254,37 @@ def _lifetime_problems(events: list[Event], adopted: list[tuple[int, Approvers]]
             or not verifies(who.key(), sig, signed_bytes(stmt))
         ):
             problems.append(f"{where}: its signed statement does not match the event or a controller's key")
+    return problems
+
+
+def _secret_problems(events: list[Event], adopted: list[tuple[int, Approvers]], rid: str) -> list[str]:
+    """Every rotation of the commitment secret in a registry with approvers in force must carry a controller's
+    statement for this registry and these secret ids (:mod:`sdgov.governance.secret`); a rotation without one is
+    the registry key's holder acting alone."""
+    problems = []
+    for e in events:
+        if e.event != SECRET_EVENT or e.artifacts.get("how") != "rotated":
+            continue
+        book = next((a for seq, a in reversed(adopted) if seq < e.seq), None)
+        where = f"log.jsonl line {e.seq + 1}: {e.actor!r}'s rotation of the commitment secret"
+        if book is None:
+            continue  # a sandbox registry: the registry key's act
+        try:
+            stmt, sig = decode_statement(e.artifacts.get("statement", ""), CommitStatement)
+        except ValueError:
+            problems.append(f"{where} carries no controller's signed statement")
+            continue
+        who = book.find(stmt.signer)
+        bound = (stmt.registry_id, stmt.file, stmt.sha256, stmt.previous_sha256) == (
+            rid,
+            SECRET_EVENT,
+            e.artifacts.get("secret_id"),
+            e.artifacts.get("previous_secret_id"),
+        )
+        if who is None or who.role != "controller" or who.name != e.actor or not bound:
+            problems.append(f"{where}: its signed statement does not match the event or a controller")
+        elif not verifies(who.key(), sig, signed_bytes(stmt)):
+            problems.append(f"{where}: its signature does not verify with {who.name!r}'s key")
     return problems
 
 
@@ -315,6 +350,43 @@ def controller_problems(registry: Registry) -> list[str]:
             what = "removed" if not now[label] else f"changed (now {now[label][:12]}…)"
             out.append(f"{path.name}: {what} without a signed commit ('sdgov approvers commit'); no release runs")
     return out
+
+
+def controller_signer(
+    in_force: Approvers | None, signer: str | None, key: str | Path | None, registry: Registry, act: str
+) -> tuple[str, Path, Approver] | None:
+    """Who signs a controller's act (``act``: the command, for the one-line refusals): a controller of the approvers
+    registry in force, with their own key (checked against the one registered); None in a sandbox registry (no
+    approvers registry), where the act is the registry key's alone and ``--as``/``--key`` are refused."""
+    if in_force is None:
+        if signer or key:
+            raise SdgovError(
+                "this registry has no approvers registry, so no signature can be checked: the act is the registry "
+                "key's alone (as its 'sdgov init' adoption was)",
+                str(registry.root),
+                "leave out --as and --key, or commit an approvers registry first ('sdgov approvers commit')",
+            )
+        return None
+    if not signer or not key:
+        raise SdgovError(
+            f"'{act}' in a registry with an approvers registry is a controller's signed act",
+            act,
+            "add --as NAME --key KEY (a controller listed, with their public key, in the approvers registry)",
+        )
+    who = in_force.find(signer)
+    if who is None or who.role != "controller":
+        raise SdgovError(
+            f"{signer!r} is not a data controller of the approvers registry in force",
+            act,
+            "a controller listed (with a public key) in the committed approvers registry must sign",
+        )
+    if load_private_key(key).public_key().public_bytes_raw() != who.key().public_bytes_raw():
+        raise SdgovError(
+            f"{key} is not the key registered for {who.name!r}",
+            str(key),
+            "sign with your own key (the one whose public key the approvers registry lists)",
+        )
+    return who.name, Path(key), who
 
 
 def controller_approvers(registry: Registry) -> Approvers:

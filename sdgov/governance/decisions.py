@@ -36,6 +36,7 @@ from sdgov.governance.approvers import ApprovalRefused, Approver, Challenge, che
 from sdgov.governance.controller import controller_approvers, load_config
 from sdgov.governance.signoff import SignOff
 from sdgov.identity.names import same_person
+from sdgov.registry.access import share
 from sdgov.registry.log import Event, Registry
 
 __all__ = [
@@ -331,6 +332,7 @@ def record_pending(pause: Pause, key: str, pending: dict[str, Any]) -> str:
     path = pause.registry.run_dir(pause.run_id) / "pauses" / f"{key}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     sha = write_json(path, pending)
+    share(path)  # approvers read it from their own accounts; the rest of the run stays the controller's
     pause.registry.append(
         PENDING_EVENT,
         "sdgov",

@@ -62,16 +62,20 @@ from typing import TYPE_CHECKING, Any
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.base.model import Frozen
-from sdgov.governance.approvers import Approver, Approvers
-from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend, open_authority
-from sdgov.governance.controller import check_controller_files
-from sdgov.governance.lifetime import COMMAND, LIFETIME, in_force, own_raise, refusal
+from sdgov.base.settings import AUTHORITY
+from sdgov.governance.approvers import Approver
+from sdgov.governance.authority import Authority, Charge, Lifetime, LifetimeAbove, Overspend
+from sdgov.governance.authority_model import AuthorityBroken, Head, LifetimeUnset, mirror_problems
+from sdgov.governance.controller import check_controller_files, controller_signer
+from sdgov.governance.lifetime import COMMAND, LIFETIME, in_force, own_raise, refusal, unset
 from sdgov.governance.policy import POLICY_FILE, Policy, load_policy, policy_path
+from sdgov.governance.site import Site
 from sdgov.identity.keys import key_fingerprint, verifies
 from sdgov.identity.statements import LifetimeStatement, encode_statement, signed_bytes
 from sdgov.registry.log import policy_problems  # the registry checks the policy hash the ledger logs
 
 if TYPE_CHECKING:
+    from sdgov.registry.key import Signer
     from sdgov.registry.log import Event, Registry
 
 SPENT = "budget_spent"
@@ -157,19 +161,13 @@ def _mine(events: list[Event], dataset: str, fingerprint: str) -> list[Spend]:
     return [s for s in spends(events) if s.fingerprint == fingerprint or s.dataset == dataset]
 
 
-def account(
-    registry: Registry,
-    dataset: str,
-    fingerprint: str,
-    events: list[Event] | None = None,
-    authority: Authority | None = None,
-) -> Account:
-    """The dataset's account under this registry's policy (PolicyError when it has none): every charge the
+def account(site: Site, dataset: str, fingerprint: str, events: list[Event] | None = None) -> Account:
+    """The dataset's account under the site registry's policy (PolicyError when it has none): every charge the
     controller's authority holds, from every registry, plus this registry's logged spends it lacks."""
+    registry, authority = site.registry, site.authority
     events = registry.verified_events() if events is None else events
     policy, policy_sha = load_policy(registry.root)
     limits, entry = policy.limits(fingerprint, dataset)
-    authority = authority or open_authority()
     charged = [_spend(c) for c in authority.charges(fingerprint, dataset)]
     refs = {s.ref for s in charged}
     mine = charged + [s for s in _mine(events, dataset, fingerprint) if s.ref not in refs]
@@ -191,24 +189,70 @@ def account(
     )
 
 
-def import_spends(authority: Authority, events: list[Event]) -> None:
-    """Give the authority this registry's logged spends it lacks (idempotent): a registry older than the authority
-    (or one whose spends a restored authority lost) still counts for every other registry."""
-    authority.import_charges(
-        [
-            Charge(
-                ref=s.ref,
-                time=s.time,
-                dataset=s.dataset,
-                fingerprint=s.fingerprint,
-                rho=s.rho,
-                statistics=s.statistics,
-                agreement_sha256=s.agreement_sha256,
-                run_id=s.run_id,
-                registry_id=s.registry_id,
-            )
-            for s in spends(events)
-        ]
+def import_spends(authority: Authority, events: list[Event], registry: Registry) -> None:
+    """Give the authority this registry's logged spends from before the authority it lacks (idempotent; chained,
+    signed by ``signer``): a registry older than the authority still counts for every other registry. A spend the
+    log records as charged in an authority is never re-imported: an authority that lacks it was reset, swapped or
+    had rows deleted, and :func:`check_authority` refuses to spend on it."""
+    legacy = [
+        Charge(
+            ref=s.ref,
+            time=s.time,
+            dataset=s.dataset,
+            fingerprint=s.fingerprint,
+            rho=s.rho,
+            statistics=s.statistics,
+            agreement_sha256=s.agreement_sha256,
+            run_id=s.run_id,
+            registry_id=s.registry_id,
+        )
+        for s in spends(events)
+        if ":" in s.ref  # '<registry id>:<event hash>': logged before the authority (its charges are uuids)
+    ]
+    if legacy:
+        authority.import_charges(legacy, registry.signer())
+
+
+def mirrored(events: list[Event]) -> tuple[Head | None, dict[str, str]]:
+    """What this registry's log mirrors of the authority it charged: the chain's head after its last charge or
+    setting, and every charge it logged (ref → the authority's id)."""
+    head: Head | None = None
+    charged: dict[str, str] = {}
+    for e in events:
+        if e.event not in (SPENT, LIFETIME):
+            continue
+        d = json.loads(e.comment)
+        if isinstance(d.get("authority_head"), dict):
+            head = Head.model_validate(d["authority_head"])
+        if e.event == SPENT and d.get("authority_charge") and d.get("authority"):
+            charged[d["authority_charge"]] = d["authority"]
+    return head, charged
+
+
+def authority_problems(authority: Authority, events: list[Event]) -> list[str]:
+    """Why the authority cannot prove this registry's figures: it is not the one the log charged (a swap, a
+    reset), it lacks a row or a charge the log mirrors (rows deleted, rolled back), or its chain fails."""
+    head, charged = mirrored(events)
+    if head is None and not charged:
+        return authority.verify()
+    identity = authority.identity()
+    rows = authority.rows() if identity is not None else []
+    return mirror_problems(identity, rows, head, charged) or authority.verify()
+
+
+def check_authority(registry: Registry, authority: Authority, events: list[Event]) -> None:
+    """Refuse (logged ``budget_refused``, one line) to spend, or to state a cumulative figure, on an authority that
+    cannot prove this registry's spends (:func:`authority_problems`)."""
+    problems = authority_problems(authority, events)
+    if not problems:
+        return
+    registry.append_locked(
+        REFUSED, "sdgov", "system", decision="reject", comment=json.dumps({"authority_problem": problems[0]})
+    )
+    raise AuthorityBroken(
+        f"the budget authority cannot prove this registry's spends ({problems[0]}); nothing spent or drawn",
+        authority.where,
+        f"point ${AUTHORITY} at the controller's authority, or restore it from its backup",
     )
 
 
@@ -218,7 +262,7 @@ def reservation(events: list[Event], key: str) -> Spend | None:
 
 
 def spend_locked(
-    registry: Registry,
+    site: Site,
     *,
     dataset: str,
     fingerprint: str,
@@ -226,17 +270,16 @@ def spend_locked(
     agreement_sha256: str,
     run_id: str,
     events: list[Event],
-    authority: Authority | None = None,
 ) -> Spend | None:
     """Reserve the ρ of new statistics (key → ρ) in the controller's authority, checked against the lifetime ρ over
     every registry's charges, or refuse them all. Call with the registry lock and the authority's lock held (the
-    controller's authority when ``authority`` is None; its lock is re-entrant), before any draw, with only
+    site's authority; its lock is re-entrant), before any draw, with only
     statistics no earlier spend reserved and ``events`` the log as verified under that same lock
     (:meth:`~sdgov.registry.log.Registry.verified_events`: verifying every signature again would find the same
     log). ``None`` when there is nothing to spend."""
     if not statistics:
         return None
-    authority = authority or open_authority()
+    registry, authority = site.registry, site.authority
     with authority.lock():
         return _spend_locked(registry, dataset, fingerprint, statistics, agreement_sha256, run_id, events, authority)
 
@@ -252,10 +295,13 @@ def _spend_locked(
     authority: Authority,
 ) -> Spend | None:
     check_policy_logged(registry, events)
-    check_controller_files(registry, events)  # the rest of what verify checks: controller files, approval statements
+    in_force = check_controller_files(registry, events)  # the rest of what verify checks: controller files, statements
+    check_authority(registry, authority, events)  # an authority that lacks what this log mirrors: no spend
+    governs = in_force is not None  # a registry with approvers in force governs an authority nobody governs yet
     policy, policy_sha = load_policy(registry.root)
     limits, entry = policy.limits(fingerprint, dataset)
-    import_spends(authority, events)  # this registry's spends the authority lacks count before the check
+    signer = registry.signer()
+    import_spends(authority, events, registry)  # this registry's spends from before the authority count first
     rho = math.fsum(statistics.values())
     charge = Charge(
         ref=uuid.uuid4().hex,
@@ -272,14 +318,21 @@ def _spend_locked(
     source = f"{POLICY_FILE} {entry}"
     held = authority.lifetime(fingerprint, dataset)
     if own_raise(held, limits.lifetime_rho, charge.registry_id):  # its own signed policy change: recorded, logged
-        _set_locked(registry, authority, policy, policy_sha, [(fingerprint, dataset)], limits.lifetime_rho, source)
+        pair = [(fingerprint, dataset)]
+        _set_locked(registry, authority, policy, policy_sha, pair, limits.lifetime_rho, source, signer, governs)
     try:
-        stored, before = authority.charge(charge, limits.lifetime_rho, source)
-    except (Overspend, LifetimeAbove) as exc:
+        stored, before, head = authority.charge(charge, limits.lifetime_rho, source, signer, governs)
+    except (Overspend, LifetimeAbove, LifetimeUnset) as exc:
         over = exc.before if isinstance(exc, Overspend) else authority.charges(fingerprint, dataset)
         spent, n = math.fsum(c.rho for c in over), len(over)
         regs = len({c.registry_id for c in over})
-        lifetime = exc.lifetime_rho if isinstance(exc, Overspend) else exc.account.lifetime_rho
+        lifetime = (
+            exc.lifetime_rho
+            if isinstance(exc, Overspend)
+            else exc.account.lifetime_rho
+            if isinstance(exc, LifetimeAbove)
+            else 0.0
+        )
         detail = _detail(dataset, fingerprint, rho, statistics, spent, lifetime, entry, authority, regs)
         registry.append_locked(
             REFUSED,
@@ -294,6 +347,8 @@ def _spend_locked(
         refused = (
             refusal(dataset, exc.account, exc.policy_rho, entry)
             if isinstance(exc, LifetimeAbove)
+            else unset(dataset, exc.governing)
+            if isinstance(exc, LifetimeUnset)
             else BudgetError(
                 f"privacy budget exceeded for dataset {dataset!r} over this controller's registries: ρ={spent:.6g} of "
                 f"its lifetime ρ={lifetime:.6g} spent ({n} spend(s) in {regs} registr{'y' if regs == 1 else 'ies'}), "
@@ -316,34 +371,45 @@ def _spend_locked(
         agreement_sha256=agreement_sha256,
         run_id=run_id,
         artifacts=artifacts,
-        comment=json.dumps({**detail, "authority_charge": stored.ref}, sort_keys=True),
+        comment=json.dumps(
+            {**detail, "authority_charge": stored.ref, "authority_head": head.model_dump()}, sort_keys=True
+        ),
     )
     return spend_of(e, registry.registry_id())
 
 
 def set_lifetime(
-    registry: Registry,
+    site: Site,
     dataset: str,
     rho: float,
     signer: str | None = None,
     key: str | Path | None = None,
-    authority: Authority | None = None,
 ) -> list[Lifetime]:
     """``sdgov budget lifetime``: the controller sets the lifetime of every account known by ``dataset`` (a name
     label or a fingerprint) through this registry — recorded in the authority (when, through which registry) and
-    logged here (``budget_lifetime_changed``). In a registry with an approvers registry in force a controller of it
-    signs each setting (``signer``, ``key``: a :class:`~sdgov.identity.statements.LifetimeStatement` in the event,
-    re-checked by ``sdgov registry verify``); a sandbox registry's is unsigned, as its ``sdgov init`` adoption is.
-    Refused (one line, nothing written) while the registry fails verification or its controller files differ from
-    their last commit, for an account the authority does not know, for a signer who is not a controller or a key
-    not theirs, and above what this registry's policy states for the dataset (the policy bounds every account)."""
-    authority = authority or open_authority()
+    logged here (``budget_lifetime_changed``). A controller of the approvers registry in force signs each setting
+    (``signer``, ``key``: a :class:`~sdgov.identity.statements.LifetimeStatement` in the event, re-checked by
+    ``sdgov registry verify``), through the registry that governs the authority (this one, if nobody governs it
+    yet). Refused (one line, nothing written) in a sandbox registry (no approvers registry: never unsigned), through
+    a registry that does not govern the authority, while the registry fails verification or its controller files
+    differ from their last commit, when the authority cannot prove this registry's spends, for an account the
+    authority does not know, for a signer who is not a controller or a key not theirs, and above what this
+    registry's policy states for the dataset (the policy bounds every account)."""
+    registry, authority = site.registry, site.authority
     registry.require_existing()
     with registry.lock(), authority.lock():
         events = registry.verified_events()
         check_policy_logged(registry, events)
         in_force = check_controller_files(registry, events)
-        who = _lifetime_signer(in_force, signer, key, registry)
+        if in_force is None:
+            raise BudgetError(
+                "a dataset's lifetime is a controller's signed act through the registry that governs the budget "
+                "authority; this registry has no approvers registry (a sandbox): nothing set",
+                str(registry.root),
+                f"run '{COMMAND} --as CONTROLLER --key KEY --root <the governed registry>'",
+            )
+        who = controller_signer(in_force, signer, key, registry, COMMAND)
+        check_authority(registry, authority, events)
         policy, policy_sha = load_policy(registry.root)
         accounts = authority.accounts(dataset)
         if not accounts:
@@ -353,36 +419,9 @@ def set_lifetime(
                 "give the name label or fingerprint that 'sdgov budget' lists; a first charge sets an account's "
                 "lifetime from the spending registry's policy",
             )
-        return _set_locked(registry, authority, policy, policy_sha, accounts, rho, COMMAND, who)
-
-
-def _lifetime_signer(
-    in_force: Approvers | None, signer: str | None, key: str | Path | None, registry: Registry
-) -> tuple[str, Path, Approver] | None:
-    """Who signs a setting: a controller of the approvers registry in force, with their key; None in a sandbox."""
-    if in_force is None:
-        if signer or key:
-            raise BudgetError(
-                "this registry has no approvers registry, so no signature can be checked: a setting through it is "
-                "unsigned (as its 'sdgov init' adoption was)",
-                str(registry.root),
-                "leave out --as and --key, or commit an approvers registry first ('sdgov approvers commit')",
-            )
-        return None
-    if not signer or not key:
-        raise BudgetError(
-            "a lifetime setting in a registry with an approvers registry is a controller's signed act",
-            COMMAND,
-            "add --as NAME --key KEY (a controller listed, with their public key, in the approvers registry)",
+        return _set_locked(
+            registry, authority, policy, policy_sha, accounts, rho, COMMAND, registry.signer(), True, who
         )
-    who = in_force.find(signer)
-    if who is None or who.role != "controller":
-        raise BudgetError(
-            f"{signer!r} is not a data controller of the approvers registry in force",
-            COMMAND,
-            "a controller listed (with a public key) in the committed approvers registry must sign",
-        )
-    return who.name, Path(key), who
 
 
 def _set_locked(
@@ -393,10 +432,13 @@ def _set_locked(
     accounts: list[tuple[str, str]],
     rho: float,
     source: str,
+    signer: Signer,
+    governs: bool,
     who: tuple[str, Path, Approver] | None = None,
 ) -> list[Lifetime]:
     """Set the accounts' lifetime to ``rho`` (under both locks), bounded by this registry's policy, each signed by
-    ``who`` when given (every statement made and checked before anything is written), and log each."""
+    ``who`` when given (every statement made and checked before anything is written) and chained in the authority by
+    ``signer`` (``governs``: binding an authority nobody governs yet), and log each with the chain's new head."""
     rid, now = registry.registry_id(), utcnow()
     settings: list[tuple[Lifetime, Lifetime | None, str, dict[str, str]]] = []
     for fingerprint, name in accounts:
@@ -411,7 +453,7 @@ def _set_locked(
         new = Lifetime(fingerprint=fingerprint, dataset=name, lifetime_rho=rho, time=now, registry_id=rid,
                        source=source if who is None else f"{source}, signed by {who[0]}")  # fmt: skip
         settings.append((new, authority.lifetime(fingerprint, name), entry, _signed(new, who)))
-    stored = authority.set_lifetime([s for s, _, _, _ in settings])
+    stored, head = authority.set_lifetime([s for s, _, _, _ in settings], signer, governs)
     for new, (_, was, entry, signed) in zip(stored, settings, strict=True):
         registry.append_locked(
             LIFETIME,
@@ -429,6 +471,7 @@ def _set_locked(
                     "policy_entry": entry,
                     "authority": authority.authority_id,
                     "authority_seq": new.seq,
+                    "authority_head": head.model_dump(),
                 },
                 sort_keys=True,
                 ensure_ascii=False,
@@ -493,11 +536,55 @@ def check_policy_logged(registry: Registry, events: list[Event]) -> None:
         )
 
 
-def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
+def whose_authority(site: Site, events: list[Event]) -> tuple[bool, str]:
+    """Whether ``sdgov budget`` may read the site's authority for this registry, and a sentence saying whose it
+    reads: the authority this registry's log charged, readable here and proving the log's figures — else (another
+    user's account, another file, none at all) the registry's own signed log, said so, never an empty authority
+    read as if it were the controller's."""
+    authority = site.authority
+    head, charged = mirrored(events)
+    named = head.authority if head is not None else next(reversed(charged.values()), None)
+    try:
+        identity = authority.identity()
+        problems = authority_problems(authority, events) if identity is not None else []
+    except (SdgovError, OSError) as exc:  # another user's authority (owner-only), a database away
+        why = exc.one_line() if isinstance(exc, SdgovError) else (exc.strerror or type(exc).__name__)
+        identity, problems = None, [f"it cannot be read here ({why})"]
+    if named is None and identity is None:
+        return False, f"no budget is spent through this registry yet (no budget authority at {authority.where})"
+    if identity is not None and not problems and (named is None or identity == named):
+        return True, f"budget authority {identity} at {authority.where} (this registry's spends proved in it)"
+    which = f"authority {named}" if named else "the controller's authority"
+    why = problems[0] if problems else f"there is {'none' if identity is None else 'another'} at {authority.where}"
+    return False, (f"read from this registry's signed log (its mirror of {which}), not from an authority: {why}")
+
+
+def log_summary(events: list[Event]) -> list[dict[str, Any]]:
+    """Each dataset's account as this registry's signed log last recorded it (``budget_spent``: the account over every
+    registry after its charge; a later lifetime setting): what a reader without the controller's authority sees."""
+    out: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if e.event not in (SPENT, LIFETIME):
+            continue
+        d = json.loads(e.comment)
+        a = out.setdefault(d["fingerprint"], {"dataset": d["dataset"], "fingerprint": d["fingerprint"], "spends": []})
+        if e.event == SPENT:
+            a.update(spent_rho=d["spent_after"], lifetime_rho=d["lifetime_rho"], policy_entry=d["policy_entry"])
+            a["spends"].append(spend_of(e, events[0].artifacts.get("registry_id", "")))
+        else:
+            a["lifetime_rho"] = d["lifetime_rho"]
+        a.update(as_of_line=e.seq + 1, from_log=True)
+    for a in out.values():
+        a["remaining_rho"] = max(0.0, a.get("lifetime_rho", 0.0) - a.get("spent_rho", 0.0))
+        a["spends"] = [s.model_dump() for s in a["spends"]]
+    return list(out.values())
+
+
+def ledger_summary(site: Site, events: list[Event] | None = None) -> list[dict[str, Any]]:
     """Every dataset this registry has spent on or holds statistics of (copied from another registry through the
     controller's authority), with its account over every registry (for ``sdgov budget`` and the trail)."""
-    events = registry.verified_events()
-    authority = open_authority()
+    registry, authority = site.registry, site.authority
+    events = registry.verified_events() if events is None else events
     seen: dict[str, str] = {}
     for s in spends(events):
         seen.setdefault(s.fingerprint, s.dataset)
@@ -509,7 +596,7 @@ def ledger_summary(registry: Registry) -> list[dict[str, Any]]:
     out = []
     for fingerprint, name in seen.items():
         try:
-            out.append(account(registry, name, fingerprint, events, authority).model_dump())
+            out.append(account(site, name, fingerprint, events).model_dump())
         except SdgovError as exc:
             mine = _mine(events, name, fingerprint)
             out.append(

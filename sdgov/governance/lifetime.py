@@ -12,11 +12,9 @@ new lifetime in the authority and logs it (``budget_lifetime_changed``), as the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sdgov.base.errors import BudgetError
-from sdgov.governance.authority import Authority, Lifetime, open_authority
-from sdgov.governance.authority_model import above
+from sdgov.governance.authority import Authority, Lifetime
+from sdgov.governance.authority_model import Governor, above
 from sdgov.registry.log import POLICY_FILE, Registry
 
 LIFETIME = "budget_lifetime_changed"  # the registry's log event: an account's lifetime set through it
@@ -45,18 +43,30 @@ def refusal(dataset: str, account: Lifetime, policy_rho: float, entry: str) -> B
         f"{account.registry_id[:8]}) is under this policy's {policy_rho:.6g}: a new registry is no new budget; "
         "refused before any draw",
         f"{POLICY_FILE}: {entry}",
-        f"'{COMMAND} --dataset {dataset} --rho {policy_rho:g}' (logged here)",
+        f"'{COMMAND} --dataset {dataset} --rho {policy_rho:g} --as NAME --key KEY', governed registry",
+    )
+
+
+def unset(dataset: str, governing: Governor) -> BudgetError:
+    """The one line for a charge, from a registry that does not govern the authority, on an account whose lifetime
+    the governing registry has not set."""
+    return BudgetError(
+        f"dataset {dataset!r} has no lifetime set through registry {governing.registry_id[:8]}, which governs the "
+        "budget authority: no other registry sets it; refused before any draw",
+        "the budget authority",
+        f"a release through registry {governing.registry_id[:8]} sets it from its signed policy, or there "
+        f"'{COMMAND} --dataset {dataset} --rho R --as CONTROLLER --key KEY'",
     )
 
 
 def check_lifetime(
-    root: str | Path, fingerprint: str, name: str, policy_rho: float, entry: str, authority: Authority | None = None
+    registry: Registry, authority: Authority, fingerprint: str, name: str, policy_rho: float, entry: str
 ) -> None:
     """The pre-flight (:func:`sdgov.governance.policy.check_plan_allowed`): refuse (one line) a run whose registry's
     policy (``policy_rho``, from its ``entry``) states a higher lifetime than the dataset's account, before anything
     is written; the charge's own transaction checks it again."""
-    account = (authority or open_authority()).lifetime(fingerprint, name)
-    rid = Registry(root).registry_id()  # '' for a registry not created yet: it never set an account
+    account = authority.lifetime(fingerprint, name)
+    rid = registry.registry_id()  # '' for a registry not created yet: it never set an account
     if above(policy_rho, account) and not own_raise(account, policy_rho, rid):
         assert account is not None
         raise refusal(name, account, policy_rho, entry)

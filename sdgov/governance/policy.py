@@ -40,19 +40,24 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import Field, PositiveFloat, PositiveInt
 
 from sdgov.agreement.accounting import DEFAULT_DELTA, PrivacyPlan, plan_agreement
 from sdgov.agreement.spec import Agreement
-from sdgov.base.errors import PolicyError
+from sdgov.base.errors import PolicyError, RegistryError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.loading import load_model_file
 from sdgov.base.model import Frozen
 from sdgov.generators.registry import GENERATORS
 from sdgov.governance.lifetime import check_lifetime
+from sdgov.registry.commitment import ROTATE, secret_problem
 from sdgov.registry.log import POLICY_FILE  # one name for the controller's policy file
+
+if TYPE_CHECKING:
+    from sdgov.governance.site import Site
 
 DEFAULT_LIFETIME_RHO = 1.0
 DEFAULT_MAX_EPSILON = 2.0
@@ -266,16 +271,20 @@ def check_release(
         )
 
 
-def check_plan_allowed(
-    root: str | Path, agreement: Agreement, fingerprint: str, name: str, n_records: int
-) -> PrivacyPlan:
+def check_plan_allowed(site: Site, agreement: Agreement, fingerprint: str, name: str, n_records: int) -> PrivacyPlan:
     """Everything the policy can refuse, checked before a run writes anything: a registry with no policy, the
     generator, the row count, δ and the release's ε (under the controller's σ floor), and a lifetime above the
-    dataset's account in the controller's budget authority (:mod:`sdgov.governance.lifetime`). Returns the plan."""
-    policy, _ = load_policy(root)
+    dataset's account in the controller's budget authority (:mod:`sdgov.governance.lifetime`); and a commitment
+    secret missing or replaced (:func:`sdgov.registry.commitment.secret_problem`: no release until it is restored
+    or rotated). Returns the plan."""
+    if (secret := secret_problem(site.registry)) is not None:
+        raise RegistryError(
+            secret, str(site.keys.secret_path(site.registry.registry_id())), f"restore it, or rotate it: '{ROTATE}'"
+        )
+    policy, _ = load_policy(site.root)
     limits, entry = policy.limits(fingerprint, name)
     plan = planned(limits, agreement)
-    check_release(limits, entry, agreement, plan, n_records, str(policy_path(root)))
+    check_release(limits, entry, agreement, plan, n_records, str(policy_path(site.root)))
     if plan.noise != "none":  # exact statistics spend nothing: no account to answer to
-        check_lifetime(root, fingerprint, name, limits.lifetime_rho, entry)
+        check_lifetime(site.registry, site.authority, fingerprint, name, limits.lifetime_rho, entry)
     return plan

@@ -214,7 +214,7 @@ def data_commitment(registry: Registry, data_file: str | Path, create: bool = Fa
     secret: what a card publishes as ``dataset.sha256_hmac``). The file is hashed, not parsed. ``create``: make the
     secret if this registry has none yet (pinning a first approval); a check never makes one — a new secret would
     refuse every pin, so a missing one is its own one-line error."""
-    return commitment.registry_committer(registry_id(registry), create=create)("sha256", sha256_file(data_file))
+    return commitment.registry_committer(registry, create=create)("sha256", sha256_file(data_file))
 
 
 def check_pinned_data(
@@ -241,7 +241,7 @@ def check_pinned_data(
     if not Path(data_file).is_file():  # nothing to read: the data check that follows says so in its own line
         return None
     sha = sha256_file(data_file)
-    now = commitment.registry_committer(registry_id(registry), create=False)("sha256", sha)
+    now = commitment.registry_committer(registry, create=False)("sha256", sha)
     for pin, whose in ((a.data_sha256_hmac, "the standing approval"), (schedule_pin, "the schedule in worker.yaml")):
         if pin and not hmac.compare_digest(now, pin.strip().lower()):
             raise SpecError(

@@ -30,7 +30,6 @@ must pin the same data (:func:`sdgov.governance.standing.check_pinned_data`).
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -41,13 +40,9 @@ from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.loading import load_model_file, read_yaml
 from sdgov.base.model import Frozen
-
-ENV = "SDGOV_WORKER_CONFIG"  # set by `sdgov worker start` in its own process: the runs it executes inherit it
-PID_ENV = "SDGOV_WORKER_PID"  # set beside it: the worker's process, which the runs it executes die with
+from sdgov.base.settings import load_settings
 
 __all__ = [
-    "ENV",
-    "PID_ENV",
     "DatasetSource",
     "ScheduleEntry",
     "WorkerConfig",
@@ -147,7 +142,7 @@ def _spec_dataset(spec: str) -> str | None:
 
 def active() -> tuple[WorkerConfig, str] | None:
     """The configuration of the worker this process runs in (None outside a controller's worker)."""
-    path = os.environ.get(ENV)
+    path = load_settings().worker_config()
     return load_worker_config(path) if path else None
 
 
@@ -180,8 +175,7 @@ def scheduled_entry(cfg: WorkerConfig, spec_path: Any) -> ScheduleEntry | None:
 
 def worker_pid() -> int | None:
     """The process id of the worker this process runs under (None outside a controller's worker)."""
-    value = os.environ.get(PID_ENV, "")
-    return int(value) if value.isdigit() else None
+    return load_settings().worker_pid()
 
 
 def check_request(cfg: WorkerConfig, requested: dict[str, Any]) -> list[str]:

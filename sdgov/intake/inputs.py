@@ -189,7 +189,7 @@ def check_inputs(
 
 def check_proposal(
     spec_path: str | Path,
-    registry_root: str | Path,
+    registry: Registry,
     proposer: str,
     data_path: str | Path | None = None,
     proposal: str | None = None,
@@ -200,8 +200,6 @@ def check_proposal(
     agreement the spec resolves to (:mod:`sdgov.governance.proposals`) — checked, and a refusal logged, before the
     data is read — then spec, data and pre-flight. ``selection_verified`` (set only inside the Φ review flow, never
     from a run parameter): the reviewed Φ of a selection whose signed draft was checked when it was selected."""
-
-    registry = Registry(registry_root)
     approvers = check_controller_files(registry)
     if approvers is None:  # a sandbox ('sdgov init' alone): releases run, proposals cannot
         raise SpecError(
@@ -228,5 +226,5 @@ def check_proposal(
             str(controller_files(registry)[APPROVERS]),
             "add them with role 'analyst' or name the analyst who proposes Φ",
         )
-    loaded, data, _ = check_spec_and_data(spec_path, data_path, registry_root, loaded)
+    loaded, data, _ = check_spec_and_data(spec_path, data_path, registry.root, loaded)
     return CheckedProposal(loaded=loaded, data=data, proposer=who, signed=signed)

@@ -41,10 +41,11 @@ from sdgov.base.hashing import sha256_bytes, sha256_file, sha256_json, write_jso
 from sdgov.base.model import Frozen
 from sdgov.contracts import Agreed
 from sdgov.data.schema import Clique, Schema
-from sdgov.governance import authority as budget_authority
 from sdgov.governance import ledger
 from sdgov.governance.authority import Authority
+from sdgov.governance.authority_model import head_of
 from sdgov.governance.policy import check_release, load_policy, planned
+from sdgov.governance.site import Site
 from sdgov.measurement.marginals import Measurement, MeasurementSet
 from sdgov.registry import commitment
 from sdgov.registry.log import Event, Registry
@@ -117,7 +118,7 @@ class Outcome:
 
 
 def measure_once(
-    registry: Registry,
+    site: Site,
     agreed: Agreed,
     agreement: Agreement,
     schema: Schema,
@@ -129,14 +130,16 @@ def measure_once(
     cliques only) when something is missing: ``draw(cliques, sigmas, part)`` counts the part's records only."""
     run_id = Path(agreed.run_dir).name
     fp, name, n = agreed.data.fingerprint, agreed.data.name, agreed.data.rows
-    auth = budget_authority.open_authority()
+    registry, auth = site.registry, site.authority
     with registry.lock(), auth.lock():
+        site.committer()  # the commitment secret the log commits to (made and logged on first use), before any draw
         policy, policy_sha = load_policy(registry.root)
         limits, entry = policy.limits(fp, name)
         plan = planned(limits, agreement)
         check_release(limits, entry, agreement, plan, n, str(registry.root / "policy.yaml"))
         events = registry.verified_events()  # reuse and spends only from a log whose chain and signatures hold
         ledger.check_policy_logged(registry, events)
+        ledger.check_authority(registry, auth, events)  # no figure stated from an authority that cannot prove it
         _import_logged(registry, auth, events)  # what this registry drew before the authority knew it
         keys = statistic_keys(fp, agreement, plan)
         rhos = {keys[(m.part, m.clique)]: m.rho or 0.0 for m in plan.marginals}  # noise 'none': nothing to spend
@@ -161,16 +164,15 @@ def measure_once(
                 adopted[key], how[key] = payload, "adopted"
             elif not reserved and plan.noise != "none" and auth.reservation(key) is None:
                 new[key] = rhos[key]  # reserved by a dead run in another registry: drawn under its reservation
-        acct_before = ledger.account(registry, name, fp, events, auth)
+        acct_before = ledger.account(site, name, fp, events)
         spend = ledger.spend_locked(
-            registry,
+            site,
             dataset=name,
             fingerprint=fp,
             statistics=new,
             agreement_sha256=agreed.agreement_sha256,
             run_id=run_id,
             events=events,
-            authority=auth,
         )
         fault_point("after_spend")
         missing = [u for u, k in keys.items() if k not in logged and k not in adopted and k not in copied]
@@ -233,7 +235,7 @@ def _import_logged(registry: Registry, auth: Authority, events: list[Event]) -> 
     """Give the authority this registry's logged spends and noisy statistics it lacks (a registry older than the
     authority, or an authority restored from an older backup), so every other registry counts and reuses them; the
     files were checked against the log by :meth:`~sdgov.registry.log.Registry.verified_events`."""
-    ledger.import_spends(auth, events)
+    ledger.import_spends(auth, events, registry)
     known = auth.keys()
     rid = registry.registry_id()
     for e in events:
@@ -261,7 +263,7 @@ def _shared(auth: Authority, registry: Registry, key: str, fingerprint: str, noi
     if Statistic.model_validate_json(payload).fingerprint != fingerprint:
         raise RegistryError(
             "the budget authority holds another dataset's statistic under this key",
-            budget_authority.location(),
+            auth.where,
             "restore the controller's budget authority from its backup",
         )
     path = registry.measurement_path(key)
@@ -338,7 +340,7 @@ def _assemble(
     """ψ as published: the dataset and each statistic named by their keyed commitments, never by the unkeyed
     fingerprint or store key (each a function of the records alone: an oracle for a record the reader lacks).
     The measure stage makes the registry's commitment secret if it has none; a re-export never does."""
-    commit = commitment.registry_committer(registry.registry_id(), create=create_secret)
+    commit = commitment.registry_committer(registry, create=create_secret)
     return MeasurementSet(
         agreement_sha256=agreement.sha256(),
         dataset_fingerprint=commit("fingerprint", fingerprint),
@@ -417,7 +419,7 @@ def _budget_record(
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
     this_registry = registry.registry_id()
-    commit = commitment.registry_committer(this_registry)  # budget.json is published: no unkeyed hash
+    commit = commitment.registry_committer(registry)  # budget.json is published: no unkeyed hash
     stats: list[dict[str, Any]] = []
     for m in plan.marginals:
         key = keys[(m.part, m.clique)]
@@ -449,6 +451,12 @@ def _budget_record(
         "dataset": before.dataset,
         "fingerprint_hmac": commit("fingerprint", before.fingerprint),
         "authority": auth.authority_id,
+        # the authority's chain head the cumulative figures were read at: what proves them (the registry's log mirrors
+        # it at each charge, and refuses an authority that lacks it); its hash covers rows naming the data's
+        # fingerprint, so it is published as a keyed commitment, which the controller opens for an auditor
+        "authority_head": None
+        if (head := head_of(auth.authority_id, auth.rows())) is None
+        else {"authority": head.authority, "seq": head.seq, "hash_hmac": commit("authority_head", head.hash)},
         "registries": len({s.registry_id for s in spends}) or 1,
         "policy_entry": entry,
         "policy_sha256": policy_sha,
@@ -527,7 +535,7 @@ def other_scales(
 def releases_using(registry: Registry, keys: set[str]) -> dict[str, list[str]]:
     """Statistic key → the published releases whose ψ contains it (read from their immutable artifacts, which name
     it by its commitment; releases published before commitments, by the key itself)."""
-    commit = commitment.registry_committer(registry.registry_id())
+    commit = commitment.registry_committer(registry)
     named = {commit("statistic", k): k for k in keys} | {k: k for k in keys}
     out: dict[str, list[str]] = {}
     for r in registry.releases():

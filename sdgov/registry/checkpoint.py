@@ -10,11 +10,18 @@ prefix, a wipe, a rewrite-and-re-chain or a re-keyed log all fail that check.
 
 A hash chain makes the consistency proof trivial (compare one hash); a Merkle tree would make it logarithmic,
 which matters for logs of millions of entries, not for this one.
+
+Who signs it: the registry key (the controller's machine), or a person with their own key — a compliance officer
+checkpoints from her own account, holding neither the registry key nor the data (``sdgov registry checkpoint --as
+NAME --key KEY``). Hers names her (``signer``) and the registry's public key at the time (``registry_key``); whoever
+checks it later also checks she is a compliance officer or controller of the approvers registry in force (the
+caller's ``person_ok``: this room knows keys, not people).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
@@ -39,31 +46,44 @@ class Checkpoint(Frozen):
     sequence: int = Field(ge=0, description="the log event this checkpoint pins (0-based; the log had sequence+1)")
     head: str = Field(description="that event's hash, which covers every event before it")
     time: str
+    signer: str = Field(default="", description="'': the registry key signed it; else the person whose key did")
+    registry_key: str = Field(default="", description="with a signer: the registry's public key (its genesis)")
     signature: str = ""
 
     def message(self) -> bytes:
-        return canonical_json(self.model_dump(exclude={"signature"}))
+        """What the signature covers (a registry-signed checkpoint's fields as they always were)."""
+        empty = {k for k in ("signer", "registry_key") if not getattr(self, k)}
+        return canonical_json(self.model_dump(exclude={"signature", *empty}))
 
 
-def make(registry: Registry) -> Checkpoint:
-    """Sign the current head. The log is verified first: a checkpoint of a broken log would anchor the break."""
+PersonCheck = Callable[[str, str], str | None]
+"""``person_ok(signer, public_key)`` → why that person may not vouch for a checkpoint, or None."""
+
+
+def make(registry: Registry, signer: str | None = None, key: str | Path | None = None) -> Checkpoint:
+    """Sign the current head — with the registry key, or as ``signer`` with their own ``key`` (no registry key
+    needed: a reader's act). The log is verified first: a checkpoint of a broken log would anchor the break."""
     registry.require_existing()
     events = registry.verified_events()
     if not events:
         raise RegistryError(
             "the log is empty: nothing to checkpoint", str(registry.log_path), "release something first"
         )
+    if bool(signer) != bool(key):
+        raise RegistryError("a person's checkpoint needs both --as and --key", "checkpoint", "give both, or neither")
     rid = registry.registry_id()
-    key = registry_key.require(rid)
+    private = keys.load_private_key(key) if key else registry_key.require(registry.keys, rid)
     head = events[-1]
     cp = Checkpoint(
         registry_id=rid,
-        public_key=keys.public_line(key.public_key()),
+        public_key=keys.public_line(private.public_key()),
         sequence=head.seq,
         head=head.hash,
         time=utcnow(),
+        signer=signer or "",
+        registry_key=events[0].artifacts.get("registry_public_key", "") if signer else "",
     )
-    return cp.model_copy(update={"signature": registry_key.sign_framed(key, DOMAIN, cp.message())})
+    return cp.model_copy(update={"signature": registry_key.sign_framed(private, DOMAIN, cp.message())})
 
 
 def load_checkpoint(path: str | Path) -> Checkpoint:
@@ -86,11 +106,13 @@ def dumps(cp: Checkpoint) -> str:
     return json.dumps(cp.model_dump(), indent=2, sort_keys=True) + "\n"
 
 
-def problems(registry: Registry, cp: Checkpoint) -> list[str]:
+def problems(registry: Registry, cp: Checkpoint, person_ok: PersonCheck | None = None) -> list[str]:
     """Why the current log does not extend ``cp`` (empty: it does). One line each.
 
     The checkpoint's own signature is checked with the key it names; that key must also be the registry's
-    (genesis event), so a log re-keyed by someone who could not sign with the original key fails."""
+    (genesis event) — or, for a person's checkpoint, the registry's key it records — so a log re-keyed by someone
+    who could not sign with the original key fails; a person's checkpoint counts only if ``person_ok`` says the
+    person may vouch."""
     where = "checkpoint"
     if cp.type != TYPE:
         return [f"{where}: unknown type {cp.type!r}"]
@@ -100,6 +122,10 @@ def problems(registry: Registry, cp: Checkpoint) -> list[str]:
         return [f"{where}: {exc.what}"]
     if not registry_key.signature_ok(public, DOMAIN, cp.message(), cp.signature):
         return [f"{where}: its signature does not verify (the checkpoint itself was altered)"]
+    if cp.signer:
+        why = "nobody here can check who signed it" if person_ok is None else person_ok(cp.signer, cp.public_key)
+        if why:
+            return [f"{where}: signed by {cp.signer!r}, who may not vouch for it ({why})"]
     n = cp.sequence + 1
     if not registry.is_registry():
         return [f"{registry.root}: no registry log here, but the checkpoint records {n} event(s) (wiped or moved)"]
@@ -111,7 +137,7 @@ def problems(registry: Registry, cp: Checkpoint) -> list[str]:
     genesis = _parse(lines[0])
     if genesis is None or genesis.artifacts.get("registry_id") != cp.registry_id:
         return [f"log.jsonl line 1: not the genesis of registry {cp.registry_id} (a replaced registry)"]
-    if genesis.artifacts.get("registry_public_key") != cp.public_key:
+    if genesis.artifacts.get("registry_public_key") != (cp.registry_key if cp.signer else cp.public_key):
         return ["log.jsonl line 1: the registry key differs from the one that signed the checkpoint (re-keyed log)"]
     if len(lines) < n:
         return [f"log.jsonl: {len(lines)} event(s), but the checkpoint records {n} (rolled back or truncated)"]

@@ -1,6 +1,6 @@
 """The artifact registry: immutable release directories and an append-only, hash-chained event log.
 
-Layout under the store root (default ``./registry``, or ``$SDGOV_REGISTRY``, or ``--root``)::
+Layout under the store root (``--root``, else ``$SDGOV_REGISTRY``, else ``./registry``: :mod:`sdgov.base.settings`)::
 
     registry.json                  the registry's id and public key (also in the log's first, genesis event)
     log.jsonl                      one canonical-JSON event per line; each carries the hash of the one before
@@ -38,14 +38,17 @@ from typing import TYPE_CHECKING, Any
 
 from sdgov.identity import keys
 
+from sdgov.registry import access
 from sdgov.registry import key as registry_key
-from sdgov.base.atomic import atomic_write_bytes
+from sdgov.base.atomic import atomic_write_bytes, writing
 from sdgov.registry.attestation import FILE as STATEMENT
 from sdgov.registry.attestation import release_statement
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import canonical_json, sha256_bytes, sha256_file
 from sdgov.base.model import Frozen
+from sdgov.base.settings import REGISTRY, load_settings
+from sdgov.registry.key import KeyStore
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -56,14 +59,11 @@ MANIFEST = "manifest.json"
 CONFIG = "registry.json"
 POLICY_FILE = "policy.yaml"  # the controller's release policy (sdgov/governance/policy.py); its hash is logged with every spend
 CREATED = "registry_created"  # the genesis event: registry id and public key
+ACCESS = "access_changed"  # the readers' group named (sdgov init --readers): registry.json keeps it, the log vouches
 EVENT_DOMAIN = "sdgov-log-event:v1"
 STAGING_PREFIX = ".staging-"
 
 _held = threading.local()  # roots whose lock this thread holds (the lock is re-entrant within a thread)
-
-
-def default_root() -> Path:
-    return Path(os.environ.get("SDGOV_REGISTRY", "registry"))
 
 
 class Event(Frozen):
@@ -114,8 +114,22 @@ def log_head(seq: int, head: str, registry_id: str) -> dict[str, Any]:
 
 
 class Registry:
-    def __init__(self, root: str | Path | None = None) -> None:
-        self.root = Path(root) if root is not None else default_root()
+    """One registry: its directory (``root``) and where its signing key and commitment secret are kept (``keys``).
+
+    A process builds it once, where it starts, as part of the controller's site
+    (:class:`sdgov.governance.site.Site`); without ``keys`` (or ``root``) it takes them from the process's settings
+    as they are now (:mod:`sdgov.base.settings`)."""
+
+    unchecked = 0
+    """How many persisted measurements the last verification could not see (a reader's: the controller's store)."""
+
+    def __init__(self, root: str | Path | None = None, keys: KeyStore | None = None) -> None:
+        if root is None or keys is None:
+            settings = load_settings()
+            root = settings.registry_root(root)
+            keys = keys or KeyStore.from_settings(settings)
+        self.root = Path(root)
+        self.keys = keys
         try:  # a root that is a file or a symlink loop is one line here, not a traceback deep in a command
             usable = not self.root.exists() or self.root.is_dir()
             self.root.resolve(strict=self.root.is_symlink())
@@ -123,7 +137,7 @@ class Registry:
             raise RegistryError(
                 f"the registry root cannot be used ({getattr(exc, 'strerror', None) or exc})",
                 str(self.root),
-                "point --root (or $SDGOV_REGISTRY) at a registry directory",
+                f"point --root (or ${REGISTRY}) at a registry directory",
             ) from None
         if not usable:
             raise RegistryError(
@@ -155,14 +169,25 @@ class Registry:
         if key in held:
             yield
             return
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a") as f:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            f = open(self.root / ".lock", "a")  # noqa: SIM115  (closed by the with below)
+        except PermissionError:
+            raise RegistryError(
+                "this user may read the registry but not write it (a reader: the controller's account writes)",
+                str(self.root),
+                "run it as the controller's account (the worker), or only read: verify, trail, runs, budget",
+            ) from None
+        with f:
             fcntl.flock(f, fcntl.LOCK_EX)
             held.add(key)
             try:
+                access.protect(self.root, self.readers_group())  # who may read what, whatever was written before
                 yield
             finally:
                 held.discard(key)
+                with contextlib.suppress(OSError):  # what the step wrote at the top level: back as the layout says
+                    access.protect(self.root, self.readers_group())
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     # ---------------------------------------------------------------- identity
@@ -193,7 +218,31 @@ class Registry:
         return d if isinstance(d, dict) else {}
 
     def registry_id(self) -> str:
+        """The registry's id (``registry.json``; '' before its genesis)."""
         return str(self.config().get("registry_id", ""))
+
+    def readers_group(self) -> str | None:
+        """The group that may read the registry's public parts (``sdgov init --readers``); None: the owner alone."""
+        return self.config().get("readers_group") or None
+
+    def set_readers_group(self, group: str) -> Event:
+        """Name the readers' group (``sdgov init --readers``): kept in ``registry.json``, logged (``access_changed``)
+        and applied to the registry's top level at once."""
+        access.group_id(group)
+        with self.lock():
+            self.genesis_locked()
+            config = {**self.config(), "readers_group": group}
+            atomic_write_bytes(self.root / CONFIG, json.dumps(config, sort_keys=True, indent=2).encode() + b"\n")
+            access.protect(self.root, group)
+            return self.append_locked(
+                ACCESS, "sdgov", "system", comment=f"the readers' group is {group!r}", artifacts={"readers_group": group}
+            )
+
+    def signer(self) -> registry_key.Signer:
+        """This registry's key as a signer of what it writes elsewhere (the budget authority's rows); a one-line
+        error where the key is not on this machine."""
+        rid = self.registry_id()
+        return registry_key.Signer(rid, registry_key.require(self.keys, rid))
 
     def genesis_locked(self) -> Ed25519PrivateKey:
         """The signing key, creating the registry (id, key outside, config, genesis event) on first write."""
@@ -205,7 +254,7 @@ class Registry:
                     str(self.log_path),
                     "restore log.jsonl from a backup (and check it with 'sdgov registry verify --checkpoint')",
                 )
-            return registry_key.require(str(cfg["registry_id"]))
+            return registry_key.require(self.keys, str(cfg["registry_id"]))
         if self.log_path.exists() and self.log_path.stat().st_size:
             raise RegistryError(
                 f"the log has events but there is no {CONFIG} naming the registry and its key",
@@ -213,9 +262,9 @@ class Registry:
                 "restore registry.json from a backup",
             )
         rid = uuid.uuid4().hex
-        key = registry_key.create(rid)
+        key = registry_key.create(self.keys, rid)
         public = keys.public_line(key.public_key())
-        config = {"registry_id": rid, "public_key": public, "key_hint": str(registry_key.key_path(rid))}
+        config = {"registry_id": rid, "public_key": public, "key_hint": str(self.keys.key_path(rid))}
         atomic_write_bytes(self.root / CONFIG, json.dumps(config, sort_keys=True, indent=2).encode() + b"\n")
         self._write_event(
             key,
@@ -309,15 +358,17 @@ class Registry:
         h = e.body_hash()
         e = e.model_copy(update={"hash": h, "sig": registry_key.sign_framed(key, EVENT_DOMAIN, h.encode())})
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as f:
-            size = f.tell()
+        line = canonical_json(e.model_dump()) + b"\n"
+        with writing(self.log_path), open(self.log_path, "ab", buffering=0) as f:
+            end = os.fstat(f.fileno()).st_size
             try:
-                f.write(canonical_json(e.model_dump()) + b"\n")
-                f.flush()
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(f.fileno(), view) :]
                 os.fsync(f.fileno())
-            except OSError as exc:  # a full disk: no half line is left behind, and the error names the log
-                f.truncate(size)
-                raise OSError(exc.errno, exc.strerror, str(self.log_path)) from exc
+            except OSError:  # a full disk: no half line left behind (the log stays verifiable)
+                os.ftruncate(f.fileno(), end)
+                raise
         return e
 
     # ---------------------------------------------------------------- releases
@@ -371,9 +422,9 @@ class Registry:
                 manifest = {"release_id": release_id, "files": entries, **manifest_extra, "log_head": head_info}
                 manifest_bytes = json.dumps(manifest, sort_keys=True, indent=2).encode() + b"\n"
                 atomic_write_bytes(staging / MANIFEST, manifest_bytes)
-                for p in staging.rglob("*"):
-                    if p.is_file():
-                        p.chmod(0o444)
+                for p in staging.rglob("*"):  # read-only, and readable behind the registry's gate
+                    p.chmod(0o444 if p.is_file() else 0o755)
+                staging.chmod(0o755)
                 os.rename(staging, final)
             except BaseException:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -395,12 +446,20 @@ class Registry:
         rel = self.root / "releases"
         if not rel.is_dir():
             return []
-        with open(self.root / ".lock", "a") as f:
+        try:  # read-only: a reader tests the lock without writing anything (no lock file: nobody holds it)
+            fd = os.open(self.root / ".lock", os.O_RDONLY)
+        except FileNotFoundError:
+            fd = -1
+        except PermissionError:
+            return []
+        if fd >= 0:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
             except BlockingIOError:
                 return []
-            fcntl.flock(f, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
         return sorted(f"releases/{p.name}" for p in rel.iterdir() if p.name.startswith(STAGING_PREFIX))
 
     def recover(self) -> list[str]:
@@ -455,7 +514,32 @@ class Registry:
         problems += [f"{LOG} line {i}: {reason}" if i else f"{LOG}: {reason}" for i, reason in lines]
         problems += self._verify_contents(events)
         problems += policy_problems(self, events)
+        problems += self._secret_problems(events)
+        problems += self._access_problems(events)
         return problems
+
+    def _access_problems(self, events: list[Event]) -> list[str]:
+        """The readers' group ``registry.json`` names must be the one last logged; and, checked by the registry's
+        owner (who alone can see everything), nothing confidential may be readable by others
+        (:func:`sdgov.registry.access.exposed`)."""
+        logged = next((e.artifacts.get("readers_group") for e in reversed(events) if e.event == ACCESS), None)
+        problems = []
+        if (logged or None) != self.readers_group():
+            problems.append(f"{CONFIG}: readers' group {self.readers_group()!r} is not the one logged ({logged!r})")
+        if os.geteuid() == self.root.stat().st_uid:
+            problems += access.exposed(self.root)
+        return problems
+
+    def _secret_problems(self, events: list[Event]) -> list[str]:
+        """Where this machine holds the registry's key (the controller's), the commitment secret must be the one the
+        log committed to (:mod:`sdgov.registry.commitment`); elsewhere it is not ours to see."""
+        from sdgov.registry.commitment import secret_problem
+
+        rid = self.registry_id()
+        if not rid or registry_key.load_registry_key(self.keys, rid) is None:
+            return []
+        problem = secret_problem(self, events)
+        return [] if problem is None else [problem]
 
     def _verify_contents(self, events: list[Event]) -> list[str]:
         """What the log vouches for: every release and every persisted measurement, exactly as logged."""
@@ -470,10 +554,13 @@ class Registry:
                 problems.append(f"releases/{name}: release directory with no 'released' event in {LOG}")
         for rid, e in released.items():
             self._verify_release(rid, e, problems)
+        self.unchecked = 0
         for e in events:  # persisted noisy marginals must stay exactly as drawn
             for name, sha in e.artifacts.items() if e.event == "measured" else ():
                 path = self.root / name
-                if path.is_symlink():
+                if not _visible(path):  # the controller's store: a reader's verify leaves it to the controller's
+                    self.unchecked += 1
+                elif path.is_symlink():
                     problems.append(f"{name}: a symbolic link (refused: logged at line {e.seq + 1})")
                 elif not path.is_file():
                     problems.append(f"{name}: persisted measurement missing (logged at line {e.seq + 1})")
@@ -538,12 +625,12 @@ class Registry:
         cfg = self.config()
         if cfg.get("registry_id") != rid or cfg.get("public_key") != text:
             problems.append((1, f"the genesis event and {CONFIG} disagree on the registry id or public key"))
-        private = registry_key.load_registry_key(rid)
+        private = registry_key.load_registry_key(self.keys, rid)
         if private is not None and keys.public_line(private.public_key()) != text:
             problems.append(
                 (
                     1,
-                    f"the genesis public key is not that of this registry's key {registry_key.key_path(rid)} "
+                    f"the genesis public key is not that of this registry's key {self.keys.key_path(rid)} "
                     "(re-keyed)",
                 )
             )
@@ -593,6 +680,17 @@ class Registry:
         for p in sorted(d.rglob("*")):
             if p.is_file() and not p.is_symlink() and str(p.relative_to(d)) not in listed:
                 problems.append(f"{where}/{p.relative_to(d)}: file not in the manifest (added)")
+
+
+def _visible(path: Path) -> bool:
+    """Whether this user may look at ``path`` at all (a reader may not enter the controller's private folders)."""
+    try:
+        path.lstat()
+    except PermissionError:
+        return False
+    except OSError:
+        return True  # missing: the checks that follow say so
+    return True
 
 
 def logged_policy(events: list[Event]) -> tuple[str | None, int]:

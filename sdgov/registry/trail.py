@@ -30,6 +30,7 @@ WHAT = {
     "decision_pending": "recorded what a paused run awaits (what approvers are shown)",
     "run_tampered": "detected a change to the run's record on the Prefect server by someone else",
     "worker_started": "started the controller's worker (its configuration's hash)",
+    "commitment_secret": "committed the id of the commitment secret in force (first use, or rotated)",
     "budget_spent": "privacy budget spent (ledger)",
     "budget_refused": "privacy budget refused the measurement",
     "budget_lifetime_changed": "set the dataset's lifetime ρ in the controller's budget authority",

@@ -119,8 +119,9 @@ def card_inputs(
 
 
 def run_committer(run_dir: Path) -> commitment.Committer:
-    """The keyed commitment of the registry a run belongs to (its run folder is ``<registry>/runs/<run id>``)."""
-    return commitment.registry_committer(Registry(run_dir.parents[1]).registry_id())
+    """The keyed commitment of the registry a run belongs to (its run folder is ``<registry>/runs/<run id>``), under
+    the secret the measure stage made or checked (never a new one here)."""
+    return commitment.registry_committer(Registry(run_dir.parents[1]), create=False)
 
 
 def _selections(spec: ReleaseSpec, spec_path: Path, plan: PrivacyPlan) -> list[CardSelection]:

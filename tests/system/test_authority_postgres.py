@@ -12,9 +12,14 @@ import asyncio
 import multiprocessing
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from sdgov.governance.authority import Charge, LifetimeAbove, Overspend, open_authority
+from sdgov.registry.key import Signer
 from tests.system.postgres import PostgresCluster
+from tests.unit.test_authority_chain import check_rules, check_tampering
+
+SIGNER = Signer("reg-a", Ed25519PrivateKey.generate())
 
 
 @pytest.fixture
@@ -44,21 +49,21 @@ def charge(ref: str, rho: float, key: str) -> Charge:
 def test_the_postgres_authority_keeps_the_accounts_rules(pg_authority):
     a = open_authority()
     assert type(a).__name__ == "PostgresAuthority" and len(a.authority_id) == 32
-    stored, before = a.charge(charge("c1", 0.6, "k1"), lifetime_rho=1.0, source="policy.yaml defaults")
+    stored, before, _ = a.charge(charge("c1", 0.6, "k1"), 1.0, "policy.yaml defaults", SIGNER)
     assert stored.seq >= 1 and before == []
     held = a.lifetime("f" * 64, "toy")  # the first charge set the account's lifetime
     assert (held.lifetime_rho, held.source) == (1.0, "policy.yaml defaults") and held.seq >= 1
     with pytest.raises(Overspend):
-        a.charge(charge("c2", 0.5, "k2"), lifetime_rho=1.0, source="policy.yaml defaults")  # 0.6 + 0.5 > 1
+        a.charge(charge("c2", 0.5, "k2"), 1.0, "policy.yaml defaults", SIGNER)  # 0.6 + 0.5 > 1
     with pytest.raises(LifetimeAbove):  # a registry whose policy states more: refused, nothing stored
-        a.charge(charge("c2", 0.1, "k2"), lifetime_rho=2.0, source="policy.yaml defaults")
+        a.charge(charge("c2", 0.1, "k2"), 2.0, "policy.yaml defaults", SIGNER)
     assert [c.ref for c in a.charges("f" * 64, "toy")] == ["c1"]
-    a.import_charges([charge("c1", 0.6, "k1"), charge("old", 0.1, "k0")])  # c1 known: skipped
+    a.import_charges([charge("c1", 0.6, "k1"), charge("old", 0.1, "k0")], SIGNER)  # c1 known: skipped
     assert [c.ref for c in a.charges("f" * 64, "other")] == ["c1", "old"]
     assert a.reservation("k1").ref == "c1" and a.reservation("nope") is None
     assert a.accounts("toy") == [("f" * 64, "toy")] and a.accounts("f" * 64) == [("f" * 64, "toy")]
-    a.set_lifetime([held.model_copy(update={"lifetime_rho": 2.0, "source": "sdgov budget lifetime"})])  # raised
-    stored, _ = a.charge(charge("c3", 0.5, "k3"), lifetime_rho=2.0, source="policy.yaml defaults")  # 1.2 of 2
+    a.set_lifetime([held.model_copy(update={"lifetime_rho": 2.0, "source": "sdgov budget lifetime"})], SIGNER)
+    stored, _, _ = a.charge(charge("c3", 0.5, "k3"), 2.0, "policy.yaml defaults", SIGNER)  # 1.2 of 2
     assert stored.lifetime_rho == 2.0 and a.lifetime("f" * 64, "toy").source == "sdgov budget lifetime"
     drawn = a.record("k1", b"noisy", "reg-a", "run-1")
     assert a.record("k1", b"noisy", "reg-b", "run-2").registry_id == "reg-a"  # the first draw stays
@@ -67,6 +72,28 @@ def test_the_postgres_authority_keeps_the_accounts_rules(pg_authority):
     assert a.drawn("k1") == (drawn, b"noisy") and a.keys() == {"k1"}
     with a.lock(), a.lock():  # re-entrant within a thread
         assert a.charges("f" * 64, "toy")
+    assert a.verify() == [] and len(a.rows()) == 5  # c1 and its lifetime, old, the raise, c3: chained
+
+
+def test_the_postgres_authority_is_governed_by_one_registry_and_chained(pg_authority, postgres_cluster):
+    """Issue 38 item 5 on PostgreSQL: the same governance and chain rules as the embedded authority."""
+    import asyncpg
+
+    check_rules(open_authority())
+    url = pg_authority
+
+    def sql(statement: str) -> None:
+        async def run() -> None:
+            con = await asyncpg.connect(url)
+            try:
+                await con.execute(statement)
+            finally:
+                await con.close()
+
+        asyncio.run(run())
+
+    sql("DROP TABLE chain, reserved, charges, lifetimes, statistics, meta")  # a fresh authority in this database
+    check_tampering(open_authority(), sql)
 
 
 def _charge_in_process(url: str, ref: str, out: multiprocessing.Queue) -> None:
@@ -76,7 +103,7 @@ def _charge_in_process(url: str, ref: str, out: multiprocessing.Queue) -> None:
     a = open_authority()
     try:
         with a.lock():
-            a.charge(charge(ref, 0.6, ref), lifetime_rho=1.0, source="policy.yaml defaults")
+            a.charge(charge(ref, 0.6, ref), 1.0, "policy.yaml defaults", Signer("reg-a", Ed25519PrivateKey.generate()))
         out.put("charged")
     except Overspend:
         out.put("refused")

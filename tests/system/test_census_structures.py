@@ -238,7 +238,7 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     events = Registry(root).verified_events()
     (spend,) = [json.loads(e.comment) for e in events if e.event == "budget_spent"]
     stats = budget["statistics"]
-    commit = commitment.registry_committer(Registry(root).registry_id())  # budget.json: keyed
+    commit = commitment.registry_committer(Registry(root))  # budget.json: keyed
     assert sorted(commit("statistic", k) for k in spend["statistics"]) == sorted(s["statistic"] for s in stats)
     assert len(stats) == 10 + 4
     assert spend["rho"] == pytest.approx(1.0)
@@ -263,10 +263,12 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     # drawn, under the ledger) reuses every part's statistics
     from uuid import uuid4
 
+    from sdgov.governance.site import Site
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
-    measured = measure.fn(agree_phi.fn(str(spec), str(root), uuid4().hex, None, None), str(root))
+    site = Site.resolve(root)
+    measured = measure.fn(agree_phi.fn(str(spec), site, uuid4().hex, None, None), site)
     budget2 = json.loads(measured.budget.verified().read_text())
     assert measured.reused and budget2["this_release_rho"] == 0 and budget2["reused"] == 14
     assert sorted(s["statistic"] for s in budget2["statistics"]) == sorted(s["statistic"] for s in stats)

@@ -129,7 +129,7 @@ def test_link_artifacts_to_the_html_files_when_the_runs_folder_is_served(tmp_pat
 
     from sdgov.contracts import ArtifactRef, StageRecord
     from sdgov.reporting.draft import Drafted
-    from sdgov.tasks.draft_card import RUNS_URL, _card_artifacts
+    from sdgov.tasks.draft_card import _card_artifacts
 
     draft = tmp_path / "runs" / "0a1b2c" / "draft"
     draft.mkdir(parents=True)
@@ -153,9 +153,9 @@ def test_link_artifacts_to_the_html_files_when_the_runs_folder_is_served(tmp_pat
 
         with monkeypatch.context() as m:
             if served:
-                m.setenv(RUNS_URL, "https://sdgov.example/runs/")
+                m.setenv("SDGOV_RUNS_URL", "https://sdgov.example/runs/")
             else:
-                m.delenv(RUNS_URL, raising=False)
+                m.delenv("SDGOV_RUNS_URL", raising=False)
             _card_artifacts(drafted)
         return str(flow_run.id)
 

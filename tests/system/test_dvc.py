@@ -65,7 +65,7 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
     outs = {o["path"]: o["md5"] for s in lock["stages"].values() for o in s.get("outs", [])}
     card = json.loads(Path(result.card_json).read_text())
     # the confidential file's md5 only as the controller's keyed commitment, which its secret opens
-    commit = commitment.registry_committer(Registry(registry).registry_id())
+    commit = commitment.registry_committer(Registry(registry))
     assert outs["build/demo/data.csv"] == md5_file(repo / "build/demo/data.csv")
     assert card["dataset"]["dvc_md5_hmac"] == commit("dvc_md5", outs["build/demo/data.csv"])
     assert card["dataset"]["measurements_dvc_md5"] == outs["build/demo/measurements.json"]

@@ -28,7 +28,8 @@ from sdgov.reporting.approver_summaries import hash_lines
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, signed_proposal, write_approvers
 
-CONTROLLER_EVENTS = {"registry_created", "approvers_changed", "policy_changed", "decision_pending"}  # + pause records
+CONTROLLER_EVENTS = {"registry_created", "approvers_changed", "policy_changed", "decision_pending", "commitment_secret"}
+# + pause records, and the commitment secret's id committed at its first use
 
 
 def setup_registry(tmp: Path, rows: int = 1500) -> tuple[Path, Path, dict[str, Path]]:

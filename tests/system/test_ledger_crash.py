@@ -16,6 +16,7 @@ import pytest
 
 from sdgov.base.hashing import sha256_bytes, sha256_file
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from tests.conftest import REPO
@@ -50,9 +51,11 @@ import sys, uuid
 from sdgov.base.errors import BudgetError
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
-agreed = agree_phi.fn(sys.argv[1], sys.argv[2], uuid.uuid4().hex, None, None)
+from sdgov.governance.site import Site
+site = Site.resolve(sys.argv[2])
+agreed = agree_phi.fn(sys.argv[1], site, uuid.uuid4().hex, None, None)
 try:
-    measure.fn(agreed, sys.argv[2])
+    measure.fn(agreed, site)
 except BudgetError:
     sys.exit(3)
 """
@@ -96,7 +99,7 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
         reg = Registry(root)
         events = [e.event for e in reg.events()]
         assert events.count(ledger.SPENT) == 1 and events.count("measured") == 1, events
-        [acct] = ledger.ledger_summary(reg)
+        [acct] = ledger.ledger_summary(Site.resolve(reg.root))
         assert acct["spent_rho"] == pytest.approx(RHO) and reg.verify() == []
     with contextlib.redirect_stdout(io.StringIO()):
         result = release_flow(spec_path=str(spec), registry_root=str(root))
@@ -110,11 +113,11 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     [measured] = [e for e in events if e.event == "measured"]
     assert measured.artifacts == {f"measurements/{n}": sha256_bytes(b) for n, b in stored.items()}
     released = json.loads((Path(result.path) / "artifacts" / "measurements.json").read_text())
-    commit = commitment.registry_committer(reg.registry_id())  # ψ names each statistic by its commitment
+    commit = commitment.registry_committer(reg)  # ψ names each statistic by its commitment
     by_key = {commit("statistic", n.removesuffix(".json")): json.loads(b) for n, b in stored.items()}
     for m in released["measurements"]:  # ψ is assembled from exactly the stored statistics
         assert m["noisy_counts"] == by_key[m["statistic"]]["noisy_counts"]
-    [acct] = ledger.ledger_summary(reg)
+    [acct] = ledger.ledger_summary(Site.resolve(reg.root))
     assert acct["spent_rho"] == pytest.approx(RHO)
     assert reg.verify() == []
     card = json.loads(Path(result.card_json).read_text())

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, signed_proposal
@@ -147,7 +148,7 @@ def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     assert {h for c, h in hows.items() if len(c) == 2} == {"drawn"}
     # the ledger's account is keyed by the unkeyed fingerprint, kept controller-side (the card has its commitment)
     fp = next(json.loads(e.comment)["fingerprint"] for e in events if e.event == "budget_spent")
-    acct = ledger.account(Registry(root), card["dataset"]["name"], fp)
+    acct = ledger.account(Site.resolve(root), card["dataset"]["name"], fp)
     assert abs(acct.spent_rho - card["privacy"]["rho"]) <= 1e-9 * card["privacy"]["rho"]
     assert [e.event for e in events].count("budget_spent") == 3  # 1-ways, selection, the agreed pairs
 

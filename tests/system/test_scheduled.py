@@ -21,6 +21,7 @@ import yaml
 
 from sdgov.base.atomic import atomic_write_bytes
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import sign_standing_approval
@@ -81,7 +82,10 @@ def test_a_standing_run_over_the_lifetime_budget_pauses_for_a_controller_who_dec
         ledger.REFUSED,
         "budget_rejected",
     ]
-    assert ledger.ledger_summary(Registry(root)) == [] or ledger.ledger_summary(Registry(root))[0]["spent_rho"] == 0
+    assert (
+        ledger.ledger_summary(Site.resolve(root)) == []
+        or ledger.ledger_summary(Site.resolve(root))[0]["spent_rho"] == 0
+    )
     assert Registry(root).verify() == []
 
 

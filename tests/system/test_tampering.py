@@ -19,6 +19,7 @@ import yaml
 
 from sdgov.base.hashing import canonical_json, sha256_bytes, sha256_file
 from sdgov.flows.cli import main
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs
 
@@ -312,14 +313,14 @@ def test_a_log_re_signed_with_the_registry_key_after_deleting_a_spend_refuses_ev
     reg = Registry(root)
     spent = next(e for e in reg.events() if e.event == "budget_spent")
     fingerprint = json.loads(spent.comment)["fingerprint"]
-    key = registry_key.require(reg.registry_id())
+    key = registry_key.require(reg.keys, reg.registry_id())
     delete = [e for e in _events(root) if e["event"] != "budget_spent"]
     _write_events(root, delete, sign=lambda h: registry_key.sign_framed(key, EVENT_DOMAIN, h.encode()))
     code, out = _verify(root, anchored["checkpoint"], capsys)
     assert code == 1 and any("log head" in p for p in out["problems"]), out
     with pytest.raises(LogBroken, match="fails verification .*log head"), reg.lock():
         ledger.spend_locked(
-            reg,
+            Site.resolve(reg.root),
             dataset="toyland_census",
             fingerprint=fingerprint,
             statistics={"a-new-marginal": 0.01},

@@ -33,3 +33,24 @@ def test_a_party_that_opens_a_forbidden_file_is_stopped_and_says_so(tmp_path):
     other = tmp_path / "unrelated.txt"
     made = run_party("approver", ["keygen", "--out", str(keys / "cora.pem")], env, forbid=[other])
     assert made.returncode == 0 and Path(keys / "cora.pem").is_file(), made.stderr[-2000:]
+
+
+def test_a_party_can_be_a_separate_os_user_whom_the_file_system_stops(tmp_path):
+    """Where the tests run as root, a party is an OS user of its own (tests/system/team.py): the controller's data,
+    owner-only, is refused to them by the file system itself — one line, exit 2 — before any hook is needed."""
+    import pytest
+
+    from tests.system.team import os_users, os_users_unavailable
+
+    if os_users_unavailable():
+        pytest.skip(os_users_unavailable())
+    with os_users(["Ada Analyst"], readers=[]) as (users, _):
+        ada = users["Ada Analyst"]
+        spec = make_demo_inputs(ada.home / "in", rows=200)
+        data = spec.with_name("data.csv")
+        data.chmod(0o600)  # the controller's, as the registry keeps its confidential files
+        for p in (spec.parent, spec, spec.with_name("schema.yaml"), spec.with_name("approvals.yaml")):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        done = run_party("analyst", ["validate", "--spec", str(spec)], {"PATH": "/usr/bin:/bin"}, user=ada)
+        [line] = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and not done.stopped and "Permission denied" in line, done.stderr[-2000:]

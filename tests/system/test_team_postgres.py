@@ -7,6 +7,10 @@ stopped if it opens the data file, the registry's key or anyone else's key: the 
 (``sdgov propose --submit``, her copy of the spec pointing at no data at all), the controller decides with
 ``sdgov approve``, compliance checks with ``sdgov runs`` and ``sdgov registry verify``.
 
+Where the tests run as root (and the venv is runnable by others), every person is also a separate OS user
+(``useradd``; the analyst, the controller and compliance in the registry's readers' group, ``sdgov init --readers``):
+the file system, not only the hook, keeps the data, the keys and the controller's state from them.
+
 Then everything the shared login allows is tried through Prefect's REST API — runs that redirect the registry or
 the approvals, a replayed and an unsigned proposal, a rewritten pause input, patched parameters, a forced state —
 and each is refused or detected, and logged in the controller's registry, with nothing drawn or written for it.
@@ -15,6 +19,7 @@ Skipped without PostgreSQL's server binaries (``tests/system/postgres.py``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -31,7 +36,7 @@ from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import PEOPLE, sign_standing_approval, signed_proposal
 from tests.system.postgres import PostgresCluster, TeamServer
-from tests.system.team import run_party, start_party
+from tests.system.team import OSUser, os_users, os_users_unavailable, run_party, start_party
 from tests.system.test_governed import setup_registry
 
 
@@ -57,16 +62,27 @@ def flow_runs_in_postgres(cluster: PostgresCluster, run_id: str) -> int:
 class Office:
     """The test's view of the deployment: the REST API as a login holder sees it, and the people's processes."""
 
-    def __init__(self, server: TeamServer, root: Path, keys: dict[str, Path], forbid: dict[str, list[Path]]):
+    def __init__(
+        self,
+        server: TeamServer,
+        root: Path,
+        keys: dict[str, Path],
+        forbid: dict[str, list[Path]],
+        users: dict[str, OSUser] | None = None,
+    ):
         user, password = server.auth.split(":", 1)
         self.api = httpx.Client(base_url=server.env["PREFECT_API_URL"], auth=(user, password), timeout=10)
-        self.server, self.root, self.keys, self.forbid = server, root, keys, forbid
+        self.server, self.root, self.keys, self.forbid, self.users = server, root, keys, forbid, users or {}
 
     def person(self, name: str, argv: list[str]):
-        """``sdgov *argv`` as ``name``: their own process, home and key; stopped if it opens what is not theirs."""
-        home = self.root.parent / "people" / name.split()[0].lower()
+        """``sdgov *argv`` as ``name``: their own process, home and key (their own OS user where the tests can make
+        one); stopped if it opens what is not theirs."""
+        user = self.users.get(name)
+        home = user.home if user else self.root.parent / "people" / name.split()[0].lower()
         env = {**self.server.env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-        done = run_party(name, argv, env, self.forbid[name])
+        if user:  # Prefect's client files in their own home, not the test's
+            env["PREFECT_HOME"] = str(home / ".prefect")
+        done = run_party(name, argv, env, self.forbid[name], user=user)
         assert not done.stopped, done.stderr[-2000:]
         return done
 
@@ -115,10 +131,35 @@ class Office:
         return list(Registry(self.root).events())
 
 
+@contextlib.contextmanager
+def team_people(tmp_path: Path):
+    """Where the tests can make OS users: the people as OS users (all in the readers' group), the registry under a
+    folder they may pass through, each key in its owner's home; else plain processes under ``tmp_path``."""
+    if os_users_unavailable():
+        yield tmp_path, {}, None
+        return
+    with os_users([n for n, _ in PEOPLE], readers=[n for n, _ in PEOPLE]) as (users, group):
+        base = users["Ada Analyst"].home.parent / "office"
+        base.mkdir()
+        base.chmod(0o711)
+        yield base, users, group
+
+
 def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_refused_or_logged(
     tmp_path, postgres_cluster, team_server
 ):
-    spec, root, keys = setup_registry(tmp_path, rows=800)
+    with team_people(tmp_path) as (base, users, group):
+        _team(tmp_path, base, users, group, postgres_cluster, team_server)
+
+
+def _team(tmp_path, base, users, group, postgres_cluster, team_server):
+    spec, root, keys = setup_registry(base, rows=800)
+    if users:  # each key in its owner's home; the registry readable by the readers' group
+        for name, path in list(keys.items()):
+            keys[name] = users[name].home / path.name
+            path.rename(keys[name])
+            os.chown(keys[name], users[name].uid, users[name].gid)
+        Registry(root).set_readers_group(group)
     pin = load_approvals(sign_standing_approval(spec, root, keys)).data_sha256_hmac  # pinned to the spec's data
     raw = yaml.safe_load(spec.read_text())
     data, schema = (spec.parent / raw["dataset"]["path"]).resolve(), (spec.parent / raw["schema"]).resolve()
@@ -143,14 +184,17 @@ def test_a_team_releases_through_the_controllers_worker_and_every_redirect_is_re
         )
     )
     # the analyst's own folder: the spec and the public schema; its data path points at nothing
-    analyst = tmp_path / "analyst"
+    analyst = users["Ada Analyst"].home / "analyst" if users else tmp_path / "analyst"
     analyst.mkdir()
     shutil.copy(schema, analyst / raw["schema"])
     mine = {**raw, "dataset": {**raw["dataset"], "path": "not-here/data.csv"}}
     mine.pop("approvals", None)
     (analyst / "spec.yaml").write_text(yaml.safe_dump(mine, sort_keys=False))
+    if users:
+        for p in (analyst, *analyst.iterdir()):
+            os.chown(p, users["Ada Analyst"].uid, users["Ada Analyst"].gid)
     people = {n: [data, registry_keys, *[keys[o] for o, _ in PEOPLE if o != n]] for n, _ in PEOPLE}
-    office = Office(team_server, root, keys, people)
+    office = Office(team_server, root, keys, people, users)
 
     def start_worker():  # the controller's machine: the data and the registry key, never the people's keys
         return start_party(

@@ -23,6 +23,7 @@ from sdgov.governance import ledger
 from sdgov.governance.authority import LifetimeAbove, Overspend, open_authority
 from sdgov.governance.authority_model import Charge
 from sdgov.governance.lifetime import LIFETIME
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, tree_bytes
 from tests.unit.test_ledger import RHO, _events, _measure_only, _spec
@@ -62,7 +63,7 @@ def test_a_new_registry_with_a_bigger_policy_is_refused_before_anything_is_writt
     assert code == 2 and "a new registry is no new budget; refused before any draw" in line, line
     assert f"account's lifetime ρ={1.5 * RHO:.6g}" in line and f"under this policy's {5 * RHO:.6g}" in line
     assert f"registry {Registry(a).registry_id()[:8]})" in line and "policy.yaml: defaults" in line
-    assert f"fix: 'sdgov budget lifetime --dataset {NAME} --rho {5 * RHO:g}' (logged here)" in line
+    assert f"fix: 'sdgov budget lifetime --dataset {NAME} --rho {5 * RHO:g} --as NAME --key KEY'" in line
     assert tree_bytes(c) == before and open_authority().charges(fp, NAME) == charges, "nothing written"
     # the measurement path itself (under the locks, in the charge's transaction) refuses it too: nothing drawn
     with pytest.raises(BudgetError, match="a new registry is no new budget"):
@@ -71,38 +72,17 @@ def test_a_new_registry_with_a_bigger_policy_is_refused_before_anything_is_writt
     assert open_authority().charges(fp, NAME) == charges
 
 
-def test_raising_the_account_is_the_controllers_logged_act_bounded_by_the_policy(tmp_path, capsys):
+def test_a_sandbox_never_sets_a_lifetime(tmp_path, capsys):
+    """Issue 38 item 5: a lifetime is a controller's signed act through the governed registry; a sandbox registry
+    (no approvers registry) is refused, with or without a key, and nothing is written."""
     a, c, fp = _a_spent_then_c(tmp_path)
     before = tree_bytes(c)
-    code, _, err = _cli(capsys, "budget", "lifetime", "--dataset", NAME, "--rho", str(6 * RHO), "--root", str(c))
-    assert code == 2 and "above this registry's policy" in _one_line(err) and tree_bytes(c) == before
-    code, _, err = _cli(capsys, "budget", "lifetime", "--dataset", "no_such_data", "--rho", "0.1", "--root", str(c))
-    assert code == 2 and "no account for dataset 'no_such_data'" in _one_line(err) and tree_bytes(c) == before
-    assert open_authority().lifetime(fp, NAME).lifetime_rho == pytest.approx(1.5 * RHO)
-
-    code, out, err = _cli(capsys, "budget", "lifetime", "--dataset", NAME, "--rho", str(5 * RHO), "--root", str(c))
-    assert code == 0, err
-    held = open_authority().lifetime(fp, NAME)
-    assert held.lifetime_rho == pytest.approx(5 * RHO) and held.registry_id == Registry(c).registry_id()
-    assert held.source == "sdgov budget lifetime" and held.where() in out
-    [logged] = [e for e in Registry(c).events() if e.event == LIFETIME]
-    detail = json.loads(logged.comment)
-    assert detail["lifetime_rho"] == pytest.approx(5 * RHO) and detail["previous_lifetime_rho"] == pytest.approx(
-        1.5 * RHO
-    )
-    assert Registry(a).registry_id() in detail["previous"] and logged.artifacts["dataset"] == fp
-    assert _cli(capsys, "registry", "verify", "--root", str(c))[0] == 0
-    code, out, _ = _cli(capsys, "trail", "--root", str(c), "--dataset", NAME)
-    assert code == 0 and "lifetime" in out
-
-    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), c)  # now within the account: drawn and charged
-    assert _events(c).count(ledger.SPENT) == 1
-    # A's view: the account's lifetime and where it was set; A's own policy (1.5·ρ₀) still bounds A's spends
-    code, out, _ = _cli(capsys, "budget", "--root", str(a))
-    assert f"lifetime ρ={5 * RHO:.6g} in the budget authority" in out and Registry(c).registry_id() in out
-    assert f"spent ρ={1.9 * RHO:.6g} of {1.5 * RHO:.6g}" in out, out
-    with pytest.raises(BudgetError, match="budget exceeded"):
-        _measure_only(_spec(tmp_path, 3, rho=0.5 * RHO), a)
+    lift = ("budget", "lifetime", "--dataset", NAME, "--rho", str(5 * RHO), "--root", str(c))
+    code, _, err = _cli(capsys, *lift)
+    assert code == 2 and "a sandbox" in _one_line(err) and "nothing set" in _one_line(err), err
+    assert tree_bytes(c) == before and open_authority().lifetime(fp, NAME).lifetime_rho == pytest.approx(1.5 * RHO)
+    with pytest.raises(BudgetError, match="a new registry is no new budget"):
+        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), c)
 
 
 def test_a_lower_policy_is_stricter_and_the_account_keeps_its_lifetime(tmp_path):
@@ -114,7 +94,7 @@ def test_a_lower_policy_is_stricter_and_the_account_keeps_its_lifetime(tmp_path)
         _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), b)  # 1.9·ρ₀ > B's 1.5·ρ₀
     assert open_authority().lifetime(fp, NAME).lifetime_rho == pytest.approx(2.5 * RHO), "the account's stays"
     _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # within the account's 2.5·ρ₀: A spends it
-    assert ledger.account(Registry(a), NAME, fp).spent_rho == pytest.approx(1.9 * RHO)
+    assert ledger.account(Site.resolve(a), NAME, fp).spent_rho == pytest.approx(1.9 * RHO)
 
 
 def test_the_registry_that_set_the_account_raises_it_by_its_signed_policy_change(tmp_path, capsys):
@@ -193,6 +173,14 @@ INSERT INTO charges VALUES (4, 'only-imported', 't4', 'other', 'f2', 0.1, '', 'r
 """
 
 
+def _signer():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from sdgov.registry.key import Signer
+
+    return Signer("c", Ed25519PrivateKey.generate())
+
+
 def _charge(ref: str, dataset: str, fp: str, rho: float) -> Charge:
     return Charge(ref=ref, time="t9", dataset=dataset, fingerprint=fp, rho=rho, statistics={ref: rho}, registry_id="c")
 
@@ -205,14 +193,18 @@ def test_an_authority_made_before_lifetimes_adopts_its_latest_checked_charges_li
     held = auth.lifetime("f1", "toy")  # read only: the old file is not changed by reading it
     assert held.lifetime_rho == 0.4 and held.registry_id == "reg-b" and held.seq == 0 and "c3" in held.source
     assert auth.lifetime("f2", "other") is None, "only an imported charge: set by the next charge"
+    signer = _signer()
     with pytest.raises(LifetimeAbove) as refused:
-        auth.charge(_charge("x", "toy", "f1", 0.05), lifetime_rho=1.0, source="policy.yaml defaults")
+        auth.charge(_charge("x", "toy", "f1", 0.05), lifetime_rho=1.0, source="policy.yaml defaults", signer=signer)
     assert refused.value.account.lifetime_rho == 0.4
-    with pytest.raises(Overspend):
-        auth.charge(_charge("x", "toy", "f1", 0.15), lifetime_rho=0.4, source="policy.yaml defaults")  # 0.45 > 0.4
-    stored, _ = auth.charge(_charge("y", "toy", "f1", 0.05), lifetime_rho=0.4, source="policy.yaml defaults")
+    with pytest.raises(Overspend):  # 0.45 > 0.4
+        auth.charge(_charge("x", "toy", "f1", 0.15), lifetime_rho=0.4, source="policy.yaml defaults", signer=signer)
+    stored, _, head = auth.charge(
+        _charge("y", "toy", "f1", 0.05), lifetime_rho=0.4, source="policy.yaml defaults", signer=signer
+    )
+    assert head.seq == len(auth.rows()) and auth.verify() == [], "the old rows sealed in the chain, then the new"
     assert stored.lifetime_rho == 0.4 and auth.lifetime("f1", "toy").seq >= 1, "adopted, now stored"
-    auth.charge(_charge("z", "other", "f2", 0.05), lifetime_rho=0.3, source="policy.yaml defaults")
+    auth.charge(_charge("z", "other", "f2", 0.05), lifetime_rho=0.3, source="policy.yaml defaults", signer=signer)
     first = auth.lifetime("f2", "other")
     assert (first.lifetime_rho, first.registry_id, first.source) == (0.3, "c", "policy.yaml defaults")
     assert auth.accounts("toy") == [("f1", "toy")] and [c.ref for c in auth.charges("f1", "toy")][-1] == "y"

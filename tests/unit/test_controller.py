@@ -10,6 +10,7 @@ import yaml
 
 from sdgov.base.errors import SdgovError
 from sdgov.governance.controller import check_controller_files, commit, controller_approvers, load_config, registry_id
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.governance import controller_registry, write_approvers
 
@@ -186,11 +187,13 @@ def test_an_unsigned_controller_file_edit_after_a_release_started_stops_its_spen
     spec = make_demo_inputs(tmp_path / "in", rows=800)
     root = tmp_path / "registry"
     sign_standing_approval(spec, root, controller_registry(root, tmp_path / "keys"))
-    agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)  # started: the files were as signed
+    agreed = agree_phi.fn(
+        str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None
+    )  # started: the files were as signed
     approvers = yaml.safe_load((root / "approvers.yaml").read_text())
     approvers["approvers"][0]["role"] = "controller"
     (root / "approvers.yaml").write_text(yaml.safe_dump(approvers))
     with pytest.raises(SdgovError, match="changed without a signed commit"):
-        measure.fn(agreed, str(root))
+        measure.fn(agreed, Site.resolve(str(root)))
     assert "budget_spent" not in [e.event for e in Registry(root).events()]
     assert not list((root / "measurements").glob("*.json")), "no noise drawn"

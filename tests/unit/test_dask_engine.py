@@ -21,6 +21,7 @@ import yaml
 from distributed import LocalCluster
 
 from sdgov.agreement.load import load_spec
+from sdgov.base.settings import DASK_SCHEDULER
 from sdgov.engines import dask_engine, engine
 from sdgov.flows.cli import main
 from tests.conftest import CENSUS, REPO
@@ -36,7 +37,7 @@ def scheduler() -> Iterator[str]:
 
 @pytest.fixture
 def on_cluster(scheduler: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dask_engine.SCHEDULER_ENV, scheduler)
+    monkeypatch.setenv(DASK_SCHEDULER, scheduler)
     monkeypatch.setattr(dask_engine, "BLOCK_BYTES", 40_000)  # several CSV partitions from a few thousand rows
     monkeypatch.setattr(dask_engine, "BLOCK_ROWS", 1_500)  # several Parquet partitions (row groups of 1,000)
 

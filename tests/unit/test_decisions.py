@@ -259,7 +259,7 @@ def test_a_decision_rewritten_by_the_registry_key_holder_fails_verify_and_stops_
     p = pause(registry)
     assert isinstance(decisions.decide(p, submitted(p, keys["Carl Controller"]), PROPOSER), SignOff)
     assert main(["registry", "verify", "--root", str(registry.root)]) == 0
-    key = registry_key.require(registry.registry_id())
+    key = registry_key.require(registry.keys, registry.registry_id())
     lines, prev = [], "0" * 64
     for line in registry.log_path.read_text().splitlines():
         e = json.loads(line)

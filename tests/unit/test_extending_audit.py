@@ -27,6 +27,7 @@ from sdgov.audits.run import run_audits
 from sdgov.base.errors import InternalError, SpecError
 from sdgov.data.encoding import decode
 from sdgov.data.schema import load_schema
+from sdgov.governance.site import Site
 from sdgov.measurement.marginals import Measurement, MeasurementSet
 from tests.conftest import init_registry, make_demo_inputs
 
@@ -168,10 +169,10 @@ def test_the_documented_check_runs_inside_a_release_that_pre_registers_it(check_
 
     spec = make_demo_inputs(tmp_path / "inputs", rows=1500, phi_fidelity={"max_tvd": 0.5})
     root = init_registry(tmp_path / "registry")
-    agreed = agree_phi.fn(str(spec), str(root), "t0")
+    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), "t0")
     agreement = load_agreement(agreed.agreement)
     assert agreement.model_dump()["phi_fidelity"] == {"enabled": True, "max_tvd": 0.5}  # signed with Φ
-    measured = measure.fn(agreed, str(root))
+    measured = measure.fn(agreed, Site.resolve(str(root)))
     generated = generate.fn(
         GenerateInput(
             measurements=measured.measurements,

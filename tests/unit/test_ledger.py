@@ -13,6 +13,7 @@ import yaml
 
 from sdgov.base.errors import BudgetError, PolicyError
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 
@@ -33,8 +34,8 @@ def _measure_only(spec: Path, root: Path):
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
-    agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
-    return agreed, measure.fn(agreed, str(root))
+    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
+    return agreed, measure.fn(agreed, Site.resolve(str(root)))
 
 
 def _events(root: Path) -> list[str]:
@@ -61,13 +62,15 @@ def test_three_releases_against_two_and_a_half_rho(tmp_path):
     assert [e.event for e in events].count("measured") == 2
     assert len(list((root / "measurements").glob("*.json"))) == n_measured == 22, "no noise drawn for the third"
     assert events[-1].event == ledger.REFUSED
-    acct = ledger.account(reg, "toyland_census", agreed.data.fingerprint)
+    acct = ledger.account(Site.resolve(reg.root), "toyland_census", agreed.data.fingerprint)
     assert acct.spent_rho == pytest.approx(RHO * 1.99, rel=1e-9) and len(acct.spends) == 2
     assert acct.remaining_rho == pytest.approx(RHO * 0.51, rel=1e-6)
     assert reg.verify() == []
     # a reused measurement spends nothing: re-running the first agreement is still allowed
     _measure_only(specs[0], root)
-    assert ledger.account(reg, "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO * 1.99)
+    assert ledger.account(Site.resolve(reg.root), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(
+        RHO * 1.99
+    )
 
 
 def test_seed_only_change_draws_nothing_and_spends_nothing(tmp_path):
@@ -98,7 +101,7 @@ def test_two_agreements_sharing_a_marginal_draw_it_once(tmp_path):
     assert _psi(first)[("Sex", "Age")] == _psi(second)[("Sex", "Age")], "the shared marginal is the same noisy table"
     rho12 = 1 / (2 * 12**2)
     reg = Registry(root)
-    spends = ledger.account(reg, "toyland_census", agreed.data.fingerprint).spends
+    spends = ledger.account(Site.resolve(reg.root), "toyland_census", agreed.data.fingerprint).spends
     assert [s.rho for s in spends] == pytest.approx([2 * rho12, rho12]), "the shared marginal is charged once"
     b1, b2 = (json.loads(Path(m.budget.path).read_text()) for m in (first, second))
     assert b2["spent_before_rho"] == pytest.approx(b1["spent_after_rho"]) == pytest.approx(2 * rho12)
@@ -243,7 +246,7 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
 
     root = init_registry(tmp_path / "registry")
     spec = _spec(tmp_path, 5)
-    agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
+    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
     loaded = load_spec(spec)
     from sdgov.governance.policy import load_policy
 
@@ -262,7 +265,7 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
         ).model_dump_json()
     )
     with pytest.raises(RegistryError, match="no run ever reserved budget for it"):
-        measure.fn(agreed, str(root))
+        measure.fn(agreed, Site.resolve(str(root)))
     assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0, "refused before spending"
 
 
@@ -296,7 +299,7 @@ def test_legacy_spends_keyed_by_agreement_still_count(tmp_path):
     agreed, _ = _measure_only(_spec(tmp_path, 1), root)
     legacy = {"dataset": "toyland_census", "dataset_sha256": "f" * 64, "rho": RHO, "measurement_key": "k" * 64}
     Registry(root).append(ledger.SPENT, "sdgov", "system", comment=json.dumps(legacy))
-    acct = ledger.account(Registry(root), "toyland_census", agreed.data.fingerprint)
+    acct = ledger.account(Site.resolve(root), "toyland_census", agreed.data.fingerprint)
     assert acct.spent_rho == pytest.approx(2 * RHO) and len(acct.spends) == 2  # counted by its name label
 
 
@@ -329,32 +332,42 @@ def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
     assert {s["how"] for s in budget["statistics"]} == {"reused"}
     assert {s["measured_in_registry"] for s in budget["statistics"]} == {Registry(a).registry_id()}
     assert Registry(b).verify() == []
-    [summary] = ledger.ledger_summary(Registry(b))  # `sdgov budget` on b: the dataset's account, a's spend in it
+    [summary] = ledger.ledger_summary(Site.resolve(b))  # `sdgov budget` on b: the dataset's account, a's spend in it
     assert summary["spent_rho"] == pytest.approx(RHO) and summary["registries"] == 1
     with pytest.raises(BudgetError, match=r"over this controller's registries.*\(1 spend\(s\) in 1 registry\)"):
         _measure_only(_spec(tmp_path, 1, rho=0.9 * RHO), b)
     assert not [p for p in (b / "measurements").glob("*.json") if p.name not in stored], "nothing drawn"
-    assert ledger.account(Registry(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO)
+    assert ledger.account(Site.resolve(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO)
 
 
-def test_a_registry_older_than_the_authority_counts_for_every_other(tmp_path, monkeypatch):
-    """Spends and draws a registry logged before the authority existed (or that a restored authority lost) are
-    imported when it next measures: the account never shrinks below what a log records, and no statistic is drawn
-    twice."""
-    a, b = tmp_path / "a", tmp_path / "b"
+def test_an_authority_swapped_or_reset_under_a_registry_refuses_every_spend(tmp_path, monkeypatch):
+    """Issue 38 item 5: the registry's log mirrors the authority it charged (its id and the chain's head); pointed at
+    another authority (a new file, an empty one), or at one whose rows were deleted, the registry refuses to spend
+    or draw, logs the refusal, and the account is never given back."""
+    import sqlite3
+
+    from sdgov.governance.authority_model import AuthorityBroken
+
+    a = tmp_path / "a"
     _policy(a, 2.5 * RHO)
-    _policy(b, 2.5 * RHO)
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))
-    agreed, old = _measure_only(_spec(tmp_path, 1), a)  # drawn under an authority since lost
-    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))
-    acct = ledger.account(Registry(a), "toyland_census", agreed.data.fingerprint)
-    assert acct.spent_rho == pytest.approx(RHO), "its own log still counts"
-    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # a measures again: its spends and draws are imported
-    _, copy = _measure_only(_spec(tmp_path, 1), b)  # the statistics a drew before: copied, not drawn again
-    assert _psi(copy) == _psi(old) and _events(b).count(ledger.SPENT) == 0
-    with pytest.raises(BudgetError, match="budget exceeded"):
-        _measure_only(_spec(tmp_path, 3, rho=0.8 * RHO), b)  # 1.9 spent (a), 0.8 more: over 2.5
-    assert ledger.account(Registry(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(1.9 * RHO)
+    _measure_only(_spec(tmp_path, 1), a)  # charged in the old authority
+    before = sorted(p.name for p in (a / "measurements").glob("*.json"))
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))  # a swap: a new, empty file
+    with pytest.raises(AuthorityBroken, match="swapped or reset: this registry charged authority"):
+        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)
+    assert sorted(p.name for p in (a / "measurements").glob("*.json")) == before, "nothing drawn"
+    assert _events(a).count(ledger.SPENT) == 1 and _events(a)[-1] == ledger.REFUSED  # logged
+
+    monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))  # rows deleted in the right one
+    con = sqlite3.connect(tmp_path / "old" / "authority.sqlite")
+    con.execute("DELETE FROM reserved")
+    con.execute("DELETE FROM charges")
+    con.commit()
+    con.close()
+    with pytest.raises(AuthorityBroken, match="deleted"):
+        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)
+    assert sorted(p.name for p in (a / "measurements").glob("*.json")) == before, "nothing drawn"
 
 
 def test_the_authority_is_found_in_the_environment_only(tmp_path, monkeypatch):

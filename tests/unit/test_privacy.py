@@ -18,6 +18,7 @@ from sdgov.agreement.accounting import (
     rho_of_sigma,
 )
 from sdgov.agreement.spec import PrivacySpec
+from sdgov.governance.site import Site
 
 CLIQUES = [("A", "B"), ("B", "C"), ("A", "C")]
 
@@ -99,7 +100,7 @@ def test_delta_comes_from_the_policy_never_from_the_record_count(tmp_path):
     ag = load_spec(make_demo_inputs(tmp_path / "in", rows=50)).agreement
 
     def plan(root, n):
-        return check_plan_allowed(root, ag, "fp", ag.dataset_name, n)
+        return check_plan_allowed(Site.resolve(root), ag, "fp", ag.dataset_name, n)
 
     root = init_registry(tmp_path / "default")
     plans = [plan(root, n) for n in (500, 3_000, 569_741)]

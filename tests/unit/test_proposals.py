@@ -98,6 +98,6 @@ def test_check_proposal_refuses_and_logs_before_the_data_is_read(governed, tmp_p
     spec = make_demo_inputs(tmp_path / "in", rows=200)
     (spec.parent / "data.csv").unlink()
     with pytest.raises(SdgovError, match="is not signed"):
-        check_proposal(spec, registry.root, "Ada Analyst")
+        check_proposal(spec, registry, "Ada Analyst")
     [e] = [e for e in registry.events() if e.event == "proposal_refused"]
     assert e.actor == "Ada Analyst" and e.role == "unverified" and "not signed" in e.comment

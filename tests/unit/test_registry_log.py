@@ -42,10 +42,10 @@ def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
     events = reg.events()
     genesis, rid = events[0], reg.registry_id()
     assert genesis.event == "registry_created" and genesis.artifacts["registry_id"] == rid
-    key_file = registry_key.key_path(rid)
+    key_file = reg.keys.key_path(rid)
     assert key_file.is_file() and root.resolve() not in key_file.resolve().parents
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
-    public = keys.public_line(registry_key.require(rid).public_key())
+    public = keys.public_line(registry_key.require(reg.keys, rid).public_key())
     assert (
         genesis.artifacts["registry_public_key"]
         == public
@@ -60,7 +60,8 @@ def test_every_event_is_signed_by_a_key_kept_outside_the_registry(tmp_path):
 def test_without_the_key_nothing_is_appended_but_anyone_can_verify(tmp_path, monkeypatch):
     root = tmp_path / "registry"
     reg = _registry(root)
-    monkeypatch.setenv("SDGOV_KEY_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("SDGOV_KEY_DIR", str(tmp_path / "elsewhere"))  # a process whose settings name other keys
+    reg = Registry(root)
     with pytest.raises(RegistryError, match="signing key of registry .* is not on this machine"):
         reg.append("note", "Mallory", "analyst")
     assert len(reg.events()) == 4 and reg.verify() == []
@@ -212,3 +213,36 @@ def test_a_process_killed_while_staging_a_release_does_not_fail_verify_for_ever(
     Registry(root).publish("demo-1", {"a.txt": src}, {}, actor="C", role="controller")  # the re-run
     code, out, _ = _cli(capsys, "registry", "verify", "--root", str(root), "--json")
     assert code == 0 and json.loads(out)["stale"] == [] and json.loads(out)["problems"] == []
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_the_log_whole(tmp_path, monkeypatch, capsys):
+    """Issue 38: the writes the site owns (an atomic file, the log's append) on a full file system are one line
+    naming the path, never a traceback; the log keeps no half line."""
+    import errno
+    import os
+
+    from sdgov.base.atomic import atomic_write_bytes
+    from sdgov.base.errors import DiskFull
+    from sdgov.flows.cli import main
+
+    root = tmp_path / "registry"
+    reg = _registry(root)
+    before = (root / "log.jsonl").read_bytes()
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(DiskFull) as exc:
+        reg.append("note", "Carl", "controller")
+    assert str(root / "log.jsonl") in exc.value.one_line() and "no space left" in exc.value.one_line()
+    assert (root / "log.jsonl").read_bytes() == before, "no half line"
+    with pytest.raises(DiskFull, match="cp.json"):
+        atomic_write_bytes(tmp_path / "out" / "cp.json", b"{}")
+    assert not list((tmp_path / "out").iterdir()), "no temporary file left"
+    code = main(["registry", "checkpoint", "--root", str(root), "--out", str(tmp_path / "out" / "cp.json")])
+    err = capsys.readouterr().err
+    [line] = err.strip().splitlines()
+    assert code == 2 and "cp.json" in line and "no space left" in line and "Traceback" not in err
+    monkeypatch.undo()
+    assert reg.verify() == []

@@ -16,6 +16,7 @@ from sdgov.agreement.accounting import plan_privacy, rho_of_sigma
 from sdgov.agreement.spec import PrivacySpec, SelectionSpec
 from sdgov.base.errors import SpecError
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.measurement.selection.mst import (
     TRIPLE_SENSITIVITY,
     gumbel_scale,
@@ -278,13 +279,13 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     keys = controller_registry(root, tmp_path / "keys")
     draft = _draft(tmp_path)
     proposals, summary = propose_selection(
-        str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+        str(draft), Site.resolve(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "drawn" and set(summary["one_ways"].values()) == {"drawn"}
     assert len(proposal.selected) == 4 and proposal.selected[0].how == "forced"
     agains, summary2 = propose_selection(
-        str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+        str(draft), Site.resolve(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     again = agains[None]  # one model: no split parts
     assert summary2["how"] == "reused" and set(summary2["one_ways"].values()) == {"reused"}
@@ -295,14 +296,14 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     spec["approvals"] = "approvals.yaml"
     proposed.write_text(yaml.safe_dump(spec, sort_keys=False))
     sign_standing_approval(proposed, root, keys)  # the agreed Φ's standing approval, signed by its people
-    agreed = agree_phi.fn(str(proposed), str(root), "rel1")
-    measured = measure.fn(agreed, str(root))
+    agreed = agree_phi.fn(str(proposed), Site.resolve(str(root)), "rel1")
+    measured = measure.fn(agreed, Site.resolve(str(root)))
     budget = json.loads(Path(measured.budget.path).read_text())
     hows = {tuple(s["attributes"]): s["how"] for s in budget["statistics"]}
     assert all(h == "reused" for c, h in hows.items() if len(c) == 1)
     assert all(h == "drawn" for c, h in hows.items() if len(c) == 2)
     plan = json.loads((Path(agreed.run_dir) / "privacy_plan.json").read_text())
-    acct = ledger.account(Registry(root), agreed.data.name, agreed.data.fingerprint)
+    acct = ledger.account(Site.resolve(root), agreed.data.name, agreed.data.fingerprint)
     assert acct.spent_rho == pytest.approx(plan["rho"], rel=1e-9)  # ρ(1-ways) + ρ(selection) + ρ(pairs), once
     assert plan["selection_rho"] == pytest.approx(proposal.budget.rho)
 
@@ -317,11 +318,11 @@ def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path)
     keys_b = controller_registry(second, tmp_path / "keys-b")
     draft = _draft(tmp_path)
     proposals, _ = propose_selection(
-        str(draft), str(first), "sel1", "Ada Analyst", None, None, signed_proposal(first, draft, keys_a)
+        str(draft), Site.resolve(first), "sel1", "Ada Analyst", None, None, signed_proposal(first, draft, keys_a)
     )
     proposal = proposals[None]  # one model: no split parts
     agains, summary = propose_selection(
-        str(draft), str(second), "sel2", "Ada Analyst", None, None, signed_proposal(second, draft, keys_b)
+        str(draft), Site.resolve(second), "sel2", "Ada Analyst", None, None, signed_proposal(second, draft, keys_b)
     )
     again = agains[None]  # one model: no split parts
     assert summary["how"] == "reused" and set(summary["one_ways"].values()) == {"reused"}
@@ -354,7 +355,7 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
         path = draft.with_name(f"{name}.yaml")
         path.write_text(yaml.safe_dump(raw, sort_keys=False))
         proposals, _ = propose_selection(
-            str(path), str(root), name, "Ada Analyst", None, None, signed_proposal(root, path, keys)
+            str(path), Site.resolve(root), name, "Ada Analyst", None, None, signed_proposal(root, path, keys)
         )
         proposal = proposals[None]  # one model: no split parts
         return [tuple(p) for p in proposal.pairs]
@@ -483,13 +484,13 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
         m.setattr(store, "_log", die)
         with pytest.raises(SystemExit):
             propose_selection(
-                str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+                str(draft), Site.resolve(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
             )
     before = [json.loads(p.read_text()) for p in (root / "measurements").glob("*.json")]
     before = [d for d in before if d.get("method") == "mst"]  # the proposal, beside the 1-way statistics
     assert len(before) == 1
     proposals, summary = propose_selection(
-        str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+        str(draft), Site.resolve(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "adopted" and proposal.model_dump(mode="json") == before[0]

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import sdgov.measurement.selection.aim as aim
 from sdgov.agreement.accounting import rho_of_sigma
 from sdgov.agreement.spec import SelectionSpec
+from sdgov.governance.site import Site
 from sdgov.measurement.marginals import Measurement
 from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import rho_of_gumbel
@@ -198,7 +199,7 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
         m.setattr(aim, "add_noise", dies_on_the_third)
         with pytest.raises(SystemExit):
             propose_selection(
-                str(draft), str(root), "sel1", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
+                str(draft), Site.resolve(root), "sel1", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
             )
     journals = list((root / "measurements").glob("*.aim-rounds.json"))
     assert len(journals) == 1
@@ -206,7 +207,7 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
     assert len(before) == 2  # the forced pair and the first selected round, persisted before the crash
 
     proposals, summary = propose_selection(
-        str(draft), str(root), "sel2", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
+        str(draft), Site.resolve(root), "sel2", "Ada Analyst", None, "aim", signed_proposal(root, draft, keys)
     )
     proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "drawn" and proposal.method == "aim"

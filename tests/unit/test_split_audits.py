@@ -20,6 +20,7 @@ from sdgov.audits.parts import combine_parts
 from sdgov.audits.protocol import AuditContext, AuditOutcome, AuditReport, Check
 from sdgov.audits.run import run_audits
 from sdgov.base.errors import PreflightError
+from sdgov.governance.site import Site
 from sdgov.reporting.verdict import overall_verdict, part_verdicts
 from tests.conftest import init_registry, make_demo_inputs
 
@@ -139,8 +140,8 @@ def split_release(tmp_path_factory):
     raw = spec.read_text() + "audit: {K: 7}\n"  # the lightest K the pre-flight accepts (never run here)
     spec.write_text(raw)
     root = init_registry(tmp / "registry", sigma_floor=1, max_epsilon_per_release=10)  # σ by ρ's share
-    agreed = agree_phi.fn(str(spec), str(root), "t0")
-    measured = measure.fn(agreed, str(root))
+    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), "t0")
+    measured = measure.fn(agreed, Site.resolve(str(root)))
     agreement = load_agreement(agreed.agreement)
     generated = generate.fn(
         GenerateInput(

@@ -13,6 +13,7 @@ import yaml
 
 from sdgov.agreement.accounting import part_plan, plan_agreement
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
 from tests.governance import controller_registry, sign_standing_approval, signed_proposal
@@ -108,7 +109,7 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     keys = controller_registry(root, tmp_path / "keys")
     draft = _split_draft(tmp_path)
     proposals, summary = propose_selection(
-        str(draft), str(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+        str(draft), Site.resolve(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     assert list(proposals) == ["men", "women"] and summary["how"] == "drawn"
     assert seen and all(len(s) == 1 for s in seen)  # every table a selection read held one part's records only
@@ -123,7 +124,7 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     assert len(spends) == 2  # the parts' 1-ways in one, the parts' selections in one — each checked before its draw
 
     again, summary2 = propose_selection(
-        str(draft), str(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
+        str(draft), Site.resolve(root), "sel2", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
     assert summary2["how"] == "reused" and {k: v.pairs for k, v in again.items()} == {
         k: v.pairs for k, v in proposals.items()
@@ -135,8 +136,8 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     raw["approvals"] = "approvals.yaml"
     proposed.write_text(yaml.safe_dump(raw, sort_keys=False))
     sign_standing_approval(proposed, root, keys)
-    agreed = agree_phi.fn(str(proposed), str(root), "rel1")
-    measured = measure.fn(agreed, str(root))
+    agreed = agree_phi.fn(str(proposed), Site.resolve(str(root)), "rel1")
+    measured = measure.fn(agreed, Site.resolve(str(root)))
     budget = json.loads(Path(measured.budget.path).read_text())
     hows = {(s["part"], tuple(s["attributes"])): s["how"] for s in budget["statistics"]}
     assert {p for p, _ in hows} == {"men", "women"}
@@ -144,7 +145,7 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     assert all(h == "drawn" for (_, c), h in hows.items() if len(c) == 2)
     plan = json.loads((Path(agreed.run_dir) / "privacy_plan.json").read_text())
     assert plan["part_selection_rho"] == pytest.approx({k: v["selection_rho"] for k, v in summary["parts"].items()})
-    acct = ledger.account(Registry(root), agreed.data.name, agreed.data.fingerprint)
+    acct = ledger.account(Site.resolve(root), agreed.data.name, agreed.data.fingerprint)
     assert acct.spent_rho == pytest.approx(plan["rho"], rel=1e-9) and plan["rho"] == pytest.approx(RHO, rel=1e-9)
 
 

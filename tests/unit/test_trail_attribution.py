@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from sdgov.governance.decisions import Pause, record_timeout
+from sdgov.governance.site import Site
 from sdgov.governance.standing import load_approvals
 from sdgov.registry.log import Registry
 from sdgov.registry.trail import build_trail, render_text, to_prov
@@ -28,8 +29,8 @@ def trail(tmp_path_factory) -> dict:
     keys = controller_registry(root, tmp / "keys")
     spec = make_demo_inputs(tmp / "in", rows=200, phi={"marginals": [["Age", "Sex"]]}, privacy={"rho": 0.03})
     sign_standing_approval(spec, root, keys)
-    agreed = agree_phi.fn(str(spec), str(root), uuid.uuid4().hex, None, None)
-    measure.fn(agreed, str(root))
+    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
+    measure.fn(agreed, Site.resolve(str(root)))
     reg = Registry(root)
     standing_release_signoff(reg, load_approvals(agreed.approvals.verified()), agreed, "cd" * 32)
     pause = Pause(

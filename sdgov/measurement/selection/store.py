@@ -35,6 +35,7 @@ from sdgov.data.schema import Clique, Schema
 from sdgov.generators.registry import generator
 from sdgov.governance import authority as budget_authority
 from sdgov.governance import ledger
+from sdgov.governance.site import Site
 from sdgov.measurement.marginals import Measurement, marginal_counts, measure_cliques
 from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import Proposal, select_mst
@@ -123,7 +124,7 @@ def selection_units(agreement: Agreement) -> list[tuple[Part, Agreement, dict[st
 
 
 def select_once(
-    registry: Registry, agreed: Agreed, agreement: Agreement, schema: Schema, codes: Callable[[], pd.DataFrame]
+    site: Site, agreed: Agreed, agreement: Agreement, schema: Schema, codes: Callable[[], pd.DataFrame]
 ) -> Selected:
     """Measure the draft's 1-ways (draw-once store, every part's at once), then run each part's selection once
     under the ledger: every selection not drawn before is reserved in one spend before any of them runs."""
@@ -134,7 +135,7 @@ def select_once(
             agreement.records_of(None if part is None else part.name, codes()), schema, cliques, sigmas
         )
 
-    one_ways = measure_once(registry, agreed, agreement, schema, draw)
+    one_ways = measure_once(site, agreed, agreement, schema, draw)
     plan = one_ways.plan
     assert plan.rho_budget is not None  # a selection spends a share of a ρ budget (spec validator)
     fp, run_id = agreed.data.fingerprint, Path(agreed.run_dir).name
@@ -143,7 +144,7 @@ def select_once(
     rhos = {  # each part's selection ρ, at its share (they add up to the split's)
         part: plan.selection_rho if part is None else (plan.part_selection_rho or {}).get(part) for part, _, _ in units
     }
-    auth = budget_authority.open_authority()
+    registry, auth = site.registry, site.authority
     done: dict[Part, Selection] = {}
     with registry.lock(), auth.lock():
         events = registry.verified_events()
@@ -157,14 +158,13 @@ def select_once(
         new = {keys[p]: rhos[p] for p, reserved in todo.items() if not reserved}
         if new:  # one ledger check for every part's selection, before any of them runs
             ledger.spend_locked(
-                registry,
+                site,
                 dataset=agreed.data.name,
                 fingerprint=fp,
                 statistics={k: float(r or 0.0) for k, r in new.items()},
                 agreement_sha256=agreed.agreement_sha256,
                 run_id=run_id,
                 events=events,
-                authority=auth,
             )
         data = codes() if todo else None
         for part, ag, _ in units:
@@ -221,7 +221,7 @@ def _settled(
         raise RegistryError(
             f"this selection was reserved by an interrupted run in registry {other.registry_id} (run "
             f"{other.run_id}) and never finished",
-            budget_authority.location(),
+            auth.where,
             "propose the draft again in that registry: it continues the selection under its reservation",
         )
     return None
