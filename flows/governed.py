@@ -362,6 +362,12 @@ def await_decision(
         except ForcedOut as out:
             raise _Stop(out.state) from None
         check_run_record(pause, key, posted)
+        if d is not None:  # the approver's account may not read every shown file (the evidence): this one can
+            try:
+                decisions.check_shown_files(registry, posted)
+            except SdgovError as exc:
+                decisions.record_tampered(registry, run_id, flow_run_id, exc.one_line())
+                raise _Stop(end_state("blocked", f"nothing released: {exc.one_line()}", agreement_sha256)) from None
         if d is None:
             msg = decisions.timeout_message(subject, sha256)
             decisions.record_timeout(pause, msg)

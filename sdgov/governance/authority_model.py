@@ -175,9 +175,9 @@ def chain_problems(rows: list[Row], charges: list[Charge], lifetimes: list[Lifet
     for r in rows:
         stored = by_ref.get(r.ref) if r.kind == "charge" else by_seq.get(r.ref) if r.kind == "lifetime" else gov
         if stored is None:
-            problems.append(f"authority row {r.seq}: its {r.kind} {r.ref} is not in the authority (deleted)")
+            problems.append(f"authority row {r.seq}: its {r.kind} was deleted (ref {r.ref[:16]})")
         elif body_of(stored) != r.body:
-            problems.append(f"authority row {r.seq}: its {r.kind} {r.ref} differs from the chain (edited)")
+            problems.append(f"authority row {r.seq}: its {r.kind} was edited (ref {r.ref[:16]} differs from the chain)")
         if (
             r.kind == "lifetime"
             and gov is not None

@@ -53,6 +53,7 @@ from sdgov.identity.statements import (
     encode_statement,
     signed_bytes,
 )
+from sdgov.registry.access import share
 from sdgov.registry.commitment import SECRET_EVENT
 from sdgov.registry.log import Event, LogBroken, Registry
 
@@ -441,6 +442,7 @@ def commit(registry: Registry, signer: str, private_key_file: str | Path) -> lis
             snap = _snapshot(registry, now[label])
             snap.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(paths[label], snap)
+            share(snap)  # public keys and names: every signer checks them from their own account
         events.append(
             registry.append(
                 COMMIT_EVENTS[label],

@@ -393,11 +393,18 @@ def shown_files(registry: Registry, paths: list[str]) -> dict[str, str]:
 
 def check_shown_files(registry: Registry, record: dict[str, Any]) -> None:
     """Refuse (one line) a pause whose shown files changed since the flow logged their hashes with the pause: an
-    approver must never sign what the flow did not show (a draft card rewritten in the registry, say)."""
+    approver must never sign what the flow did not show (a draft card rewritten in the registry, say).
+
+    A file this account may not read (the evidence report is the controller's alone, ``docs/security.md``) is
+    skipped here; the flow, which can, checks every file again when the decision arrives (``flows/governed.py``)."""
     listed = (record.get("summary") or {}).get(SHOWN_FILES) or {}
     for name, sha in listed.items():
         path = Path(name) if Path(name).is_absolute() else registry.root / name
-        if not path.is_file() or sha256_file(path) != sha:
+        try:
+            now = sha256_file(path) if path.is_file() else None
+        except PermissionError:
+            continue
+        if now != sha:
             raise SdgovError(
                 f"{path.name} was changed after the flow showed it (its sha256 is logged with the pause)",
                 str(path),

@@ -250,7 +250,7 @@ def check_authority(registry: Registry, authority: Authority, events: list[Event
         REFUSED, "sdgov", "system", decision="reject", comment=json.dumps({"authority_problem": problems[0]})
     )
     raise AuthorityBroken(
-        f"the budget authority cannot prove this registry's spends ({problems[0]}); nothing spent or drawn",
+        f"{problems[0]}: the budget authority cannot prove this registry's spends; nothing spent or drawn",
         authority.where,
         f"point ${AUTHORITY} at the controller's authority, or restore it from its backup",
     )

@@ -96,6 +96,10 @@ def protect(root: Path, group: str | None) -> None:
             _chmod(entry, _PASS)
         else:
             _chmod(entry, _PRIVATE_DIR if entry.is_dir() else _PRIVATE)
+    controller = root / "controller"
+    for f in controller.iterdir() if controller.is_dir() and not controller.is_symlink() else ():
+        if f.is_file() and not f.is_symlink():
+            _chmod(f, _SHARED)  # the committed approvers registries: public keys, read by every signer
     releases = root / "releases"
     for d in releases.iterdir() if releases.is_dir() else ():
         if d.is_dir() and not d.is_symlink() and not d.name.startswith("."):

@@ -149,8 +149,7 @@ def test_the_data_pin_refuses_other_data_before_it_is_parsed(governed, tmp_path:
     args = ["approvals", "pin", str(path), "--spec", str(spec), "--data", str(approved), "--valid-until", LATER]
     assert main([*args, "--root", str(reg.root), "--json"]) == 0, capsys.readouterr().err
     pin = load_approvals(path).data_sha256_hmac
-    rid = reg.registry_id()
-    assert pin == commitment.registry_committer(rid)("sha256", hashlib.sha256(approved.read_bytes()).hexdigest())
+    assert pin == commitment.registry_committer(reg)("sha256", hashlib.sha256(approved.read_bytes()).hexdigest())
     assert pin != hashlib.sha256(approved.read_bytes()).hexdigest() and pin in capsys.readouterr().out
     _sign_all(path, reg, keys)
     a = load_approvals(path)

@@ -57,6 +57,25 @@ def test_a_shown_file_changed_after_the_pause_is_flagged(governed) -> None:  # n
         decisions.pending_record(registry, p.flow_run_id, "release-1")
 
 
+def test_a_shown_file_this_account_cannot_read_is_left_to_the_flow(governed, monkeypatch) -> None:  # noqa: F811
+    """An approver's account may not read the controller's evidence report (owner-only): the CLI's check skips it
+    rather than refusing every approval; an account that can read it (the flow's) still refuses a changed one."""
+    registry, _ = governed
+    evidence = registry.run_dir("run-1") / "evidence" / "evidence.html"
+    evidence.parent.mkdir(parents=True)
+    evidence.write_text("<p>TVD 0.01</p>")
+    record = {"summary": {decisions.SHOWN_FILES: decisions.shown_files(registry, [str(evidence)])}}
+    evidence.write_text("<p>TVD 0.50</p>")
+    with pytest.raises(SdgovError, match="evidence.html was changed"):
+        decisions.check_shown_files(registry, record)
+
+    def denied(path, *a, **k):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(decisions, "sha256_file", denied)
+    decisions.check_shown_files(registry, record)  # not readable here: skipped, not refused
+
+
 def test_approve_reports_only_a_decision_the_run_logged(governed) -> None:  # noqa: F811
     from sdgov.flows.cli.govern import _not_ended, _taken
 
@@ -84,11 +103,12 @@ def test_a_full_disk_is_one_error_naming_the_file(tmp_path: Path, monkeypatch) -
     target = tmp_path / "runs" / "r" / "card.html"
     with monkeypatch.context() as m:
         m.setattr(os, "fsync", no_space)
-        with pytest.raises(OSError) as raised:
+        with pytest.raises(DiskFull) as raised:
             atomic_write_bytes(target, b"x")
-    assert raised.value.filename == str(target) and not list(target.parent.iterdir())  # no temporary file left
-    full = disk_full(raised.value, "elsewhere")
-    assert isinstance(full, DiskFull) and full.where == str(target) and "disk is full" in full.what
+    assert raised.value.where == str(target) and not list(target.parent.iterdir())  # no temporary file left
+    assert "disk is full" in raised.value.what
+    full = disk_full(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target)), "elsewhere")
+    assert isinstance(full, DiskFull) and full.where == str(target)
     wrapped = RuntimeError("IO Error: could not write: No space left on device")  # an engine's own exception
     assert disk_full(wrapped, "runs/r").where == "runs/r"
     assert disk_full(OSError(errno.EACCES, "Permission denied")) is None
@@ -105,9 +125,9 @@ def test_a_full_disk_leaves_no_half_line_in_the_log(tmp_path: Path, monkeypatch)
 
     with monkeypatch.context() as m:
         m.setattr(os, "fsync", no_space)
-        with pytest.raises(OSError) as raised:
+        with pytest.raises(DiskFull) as raised:
             registry.append("run_failed", "sdgov", "system", comment="x")
-    assert raised.value.filename == str(registry.log_path) and registry.log_path.read_bytes() == before
+    assert raised.value.where == str(registry.log_path) and registry.log_path.read_bytes() == before
     assert registry.verify() == []
 
 
