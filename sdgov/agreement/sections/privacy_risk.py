@@ -86,6 +86,27 @@ class RiskSettings(Frozen):
         "checks (training, holdout, independent sample); default a third of the "
         "reference data, at most 25,000",
     )
+    verbatim_rounds: int = Field(
+        8,
+        ge=0,
+        exclude_if=lambda v: v == 8,
+        description="fits of the verbatim-copy test, each on train_rows records with as many held out (0: off; its "
+        "power grows with the distinct copied records, i.e. with the rounds; see sdgov.audits.privacy.disclosure)",
+    )
+    verbatim_samples: int = Field(
+        50,
+        ge=1,
+        exclude_if=lambda v: v == 50,
+        description="synthetic sets of train_rows rows sampled from each verbatim-copy fit (a copy recurs in each)",
+    )
+    verbatim_flag_level: float = Field(
+        0.01,
+        gt=0,
+        lt=1,
+        exclude_if=lambda v: v == 0.01,
+        description="a record is over-represented when P[Poisson(e) ≥ its count] is at most this, e the count the "
+        "output's own Φ tables predict (calibration does not depend on it: the holdout baseline does that)",
+    )
     small_cell_threshold: int = Field(10, ge=1)
     dcr_sample: int = Field(5000, ge=10)
     n_jobs: int = Field(2, description="parallel workers for attack trials (joblib; -1: all cores)")
@@ -166,6 +187,15 @@ class ExactMatchPolicy(Frozen):
     min_count: int = Field(5, ge=0, description="no warn/fail below this many synthetic unique matches")
 
 
+class VerbatimPolicy(Frozen):
+    """Verbatim copies (:func:`sdgov.audits.privacy.disclosure.verbatim_audit`): an exact test that the records the
+    output over-represents are training records no more often than a random split makes them, so its false-alarm
+    rate on a generator that does not single out its training records is at most the level itself."""
+
+    warn_alpha: float = Field(0.01, gt=0, lt=1, description="warn when the exact p-value is at most this")
+    fail_alpha: float = Field(0.001, gt=0, lt=1, description="fail when the exact p-value is at most this")
+
+
 class DCRPolicy(Frozen):
     """Share of records at distance 0 from a training record, synthetic vs real holdout, with a one-sided
     two-proportion test (level ``alpha``): a ratio above the threshold by chance does not warn."""
@@ -197,6 +227,7 @@ class RiskPolicy(Frozen):
     beyond_phi: BeyondPhiPolicy = Field(BeyondPhiPolicy(), exclude_if=lambda v: v == BeyondPhiPolicy())
     dcr: DCRPolicy = DCRPolicy()
     small_cells: SmallCellPolicy = SmallCellPolicy()
+    verbatim: VerbatimPolicy = Field(VerbatimPolicy(), exclude_if=lambda v: v == VerbatimPolicy())
 
 
 class PrivacyRiskSettings(Frozen):

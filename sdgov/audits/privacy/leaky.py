@@ -27,6 +27,14 @@ pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e
                                      analyst models). It copies only the few records that stand out, the ones a
                                      population-uniqueness rule (the classic disclosure-control test) protects, so a
                                      record's presence in the output flips with its membership.
+``sdgov.audits.privacy.leaky:thin_copier``     a *thin* QI copier (issue 37 item 5): its quasi-identifiers drawn at
+                                     random (``qi_seed``) among the attribute sets of two or more attributes other
+                                     than the QI copier's default whose cross-classification has at least
+                                     ``min_cells`` cells (30: fine enough that a 1,000-record sample holds records
+                                     unique on it — App 1: Economic Activity × Occupation; App 2: seven sets), or
+                                     given (``quasi_identifiers``); in each sample it copies at most ``max_share``
+                                     (1 %) of the rows, the training records unique on them (a random subset of them
+                                     when there are more). On Apps 1–2 it copies 0.2–1 % of its rows.
 
 None is (ε, δ)-DP for any finite ε at the claimed δ. The audit must fail the memorisers (copy share beyond Φ,
 :mod:`sdgov.audits.privacy.memorisation`), the copier (every check) and refute the exact-marginal generator's claim
@@ -38,6 +46,7 @@ docs/privacy_risk.md).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -163,6 +172,55 @@ class QICopier(_Wrapped):
         return pd.DataFrame(out, columns=self.attributes)
 
 
+class ThinCopier(QICopier):
+    """The base's output with at most ``max_share`` of every sample's rows overwritten by training records unique on
+    quasi-identifiers drawn at random (:func:`thin_qis`) unless given."""
+
+    def __init__(
+        self,
+        cliques: list[Clique],
+        domain: dict[str, int],
+        quasi_identifiers: list[str] | tuple[str, ...] | None = None,
+        qi_seed: int = 0,
+        max_share: float = 0.01,
+        min_cells: int = 30,
+        **kw: Any,
+    ) -> None:
+        if not 0 < float(max_share) <= 1:
+            raise AuditError(f"max_share {max_share} is not in (0, 1]", "thin_copier", "give the copied rows' share")
+        qi = list(quasi_identifiers) if quasi_identifiers is not None else thin_qis(domain, int(qi_seed), min_cells)
+        super().__init__(cliques, domain, quasi_identifiers=qi, **kw)
+        self.max_share = float(max_share)
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        """The base's ``n`` records with ⌊max_share · n⌋ of them (at most) overwritten by QI-unique training records,
+        a random subset of them for every sample; the same seed gives the same rows."""
+        assert self.unique is not None, "fit() first"
+        rng = np.random.default_rng([int(seed), 10])
+        out = np.array(self.base.sample(n, seed)[self.attributes].to_numpy(dtype=np.int64), copy=True)
+        c = min(len(self.unique), int(math.floor(self.max_share * n)))
+        if c:
+            out[rng.choice(n, size=c, replace=False)] = self.unique[rng.choice(len(self.unique), c, replace=False)]
+        return pd.DataFrame(out, columns=self.attributes)
+
+
+def thin_qis(domain: dict[str, int], seed: int, min_cells: int = 30) -> list[str]:
+    """Quasi-identifiers drawn with ``seed`` from the attribute sets of 2 or more attributes, other than the QI
+    copier's default (the first three), with at least ``min_cells`` cells; the finest other set when none has."""
+    attrs = list(domain)
+    sets = [
+        list(s)
+        for k in range(2, len(attrs) + 1)
+        for s in itertools.combinations(attrs, k)
+        if list(s) != attrs[:3] and math.prod(domain[a] for a in s) >= min_cells
+    ]
+    if not sets:
+        others = [list(s) for k in range(1, len(attrs) + 1) for s in itertools.combinations(attrs, k)]
+        others = [s for s in others if s != attrs[:3]] or [attrs]
+        return max(others, key=lambda s: math.prod(domain[a] for a in s))
+    return sets[int(np.random.default_rng([seed, 37]).integers(len(sets)))]
+
+
 def memoriser(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memoriser:
     """The memoriser over the base generator, copying ``copy_fraction`` (default 2 %) of its output."""
     return Memoriser(cliques, domain, **params)
@@ -191,6 +249,11 @@ def exact_marginal(cliques: list[Clique], domain: dict[str, int], base: str = BA
 def qi_copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> QICopier:
     """The base generator plus every training record unique on ``quasi_identifiers``, copied (:class:`QICopier`)."""
     return QICopier(cliques, domain, **params)
+
+
+def thin_copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> ThinCopier:
+    """The thin copier over the base generator: ≤ 1 % of each sample, records unique on random QIs."""
+    return ThinCopier(cliques, domain, **params)
 
 
 def category_leak(cliques: list[Clique], domain: dict[str, int], **params: Any) -> CategoryLeak:

@@ -26,7 +26,7 @@ from sdgov.audits.generator_protocol import AuditError, load_generator
 from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
 from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
-from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
+from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks, verbatim_audit
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
 from sdgov.audits.privacy.mia import (
     TargetRisk,
@@ -283,7 +283,22 @@ class PrivacyAuditRun:
             )
         train, holdout, independent = (reference[i * n_train : (i + 1) * n_train] for i in range(3))
         synth = pool.ref.fit_sample(train, seed_of(st.seed, 4), n_train, [seed_of(st.seed, 5)])[0]
-        return disclosure_checks(
+        verbatim = (
+            verbatim_audit(
+                pool.ref,
+                reference,
+                st.verbatim_rounds,
+                st.train_rows,
+                st.verbatim_samples,
+                seed_of(st.seed, 10),
+                st.verbatim_flag_level,
+                self.progress,
+                self.executor,
+            )
+            if st.verbatim_rounds > 0
+            else None
+        )
+        found = disclosure_checks(
             train,
             holdout,
             independent,
@@ -295,6 +310,7 @@ class PrivacyAuditRun:
             st.dcr_sample,
             seed_of(st.seed, 6),
         )
+        return found.model_copy(update={"verbatim": verbatim})
 
     def result(self, pool: _Pool, found: _Findings, t0: float, timing: dict[str, float]) -> PrivacyAuditResult:
         """The policy's checks on the findings, and the verdict."""
@@ -511,6 +527,7 @@ def summary(result: PrivacyAuditResult) -> dict[str, Any]:
         "exact_matches_unique_baseline": d.unique.independent if d else None,
         "exact_matches_unique_holdout": d.unique.synthetic_holdout if d else None,
         "unique_match_p_value": d.unique.p_value if d else None,
+        "verbatim_p_value": d.verbatim.p_value if d and d.verbatim else None,
         "copy_share": result.memorisation.copy_share if result.memorisation else None,
         "copy_share_ci": list(result.memorisation.copy_share_ci) if result.memorisation else None,
         "beyond_phi_p_value": result.beyond_phi.p_value if result.beyond_phi and result.beyond_phi.ran else None,
