@@ -32,14 +32,14 @@ from sdgov.audits.privacy.run import DEFAULT_PARTS, audit_spec_privacy  # noqa: 
 DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 GENERATORS = {
     "honest": None,
-    "memoriser 2%": "sdgov.audits.privacy.leaky:memoriser_2pct",
-    "copier": "sdgov.audits.privacy.leaky:copier",
-    "exact-marginal": "sdgov.audits.privacy.leaky:exact_marginal",
-    "memoriser 1%": "sdgov.audits.privacy.leaky:memoriser_1pct",
-    "category leak": "sdgov.audits.privacy.leaky:category_leak",
-    "blend 5%": "sdgov.audits.generators:blend5_ipf",
-    "blend 2%": "sdgov.audits.generators:blend2_ipf",
-    "qi copier": "sdgov.audits.privacy.leaky:qi_copier",
+    "memoriser 2%": "memoriser_2pct",
+    "copier": "copier",
+    "exact-marginal": "exact_marginal",
+    "memoriser 1%": "memoriser_1pct",
+    "category leak": "category_leak",
+    "blend 5%": "blend5_ipf",
+    "blend 2%": "blend2_ipf",
+    "qi copier": "qi_copier",
 }
 
 

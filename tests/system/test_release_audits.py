@@ -120,7 +120,7 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
     from sdgov.flows.release import release_flow
 
     # memo: the fits stay in the stage's process (where the memo is), still as task runs
-    audit = {**AUDIT, "generator": "sdgov.audits.generators:dishonest_ipf", "generator_params": {"memo": True}}
+    audit = {**AUDIT, "generator": "dishonest_ipf", "generator_params": {"memo": True}}
     spec = make_demo_inputs(tmp_path / "in", audit=audit)
     root = init_registry(tmp_path / "registry")
     started = datetime.now(UTC)

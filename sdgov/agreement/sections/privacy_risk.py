@@ -6,8 +6,11 @@ reading a spec never loads the audit's numpy/pandas machinery (:mod:`sdgov.audit
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
 
+from pydantic import Field, field_validator
+
+from sdgov.agreement.code_names import validated_name
 from sdgov.base.model import Frozen
 
 FEATURE_SETS = ("naive", "hist", "corr", "query")
@@ -242,11 +245,26 @@ class PrivacyRiskSettings(Frozen):
     enabled: bool = True
     generator: str | None = Field(
         default=None,
-        description="import path 'module:callable'; default: the honest "
+        description="a registered audit generator's name (sdgov.agreement.code_names); default: the honest "
         "audit variant of the spec's generator at the plan's σ",
     )
     generator_params: dict[str, float | int | str | bool | list[str]] | None = Field(
         default=None, description="shipped generators: the plan's σ and the spec's iterations unless set here"
     )
+
+    @field_validator("generator")
+    @classmethod
+    def _registered(cls, name: Any) -> Any:
+        """Code is named by its registered name, looked up exactly (nothing is imported here)."""
+        return validated_name(name)
+
+    @field_validator("generator_params")
+    @classmethod
+    def _registered_base(cls, params: Any) -> Any:
+        """A wrapped control's ``base`` generator is code too: a registered name."""
+        if isinstance(params, dict) and params.get("base") is not None:
+            validated_name(params["base"])
+        return params
+
     settings: RiskSettings = RiskSettings()
     policy: RiskPolicy = RiskPolicy()

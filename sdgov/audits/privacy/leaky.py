@@ -1,23 +1,24 @@
 """Deliberately leaky generators — positive controls for the privacy-risk audit (tests, benchmark).
 
-All speak :mod:`sdgov.audits.generator_protocol` and wrap an honest base generator (by import path, default the
-pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e.g. ``sigma``, pass through):
+All speak :mod:`sdgov.audits.generator_protocol` and wrap an honest base generator (``base``: a registered name,
+default the pipeline's Private-PGM ``honest_pgm``; its parameters, e.g. ``sigma``, pass through). Registered names
+(:mod:`sdgov.agreement.code_names`):
 
-``sdgov.audits.privacy.leaky:memoriser``       samples from the base, then overwrites ``copy_fraction`` (default 2 %)
+``memoriser``                                  samples from the base, then overwrites ``copy_fraction`` (default 2 %)
                                      of the output rows with training rows drawn uniformly with replacement, copied
                                      verbatim (``memoriser_1pct`` / ``memoriser_2pct``: the 1 % and 2 % controls
                                      of issue 13). A fraction f of every sample, whatever its size, is copied.
-``sdgov.audits.privacy.leaky:copier``          the memoriser at ``copy_fraction`` 1: the output is a resample of the
+``copier``                                     the memoriser at ``copy_fraction`` 1: the output is a resample of the
                                      training rows.
-``sdgov.audits.privacy.leaky:exact_marginal``  the base generator on the exact Φ marginals (σ forced to 0 whatever
+``exact_marginal``                             the base generator on the exact Φ marginals (σ forced to 0 whatever
                                      the parameters say): the agreed statistics, released without noise.
-``sdgov.audits.privacy.leaky:category_leak``   learns the category list of every attribute from the training data (the
+``category_leak``                              learns the category list of every attribute from the training data (the
                                      metadata leak Stadler et al. 2022 found in published DP generators): output
                                      values outside the observed categories are redrawn from the observed ones, and
                                      every observed category is shown at least once, as a tool that publishes its
                                      learned category list does. A category that only the target holds thus
                                      appears in the output exactly when the target is in the training data.
-``sdgov.audits.privacy.leaky:qi_copier``       the base's output with every training record that is unique on its
+``qi_copier``                                  the base's output with every training record that is unique on its
                                      ``quasi_identifiers`` (default: the first three attributes of the domain, in
                                      the schema's order) copied verbatim over as many output rows, one row each, in
                                      every sample (issue 29). On the census apps the default names the
@@ -27,7 +28,7 @@ pipeline's Private-PGM ``sdgov.audits.generators:honest_pgm``; its parameters, e
                                      analyst models). It copies only the few records that stand out, the ones a
                                      population-uniqueness rule (the classic disclosure-control test) protects, so a
                                      record's presence in the output flips with its membership.
-``sdgov.audits.privacy.leaky:thin_copier``     a *thin* QI copier (issue 37 item 5): its quasi-identifiers drawn at
+``thin_copier``                                a *thin* QI copier (issue 37 item 5): its quasi-identifiers drawn at
                                      random (``qi_seed``) among the attribute sets of two or more attributes other
                                      than the QI copier's default whose cross-classification has at least
                                      ``min_cells`` cells (30: fine enough that a 1,000-record sample holds records
@@ -63,14 +64,14 @@ from sdgov.audits.generator_protocol import (
 )
 from sdgov.data.schema import Clique
 
-BASE = "sdgov.audits.generators:honest_pgm"
+BASE = "honest_pgm"
 
 
 class _Wrapped:
     def __init__(self, cliques: list[Clique], domain: dict[str, int], base: str = BASE, **params: Any) -> None:
         self.domain = dict(domain)
         self.attributes = list(domain)
-        self.base: AuditGenerator = make_generator(load_generator(base), cliques, domain, params, base)
+        self.base: AuditGenerator = make_generator(load_generator(base, "base"), cliques, domain, params, base)
         self.rows: pd.DataFrame | None = None
 
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
@@ -243,7 +244,7 @@ def copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Memo
 
 def exact_marginal(cliques: list[Clique], domain: dict[str, int], base: str = BASE, **params: Any) -> AuditGenerator:
     """The base generator on the exact Φ marginals: ``sigma`` is forced to 0 (no noise), whatever is passed."""
-    return make_generator(load_generator(base), cliques, domain, {**params, "sigma": 0.0}, base)
+    return make_generator(load_generator(base, "base"), cliques, domain, {**params, "sigma": 0.0}, base)
 
 
 def qi_copier(cliques: list[Clique], domain: dict[str, int], **params: Any) -> QICopier:

@@ -41,7 +41,6 @@ from sdgov.base.executor import Executor
 from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
-SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 _T = TypeVar("_T")
 
 
@@ -171,7 +170,7 @@ class PrivacyAuditRun:
     def pool(self) -> _Pool:
         """Fail fast on a bad generator path or part; pick the targets (outliers and random records) and shuffle the
         rest into the reference records."""
-        load_generator(self.generator)  # fail fast on a bad import path
+        load_generator(self.generator)  # fail fast on a name that is not registered
         check_privacy_parts(self.parts)
         st, attributes = self.settings, self.attributes
         real = np.asarray(self.real, dtype=np.int64)
@@ -466,13 +465,14 @@ def agreement_audit_run(
     The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audits.generators`)
     with the plan's noise scale (the smallest σ if they differ) — a simulation of the release mechanism with seeded
     Gaussian noise at the same σ, hence the same ρ. Shipped generators (``sdgov.audits.generators``,
-    ``sdgov.audits.privacy.leaky``) get ``sigma``/``iterations`` from the agreement where ``params`` do not set them; a
-    third party's get only ``params``.
+    ``sdgov.audits.privacy.leaky``: :func:`~sdgov.agreement.code_names.is_shipped`) get ``sigma``/``iterations``
+    from the agreement where ``params`` do not set them; a plug-in's get only ``params``.
     """
+    from sdgov.agreement.code_names import is_shipped
     from sdgov.audits.generators import honest_variant
 
     gen = generator or honest_variant(agreement.generator.name)
-    if gen.startswith(SHIPPED_PREFIXES):  # the release's own noise scale and iterations, unless overridden
+    if is_shipped(gen):  # the release's own noise scale and iterations, unless overridden
         sig = min((m.sigma for m in plan.marginals), default=0.0)
         params = {
             "sigma": 0.0 if plan.noise == "none" else float(sig),
