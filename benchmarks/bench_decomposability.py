@@ -137,7 +137,7 @@ def main() -> None:
         out["timing"] = run("app3", "honest_ipf", 10, 0, workers=2, params=NO_MEMO)
         save()
         out["timing_with_control"] = run(
-            "app3", "honest_ipf", 10, 0, workers=2, control=G + "dishonest_ipf", params=NO_MEMO
+            "app3", "honest_ipf", 10, 0, workers=2, control="dishonest_ipf", params=NO_MEMO
         )
         save()
     if "main" not in skip:

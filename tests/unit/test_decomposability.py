@@ -97,9 +97,7 @@ def test_seeded_honest_generators_give_identical_pairs(gen):
     A wrong pairing (different seeds) or an extremal pair that changed φ would leave differences and a p below 1."""
     params = {"iterations": 200, "memo": True} if gen == "honest_pgm" else {"memo": True} if gen == "honest_ipf" else {}
     for seed in range(3):
-        r = run_decomposability(
-            _data(), PHI, DOMAIN, f"{gen}", _settings(seed=seed, generator_params=params)
-        )
+        r = run_decomposability(_data(), PHI, DOMAIN, gen, _settings(seed=seed, generator_params=params))
         assert r.p_value == 1.0 and r.g_plus == r.g_minus, (seed, r.p_value)
         assert r.seeds["phase2_plus"] == r.seeds["phase2_minus"] != r.seeds["phase1_plus"]
 
@@ -114,9 +112,7 @@ def test_honest_generator_with_unseeded_noise_is_rejected_at_a_calibrated_rate()
     params = {"sigma": 10, "unseeded_noise": True}
     data = _data()
     results = [
-        run_decomposability(
-            data, PHI, DOMAIN, "honest_ipf", _settings(seed=seed, generator_params=params)
-        )
+        run_decomposability(data, PHI, DOMAIN, "honest_ipf", _settings(seed=seed, generator_params=params))
         for seed in range(seeds)
     ]
     bound = int(stats.binom.isf(0.001, seeds, alpha))  # P(rejections > bound) ≤ 0.001 for a calibrated test
@@ -130,9 +126,7 @@ def test_camouflaged_blend_is_caught():
     """A 10 % blend whose Φ part carries unseeded noise (σ = 10, the census plans' σ) as a noisy honest generator's
     would — the camouflaged control — is still caught at most seeds."""
     results = [
-        run_decomposability(
-            _data(), PHI, DOMAIN, "camo_ipf", _settings(seed=s, generator_params={"share": 0.1})
-        )
+        run_decomposability(_data(), PHI, DOMAIN, "camo_ipf", _settings(seed=s, generator_params={"share": 0.1}))
         for s in range(5)
     ]
     assert sum(r.verdict == "fail" for r in results) >= 4, [r.p_value for r in results]

@@ -398,11 +398,7 @@ SPEC: list[Case] = [
     ),
     (
         "spec-audit-bogus-params",
-        spec(
-            lambda s: s.update(
-                {"audit": {"generator": "honest_pgm", "generator_params": {"bogus": 1}, "K": 7}}
-            )
-        ),
+        spec(lambda s: s.update({"audit": {"generator": "honest_pgm", "generator_params": {"bogus": 1}, "K": 7}})),
         release,
     ),
     ("spec-audit-K-2-40", spec(lambda s: s.update({"audit": {"K": 2**40}})), release),
