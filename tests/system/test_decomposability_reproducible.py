@@ -27,7 +27,7 @@ def _audit(app: str, generator: str, params: str, coretype: str) -> dict:
         "--spec",
         str(REPO / "examples" / "census2011" / f"{app}.yaml"),
         "--generator",
-        f"{generator}",
+        generator,
         "--K",
         "7",  # the lightest K the pre-flight accepts: the kernels' agreement does not depend on it
         "--seed",
