@@ -51,7 +51,7 @@ def test_a_thin_copier_of_random_quasi_identifiers_is_caught():
     real = _population()
     assert [thin_qis(DOMAIN, s) for s in (3, 5)] == [["B", "C", "D"], ["A", "B", "D"]]
     for seed in (0, 3, 5):
-        res = verbatim_audit(_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=seed), real, 8, 1000, 20, seed)  # the default rounds
+        res = verbatim_audit(_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=seed), real, 8, 1000, 20, seed)
         assert res.p_value <= 0.001 and res.flagged_train > 5 * res.flagged_holdout, (seed, res)
 
 
