@@ -112,3 +112,30 @@ def test_help_states_the_defaults_the_commands_use(capsys):
     d = DecomposabilitySettings()
     assert f"else {d.K})" in _stated(dec, "--K") and f"else {d.seed})" in _stated(dec, "--seed")
     assert d.rows is None and "10 × the records" in _stated(dec, "--rows")
+
+
+def test_in_a_release_a_test_with_nothing_to_test_is_a_warning_row_not_a_crash(tmp_path):
+    """The release's audit stage runs the same test per part: a part (here one model) whose Φ fixes its whole table
+    gives a warning row saying so — the other parts' rows and the release's verdict stand — instead of an error
+    that would end the run after its noise was drawn."""
+    from types import SimpleNamespace
+
+    from sdgov.agreement.load import load_spec
+    from sdgov.audits.decomposability.audit import TEST_ROW, DecomposabilityAudit
+    from sdgov.base.executor import executor_for
+    from sdgov.engines import load_encoded
+
+    loaded = load_spec(make_demo_inputs(tmp_path, rows=1500, phi={"marginals": [["Region", "Age", "Health"]]}))
+    codes = load_encoded(loaded.data_path, loaded.schema_)
+    lines: list[str] = []
+    context = SimpleNamespace(
+        agreement=loaded.agreement,
+        schema=loaded.schema_,
+        confidential_sample=lambda rows, seed: codes,
+        executor_for=executor_for,
+        log=lines.append,
+    )
+    outcome = DecomposabilityAudit().run(context, DecomposabilitySettings(K=7, rows=5000))  # type: ignore[arg-type]
+    [row] = outcome.checks
+    assert row.name == TEST_ROW and not row.passed and row.severity == "warn" and "not testable" in row.detail
+    assert outcome.section is None and any("not testable" in line for line in lines)
