@@ -90,16 +90,16 @@ class RiskSettings(Frozen):
         "reference data, at most 25,000",
     )
     verbatim_rounds: int = Field(
-        8,
+        16,
         ge=0,
-        exclude_if=lambda v: v == 8,
+        exclude_if=lambda v: v == 16,
         description="fits of the verbatim-copy test, each on train_rows records with as many held out (0: off; its "
         "power grows with the distinct copied records, i.e. with the rounds; see sdgov.audits.privacy.disclosure)",
     )
     verbatim_samples: int = Field(
-        50,
+        25,
         ge=1,
-        exclude_if=lambda v: v == 50,
+        exclude_if=lambda v: v == 25,
         description="synthetic sets of train_rows rows sampled from each verbatim-copy fit (a copy recurs in each)",
     )
     verbatim_flag_level: float = Field(
