@@ -12,7 +12,10 @@ worker import and call ``subprocess.getoutput`` and the CLI's ``main``). Registe
 * the factories a plug-in installed on the controller's machine declares as Python entry points in the group
   :data:`ENTRY_POINT_GROUP` (``[project.entry-points."sdgov.audit_generators"] my_gen = "my_pkg.gen:factory"``;
   docs/extending.md), and
-* those registered in code by :func:`register_audit_generator` (a plug-in module imported by the installation).
+* those registered in code by :func:`register_audit_generator` (a plug-in module imported by the installation),
+
+and, as exact aliases of the shipped names, the spellings they had before (:func:`legacy_aliases`), so that what was
+pre-registered with them still loads and verifies.
 
 :func:`check_code_name` is the one check — the spec sections' validators (``validate``, ``release``, ``propose``, the
 release flows), the worker before it writes a proposal (:func:`named_code` on the raw spec) and the audits' loader
@@ -103,9 +106,27 @@ def registered_names() -> list[str]:
     return names
 
 
+def legacy_aliases() -> dict[str, str]:
+    """The spellings sdgov's own generators had before issue 38 (``sdgov.audits.generators:honest_pgm``, …) → their
+    registered names: kept as exact aliases — fixed strings, never parsed or imported — so that agreements
+    pre-registered with them (stored in releases, in the agreement hash) still load and verify."""
+    from sdgov.generators.registry import GENERATORS
+
+    variants = [f"{h}_{g}" for g in GENERATORS for h in ("honest", "dishonest")]
+    names = [n for n in SHIPPED if n not in LEAKY] + [v for v in variants if v not in SHIPPED]
+    aliases = {f"sdgov.audits.generators:{n}": n for n in names}
+    aliases.update({f"sdgov.audits.privacy.leaky:{n}": n for n in LEAKY})
+    return aliases
+
+
+def canonical(name: str) -> str:
+    """The registered name ``name`` stands for (itself, or the name of a legacy alias)."""
+    return legacy_aliases().get(name, name)
+
+
 def name_problem(name: Any) -> tuple[str, str] | None:
     """Why ``name`` is not a registered audit generator name, as (what, fix); None when it is one. Imports nothing."""
-    if isinstance(name, str) and name in registered_names():
+    if isinstance(name, str) and (name in registered_names() or name in legacy_aliases()):
         return None
     shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "…"
     plugin = f"a plug-in registers others (entry-point group '{ENTRY_POINT_GROUP}')"
@@ -122,7 +143,7 @@ def check_code_name(name: Any, where: str) -> str:
     problem = name_problem(name)
     if problem is not None:
         raise SpecError(problem[0], where, problem[1])
-    return str(name)
+    return canonical(str(name))
 
 
 def validated_name(name: Any) -> Any:

@@ -105,7 +105,7 @@ def load_generator(name: str, where: str = "--generator") -> Factory:
     from sdgov.base.errors import SpecError
 
     try:
-        code_names.check_code_name(name, where)
+        name = code_names.check_code_name(name, where)  # the registered name (a legacy alias's)
     except SpecError as exc:
         raise AuditError(exc.what, exc.where, exc.fix) from None
     obj: Any = code_names.in_code(name)

@@ -163,3 +163,22 @@ def test_registered_names_resolve_and_a_plugin_registers_by_entry_point():
         with pytest.raises(AuditError):
             load_generator(bad)
     assert ENTRY_POINT_GROUP == "sdgov.audit_generators"
+
+
+def test_the_shipped_generators_old_spellings_are_exact_aliases_so_old_agreements_still_load():
+    """Agreements pre-registered before issue 38 wrote ``sdgov.audits.generators:dishonest_pgm``: that exact string
+    still names the shipped generator (kept as is, so the agreement's hash is unchanged); a string of the same form
+    naming anything else is refused."""
+    from sdgov.agreement.code_names import check_code_name
+    from sdgov.agreement.sections.decomposability import DecomposabilitySettings
+    from sdgov.audits.generator_protocol import load_generator
+    from sdgov.audits.generators import dishonest_pgm
+    from sdgov.base.errors import SpecError
+
+    old = DecomposabilitySettings(positive_control="sdgov.audits.generators:dishonest_pgm")
+    assert old.positive_control == "sdgov.audits.generators:dishonest_pgm"  # the value (and the hash) as written
+    assert load_generator(old.positive_control) is dishonest_pgm
+    assert check_code_name("sdgov.audits.privacy.leaky:qi_copier", "x") == "qi_copier"
+    for bad in ("sdgov.audits.generators:SHIPPED", "sdgov.audits.privacy.leaky:load_generator", ATTACKS[1]):
+        with pytest.raises(SpecError):
+            check_code_name(bad, "x")

@@ -176,7 +176,8 @@ def test_names_that_are_not_registered_give_one_line_errors():
         ("sdgov.nope_module:x", "is an import path"),
         ("nope", "not a registered audit generator"),
         ("SHIPPED", "not a registered audit generator"),
-        ("sdgov.audits.generators:honest_ipf", "write 'honest_ipf'"),
+        ("sdgov.audits.generators:nope", "is an import path"),
+        ("sdgov.audits.generator_protocol:honest_ipf", "write 'honest_ipf'"),
     ]:
         with pytest.raises(AuditError) as err:
             load_generator(bad)
