@@ -57,7 +57,7 @@ SHIPPED: tuple[str, ...] = (  # sdgov.audits.generators
     "qi_copier",
     "thin_copier",
 )
-LEAKY: frozenset[str] = frozenset(SHIPPED[SHIPPED.index("memoriser") :])  # resolved in sdgov.audits.privacy.leaky
+LEAKY: frozenset[str] = frozenset(SHIPPED[SHIPPED.index("memoriser") :])  # defined in sdgov.audits.privacy.leaky
 
 _IN_CODE: dict[str, Callable[..., Any]] = {}
 _PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -68,7 +68,7 @@ def register_audit_generator(name: str, factory: Callable[..., Any]) -> None:
     name that is already registered is a bug, not an override."""
     from sdgov.base.errors import InternalError
 
-    if name in registered_names():
+    if name in audit_generator_names():
         raise InternalError(f"audit generator {name!r} is registered twice")
     _IN_CODE[name] = factory
 
@@ -79,9 +79,14 @@ def in_code(name: str) -> Callable[..., Any] | None:
 
 
 def entry_point(name: str) -> Any | None:
-    """The installed entry point named ``name`` in :data:`ENTRY_POINT_GROUP` (not loaded), or None."""
-    from importlib.metadata import entry_points
+    """Where the registered name ``name`` is defined, as an entry point (not loaded): sdgov's own generators are
+    registered exactly as a plug-in's are — by an entry-point value ``module:attr`` — and loaded the same way, only
+    after the exact name lookup; then the installed entry points of :data:`ENTRY_POINT_GROUP`. None: neither."""
+    from importlib.metadata import EntryPoint, entry_points
 
+    if is_shipped(name):
+        module = "sdgov.audits.privacy.leaky" if name in LEAKY else "sdgov.audits.generators"
+        return EntryPoint(name=name, value=f"{module}:{name}", group=ENTRY_POINT_GROUP)
     return next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
 
 
@@ -93,7 +98,7 @@ def is_shipped(name: str) -> bool:
     return name in SHIPPED or any(name in (f"honest_{g}", f"dishonest_{g}") for g in GENERATORS)
 
 
-def registered_names() -> list[str]:
+def audit_generator_names() -> list[str]:
     """Every registered audit generator name: shipped, the pipeline generators' variants, in code, entry points."""
     from importlib.metadata import entry_points
 
@@ -126,15 +131,15 @@ def canonical(name: str) -> str:
 
 def name_problem(name: Any) -> tuple[str, str] | None:
     """Why ``name`` is not a registered audit generator name, as (what, fix); None when it is one. Imports nothing."""
-    if isinstance(name, str) and (name in registered_names() or name in legacy_aliases()):
+    if isinstance(name, str) and (name in audit_generator_names() or name in legacy_aliases()):
         return None
     shown = repr(name) if len(repr(name)) <= 80 else repr(name)[:77] + "…"
-    plugin = f"a plug-in registers others (entry-point group '{ENTRY_POINT_GROUP}')"
+    plugin = f"plug-ins: entry points '{ENTRY_POINT_GROUP}'"
     if isinstance(name, str) and _PATH.match(name.strip()):
         attr = name.strip().rsplit(":", 1)[1]
-        hint = f"write {attr!r}" if attr in registered_names() else "name a registered generator, e.g. 'honest_pgm'"
-        return f"{shown} is an import path, not a registered name (code is never imported by path)", f"{hint}; {plugin}"
-    return f"{shown} is not a registered audit generator", f"name one, e.g. 'honest_pgm' or 'dishonest_pgm'; {plugin}"
+        hint = f"write {attr!r}" if attr in audit_generator_names() else "name a registered one, e.g. 'honest_pgm'"
+        return f"import path {shown} refused: code is named by its registered name", f"{hint} ({plugin})"
+    return f"{shown} is not a registered audit generator", f"name one, e.g. 'honest_pgm' ({plugin})"
 
 
 def check_code_name(name: Any, where: str) -> str:

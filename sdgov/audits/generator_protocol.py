@@ -109,22 +109,14 @@ def load_generator(name: str, where: str = "--generator") -> Factory:
     except SpecError as exc:
         raise AuditError(exc.what, exc.where, exc.fix) from None
     obj: Any = code_names.in_code(name)
-    if obj is None and name in code_names.LEAKY:
-        from sdgov.audits.privacy import leaky
-
-        obj = getattr(leaky, name)
-    elif obj is None and (name in code_names.SHIPPED or name.startswith(("honest_", "dishonest_"))):
-        from sdgov.audits import generators
-
-        obj = getattr(generators, name, None)
-    if obj is None:  # an installed plug-in's entry point: the controller's installation put it there
+    if obj is None:  # sdgov's own or an installed plug-in's: its entry point, loaded now that the name is known
         ep = code_names.entry_point(name)
         try:
             obj = ep.load() if ep is not None else None
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
             raise AuditError(
-                f"the plug-in registering {name!r} ({ep.value if ep else '?'}) failed to load: "
+                f"the code registered as {name!r} ({ep.value if ep else '?'}) failed to load: "
                 f"{type(exc).__name__}: {first}",
                 where,
                 "fix or reinstall the plug-in",

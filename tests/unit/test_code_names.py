@@ -150,13 +150,13 @@ def test_the_worker_refuses_each_attack_name_before_writing_the_proposal_and_log
         assert where in comment and "import path" in comment and name[:30] in comment, comment
 
 
-def test_registered_names_resolve_and_a_plugin_registers_by_entry_point():
+def test_audit_generator_names_resolve_and_a_plugin_registers_by_entry_point():
     """The shipped names, the pipeline generators' variants and the test plug-in's entry points (tests/plugins, on
     the path as an installed distribution would be) resolve; nothing else does."""
-    from sdgov.agreement.code_names import ENTRY_POINT_GROUP, registered_names
+    from sdgov.agreement.code_names import ENTRY_POINT_GROUP, audit_generator_names
     from sdgov.audits.generator_protocol import AuditError, load_generator
 
-    names = registered_names()
+    names = audit_generator_names()
     assert {"honest_pgm", "dishonest_ipf", "qi_copier", "thin_copier", "camo2u_ipf", "test_crash_in_fit"} <= set(names)
     assert callable(load_generator("honest_pgm")) and callable(load_generator("test_crash_in_fit"))
     for bad in ATTACKS + ("os:system", "honest_pgm ", "Honest_PGM", "", "tests.crashing_generators:in_fit"):

@@ -173,10 +173,10 @@ def test_dishonest_generator_fails_and_control_is_reported():
 def test_names_that_are_not_registered_give_one_line_errors():
     for bad, what in [
         ("no_colon", "not a registered audit generator"),
-        ("sdgov.nope_module:x", "is an import path"),
+        ("sdgov.nope_module:x", "import path"),
         ("nope", "not a registered audit generator"),
         ("SHIPPED", "not a registered audit generator"),
-        ("sdgov.audits.generators:nope", "is an import path"),
+        ("sdgov.audits.generators:nope", "import path"),
         ("sdgov.audits.generator_protocol:honest_ipf", "write 'honest_ipf'"),
     ]:
         with pytest.raises(AuditError) as err:
