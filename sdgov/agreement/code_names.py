@@ -152,12 +152,16 @@ def check_code_name(name: Any, where: str) -> str:
 
 
 def validated_name(name: Any) -> Any:
-    """For a settings model's validator: ``name`` unchanged when None or registered, else a ValueError whose text is
-    the one line (pydantic places it at the field)."""
-    problem = None if name is None else name_problem(name)
-    if problem is not None:
-        raise ValueError(f"{problem[0]} — fix: {problem[1]}")
-    return name
+    """For a settings model's validator: ``name`` unchanged when None or registered, else a ValueError whose short
+    text pydantic places at the field (the spec's error line adds the file and the field: it must stay short)."""
+    if name is None or name_problem(name) is None:
+        return name
+    shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "…"
+    attr = name.strip().rsplit(":", 1)[1] if isinstance(name, str) and _PATH.match(name.strip()) else None
+    if attr is None:
+        raise ValueError(f"{shown} is not a registered audit generator (e.g. 'honest_pgm'; docs/extending.md)")
+    hint = repr(attr) if attr in audit_generator_names() else "a registered name, e.g. 'honest_pgm'"
+    raise ValueError(f"import path {shown} refused: write {hint} (code is named, never imported by path)")
 
 
 def named_code(spec: Mapping[str, Any]) -> list[tuple[str, Any]]:
