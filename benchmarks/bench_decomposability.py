@@ -23,7 +23,6 @@ sys.path.insert(0, str(REPO))
 from sdgov.audits.decomposability.procedure import audit_spec  # noqa: E402
 from sdgov.base.executor import executor_for  # noqa: E402
 
-G = "sdgov.audits.generators:"
 # Application 3's joint table has 1.56M cells: cap the fits (an honest fit is honest however long it runs). PGM
 # needs 300 mirror-descent iterations before the dishonest variant's leaked 3-way marginal shows (at 100 it is
 # not yet fitted, p = 0.63); honest and dishonest PGM get the same setting. ``memo``: K fits on one dataset reuse
@@ -68,6 +67,7 @@ def run(
     workers: int = 1,
     control: str | None = None,
     params: dict | None = None,
+    overrides: dict | None = None,
 ) -> dict:
     if params is None:
         params = (
@@ -82,8 +82,9 @@ def run(
     }
     if rows:
         ov["rows"] = rows
+    ov.update(overrides or {})
     t, c0 = time.perf_counter(), os.times()
-    r = audit_spec(str(spec_path(app)), G + gen, K=K, seed=seed, overrides=ov, executor=executor_for(workers))
+    r = audit_spec(str(spec_path(app)), gen, K=K, seed=seed, overrides=ov, executor=executor_for(workers))
     row = {
         "app": app,
         "generator": gen,
@@ -136,7 +137,7 @@ def main() -> None:
         out["timing"] = run("app3", "honest_ipf", 10, 0, workers=2, params=NO_MEMO)
         save()
         out["timing_with_control"] = run(
-            "app3", "honest_ipf", 10, 0, workers=2, control=G + "dishonest_ipf", params=NO_MEMO
+            "app3", "honest_ipf", 10, 0, workers=2, control="dishonest_ipf", params=NO_MEMO
         )
         save()
     if "main" not in skip:

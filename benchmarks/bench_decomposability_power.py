@@ -17,6 +17,12 @@ control hides in. IPF is capped at 30 sweeps on Application 3
 audits at once in spawned processes (each audit's fits stay serial in its process); the p-values do not depend on
 it. Rows are printed as they come; the JSON (``--out``) holds every p-value, the chosen sets and the command line;
 the last lines print the table as Markdown (``--table FILE`` prints it from a JSON, also of a run cut short).
+
+Issue 37 item 5: ``camo2u_ipf`` is the camouflaged 2 % blend with *every* random draw outside the audit's seed (its
+noise and its sampling keyed by the records it was fitted on) and its leaked 3-way drawn at random from the audit
+seed among the minimal non-Φ sets; ``+unseeded`` is the matching honest null (IPF, the plan's σ, noise and sampling
+unseeded). A generator name ending in ``+raw`` runs the audit as before issue 37 (``phi_residual: false``: the raw
+joint rather than each fit's joint net of its own Φ-only model), for before/after rows in one run.
 """
 
 from __future__ import annotations
@@ -60,7 +66,15 @@ def params_for(app: str, gen: str) -> dict:
         params["sigma"] = plan_sigma(app)
     if gen.endswith("+noise"):  # unseeded: the two fits of an audit pair get independent noise (else it cancels)
         params.update({"sigma": plan_sigma(app), "unseeded_noise": True})
+    if gen.endswith("+unseeded"):  # noise and sampling: the pair shares nothing but the data
+        params.update({"sigma": plan_sigma(app), "unseeded_noise": True, "unseeded_sampling": True})
     return params
+
+
+def generator_of(gen: str) -> tuple[str, bool]:
+    """The shipped generator a table row runs, and whether it runs the raw-joint statistic (``+raw``)."""
+    raw = gen.endswith("+raw")
+    return gen.removesuffix("+raw").removesuffix("+noise").removesuffix("+unseeded"), raw
 
 
 def one(job: tuple[str, str, int, int]) -> dict:
@@ -68,7 +82,11 @@ def one(job: tuple[str, str, int, int]) -> dict:
     from bench_decomposability import run  # imported in the worker
 
     app, gen, K, seed = job
-    row = run(app, gen.removesuffix("+noise"), K, seed, params=params_for(app, gen))
+    name, raw = generator_of(gen)
+    params = params_for(app, gen.removesuffix("+raw"))
+    if name == "camo2u_ipf":
+        params["leak_seed"] = seed  # the leaked table drawn at random, from the audit's seed
+    row = run(app, name, K, seed, params=params, overrides={"phi_residual": False} if raw else None)
     return {
         "app": app,
         "generator": gen,

@@ -33,7 +33,7 @@ def command(checkout: Path) -> list[str]:
         "--spec",
         str(checkout / "examples" / "census2011" / "app3.yaml"),
         "--generator",
-        "sdgov.audits.generators:honest_ipf",
+        "honest_ipf",
         "--K",
         "10",
         "--seed",

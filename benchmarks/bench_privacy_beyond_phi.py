@@ -43,10 +43,10 @@ from sdgov.audits.privacy.run import audit_spec_privacy  # noqa: E402
 DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 GENERATORS = {
     "honest": None,  # the spec's own generator's honest variant (PGM) at the plan's σ
-    "honest ipf": "sdgov.audits.generators:honest_ipf",
-    "blend 5%": "sdgov.audits.generators:blend5_ipf",
-    "blend 2%": "sdgov.audits.generators:blend2_ipf",
-    "copier": "sdgov.audits.privacy.leaky:copier",
+    "honest ipf": "honest_ipf",
+    "blend 5%": "blend5_ipf",
+    "blend 2%": "blend2_ipf",
+    "copier": "copier",
 }
 SHORT = {"honest": "honest", "honest_ipf": "honest ipf", "blend5": "blend 5%", "blend2": "blend 2%", "copier": "copier"}
 

@@ -281,7 +281,7 @@ def main() -> None:
                 audit(
                     f"wide copier (canary metric={metric})",
                     specs["wide"],
-                    "sdgov.audits.privacy.leaky:copier",
+                    "copier",
                     st,
                     ("canary", "disclosure") if metric == "cells" else ("canary",),
                     metric,
@@ -294,7 +294,7 @@ def main() -> None:
                 audit(
                     f"wide category_leak (n={n})",
                     specs["wide"],
-                    "sdgov.audits.privacy.leaky:category_leak",
+                    "category_leak",
                     st,
                     ("mia",),
                 )
@@ -305,7 +305,7 @@ def main() -> None:
             audit(
                 "app1 copier (canary metric=cells)",
                 specs["app1"],
-                "sdgov.audits.privacy.leaky:copier",
+                "copier",
                 st,
                 ("canary", "disclosure"),
                 "cells",

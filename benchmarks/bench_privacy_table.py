@@ -10,6 +10,11 @@ Every run is the audit of ``sdgov audit privacy --spec examples/census2011/APP.y
 the default settings and, by default, every default part (membership and attribute inference, the one-run DP lower
 bound, memorisation beyond Φ, the record checks). Fewer ``--parts`` give a lower bound on the verdict only (a
 check left out cannot fail). The claimed (ε, δ) are each spec's own privacy plan (σ = 10).
+
+Issue 37 item 5: ``thin copier`` (``thin_copier``: its quasi-identifiers drawn with the audit seed among the attribute
+sets other than the QI copier's default, at most 1 % of each sample's rows; ``thin copier 0.5%`` at most 0.5 %) and
+``blend 2% unseeded`` (``camo2u_ipf``: the camouflaged 2 % blend, noise and sampling unseeded, leaked 3-way drawn with
+the audit seed). Each row records the verbatim-copy test's p-value and counts (the record checks' new check).
 """
 
 from __future__ import annotations
@@ -32,14 +37,22 @@ from sdgov.audits.privacy.run import DEFAULT_PARTS, audit_spec_privacy  # noqa: 
 DATA = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 GENERATORS = {
     "honest": None,
-    "memoriser 2%": "sdgov.audits.privacy.leaky:memoriser_2pct",
-    "copier": "sdgov.audits.privacy.leaky:copier",
-    "exact-marginal": "sdgov.audits.privacy.leaky:exact_marginal",
-    "memoriser 1%": "sdgov.audits.privacy.leaky:memoriser_1pct",
-    "category leak": "sdgov.audits.privacy.leaky:category_leak",
-    "blend 5%": "sdgov.audits.generators:blend5_ipf",
-    "blend 2%": "sdgov.audits.generators:blend2_ipf",
-    "qi copier": "sdgov.audits.privacy.leaky:qi_copier",
+    "memoriser 2%": "memoriser_2pct",
+    "copier": "copier",
+    "exact-marginal": "exact_marginal",
+    "memoriser 1%": "memoriser_1pct",
+    "category leak": "category_leak",
+    "blend 5%": "blend5_ipf",
+    "blend 2%": "blend2_ipf",
+    "qi copier": "qi_copier",
+    "thin copier": "thin_copier",  # issue 37: QIs drawn with the audit seed (qi_seed), at most 1 % of rows
+    "thin copier 0.5%": "thin_copier",
+    "blend 2% unseeded": "camo2u_ipf",  # the camouflaged 2 % blend, noise and sampling unseeded, leak drawn by seed
+}
+PARAMS = {  # per label: the control's own params, given the audit seed
+    "thin copier": lambda seed: {"qi_seed": seed},
+    "thin copier 0.5%": lambda seed: {"qi_seed": seed, "max_share": 0.005},
+    "blend 2% unseeded": lambda seed: {"leak_seed": seed},
 }
 
 
@@ -145,6 +158,7 @@ def main() -> None:
                     GENERATORS[label],
                     RiskSettings(seed=seed, n_jobs=args.jobs),
                     data_path=DATA,
+                    params=PARAMS[label](seed) if label in PARAMS else None,
                     parts=parts,
                 )
                 m = r.memorisation
@@ -152,6 +166,7 @@ def main() -> None:
                     "app": app,
                     "generator": label,
                     "seed": seed,
+                    "params": PARAMS[label](seed) if label in PARAMS else None,
                     "verdict": r.verdict,
                     "claimed_epsilon": r.claimed_epsilon,
                     "claimed_delta": r.claimed_delta,
@@ -169,6 +184,12 @@ def main() -> None:
                     "copy_share_lower": None if m is None else m.copy_share_lower,
                     "min_privacy_gain": r.min_privacy_gain,
                     "beyond_phi_p_value": None if r.beyond_phi is None else r.beyond_phi.p_value,
+                    "verbatim": None
+                    if r.disclosure is None or r.disclosure.verbatim is None
+                    else {
+                        k: getattr(r.disclosure.verbatim, k)
+                        for k in ("p_value", "flagged_train", "unique_train", "flagged_holdout", "unique_holdout")
+                    },
                     "checks": {c.name: c.level for c in r.checks},
                     "seconds": round(time.perf_counter() - t, 1),
                 }

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from prefect import flow
 
 from sdgov import __version__
+from sdgov.agreement.code_names import check_named_code
 from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.loading import parse_yaml
@@ -122,8 +123,9 @@ def materialise_spec(
 ) -> tuple[Path, str, worker.DatasetSource]:
     """Write the proposed spec into the registry (``proposals/<sha256 of its text>/spec.yaml``) with the controller's
     dataset file and schema in place of the analyst's paths → that file, the proposer the signed statement names and
-    the dataset's source. Refused in one line: unparseable text, a dataset the worker does not hold, code outside
-    sdgov named by an import path."""
+    the dataset's source. Refused in one line: unparseable text, a dataset the worker does not hold, code named by
+    anything but a registered name (:func:`sdgov.agreement.code_names.check_named_code`, the check the spec's own
+    sections make: nothing the proposal names is imported before it is found registered)."""
     try:
         stmt, _ = decode_statement(proposal, ProposalStatement)
     except ValueError as exc:
@@ -134,12 +136,7 @@ def materialise_spec(
         raise SpecError("the proposed spec is not valid YAML", "spec_yaml", "submit the spec file's text") from None
     if not isinstance(spec, dict):
         raise SpecError("the proposed spec is not a mapping", "spec_yaml", "submit the spec file's text")
-    if bad := worker.untrusted_code(spec):
-        raise SpecError(
-            f"the proposed spec names code outside sdgov: {', '.join(bad)}",
-            "spec_yaml",
-            "the worker imports only sdgov's own generators and controls; ask the controller to install others",
-        )
+    check_named_code(spec)
     source = cfg.dataset(_dataset_name(spec))
     spec["dataset"] = {**spec["dataset"], "path": source.data}
     spec["schema"] = source.schema_file

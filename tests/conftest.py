@@ -30,6 +30,16 @@ os.environ["DVC_NO_ANALYTICS"] = "1"
 if "SDGOV_JAX_CACHE_DIR" not in os.environ:  # set once; the processes the tests start inherit it
     os.environ["SDGOV_JAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="sdgov-jax-cache-")
 
+# the test suite's audit-generator plug-ins (crashing and part-leaking generators) are "installed" as a controller's
+# installation would install a plug-in: a distribution whose entry points (group sdgov.audit_generators) name them,
+# found on the path — here and in every process the tests start (the CLI, audit workers)
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+import sys  # noqa: E402
+
+if str(PLUGINS) not in sys.path:
+    sys.path.append(str(PLUGINS))
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(PLUGINS)) if p)
+
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 

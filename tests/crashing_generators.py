@@ -1,5 +1,5 @@
-"""Third-party generators that crash (for the tests of crashes as verdicts of their own): importable by path as
-``tests.crashing_generators:<name>`` from the repository root."""
+"""Third-party generators that crash (for the tests of crashes as verdicts of their own): registered as
+``test_crash_<name>`` by the test plug-in's entry points (tests/plugins)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A third-party generator that is honest in one part of a split synthesis and leaks in another (for the split
-release's audits): importable by path as ``tests.part_leaking_generators:<name>`` from the repository root."""
+release's audits): registered as ``test_<name>`` by the test plug-in's entry points (tests/plugins)."""
 
 from __future__ import annotations
 

@@ -11,10 +11,17 @@ A split spec (``split:``) is audited once per part, each part on its own Φ, rec
 audit stage does (:mod:`sdgov.audits.parts`): one verdict per part and the overall one (the worst part's), and with
 ``--json`` ``{"ok": true, "test": …, "verdict": overall, "parts": {name: the one-model contract}}``.
 
-Exit status: decomposability 0 pass, 1 fail; privacy 0 pass or warn, 1 fail; both 2 on bad input or a generator
-that crashed (its factory, ``fit`` or ``sample`` raised: one line naming the generator and the call,
+A part the data and Φ leave nothing to test in (e.g. its Φ fixes its whole table) is "not testable", with its reason,
+and the overall verdict is the worst of the other parts'.
+
+Generators and controls are named by their registered names (``honest_pgm``, ``dishonest_pgm``, a plug-in's entry
+point: :mod:`sdgov.agreement.code_names`), never by import path.
+
+Exit status: decomposability 0 pass, 1 fail; privacy 0 pass or warn, 1 fail; both 2 on bad input (one line: a
+malformed or nested ``--params``, a name that is not registered, a one-model spec with nothing to test) or a
+generator that crashed (its factory, ``fit`` or ``sample`` raised: one line naming the generator and the call,
 ``{"ok": false, "error": …}`` with ``--json``, and with ``--out`` a file holding the error and whatever the audit
-had finished).
+had finished). 1 is only ever a verdict.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS
+from sdgov.agreement.sections.decomposability import DecomposabilitySettings
+from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS, RiskSettings
 from sdgov.flows.cli._common import Parents, command, emit, json_object_arg
 
 if TYPE_CHECKING:
-    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from pydantic import BaseModel
+
     from sdgov.audits.generator_protocol import GeneratorCrash
 
 
@@ -56,13 +65,17 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
         raise AuditError(
             "audit decomposability needs --generator",
             "--generator",
-            "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'",
+            "name a registered generator, e.g. 'honest_pgm' (a plug-in's: its entry-point name)",
         )
+    from sdgov.agreement.code_names import check_code_name
     from sdgov.audits.decomposability.procedure import audit_spec_parts
 
+    check_code_name(args.generator, "--generator")  # exact lookup, before anything is imported
+    if args.control and args.control.lower() != "none":
+        check_code_name(args.control, "--control")
     overrides: dict = {}
     if args.params:
-        overrides["generator_params"] = json_object_arg(args.params, "--params", '{"iterations": 300}')
+        overrides["generator_params"] = params_arg(args.params)
     if args.rows is not None:
         if not 1 <= args.rows <= MAX_ROWS:
             raise AuditError(f"--rows must be between 1 and {MAX_ROWS:,}", "--rows")
@@ -95,6 +108,27 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
         raise
     verdict = _by_part(args, "decomposability", results, _decomposability_payload, _decomposability_line)
     return 0 if verdict == "pass" else 1
+
+
+def params_arg(text: str) -> dict[str, Any]:
+    """``--params``: a JSON object of the generator's settings, each a number, string, boolean or list of strings
+    (what a spec's ``generator_params`` holds); anything else — a nested object — is one line, exit 2."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from sdgov.agreement.sections.decomposability import Params
+    from sdgov.audits.generator_protocol import AuditError
+
+    value = json_object_arg(text, "--params", '{"iterations": 300}')
+    try:
+        return TypeAdapter(Params).validate_python(value)
+    except ValidationError as exc:
+        bad = next(iter(exc.errors()))["loc"][0]
+        raise AuditError(
+            f"the value of {bad!r} is {type(value.get(bad)).__name__}: a generator param is a number, a string, a "
+            "boolean or a list of strings",
+            "--params",
+            'give flat settings, e.g. \'{"iterations": 300, "leak": ["A", "B"]}\'',
+        ) from None
 
 
 def _decomposability_payload(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -142,6 +176,7 @@ def _by_part(
     """Print (``--json``: emit) the audit's results and write ``--out``: one model's result as before, or a split
     synthesis's one verdict per part and the overall verdict (the worst part's: the split passes only if every part
     does); returns the overall verdict."""
+    from sdgov.audits.generator_protocol import NotTestableResult
     from sdgov.audits.parts import worst_of_parts
 
     if list(results) == [None]:
@@ -153,16 +188,28 @@ def _by_part(
             payload["out"] = str(args.out)
         emit(args, payload, line_of(result))
         return str(result.verdict)
-    docs = {part: payload_of(r) for part, r in results.items()}
-    verdict = worst_of_parts(str(r.verdict) for r in results.values())
+    untestable = {part: r for part, r in results.items() if isinstance(r, NotTestableResult)}
+    docs = {
+        part: ((r.model_dump(), r.model_dump()) if part in untestable else payload_of(r)) for part, r in results.items()
+    }
+    verdict = worst_of_parts(str(r.verdict) for part, r in results.items() if part not in untestable)
     payload = {"ok": True, "test": test, "verdict": verdict, "parts": {p: d[0] for p, d in docs.items()}}
     if args.out:
         Path(args.out).write_text(
             json.dumps({"verdict": verdict, "parts": {p: d[1] for p, d in docs.items()}}, indent=2)
         )
         payload["out"] = str(args.out)
-    lines = [f"part {part!r}: {line_of(r)}" for part, r in results.items()]
-    lines.append(f"overall: {verdict.upper()} ({len(results)} parts; the split passes only if every part does)")
+    lines = [
+        f"part {part!r}: " + (f"NOT TESTABLE: {r.reason}" if part in untestable else line_of(r))
+        for part, r in results.items()
+    ]
+    tested = len(results) - len(untestable)
+    lines.append(
+        f"overall: {verdict.upper()} ({tested} of {len(results)} parts tested; the split passes only if every tested "
+        "part does)"
+        if untestable
+        else f"overall: {verdict.upper()} ({len(results)} parts; the split passes only if every part does)"
+    )
     emit(args, payload, "\n".join(lines))
     return verdict
 
@@ -173,7 +220,6 @@ def _by_part(
 def _settings(args: argparse.Namespace) -> RiskSettings:
     from pydantic import ValidationError
 
-    from sdgov.agreement.sections.privacy_risk import RiskSettings
     from sdgov.audits.generator_protocol import AuditError
     from sdgov.base.loading import validation_message
 
@@ -204,11 +250,14 @@ def cmd_privacy(args: argparse.Namespace) -> int:
     """Run the privacy-risk audit (the ``--parts`` asked for) under the risk policy: exit 0 pass or warn, 1 fail.
 
     A generator crash is re-raised (exit 2) after ``--out`` records it with the request (generator, params, ...)."""
+    from sdgov.agreement.code_names import check_code_name
     from sdgov.audits.generator_protocol import GeneratorCrash
     from sdgov.audits.privacy.policy import load_risk_policy
     from sdgov.audits.privacy.run import audit_spec_privacy_parts, check_privacy_parts
 
-    params = json_object_arg(args.params, "--params", '{"sigma": 5}') if args.params else None
+    if args.generator is not None:
+        check_code_name(args.generator, "--generator")  # exact lookup, before anything is imported
+    params = params_arg(args.params) if args.params else None
     parts = tuple(p.strip() for p in (args.parts or ",".join(DEFAULT_PARTS)).split(",") if p.strip())
     check_privacy_parts(parts)  # before the spec and the data are read
     settings = _settings(args)
@@ -268,24 +317,27 @@ def _privacy_lines(result: Any) -> str:
 # ------------------------------------------------------------------------------------------------ parser
 
 
+def _default(model: type[BaseModel], field: str) -> Any:
+    """A settings model's default for ``field``: the help states what runs (:func:`_help`)."""
+    return model.model_fields[field].default
+
+
+def _help(text: str, model: type[BaseModel], field: str, unit: str = "") -> str:
+    """``text`` with the default the command really uses, read from the settings model."""
+    return f"{text} (default {_default(model, field)}{unit})"
+
+
 def _shared() -> argparse.ArgumentParser:
     """The options both audits take (``--spec`` and ``--data`` come from the CLI's shared parents)."""
     a = argparse.ArgumentParser(add_help=False)
-    a.add_argument("--seed", type=int, help="audit seed (default: the spec's audit.seed, else 0)")
-    a.add_argument("--rows", type=int, help="synthetic rows per fit (default: the spec's, else 10 × records)")
-    a.add_argument("--params", help="generator params as JSON, e.g. '{\"iterations\": 300}'")
-    a.add_argument("--out", help="also write the full result JSON (with the Figure-1 SVG) to this file")
-    a.add_argument(
-        "--jobs",
-        type=int,
-        help="parallel workers (joblib) for the trials: privacy attack trials (default 2), decomposability fits "
-        "(default 1: in this process; 0: every core)",
-    )
+    a.add_argument("--params", help="generator params as a flat JSON object, e.g. '{\"iterations\": 300}'")
+    a.add_argument("--out", help="also write the full result JSON (with the card section and its SVG) to this file")
     return a
 
 
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
-    """Register ``audit decomposability`` and ``audit privacy``, which share the spec, data and trial options."""
+    """Register ``audit decomposability`` and ``audit privacy``, which share the spec, data and params options; the
+    help of every option states the default the command really uses, read from the settings models."""
     help_ = (
         "audit a generator against a spec: 'decomposability' (does it use only Φ? Houssiau et al. 2022) or "
         "'privacy' (membership/attribute inference, DP lower bound, record checks)"
@@ -293,6 +345,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     audit = subparsers.add_parser("audit", help=help_, description=help_)
     tests = audit.add_subparsers(dest="test", required=True)
     takes = [parents.spec, parents.data, _shared()]
+    D = DecomposabilitySettings
 
     d = command(
         tests,
@@ -302,9 +355,23 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "does the generator use only Φ? (the black-box test of Houssiau et al. 2022)",
         takes,
     )
-    d.add_argument("--generator", help="import path 'module:callable' of the generator factory (required)")
-    d.add_argument("--K", type=int, help="fits per extremal dataset (default: the spec's audit.K, else 10)")
-    d.add_argument("--control", help="positive-control generator import path ('none' to skip)")
+    d.add_argument(
+        "--generator", help="registered name of the generator, e.g. honest_pgm (a plug-in's: its entry-point name)"
+    )
+    d.add_argument(
+        "--K", type=int, help=f"fits per extremal dataset (default: the spec's audit.K, else {_default(D, 'K')})"
+    )
+    d.add_argument("--seed", type=int, help=f"audit seed (default: the spec's audit.seed, else {_default(D, 'seed')})")
+    d.add_argument(
+        "--rows", type=int, help="synthetic rows per fit (default: the spec's audit.rows, else 10 × the records)"
+    )
+    d.add_argument(
+        "--control",
+        help="registered name of the positive control, or 'none' (default: the spec's audit.positive_control)",
+    )
+    d.add_argument(
+        "--jobs", type=int, help="worker processes for the fits (default: 1, in this process; 0: every core)"
+    )
 
     p = command(
         tests,
@@ -314,20 +381,28 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         "privacy-risk evidence: membership/attribute inference, DP lower bound, record checks",
         takes,
     )
+    R = RiskSettings
     p.add_argument(
         "--generator",
-        help="import path 'module:callable' of the generator factory (default: the honest audit variant of the "
-        "spec's generator)",
+        help="registered name of the generator (default: the honest audit variant of the spec's generator, e.g. "
+        "honest_pgm)",
     )
     p.add_argument(
         "--policy", help="pass/warn/fail thresholds (YAML/JSON; default: built-in, see examples/privacy_policy.yaml)"
     )
-    p.add_argument("--outliers", type=int, help="outlier targets (rare combinations; default 5)")
-    p.add_argument("--random-targets", type=int, help="random targets (default 5)")
-    p.add_argument("--shadows", type=int, help="shadow worlds per target (default 30)")
-    p.add_argument("--synth-sets", type=int, help="synthetic sets per shadow fit (default 10)")
-    p.add_argument("--train-rows", type=int, help="records per shadow training set (default 1000)")
-    p.add_argument("--canaries", type=int, help="canaries in the DP lower-bound audit (default train-rows / 2)")
+    p.add_argument("--outliers", type=int, help=_help("outlier targets (rare combinations)", R, "n_outliers"))
+    p.add_argument("--random-targets", type=int, help=_help("random targets", R, "n_random"))
+    p.add_argument("--shadows", type=int, help=_help("shadow worlds per target", R, "n_shadow"))
+    p.add_argument("--synth-sets", type=int, help=_help("synthetic sets per shadow fit", R, "n_synth"))
+    p.add_argument("--train-rows", type=int, help=_help("records per shadow training set", R, "train_rows"))
+    p.add_argument(
+        "--rows",
+        type=int,
+        help=f"records per synthetic set of a shadow fit (default: --train-rows, i.e. {_default(R, 'train_rows')})",
+    )
+    p.add_argument("--canaries", type=int, help="canaries of the 'canary' part (default: train-rows / 2)")
+    p.add_argument("--seed", type=int, help=_help("audit seed", R, "seed"))
+    p.add_argument("--jobs", type=int, help=_help("worker processes for the attack trials", R, "n_jobs"))
     p.add_argument(
         "--canary-metric",
         choices=["unit", "cells"],
@@ -338,6 +413,7 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     p.add_argument(
         "--parts",
         default=",".join(DEFAULT_PARTS),
-        help=f"comma list of {', '.join(PARTS)} (canary: the nearest-neighbour bound)",
+        help=f"comma list of {', '.join(PARTS)} (default {','.join(DEFAULT_PARTS)}; canary: the nearest-neighbour "
+        "bound)",
     )
     p.add_argument("--settings", help="further RiskSettings as JSON, e.g. '{\"rf_trees\": 50}'")

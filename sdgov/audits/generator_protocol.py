@@ -1,6 +1,9 @@
 """The generator protocol for audits: how the decomposability test talks to *any* generator, ours or not.
 
-A generator is named by an import path ``"module:callable"``. The callable is a **factory**::
+A generator is named by its **registered name** (:mod:`sdgov.agreement.code_names`: the shipped generators and
+controls, the pipeline generators' ``honest_<name>``/``dishonest_<name>``, and what a plug-in installed on the
+controller's machine registers as an entry point in the group ``sdgov.audit_generators``), never by an import path.
+The name resolves to a **factory**::
 
     factory(cliques: list[tuple[str, ...]], domain: dict[str, int], **params) -> AuditGenerator
 
@@ -25,20 +28,17 @@ The audit calls the factory once per fit, so fits never share state. Nothing her
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import re
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel
 
 from sdgov.base.errors import SdgovError
 from sdgov.data.schema import Clique
 from sdgov.data.tables import contingency_table
-
-_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
 class AuditError(SdgovError):
@@ -46,6 +46,19 @@ class AuditError(SdgovError):
 
     def __reduce__(self):  # survives the trip back from a worker process with what/where/fix intact
         return (type(self), (self.what, self.where, self.fix))
+
+
+class NotTestable(AuditError):
+    """The data and Φ leave the audit nothing to test (e.g. Φ fixes the whole table, so no dataset with the same Φ
+    marginals differs): neither pass nor fail. One model's audit exits 2 with the line; a split synthesis reports
+    that part "not testable" and gives the other parts their verdicts."""
+
+
+class NotTestableResult(BaseModel):
+    """A part of a split synthesis the audit had nothing to test in (:class:`NotTestable`): its reason, no verdict."""
+
+    verdict: Literal["not testable"] = "not testable"
+    reason: str
 
 
 class GeneratorCrash(AuditError):
@@ -85,37 +98,34 @@ class AuditGenerator(Protocol):
 Factory = Callable[..., AuditGenerator]
 
 
-def load_generator(path: str) -> Factory:
-    """Resolve ``"module:callable"`` to a factory; every failure is one :class:`AuditError` line."""
-    fix = "give the generator as 'package.module:callable', e.g. 'sdgov.audits.generators:honest_pgm'"
-    if not isinstance(path, str) or not _PATH.match(path.strip()):
-        raise AuditError(f"generator {path!r} is not an import path of the form 'module:callable'", "--generator", fix)
-    module_name, attr = path.strip().split(":", 1)
+def load_generator(name: str, where: str = "--generator") -> Factory:
+    """The factory registered as ``name`` (exact lookup: :func:`sdgov.agreement.code_names.check_code_name` refuses
+    any other string before anything is imported); every failure is one :class:`AuditError` line naming ``where``."""
+    from sdgov.agreement import code_names
+    from sdgov.base.errors import SpecError
+
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise AuditError(
-            f"cannot import module {module_name!r} ({exc})",
-            "--generator",
-            "check the module name and that it is installed / on PYTHONPATH",
-        ) from None
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise AuditError(
-            f"importing {module_name!r} failed: {type(exc).__name__}: {first}",
-            "--generator",
-            "fix the module so that it imports",
-        ) from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise AuditError(f"module {module_name!r} has no attribute {attr!r}", "--generator", fix)
-        obj = getattr(obj, part)
+        name = code_names.check_code_name(name, where)  # the registered name (a legacy alias's)
+    except SpecError as exc:
+        raise AuditError(exc.what, exc.where, exc.fix) from None
+    obj: Any = code_names.in_code(name)
+    if obj is None:  # sdgov's own or an installed plug-in's: its entry point, loaded now that the name is known
+        ep = code_names.entry_point(name)
+        try:
+            obj = ep.load() if ep is not None else None
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise AuditError(
+                f"the code registered as {name!r} ({ep.value if ep else '?'}) failed to load: "
+                f"{type(exc).__name__}: {first}",
+                where,
+                "fix or reinstall the plug-in",
+            ) from None
     if not callable(obj):
         raise AuditError(
-            f"{path!r} is not callable",
-            "--generator",
-            "point at a factory: factory(cliques, domain, **params) -> object with fit() and sample()",
+            f"{name!r} is registered but is not a factory",
+            where,
+            "register a factory: factory(cliques, domain, **params) -> object with fit() and sample()",
         )
     return obj
 

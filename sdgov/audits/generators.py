@@ -1,17 +1,18 @@
 """Generators shipped for audits and tests, all speaking :mod:`sdgov.audits.generator_protocol`.
 
-Import paths (pass them to ``sdgov audit decomposability --generator``):
+Registered names (:mod:`sdgov.agreement.code_names`; pass them to ``sdgov audit decomposability --generator``):
 
-``sdgov.audits.generators:honest_pgm``        the pipeline's Private-PGM (:func:`sdgov.generators.pgm_mbi.fit_pgm`) on Φ
-``sdgov.audits.generators:honest_ipf``        the pipeline's IPF (:func:`sdgov.generators.ipf.fit_ipf`) on Φ
-``sdgov.audits.generators:independent``       independent 1-way marginals (a subset of span(Φ): honest)
-``sdgov.audits.generators:dishonest_pgm``     PGM on Φ **plus one non-Φ marginal** (the positive control)
-``sdgov.audits.generators:dishonest_ipf``     IPF on Φ plus the same non-Φ marginal
-``sdgov.audits.generators:blend2_ipf``        98 % honest IPF rows, 2 % from IPF on Φ plus one non-Φ 3-way (a weak
+``honest_pgm``                                the pipeline's Private-PGM (:func:`sdgov.generators.pgm_mbi.fit_pgm`) on Φ
+``honest_ipf``                                the pipeline's IPF (:func:`sdgov.generators.ipf.fit_ipf`) on Φ
+``independent``                               independent 1-way marginals (a subset of span(Φ): honest)
+``dishonest_pgm``                             PGM on Φ **plus one non-Φ marginal** (the positive control)
+``dishonest_ipf``                             IPF on Φ plus the same non-Φ marginal
+``blend2_ipf``                                98 % honest IPF rows, 2 % from IPF on Φ plus one non-Φ 3-way (a weak
                                               positive control: the audit's power floor); ``blend5_ipf``,
                                               ``blend10_ipf`` the 5 % and 10 % blends; ``blend_ipf`` takes ``share``
-``sdgov.audits.generators:camo2_ipf``         the 2 % blend **camouflaged**: its Φ part fitted to Φ with the plan's
+``camo2_ipf``                                 the 2 % blend **camouflaged**: its Φ part fitted to Φ with the plan's
                                               noise (``sigma``, default 10), the leak read exactly; ``camo5_ipf``
+``camo2u_ipf``                                the camouflaged 2 % blend with its sampling unseeded too (issue 37)
 
 Each fit measures the marginals it is allowed (Φ, or Φ + the leaked one) from the weighted records and hands
 them to the pipeline's own fitting code through a :class:`~sdgov.measurement.marginals.MeasurementSet`, then samples
@@ -19,7 +20,8 @@ with
 the pipeline's seeded sampler (:func:`sdgov.generators.sampler.iter_chunks`).
 
 Every generator registered in :mod:`sdgov.generators.registry` has the same two variants, ``honest_<name>`` (its
-fit on Φ) and ``dishonest_<name>`` (on Φ plus the leaked marginal), without a line here: see :func:`__getattr__`.
+fit on Φ) and ``dishonest_<name>`` (on Φ plus the leaked marginal), registered under those names, without a line
+here: see :func:`__getattr__`.
 
 Memoised fits (``memo=True``, off by default). Every fit here is a deterministic function of the marginals it
 measured (mbi's mirror descent and IPF draw no random numbers), so K fits on one dataset — and, for an honest
@@ -91,6 +93,7 @@ class _MarginalGenerator:
         memo: bool = False,
         leak_sigma: float | None = None,
         unseeded_noise: bool = False,
+        unseeded_sampling: bool = False,
     ) -> None:
         if not domain:
             raise AuditError("empty domain", self.kind)
@@ -104,6 +107,8 @@ class _MarginalGenerator:
         # noise on a marginal outside Φ (a dishonest variant's leak); None: the same σ as on Φ
         self.leak_sigma = self.sigma if leak_sigma is None else float(leak_sigma)
         self.unseeded_noise = bool(unseeded_noise)
+        self.unseeded_sampling = bool(unseeded_sampling)
+        self.records_key: list[int] = []
         self.iterations = iterations
         self.memo = bool(memo)
         self.fitted: list[Clique] = self._fitted_cliques(leak, max_leak_cells)
@@ -119,7 +124,9 @@ class _MarginalGenerator:
 
     # --- protocol
     def fit(self, records: pd.DataFrame, weights: np.ndarray | None = None, *, seed: int | None = None) -> None:
-        rng = np.random.default_rng(seed if not self.unseeded_noise else [seed or 0, *_records_key(records, weights)])
+        if self.unseeded_noise or self.unseeded_sampling:
+            self.records_key = _records_key(records, weights)
+        rng = np.random.default_rng(seed if not self.unseeded_noise else [seed or 0, *self.records_key])
         ms = []
         phi = set(self._order(self.phi))
         noisy = self.sigma > 0 or (self.leak_sigma > 0 and len(self.fitted) > len(phi))
@@ -169,6 +176,8 @@ class _MarginalGenerator:
     def sample(self, n: int, seed: int) -> pd.DataFrame:
         if self.model is None:
             raise AuditError("sample() called before fit()", self.kind)
+        if self.unseeded_sampling:  # the sample seed keyed by the records too: the pair's samples are independent
+            seed = int(np.random.SeedSequence([int(seed), *self.records_key]).generate_state(1)[0] >> 1)
         chunks = list(iter_chunks(self.model, int(n), int(seed)))
         return pd.DataFrame({a: np.concatenate([ch[a] for ch in chunks]) for a in self.attributes})
 
@@ -278,12 +287,19 @@ class BlendIPF:
         *,
         share: float = 0.02,
         leak: list[str] | tuple[str, ...] | None = None,
+        leak_seed: int | None = None,
         **params: Any,
     ) -> None:
         if not 0 < float(share) <= 1:
             raise AuditError(f"share {share} is not in (0, 1]", "blend generator", "give the leaked rows' share")
         self.share = float(share)
-        chosen = tuple(leak) if leak else _first_non_phi(list(cliques), domain, 3)
+        chosen = (
+            tuple(leak)
+            if leak
+            else _first_non_phi(list(cliques), domain, 3)
+            if leak_seed is None
+            else random_minimal_leak(list(cliques), domain, int(leak_seed))
+        )
         self.honest = HonestIPF(cliques, domain, **params)
         self.leaky = DishonestIPF(cliques, domain, leak=chosen, **params)
         self.attributes = list(domain)
@@ -311,6 +327,24 @@ def _first_non_phi(phi: list[Clique], domain: dict[str, int], k: int) -> Clique:
             if not any(set(s) <= set(c) for c in phi):
                 return s
     raise AuditError("Φ already contains the full joint: nothing is left to leak", "blend generator")
+
+
+def random_minimal_leak(phi: list[Clique], domain: dict[str, int], seed: int) -> Clique:
+    """A non-Φ set drawn with ``seed`` among the minimal ones (every proper subset inside a Φ marginal: App 2's three
+    3-way sets, App 1's one): a blend whose leaked table the auditor cannot guess."""
+
+    def inside(s: tuple[str, ...]) -> bool:
+        return any(set(s) <= set(c) for c in phi)
+
+    minimal = [
+        s
+        for k in range(1, len(domain) + 1)
+        for s in itertools.combinations(domain, k)
+        if not inside(s) and all(inside(t) for t in itertools.combinations(s, k - 1))
+    ]
+    if not minimal:
+        raise AuditError("Φ already contains the full joint: nothing is left to leak", "blend generator")
+    return minimal[int(np.random.default_rng([seed, 38]).integers(len(minimal)))]
 
 
 def blend_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
@@ -349,6 +383,15 @@ def camo_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> Bl
     return BlendIPF(cliques, domain, **{**defaults, **params})
 
 
+def camo2u_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
+    """The camouflaged 2 % blend with *every* random draw outside the audit's seed (issue 37 item 5): its noise and
+    its sampling are keyed by the records it was fitted on (``unseeded_sampling``), so the two fits of an audit
+    pair share nothing but the data — the pairing cancels neither the noise nor the sampling, as for a generator
+    that draws from its own entropy — and its leaked table is drawn with ``leak_seed`` among the minimal non-Φ
+    sets when given."""
+    return camo_ipf(cliques, domain, **{"share": 0.02, "unseeded_sampling": True, **params})
+
+
 def camo2_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) -> BlendIPF:
     """A camouflaged blend (:func:`camo_ipf`) with 2 % of its rows from the leaky fit."""
     return camo_ipf(cliques, domain, **{"share": 0.02, **params})
@@ -385,14 +428,14 @@ def dishonest_ipf(cliques: list[Clique], domain: dict[str, int], **params: Any) 
 
 
 def honest_variant(generator: str) -> str:
-    """Import path of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what the
-    release's audits run when the spec names no generator of its own."""
-    return f"sdgov.audits.generators:honest_{generator}"
+    """Registered name of the honest audit variant of the pipeline's generator ``generator`` ('pgm' or 'ipf'): what
+    the release's audits run when the spec names no generator of its own."""
+    return f"honest_{generator}"
 
 
 def __getattr__(attr: str) -> Any:
     """``honest_<name>`` / ``dishonest_<name>`` for every registered generator without a class above: a new
-    generator gets its audit variants (and their import paths) from its registration alone."""
+    generator gets its audit variants (and their registered names) from its registration alone."""
     honesty, _, name = attr.partition("_")
     if honesty not in ("honest", "dishonest") or name not in GENERATORS:
         raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
@@ -407,21 +450,22 @@ def __getattr__(attr: str) -> Any:
 
 
 SHIPPED = {
-    "sdgov.audits.generators:honest_pgm": "honest Private-PGM on Φ (the pipeline's generator)",
-    "sdgov.audits.generators:honest_ipf": "honest IPF on Φ (the pipeline's generator)",
-    "sdgov.audits.generators:independent": "independent 1-way marginals (honest: a subset of Φ)",
-    "sdgov.audits.generators:dishonest_pgm": "PGM on Φ plus one non-Φ marginal (positive control)",
-    "sdgov.audits.generators:dishonest_ipf": "IPF on Φ plus one non-Φ marginal (positive control)",
-    "sdgov.audits.generators:blend2_ipf": "2 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
-    "sdgov.audits.generators:blend5_ipf": "5 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
-    "sdgov.audits.generators:blend10_ipf": "10 % of rows from IPF on Φ plus one non-Φ 3-way (positive control)",
-    "sdgov.audits.generators:camo2_ipf": "2 % blend, its Φ part with the plan's noise (camouflaged control)",
-    "sdgov.audits.generators:camo5_ipf": "5 % blend, its Φ part with the plan's noise (camouflaged control)",
+    "honest_pgm": "honest Private-PGM on Φ (the pipeline's generator)",
+    "honest_ipf": "honest IPF on Φ (the pipeline's generator)",
+    "independent": "independent 1-way marginals (honest: a subset of Φ)",
+    "dishonest_pgm": "PGM on Φ plus one non-Φ marginal (positive control)",
+    "dishonest_ipf": "IPF on Φ plus one non-Φ marginal (positive control)",
+    "blend2_ipf": "2 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
+    "blend5_ipf": "5 % of rows from IPF on Φ plus one non-Φ 3-way (weak positive control)",
+    "blend10_ipf": "10 % of rows from IPF on Φ plus one non-Φ 3-way (positive control)",
+    "camo2_ipf": "2 % blend, its Φ part with the plan's noise (camouflaged control)",
+    "camo5_ipf": "5 % blend, its Φ part with the plan's noise (camouflaged control)",
+    "camo2u_ipf": "2 % camouflaged blend, noise and sampling unseeded (camouflaged control)",
 }
 
 #: the positive control paired with each shipped generator (a dishonest variant of the same family)
 CONTROL_FOR = {
-    "sdgov.audits.generators:honest_pgm": "sdgov.audits.generators:dishonest_pgm",
-    "sdgov.audits.generators:honest_ipf": "sdgov.audits.generators:dishonest_ipf",
-    "sdgov.audits.generators:independent": "sdgov.audits.generators:dishonest_ipf",
+    "honest_pgm": "dishonest_pgm",
+    "honest_ipf": "dishonest_ipf",
+    "independent": "dishonest_ipf",
 }

@@ -155,7 +155,7 @@ class AuditOutcome:
 
 
 class CheckGenerator(NamedTuple):
-    """A generator a check will fit: where the spec names it, its import path (``None``: the release's own honest
+    """A generator a check will fit: where the spec names it, its registered name (``None``: the release's own honest
     variant, which the generator dry run covers) and its parameters."""
 
     where: str

@@ -30,7 +30,6 @@ must pin the same data (:func:`sdgov.governance.standing.check_pinned_data`).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,6 @@ __all__ = [
     "load_worker_config",
     "schedule_parameters",
     "scheduled_entry",
-    "untrusted_code",
     "worker_pid",
 ]
 
@@ -207,18 +205,3 @@ def check_request(cfg: WorkerConfig, requested: dict[str, Any]) -> list[str]:
 
 def _norm(value: Any) -> str | None:
     return None if value in (None, "") else str(Path(str(value)).expanduser().resolve())
-
-
-_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-def untrusted_code(spec: Any, trusted: tuple[str, ...] = ("sdgov.",)) -> list[str]:
-    """The import paths (``module:callable``: audit generators, positive controls) in a proposed spec outside the
-    ``trusted`` packages: a proposal is data from outside, and the worker never imports code it names."""
-    if isinstance(spec, dict):
-        return [p for v in spec.values() for p in untrusted_code(v, trusted)]
-    if isinstance(spec, list):
-        return [p for v in spec for p in untrusted_code(v, trusted)]
-    if isinstance(spec, str) and _IMPORT_PATH.match(spec.strip()) and not spec.strip().startswith(trusted):
-        return [spec.strip()]
-    return []

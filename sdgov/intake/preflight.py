@@ -531,7 +531,7 @@ def dry_run_audit_generators(loaded: LoadedSpec) -> None:
             continue
         domain = loaded.schema_.domain(ag.attributes)
         try:
-            factory = load_generator(path)
+            factory = load_generator(path, where)
             params = dict(params)
             if "iterations" in params:
                 params["iterations"] = min(int(params["iterations"]), 3)  # the names and types, not the fit

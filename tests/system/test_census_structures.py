@@ -280,7 +280,7 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     from sdgov.flows.cli import main
 
     capsys.readouterr()
-    gen = ["--generator", "sdgov.audits.generators:independent", "--K", "7", "--rows", "5000", "--control", "none"]
+    gen = ["--generator", "independent", "--K", "7", "--rows", "5000", "--control", "none"]
     rc = main(["audit", "decomposability", "--spec", str(spec), *gen, "--json"])
     payload = json.loads(capsys.readouterr().out)
     assert rc == 0 and payload["verdict"] == "pass" and list(payload["parts"]) == ["students", "others"]

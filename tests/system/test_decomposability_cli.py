@@ -19,7 +19,7 @@ def test_cli_json_contract_and_error_exit():
         "--spec",
         str(REPO / "examples" / "census2011" / "app1.yaml"),
         "--generator",
-        "sdgov.audits.generators:honest_ipf",
+        "honest_ipf",
         "--K",
         "2",
         "--seed",

@@ -27,7 +27,7 @@ def _audit(app: str, generator: str, params: str, coretype: str) -> dict:
         "--spec",
         str(REPO / "examples" / "census2011" / f"{app}.yaml"),
         "--generator",
-        f"sdgov.audits.generators:{generator}",
+        generator,
         "--K",
         "7",  # the lightest K the pre-flight accepts: the kernels' agreement does not depend on it
         "--seed",
@@ -66,7 +66,7 @@ SMALL = """
 import json
 from tests.unit.test_decomposability import DOMAIN, PHI, _data, _settings
 from sdgov.audits.decomposability.procedure import run_decomposability
-r = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:blend10_ipf",
+r = run_decomposability(_data(), PHI, DOMAIN, "blend10_ipf",
                         _settings(explicit_max_cells=1, candidate_basis=24, generator_params={"memo": True}))
 print(json.dumps({"p": r.p_value, "mode": r.basis["mode"], "blas": r.environment["blas"][0]["architecture"]}))
 """

@@ -120,7 +120,7 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
     from sdgov.flows.release import release_flow
 
     # memo: the fits stay in the stage's process (where the memo is), still as task runs
-    audit = {**AUDIT, "generator": "sdgov.audits.generators:dishonest_ipf", "generator_params": {"memo": True}}
+    audit = {**AUDIT, "generator": "dishonest_ipf", "generator_params": {"memo": True}}
     spec = make_demo_inputs(tmp_path / "in", audit=audit)
     root = init_registry(tmp_path / "registry")
     started = datetime.now(UTC)
@@ -137,11 +137,11 @@ def test_a_dishonest_generator_blocks_the_release(tmp_path, prefect_server):
     assert reg.verify() == []
 
 
-def test_unimportable_audit_generator_is_refused_before_anything_is_written(tmp_path, capsys):
+def test_an_audit_generator_named_by_import_path_is_refused_before_anything_is_written(tmp_path, capsys):
     spec = make_demo_inputs(tmp_path / "in", audit={"generator": "no_such_module:factory"})
     root = init_registry(tmp_path / "registry")
     before = tree_bytes(root)
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "audit.generator" in err[0] and "cannot import module 'no_such_module'" in err[0]
+    assert len(err) == 1 and "audit.generator" in err[0] and "import path 'no_such_module:factory' refused" in err[0]
     assert tree_bytes(root) == before, "nothing written"

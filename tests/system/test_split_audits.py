@@ -26,7 +26,7 @@ SPLIT = {
 }
 SMALL = {"disclosure_rows": 300}  # three disjoint sets of it fit in a part's reference records (~1,500)
 LEAKS_IN_MEN = {  # IPF on Φ, plus a table outside Φ where Φ holds Age × Health: the men's part only
-    "generator": "tests.part_leaking_generators:leaks_where_phi_has",
+    "generator": "test_leaks_where_phi_has",
     "generator_params": {"phi_has": ["Age", "Health"], "memo": True},
 }
 

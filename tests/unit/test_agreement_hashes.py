@@ -28,7 +28,9 @@ SPECS = {
     "examples/uci_adult/spec.yaml": "219b246d786277be88816e68c876ee08a9106c839d28ac5963d2c833e48d7be5",
     # issue 25: the demo no longer asks for rows = N (20,000); with rows: 20000 it hashes ba82d6bf… as before.
     # Issue 26: its decomposability test pre-registers K = 10 (was 4, which the pre-flight now refuses: d5419ce7…)
-    "sdgov/demo/spec.yaml": "40e1fd70865b9140aa461bad24851bbbcbbe1a119b69d3046306b85ba219f57a",
+    # Issue 38: it names its positive control by its registered name, dishonest_pgm (with the old spelling, an exact
+    # alias of that name, it hashes 40e1fd70… as before: as_pinned below)
+    "sdgov/demo/spec.yaml": "2b0553a77a7716a2f789dd82f464e041f321d746f11c32ca3de0de21a1a81859",
 }
 
 SPLIT = {
@@ -75,9 +77,11 @@ def test_the_example_specs_agreement_hashes_are_unchanged(path):
 
 
 def as_pinned() -> dict:
-    """The demo spec as it was pinned: ``rows: 20000`` and its decomposability test at K = 4."""
+    """The demo spec as it was pinned: ``rows: 20000``, its decomposability test at K = 4, its positive control
+    spelled as it was before issue 38 (an exact alias of ``dishonest_pgm``: old agreements load and hash as before)."""
     raw = yaml.safe_load((inputs() / "spec.yaml").read_text())
-    return raw | {"rows": 20000, "audit": {**raw["audit"], "K": 4}}
+    old = {"K": 4, "positive_control": "sdgov.audits.generators:dishonest_pgm"}
+    return raw | {"rows": 20000, "audit": {**raw["audit"], **old}}
 
 
 def test_the_demo_spec_as_pinned_hashes_as_before():

@@ -97,9 +97,7 @@ def test_seeded_honest_generators_give_identical_pairs(gen):
     A wrong pairing (different seeds) or an extremal pair that changed φ would leave differences and a p below 1."""
     params = {"iterations": 200, "memo": True} if gen == "honest_pgm" else {"memo": True} if gen == "honest_ipf" else {}
     for seed in range(3):
-        r = run_decomposability(
-            _data(), PHI, DOMAIN, f"sdgov.audits.generators:{gen}", _settings(seed=seed, generator_params=params)
-        )
+        r = run_decomposability(_data(), PHI, DOMAIN, gen, _settings(seed=seed, generator_params=params))
         assert r.p_value == 1.0 and r.g_plus == r.g_minus, (seed, r.p_value)
         assert r.seeds["phase2_plus"] == r.seeds["phase2_minus"] != r.seeds["phase1_plus"]
 
@@ -114,9 +112,7 @@ def test_honest_generator_with_unseeded_noise_is_rejected_at_a_calibrated_rate()
     params = {"sigma": 10, "unseeded_noise": True}
     data = _data()
     results = [
-        run_decomposability(
-            data, PHI, DOMAIN, "sdgov.audits.generators:honest_ipf", _settings(seed=seed, generator_params=params)
-        )
+        run_decomposability(data, PHI, DOMAIN, "honest_ipf", _settings(seed=seed, generator_params=params))
         for seed in range(seeds)
     ]
     bound = int(stats.binom.isf(0.001, seeds, alpha))  # P(rejections > bound) ≤ 0.001 for a calibrated test
@@ -130,9 +126,7 @@ def test_camouflaged_blend_is_caught():
     """A 10 % blend whose Φ part carries unseeded noise (σ = 10, the census plans' σ) as a noisy honest generator's
     would — the camouflaged control — is still caught at most seeds."""
     results = [
-        run_decomposability(
-            _data(), PHI, DOMAIN, "sdgov.audits.generators:camo_ipf", _settings(seed=s, generator_params={"share": 0.1})
-        )
+        run_decomposability(_data(), PHI, DOMAIN, "camo_ipf", _settings(seed=s, generator_params={"share": 0.1}))
         for s in range(5)
     ]
     assert sum(r.verdict == "fail" for r in results) >= 4, [r.p_value for r in results]
@@ -145,7 +139,7 @@ def test_weak_blend_is_caught_and_the_leaked_set_chosen():
             _data(),
             PHI,
             DOMAIN,
-            "sdgov.audits.generators:blend10_ipf",
+            "blend10_ipf",
             _settings(seed=s, generator_params={"memo": True}),
         )
         for s in range(10)
@@ -159,10 +153,10 @@ def test_dishonest_generator_fails_and_control_is_reported():
         _data(),
         PHI,
         DOMAIN,
-        "sdgov.audits.generators:dishonest_ipf",
-        _settings(positive_control="sdgov.audits.generators:dishonest_ipf"),
+        "dishonest_ipf",
+        _settings(positive_control="dishonest_ipf"),
     )
-    assert res.verdict == "fail" and res.p_value < 1e-4  # a paired t-test of K = 4 pairs has 3 degrees of freedom
+    assert res.verdict == "fail" and res.p_value < 1e-3  # a paired t-test of K = 4 pairs has 3 degrees of freedom
     assert res.control is not None and res.control.caught
     assert res.top_interactions[0]["attributes"] == ["a", "b", "c"]
     assert set(res.timing) >= {"basis", "extremal", "fits", "test", "control", "total"}
@@ -176,12 +170,14 @@ def test_dishonest_generator_fails_and_control_is_reported():
     assert [(c.passed, c.severity) for c in checks] == [(False, "block"), (True, "warn")]
 
 
-def test_bad_import_paths_give_one_line_errors():
+def test_names_that_are_not_registered_give_one_line_errors():
     for bad, what in [
-        ("no_colon", "not an import path"),
-        ("sdgov.nope_module:x", "cannot import"),
-        ("sdgov.audits.generators:nope", "no attribute"),
-        ("sdgov.audits.generators:SHIPPED", "not callable"),
+        ("no_colon", "not a registered audit generator"),
+        ("sdgov.nope_module:x", "import path"),
+        ("nope", "not a registered audit generator"),
+        ("SHIPPED", "not a registered audit generator"),
+        ("sdgov.audits.generators:nope", "import path"),
+        ("sdgov.audits.generator_protocol:honest_ipf", "write 'honest_ipf'"),
     ]:
         with pytest.raises(AuditError) as err:
             load_generator(bad)
@@ -208,9 +204,9 @@ def test_half_moves_on_sparse_data_keep_phi_exactly():
 
 def test_random_subspace_mode_catches_dishonest_and_passes_honest():
     forced = {"explicit_max_cells": 1, "candidate_basis": 24}
-    bad = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:dishonest_ipf", _settings(**forced))
+    bad = run_decomposability(_data(), PHI, DOMAIN, "dishonest_ipf", _settings(**forced))
     assert bad.basis["mode"] == "minimal non-Φ marginals" and bad.verdict == "fail", bad.p_value
-    good = run_decomposability(_data(), PHI, DOMAIN, "sdgov.audits.generators:honest_ipf", _settings(**forced))
+    good = run_decomposability(_data(), PHI, DOMAIN, "honest_ipf", _settings(**forced))
     assert good.verdict == "pass", good.p_value
 
 
@@ -226,12 +222,12 @@ def test_spec_audit_section_is_optional_and_preregistered(tmp_path):
     spec["dataset"]["path"] = str((src.parent / spec["dataset"]["path"]).resolve())
     spec["schema"] = str(src.parent / spec["schema"])
     spec["approvals"] = str(src.parent / spec["approvals"])
-    spec["audit"] = {"K": 8, "seed": 9, "alpha": 0.01, "positive_control": "sdgov.audits.generators:dishonest_ipf"}
+    spec["audit"] = {"K": 8, "seed": 9, "alpha": 0.01, "positive_control": "dishonest_ipf"}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     with_audit = load_spec(tmp_path / "s.yaml")
     st = with_audit.agreement.section("audit", DecomposabilitySettings)
     assert st is not None
-    assert (st.K, st.seed, st.alpha, st.positive_control) == (8, 9, 0.01, "sdgov.audits.generators:dishonest_ipf")
+    assert (st.K, st.seed, st.alpha, st.positive_control) == (8, 9, 0.01, "dishonest_ipf")
     assert with_audit.agreement.sha256() != plain.agreement.sha256()  # the settings are signed with Φ
 
 
@@ -264,7 +260,7 @@ def test_generator_crash_is_its_own_error_and_survives_a_worker():
     from sdgov.audits.generator_protocol import GeneratorCrash
 
     for name, call in [("in_factory", "the factory"), ("in_fit", "fit()"), ("in_sample", "sample()")]:
-        path = f"tests.crashing_generators:{name}"
+        path = f"test_crash_{name}"  # tests/plugins: an installed plug-in's entry points
         with pytest.raises(GeneratorCrash) as err:
             run_decomposability(_data(), PHI, DOMAIN, path, _settings(K=2))
         assert path in err.value.one_line() and call in err.value.one_line() and "\n" not in err.value.one_line()

@@ -81,8 +81,8 @@ def test_the_documented_generator_gets_its_audit_variants(plugin, tmp_path):
     rng = np.random.default_rng(0)
     records = pd.DataFrame({a: rng.integers(0, k, 300) for a, k in domain.items()})
     phi = [("A", "B"), ("B", "C")]
-    honest = load_generator("sdgov.audits.generators:honest_independent")(phi, domain)
-    dishonest = load_generator("sdgov.audits.generators:dishonest_independent")(phi, domain)
+    honest = load_generator("honest_independent")(phi, domain)
+    dishonest = load_generator("dishonest_independent")(phi, domain)
     assert honest.fitted == phi and dishonest.fitted == [*phi, ("A", "B", "C")]
     for gen in (honest, dishonest):
         gen.fit(records, seed=1)

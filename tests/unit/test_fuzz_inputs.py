@@ -398,11 +398,7 @@ SPEC: list[Case] = [
     ),
     (
         "spec-audit-bogus-params",
-        spec(
-            lambda s: s.update(
-                {"audit": {"generator": "sdgov.audits.generators:honest_pgm", "generator_params": {"bogus": 1}, "K": 7}}
-            )
-        ),
+        spec(lambda s: s.update({"audit": {"generator": "honest_pgm", "generator_params": {"bogus": 1}, "K": 7}})),
         release,
     ),
     ("spec-audit-K-2-40", spec(lambda s: s.update({"audit": {"K": 2**40}})), release),
@@ -519,7 +515,7 @@ def junk_key(i: Inputs) -> None:
     i.write("key.pem", "-----BEGIN PRIVATE KEY-----\nnot base64 <script>\n-----END PRIVATE KEY-----\n")
 
 
-GEN = "sdgov.audits.generators:honest_ipf"
+GEN = "honest_ipf"
 FLAGS: list[Case] = [
     ("flag-K-2-caret-40", noop, cli("audit", "decomposability", "--spec", "{spec}", "--generator", GEN, "--K", "2^40")),
     ("flag-K-2-40", noop, cli("audit", "decomposability", "--spec", "{spec}", "--generator", GEN, "--K", str(2**40))),

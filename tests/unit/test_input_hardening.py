@@ -146,7 +146,7 @@ def test_preflight_lists_every_problem_at_once(
     def spoil(s: dict) -> None:
         s["name"] = "n" * 240  # File name too long at publish, before
         s["privacy"] = {"epsilon": 1.0, "delta": 0.5}  # δ ≥ 1/N
-        s["audit"] = {"generator": "json:dumps", "K": 7}  # fails at the audit stage, after the spend
+        s["audit"] = {"generator": "test_crash_in_fit", "K": 7}  # a registered plug-in that fails at the audit stage
 
     inputs.edit_yaml("spec.yaml", spoil)
     rc = main(inputs.release_argv())
@@ -154,7 +154,7 @@ def test_preflight_lists_every_problem_at_once(
     assert rc == 2 and len(lines) == 3, lines
     assert all(ln.startswith("sdgov: error: ") and len(ln) <= MAX_LINE for ln in lines)
     assert "240 characters" in lines[0] and "δ = 0.5" in lines[1]
-    assert "audit.generator" in lines[2] and "factory refused" in lines[2]
+    assert "audit.generator" in lines[2] and "crashed in fit()" in lines[2]
     assert not inputs.root.exists()
 
 

@@ -36,17 +36,17 @@ def test_non_phi_tables_are_those_outside_every_marginal():
 
 
 def test_blend_caught_honest_passes_and_reproducible():
-    honest = [_audit("sdgov.audits.generators:honest_ipf", {"sigma": 10.0}, s) for s in (0, 1)]
+    honest = [_audit("honest_ipf", {"sigma": 10.0}, s) for s in (0, 1)]
     assert all(r.ran and r.p_value > 0.05 for r in honest), [r.p_value for r in honest]
     # 5 % of the rows from IPF on Φ plus A × B × C: no record copied, the interaction shown all the same
-    blend = _audit("sdgov.audits.generators:blend5_ipf", {"sigma": 10.0}, 0)
+    blend = _audit("blend5_ipf", {"sigma": 10.0}, 0)
     assert blend.p_value == 0.01 and blend.statistic > 5, blend  # beyond every one of the 99 bootstrap samples
-    again = _audit("sdgov.audits.generators:blend5_ipf", {"sigma": 10.0}, 0)
+    again = _audit("blend5_ipf", {"sigma": 10.0}, 0)
     assert again == blend  # same inputs and seed: the same result, to the bit
 
 
 def test_too_large_a_joint_is_reported_not_run():
-    ref = GeneratorRef("sdgov.audits.generators:honest_ipf", PHI, DOMAIN, {})
+    ref = GeneratorRef("honest_ipf", PHI, DOMAIN, {})
     r = beyond_phi_audit(ref, _population(200), 100, 1000, 19, 0, max_cells=10)  # memory's cap, here at 10
     assert not r.ran and "64 cells" in r.reason
 
@@ -91,7 +91,7 @@ def test_joint_too_sparse_is_left_out_and_large_joints_run():
         [a, (a + rng.integers(0, 2, 5000)) % 10, rng.integers(0, 12, 5000), rng.integers(0, 10, 5000)]
     )
     # 30 IPF sweeps: noisy margins never agree, so the default 1,000 would all run; any iterate is in the Φ family
-    ref = GeneratorRef("sdgov.audits.generators:honest_ipf", phi, domain, {"sigma": 10.0, "iterations": 30})
+    ref = GeneratorRef("honest_ipf", phi, domain, {"sigma": 10.0, "iterations": 30})
     sparse = beyond_phi_audit(ref, rows, 2000, 20_000, 19, 0)
     assert sparse.ran and sparse.cells == 12_000 and "A × B × C × D" not in sparse.tables
     dense = beyond_phi_audit(ref, rows, 2000, 60_000, 19, 0)
@@ -103,7 +103,7 @@ BLAS_RUN = (
     + """
 import json
 from tests.unit.test_privacy_beyond_phi import _audit
-r = _audit("sdgov.audits.generators:blend2_ipf", {"sigma": 10.0}, 3)
+r = _audit("blend2_ipf", {"sigma": 10.0}, 3)
 print(json.dumps({"p": r.p_value, "z": r.statistic, "tables": r.tables, "blas": blas()}))
 """
 )

@@ -11,7 +11,7 @@ from sdgov.audits.privacy import base
 from sdgov.audits.privacy.cost import planned_fits
 from sdgov.audits.privacy.run import PrivacyAuditRun
 
-INDEPENDENT = "sdgov.audits.generators:independent"
+INDEPENDENT = "independent"
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,8 @@ from tests.blas_kernels import BLAS_OF, under_two_kernels
 ATTRS = ["A", "B", "C", "D"]
 DOMAIN = {"A": 6, "B": 3, "C": 7, "D": 5}
 PHI = (("A", "B", "C"), ("A", "D"), ("B", "D"), ("C", "D"))  # Application 2's shape
-INDEPENDENT = "sdgov.audits.generators:independent"
-IPF = "sdgov.audits.generators:honest_ipf"
-LEAKY = "sdgov.audits.privacy.leaky:"
+INDEPENDENT = "independent"
+IPF = "honest_ipf"
 
 
 def _population(rows: int = 30_000) -> np.ndarray:
@@ -64,14 +63,14 @@ def test_memorisation_check_passes_the_honest_generator():
 
 def test_memorisation_check_fails_the_memoriser_and_the_copier():
     # copying 2 % of its rows: copy share ≈ 0.02 with a standard error ≈ 0.004, fails in 3 of 3 seeds
-    memo = [_memo_level(LEAKY + "memoriser_2pct", s, base=INDEPENDENT, sigma=5.0) for s in range(3)]
+    memo = [_memo_level("memoriser_2pct", s, base=INDEPENDENT, sigma=5.0) for s in range(3)]
     assert memo == ["fail"] * 3, memo
-    assert _memo_level(LEAKY + "copier", 0, pairs=3, base=INDEPENDENT) == "fail"
+    assert _memo_level("copier", 0, pairs=3, base=INDEPENDENT) == "fail"
 
 
 def test_copy_share_estimates_the_copied_fraction():
     res = memorisation_audit(
-        _ref(LEAKY + "memoriser", base=INDEPENDENT, sigma=5.0, copy_fraction=0.2),
+        _ref("memoriser", base=INDEPENDENT, sigma=5.0, copy_fraction=0.2),
         _population(),
         pairs=4,
         train_rows=1000,
@@ -103,7 +102,7 @@ def _zcdp_epsilon(sigma: float, delta: float) -> float:
 def test_exact_marginals_refute_the_claim_and_honest_noise_does_not():
     real = _population()
     claimed = _zcdp_epsilon(10.0, 1e-5)  # the census specs' σ = 10
-    exact = one_run_audit(_ref(LEAKY + "exact_marginal", base=IPF), real, 200, 1000, 10, 0, 0.05, 1e-5)
+    exact = one_run_audit(_ref("exact_marginal", base=IPF), real, 200, 1000, 10, 0, 0.05, 1e-5)
     assert exact.canaries >= 40 and exact.epsilon_lower > claimed, exact
     for seed in range(3):  # the theorem: a σ = 10 release is refuted with probability ≤ β = 0.01 per seed
         honest = one_run_audit(_ref(IPF, sigma=10.0), real, 200, 1000, 10, seed, 0.01, 1e-5)
@@ -136,7 +135,7 @@ def test_a_copier_of_qi_unique_records_is_refuted_and_the_honest_generator_is_no
     sees the copies themselves and refutes the claimed ε, the cell guesser alone did not (1 of 20 on the census)."""
     claimed = _zcdp_epsilon(10.0, 1e-5)
     for seed in (0, 1):
-        leak = _audit(LEAKY + "qi_copier", seed, claimed, base=IPF, sigma=10.0)
+        leak = _audit("qi_copier", seed, claimed, base=IPF, sigma=10.0)
         assert leak.one_run is not None and leak.epsilon_lower > claimed, leak.one_run
         assert {c.name: c.level for c in leak.checks}["DP lower bound"] == "fail"
         by = {(g.score, g.k): g.epsilon_lower for g in leak.one_run.by_k}
@@ -149,8 +148,8 @@ BLAS_RUN = (
     BLAS_OF
     + """
 import json
-from tests.unit.test_privacy_power import IPF, LEAKY, _audit
-r = _audit(LEAKY + "qi_copier", 0, 0.98, base=IPF, sigma=10.0)
+from tests.unit.test_privacy_power import IPF, _audit
+r = _audit("qi_copier", 0, 0.98, base=IPF, sigma=10.0)
 guesses = [g.model_dump(mode="json") for g in r.one_run.by_k]
 print(json.dumps({"eps": r.epsilon_lower, "guesses": guesses, "blas": blas()}))
 """
@@ -193,7 +192,7 @@ class _RandomisedPresence:
 
 
 def randomised_presence(cliques, domain, **params):
-    """Factory of :class:`_RandomisedPresence` (the audit loads generators by import path)."""
+    """Factory of :class:`_RandomisedPresence` (registered as ``test_randomised_presence``: tests/plugins)."""
     return _RandomisedPresence(cliques, domain, **params)
 
 
@@ -205,7 +204,7 @@ def test_one_run_bound_of_an_exactly_dp_generator_stays_below_its_epsilon_at_the
     from scipy import stats
 
     eps, beta, seeds = 2.0, 0.2, 40
-    ref = _ref(f"{__name__}:randomised_presence", epsilon=eps)
+    ref = _ref("test_randomised_presence", epsilon=eps)  # tests/plugins: an installed plug-in's entry points
     real = _population()
     lows = [one_run_audit(ref, real, 200, 1000, 3, seed, beta, 0.0).epsilon_lower for seed in range(seeds)]
     above = sum(x > eps for x in lows)

@@ -21,7 +21,7 @@ from sdgov.audits.privacy.policy import load_risk_policy
 from sdgov.audits.privacy.run import PrivacyAuditRun
 
 REPO = Path(__file__).resolve().parents[2]
-INDEPENDENT = "sdgov.audits.generators:independent"
+INDEPENDENT = "independent"
 
 
 # ----------------------------------------------------------------------------------------- ε_lower formula
@@ -94,7 +94,7 @@ def test_copier_fails_exact_match_and_epsilon_lower():
         attributes=attrs,
         domain=dom,
         cliques=cliques,
-        generator="sdgov.audits.privacy.leaky:copier",
+        generator="copier",
         params=params,
         settings=st,
         policy=RiskPolicy(),
@@ -155,7 +155,7 @@ def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
         attributes=attrs,
         domain=dom,
         cliques=cliques,
-        generator="sdgov.audits.privacy.leaky:category_leak",
+        generator="category_leak",
         params={"base": INDEPENDENT, "sigma": 5.0},
         settings=st,
         policy=RiskPolicy(),
@@ -246,7 +246,7 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
         assert key in payload
     assert isinstance(payload["epsilon_lower"], float) and payload["epsilon_lower"] >= 0
     assert payload["min_privacy_gain"] + 1e-9 >= 0 and isinstance(payload["exact_matches"], int)
-    assert payload["seconds"] > 0 and payload["generator"] == "sdgov.audits.generators:honest_ipf"
+    assert payload["seconds"] > 0 and payload["generator"] == "honest_ipf"
     assert payload["claimed_epsilon"] == pytest.approx(1.0, rel=1e-6)
     from sdgov.audits.privacy.mia import membership_adv_bound  # the membership check's line: a replaced record's
 
@@ -270,7 +270,7 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
             str(spec),
             "--json",
             "--generator",
-            "sdgov.audits.privacy.leaky:copier",
+            "copier",
             "--params",
             json.dumps({"base": INDEPENDENT, "sigma": 5.0}),
             "--parts",
@@ -279,7 +279,7 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
         ]
     )
     payload = json.loads(capsys.readouterr().out)
-    assert rc in (0, 1) and payload["generator"] == "sdgov.audits.privacy.leaky:copier"
+    assert rc in (0, 1) and payload["generator"] == "copier"
     assert payload["epsilon_lower"] is None and payload["min_privacy_gain"] is None
     rc = main(["audit", "privacy", "--spec", str(spec), "--json", "--generator", "no_such_module:factory", *FAST])
     err = capsys.readouterr()
@@ -342,7 +342,7 @@ def test_attribute_inference_sees_a_copier_and_not_an_honest_generator():
     st = RiskSettings(n_shadow=6, n_synth=1, train_rows=300, n_jobs=1, features=("hist",), ai_trees=20, seed=2)
     p = {}
     for name, path, params in [
-        ("copier", "sdgov.audits.privacy.leaky:copier", {"base": INDEPENDENT}),
+        ("copier", "copier", {"base": INDEPENDENT}),
         ("honest", INDEPENDENT, {"sigma": 2.0}),
     ]:
         ref = GeneratorRef(path, tuple(cliques), dom, params)

@@ -219,7 +219,7 @@ def test_the_pre_flight_checks_every_part_before_the_draw(tmp_path):
     spec = make_demo_inputs(tmp_path / "b", rows=3000, phi=None, split=SPLIT, privacy={"rho": 1.0}, privacy_risk=risk)
     with pytest.raises(PreflightError, match="split part\\(s\\) 'men', 'women' hold"):
         check_spec_and_data(spec)
-    audit = {"generator": "tests.crashing_generators:in_fit"}
+    audit = {"generator": "test_crash_in_fit"}
     spec = make_demo_inputs(tmp_path / "c", rows=300, phi=None, split=SPLIT, privacy={"rho": 1.0}, audit=audit)
     with pytest.raises(PreflightError) as caught:
         check_spec_and_data(spec)
@@ -274,7 +274,7 @@ def test_the_utility_summary_breaks_down_by_part():
 
 # ------------------------------------------------------------------------------------ the standalone audit commands
 
-LEAK_IN_MEN = ["--generator", "tests.part_leaking_generators:leaks_where_phi_has"]  # men's Φ holds Age × Health
+LEAK_IN_MEN = ["--generator", "test_leaks_where_phi_has"]  # men's Φ holds Age × Health
 FAST_RISK = ["--outliers", "1", "--random-targets", "1", "--shadows", "2", "--synth-sets", "2", "--parts", "disclosure"]
 
 

@@ -3,10 +3,11 @@ own file; a run's parameters can only ask, and a run that asks for anything else
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from sdgov.flows.cli import main
-from sdgov.governance.worker import check_request, load_worker_config, schedule_parameters, untrusted_code
+from sdgov.governance.worker import check_request, load_worker_config, schedule_parameters
 
 
 def write(tmp_path, **extra) -> tuple:
@@ -63,10 +64,23 @@ def test_a_schedule_releases_the_dataset_its_spec_names_unless_it_says_which(tmp
     assert cfg.schedules[0].dataset == "other" and schedule_parameters(cfg, cfg.schedules[0])["data_path"] is None
 
 
-def test_a_proposal_naming_code_outside_sdgov_is_flagged():
-    spec = {"audit": {"positive_control": "os:system"}, "privacy_risk": {"generator": "sdgov.audits.generators:x"}}
-    assert untrusted_code(spec) == ["os:system"]
-    assert untrusted_code({"name": "a:b c", "generator": {"name": "pgm"}}) == []
+def test_a_proposal_naming_code_by_anything_but_a_registered_name_is_refused():
+    from sdgov.agreement.code_names import check_named_code, named_code
+    from sdgov.base.errors import SpecError
+
+    for where, spec in [
+        ("audit.positive_control", {"audit": {"positive_control": "os:system"}}),
+        ("privacy_risk.generator", {"privacy_risk": {"generator": "x"}}),
+        ("audit.generator", {"audit": {"generator": "sdgov.reporting.card:subprocess.getoutput"}}),
+        ("privacy_risk.generator_params.base", {"privacy_risk": {"generator_params": {"base": "os:system"}}}),
+        ("audit.generator", {"sections": {"audit": {"generator": "sdgov.flows.cli.__main__:main"}}}),
+    ]:
+        with pytest.raises(SpecError) as err:
+            check_named_code(spec)
+        assert err.value.where == where
+    ok = {"audit": {"generator": "honest_pgm", "positive_control": "dishonest_pgm"}, "generator": {"name": "pgm"}}
+    check_named_code(ok)
+    assert named_code({"name": "a:b c", "generator": {"name": "pgm"}}) == []
 
 
 def test_a_bad_configuration_is_one_line_and_exit_2(tmp_path, capsys):

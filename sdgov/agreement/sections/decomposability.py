@@ -3,8 +3,11 @@ the test runs with (``sdgov audit decomposability`` overrides a few fields on th
 
 from __future__ import annotations
 
-from pydantic import Field, PositiveInt
+from typing import Any
 
+from pydantic import Field, PositiveInt, field_validator
+
+from sdgov.agreement.code_names import validated_name
 from sdgov.base.model import Frozen
 
 MAX_K = 1_000  # 4·K generator fits (plus as many for the positive control): 2^40 would never end
@@ -27,8 +30,8 @@ class DecomposabilitySettings(Frozen):
     enabled: bool = True
     generator: str | None = Field(
         default=None,
-        description="import path 'module:callable'; default: the honest "
-        "audit variant of the spec's generator (sdgov.audits.generators:honest_pgm/ipf)",
+        description="a registered audit generator's name (sdgov.agreement.code_names); default: the honest "
+        "audit variant of the spec's generator (honest_pgm / honest_ipf)",
     )
     generator_params: Params = Field(
         default_factory=dict, description="default for the shipped variants: the spec's generator iterations"
@@ -66,5 +69,28 @@ class DecomposabilitySettings(Frozen):
         description="joint tables up to this many cells use the exact interaction decomposition of Φ⊥ (else the "
         "interaction spaces of the minimal non-Φ marginals)",
     )
-    positive_control: str | None = Field(None, description="import path of a dishonest generator run beside")
+    phi_residual: bool = Field(
+        True,
+        exclude_if=lambda v: v is True,
+        description="small tables: test each fit's joint net of its own Φ-only model (the maximum-entropy joint with "
+        "its own Φ marginals), so that noise the generator draws outside the audit's seed adds nothing to the null "
+        "(issue 37); false: the raw joint, as before",
+    )
+    positive_control: str | None = Field(
+        None, description="a registered name of a dishonest generator run beside (e.g. dishonest_pgm)"
+    )
     control_params: Params = Field(default_factory=dict, description="the positive control's generator params")
+
+    @field_validator("generator", "positive_control")
+    @classmethod
+    def _registered(cls, name: Any) -> Any:
+        """Code is named by its registered name, looked up exactly (nothing is imported here)."""
+        return validated_name(name)
+
+    @field_validator("generator_params", "control_params")
+    @classmethod
+    def _registered_base(cls, params: Any) -> Any:
+        """A wrapped control's ``base`` generator is code too: a registered name."""
+        if isinstance(params, dict) and params.get("base") is not None:
+            validated_name(params["base"])
+        return params

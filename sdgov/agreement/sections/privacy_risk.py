@@ -6,8 +6,11 @@ reading a spec never loads the audit's numpy/pandas machinery (:mod:`sdgov.audit
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any
 
+from pydantic import Field, field_validator
+
+from sdgov.agreement.code_names import validated_name
 from sdgov.base.model import Frozen
 
 FEATURE_SETS = ("naive", "hist", "corr", "query")
@@ -85,6 +88,27 @@ class RiskSettings(Frozen):
         description="size n of each of the three parts of the record "
         "checks (training, holdout, independent sample); default a third of the "
         "reference data, at most 25,000",
+    )
+    verbatim_rounds: int = Field(
+        16,
+        ge=0,
+        exclude_if=lambda v: v == 16,
+        description="fits of the verbatim-copy test, each on train_rows records with as many held out (0: off; its "
+        "power grows with the distinct copied records, i.e. with the rounds; see sdgov.audits.privacy.disclosure)",
+    )
+    verbatim_samples: int = Field(
+        25,
+        ge=1,
+        exclude_if=lambda v: v == 25,
+        description="synthetic sets of train_rows rows sampled from each verbatim-copy fit (a copy recurs in each)",
+    )
+    verbatim_flag_level: float = Field(
+        0.01,
+        gt=0,
+        lt=1,
+        exclude_if=lambda v: v == 0.01,
+        description="a record is over-represented when P[Poisson(e) ≥ its count] is at most this, e the count the "
+        "output's own Φ tables predict (calibration does not depend on it: the holdout baseline does that)",
     )
     small_cell_threshold: int = Field(10, ge=1)
     dcr_sample: int = Field(5000, ge=10)
@@ -166,6 +190,15 @@ class ExactMatchPolicy(Frozen):
     min_count: int = Field(5, ge=0, description="no warn/fail below this many synthetic unique matches")
 
 
+class VerbatimPolicy(Frozen):
+    """Verbatim copies (:func:`sdgov.audits.privacy.disclosure.verbatim_audit`): an exact test that the records the
+    output over-represents are training records no more often than a random split makes them, so its false-alarm
+    rate on a generator that does not single out its training records is at most the level itself."""
+
+    warn_alpha: float = Field(0.01, gt=0, lt=1, description="warn when the exact p-value is at most this")
+    fail_alpha: float = Field(0.001, gt=0, lt=1, description="fail when the exact p-value is at most this")
+
+
 class DCRPolicy(Frozen):
     """Share of records at distance 0 from a training record, synthetic vs real holdout, with a one-sided
     two-proportion test (level ``alpha``): a ratio above the threshold by chance does not warn."""
@@ -197,6 +230,7 @@ class RiskPolicy(Frozen):
     beyond_phi: BeyondPhiPolicy = Field(BeyondPhiPolicy(), exclude_if=lambda v: v == BeyondPhiPolicy())
     dcr: DCRPolicy = DCRPolicy()
     small_cells: SmallCellPolicy = SmallCellPolicy()
+    verbatim: VerbatimPolicy = Field(VerbatimPolicy(), exclude_if=lambda v: v == VerbatimPolicy())
 
 
 class PrivacyRiskSettings(Frozen):
@@ -211,11 +245,26 @@ class PrivacyRiskSettings(Frozen):
     enabled: bool = True
     generator: str | None = Field(
         default=None,
-        description="import path 'module:callable'; default: the honest "
+        description="a registered audit generator's name (sdgov.agreement.code_names); default: the honest "
         "audit variant of the spec's generator at the plan's σ",
     )
     generator_params: dict[str, float | int | str | bool | list[str]] | None = Field(
         default=None, description="shipped generators: the plan's σ and the spec's iterations unless set here"
     )
+
+    @field_validator("generator")
+    @classmethod
+    def _registered(cls, name: Any) -> Any:
+        """Code is named by its registered name, looked up exactly (nothing is imported here)."""
+        return validated_name(name)
+
+    @field_validator("generator_params")
+    @classmethod
+    def _registered_base(cls, params: Any) -> Any:
+        """A wrapped control's ``base`` generator is code too: a registered name."""
+        if isinstance(params, dict) and params.get("base") is not None:
+            validated_name(params["base"])
+        return params
+
     settings: RiskSettings = RiskSettings()
     policy: RiskPolicy = RiskPolicy()

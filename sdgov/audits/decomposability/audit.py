@@ -9,11 +9,14 @@ from pydantic import BaseModel
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.audits.decomposability.procedure import DecomposabilityResult, run_decomposability
 from sdgov.audits.decomposability.report import decomposability_section
+from sdgov.audits.generator_protocol import NotTestable
 from sdgov.audits.generators import honest_variant
 from sdgov.audits.protocol import AuditContext, AuditOutcome, Check, CheckGenerator
 
 if TYPE_CHECKING:
     from sdgov.agreement.spec import Agreement
+
+TEST_ROW = "decomposability test (black-box, Houssiau et al. 2022)"
 
 
 class DecomposabilityAudit:
@@ -49,9 +52,13 @@ class DecomposabilityAudit:
         cliques = [tuple(c) for c in agreement.cliques]
         # the fits are independent: every core; memoised fits in this process (one task run per batch either way)
         executor, in_process = context.executor_for(0), context.executor_for(1)
-        result = run_decomposability(
-            codes, cliques, domain, generator, settings, labels, executor=executor, in_process=in_process
-        )
+        try:
+            result = run_decomposability(
+                codes, cliques, domain, generator, settings, labels, executor=executor, in_process=in_process
+            )
+        except NotTestable as exc:  # e.g. a split part whose Φ fixes its whole table: a warning, not a verdict
+            context.log(f"decomposability test: not testable — {exc.what}")
+            return AuditOutcome(checks=[not_testable_check(exc)])
         context.log(f"decomposability test: {result.verdict} (p = {result.p_value:.3g}, {result.seconds:.1f} s)")
         return AuditOutcome(
             checks=audit_checks(result),
@@ -60,11 +67,22 @@ class DecomposabilityAudit:
         )
 
 
+def not_testable_check(exc: NotTestable) -> Check:
+    """The row of a test the data and Φ left nothing to test in: shown as a warning (neither pass nor fail), so that
+    a split synthesis's other parts keep their verdicts (the command line says "not testable" likewise)."""
+    return Check(
+        name=TEST_ROW,
+        passed=False,
+        severity="warn",
+        detail=f"not testable: {exc.what}" + (f" ({exc.fix})" if exc.fix else ""),
+    )
+
+
 def audit_checks(result: DecomposabilityResult) -> list[Check]:
     """The test as report rows: a blocking check, plus a warning when the positive control was not caught."""
     checks = [
         Check(
-            name="decomposability test (black-box, Houssiau et al. 2022)",
+            name=TEST_ROW,
             passed=result.verdict == "pass",
             detail=f"{result.generator}: p = {result.p_value:.3g} at α = {result.alpha}, K = {result.K}, "
             f"{result.rows:,} rows per fit, effect size {result.effect_size:.2f}, {result.seconds:.1f} s",

@@ -80,6 +80,23 @@ class ProjectionBasis:
         flat = np.ravel_multi_index(tuple(df[a].to_numpy().astype(np.int64) for a in th.attributes), th.shape)
         return np.bincount(flat, minlength=self.d).astype(np.float64)
 
+    def residual_features(self, df: pd.DataFrame) -> np.ndarray:
+        """Θ of a synthetic sample minus its own Φ-only model: the maximum-entropy joint with the sample's own Φ
+        marginals, scaled to its size (:func:`sdgov.audits.privacy.beyond_phi.phi_projection`, IPF to convergence).
+
+        Why (issue 37 item 5). A generator that reads only Φ draws its sample from a model in the Φ family whose Φ
+        tables are noisy — with noise the audit's seed does not fix when the generator draws it itself — and the
+        noise moves the sample's Φ⊥ coordinates too (the joint of a model in the Φ family is not linear in its Φ
+        tables). Subtracting the sample's own Φ-only model removes that part, whatever the noise: what is left of an
+        honest fit is sampling noise, and what a generator reads outside Φ stays. Under the null the features are
+        still one function of each sample, so the paired test keeps its exactness."""
+        from sdgov.audits.privacy.beyond_phi import phi_projection
+
+        counts = self.features(df)
+        th = self.theta
+        axes = [tuple(sorted(th.pos[a] for a in c)) for c in th.cliques]
+        return counts - float(counts.sum()) * phi_projection(counts.reshape(th.shape), axes).ravel()
+
     def data_features(self, weights: np.ndarray) -> np.ndarray:
         """Θ of a weighted dataset on Θ's cells (e.g. D₊ − D₋), on the full joint table."""
         out = np.zeros(self.d)

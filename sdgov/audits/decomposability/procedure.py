@@ -76,6 +76,8 @@ from sdgov.audits.generator_protocol import (
     AuditError,
     Factory,
     GeneratorCrash,
+    NotTestable,
+    NotTestableResult,
     fit_generator,
     load_generator,
     make_generator,
@@ -153,7 +155,7 @@ def _sample(
 
 
 def _sample_by_path(gen_name: str, *args: Any) -> pd.DataFrame:
-    """Executor entry point: the generator is re-imported by its path wherever the fit runs."""
+    """Executor entry point: the generator is looked up by its registered name wherever the fit runs."""
     return _sample(load_generator(gen_name), gen_name, *args)
 
 
@@ -176,7 +178,7 @@ class _Space:
         theta = self.theta
         pool = move_pool(theta, 10**6, self.rng) if self.explicit else half_move_pool(theta, st.move_pool, self.rng)
         if len(pool) == 0:
-            raise AuditError(
+            raise NotTestable(
                 "Φ⊥ has no direction that moves only occupied cells of the data: nothing to test",
                 "decomposability",
                 "audit on more data, or Φ already fixes the whole table",
@@ -216,6 +218,8 @@ class _Run:
         self.theta, self.pool, self.basis, self.explicit = space.theta, space.pool, space.basis, space.explicit
         self.rng = copy.deepcopy(space.rng)
         self.n = st.rows or 10 * int(self.theta.x.sum())
+        # each fit's features net of its own Φ-only model (small tables: the joint is at hand; see residual_features)
+        self.residual = st.phi_residual and self.explicit
 
     def extremal(self, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, float]:
         """D₊, D₋ along ``coef``, the records moved, and the cosine of D₊ − D₋ to the direction."""
@@ -240,7 +244,8 @@ class _Run:
             samples = [_sample(self.factory, self.generator, *args, s) for s in seeds]
         else:
             samples = self.executor.map(_sample_by_path, [(self.generator, *args, s) for s in seeds], label)
-        return np.asarray([np.asarray(self.basis.features(df), dtype=np.float64) for df in samples])
+        features = self.basis.residual_features if self.residual else self.basis.features
+        return np.asarray([np.asarray(features(df), dtype=np.float64) for df in samples])
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
@@ -325,8 +330,8 @@ def run_decomposability(
     executor: Executor | None = None,
     in_process: Executor | None = None,
 ) -> DecomposabilityResult:
-    """Audit ``generator`` (import path) against Φ = ``cliques`` on the encoded ``records`` (cell indices), and its
-    positive control beside it when the settings name one. The fits run through ``executor``; memoised ones
+    """Audit ``generator`` (a registered name) against Φ = ``cliques`` on the encoded ``records`` (cell indices), and
+    its positive control beside it when the settings name one. The fits run through ``executor``; memoised ones
     (``memo`` in the generator params) through ``in_process``, an executor that keeps them in this process
     (default: serial)."""
     st = settings or DecomposabilitySettings()
@@ -379,7 +384,7 @@ def _test(
         z = run.basis.random_direction(run.rng)
         plus1, minus1, moved1, cos1 = run.extremal(z)
         if moved1 == 0:
-            raise AuditError(
+            raise NotTestable(
                 "no extremal dataset can move away from D* without a negative count",
                 "decomposability",
                 "audit on more data",
@@ -520,7 +525,9 @@ def audit_spec(
     from sdgov.agreement.load import check_unsplit, load_spec
 
     check_unsplit(load_spec(spec_path), "the decomposability test of one result")
-    return audit_spec_parts(spec_path, generator, K, seed, data_path, overrides, executor)[None]
+    result = audit_spec_parts(spec_path, generator, K, seed, data_path, overrides, executor)[None]
+    assert isinstance(result, DecomposabilityResult)  # one model: nothing to test raises
+    return result
 
 
 def audit_spec_parts(
@@ -531,11 +538,13 @@ def audit_spec_parts(
     data_path: str | None = None,
     overrides: dict[str, Any] | None = None,
     executor: Executor | None = None,
-) -> dict[str | None, DecomposabilityResult]:
+) -> dict[str | None, DecomposabilityResult | NotTestableResult]:
     """Run the test for a release spec: its Φ, its data, its pre-registered ``audit`` settings (``K``, ``seed`` and
     ``overrides`` replace some of them, e.g. from the command line) — once per part of a split synthesis, each on
     that part's Φ and records only, as the release's audit stage runs it (:func:`sdgov.audits.parts.audited_units`);
-    keyed by part (``None``: the one model)."""
+    keyed by part (``None``: the one model). A part the data and Φ leave nothing to test in is "not testable"
+    (:class:`NotTestableResult`) and the others get their verdicts; one model with nothing to test, or a split
+    with no part to test, is the :class:`NotTestable` line."""
     from sdgov.agreement.load import load_spec
     from sdgov.audits.parts import audited_units, in_part
     from sdgov.engines import load_encoded
@@ -546,15 +555,37 @@ def audit_spec_parts(
     if seed is not None:
         upd["seed"] = seed
     if upd:
-        settings = DecomposabilitySettings(**{**settings.model_dump(), **upd})
+        settings = overridden(settings, upd)
     schema = loaded.schema_
     records = load_encoded(data_path or loaded.data_path, schema)
-    results: dict[str | None, DecomposabilityResult] = {}
+    results: dict[str | None, DecomposabilityResult | NotTestableResult] = {}
     for part, ag in audited_units(loaded.agreement):
         codes = loaded.agreement.records_of(part, records)[ag.attributes].reset_index(drop=True)
         domain = schema.domain(ag.attributes)
         labels = {a: schema.by_name[a].labels() for a in ag.attributes}
         cliques = [tuple(c) for c in ag.cliques]
         with in_part(part):
-            results[part] = run_decomposability(codes, cliques, domain, generator, settings, labels, executor=executor)
+            try:
+                results[part] = run_decomposability(
+                    codes, cliques, domain, generator, settings, labels, executor=executor
+                )
+            except NotTestable as exc:
+                if part is None:
+                    raise
+                results[part] = NotTestableResult(reason=f"{exc.what} ({exc.fix})" if exc.fix else exc.what)
+    if all(isinstance(r, NotTestableResult) for r in results.values()):
+        raise NotTestable("no part of the split synthesis has anything to test", "decomposability", "see each part")
     return results
+
+
+def overridden(settings: DecomposabilitySettings, update: dict[str, Any]) -> DecomposabilitySettings:
+    """The settings with command-line ``update`` applied, validated: anything the section would refuse (a nested
+    ``--params`` value, a ``--control`` that is not a registered name) is one :class:`AuditError` line."""
+    from pydantic import ValidationError
+
+    from sdgov.base.loading import validation_message
+
+    try:
+        return DecomposabilitySettings(**{**settings.model_dump(), **update})
+    except ValidationError as exc:
+        raise AuditError(validation_message(exc), "decomposability settings", "check the option values") from None

@@ -1,7 +1,7 @@
 """Shared pieces of the privacy-risk audit: settings, the audited generator, seeds and the choice of targets.
 
-The generator is named by an import path and spoken to through :mod:`sdgov.audits.generator_protocol` — the very loader
-and protocol of the decomposability audit, so a third party's generator can be audited the same way::
+The generator is named by its registered name and spoken to through :mod:`sdgov.audits.generator_protocol` — the very
+loader and protocol of the decomposability audit, so a plug-in's generator can be audited the same way::
 
     factory(cliques, domain, **params) -> object with fit(records, weights=None[, seed=]) and sample(n, seed)
 
@@ -33,7 +33,7 @@ def seed_of(*keys: int) -> int:
 
 @dataclass(frozen=True)
 class GeneratorRef:
-    """A generator as the audit sees it: import path, Φ, domain (ordered) and its own parameters. Picklable."""
+    """A generator as the audit sees it: registered name, Φ, domain (ordered) and its own parameters. Picklable."""
 
     path: str
     cliques: tuple[Clique, ...]
@@ -46,7 +46,7 @@ class GeneratorRef:
         return list(self.domain)
 
     def check(self) -> None:
-        """Resolve the import path now, so that an unusable one is an AuditError before any trial runs."""
+        """Resolve the registered name now, so that an unusable one is an AuditError before any trial runs."""
         load_generator(self.path)
 
     def fit_sample(self, rows: np.ndarray, fit_seed: int, n: int, sample_seeds: list[int]) -> list[np.ndarray]:

@@ -18,7 +18,8 @@ def planned_fits(
 ) -> dict[str, int]:
     """Fits per part for ``settings``: membership and attribute inference (:mod:`~sdgov.audits.privacy.mia`) one
     per shadow world and target plus the worlds' shared out-datasets, (T + 1)·``n_shadow``; the canary audit one per
-    run; the one-run audit, the beyond-Φ check and the record checks one each; memorisation two per pair.
+    run; the one-run audit and the beyond-Φ check one each; the record checks one, plus one per verbatim-copy round;
+    memorisation two per pair.
     ``targets``: T when the data holds fewer records than the settings ask (default ``n_outliers + n_random``)."""
     T = settings.n_outliers + settings.n_random if targets is None else targets
     per_part = {
@@ -27,7 +28,7 @@ def planned_fits(
         "one_run": 1,
         "memorisation": 2 * settings.memorisation_pairs,
         "beyond_phi": 1,
-        "disclosure": 1,
+        "disclosure": 1 + settings.verbatim_rounds,  # its one fit, and the verbatim-copy test's rounds
     }
     return {part: per_part[part] for part in parts}
 

@@ -16,13 +16,37 @@ training data T (the generator is fitted on it and samples n records), a holdout
   nearest training record, against the same for holdout records (the baseline distribution).
 * **Small cells**: cells of the released tables (each Φ marginal, tabulated on the synthetic data) holding
   fewer than ``threshold`` but more than zero synthetic records.
+
+**Verbatim copies** (:func:`verbatim_audit`, issue 37 item 5) — a record-level test against a holdout baseline
+that needs no uniqueness on the full record at release size, for the *thin* copier: a generator that copies well
+under 1 % of its rows, the training records unique on a few attributes of its choosing. Several rounds; in each, 2n
+reference records drawn at random are split at random into a training half T (the generator is fitted on it once
+and samples ``samples`` sets of n rows) and a holdout half H. The candidates are the cells holding exactly one
+record of T ∪ H; a candidate is *over-represented* when the output holds its record far more often than the output's
+own Φ tables predict: P[Poisson(e) ≥ s] ≤ ``flag_level``, s the output's count of the record, e the count the
+maximum-entropy model of the output's own Φ tables gives it (:func:`sdgov.audits.privacy.beyond_phi.phi_projection`;
+e = 0 where the joint exceeds that check's ``MAX_CELLS``). A record a generator copies shows up in every sample; a
+generator that reads only Φ puts into a record's cell what its Φ cells imply, which e already holds — whatever the
+record's membership and whatever the noise of the Φ counts.
+
+Calibration is by the split alone: T and H are an auditor's random split, so when the output does not single out
+the training records, the labels T/H of the candidates are exchangeable given the output and the number of
+over-represented training candidates in a round is hypergeometric (the candidates, the over-represented ones among
+them and the training ones fixed). The p-value is the exact upper tail of the sum over the independent rounds (the
+convolution of their hypergeometric laws: a stratified Fisher test, no Monte-Carlo). Its floor is (|U_T|/|U_T ∪
+U_H|)^k for k over-represented candidates, all training ones, so power comes from the number of distinct copied
+candidates — from the rounds (fits), not from the samples.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 
-from sdgov.audits.privacy.base import record_keys
+from sdgov.audits.privacy.base import GeneratorRef, Progress, record_keys, seed_of
+from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
 
 
@@ -49,6 +73,29 @@ class SmallCells(Frozen):
     by_marginal: dict[str, int]
 
 
+class VerbatimRound(Frozen):
+    unique_train: int  # candidates of the training half: cells holding exactly one record of T ∪ H, that of T
+    unique_holdout: int  # the holdout half's
+    flagged_train: int  # over-represented in the output (P[Poisson(e) ≥ s] ≤ flag_level)
+    flagged_holdout: int
+
+
+class VerbatimResult(Frozen):
+    """The verbatim-copy test (module docstring): over-represented training vs holdout candidates, exact p-value."""
+
+    rounds: int
+    train_rows: int  # n: records of each half (T and H)
+    samples: int  # synthetic sets of n rows from each round's one fit
+    flag_level: float
+    unique_train: int
+    unique_holdout: int
+    flagged_train: int
+    flagged_holdout: int
+    p_value: float  # exact upper tail of the stratified hypergeometric sum
+    model: str  # how e was computed: the output's own Φ-only model, or 0 (joint too large)
+    per_round: list[VerbatimRound]
+
+
 class DisclosureResult(Frozen):
     rows: int  # n: training records = synthetic records = holdout = independent sample
     exact_matches: int  # synthetic records equal to some training record
@@ -57,6 +104,7 @@ class DisclosureResult(Frozen):
     dcr_synthetic: DCR
     dcr_holdout: DCR
     small_cells: SmallCells | None
+    verbatim: VerbatimResult | None = None  # the thin-copier test (None: older results, or not asked)
 
 
 def unique_matches(
@@ -152,4 +200,108 @@ def disclosure_checks(
         dcr_synthetic=_dcr_summary(dcr(train, synth[s_idx]), d),
         dcr_holdout=_dcr_summary(dcr(train, holdout[h_idx]), d),
         small_cells=small_cells(synth, attributes, sizes, cliques, threshold) if cliques else None,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ verbatim copies
+
+
+def verbatim_round(
+    train: np.ndarray,
+    holdout: np.ndarray,
+    synth: np.ndarray,
+    sizes: list[int],
+    phi_axes: list[tuple[int, ...]],
+    flag_level: float,
+) -> VerbatimRound:
+    """One round of the verbatim test: the candidates (cells holding exactly one record of ``train`` ∪ ``holdout``)
+    of each half, and how many of each the output ``synth`` (all its samples together) over-represents."""
+    from scipy import stats  # here: see sdgov.audits.privacy.attribute.p_correct
+
+    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, phi_projection
+
+    tk, hk = record_keys(train, sizes), record_keys(holdout, sizes)
+    keys, cnt = np.unique(np.concatenate([tk, hk]), return_counts=True)
+    once = keys[cnt == 1]
+    ut, uh = np.intersect1d(once, tk), np.intersect1d(once, hk)
+    cand = np.concatenate([ut, uh])
+    sk = np.sort(record_keys(synth, sizes))
+    observed = np.searchsorted(sk, cand, side="right") - np.searchsorted(sk, cand, side="left")
+    if math.prod(sizes) <= MAX_CELLS:
+        joint = np.bincount(sk, minlength=math.prod(sizes)).astype(np.float64).reshape(sizes)
+        expected = phi_projection(joint, phi_axes).ravel()[cand] * len(synth)
+    else:  # a record of a joint this large is reproduced by chance about never: e = 0, any copy stands out
+        expected = np.zeros(len(cand))
+    flagged = (observed > 0) & (stats.poisson.sf(observed - 1, expected) <= flag_level)
+    return VerbatimRound(
+        unique_train=len(ut),
+        unique_holdout=len(uh),
+        flagged_train=int(flagged[: len(ut)].sum()),
+        flagged_holdout=int(flagged[len(ut) :].sum()),
+    )
+
+
+def stratified_hypergeom_sf(rounds: list[VerbatimRound]) -> float:
+    """P[Σ_r X_r ≥ Σ_r flagged_train_r] for independent X_r ~ Hypergeometric(population |U_T| + |U_H|, successes
+    = the flagged candidates, draws = |U_T|) of each round: the exact conditional test that the flagged candidates
+    fall on the training half no more often than a random split puts them there."""
+    from scipy import stats
+
+    pmf = np.ones(1)
+    for r in rounds:
+        total, flagged, draws = r.unique_train + r.unique_holdout, r.flagged_train + r.flagged_holdout, r.unique_train
+        support = np.arange(min(flagged, draws) + 1)
+        pmf = np.convolve(pmf, stats.hypergeom.pmf(support, total, flagged, draws))
+    observed = sum(r.flagged_train for r in rounds)
+    return float(min(1.0, max(0.0, pmf[observed:].sum())))
+
+
+def _verbatim_job(ref: GeneratorRef, train: np.ndarray, fit_seed: int, n: int, seeds: list[int]) -> np.ndarray:
+    return np.concatenate(ref.fit_sample(train, fit_seed, n, seeds))
+
+
+def verbatim_audit(
+    ref: GeneratorRef,
+    reference: np.ndarray,
+    rounds: int,
+    train_rows: int,
+    samples: int,
+    seed: int,
+    flag_level: float = 0.01,
+    progress: Progress | None = None,
+    executor: Executor | None = None,
+) -> VerbatimResult:
+    """The verbatim-copy test (module docstring): ``rounds`` fits, each on n = ``train_rows`` reference records
+    (at most half of them) with as many held out, ``samples`` sets of n rows from each."""
+    reference = np.asarray(reference, dtype=np.int64)
+    attrs = ref.attributes
+    sizes = [ref.domain[a] for a in attrs]
+    phi_axes = [tuple(sorted(attrs.index(a) for a in c)) for c in ref.cliques]
+    n = min(int(train_rows), len(reference) // 2)
+    rng = np.random.default_rng(seed_of(seed, 70))
+    halves: list[tuple[np.ndarray, np.ndarray]] = []
+    jobs: list[tuple[Any, ...]] = []
+    for r in range(rounds):  # each round its own random split (rounds may share records: each split is independent)
+        pick = rng.choice(len(reference), size=2 * n, replace=False)
+        halves.append((reference[pick[:n]], reference[pick[n:]]))
+        jobs.append((ref, halves[-1][0], seed_of(seed, 71, r), n, [seed_of(seed, 72, r, j) for j in range(samples)]))
+    found = []
+    for (train, holdout), synth in zip(halves, (executor or executor_for(1)).map(_verbatim_job, jobs, "verbatim-fit")):
+        found.append(verbatim_round(train, holdout, synth, sizes, phi_axes, flag_level))
+        if progress:
+            progress(len(found), rounds, "verbatim-copy fits")
+    from sdgov.audits.privacy.beyond_phi import MAX_CELLS
+
+    return VerbatimResult(
+        rounds=rounds,
+        train_rows=n,
+        samples=samples,
+        flag_level=flag_level,
+        unique_train=sum(r.unique_train for r in found),
+        unique_holdout=sum(r.unique_holdout for r in found),
+        flagged_train=sum(r.flagged_train for r in found),
+        flagged_holdout=sum(r.flagged_holdout for r in found),
+        p_value=stratified_hypergeom_sf(found),
+        model="the output's own Φ-only model" if math.prod(sizes) <= MAX_CELLS else "none (joint too large): e = 0",
+        per_round=found,
     )

@@ -178,6 +178,8 @@ def apply_policy(
                 f"training record (independent sample: {disclosure.exact_matches_independent})",
             )
         )
+        if disclosure.verbatim is not None:
+            out.append(verbatim_check(policy, disclosure.verbatim))
         ds, dh = disclosure.dcr_synthetic, disclosure.dcr_holdout
         dz, hz = ds.share_zero, dh.share_zero
         zs, zh = dz * ds.sample, hz * dh.sample  # records at distance 0 in each sample
@@ -203,6 +205,19 @@ def apply_policy(
                 )
             )
     return out
+
+
+def verbatim_check(policy: RiskPolicy, v) -> PolicyCheck:
+    """The verbatim-copy test's check (``v``: :class:`~sdgov.audits.privacy.disclosure.VerbatimResult`)."""
+    vq = policy.verbatim
+    return PolicyCheck(
+        name="verbatim copies of training records",
+        level=_lvl(v.p_value <= vq.fail_alpha, v.p_value <= vq.warn_alpha),
+        detail=f"p = {v.p_value:.2g} (exact, training vs never-seen holdout): the output over-represents "
+        f"{v.flagged_train} of {v.unique_train} training records vs {v.flagged_holdout} of {v.unique_holdout} "
+        f"holdout records, each unique in its round ({v.rounds} fits on {v.train_rows:,} records, {v.samples} "
+        f"synthetic sets each; over-represented: P[Poisson(e) ≥ count] ≤ {v.flag_level:g}, e from {v.model})",
+    )
 
 
 def _two_prop_p(x1: float, n1: int, x2: float, n2: int) -> float:

@@ -26,7 +26,7 @@ from sdgov.audits.generator_protocol import AuditError, load_generator
 from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
 from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
 from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
-from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks
+from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks, verbatim_audit
 from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
 from sdgov.audits.privacy.mia import (
     TargetRisk,
@@ -41,7 +41,6 @@ from sdgov.base.executor import Executor
 from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
-SHIPPED_PREFIXES = ("sdgov.audits.generators:", "sdgov.audits.privacy.leaky:")
 _T = TypeVar("_T")
 
 
@@ -171,7 +170,7 @@ class PrivacyAuditRun:
     def pool(self) -> _Pool:
         """Fail fast on a bad generator path or part; pick the targets (outliers and random records) and shuffle the
         rest into the reference records."""
-        load_generator(self.generator)  # fail fast on a bad import path
+        load_generator(self.generator)  # fail fast on a name that is not registered
         check_privacy_parts(self.parts)
         st, attributes = self.settings, self.attributes
         real = np.asarray(self.real, dtype=np.int64)
@@ -283,7 +282,22 @@ class PrivacyAuditRun:
             )
         train, holdout, independent = (reference[i * n_train : (i + 1) * n_train] for i in range(3))
         synth = pool.ref.fit_sample(train, seed_of(st.seed, 4), n_train, [seed_of(st.seed, 5)])[0]
-        return disclosure_checks(
+        verbatim = (
+            verbatim_audit(
+                pool.ref,
+                reference,
+                st.verbatim_rounds,
+                st.train_rows,
+                st.verbatim_samples,
+                seed_of(st.seed, 10),
+                st.verbatim_flag_level,
+                self.progress,
+                self.executor,
+            )
+            if st.verbatim_rounds > 0
+            else None
+        )
+        found = disclosure_checks(
             train,
             holdout,
             independent,
@@ -295,6 +309,7 @@ class PrivacyAuditRun:
             st.dcr_sample,
             seed_of(st.seed, 6),
         )
+        return found.model_copy(update={"verbatim": verbatim})
 
     def result(self, pool: _Pool, found: _Findings, t0: float, timing: dict[str, float]) -> PrivacyAuditResult:
         """The policy's checks on the findings, and the verdict."""
@@ -450,13 +465,14 @@ def agreement_audit_run(
     The default generator is the honest audit variant of the agreement's generator (:mod:`sdgov.audits.generators`)
     with the plan's noise scale (the smallest σ if they differ) — a simulation of the release mechanism with seeded
     Gaussian noise at the same σ, hence the same ρ. Shipped generators (``sdgov.audits.generators``,
-    ``sdgov.audits.privacy.leaky``) get ``sigma``/``iterations`` from the agreement where ``params`` do not set them; a
-    third party's get only ``params``.
+    ``sdgov.audits.privacy.leaky``: :func:`~sdgov.agreement.code_names.is_shipped`) get ``sigma``/``iterations``
+    from the agreement where ``params`` do not set them; a plug-in's get only ``params``.
     """
+    from sdgov.agreement.code_names import is_shipped
     from sdgov.audits.generators import honest_variant
 
     gen = generator or honest_variant(agreement.generator.name)
-    if gen.startswith(SHIPPED_PREFIXES):  # the release's own noise scale and iterations, unless overridden
+    if is_shipped(gen):  # the release's own noise scale and iterations, unless overridden
         sig = min((m.sigma for m in plan.marginals), default=0.0)
         params = {
             "sigma": 0.0 if plan.noise == "none" else float(sig),
@@ -511,6 +527,7 @@ def summary(result: PrivacyAuditResult) -> dict[str, Any]:
         "exact_matches_unique_baseline": d.unique.independent if d else None,
         "exact_matches_unique_holdout": d.unique.synthetic_holdout if d else None,
         "unique_match_p_value": d.unique.p_value if d else None,
+        "verbatim_p_value": d.verbatim.p_value if d and d.verbatim else None,
         "copy_share": result.memorisation.copy_share if result.memorisation else None,
         "copy_share_ci": list(result.memorisation.copy_share_ci) if result.memorisation else None,
         "beyond_phi_p_value": result.beyond_phi.p_value if result.beyond_phi and result.beyond_phi.ran else None,
