@@ -28,10 +28,10 @@ from sdgov.base.errors import SpecError
 from sdgov.base.hashing import md5_file, write_json
 from sdgov.base.loading import load_model_file
 from sdgov.contracts import Agreed, ArtifactRef, DataRef, StageRecord
+from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import Schema, load_schema
 from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.governance.signoff import SignOff
-from sdgov.measurement.marginals import MeasurementSet
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:

@@ -20,17 +20,19 @@ from sdgov.base.hashing import write_json
 from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.engines import engine
 from sdgov.measurement.marginals import noisy_measurements
-from sdgov.measurement.store import measure_once
+from sdgov.measurement.store import STATEMENT, measure_once
 from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from sdgov.tasks.common import logger, stage
 
-VERSION = "2.0.0"  # 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked
+VERSION = "2.1.0"  # 2.1: the privacy statement (privacy_statement.json) in place of budget.json
+# 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked
 
 
 @task(name="measure", version=VERSION, cache_policy=NO_CACHE)
 def measure(agreed: Agreed, registry_root: str) -> Measured:
-    """Draw (or reuse) the agreed noisy marginals once per statistic and write the privacy plan → ``Measured``.
+    """Draw (or reuse) the agreed noisy marginals once per statistic; write the privacy plan and the release's privacy
+    statement → ``Measured``.
 
     Counts come from the encoded data only when noise is drawn; the record names statistics by keyed commitment."""
     log = logger()
@@ -66,15 +68,15 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
             len(plan.marginals),
             counts["drawn"],
             counts["reused"],
-            outcome.budget["this_release_rho"],
-            plan.epsilon,
-            plan.delta,
+            outcome.statement.spent_rho,
+            outcome.statement.release.zcdp,
+            outcome.statement.delta,
         )
         rec.inputs = [agreed.agreement, agreed.data.as_artifact(), agreed.codes]
         rec.outputs = [
             ArtifactRef.of("measurements", outcome.path),
             ArtifactRef.of("privacy_plan", Path(agreed.run_dir) / "privacy_plan.json"),
-            ArtifactRef.of("budget", Path(agreed.run_dir) / "budget.json"),
+            ArtifactRef.of("privacy_statement", Path(agreed.run_dir) / STATEMENT),
         ]
         # the record is published (provenance): each statistic by its keyed commitment, as in measurements.json
         commit = commitment.registry_committer(Registry(registry_root).registry_id())
@@ -85,7 +87,7 @@ def measure(agreed: Agreed, registry_root: str) -> Measured:
     return Measured(
         measurements=rec.outputs[0],
         privacy_plan=rec.outputs[1],
-        budget=rec.outputs[2],
+        statement=rec.outputs[2],
         reused=outcome.reused_all,
         record=rec.record(),
     )

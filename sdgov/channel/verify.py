@@ -281,8 +281,8 @@ def _dvc_files(folder: Path, f: _Findings) -> None:
 def _inputs(folder: Path, manifest: dict[str, Any], f: _Findings) -> bool:
     """ψ, the agreement and the schema: each readable and bound to the others by hash."""
     from sdgov.agreement.spec import Agreement
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import Schema
-    from sdgov.measurement.marginals import MeasurementSet
 
     agreement: Agreement | None
     try:

@@ -38,7 +38,7 @@ from sdgov.intake.preflight import check_root_is_usable, part_records, run_prefl
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
-    from sdgov.agreement.accounting import PrivacyPlan
+    from sdgov.budget.accounting import PrivacyPlan
 
 
 @dataclass(frozen=True)

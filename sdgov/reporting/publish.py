@@ -148,7 +148,7 @@ def _publish_locked(
         "artifacts/agreement.json": agreed.agreement.verified(),
         "artifacts/measurements.json": measured.measurements.verified(),
         "artifacts/privacy_plan.json": measured.privacy_plan.verified(),
-        **({"artifacts/budget.json": measured.budget.verified()} if measured.budget else {}),
+        "artifacts/privacy_statement.json": measured.statement.verified(),
         "artifacts/model_info.json": generated.model_info.verified(),
         # not the audit and utility artifacts: computed on the confidential data, they are the controller's
         # evidence (run dir), bound into the candidate hash the approver signs but never published

@@ -94,11 +94,11 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(relea
 
 def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> None:
     """No figure of the evidence report in the published card, except public ones; the evidence is not published."""
-    from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
+    from sdgov.budget.accounting import PrivacyPlan, epsilon_pld
     from sdgov.data.encoding import encode
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import load_schema
     from sdgov.engines.recordset import FrameRecords
-    from sdgov.measurement.marginals import MeasurementSet
     from sdgov.reporting.card import noisy_tvd
 
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
@@ -235,8 +235,8 @@ def test_the_known_all_but_one_attack_confirms_no_candidate(released_with_audits
 
     from sdgov.data.encoding import encode, read_csv_strict
     from sdgov.data.fingerprint import fingerprint
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import load_schema
-    from sdgov.measurement.marginals import MeasurementSet
     from sdgov.measurement.store import statistic_key
 
     result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))

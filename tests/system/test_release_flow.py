@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov.agreement.accounting import epsilon_of_rho
+from sdgov.budget.accounting import epsilon_of_rho
 from sdgov.data.encoding import encode
 from sdgov.data.schema import load_schema
 from sdgov.flows.cli import main

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sdgov.agreement.accounting import epsilon_pld, plan_privacy
 from sdgov.agreement.spec import PrivacySpec
 from sdgov.audits.protocol import AuditReport, Check
+from sdgov.budget.accounting import epsilon_pld, plan_privacy
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.utility.fitness import statement, task_verdicts
 

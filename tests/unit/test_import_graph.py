@@ -174,23 +174,24 @@ ROOMS: dict[str, set[str]] = {
     "engines": _below("base data"),
     "generators": _below("base data"),
     "agreement": _below("base data generators"),
+    "budget": _below("agreement base data generators"),
     "registry": _below("base identity"),
-    "governance": _below("agreement base data generators identity registry"),
-    "contracts": _below("agreement base governance"),
-    "measurement": _below("agreement base contracts data engines generators governance identity registry"),
-    "artifacts": _below("agreement base contracts data engines governance measurement registry"),
-    "synthesis": _below("agreement artifacts base contracts data engines generators measurement"),
-    "audits": _below("agreement artifacts base contracts data engines generators measurement"),
+    "governance": _below("agreement base budget data generators identity registry"),
+    "contracts": _below("agreement base budget generators governance"),
+    "measurement": _below("agreement base budget contracts data engines generators governance identity registry"),
+    "artifacts": _below("agreement base budget contracts data engines governance measurement registry"),
+    "synthesis": _below("agreement artifacts base budget contracts data engines generators measurement"),
+    "audits": _below("agreement artifacts base budget contracts data engines generators measurement"),
     "utility": _below("agreement base cards data engines"),
     "reporting": _below(
-        "agreement artifacts audits base cards contracts data engines generators governance identity measurement "
-        "registry synthesis utility"
+        "agreement artifacts audits base budget cards contracts data engines generators governance identity "
+        "measurement registry synthesis utility"
     ),
     "intake": _below(
-        "agreement audits base data engines generators governance identity measurement registry synthesis"
+        "agreement audits base budget data engines generators governance identity measurement registry synthesis"
     ),
     "demo": _below("agreement base data governance identity registry"),
-    "channel": _below("agreement artifacts base contracts data governance measurement registry synthesis"),
+    "channel": _below("agreement artifacts base budget contracts data governance measurement registry synthesis"),
     "cards": _below(""),
 }
 

@@ -138,8 +138,8 @@ def test_the_reviewers_read_the_scores_the_changes_and_the_budget():
 
 
 def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share():
-    from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.spec import PrivacySpec, SelectionSpec
+    from sdgov.budget.accounting import plan_privacy
     from sdgov.reporting.card import _env
     from sdgov.reporting.selection import STYLE, card_selection, draw_selection
 
