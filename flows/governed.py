@@ -614,7 +614,7 @@ def _agree(request: GovernedRequest) -> _Governed:
         eps = release_epsilon(plan)
         summary = {
             "phi": [" × ".join(c) for c in agreement.cliques],
-            "privacy": eps.words() + ("" if eps.exact else f", δ = {plan.delta:.3g}"),
+            "privacy": eps.words() + ("" if eps.unbounded else f", δ = {plan.delta:.3g}"),
         }
         run.signoffs.append(run.decision("agreement", run.sha, form, summary))
     return run

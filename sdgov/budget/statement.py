@@ -6,8 +6,9 @@ all print its figures through the functions below, so none of them can say somet
 Two accountings, both upper bounds on ε at the statement's δ: the zCDP bound (any ρ-zCDP mechanism, the tight
 CKS20 conversion) and privacy-loss-distribution accounting of the discrete Gaussians themselves (tighter; not
 defined for private selection, whose exponential mechanism is not a Gaussian). A release measured exactly
-(``noise: none``) has no finite ε, and neither has its dataset ever after: any statement whose statistics include an
-exact measurement says ε = ∞ and makes no differential-privacy claim.
+(``noise: none``) has no finite ε, and neither has its dataset ever after: once any statistic of a dataset was
+measured exactly, every later statement of it says ε = ∞ — for the dataset and for the release alike — and makes no
+differential-privacy claim (the noise a later release adds is reported as ρ and σ, not as a guarantee).
 """
 
 from __future__ import annotations
@@ -25,18 +26,18 @@ INFINITY = "∞"
 
 
 class Epsilon(Frozen):
-    """ε at one δ of a set of statistics, by both accountings. ``exact``: the set includes statistics measured
-    exactly, so no finite ε bounds it (ε = ∞, and no DP claim is made)."""
+    """ε at one δ of a set of statistics, by both accountings. ``unbounded``: statistics of the dataset were
+    measured exactly (these, or earlier ones), so no finite ε bounds what is published (ε = ∞, no DP claim)."""
 
-    exact: bool = False
-    rho: float | None = None  # zCDP ρ of the noisy statistics (None: exact, or nothing measured)
-    zcdp: float | None = None  # ε by the zCDP bound (None when exact)
-    pld: float | None = None  # ε ≤ this by PLD of the discrete Gaussians (None: not only discrete Gaussians, or exact)
+    unbounded: bool = False
+    rho: float | None = None  # zCDP ρ of the noise added (None: none added, or nothing measured)
+    zcdp: float | None = None  # ε by the zCDP bound (None when unbounded)
+    pld: float | None = None  # ε ≤ this by PLD of the discrete Gaussians (None: not only Gaussians, or unbounded)
 
     def words(self, pld: bool = True) -> str:
-        """``ε = 1 (zCDP bound), ε ≤ 0.9156 (PLD)``, or ``ε = ∞ (…)`` for an exact set."""
-        if self.exact:
-            return f"ε = {INFINITY} (statistics measured exactly: {NO_DP})"
+        """``ε = 1 (zCDP bound), ε ≤ 0.9156 (PLD)``, or ``ε = ∞ (…)`` when unbounded."""
+        if self.unbounded:
+            return f"ε = {INFINITY} (statistics of the dataset measured exactly: {NO_DP})"
         s = f"ε = {num(self.zcdp)} (zCDP bound)"
         if pld and self.pld is not None:
             s += f", ε ≤ {num(self.pld)} (PLD)"
@@ -52,7 +53,7 @@ def release_epsilon(plan: PrivacyPlan) -> Epsilon:
     """The ε of every table of a release (drawn now or reused) from its plan: the zCDP bound and the PLD of its
     discrete Gaussians (none with private selection). Also what the Φ agreement's form states before the draw."""
     if plan.noise == "none":
-        return Epsilon(exact=True)
+        return Epsilon(unbounded=True)
     return Epsilon(rho=plan.rho, zcdp=plan.epsilon, pld=epsilon_pld(plan))
 
 
@@ -61,7 +62,7 @@ def cumulative_epsilon(rho: float, sigmas: list[float] | None, delta: float | No
     σ, counted once; None when a charge is not a persisted discrete Gaussian) by PLD; ∞ when any of its statistics
     was measured exactly (``exact``)."""
     if exact:
-        return Epsilon(exact=True, rho=rho or None)
+        return Epsilon(unbounded=True, rho=rho or None)
     if delta is None:
         return Epsilon()
     pld = epsilon_pld_of_sigmas(sigmas, delta) if sigmas else None
@@ -142,7 +143,12 @@ class PrivacyStatement(Frozen):
     @property
     def spent(self) -> bool:
         """The dataset's privacy is spent: an exact measurement of it exists (ε = ∞)."""
-        return self.cumulative.exact
+        return self.cumulative.unbounded
+
+    @property
+    def exact(self) -> bool:
+        """This release's own tables were measured exactly (``noise: none``)."""
+        return self.noise == "none"
 
     @property
     def reused(self) -> int:
@@ -170,8 +176,17 @@ def make_statement(
 ) -> PrivacyStatement:
     """The release's statement from its plan and the dataset's account as the measure stage leaves it."""
     parts = sorted({m.part for m in plan.marginals if m.part is not None})
+    spent = plan.noise == "none" or bool(exact_measurements)
+
+    def claim(of: PrivacyPlan) -> Epsilon:  # a spent dataset: the noise added is reported, no finite ε is claimed
+        return Epsilon(unbounded=True, rho=of.rho) if spent else release_epsilon(of)
+
     floor = (
-        Floor(sigma=plan.sigma_floor, binding=plan.floor_binding, max_epsilon=plan.floor_max_epsilon)
+        Floor(
+            sigma=plan.sigma_floor,
+            binding=plan.floor_binding,
+            max_epsilon=None if spent else plan.floor_max_epsilon,
+        )
         if plan.sigma_floor is not None
         else None
     )
@@ -185,8 +200,8 @@ def make_statement(
         neighbours=plan.neighbours,
         delta=plan.delta,
         delta_source=plan.delta_source,
-        release=release_epsilon(plan),
-        parts={p: release_epsilon(part_plan(plan, p)) for p in parts},
+        release=claim(plan),
+        parts={p: claim(part_plan(plan, p)) for p in parts},
         selection_rho=plan.selection_rho,
         selection_method=plan.selection_method,
         floor=floor,
@@ -198,7 +213,7 @@ def make_statement(
         policy_entry=policy_entry,
         policy_sha256=policy_sha256,
         max_epsilon_per_release=max_epsilon_per_release,
-        cumulative=cumulative if plan.noise != "none" else cumulative.model_copy(update={"exact": True}),
+        cumulative=Epsilon(unbounded=True, rho=cumulative.rho) if spent else cumulative,
         exact_measurements=exact_measurements,
         statistics=statistics,
         earlier_releases_sharing=earlier_releases_sharing,
@@ -212,15 +227,19 @@ def make_statement(
 
 def key_facts(s: PrivacyStatement) -> str:
     """One line: this release's ε and δ, and the dataset's over every release (the form's and the trail's)."""
-    if s.release.exact:
-        return f"NO NOISE: exact statistics, {NO_DP}; the dataset's ε over every release = {INFINITY}"
-    line = f"{s.release.words()}, δ = {num(s.delta, 3)}; the dataset's ε over every release: "
-    return line + (f"{INFINITY} (privacy spent: {_exact_words(s)})" if s.spent else s.cumulative.words())
+    if s.exact:
+        return f"NO NOISE: exact statistics, {NO_DP}; ε = {INFINITY} for this release and the dataset's every release"
+    if s.spent:
+        return (
+            f"ε = {INFINITY}, {NO_DP}: the dataset's privacy is spent ({_exact_words(s)}); this release adds noise "
+            f"of ρ = {num(s.release.rho, 6)} (zCDP), which bounds nothing once exact statistics are out"
+        )
+    return f"{s.release.words()}, δ = {num(s.delta, 3)}; the dataset's ε over every release: {s.cumulative.words()}"
 
 
 def _exact_words(s: PrivacyStatement) -> str:
     if not s.exact_measurements:
-        return "this release measured its tables exactly"
+        return "this release measures its tables exactly"
     first = s.exact_measurements[0]
     more = f" and {len(s.exact_measurements) - 1} more" if len(s.exact_measurements) > 1 else ""
     return f"its statistics were measured exactly in run {first.run_id[:8]} ({first.time}){more}"
@@ -228,10 +247,16 @@ def _exact_words(s: PrivacyStatement) -> str:
 
 def headline(s: PrivacyStatement) -> str:
     """The card's headline privacy sentence (the release form's too)."""
-    if s.release.exact:
+    if s.exact:
         return (
             "NO NOISE WAS ADDED: the agreed statistics were declared public and measured exactly. This release has "
             f"{NO_DP} (ε = {INFINITY}), and neither has any release of this dataset from now on."
+        )
+    if s.spent:
+        return (
+            f"This release has {NO_DP} (ε = {INFINITY}): {_exact_words(s)}, so the dataset's privacy is spent and no "
+            f"finite ε bounds what its releases reveal, this one's included. Its tables carry noise (ρ = "
+            f"{num(s.release.rho, 6)}, zCDP), reported here, not claimed as a guarantee."
         )
     r = s.release
     text = (
@@ -240,12 +265,10 @@ def headline(s: PrivacyStatement) -> str:
         + "."
     )
     c = s.cumulative
-    where = "over every release so far, in every registry of this controller (its account with the budget authority)"
-    if c.exact:
-        return text + (
-            f" The dataset {where}: ε = {INFINITY} — {_exact_words(s)}, so its privacy is spent: no differential-"
-            "privacy guarantee covers what its releases together reveal, this one's included."
-        )
+    where = (
+        "over every release so far, in every registry of this controller (its account with the controller's budget "
+        "authority)"
+    )
     text += f" The dataset {where}: ε = {num(c.zcdp)} by the zCDP bound (ρ = {num(c.rho, 6)})"
     if c.pld is not None:
         text += f"; ε ≤ {num(c.pld)} by privacy-loss-distribution accounting"
@@ -255,20 +278,20 @@ def headline(s: PrivacyStatement) -> str:
 def rows(s: PrivacyStatement) -> list[tuple[str, str]]:
     """The headline figures as (label, value) rows: the card's privacy table and the release-candidate artifact."""
     r, c = s.release, s.cumulative
-    inf = f"{INFINITY} (exact statistics: {NO_DP})"
+    inf = f"{INFINITY} (statistics of the dataset measured exactly: {NO_DP})"
     return [
-        ("ε of this release (zCDP bound)", inf if r.exact else num(r.zcdp)),
+        ("ε of this release (zCDP bound)", inf if r.unbounded else num(r.zcdp)),
         (
             "ε of this release (privacy-loss-distribution accounting, an upper bound)",
-            inf if r.exact else num(r.pld),
+            inf if r.unbounded else num(r.pld),
         ),
         ("δ", num(s.delta, 3)),
-        ("ε of the dataset over every release (zCDP bound)", inf if c.exact else num(c.zcdp)),
+        ("ε of the dataset over every release (zCDP bound)", inf if c.unbounded else num(c.zcdp)),
         (
             "ε of the dataset over every release (privacy-loss-distribution accounting, an upper bound)",
-            inf if c.exact else num(c.pld),
+            inf if c.unbounded else num(c.pld),
         ),
-        ("ρ of this release (zCDP, all its tables)", "—" if r.exact else num(r.rho, 6)),
+        ("ρ of this release (zCDP, all its tables)", "—" if s.exact else num(r.rho, 6)),
         ("ρ spent by this release (new draws; reused tables were paid before)", num(s.spent_rho, 6)),
         ("ρ of the dataset over every release (zCDP, its noisy tables)", num(s.spent_after_rho, 6)),
     ]
@@ -277,8 +300,13 @@ def rows(s: PrivacyStatement) -> list[tuple[str, str]]:
 def plain(s: PrivacyStatement) -> str:
     """ε in plain language: how much more likely any conclusion can become because one person's record is in the
     data (this release's ε; none where it, or the dataset before it, was measured exactly)."""
-    if s.release.exact:
+    if s.exact:
         return "No guarantee: the statistics were published exactly, so nothing limits what they reveal about anyone."
+    if s.spent:
+        return (
+            "No guarantee: statistics of this dataset were published exactly before, so nothing limits what its "
+            "releases together reveal about anyone; the noise in this one does not change that."
+        )
     assert s.release.zcdp is not None and s.delta is not None
     factor = math.exp(s.release.zcdp)
     text = (
@@ -287,23 +315,25 @@ def plain(s: PrivacyStatement) -> str:
         f"probability δ = {s.delta:.3g} that this fails. So an attacker who gave 50% odds to a fact about someone "
         f"before could give it at most {100 * factor / (1 + factor):.0f}% after seeing the release."
     )
-    if s.spent:
-        text += (
-            " That holds for this release alone: the same data was published exactly before, so taken together its "
-            "releases carry no such limit."
-        )
     return text
 
 
 def guarantee(s: PrivacyStatement) -> str:
     """The card's privacy guarantee in words: the mechanism, ρ and the (ε, δ) it implies, where δ comes from,
     selection's share, the tighter PLD figure, the noise floor; with noise ``none``, that there is none."""
-    if s.release.exact:
+    if s.exact:
         return (
             "NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "
             f"this release carries {NO_DP}, and from now on no release of this dataset does (ε = {INFINITY})."
         )
     r = s.release
+    if s.spent:
+        return (
+            f"The agreed statistics were measured with {s.mechanism}, at ρ = {num(r.rho, 6)} in total (zero-"
+            f"concentrated DP) — but the dataset's privacy is spent: {_exact_words(s)}. Once exact statistics of a "
+            f"dataset are published no finite ε bounds what its releases reveal, so this release carries {NO_DP} "
+            f"(ε = {INFINITY}); its noise is reported, not claimed as a guarantee."
+        )
     text = (
         f"The agreed statistics were measured with {s.mechanism}, at ρ = {num(r.rho, 6)} in total "
         f"(zero-concentrated DP), which implies (ε = {num(r.zcdp)}, δ = {num(s.delta, 3)})-DP for "
@@ -336,11 +366,6 @@ def guarantee(s: PrivacyStatement) -> str:
             f"{' and was binding' if s.floor.binding else ''}; with this many marginals it permits at most "
             f"ε = {num(s.floor.max_epsilon)} (zCDP bound)."
         )
-    if s.spent:
-        text += (
-            f" The dataset's own privacy is spent: {_exact_words(s)}, so no differential-privacy guarantee covers "
-            f"its releases together (ε = {INFINITY}); the figures above bound this release alone."
-        )
     return text
 
 
@@ -355,7 +380,7 @@ def ledger_words(s: PrivacyStatement) -> str:
         f"{num(s.remaining_rho, 6)}."
     )
     c = s.cumulative
-    if c.exact:
+    if c.unbounded:
         text += f" Over every release so far the dataset's ε = {INFINITY}: {_exact_words(s)}."
     elif c.zcdp is not None:
         text += (

@@ -59,7 +59,7 @@ def agreement_facts(agreement: Agreement, sha256: str, plan: PrivacyPlan, deadli
     eps = release_epsilon(plan)
     privacy = (
         f"{eps.words()} — NO NOISE: exact tables; no release of this dataset has a DP guarantee after this"
-        if eps.exact
+        if eps.unbounded
         else f"{eps.words()}, δ = {num(plan.delta, 3)} (ρ = {num(eps.rho, 6)}, zCDP)"
     )
     return Facts(
@@ -129,7 +129,7 @@ def _budget_lines(plan: PrivacyPlan, acct: Account | None, card: Card | None = N
         eps = release_epsilon(plan)
         lines = [
             "- **Privacy: NO NOISE** — the statistics are declared public; no DP guarantee."
-            if eps.exact
+            if eps.unbounded
             else f"- **Privacy budget of this release:** ρ = {num(eps.rho, 6)} (zCDP) → {eps.words()} at "
             f"δ = {num(plan.delta, 3)}; σ per marginal: "
             + ", ".join(sorted({f"{m.sigma:.4g}" for m in plan.marginals}))

@@ -445,7 +445,8 @@ def build_card(inputs: CardInputs) -> Card:
         attributes=_attributes(agreement, i.schema),
         phi=_phi(i),
         not_preserved=not_preserved(agreement, i.schema, exact=plan.noise == "none"),
-        privacy=plan,
+        # σ and ρ per table; a spent dataset's card claims no finite ε anywhere, its plan's included
+        privacy=plan.model_copy(update={"epsilon": None, "floor_max_epsilon": None}) if i.statement.spent else plan,
         statement=i.statement,
         generator=model_info,
         synthetic=i.synthetic.model_dump(),
