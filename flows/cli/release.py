@@ -150,7 +150,18 @@ def cmd_init(args: argparse.Namespace) -> int:
         if adopted
         else ""
     )
-    emit(args, {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}, human)
+    payload = {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}
+    if reg.is_registry():  # the key that signs every release: its fingerprint is what strangers pin
+        from sdgov.registry.key import registry_fingerprint
+
+        fingerprint = registry_fingerprint(reg.config()["public_key"], str(reg.root))
+        payload |= {"registry_id": reg.registry_id(), "key_fingerprint": fingerprint}
+        human += (
+            f"\n  registry {payload['registry_id']} signs its releases with the key {payload['key_fingerprint']}:"
+            "\n  publish this fingerprint out of band (your website, your release notes) — every card states it, and "
+            "a stranger verifies a release with 'sdgov verify-release releases/<id> --public-key <it>'"
+        )
+    emit(args, payload, human)
     return 0
 
 

@@ -83,6 +83,7 @@ class Card(Strict):
     audit_sections: dict[str, dict[str, Any]] = {}  # audit check name → its title and verdict
     signoffs: list[SignOff]
     provenance: dict[str, Any]
+    registry_key_fingerprint: str  # the registry key that signs the release, as its controller publishes it
     synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.generators.graph)
     split: dict[str, Any] | None = None  # a split synthesis: the attribute and each part's codes, rows, Φ and ρ
     selection: CardSelection | None = None  # how Φ's pairs were selected and reviewed (sdgov.reporting.selection)
@@ -366,6 +367,7 @@ class CardInputs:
         commitment.Committer
     )  # the registry's keyed commitment (sdgov.registry.commitment): how the card names the data
     run_dir: Path  # the run's folder: artifacts are named relative to it, never by a machine path
+    registry_key_fingerprint: str  # sha256:… of the registry's public key (sdgov.identity.keys.published_fingerprint)
     audit: AuditReport
     audit_sections: dict[str, JSONObject] = field(default_factory=dict)  # audit check name → its section
     utility_report: JSONObject | None = None
@@ -470,6 +472,7 @@ def build_card(inputs: CardInputs) -> Card:
             for name, sec in sections.items()
         },
         signoffs=i.signoffs,
+        registry_key_fingerprint=i.registry_key_fingerprint,
         provenance={
             "stages": public_stages(i.records, i.run_dir, i.commit),
             "environment": environment(),

@@ -31,6 +31,7 @@ from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, S
 from sdgov.governance.policy import rows_warning
 from sdgov.measurement.selection.review import load_selection_records
 from sdgov.registry import commitment
+from sdgov.registry import key as registry_key
 from sdgov.registry.log import Registry
 from sdgov.reporting.card import Card, CardInputs, DataHashes, SyntheticFile, build_card, render
 from sdgov.reporting.evidence import build_evidence, render_evidence
@@ -114,6 +115,9 @@ def card_inputs(
             ),
             commit=run_committer(run_dir),
             run_dir=run_dir,
+            registry_key_fingerprint=registry_key.registry_fingerprint(
+                Registry(run_dir.parents[1]).config()["public_key"], str(run_dir.parents[1])
+            ),
             model_card=spec.model_card,
             selections=_selections(spec, Path(agreed.spec.path), plan),
         )
