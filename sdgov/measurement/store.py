@@ -507,6 +507,31 @@ def dataset_epsilon(
     return cumulative_epsilon(total_rho, sigmas if gaussian else None, delta, exact)
 
 
+def account_privacy(
+    registry: Registry, account: ledger.Account, delta: float | None
+) -> tuple[Epsilon, list[ExactMeasurement], list[tuple[str, str, PrivacyStatement]]]:
+    """What ``sdgov budget`` states of a dataset's account now (every release, and any run not released): its ε at
+    ``delta`` by both accountings — computed as the measure stage computes a statement's cumulative ε — where it
+    was measured exactly, and this registry's releases of it with their statements, as (release id, time, statement)."""
+    auth = budget_authority.open_authority()
+    exact = exact_measurements(registry, auth, account.fingerprint)
+    epsilon = dataset_epsilon(registry, auth, account.spends, account.spent_rho, delta, exact=bool(exact))
+    try:  # the statements name the dataset by its keyed commitment
+        mine: str | None = commitment.registry_committer(registry.registry_id(), create=False)(
+            "fingerprint", account.fingerprint
+        )
+    except RegistryError:  # no secret here: by its name label
+        mine = None
+    releases = []
+    for r in registry.releases():
+        path = Path(r["path"]) / "artifacts" / STATEMENT
+        if path.is_file():
+            s = PrivacyStatement.model_validate_json(path.read_bytes())
+            if s.fingerprint_hmac == mine or (mine is None and s.dataset == account.dataset):
+                releases.append((str(r["release_id"]), str(r["time"]), s))
+    return epsilon, exact, releases
+
+
 def exact_measurements(registry: Registry, auth: Authority, fingerprint: str) -> list[ExactMeasurement]:
     """Where this dataset's statistics were ever measured exactly (``noise: none``), oldest first: in any registry
     of the controller (the budget authority records exact tables too, charging nothing) or in this registry's log

@@ -13,6 +13,7 @@ from sdgov.base.atomic import atomic_write_text
 from sdgov.base.errors import SdgovError
 from sdgov.base.hashing import sha256_json, write_json
 from sdgov.base.model import Frozen
+from sdgov.budget.statement import key_facts
 from sdgov.contracts import Agreed, Audited, Generated, Measured, ReleaseResult, UtilityReported
 from sdgov.governance.signoff import SignOff
 from sdgov.registry.log import Registry, log_head
@@ -169,7 +170,8 @@ def _publish_locked(
         agreement_sha256=agreed.agreement_sha256,
         run_id=run_dir.name,
         decision="approve",
-        comment=f"released after sign-off of candidate {candidate.sha256}",
+        # the trail's privacy line: the card's statement, in the words every surface uses
+        comment=f"released after sign-off of candidate {candidate.sha256}; privacy: {key_facts(card.statement)}",
     )
     return ReleaseResult(
         release_id=release_id,
