@@ -35,6 +35,7 @@ class Facts:
 
     question: str  # "Sign off the release of `x`?"
     items: list[tuple[str, str]]
+    refused: str = ""  # why the last attempt was refused (the form's name field says it first)
 
     def markdown(self) -> str:
         """One paragraph per item (the Prefect form joins single line breaks, so paragraphs it is)."""
@@ -64,8 +65,8 @@ def agreement_facts(agreement: Agreement, sha256: str, plan: PrivacyPlan, deadli
     )
     return Facts(
         question=f"Approve the Φ agreement `{agreement.spec_name}`?",
+        refused=note,
         items=[
-            *([("Refused", note)] if note else []),
             (f"Φ ({len(plan.marginals)} tables of `{agreement.dataset_name}`)", _phi(plan)),
             ("Rows to release", _rows(agreement.rows)),
             ("Privacy of this release", privacy),
@@ -85,8 +86,8 @@ def release_facts(candidate: str, card: Card, deadline: str, note: str = "") -> 
     blocked = " — the release is blocked whatever you decide" if card.verdict.result == "fail" else ""
     return Facts(
         question=f"Sign off the release `{card.release_id}`?",
+        refused=note,
         items=[
-            *([("Refused", note)] if note else []),
             ("Overall verdict", f"**{verdict.upper()}**{blocked}"),
             ("Audit rows (computed without the confidential data)", "; ".join(rows) or "none"),
             (f"Φ ({len(card.phi)} tables of `{card.dataset['name']}`)", _phi(card.privacy)),
@@ -105,12 +106,10 @@ def form_fields(facts: Facts, subject: str, candidate: str) -> dict[str, tuple[s
     """The form's field titles and help (field name → (title, Markdown)), which the Prefect UI shows at full height
     whatever the window: the facts under the Decision field, a refusal's reason under the name field, the hash
     again under the confirmation."""
-    refused = dict(facts.items).get("Refused", "")
     out = {
         "approver": (
             "Your name",
-            (f"**The last attempt was refused:** {refused}\n\n" if refused else "")
-            + "exactly as listed in the approvers registry",
+            (f"**{facts.refused}**\n\n" if facts.refused else "") + "exactly as listed in the approvers registry",
         ),
         "decision": (f"Decision — {facts.question}", facts.markdown()),
     }
