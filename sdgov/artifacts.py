@@ -35,7 +35,7 @@ from sdgov.governance.signoff import SignOff
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
-    from sdgov.intake.inputs import ValidatedData
+    from sdgov.engines.validated import ValidatedData
 
 CODES_FILE = "codes.parquet"
 SYNTHETIC_CODES_FILE = "synthetic_codes.parquet"  # the synthetic file's cells, encoded once by the audit stage
