@@ -30,11 +30,17 @@ def cmd_registry(args: argparse.Namespace) -> int:
     if args.action == "prove":
         return _prove(args, reg)
     if args.action == "list":
-        rels = reg.releases()
+        from sdgov.registry.trail import dataset_index
+
+        datasets = dataset_index(reg)  # agreement hash → the dataset's declared name
+        rels = [{**r, "dataset": datasets.get(r["agreement_sha256"], "")} for r in reg.releases()]
         emit(
             args,
             {"releases": rels},
-            "\n".join(f"{r['release_id']}  {r['time']}  agreement {r['agreement_sha256'][:12]}" for r in rels)
+            "\n".join(
+                f"{r['release_id']}  {r['time']}  dataset {r['dataset'] or '?'}  agreement {r['agreement_sha256'][:12]}"
+                for r in rels
+            )
             or "no releases",
         )
         return 0

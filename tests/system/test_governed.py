@@ -279,6 +279,8 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     assert f"agreement hash: {run['sha256']}" in trail
     code, out, _ = cli("runs", "--root", str(root))  # the run, finished, and how
     assert code == 0 and f"released {card['release_id']} by Carl Controller" in out, out
+    code, out, _ = cli("registry", "list", "--root", str(root))  # each release names its dataset
+    assert code == 0 and f"dataset {card['dataset']['name']}" in out, out
     assert Registry(root).verify() == []
     assert pause_state(rid).is_completed()
 
