@@ -145,7 +145,8 @@ def test_the_trail_says_sdgov_published_and_tags_only_decisions():
     spent, approved, released = (next(line for line in text if line.startswith(f"#{i} ")) for i in range(3))
     assert "[approve]" not in spent and "[approve]" in approved and "[approve]" not in released
     assert "sdgov (system) published the release, approved by Carl Controller (controller)" in released
-    assert "agreement hash aaaaaaaaaaaa…" in released and "      agreement.json (file sha256): " + "b" * 64 in text
+    assert "agreement hash aaaaaaaaaaaa…" in released and "      agreement hash: " + "b" * 64 in text
+    assert "file sha256" not in "\n".join(text)  # only the agree stages name agreement.json's bytes (issue 39)
     html = render_trail_html(t)
     assert "<dt>rho</dt><dd>0.03</dd>" in html and "{&#34;dataset&#34;" not in html and '{"dataset"' not in html
     assert "table-layout:fixed" in html and "overflow-wrap:anywhere" in html
