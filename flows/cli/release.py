@@ -204,12 +204,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         "sigma": [m.sigma for m in plan.marginals],
         "registry": str(root) if root is not None else None,  # None: no controller's policy was applied
     }
+    from sdgov.budget.statement import num, release_epsilon
+
+    eps = release_epsilon(plan)  # as the statement will state it (a spent dataset's ε is ∞ once measured)
+    payload["privacy"] = eps.words() + ("" if eps.unbounded else f", δ = {num(plan.delta, 3)}")
     policy = f"allowed by the policy of {root}" if root is not None else "no registry: policy not checked (--root)"
     emit(
         args,
         payload,
         f"ok: agreement {payload['agreement_sha256']}, {data.rows} rows, "
-        f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}; {policy}",
+        f"{len(plan.marginals)} marginals, ρ={plan.rho}; {payload['privacy']}; {policy}",
     )
     return 0
 
