@@ -150,3 +150,17 @@ def test_the_trail_says_sdgov_published_and_tags_only_decisions():
     html = render_trail_html(t)
     assert "<dt>rho</dt><dd>0.03</dd>" in html and "{&#34;dataset&#34;" not in html and '{"dataset"' not in html
     assert "table-layout:fixed" in html and "overflow-wrap:anywhere" in html
+
+
+def test_the_card_names_package_versions_not_the_machine():
+    """Issue 38 item 8: card.json carried the worker's kernel version, libc and Python build (platform.platform())."""
+    import platform
+
+    from sdgov.reporting.card import PACKAGES, environment
+
+    env = environment()
+    assert set(env) == {"python", "packages", "sdgov", "git_commit"} and set(env["packages"]) == set(PACKAGES)
+    assert env["python"] == platform.python_version()  # a version, not a build
+    text = json.dumps(env)
+    for machine in {platform.platform(), platform.release(), platform.python_build()[1]} - {""}:
+        assert machine not in text, machine
