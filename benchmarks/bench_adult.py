@@ -42,13 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_selection import REPO, combine, peer_arms, sdgov_mst, shared_options, summarize, tvd_pairs
 
-from sdgov.agreement.accounting import plan_privacy
 from sdgov.agreement.load import load_spec
+from sdgov.budget.accounting import plan_privacy
+from sdgov.data.psi import MeasurementSet
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
 from sdgov.generators.plugin import InferenceParams
 from sdgov.generators.sampler import iter_chunks
-from sdgov.measurement.marginals import MeasurementSet, measure_cliques
+from sdgov.measurement.marginals import measure_cliques
 
 SPEC = REPO / "examples" / "uci_adult" / "spec.yaml"
 TARGET = "income"

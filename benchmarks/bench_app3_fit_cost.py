@@ -121,11 +121,11 @@ def main() -> None:
     ap.add_argument("--json")
     args = ap.parse_args()
 
-    from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.load import load_spec
     from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, RiskSettings
     from sdgov.audits.privacy.cost import planned_fits
     from sdgov.audits.privacy.run import agreement_audit_run
+    from sdgov.budget.accounting import plan_privacy
     from sdgov.engines import load_encoded
     from sdgov.generators.pgm_mbi import junction_tree_cells
 

@@ -140,8 +140,8 @@ def log(msg: str) -> None:
 def bench_measurement(sizes: list[int], workdir: Path) -> tuple[list[dict], Path]:
     import pandas as pd
 
-    from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.load import load_spec
+    from sdgov.budget.accounting import plan_privacy
     from sdgov.data.encoding import encode, read_csv_strict
     from sdgov.measurement.marginals import measure_agreement
 
@@ -200,7 +200,7 @@ def worker_fit(args: argparse.Namespace) -> dict:
 
     import sdgov.generators.pgm_mbi as pgm
     from sdgov.agreement.load import load_spec
-    from sdgov.measurement.marginals import MeasurementSet
+    from sdgov.data.psi import MeasurementSet
 
     import_s = time.perf_counter() - t_imp
     params = spec_params = load_spec(SPEC).agreement.generator

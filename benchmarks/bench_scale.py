@@ -534,8 +534,8 @@ def main() -> None:
     else:
         import pickle
 
-        from sdgov.agreement.accounting import plan_privacy
         from sdgov.agreement.load import load_spec
+        from sdgov.budget.accounting import plan_privacy
         from sdgov.engines import load_encoded
         from sdgov.generators.pgm_mbi import fit_pgm
         from sdgov.measurement.marginals import measure_agreement

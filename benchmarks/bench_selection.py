@@ -40,14 +40,16 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.agreement.accounting import plan_privacy  # noqa: E402
-from sdgov.agreement.spec import GeneratorSpec, LimitsSpec, PrivacySpec, SelectionSpec  # noqa: E402
+from sdgov.agreement.spec import LimitsSpec, PrivacySpec, SelectionSpec  # noqa: E402
+from sdgov.budget.accounting import plan_privacy  # noqa: E402
+from sdgov.data.psi import MeasurementSet  # noqa: E402
 from sdgov.data.schema import load_schema  # noqa: E402
 from sdgov.data.tables import contingency_table  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
 from sdgov.generators.sampler import iter_chunks  # noqa: E402
-from sdgov.measurement.marginals import MeasurementSet, measure_cliques  # noqa: E402
+from sdgov.generators.settings import GeneratorSpec  # noqa: E402
+from sdgov.measurement.marginals import measure_cliques  # noqa: E402
 from sdgov.measurement.selection.mst import select_mst  # noqa: E402
 
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"

@@ -25,9 +25,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.agreement.accounting import plan_privacy  # noqa: E402
 from sdgov.agreement.resolve import resolve  # noqa: E402
 from sdgov.agreement.spec import ReleaseSpec  # noqa: E402
+from sdgov.budget.accounting import plan_privacy  # noqa: E402
 from sdgov.data.schema import load_schema  # noqa: E402
 from sdgov.data.tables import contingency_table  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402

@@ -43,8 +43,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_scale import EXTRACT, governed_registry, release_outcome, run_release, stage_table  # noqa: E402
 
-from sdgov.agreement.accounting import plan_agreement  # noqa: E402
 from sdgov.agreement.load import load_spec  # noqa: E402
+from sdgov.budget.accounting import plan_agreement  # noqa: E402
 from sdgov.reporting.verdict import Verdict  # noqa: E402
 from tests.system.test_release_audits import RISK  # noqa: E402
 

@@ -29,9 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 sys.path.insert(0, str(REPO))
 
-from sdgov.agreement.accounting import plan_privacy  # noqa: E402
 from sdgov.agreement.resolve import resolve  # noqa: E402
 from sdgov.agreement.spec import ReleaseSpec  # noqa: E402
+from sdgov.budget.accounting import plan_privacy  # noqa: E402
 from sdgov.data.schema import Schema  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators.registry import generator  # noqa: E402

@@ -31,13 +31,14 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sdgov.agreement.accounting import plan_privacy  # noqa: E402
 from sdgov.agreement.load import load_spec  # noqa: E402
 from sdgov.agreement.resolve import resolve  # noqa: E402
-from sdgov.agreement.spec import GeneratorSpec, KWay, PhiSpec, PrivacySpec  # noqa: E402
+from sdgov.agreement.spec import KWay, PhiSpec, PrivacySpec  # noqa: E402
+from sdgov.budget.accounting import plan_privacy  # noqa: E402
 from sdgov.engines import load_encoded  # noqa: E402
 from sdgov.generators import registry  # noqa: E402
 from sdgov.generators.sampler import iter_chunks  # noqa: E402
+from sdgov.generators.settings import GeneratorSpec  # noqa: E402
 from sdgov.measurement.marginals import measure_agreement  # noqa: E402
 from sdgov.utility import tasks as T  # noqa: E402
 from sdgov.utility.report import ReportSettings, build_report, write_report  # noqa: E402

@@ -3,12 +3,15 @@
     propose Φ ─► [controller approves Φ] ─► measure (ledger) ─► generate ─► audit ─► utility ─► draft card
       ─► [controller signs off] ─► release
 
-``approval="interactive"`` pauses at both brackets with ``pause_flow_run(wait_for_input=Decision)``: the form's
-description is the summary an approver needs (budget and ledger, audit verdicts, key utility numbers, evidence
-files). Before the release pause the candidate stage has rendered the draft generator card — the card exactly as
-it will be published, less the sign-offs — and shown it as artifacts on the run; the release form
-(:class:`ReleaseDecision`) shows Φ, ε/δ, the overall verdict and the full candidate hash, and an approval counts
-only with the first 8 characters of that hash typed back (a wrong one is refused like a bad signature).
+``approval="interactive"`` pauses at both brackets with ``pause_flow_run(wait_for_input=Decision)``. What is signed
+is in the form's fields, which the Prefect UI renders at full height at any window size (its text above the fields
+collapses to nothing on a laptop screen): the Decision field's title and help carry Φ, the rows to release, the
+verdict and each audit row, ε/δ (the privacy statement's), the deadline and the full hash; the name field's help
+carries a refused attempt's reason; the confirmation's help the hash again
+(:mod:`sdgov.reporting.approver_summaries`). Before the release pause the candidate stage has rendered the draft
+generator card — the card exactly as it will be published, less the sign-offs — and shown it as artifacts on the
+run; an approval of the release (:class:`ReleaseDecision`) counts only with the first 8 characters of its candidate
+hash typed back (a wrong one is refused like a bad signature); a rejection needs none.
 
 A decision counts only with a signed statement (the form's *Signature* field, from ``sdgov sign``, or
 ``sdgov approve --key``) over this registry's id, this flow run, a nonce issued for this very pause, the subject,
@@ -51,11 +54,11 @@ from prefect.states import Cancelled, Completed, State
 from pydantic import BaseModel, Field, create_model
 
 from sdgov import __version__
-from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.agreement.spec import Agreement
 from sdgov.artifacts import load_agreement
 from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
+from sdgov.budget.statement import headline, key_facts, release_epsilon
 from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.pending import PENDING_PREFIX
 from sdgov.flows.prefect_api import ui_link
@@ -70,8 +73,15 @@ from sdgov.governance.signoff import SignOff
 from sdgov.governance.site import Site
 from sdgov.governance.standing import StandingApproval, load_approvals
 from sdgov.registry.log import Registry
-from sdgov.reporting.approver_summaries import agreement_md, budget_md, key_facts, release_md
-from sdgov.reporting.card import Card, privacy_headline
+from sdgov.reporting.approver_summaries import (
+    agreement_facts,
+    agreement_md,
+    budget_md,
+    form_fields,
+    release_facts,
+    release_md,
+)
+from sdgov.reporting.card import Card
 from sdgov.reporting.publish import ReleaseCandidate, log_blocked, log_failed
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
@@ -91,22 +101,31 @@ class Decision(RunInput):
     )
 
     @classmethod
-    def for_pause(cls, description: str, facts: str) -> type[Decision]:
-        """This pause's form: the text above the fields, and the key facts (:func:`key_facts`) as the Decision
-        field's help, which stays in view at 1280×800 where the Prefect UI scrolls the text out of sight."""
+    def for_pause(cls, description: str, texts: dict[str, tuple[str, str]]) -> type[Decision]:
+        """This pause's form: the text above the fields, and each field's title and help as ``texts`` (field name →
+        (title, Markdown)) gives them — where what is signed goes, as the Prefect UI renders a field's title and
+        help at full height and collapses the text above the fields on a laptop screen."""
         form = cls.with_initial_data(description=description)
-        fields: dict[str, Any] = {
-            "decision": (Literal["approve", "reject"], Field(title="Decision", description=facts or None))
-        }
+        fields: dict[str, Any] = {}
+        for name, (title, help_) in texts.items():
+            info = cls.model_fields[name]
+            fields[name] = (
+                info.annotation,
+                Field(default=info.default, title=title, description=help_ or None)
+                if not info.is_required()
+                else Field(title=title, description=help_ or None, min_length=1 if name == "signature" else None),
+            )
         return cast(type[Decision], create_model(cls.__name__, __base__=form, **fields))
 
 
 class ReleaseDecision(Decision):
-    """The release form: also the first 8 characters of the candidate hash, typed by the approver (required)."""
+    """The release form: also the first 8 characters of the candidate hash, typed by the approver to approve (a
+    rejection needs none: :func:`sdgov.governance.decisions.check_confirmation`)."""
 
     confirm_hash: str = Field(
+        default="",
         title="Confirm hash",
-        description="type the first 8 characters of the release candidate hash shown above",
+        description="type the first 8 characters of the release candidate hash to approve (not needed to reject)",
     )
 
 
@@ -137,6 +156,10 @@ def form_for(subject: str, allow_unsigned: bool) -> type[Decision]:
 
 
 F = TypeVar("F", bound=RunInput)
+
+FormText = Callable[[str, str], tuple[str, dict[str, tuple[str, str]]]]
+"""A pause's form from the last refusal's note and the deadline (UTC): the text above the fields and each field's
+(title, help) — :meth:`Decision.for_pause`."""
 
 Status = Literal["released", "rejected", "timed_out", "blocked", "budget_refused", "refused", "cancelled"]
 
@@ -262,6 +285,12 @@ def _forced_state(flow_run_id: str) -> str | None:
     return f"the run's state was forced to {state.type.value} ({state.name}) while it awaited a decision"
 
 
+def deadline_utc(deadline: float) -> str:
+    """A ``time.monotonic()`` deadline as the UTC time it falls at (what the form, ``sdgov runs`` and the record
+    say)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic()))
+
+
 def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> dict[str, Any]:
     """What the pause awaits: written into the registry and logged (:func:`decisions.record_pending`, what ``sdgov
     runs``, ``sign`` and ``approve`` trust), and the same as a flow-run input (how they find it); returned as posted."""
@@ -269,7 +298,7 @@ def post_pending(key: str, pause: Pause, deadline: float, **fields: object) -> d
         **pause.challenge().model_dump(),
         **fields,
         "registry": str(pause.registry.root),
-        "deadline": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + deadline - time.monotonic())),
+        "deadline": deadline_utc(deadline),
     }
     pending["record_sha256"] = decisions.record_pending(pause, key, pending)
     create_flow_run_input(PENDING_PREFIX + key, pending)
@@ -310,11 +339,10 @@ def await_decision(
     proposer: str,
     agreement_sha256: str,
     run_id: str,
-    description: str,
+    form_text: FormText,
     deadline: float,
     poll_interval: int,
     summary: dict[str, Any] | None = None,
-    facts: str = "",
 ) -> tuple[SignOff, dict[str, str]]:
     """Pause until an eligible approver decides (:func:`sdgov.governance.decisions.decide`); refused attempts are
     logged there and the run pauses again.
@@ -354,7 +382,8 @@ def await_decision(
             agreement_sha256=agreement_sha256,
             summary=summary or {},  # what `sdgov approve` prints before asking for the hash
         )
-        form = form_class.for_pause(with_note(description, note, posted["deadline"]), facts)
+        description, texts = form_text(note, posted["deadline"])
+        form = form_class.for_pause(with_note(description, note, posted["deadline"]), texts)
         eligible = ", ".join(people) or "nobody — fix the approvers registry"
         waiting = f"waiting for a data controller to decide on the {subject} {sha256} (eligible: {eligible})"
         try:
@@ -551,26 +580,20 @@ class _Governed:
             return None
 
     def decision(
-        self,
-        subject: DecisionSubject,
-        sha256: str,
-        description: str,
-        summary: dict[str, Any] | None = None,
-        facts: str = "",
+        self, subject: DecisionSubject, sha256: str, form_text: FormText, summary: dict[str, Any] | None = None
     ) -> SignOff:
         """Pause for a controller's decision on ``subject`` (an approval: a rejection or a timeout stops the run)."""
         s, _ = await_decision(
             self.registry,
             subject=subject,
             sha256=sha256,
-            description=description,
+            form_text=form_text,
             proposer=self.proposer,
             agreement_sha256=self.sha,
             run_id=Path(self.agreed.run_dir).name,
             deadline=self.deadline,
             poll_interval=self.poll_interval,
             summary=summary,
-            facts=facts,
         )
         return s
 
@@ -582,7 +605,7 @@ def _governed(request: GovernedRequest) -> GovernedOutcome:
     try:
         measured = _measure_with_budget_retry(run)
         evaluated, report = _evaluate(run, measured)
-        _decide(run, measured, evaluated, report)
+        _decide(run, evaluated, report)
         return _publish(run, evaluated)
     except _Stop:
         raise  # an ending the log already records (rejected, timed out, blocked, budget refused)
@@ -636,19 +659,20 @@ def _agree(request: GovernedRequest) -> _Governed:
         poll_interval=r.poll_interval,
     )
     if standing is None:
-        run.signoffs.append(
-            run.decision(
-                "agreement",
-                run.sha,
-                agreement_md(agreement, run.sha, proposer, plan, run.account()),
-                summary={
-                    "phi": [" × ".join(c) for c in agreement.cliques],
-                    "epsilon": None if plan.noise == "none" else plan.epsilon,
-                    "delta": None if plan.noise == "none" else plan.delta,
-                },
-                facts=key_facts("agreement", run.sha, plan),
+        account = run.account()
+
+        def form(note: str, deadline: str) -> tuple[str, dict[str, tuple[str, str]]]:
+            facts = agreement_facts(agreement, run.sha, plan, deadline, note)
+            return agreement_md(agreement, run.sha, proposer, plan, account, facts), form_fields(
+                facts, "agreement", run.sha
             )
-        )
+
+        eps = release_epsilon(plan)
+        summary = {
+            "phi": [" × ".join(c) for c in agreement.cliques],
+            "privacy": eps.words() + ("" if eps.unbounded else f", δ = {plan.delta:.3g}"),
+        }
+        run.signoffs.append(run.decision("agreement", run.sha, form, summary))
     return run
 
 
@@ -659,7 +683,13 @@ def _measure_with_budget_retry(run: _Governed) -> Measured:
         return measure(run.agreed, run.site)
     except BudgetError as exc:
         get_run_logger().warning("%s", exc.one_line())
-        run.decision("budget", run.sha, budget_md(run.agreed.data.name, exc.what))
+        what, dataset = exc.what, run.agreed.data.name
+
+        def form(note: str, deadline: str) -> tuple[str, dict[str, tuple[str, str]]]:
+            title = "Decision — retry the measurement under a raised budget?"
+            return budget_md(dataset, what), {"decision": (title, f"{what} (decide by {deadline})")}
+
+        run.decision("budget", run.sha, form)
         try:
             return measure(run.agreed, run.site)
         except BudgetError as exc2:
@@ -678,7 +708,7 @@ def _evaluate(run: _Governed, measured: Measured) -> tuple[ReleaseCandidate, Aud
     return evaluated, report
 
 
-def _decide(run: _Governed, measured: Measured, evaluated: ReleaseCandidate, report: AuditReport) -> None:
+def _decide(run: _Governed, evaluated: ReleaseCandidate, report: AuditReport) -> None:
     """The release sign-off: the standing approval when every audit check passed, else a controller's decision."""
     if run.standing is not None and all(c.passed for c in report.checks):
         run.signoffs.append(
@@ -693,32 +723,27 @@ def _decide(run: _Governed, measured: Measured, evaluated: ReleaseCandidate, rep
         return
     if run.standing is not None:
         get_run_logger().warning("not every audit check passed: pausing for a human sign-off instead of auto-releasing")
-    description, summary, facts = _release_form(run, measured, evaluated)
-    run.signoffs.append(run.decision("release", evaluated.sha256, description, summary, facts))
+    form, summary = _release_form(run, evaluated)
+    run.signoffs.append(run.decision("release", evaluated.sha256, form, summary))
 
 
-def _release_form(run: _Governed, measured: Measured, evaluated: ReleaseCandidate) -> tuple[str, dict[str, Any], str]:
-    """What the release approver reads: the form's description (only what the draft card publishes: Prefect shows
-    it to every login holder), the summary ``sdgov approve`` prints (kept in the registry with the pause) and the
-    key facts both lead with."""
-    agreement = run.agreement
-    plan = PrivacyPlan.model_validate_json(measured.privacy_plan.verified().read_bytes())
+def _release_form(run: _Governed, evaluated: ReleaseCandidate) -> tuple[FormText, dict[str, Any]]:
+    """What the release approver reads: the form (only what the draft card publishes: Prefect shows it to every login
+    holder), and the summary ``sdgov approve`` prints (kept in the registry with the pause) — every figure the
+    draft card's, its privacy the card's statement."""
     card = Card.model_validate_json(evaluated.draft.card_json.verified().read_bytes())  # as the card says
-    headline, verdict, sha256 = card.epsilon, card.verdict.label, evaluated.sha256
-    evidence = evaluated.draft.evidence_report
+    sha256, evidence, account = evaluated.sha256, evaluated.draft.evidence_report, run.account()
     summary: dict[str, Any] = {
-        "phi": [" × ".join(c) for c in agreement.cliques],
-        "epsilon": None if plan.noise == "none" else plan.epsilon,
-        "delta": None if plan.noise == "none" else plan.delta,
-        "privacy_headline": None if headline is None else privacy_headline(headline),
-        "verdict": verdict,
+        "phi": [" × ".join(c) for c in run.agreement.cliques],
+        "privacy": key_facts(card.statement),
+        "privacy_headline": headline(card.statement),
+        "verdict": card.verdict.label,
+        "rows": card.synthetic["rows"],
         "draft_card": evaluated.draft.card_html.path,
         "draft_card_md": evaluated.draft.card_md.path,
         "evidence_report": evidence.path if evidence else "",
         "release_id": evaluated.draft.release_id,
     }
-    facts = key_facts("release candidate", sha256, plan, verdict, headline)
-    summary["key_facts"] = facts
     shown = [evaluated.draft.card_html.path, evaluated.draft.card_md.path, evaluated.draft.card_json.path]
     summary[decisions.SHOWN_FILES] = decisions.shown_files(run.registry, [*shown, evidence.path if evidence else ""])
     where = (
@@ -726,8 +751,13 @@ def _release_form(run: _Governed, measured: Measured, evaluated: ReleaseCandidat
         if evidence and Path(evidence.path).is_relative_to(run.registry.root)
         else "runs/<run>/evidence/evidence.html"
     )
-    description = release_md(agreement, sha256, run.proposer, plan, run.account(), card, where, facts=facts)
-    return description, summary, facts
+
+    def form(note: str, deadline: str) -> tuple[str, dict[str, tuple[str, str]]]:
+        facts = release_facts(sha256, card, deadline, note)
+        description = release_md(run.proposer, card.privacy, account, card, where, facts)
+        return description, form_fields(facts, "release", sha256)
+
+    return form, summary
 
 
 def _publish(run: _Governed, evaluated: ReleaseCandidate) -> GovernedOutcome:

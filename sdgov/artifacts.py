@@ -29,15 +29,15 @@ from sdgov.base.errors import SpecError
 from sdgov.base.hashing import md5_file, write_json
 from sdgov.base.loading import load_model_file
 from sdgov.contracts import Agreed, ArtifactRef, DataRef, StageRecord
+from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import Schema, load_schema
 from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.governance.signoff import SignOff
-from sdgov.measurement.marginals import MeasurementSet
 from sdgov.registry import access
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
-    from sdgov.intake.inputs import ValidatedData
+    from sdgov.engines.validated import ValidatedData
 
 CODES_FILE = "codes.parquet"
 SYNTHETIC_CODES_FILE = "synthetic_codes.parquet"  # the synthetic file's cells, encoded once by the audit stage

@@ -12,11 +12,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sdgov.agreement.spec import AgreedSplit, GeneratorSpec
+from sdgov.agreement.spec import AgreedSplit
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
+from sdgov.generators.settings import GeneratorSpec
 from sdgov.governance.signoff import SignOff
 
 
@@ -125,7 +126,7 @@ class Measured(Frozen):
     privacy_plan: ArtifactRef
     reused: bool  # every statistic was drawn before (nothing new drawn or spent)
     record: StageRecord
-    budget: ArtifactRef | None = None  # budget.json: the dataset's lifetime ledger and each statistic's origin
+    statement: ArtifactRef  # privacy_statement.json: what this release and its dataset spent (sdgov.budget.statement)
 
 
 class GenerateInput(Frozen):

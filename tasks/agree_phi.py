@@ -37,9 +37,8 @@ def agree_phi(
     with stage("agree_phi", VERSION, f"{site.root}/runs/{run_id}") as rec:
         checked = check_inputs(spec_path, approvals_path, data_path, root=site.root, schedule_pin=schedule_pin)
         ag, data = checked.loaded.agreement, checked.data
-        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
-        # a spec asking for rows = N is flagged in the controller's evidence report only: the run's log is read by
-        # every holder of the Prefect login (sdgov.governance.policy.rows_warning)
+        # the controller's policy: it refuses rows = N (unless N is public) and an exact release (unless allowed)
+        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
         signoffs = agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), site.registry)
         files = write_agreement(site.registry, run_id, checked.loaded, checked.data)  # inputs valid: we write
         for s in signoffs:

@@ -11,20 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.base.settings import load_settings
+from sdgov.budget.statement import rows
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, UtilityReported
 from sdgov.registry.access import share
-from sdgov.reporting.card import Card, epsilon_rows
+from sdgov.reporting.approver_summaries import hash_lines
+from sdgov.reporting.card import Card
 from sdgov.reporting.draft import Drafted, write_draft
 from sdgov.reporting.publish import ReleaseCandidate
 from sdgov.tasks.common import logger, stage
 
-VERSION = "1.0.0"
-"""Where the registry's ``runs/`` folder is served over HTTP, if it is: the draft's HTML files get link artifacts."""
+VERSION = "1.1.0"  # 1.1: the release-candidate summary as Markdown, its figures the privacy statement's
 
 
 @task(name="draft_card", version=VERSION, cache_policy=NO_CACHE)
@@ -101,20 +101,20 @@ def _card_artifacts(drafted: Drafted) -> None:
 
 
 def summary_artifact(candidate: ReleaseCandidate) -> None:
-    """Φ, ε/δ, the overall verdict and the full candidate hash, as a table artifact on the flow run."""
-    plan = PrivacyPlan.model_validate_json(candidate.measured.privacy_plan.verified().read_bytes())
+    """What the release approver signs, as a Markdown artifact on the flow run: Φ, the overall verdict, every ε and δ
+    of the card's privacy statement and the full candidate hash — one paragraph per item and the hash in groups of
+    16, so nothing is cut off on the right at any window width (a table artifact clips its wide cells)."""
     card = Card.model_validate_json(candidate.draft.card_json.verified().read_bytes())
-    headline = card.epsilon  # the card's
-    privacy = (
-        [{"item": "ε", "value": "none (no noise)"}]
-        if headline is None
-        else [{"item": label, "value": value} for label, value in epsilon_rows(headline)]
-    )
-    rows = [
-        {"item": "Φ (agreed tables)", "value": "; ".join(" × ".join(m.clique) for m in plan.marginals)},
-        *privacy,
-        {"item": "overall verdict", "value": card.verdict.label},  # the card's (rows computed without the data)
-        {"item": "candidate hash (type its first 8 characters to approve)", "value": candidate.sha256},
-        {"item": "draft card", "value": candidate.draft.card_html.path},
+    items = [
+        ("Φ (agreed tables)", "; ".join(" × ".join(m.clique) for m in card.privacy.marginals)),
+        ("Overall verdict", card.verdict.label),  # the card's (rows computed without the data)
+        *rows(card.statement),
+        ("Release candidate hash (type its first 8 characters to approve)", hash_lines(candidate.sha256)),
+        ("Draft card", f"`{candidate.draft.card_html.path}`"),
     ]
-    create_table_artifact(table=rows, key="release-candidate", description="What the release approver signs")
+    create_markdown_artifact(
+        markdown="## Release candidate: what the approver signs\n\n"
+        + "\n\n".join(f"**{label}:** {value}" for label, value in items),
+        key="release-candidate",
+        description="What the release approver signs",
+    )

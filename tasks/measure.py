@@ -21,15 +21,17 @@ from sdgov.contracts import Agreed, ArtifactRef, Measured
 from sdgov.engines import engine
 from sdgov.governance.site import Site
 from sdgov.measurement.marginals import noisy_measurements
-from sdgov.measurement.store import measure_once
+from sdgov.measurement.store import STATEMENT, measure_once
 from sdgov.tasks.common import logger, stage
 
-VERSION = "2.0.0"  # 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked
+VERSION = "2.1.0"  # 2.1: the privacy statement (privacy_statement.json) in place of budget.json
+# 2.0: one draw per statistic (dataset × marginal × σ), reused across agreements; policy checked
 
 
 @task(name="measure", version=VERSION, cache_policy=NO_CACHE)
 def measure(agreed: Agreed, site: Site) -> Measured:
-    """Draw (or reuse) the agreed noisy marginals once per statistic and write the privacy plan → ``Measured``.
+    """Draw (or reuse) the agreed noisy marginals once per statistic; write the privacy plan and the release's privacy
+    statement → ``Measured``.
 
     Counts come from the encoded data only when noise is drawn; the record names statistics by keyed commitment."""
     log = logger()
@@ -65,15 +67,15 @@ def measure(agreed: Agreed, site: Site) -> Measured:
             len(plan.marginals),
             counts["drawn"],
             counts["reused"],
-            outcome.budget["this_release_rho"],
-            plan.epsilon,
-            plan.delta,
+            outcome.statement.spent_rho,
+            outcome.statement.release.zcdp,
+            outcome.statement.delta,
         )
         rec.inputs = [agreed.agreement, agreed.data.as_artifact(), agreed.codes]
         rec.outputs = [
             ArtifactRef.of("measurements", outcome.path),
             ArtifactRef.of("privacy_plan", Path(agreed.run_dir) / "privacy_plan.json"),
-            ArtifactRef.of("budget", Path(agreed.run_dir) / "budget.json"),
+            ArtifactRef.of("privacy_statement", Path(agreed.run_dir) / STATEMENT),
         ]
         # the record is published (provenance): each statistic by its keyed commitment, as in measurements.json
         commit = site.committer()
@@ -84,7 +86,7 @@ def measure(agreed: Agreed, site: Site) -> Measured:
     return Measured(
         measurements=rec.outputs[0],
         privacy_plan=rec.outputs[1],
-        budget=rec.outputs[2],
+        statement=rec.outputs[2],
         reused=outcome.reused_all,
         record=rec.record(),
     )

@@ -45,9 +45,8 @@ def propose_phi(
         checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
         approvers_path = controller_files(site.registry)[APPROVERS]
         ag, data = checked.loaded.agreement, checked.data
-        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy
-        # a spec asking for rows = N is flagged in the controller's evidence report only: the run's log is read by
-        # every holder of the Prefect login (sdgov.governance.policy.rows_warning)
+        # the controller's policy: it refuses rows = N (unless N is public) and an exact release (unless allowed)
+        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
         files = write_agreement(site.registry, run_id, checked.loaded, checked.data)  # inputs valid: we write
         who, approvers, signed = checked.proposer, ArtifactRef.of("approvers", approvers_path), checked.signed
         site.registry.append(

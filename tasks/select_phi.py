@@ -130,7 +130,7 @@ def propose_selection(
         "draft_agreement_sha256": files.sha256,
         "how": sel.how,
         "one_ways": sel.one_ways.how,
-        "one_way_rho": sel.one_ways.budget["this_release_rho"],
+        "one_way_rho": sel.one_ways.statement.spent_rho,
         "selection_rho": math.fsum(p.budget.rho for p in proposals.values()),
         "rho_budget": sel.one_ways.plan.rho_budget,
         "proposer_verified": signed.verified,

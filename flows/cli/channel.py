@@ -39,23 +39,44 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_verify_release(args: argparse.Namespace) -> int:
-    """Exit 0 every finding holds, 1 one does not, 2 not a release folder."""
-    from sdgov.channel.verify import verify_release
+    """Exit 0 every finding holds, 1 one does not, 2 not a release folder, or no key given nor pinned (one line).
+    The first release verified with ``--public-key`` pins that key for its registry (one line says so)."""
+    from sdgov.channel.pins import default_pin_file, pin, trust
+    from sdgov.channel.verify import registry_of, verify_release
 
-    findings = verify_release(Path(args.folder), args.public_key, regenerate=not args.no_regenerate)
+    folder, pin_file = Path(args.folder), Path(args.pin_file) if args.pin_file else default_pin_file()
+    registry_id = registry_of(folder)
+    trusted = trust(registry_id, args.public_key, pin_file)
+    findings = verify_release(folder, trusted, regenerate=not args.no_regenerate)
     failed = [f for f in findings if not f.ok]
     names = ", ".join(sorted({f.file for f in failed}))
+    key_line = f"key: {trusted.key} — {trusted.source}"
+    pinned = pin(pin_file, registry_id, _public_key(folder)) if trusted.pinned_now and not failed else ""
     summary = (
-        f"verified: release {Path(args.folder).name}, {len(findings)} checks hold"
+        f"verified: release {folder.name}, {len(findings)} checks hold"
         if not failed
         else f"NOT verified: {len(failed)} of {len(findings)} checks fail ({names})"
     )
     emit(
         args,
-        {"ok": not failed, "release": Path(args.folder).name, "findings": [f.as_dict() for f in findings]},
-        "\n".join([*(f.line() for f in findings), summary]),
+        {
+            "ok": not failed,
+            "release": folder.name,
+            "key": trusted.key,
+            "key_source": trusted.source,
+            "pinned": pinned,
+            "findings": [f.as_dict() for f in findings],
+        },
+        "\n".join([key_line, *(f.line() for f in findings), *([pinned] if pinned else []), summary]),
     )
     return 1 if failed else 0
+
+
+def _public_key(folder: Path) -> str:
+    """The registry public key the folder names (once it verified against the key the reader gave)."""
+    import json
+
+    return str(json.loads((folder / "registry.json").read_text())["public_key"])
 
 
 def cmd_regenerate(args: argparse.Namespace) -> int:
@@ -100,8 +121,11 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     )
     v.add_argument("folder", metavar="releases/RELEASE_ID")
     v.add_argument(
-        "--public-key", help="the registry's public key (ed25519:…) as you obtained it; default: registry.json"
+        "--public-key",
+        help="the registry key's fingerprint (sha256:…) as the data controller publishes it, or the key (ed25519:…); "
+        "default: the key pinned when you first verified a release of this registry",
     )
+    v.add_argument("--pin-file", help="your pinned keys (default: ~/.config/sdgov/release-keys.json)")
     v.add_argument("--no-regenerate", action="store_true", help="skip regenerating the synthetic data")
 
     r = add(

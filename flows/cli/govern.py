@@ -5,7 +5,7 @@ controller's files.
     sdgov propose --spec FILE --as ANALYST [--root DIR] [--timeout S]     (runs and pauses)
     sdgov propose --select mst --spec DRAFT --as ANALYST [--review]   private selection of Φ (--review: pauses for
                                                                the stakeholders' review, then the agreement)
-    sdgov runs [--json]                                        paused runs and whom they await
+    sdgov runs [--json]                                        paused runs and whom they await; finished ones
     sdgov sign RUN_ID --as NAME --key KEY [--reject]           the signed statement to paste into the UI form
     sdgov approve RUN_ID --as NAME --key KEY [--reject] [--comment TEXT] [--wait S] [--yes --hash PREFIX]
                                                                show Φ, ε/δ, verdict, hash, draft card; sign, resume
@@ -405,10 +405,24 @@ def tampered_runs(root: str | None) -> list[dict[str, str]]:
     ]
 
 
+def finished(root: str | None) -> list[dict[str, str]]:
+    """The runs the pinned registry (``--root`` or ``$SDGOV_REGISTRY``) logged as ended, with their outcome (from
+    its verified log: Prefect's states are transport, the registry's record is the evidence); none when no registry
+    is pinned or it is not there."""
+    from sdgov.registry.log import Registry
+    from sdgov.registry.trail import finished_runs
+
+    pinned = pinned_root(root)
+    if not pinned or not (Path(pinned) / "log.jsonl").is_file():
+        return []
+    return finished_runs(Registry(pinned).verified_events())
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    """Print the paused runs and whom each awaits (``no paused runs`` when there is none), then what the pinned
-    registry logged as tampered with on the server; exit 0."""
+    """Print the paused runs and whom each awaits (``no paused runs`` when there is none), the runs the pinned
+    registry logged as finished and their outcome, then what it logged as tampered with on the server; exit 0."""
     runs = paused_runs(args.root)
+    ended = finished(args.root)
     tampered = tampered_runs(args.root)
     lines = [
         f"{r['run_id']}  {r['name']}: {r['subject']} awaits a {r['awaiting_role']} "
@@ -429,8 +443,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
         + (f"\n    {r['ui']}" if r["ui"] else "")
         for r in runs
     ]
+    lines = lines or ["no paused runs"]
+    lines += [
+        f"finished {f['time']}  run {f['run_id']}: {f['outcome']}"
+        + (f" {f['release_id']}" if f["release_id"] else "")
+        + (f" by {f['who']}" if f["who"] and f["event"] != "run_failed" else "")
+        + (f" — {f['comment']}" if f["event"] in ("run_failed", "run_refused", "release_blocked") else "")
+        for f in ended
+    ]
     lines += [f"TAMPERED run {t['flow_run_id']} ({t['time']}): {t['what']}" for t in tampered]
-    emit(args, {"paused": runs, "tampered": tampered}, "\n".join(lines) or "no paused runs")
+    emit(args, {"paused": runs, "finished": ended, "tampered": tampered}, "\n".join(lines))
     return 0
 
 
@@ -463,7 +485,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
             signature=token,
         )
     except ApprovalRefused as exc:
-        record_cli_refused(registry, challenge, args.who, decision, exc)
+        record_cli_refused(registry, challenge, args.who, decision, exc, token)
         raise
     return token
 
@@ -501,16 +523,16 @@ def cmd_sign(args: argparse.Namespace) -> int:
 def approval_summary(p: dict[str, Any]) -> str:
     """What ``sdgov approve`` shows before asking for the hash: Φ, ε/δ, the verdict, the full hash, the draft card."""
     s = p.get("summary") or {}
-    eps = "no noise (no DP guarantee)" if s.get("phi") and s.get("epsilon") is None else None
     lines = [f"sdgov: {w}" for w in p.get("warnings", [])]
     lines.append(
         f"sdgov: run {p['run_id']} awaits a decision on the {p['subject']} proposed by {p.get('proposer', '?')}"
     )
     if s.get("phi"):
         lines.append("  Φ: " + "; ".join(s["phi"]))
-        lines.append(
-            "  privacy: " + (eps or s.get("privacy_headline") or f"ε = {s['epsilon']:.4g}, δ = {s['delta']:.3g}")
-        )
+    if s.get("privacy"):  # the privacy statement's words (the agreement's: its plan's, before any draw)
+        lines.append(f"  privacy: {s['privacy']}")
+    if s.get("rows"):
+        lines.append(f"  rows to release: {int(s['rows']):,} synthetic records")
     if s.get("verdict"):
         lines.append(f"  overall verdict: {s['verdict']}")
     lines.append(f"  {p['subject']} hash: {p['sha256']}")
@@ -602,7 +624,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
     """Sign the decision, resume the run with it and exit 0 once the run's process logged it in the registry; an
     approval first asks for the hash's first 8 characters (``--yes --hash PREFIX``). A refused decision, a wrong
     prefix, a run the registry logged as ended, a decision no process logged within ``--wait`` seconds (default
-    :data:`TAKEN_WAIT_S`), or (``--wait``) the flow asking again is one line, exit 2."""
+    :data:`TAKEN_WAIT_S`), or (``--wait``) the flow asking again is one line, exit 2; (``--wait``) a run that then
+    ends Failed, exit 1."""
     from sdgov.flows.prefect_api import PrefectApi
     from sdgov.registry.log import Registry
 
@@ -634,12 +657,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
                 outcome = f"accepted; now paused for the {nxt.get('subject', '?')} decision"
                 break
             if st.is_final():
-                outcome = f"accepted; run ended {st.name}" + (f": {st.message}" if st.message else "")
+                name = "Failed" if st.type in ("FAILED", "CRASHED") else st.name
+                outcome = f"accepted; run ended {name}" + (f": {st.message}" if st.message else "")
                 break
             if st.is_running():
                 outcome = "accepted; the run goes on"
+    failed = outcome.startswith(FAILED_RUN)  # the run ended Failed after the decision: not a success to report
     payload = {
-        "ok": True,
+        "ok": not failed,
         "run_id": str(run_id),
         "subject": p["subject"],
         "sha256": p["sha256"],
@@ -648,8 +673,14 @@ def cmd_approve(args: argparse.Namespace) -> int:
         "signed": True,
         "state": outcome,
     }
-    emit(args, payload, f"{args.who} {decision}d the {p['subject']} {p['sha256']} of run {run_id} ({outcome})")
-    return 0
+    done = "approved" if decision == "approve" else "rejected"
+    emit(args, payload, f"{args.who} {done} the {p['subject']} {p['sha256']} of run {run_id} ({outcome})")
+    return 1 if failed else 0
+
+
+FAILED_RUN = "accepted; run ended Failed"
+"""How ``sdgov approve --wait`` words a run that ended in Prefect's Failed state after the decision (a crash, or a
+pause that timed out): the command exits 1."""
 
 
 # ------------------------------------------------------------------------------------------- keys, controller files
@@ -791,7 +822,13 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         help="with --select: pause for the stakeholders' review (sdgov review), then the governed agreement",
     )
 
-    add("runs", cmd_runs, "list paused runs and whom they await (as the registry recorded each pause)", [parents.root])
+    add(
+        "runs",
+        cmd_runs,
+        "list paused runs and whom they await (as the registry recorded each pause), and the runs the registry logged "
+        "as finished, with their outcome",
+        [parents.root],
+    )
 
     for name, fn, help_ in (
         ("sign", cmd_sign, "print your signed decision on a paused run, to paste into the Prefect UI form"),

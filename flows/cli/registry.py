@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
+    from sdgov.governance.policy import Policy
+    from sdgov.governance.site import Site
     from sdgov.registry.log import Registry
 
 
@@ -31,11 +33,17 @@ def cmd_registry(args: argparse.Namespace) -> int:
     if args.action == "rotate-secret":
         return _rotate_secret(args, reg)
     if args.action == "list":
-        rels = reg.releases()
+        from sdgov.registry.trail import dataset_index
+
+        datasets = dataset_index(reg)  # agreement hash → the dataset's declared name
+        rels = [{**r, "dataset": datasets.get(r["agreement_sha256"], "")} for r in reg.releases()]
         emit(
             args,
             {"releases": rels},
-            "\n".join(f"{r['release_id']}  {r['time']}  agreement {r['agreement_sha256'][:12]}" for r in rels)
+            "\n".join(
+                f"{r['release_id']}  {r['time']}  dataset {r['dataset'] or '?'}  agreement {r['agreement_sha256'][:12]}"
+                for r in rels
+            )
             or "no releases",
         )
         return 0
@@ -184,10 +192,12 @@ def _rotate_secret(args: argparse.Namespace, reg: Registry) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    """Print the privacy-budget ledger under the controller's policy: spent and remaining ρ per dataset, and the
-    account's lifetime in the controller's budget authority with where it was set; exit 0. ``lifetime``: the
-    controller sets a dataset's lifetime (:func:`~sdgov.governance.ledger.set_lifetime`). A registry without a
-    policy, or a setting refused, is one line, exit 2."""
+    """Print the privacy budget per dataset under the controller's policy: its ε over every release by the zCDP bound
+    and by PLD (∞ once it was measured exactly) at the policy's δ, spent and remaining ρ, the account's lifetime in
+    the controller's budget authority with where it was set, and this registry's releases of it with each one's ε
+    (its privacy statement's); exit 0. ``lifetime``: the controller sets a dataset's lifetime
+    (:func:`~sdgov.governance.ledger.set_lifetime`). A registry without a policy, or a setting refused, is one line,
+    exit 2."""
     if args.action == "lifetime":
         return _set_lifetime(args)
     from sdgov.governance.ledger import ledger_summary, log_summary, whose_authority
@@ -197,21 +207,57 @@ def cmd_budget(args: argparse.Namespace) -> int:
     events = site.registry.verified_events()
     readable, source = whose_authority(site, events)  # never an empty authority read as the controller's
     accts = ledger_summary(site, events) if readable else log_summary(events)
-    lines = [
-        f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
-        + (
-            f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; "
-            + (_lifetime_words(a) if readable else f"as logged at line {a['as_of_line']}")
-            if "error" not in a
-            else f" — {a['error']}"
+    lines = []
+    for a in accts:
+        lines.append(
+            f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
+            + (
+                f" of {a['lifetime_rho']:.6g}, remaining {a['remaining_rho']:.6g}; "
+                + (_lifetime_words(a) if readable else f"as logged at line {a['as_of_line']}")
+                if "error" not in a
+                else f" — {a['error']}"
+            )
+            + f"; {len(a.get('spends', []))} spend(s)"
         )
-        + f"; {len(a.get('spends', []))} spend(s)"
-        for a in accts
-    ]
+        if readable and "error" not in a:  # the ε figures need the controller's authority
+            a["privacy"] = _privacy(site, policy, a)
+            lines += _privacy_lines(a["privacy"])
     human = "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)"
     payload = {"policy": policy.model_dump(), "policy_sha256": sha, "source": source, "from_authority": readable}
     emit(args, {**payload, "datasets": accts}, f"{source}\n{human}")
     return 0
+
+
+def _privacy(site: Site, policy: Policy, a: dict) -> dict:
+    """A dataset's ε now and its releases', as ``sdgov budget --json`` gives them (the statements' figures)."""
+    from sdgov.governance.ledger import Account
+    from sdgov.measurement.store import account_privacy
+
+    account = Account.model_validate(a)
+    delta, source = policy.limits(account.fingerprint, account.dataset)[0].rule().delta()
+    epsilon, exact, releases = account_privacy(site, account, delta)
+    return {
+        "delta": delta,
+        "delta_source": source,
+        "epsilon": epsilon.model_dump(),
+        "exact_measurements": [e.model_dump() for e in exact],
+        "releases": [
+            {"release_id": rid, "time": time, "statement": s.model_dump(mode="json")} for rid, time, s in releases
+        ],
+    }
+
+
+def _privacy_lines(p: dict) -> list[str]:
+    """The dataset's ε and each release's, in the statement's words."""
+    from sdgov.budget.statement import Epsilon, PrivacyStatement, key_facts
+
+    eps = Epsilon.model_validate(p["epsilon"])
+    lines = [f"  over every release: {eps.words()}" + ("" if eps.unbounded else f" at δ = {p['delta']:.3g}")]
+    for r in p["releases"]:
+        lines.append(
+            f"  release {r['release_id']} ({r['time']}): {key_facts(PrivacyStatement.model_validate(r['statement']))}"
+        )
+    return lines
 
 
 def _lifetime_words(a: dict) -> str:
@@ -303,8 +349,9 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
     b = add(
         "budget",
         cmd_budget,
-        "show the privacy-budget ledger: spent and remaining ρ per dataset, and each account's lifetime in the "
-        "controller's budget authority; 'lifetime' sets a dataset's lifetime (the controller's act, logged here)",
+        "show the privacy budget per dataset: its ε over every release (zCDP bound and PLD, ∞ once measured exactly) "
+        "and each release's, spent and remaining ρ, and the account's lifetime in the controller's budget authority; "
+        "'lifetime' sets a dataset's lifetime (the controller's act, logged here)",
         [parents.root],
     )
     b.add_argument("action", nargs="?", choices=["lifetime"], help="lifetime: set a dataset's lifetime ρ")

@@ -152,7 +152,18 @@ def cmd_init(args: argparse.Namespace) -> int:
     if reg.readers_group():
         human += f"\n  readers' group: {reg.readers_group()} (the log, releases, policy; not the controller's state)"
     payload = {"policy": str(path), "written": written, "adopted": adopted, "registry": str(reg.root)}
-    emit(args, {**payload, "readers_group": reg.readers_group()}, human)
+    payload["readers_group"] = reg.readers_group()
+    if reg.is_registry():  # the key that signs every release: its fingerprint is what strangers pin
+        from sdgov.registry.key import registry_fingerprint
+
+        fingerprint = registry_fingerprint(reg.config()["public_key"], str(reg.root))
+        payload |= {"registry_id": reg.registry_id(), "key_fingerprint": fingerprint}
+        human += (
+            f"\n  registry {payload['registry_id']} signs its releases with the key {payload['key_fingerprint']}:"
+            "\n  publish this fingerprint out of band (your website, your release notes) — every card states it, and "
+            "a stranger verifies a release with 'sdgov verify-release releases/<id> --public-key <it>'"
+        )
+    emit(args, payload, human)
     return 0
 
 
@@ -195,12 +206,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         "sigma": [m.sigma for m in plan.marginals],
         "registry": str(root) if root is not None else None,  # None: no controller's policy was applied
     }
+    from sdgov.budget.statement import num, release_epsilon
+
+    eps = release_epsilon(plan)  # as the statement will state it (a spent dataset's ε is ∞ once measured)
+    payload["privacy"] = eps.words() + ("" if eps.unbounded else f", δ = {num(plan.delta, 3)}")
     policy = f"allowed by the policy of {root}" if root is not None else "no registry: policy not checked (--root)"
     emit(
         args,
         payload,
         f"ok: agreement {payload['agreement_sha256']}, {data.rows} rows, "
-        f"{len(plan.marginals)} marginals, ρ={plan.rho}, ε={plan.epsilon}, δ={plan.delta}; {policy}",
+        f"{len(plan.marginals)} marginals, ρ={plan.rho}; {payload['privacy']}; {policy}",
     )
     return 0
 

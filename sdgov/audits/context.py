@@ -8,10 +8,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.artifacts import SYNTHETIC_CODES_FILE, load_agreement, read_codes, read_measurements, read_schema
 from sdgov.audits.protocol import AuditContext
 from sdgov.base.executor import Executor
+from sdgov.budget.accounting import PrivacyPlan
 from sdgov.contracts import Agreed, Generated, Measured
 
 

@@ -36,7 +36,7 @@ statistics the generator reads: DP noise is independent of the data, so it canno
 non-Φ statistic honest nor an honest one dishonest — it only adds fit-to-fit variance (less power per fit) and
 slows convergence. With exact marginals the honest fits are a deterministic function of φ(D), the cleanest null
 hypothesis. ``sigma > 0`` adds rounded Gaussian noise drawn from the fit seed (a simulation of the release
-mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.agreement.accounting`, which has no seed).
+mechanism for power studies; it is *not* the DP mechanism of :mod:`sdgov.budget.accounting`, which has no seed).
 The audit fits D₊ and D₋ in pairs that share a seed, so noise drawn from the seed alone is the same in both fits of a
 pair and cancels in the comparison; ``unseeded_noise=True`` mixes a hash of the weighted records into the noise
 seed, so the two fits of a pair get independent noise, as a release's unseeded noise would be (the camouflaged
@@ -59,13 +59,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdgov.agreement.spec import GeneratorSpec
 from sdgov.audits.generator_protocol import AuditError, weighted_marginal
+from sdgov.data.psi import Measurement, MeasurementSet
 from sdgov.data.schema import Clique
 from sdgov.generators.model import CliqueModel
 from sdgov.generators.registry import GENERATORS, generator
 from sdgov.generators.sampler import iter_chunks
-from sdgov.measurement.marginals import Measurement, MeasurementSet
+from sdgov.generators.settings import GeneratorSpec
 
 APP3_LEAK = ("Marital Status", "Occupation", "Hours worked per week")
 MAX_LEAK_CELLS = 100_000

@@ -3,7 +3,7 @@
 A split release (:mod:`sdgov.synthesis.split`) fits one model per part of the records, each to its own Φ at its own
 share of ρ. A check that refits the generator to Φ (the decomposability test, the privacy-risk audit) therefore
 tests each part's model on that part's records: the part's agreement (:meth:`~sdgov.agreement.spec.Agreement.of_part`),
-its own plan (:func:`~sdgov.agreement.accounting.part_plan`: the σ its shadow fits simulate and the ε it claims —
+its own plan (:func:`~sdgov.budget.accounting.part_plan`: the σ its shadow fits simulate and the ε it claims —
 the part's ρ as the ledger composed it), its ψ, its synthetic records and its confidential records only. Every part
 runs with the section's pre-registered settings, which are in the agreement hash like the parts themselves.
 
@@ -24,9 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sdgov.agreement.accounting import part_plan
 from sdgov.audits.protocol import AuditContext, AuditOutcome
 from sdgov.base.errors import SdgovError
+from sdgov.budget.accounting import part_plan
 
 if TYPE_CHECKING:
     from sdgov.agreement.spec import AgreedPart, Agreement

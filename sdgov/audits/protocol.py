@@ -26,11 +26,11 @@ from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
 
 if TYPE_CHECKING:
-    from sdgov.agreement.accounting import PrivacyPlan
     from sdgov.agreement.spec import Agreement
+    from sdgov.budget.accounting import PrivacyPlan
     from sdgov.contracts import ArtifactRef, StageRecord
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import Schema
-    from sdgov.measurement.marginals import MeasurementSet
 
 
 class Check(Frozen):

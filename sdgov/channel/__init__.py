@@ -13,10 +13,26 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "Published": "publish",
+    "Trust": "pins",
+    "default_pin_file": "pins",
+    "pin": "pins",
     "publish_after_release": "publish",
     "publish_releases": "publish",
     "regenerate": "regenerate",
+    "registry_of": "verify",
+    "trust": "pins",
     "verify_release": "verify",
 }
-__all__ = ["Published", "publish_after_release", "publish_releases", "regenerate", "verify_release"]
+__all__ = [
+    "Published",
+    "Trust",
+    "default_pin_file",
+    "pin",
+    "publish_after_release",
+    "publish_releases",
+    "regenerate",
+    "registry_of",
+    "trust",
+    "verify_release",
+]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -40,24 +40,9 @@ MODEL_INFO = "artifacts/model_info.json"
 CARD = "card.json"
 ADDED = frozenset({RELEASED, REGISTRY, SCHEMA})
 """The files the channel adds beside the registry's release."""
-DVC_FILES = frozenset({"dvc.yaml", "dvc.lock", ".gitignore", "artifacts/.gitignore", f"{PSI}.dvc"})
-"""The release repository's own bookkeeping in the folder: DVC's stage and lock files and the .dvc file of ψ."""
-
-DVC_YAML = f"""\
-# This release's synthetic data, reproduced from ψ alone: `dvc repro -f {{folder}}/dvc.yaml:generate` (or
-# `sdgov verify-release {{folder}}`, which also checks every hash and the registry's signature). The generator sees ψ,
-# the public schema and the agreement's generator settings, row count and public seed; no confidential input exists
-# in this repository.
-stages:
-  generate:
-    cmd: sdgov regenerate . --out {SYNTHETIC}
-    deps:
-      - {PSI}
-      - {AGREEMENT}
-      - {SCHEMA}
-    outs:
-      - {SYNTHETIC}
-"""
+DVC_FILES = frozenset({".gitignore", "artifacts/.gitignore", f"{PSI}.dvc"})
+"""The release repository's own bookkeeping in the folder: what DVC ignores for git, and the .dvc file of ψ (the
+generate stage is the repository's, :mod:`sdgov.channel.repository`)."""
 
 
 def read_agreement(path: Path) -> Agreement:

@@ -1,9 +1,10 @@
 """Publish releases to the release channel the controller configured (``release_channel`` in ``controller.yaml``).
 
 For each release: its public folder (:mod:`sdgov.channel.folder`) goes to ``releases/<id>/`` of the release
-repository, ψ is tracked by ``dvc add``, a ``dvc.yaml`` whose ``generate`` stage reproduces the synthetic data from
-ψ is written and committed (``dvc commit``: the released file is that stage's output), git commits the folder, and
-``dvc push`` sends ψ and the synthetic data to the release remote (``git push`` too, where a git remote is named).
+repository, ψ is tracked by ``dvc add``, the repository's ``dvc.yaml`` gains the release's ``generate`` stage (which
+reproduces the synthetic data from ψ) and is committed (``dvc commit``: the released file is that stage's output),
+the README is written again (:mod:`sdgov.channel.repository`), git commits them, and ``dvc push`` sends ψ and the
+synthetic data to the release remote (``git push`` too, where a git remote is named).
 
 The release repository is not the controller's project: only the public folder is ever copied into it, so nothing
 in it — its history included — is computed on the confidential data alone. Publishing runs after the release,
@@ -21,7 +22,8 @@ from pathlib import Path
 from sdgov.base.atomic import atomic_write_text
 from sdgov.base.errors import SdgovError
 from sdgov.channel import project as repo
-from sdgov.channel.folder import AGREEMENT, DVC_YAML, PSI, SYNTHETIC, read_agreement, write_public_release
+from sdgov.channel import repository
+from sdgov.channel.folder import AGREEMENT, PSI, SYNTHETIC, read_agreement, write_public_release
 from sdgov.governance import controller
 from sdgov.registry.log import Registry
 
@@ -105,11 +107,44 @@ def _track(registry: Registry, project: Path, release_id: str, schemas: list[Pat
             f"sdgov publish {release_id} --schema SCHEMA (the schema the release was made under)",
         )
     write_public_release(registry, release_id, schema, dest)
-    atomic_write_text(dest / "dvc.yaml", DVC_YAML.format(folder=folder))
     atomic_write_text(dest / ".gitignore", f"/{SYNTHETIC}\n")
     repo.run(project, "dvc", "add", "-q", f"{folder}/{PSI}")
-    repo.run(project, "dvc", "commit", "-f", "-q", f"{folder}/dvc.yaml:generate")
-    return repo.commit_paths(project, [folder, ".dvc", ".dvcignore"], f"release {release_id}")
+    legacy = _drop_folder_stages(project)  # folders published with a dvc.yaml of their own, before the shared one
+    _write_repository_files(registry, project)
+    for rid in [release_id, *legacy]:
+        repo.run(project, "dvc", "commit", "-f", "-q", f"{repository.DVC_YAML}:{repository.stage_of(rid)}")
+    files = [folder, repository.DVC_YAML, repository.DVC_LOCK, repository.README, ".dvc", ".dvcignore"]
+    return repo.commit_paths(project, [*files, *(f"releases/{r}" for r in legacy)], f"release {release_id}")
+
+
+def _drop_folder_stages(project: Path) -> list[str]:
+    """Remove the per-folder ``dvc.yaml`` / ``dvc.lock`` of releases published before the repository had one
+    ``dvc.yaml`` (their stage moves there: two stages may not write one output); returns those releases."""
+    legacy = []
+    for rid in repository.release_ids(project):
+        folder = project / "releases" / rid
+        if (folder / "dvc.yaml").exists():
+            (folder / "dvc.yaml").unlink()
+            (folder / "dvc.lock").unlink(missing_ok=True)
+            legacy.append(rid)
+    return legacy
+
+
+def _write_repository_files(registry: Registry, project: Path) -> None:
+    """The repository's ``dvc.yaml`` (a generate stage per release folder) and README, written again."""
+    import json
+
+    from sdgov.registry import key
+
+    ids = repository.release_ids(project)
+    releases = []
+    for rid in ids:
+        manifest = json.loads((project / "releases" / rid / "manifest.json").read_text())
+        releases.append((rid, str(manifest.get("agreement_sha256", ""))))
+    cfg = registry.config()
+    fingerprint = key.registry_fingerprint(cfg["public_key"], str(registry.root))
+    atomic_write_text(project / repository.DVC_YAML, repository.dvc_yaml(ids))
+    atomic_write_text(project / repository.README, repository.readme(releases, cfg["registry_id"], fingerprint))
 
 
 def _push(project: Path, ch: controller.ReleaseChannel) -> None:

@@ -3,13 +3,17 @@
 After ``git clone`` of the release repository and ``dvc pull``, ``sdgov verify-release releases/<id>`` checks, one
 finding per line:
 
-* the ``released`` event (``released.json``) is signed by the registry key (``registry.json``, or the key the reader
-  pins with ``--public-key``), and its ``prev`` is the log head the manifest and the card name;
+* the ``released`` event (``released.json``) is signed by the registry key the reader trusts — given with
+  ``--public-key`` or pinned before (:mod:`sdgov.channel.pins`), never merely the one ``registry.json`` names — and
+  its ``prev`` is the log head the manifest and the card name;
 * the manifest is the one that event names, and every file it lists has the sha256 it and the event record (the
   card included); no file is there that neither the manifest nor the repository's DVC bookkeeping explains;
-* the card names this release, its agreement, ψ (sha256 and DVC md5) and the approved candidate;
+* the card names this release, its agreement, ψ (sha256 and DVC md5), the approved candidate and the registry key's
+  fingerprint;
 * the in-toto statement lists exactly the released files with their hashes, and the manifest's log head;
 * ψ, the agreement and the public schema agree with each other (the schema by the hash the agreement records);
+* in a release repository, its ``dvc.yaml`` is the generate stage sdgov writes and ``dvc.lock`` records the
+  released files' md5s (what ``dvc pull`` and ``dvc repro`` check against);
 * the synthetic data and the model description are regenerated from ψ, bit for bit.
 """
 
@@ -31,7 +35,6 @@ from sdgov.channel.folder import (
     AGREEMENT,
     CARD,
     DVC_FILES,
-    DVC_YAML,
     MODEL_INFO,
     PSI,
     REGISTRY,
@@ -40,6 +43,8 @@ from sdgov.channel.folder import (
     SYNTHETIC,
     read_agreement,
 )
+from sdgov.channel.pins import Trust
+from sdgov.channel.repository import DVC_LOCK, DVC_YAML, STAGE, dvc_yaml, stage_of
 from sdgov.registry import attestation, log
 from sdgov.registry import key as registry_key
 from sdgov.registry.log import Event
@@ -77,12 +82,21 @@ def _json(path: Path) -> Any:
         return None
 
 
-def verify_release(folder: Path, public_key: str | None = None, regenerate: bool = True) -> list[Finding]:
-    """Every finding about ``folder`` (see the module's docstring); a bad folder is one ``SdgovError``."""
+def registry_of(folder: Path) -> str:
+    """The registry id a release folder names (``registry.json``; unauthenticated: what the pin is looked up by)."""
+    if not folder.is_dir():
+        raise SdgovError("not a release folder", str(folder), "give releases/<id> of a clone of the release repository")
+    reg = _json(folder / REGISTRY)
+    return str(reg.get("registry_id", "")) if isinstance(reg, dict) else ""
+
+
+def verify_release(folder: Path, trusted: Trust, regenerate: bool = True) -> list[Finding]:
+    """Every finding about ``folder`` (see the module's docstring) against the ``trusted`` registry key; a bad folder
+    is one ``SdgovError``."""
     if not folder.is_dir():
         raise SdgovError("not a release folder", str(folder), "give releases/<id> of a clone of the release repository")
     f = _Findings()
-    event = _signed_event(folder, public_key, f)
+    event = _signed_event(folder, trusted, f)
     manifest = _manifest(folder, event, f)
     if manifest is None:
         return f
@@ -109,20 +123,21 @@ def _guarded(f: _Findings, file: str, check: Callable[..., Any], *args: Any) -> 
         return None
 
 
-def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event | None:
-    """The ``released`` event, if its registry signature verifies under the registry's (or the pinned) key."""
+def _signed_event(folder: Path, trusted: Trust, f: _Findings) -> Event | None:
+    """The ``released`` event, if its registry signature verifies under the trusted key (which the key
+    ``registry.json`` names must be: that file proves nothing by itself)."""
     raw_reg = _json(folder / REGISTRY)
     reg = raw_reg if isinstance(raw_reg, dict) else {}
-    text = public_key or str(reg.get("public_key", ""))
-    source = "the key you pinned" if public_key else f"{REGISTRY} (pin it with --public-key)"
-    if public_key and reg.get("public_key") != public_key:
-        f.check(False, REGISTRY, "", f"names another registry key than the one you pinned ({reg.get('public_key')})")
-    try:
-        key = registry_key.parse_registry_public_key(text, REGISTRY)
-    except SdgovError as exc:
-        f.check(False, REGISTRY, "", exc.what)
-        f.check(False, RELEASED, "", "its signature cannot be checked without the registry's public key")
+    text = str(reg.get("public_key", ""))
+    if not f.check(
+        trusted.matches(text),
+        REGISTRY,
+        f"names the registry key you trust ({trusted.source})",
+        f"names another registry key ({text[:24]}…) than the one you trust ({trusted.source}): a re-signed copy",
+    ):
+        f.check(False, RELEASED, "", "its signature is not checked against a key you do not trust")
         return None
+    key = registry_key.parse_registry_public_key(text, REGISTRY)
     raw = (folder / RELEASED).read_bytes() if (folder / RELEASED).is_file() else b""
     try:
         event = Event.model_validate_json(raw)
@@ -134,11 +149,9 @@ def _signed_event(folder: Path, public_key: str | None, f: _Findings) -> Event |
     f.check(
         signed and event.event == "released",
         RELEASED,
-        f"'released' event {event.seq} of registry {reg.get('registry_id', '?')} is signed by {text} ({source})",
+        f"'released' event {event.seq} of registry {reg.get('registry_id', '?')} is signed by the key you trust",
         "the registry signature does not verify (edited, or signed by another key)",
     )
-    if not signed and not public_key:
-        f.check(False, REGISTRY, "", f"its key did not sign {RELEASED} (one of the two was edited)")
     return event if signed else None
 
 
@@ -211,6 +224,7 @@ def _card(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
         "ψ sha256": psi.is_file() and card.get("psi_sha256") == sha256_file(psi),
         "ψ DVC md5": psi.is_file() and (card.get("dataset") or {}).get("measurements_dvc_md5") == md5_file(psi),
         "release sign-off": any(s.get("subject_sha256") == manifest.get("candidate_sha256") for s in release),
+        "registry key": _card_key(card, folder),
     }
     wrong = [k for k, ok in facts.items() if not ok]
     f.check(
@@ -219,6 +233,16 @@ def _card(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
         "names this release, its log head, agreement, ψ and the approved candidate",
         f"does not match the release on: {', '.join(wrong)}",
     )
+
+
+def _card_key(card: dict[str, Any], folder: Path) -> bool:
+    """The card states the fingerprint of the registry key that signed the release (the one ``registry.json`` names,
+    checked against the trusted key above)."""
+    from sdgov.identity.keys import decode_public_key, published_fingerprint
+
+    reg = _json(folder / REGISTRY)
+    key = decode_public_key(str(reg.get("public_key", "")), ssh=False) if isinstance(reg, dict) else None
+    return key is not None and card.get("registry_key_fingerprint") == published_fingerprint(key)
 
 
 def _statement(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
@@ -248,17 +272,19 @@ def _statement(folder: Path, manifest: dict[str, Any], f: _Findings) -> None:
 
 
 def _dvc_files(folder: Path, f: _Findings) -> None:
-    """The repository's DVC bookkeeping: ``dvc.yaml`` is exactly the generate stage sdgov writes (``dvc repro`` runs
-    nothing else), and the md5s that ``dvc pull`` checks the pulled ψ and synthetic data against are theirs."""
-    stage = folder / "dvc.yaml"
-    if not stage.exists():
+    """The release repository's DVC bookkeeping: its ``dvc.yaml`` is exactly the generate stage sdgov writes, for this
+    release among others (``dvc repro`` runs nothing else), and the md5s that ``dvc pull`` checks the pulled ψ and
+    synthetic data against (``dvc.lock``, ψ's ``.dvc`` file) are theirs."""
+    project = folder.parent.parent
+    stage = project / DVC_YAML
+    if not (folder / f"{PSI}.dvc").exists():
         return  # a release folder outside a release repository (e.g. the registry's own)
-    expected = DVC_YAML.format(folder=f"releases/{folder.name}")
+    listed = (((yaml.safe_load(stage.read_text()) or {}).get("stages") or {}).get(STAGE) or {}).get("foreach", [])
     f.check(
-        stage.read_text() == expected,
-        "dvc.yaml",
-        "is the generate stage sdgov writes (sdgov regenerate from ψ)",
-        "differs from the generate stage sdgov writes: do not run 'dvc repro' on it",
+        stage.read_text() == dvc_yaml(listed) and folder.name in listed,
+        DVC_YAML,
+        f"is the generate stage sdgov writes, this release's among {len(listed)}",
+        "differs from the generate stage sdgov writes, or lacks this release: do not run 'dvc repro' on it",
     )
     md5 = {n: md5_file(folder / n) for n in (PSI, SYNTHETIC, AGREEMENT, SCHEMA) if (folder / n).is_file()}
     [psi_out] = yaml.safe_load((folder / f"{PSI}.dvc").read_text())["outs"]
@@ -268,11 +294,11 @@ def _dvc_files(folder: Path, f: _Findings) -> None:
         "the md5 DVC pulls ψ by is ψ's",
         "its md5 is not ψ's (DVC would fetch another file)",
     )
-    lock = yaml.safe_load((folder / "dvc.lock").read_text())["stages"]["generate"]
+    lock = yaml.safe_load((project / DVC_LOCK).read_text())["stages"][stage_of(folder.name)]
     recorded = {d["path"]: d["md5"] for d in [*lock["deps"], *lock["outs"]]}
     f.check(
         recorded == md5,
-        "dvc.lock",
+        DVC_LOCK,
         "the md5s DVC pulls and reproduces by are those of ψ, the agreement, the schema and the synthetic data",
         "its md5s are not those of the released files",
     )
@@ -281,8 +307,8 @@ def _dvc_files(folder: Path, f: _Findings) -> None:
 def _inputs(folder: Path, manifest: dict[str, Any], f: _Findings) -> bool:
     """ψ, the agreement and the schema: each readable and bound to the others by hash."""
     from sdgov.agreement.spec import Agreement
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import Schema
-    from sdgov.measurement.marginals import MeasurementSet
 
     agreement: Agreement | None
     try:

@@ -1,5 +1,6 @@
 """The declared domain and the data read against it: the schema (columns, categories, bins), structures
-(lookups, structural zeros), encoding and decoding, contingency tables and the content fingerprint.
+(lookups, structural zeros), encoding and decoding, contingency tables, the content fingerprint, and ψ (the
+noisy marginals a generator fits: :mod:`.psi`).
 
 The names below are the room's face (what other rooms use); they load on first use, so importing the room
 costs nothing.
@@ -12,6 +13,8 @@ _WHERE = {
     "Column": "schema",
     "CsvShape": "encoding",
     "LookupIndex": "structures",
+    "Measurement": "psi",
+    "MeasurementSet": "psi",
     "Schema": "schema",
     "ZeroCells": "structures",
     "check_file_columns": "encoding",
@@ -38,6 +41,8 @@ __all__ = [
     "Column",
     "CsvShape",
     "LookupIndex",
+    "Measurement",
+    "MeasurementSet",
     "Schema",
     "ZeroCells",
     "check_file_columns",

@@ -19,8 +19,8 @@ from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import GeneratorPlugin
 
 if TYPE_CHECKING:
-    from sdgov.agreement.spec import GeneratorSpec
-    from sdgov.measurement.marginals import MeasurementSet
+    from sdgov.data.psi import MeasurementSet
+    from sdgov.generators.settings import GeneratorSpec
 
 TOL = 1e-10
 

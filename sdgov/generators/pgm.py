@@ -15,8 +15,8 @@ from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import GeneratorPlugin, InferenceParams
 
 if TYPE_CHECKING:
-    from sdgov.agreement.spec import GeneratorSpec
-    from sdgov.measurement.marginals import MeasurementSet
+    from sdgov.data.psi import MeasurementSet
+    from sdgov.generators.settings import GeneratorSpec
 
 
 def _fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCells] = ()) -> CliqueModel:

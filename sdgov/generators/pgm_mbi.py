@@ -38,8 +38,8 @@ from sdgov.generators.model import CliqueModel
 from sdgov.generators.plugin import InferenceParams
 
 if TYPE_CHECKING:
-    from sdgov.agreement.spec import GeneratorSpec
-    from sdgov.measurement.marginals import Measurement, MeasurementSet
+    from sdgov.data.psi import Measurement, MeasurementSet
+    from sdgov.generators.settings import GeneratorSpec
 
 
 def _domain(attributes: list[str] | tuple[str, ...], sizes: dict[str, int]) -> mbi.Domain:

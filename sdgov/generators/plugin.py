@@ -18,9 +18,9 @@ from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells
 from sdgov.generators.model import CliqueModel
 
-if TYPE_CHECKING:  # the spec validates generator names against the registry, so it is imported only for types
-    from sdgov.agreement.spec import GeneratorSpec
-    from sdgov.measurement.marginals import MeasurementSet
+if TYPE_CHECKING:  # the settings model is validated by the registry, which imports the plug-ins: types only
+    from sdgov.data.psi import MeasurementSet
+    from sdgov.generators.settings import GeneratorSpec
 
 Fit = Callable[["MeasurementSet", "GeneratorSpec"], CliqueModel]
 ModelCells = Callable[[list[str], list[Clique], dict[str, int]], int]

@@ -133,24 +133,38 @@ def check_decision(
             where,
             "ask a " + role + ": " + ", ".join(p.name for p in approvers.with_role(role)),
         )
-    how = "sign with 'sdgov approve RUN_ID --as NAME --key KEY' (or paste 'sdgov sign' output into the form)"
     if not signature.strip():
         if allow_unsigned:
             return a, False
-        raise ApprovalRefused(f"the decision by {a.name!r} is not signed", where, how)
+        raise ApprovalRefused(f"the decision by {a.name!r} is not signed", where, SIGN_HOW)
+    problem = statement_problem(a, decision, challenge, signature, where)
+    if problem is not None:
+        raise problem
+    return a, True
+
+
+SIGN_HOW = "sign with 'sdgov approve RUN_ID --as NAME --key KEY' (or paste 'sdgov sign' output into the form)"
+
+
+def statement_problem(
+    a: Approver, decision: str, challenge: Challenge, signature: str, where: str = FILE
+) -> ApprovalRefused | None:
+    """None when ``signature`` is ``a``'s signed statement of ``decision`` over this very challenge, verified with
+    their registered key; else why not. (A refused attempt whose signature holds was made by ``a``: the log says
+    so, not 'unverified'.)"""
     try:
         stmt, sig = decode_statement(signature, SignOffStatement)
     except ValueError as exc:
-        raise ApprovalRefused(f"the signature of {a.name!r} is unreadable: {exc}", where, how) from None
+        return ApprovalRefused(f"the signature of {a.name!r} is unreadable: {exc}", where, SIGN_HOW)
     expected = {**challenge.model_dump(), "decision": decision}
     wrong = [k for k, v in expected.items() if getattr(stmt, k) != v]
     if wrong or not same_person(stmt.approver, a.name):
-        raise ApprovalRefused(
+        return ApprovalRefused(
             f"the signed statement does not match this pause ({', '.join(wrong or ['approver'])} differ): "
             "a statement from another run, pause or decision (replayed or stale)",
             where,
-            how,
+            SIGN_HOW,
         )
     if not verifies(a.key(), sig, signed_bytes(stmt)):
-        raise ApprovalRefused(f"the signature does not verify with {a.name!r}'s registered key", where, how)
-    return a, True
+        return ApprovalRefused(f"the signature does not verify with {a.name!r}'s registered key", where, SIGN_HOW)
+    return None

@@ -32,7 +32,7 @@ from sdgov.base.clock import utcnow
 from sdgov.base.errors import SdgovError
 from sdgov.base.hashing import sha256_file, write_json
 from sdgov.base.model import Frozen
-from sdgov.governance.approvers import ApprovalRefused, Approver, Challenge, check_decision
+from sdgov.governance.approvers import ApprovalRefused, Approver, Challenge, check_decision, statement_problem
 from sdgov.governance.controller import controller_approvers, load_config
 from sdgov.governance.signoff import SignOff
 from sdgov.identity.names import same_person
@@ -230,33 +230,60 @@ def refusal_note(pause: Pause, who: str, error: SdgovError) -> str:
     return f"Attempt {pause.attempt} by {who!r} was refused: {error.what}. The run is paused again."
 
 
+def signer(registry: Registry, name: str, decision: str, challenge: Challenge, signature: str) -> Approver | None:
+    """The registered person whose key verifies ``signature`` as their statement of ``decision`` over ``challenge``
+    — so a refused attempt (a wrong confirmation, a proposer deciding, a wrong role) is logged as theirs — or None
+    (no signature, or one that does not hold: the typed name is unverified)."""
+    if not signature.strip():
+        return None
+    try:
+        who = controller_approvers(registry).find(name or "")
+    except SdgovError:
+        return None
+    return who if who is not None and statement_problem(who, decision, challenge, signature) is None else None
+
+
+def _refused_as(who: Approver | None, signature: str) -> tuple[str, dict[str, str]]:
+    """The role a refused attempt is logged under and what says whether its identity was verified."""
+    if who is None:
+        return "unverified", {"identity_verified": "false"}
+    return who.role, {"identity_verified": "true", "statement": signature}
+
+
 def record_refused(pause: Pause, submitted: Submitted, error: SdgovError) -> Refused:
-    """Log ``approval_refused`` (as the typed name, unverified) and say why in the next form."""
+    """Log ``approval_refused`` — as the person whose valid signature it carries (their role, identity verified),
+    else as the typed name, unverified — and say why in the next form."""
+    who = signer(pause.registry, submitted.approver, submitted.decision, pause.challenge(), submitted.signature)
+    role, identity = _refused_as(who, submitted.signature)
     pause.registry.append(
         "approval_refused",
         submitted.approver or "?",
-        "unverified",
+        role,
         agreement_sha256=pause.agreement_sha256,
         run_id=pause.run_id,
         decision=submitted.decision,
         comment=f"{error.what} | comment: {submitted.comment}",
-        artifacts={pause.subject: pause.sha256, "nonce": pause.nonce, "flow_run_id": pause.flow_run_id},
+        artifacts={pause.subject: pause.sha256, "nonce": pause.nonce, "flow_run_id": pause.flow_run_id, **identity},
     )
     return Refused(error, refusal_note(pause, submitted.approver, error))
 
 
-def record_cli_refused(registry: Registry, challenge: Challenge, who: str, decision: str, error: SdgovError) -> None:
+def record_cli_refused(
+    registry: Registry, challenge: Challenge, who: str, decision: str, error: SdgovError, signature: str = ""
+) -> None:
     """Log ``approval_refused`` for a decision that ``sdgov sign`` / ``sdgov approve`` refused before anything
     reached the run (the proposer deciding, a wrong key, a wrong role): every refusal is in the log, not only those
     the flow sees. ``refused_by`` tells it from a refused resume (the pause stays as it was: same nonce). A registry
-    this machine cannot append to (no key, a broken log) leaves the refusal on the terminal only."""
+    this machine cannot append to (no key, a broken log) leaves the refusal on the terminal only. Logged as the
+    person whose key signed ``signature`` when it verifies (:func:`signer`), else unverified."""
     with contextlib.suppress(SdgovError):
         if registry.registry_id() != challenge.registry_id:
             return  # not the registry the pause names
+        role, identity = _refused_as(signer(registry, who, decision, challenge, signature), signature)
         registry.append(
             "approval_refused",
             who or "?",
-            "unverified",
+            role,
             decision=decision,
             comment=f"{error.what} | refused by sdgov before the run was resumed",
             artifacts={
@@ -264,6 +291,7 @@ def record_cli_refused(registry: Registry, challenge: Challenge, who: str, decis
                 "pause_nonce": challenge.nonce,  # not 'nonce': that marks a pause's nonce as used
                 "flow_run_id": challenge.run_id,
                 "refused_by": "sdgov approve/sign",
+                **identity,
             },
         )
 

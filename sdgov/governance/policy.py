@@ -12,6 +12,8 @@ A registry without one refuses every release (``sdgov init`` writes a sensible d
       sigma_floor: 10                  # every marginal gets σ ≥ 10 (raised to it, never refused)
       generators: [ipf, pgm]
       max_rows: 10000000               # synthetic records per release
+      record_count_public: false       # N is not public: a spec may not ask for exactly N synthetic rows
+      allow_exact_releases: false      # no 'noise: none' release (exact statistics, no DP guarantee)
     datasets:                          # overrides, keyed by the dataset's content fingerprint or its name label
       toyland_census: {lifetime_rho: 0.25}
       3f2a…(64 hex): {max_epsilon_per_release: 1.0}
@@ -26,31 +28,37 @@ Why these defaults:
   releases (the demo spends ρ ≈ 0.02), and since a statistic is measured once per noise scale, re-releases of the
   same tables cost nothing.
 - ``max_epsilon_per_release: 2.0`` — twice the demo's ε = 1: one release cannot take a large bite at once.
-- δ comes from this policy, never from the data (:func:`policy_delta`): δ = 10^-ceil(log10 N) would print the
-  record count's order of magnitude on the card. By default it is fixed at 10⁻⁹ (below 1/N for any dataset
+- δ comes from this policy, never from the data (:meth:`Limits.rule`, the one rule of
+  :class:`sdgov.budget.accounting.PrivacyRule`): δ = 10^-ceil(log10 N) would print the record count's order of
+  magnitude on the card. By default it is fixed at 10⁻⁹ (below 1/N for any dataset
   under a billion records); ``public_max_records`` — a bound on N that is public anyway (a census's population,
   a register's published size) — gives the largest power of ten below 1/bound instead; ``max_delta`` sets it
   outright. The smallest of those that are set applies, and the card says which. A spec's ``privacy.delta`` may
   only lower it. δ < 1/N is still checked against the true count (a bound set too low is refused, without
   saying N).
 - ``max_rows: 10,000,000`` — far above any census extract's size, low enough to stop a typo (10¹²) filling a disk.
+- ``record_count_public: false`` — a synthetic file of exactly N rows publishes N, a figure of the confidential data:
+  a spec asking for ``rows`` equal to the true record count is refused, unless the controller declares N public
+  (a census whose population is published). Leaving ``rows`` out releases the noisy total, a DP figure.
+- ``allow_exact_releases: false`` — ``privacy: {noise: none}`` measures the tables exactly: no DP guarantee for that
+  release, and none for the dataset ever after (every later card says its privacy is spent, ε = ∞). Only a
+  controller who declares the tables public anyway allows it, per dataset.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import Field, PositiveFloat, PositiveInt
 
-from sdgov.agreement.accounting import DEFAULT_DELTA, PrivacyPlan, plan_agreement
 from sdgov.agreement.spec import Agreement
 from sdgov.base.errors import PolicyError, RegistryError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.loading import load_model_file
 from sdgov.base.model import Frozen
+from sdgov.budget.accounting import PrivacyPlan, PrivacyRule, plan_agreement
 from sdgov.generators.registry import GENERATORS
 from sdgov.governance.lifetime import check_lifetime
 from sdgov.registry.commitment import ROTATE, secret_problem
@@ -85,6 +93,18 @@ class Limits(Frozen):
     sigma_floor: PositiveFloat = Field(description="every marginal's σ is raised to at least this")
     generators: list[str] = Field(min_length=1)
     max_rows: PositiveInt
+    record_count_public: bool = Field(
+        default=False, description="the dataset's record count N is public: a spec may ask for exactly N rows"
+    )
+    allow_exact_releases: bool = Field(
+        default=False, description="a spec may ask for noise: none (statistics declared public, no DP guarantee)"
+    )
+
+    def rule(self) -> PrivacyRule:
+        """What these limits say about every release's privacy figures: the one rule each plan is made under."""
+        return PrivacyRule(
+            max_delta=self.max_delta, public_max_records=self.public_max_records, sigma_floor=self.sigma_floor
+        )
 
 
 class Override(Frozen):
@@ -97,6 +117,8 @@ class Override(Frozen):
     sigma_floor: PositiveFloat | None = None
     generators: list[str] | None = Field(default=None, min_length=1)
     max_rows: PositiveInt | None = None
+    record_count_public: bool | None = None
+    allow_exact_releases: bool | None = None
     note: str = ""
 
 
@@ -154,6 +176,8 @@ def default_policy_text(controller: str) -> str:
             "sigma_floor": DEFAULT_SIGMA_FLOOR,
             "generators": sorted(GENERATORS),
             "max_rows": DEFAULT_MAX_ROWS,
+            "record_count_public": False,
+            "allow_exact_releases": False,
         },
         "datasets": {},
     }
@@ -167,6 +191,9 @@ def default_policy_text(controller: str) -> str:
         "# max_epsilon_per_release: ε of one release; max_delta: δ of every release (null: 1e-9, never from N)\n"
         "# public_max_records: a public bound on the record count; δ becomes the power of ten below 1/bound\n"
         "# sigma_floor: every marginal's noise scale is raised to at least this (ONS small-count rule)\n"
+        "# record_count_public: the record count N is public, so a spec may ask for exactly N synthetic rows\n"
+        "# allow_exact_releases: a spec may ask for noise: none (exact tables, no DP guarantee; every later card of\n"
+        "#   the dataset says its privacy is spent) — set it per dataset, for tables that are public anyway\n"
         + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
     )
 
@@ -186,32 +213,9 @@ def init_policy(root: str | Path, controller: str = "Data Controller") -> tuple[
     return path, True
 
 
-def policy_delta(limits: Limits) -> tuple[float, str]:
-    """The release's δ under the policy, and where it came from (said on the card): the smallest of ``max_delta``
-    and the one ``public_max_records`` gives, or the fixed :data:`~sdgov.agreement.accounting.DEFAULT_DELTA` when
-    neither is set. Never a function of the confidential data."""
-    options: list[tuple[float, str]] = []
-    if limits.max_delta is not None:
-        options.append((limits.max_delta, f"set by the data controller's policy (max_delta = {limits.max_delta:g})"))
-    if limits.public_max_records is not None:
-        bound = limits.public_max_records
-        options.append(
-            (
-                10.0 ** -(math.floor(math.log10(bound)) + 1),
-                f"derived from the public bound of {bound:,} records that the data controller's policy declares "
-                "(public_max_records): the largest power of ten below 1/bound",
-            )
-        )
-    if not options:
-        fixed = f"the data controller's policy default δ = {DEFAULT_DELTA:g}, fixed (not derived from the data)"
-        options.append((DEFAULT_DELTA, fixed))
-    return min(options)
-
-
 def planned(limits: Limits, agreement: Agreement) -> PrivacyPlan:
-    """The release's privacy plan under the controller's δ and σ floor (the one plan every stage uses)."""
-    delta, source = policy_delta(limits)
-    return plan_agreement(agreement, delta=delta, delta_source=source, sigma_floor=limits.sigma_floor)
+    """The release's privacy plan under the controller's rule (δ and σ floor): the one plan every stage uses."""
+    return plan_agreement(agreement, limits.rule())
 
 
 def rows_warning(agreement: Agreement, n_records: int) -> str | None:
@@ -238,6 +242,22 @@ def check_release(
             at,
             f"use one of {limits.generators}, or ask the data controller to allow it",
         )
+    if agreement.rows is not None and agreement.rows == n_records and not limits.record_count_public:
+        raise PolicyError(
+            f"rows = {agreement.rows:,} is the confidential dataset's true record count: the synthetic file would "
+            "publish it",
+            at,
+            "leave 'rows' out (the noisy total of the measured tables is released) or ask for another number; or "
+            "the data controller declares the count public (record_count_public: true)",
+        )
+    if plan.noise == "none" and not limits.allow_exact_releases:
+        raise PolicyError(
+            "privacy noise 'none' measures the tables exactly and releases them with no privacy guarantee; the "
+            "controller's policy does not allow exact releases",
+            at,
+            "give the spec a budget (epsilon, rho or sigma), or ask the data controller to declare these tables "
+            "public (allow_exact_releases: true for this dataset)",
+        )
     rows = agreement.rows if agreement.rows is not None else n_records  # default: about the noisy total, ≈ N
     if rows > limits.max_rows:
         asked = f"{rows:,} synthetic rows" if agreement.rows is not None else "the noisy total (the default rows)"
@@ -249,7 +269,7 @@ def check_release(
     if plan.noise == "none":
         return
     assert plan.delta is not None and plan.epsilon is not None  # a noisy plan has both
-    max_delta, _ = policy_delta(limits)
+    max_delta, _ = limits.rule().delta()
     if plan.delta > max_delta * (1 + TOLERANCE):
         raise PolicyError(
             f"δ = {plan.delta:g} exceeds the policy's δ = {max_delta:g}",

@@ -32,6 +32,13 @@ def key_fingerprint(key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def published_fingerprint(key: Ed25519PublicKey) -> str:
+    """``sha256:<64 hex>`` of the raw public key: the whole digest, for a key a controller publishes out of band and a
+    stranger pins (``sdgov init`` prints it, every card states it, ``sdgov verify-release --public-key`` takes it)."""
+    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
 def keygen(private_key_file: str | Path) -> str:
     """Write a new Ed25519 private key (PEM, mode 600, never overwriting); return its public key line."""
     path = Path(private_key_file)

@@ -8,7 +8,6 @@ costs nothing.
 from sdgov.base.face import lazy_face
 
 _WHERE = {
-    "ValidatedData": "inputs",
     "check_inputs": "inputs",
     "check_proposal": "inputs",
     "check_spec_and_data": "inputs",
@@ -16,7 +15,6 @@ _WHERE = {
     "validated_data": "inputs",
 }
 __all__ = [
-    "ValidatedData",
     "check_inputs",
     "check_proposal",
     "check_spec_and_data",

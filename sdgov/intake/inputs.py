@@ -18,17 +18,15 @@ import atexit
 import shutil
 import tempfile
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import pandas as pd
 
 from sdgov.agreement.load import LoadedSpec, load_spec
 from sdgov.base.errors import SpecError
 from sdgov.base.hashing import sha256_bytes, sha256_file
 from sdgov.data.schema import Schema
 from sdgov.engines import engine
+from sdgov.engines.validated import ValidatedData
 from sdgov.governance.approvers import ApprovalRefused, Approver
 from sdgov.governance.controller import APPROVERS, check_controller_files, controller_files
 from sdgov.governance.proposals import ProposalCheck, check_proposal_statement, record_proposal_refused
@@ -38,25 +36,7 @@ from sdgov.intake.preflight import check_root_is_usable, part_records, run_prefl
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
-    from sdgov.agreement.accounting import PrivacyPlan
-
-
-@dataclass(frozen=True)
-class ValidatedData:
-    """The confidential file as checked: where it is, its content hash, and its records as cell indices
-    (a Parquet file; :attr:`codes` loads it into memory for the stages that need the records themselves)."""
-
-    path: Path
-    sha256: str
-    schema_sha256: str
-    codes_path: Path
-    rows: int
-    fingerprint: str  # the content's identity, independent of file encoding, column and row order
-
-    @cached_property
-    def codes(self) -> pd.DataFrame:
-        """The records as int32 cell indices, one column per attribute: ``codes_path`` read on first use, then kept."""
-        return pd.read_parquet(self.codes_path)
+    from sdgov.budget.accounting import PrivacyPlan
 
 
 _last_validated: ValidatedData | None = None  # the latest parse in this process (one file: the release's)

@@ -49,7 +49,7 @@ from sdgov.data.encoding import encode
 from sdgov.data.schema import Clique, Schema
 
 if TYPE_CHECKING:
-    from sdgov.agreement.accounting import PrivacyPlan
+    from sdgov.budget.accounting import PrivacyPlan
 
 MAX_NAME = 100  # spec and dataset names: the release id is '<name>-<stamp>-<run>' and must fit a file name
 MAX_FILE_NAME_BYTES = 255  # ext4, APFS, NTFS
@@ -242,7 +242,7 @@ def check_disk_space(root: Path, loaded: LoadedSpec, n_records: int) -> None:
 def check_privacy(loaded: LoadedSpec, n_records: int) -> PrivacyPlan:
     """The plan as the measure stage will compute it, and sane: what the issue's σ = 0.1, σ = 1e-300, δ = 0.999999
     and ε = 1e-300 specs got past ``validate`` with."""
-    from sdgov.agreement.accounting import plan_agreement  # OpenDP: imported when a release gets this far
+    from sdgov.budget.accounting import plan_agreement  # OpenDP: imported when a release gets this far
 
     ag = loaded.agreement
     p = ag.privacy
@@ -364,10 +364,11 @@ def _version(distribution: str) -> str | None:
 
 def _dry_run_generator(loaded: LoadedSpec) -> None:
     """The dry run itself (:func:`dry_run_generator`)."""
+    from sdgov.data.psi import Measurement, MeasurementSet
     from sdgov.data.structures import zeros_within
     from sdgov.generators.registry import generator
     from sdgov.generators.sampler import sample_to_parquet
-    from sdgov.measurement.marginals import Measurement, MeasurementSet, marginal_counts
+    from sdgov.measurement.marginals import marginal_counts
 
     ag, schema = loaded.agreement, loaded.schema_
     domain = schema.domain(ag.attributes)

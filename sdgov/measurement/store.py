@@ -13,8 +13,11 @@ another σ is a new statistic, drawn and charged. Two noisy copies of one statis
 ever drawn twice. No seed is stored: the noise cannot be drawn again, only read back.
 
 A release's noisy marginals (its ψ, ``measurements.json`` in the run directory) are assembled from the
-statistics it uses; the budget record beside it (``budget.json``) says which were drawn now and which reused,
-from which earlier run (and registry), and the dataset's lifetime ledger before and after, over every registry.
+statistics it uses; its privacy statement beside it (``privacy_statement.json``, :mod:`sdgov.budget.statement`) says
+what the release and its dataset have spent, by both accountings — which statistics were drawn now and which reused,
+from which earlier run (and registry), the dataset's lifetime ledger before and after over every registry, and
+where the dataset was ever measured exactly (from then on its ε is ∞). Exact statistics are recorded in the budget
+authority too (never shared: they are measured again each time), so that every registry's statements see them.
 
 The budget ledger (:mod:`sdgov.governance.ledger`) reserves ρ before any noise is drawn; see its docstring for the crash
 protocol. :data:`fault_point` is the crash tests' hook (a no-op in production): they install one that kills a run
@@ -33,20 +36,30 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from sdgov.agreement.accounting import PrivacyPlan, epsilon_of_rho, epsilon_pld_of_sigmas
 from sdgov.agreement.spec import AgreedPart, Agreement
 from sdgov.base.atomic import atomic_write_bytes
 from sdgov.base.errors import RegistryError
-from sdgov.base.hashing import sha256_bytes, sha256_file, sha256_json, write_json
+from sdgov.base.hashing import sha256_bytes, sha256_file, sha256_json
 from sdgov.base.model import Frozen
+from sdgov.budget.accounting import PrivacyPlan
+from sdgov.budget.statement import (
+    AuthorityHead,
+    Epsilon,
+    ExactMeasurement,
+    Origin,
+    OtherScale,
+    PrivacyStatement,
+    cumulative_epsilon,
+    make_statement,
+)
 from sdgov.contracts import Agreed
+from sdgov.data.psi import Measurement, MeasurementSet
 from sdgov.data.schema import Clique, Schema
 from sdgov.governance import ledger
 from sdgov.governance.authority import Authority
 from sdgov.governance.authority_model import head_of
 from sdgov.governance.policy import check_release, load_policy, planned
 from sdgov.governance.site import Site
-from sdgov.measurement.marginals import Measurement, MeasurementSet
 from sdgov.registry import commitment
 from sdgov.registry.log import Event, Registry
 
@@ -94,7 +107,7 @@ def _parts(agreement: Agreement) -> list[AgreedPart | None]:
 
 
 @dataclass(frozen=True)
-class Origin:
+class FirstDraw:
     """Where a statistic was first drawn (the authority's record, or the event that logged it)."""
 
     time: str
@@ -104,11 +117,11 @@ class Origin:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the measure stage did: ψ assembled for this release, its plan, and the budget record."""
+    """What the measure stage did: ψ assembled for this release, its plan, and its privacy statement."""
 
     path: Path  # measurements.json (ψ) in the run directory
     plan: PrivacyPlan
-    budget: dict[str, Any]  # also written as budget.json beside ψ
+    statement: PrivacyStatement  # also written as privacy_statement.json beside ψ
     how: dict[str, How]  # statistic key → how this run came by it
 
     @property
@@ -200,8 +213,9 @@ def measure_once(
                 persisted[key] = (stat.model_dump_json() + "\n").encode()
                 how[key] = "drawn"
         for key, payload in persisted.items():
-            if plan.noise != "none":  # the authority first: the draw's first persistence, seen by every registry
-                auth.record(key, payload, rid, run_id)
+            # the authority first: the draw's first persistence, seen by every registry (an exact table too: never
+            # shared, but every registry's statements see that the dataset was measured exactly)
+            auth.record(key, payload, rid, run_id)
             atomic_write_bytes(registry.measurement_path(key), payload)  # persisted before any use
         if missing:
             fault_point("after_persist")
@@ -224,11 +238,15 @@ def measure_once(
         mset = _assemble(registry, fp, agreement, schema, plan, keys)
     out = Path(agreed.run_dir) / "measurements.json"
     atomic_write_bytes(out, (mset.model_dump_json(indent=None) + "\n").encode())
-    budget = _budget_record(
-        registry, auth, agreement, plan, keys, how, origins, acct_before, spend, limits, entry, policy_sha
+    statement = _statement(
+        registry, auth, agreement, plan, keys, how, origins, acct_before, spend, limits.max_epsilon_per_release
     )
-    write_json(Path(agreed.run_dir) / "budget.json", budget)
-    return Outcome(path=out, plan=plan, budget=budget, how=how)
+    atomic_write_bytes(Path(agreed.run_dir) / STATEMENT, (statement.model_dump_json(indent=2) + "\n").encode())
+    return Outcome(path=out, plan=plan, statement=statement, how=how)
+
+
+STATEMENT = "privacy_statement.json"
+"""The privacy statement's file in the run directory (published with the release, beside ψ)."""
 
 
 def _import_logged(registry: Registry, auth: Authority, events: list[Event]) -> None:
@@ -296,16 +314,16 @@ def _copy_in(
     )
 
 
-def _origins(auth: Authority, registry_id: str, keys: Iterable[str], logged: dict[str, Event]) -> dict[str, Origin]:
+def _origins(auth: Authority, registry_id: str, keys: Iterable[str], logged: dict[str, Event]) -> dict[str, FirstDraw]:
     """Where each statistic was first drawn: the authority's record, else (drawn before the authority knew it) the
     event that logged it here."""
-    out: dict[str, Origin] = {}
+    out: dict[str, FirstDraw] = {}
     for key in keys:
         found = auth.drawn(key)
         if found is not None:
-            out[key] = Origin(time=found[0].time, run_id=found[0].run_id, registry_id=found[0].registry_id)
+            out[key] = FirstDraw(time=found[0].time, run_id=found[0].run_id, registry_id=found[0].registry_id)
         elif key in logged:
-            out[key] = Origin(time=logged[key].time, run_id=logged[key].run_id, registry_id=registry_id)
+            out[key] = FirstDraw(time=logged[key].time, run_id=logged[key].run_id, registry_id=registry_id)
     return out
 
 
@@ -395,85 +413,77 @@ def assemble_logged(
     return _assemble(registry, fingerprint, agreement, schema, plan, keys, create_secret=False)
 
 
-def _budget_record(
+def _statement(
     registry: Registry,
     auth: Authority,
     agreement: Agreement,
     plan: PrivacyPlan,
     keys: dict[Unit, str],
     how: dict[str, How],
-    origins: dict[str, Origin],
+    origins: dict[str, FirstDraw],
     before: ledger.Account,
     spend: ledger.Spend | None,
-    limits: Any,
-    entry: str,
-    policy_sha: str,
-) -> dict[str, Any]:
-    """The dataset's lifetime ledger as this release leaves it — its account with the controller's budget authority,
-    over every registry — and where each of its statistics came from."""
+    max_epsilon_per_release: float,
+) -> PrivacyStatement:
+    """The release's privacy statement: its plan's figures, and the dataset's account as this release leaves it — its
+    account with the controller's budget authority, over every registry — with where each statistic came from."""
     # this release: the statistics drawn for it — now, or by an interrupted run of it (adopted, or reserved and
     # drawn now); everything else the account holds was spent before
     fresh = [m.rho or 0.0 for m in plan.marginals if how.get(keys[(m.part, m.clique)]) in ("drawn", "adopted")]
-    this = math.fsum(fresh)
     total = before.spent_rho + (spend.rho if spend is not None else 0.0)
     used_by = releases_using(registry, set(keys.values()))
     scales = other_scales(registry, before.fingerprint, set(keys.values()))
     this_registry = registry.registry_id()
-    commit = commitment.registry_committer(registry)  # budget.json is published: no unkeyed hash
-    stats: list[dict[str, Any]] = []
+    commit = commitment.registry_committer(registry)  # the statement is published: no unkeyed hash
+    stats: list[Origin] = []
     for m in plan.marginals:
         key = keys[(m.part, m.clique)]
         src = origins.get(key)
-        records = _records(agreement, m.part)
         stats.append(
-            {
-                **({"part": m.part} if m.part is not None else {}),
-                "attributes": list(m.clique),
-                "sigma": m.sigma,
-                "rho": None if plan.noise == "none" else m.rho,
-                "statistic": commit("statistic", key),
-                "how": how.get(key, "drawn"),
-                "measured_at": src.time if src else None,
-                "measured_in_run": src.run_id if src else None,
+            Origin(
+                part=m.part,
+                attributes=list(m.clique),
+                sigma=m.sigma,
+                rho=None if plan.noise == "none" else m.rho,
+                statistic=commit("statistic", key),
+                how=how.get(key, "drawn"),
+                measured_at=src.time if src else None,
+                measured_in_run=src.run_id if src else None,
                 # another registry's draw, copied in through the authority (None: drawn in this registry)
-                "measured_in_registry": src.registry_id if src and src.registry_id != this_registry else None,
-                "earlier_releases": used_by.get(key, []),
-                "other_sigmas": scales.get((frozenset(m.clique), sha256_json(records)), []),
-            }
+                measured_in_registry=src.registry_id if src and src.registry_id != this_registry else None,
+                earlier_releases=used_by.get(key, []),
+                other_sigmas=scales.get((frozenset(m.clique), sha256_json(_records(agreement, m.part))), []),
+            )
         )
-    sharing = sorted({r for key in keys.values() for r in used_by.get(key, [])})
     spends = [*before.spends, *([spend] if spend else [])]
+    exact = exact_measurements(registry, auth, before.fingerprint)
     # a draft's private selection spends right after its 1-ways (and a proposed spec's release finds that spend in
     # the account): no PLD of discrete Gaussians covers the account, so none is computed (~1.5 CPU s, issue 27)
     selecting = agreement.privacy.selection is not None
-    dataset_eps, dataset_pld = dataset_epsilon(registry, auth, spends, total, plan, with_pld=not selecting)
-    return {
-        "dataset": before.dataset,
-        "fingerprint_hmac": commit("fingerprint", before.fingerprint),
-        "authority": auth.authority_id,
-        # the authority's chain head the cumulative figures were read at: what proves them (the registry's log mirrors
-        # it at each charge, and refuses an authority that lacks it); its hash covers rows naming the data's
+    cumulative = dataset_epsilon(registry, auth, spends, total, plan.delta, with_pld=not selecting, exact=bool(exact))
+    return make_statement(
+        plan,
+        dataset=before.dataset,
+        fingerprint_hmac=commit("fingerprint", before.fingerprint),
+        authority=auth.authority_id,
+        # the authority's chain head the cumulative figures were read at: what proves them (the registry's log
+        # mirrors it at each charge, and refuses an authority that lacks it); its hash covers rows naming the data's
         # fingerprint, so it is published as a keyed commitment, which the controller opens for an auditor
-        "authority_head": None
+        authority_head=None
         if (head := head_of(auth.authority_id, auth.rows())) is None
-        else {"authority": head.authority, "seq": head.seq, "hash_hmac": commit("authority_head", head.hash)},
-        "registries": len({s.registry_id for s in spends}) or 1,
-        "policy_entry": entry,
-        "policy_sha256": policy_sha,
-        "lifetime_rho": before.lifetime_rho,
-        "spent_before_rho": total - this,
-        "this_release_rho": this,
-        "spent_after_rho": total,
-        "remaining_rho": max(0.0, before.lifetime_rho - total),
-        "delta": plan.delta,
-        "dataset_epsilon": dataset_eps,
-        "dataset_epsilon_pld": dataset_pld,
-        "max_epsilon_per_release": limits.max_epsilon_per_release,
-        "sigma_floor": limits.sigma_floor,
-        "statistics": stats,
-        "reused": sum(s["how"] == "reused" for s in stats),
-        "earlier_releases_sharing": sharing,
-    }
+        else AuthorityHead(authority=head.authority, seq=head.seq, hash_hmac=commit("authority_head", head.hash)),
+        registries=len({s.registry_id for s in spends}) or 1,
+        spent_rho=math.fsum(fresh),
+        spent_after_rho=total,
+        lifetime_rho=before.lifetime_rho,
+        policy_entry=before.policy_entry,
+        policy_sha256=before.policy_sha256,
+        max_epsilon_per_release=max_epsilon_per_release,
+        cumulative=cumulative,
+        exact_measurements=exact,
+        statistics=stats,
+        earlier_releases_sharing=sorted({r for key in keys.values() for r in used_by.get(key, [])}),
+    )
 
 
 def dataset_epsilon(
@@ -481,19 +491,19 @@ def dataset_epsilon(
     auth: Authority,
     spends: list[ledger.Spend],
     total_rho: float,
-    plan: PrivacyPlan,
+    delta: float | None,
     with_pld: bool = True,
-) -> tuple[float | None, float | None]:
-    """The dataset's cumulative ε at this release's δ over every statistic its account holds (every release in
-    every registry of the controller, and any run not released: drawn noise is kept and counts): the zCDP bound of
-    the account's ρ, and the privacy-loss-distribution bound of all its discrete Gaussians, each counted once (a
-    statistic is drawn once, and reused for free). The PLD figure is ``None`` when a spend is not a persisted
-    Gaussian marginal (private selection, a legacy or an interrupted spend), or ``with_pld`` is false (an agreement
-    with a private selection: its spend is in the account, or follows this one): the zCDP bound alone covers it."""
-    if plan.delta is None:  # noise 'none': no δ to state the dataset's ε at
-        return None, None
-    if not with_pld:
-        return epsilon_of_rho(total_rho, plan.delta), None
+    exact: bool = False,
+) -> Epsilon:
+    """The dataset's cumulative ε at ``delta`` over every statistic its account holds (every release in every
+    registry of the controller, and any run not released: drawn noise is kept and counts): the zCDP bound of the
+    account's ρ, and the privacy-loss-distribution bound of all its discrete Gaussians, each counted once (a
+    statistic is drawn once, and reused for free); ∞ when the dataset was ever measured exactly (``exact``). No PLD
+    figure when a spend is not a persisted Gaussian marginal (private selection, a legacy or an interrupted spend),
+    or ``with_pld`` is false (an agreement with a private selection: its spend is in the account, or follows this
+    one): the zCDP bound alone covers it."""
+    if exact or delta is None or not with_pld:
+        return cumulative_epsilon(total_rho, None, delta, exact)
     sigmas: list[float] = []
     gaussian = True
     for key in dict.fromkeys(k for s in spends for k in s.statistics):
@@ -503,16 +513,76 @@ def dataset_epsilon(
             sigmas.append(Statistic.model_validate_json(payload).sigma)
         except (OSError, ValueError):  # a selection's proposal, or never persisted
             gaussian = False
-    pld = epsilon_pld_of_sigmas(sigmas, plan.delta) if gaussian and sigmas else None
-    return epsilon_of_rho(total_rho, plan.delta), pld
+    return cumulative_epsilon(total_rho, sigmas if gaussian else None, delta, exact)
+
+
+def account_privacy(
+    site: Site, account: ledger.Account, delta: float | None
+) -> tuple[Epsilon, list[ExactMeasurement], list[tuple[str, str, PrivacyStatement]]]:
+    """What ``sdgov budget`` states of a dataset's account now (every release, and any run not released): its ε at
+    ``delta`` by both accountings — computed as the measure stage computes a statement's cumulative ε — where it
+    was measured exactly, and this registry's releases of it with their statements, as (release id, time, statement)."""
+    registry, auth = site.registry, site.authority
+    exact = exact_measurements(registry, auth, account.fingerprint)
+    epsilon = dataset_epsilon(registry, auth, account.spends, account.spent_rho, delta, exact=bool(exact))
+    try:  # the statements name the dataset by its keyed commitment
+        mine: str | None = commitment.registry_committer(registry, create=False)(
+            "fingerprint", account.fingerprint
+        )
+    except RegistryError:  # no secret here: by its name label
+        mine = None
+    releases = []
+    for r in registry.releases():
+        path = Path(r["path"]) / "artifacts" / STATEMENT
+        if path.is_file():
+            s = PrivacyStatement.model_validate_json(path.read_bytes())
+            if s.fingerprint_hmac == mine or (mine is None and s.dataset == account.dataset):
+                releases.append((str(r["release_id"]), str(r["time"]), s))
+    return epsilon, exact, releases
+
+
+def exact_measurements(registry: Registry, auth: Authority, fingerprint: str) -> list[ExactMeasurement]:
+    """Where this dataset's statistics were ever measured exactly (``noise: none``), oldest first: in any registry
+    of the controller (the budget authority records exact tables too, charging nothing) or in this registry's log
+    (an exact measurement made before the authority recorded them). From the first, the dataset's ε is ∞."""
+    found: dict[tuple[str, str], ExactMeasurement] = {}
+    for key in sorted(auth.keys()):
+        if auth.reservation(key) is not None:  # charged: a noisy draw
+            continue
+        drawn = auth.drawn(key)
+        if drawn is None or not _exact_of(drawn[1], fingerprint):
+            continue
+        d = drawn[0]
+        found.setdefault(
+            (d.registry_id, d.run_id), ExactMeasurement(time=d.time, run_id=d.run_id, registry_id=d.registry_id)
+        )
+    rid = registry.registry_id()
+    for e in registry.verified_events():
+        if e.event != "measured" or "(noise: none" not in e.comment or (rid, e.run_id) in found:
+            continue
+        for name in e.artifacts:
+            path = registry.root / name
+            if name.startswith("measurements/") and path.is_file() and _exact_of(path.read_bytes(), fingerprint):
+                found[(rid, e.run_id)] = ExactMeasurement(time=e.time, run_id=e.run_id, registry_id=rid)
+                break
+    return sorted(found.values(), key=lambda x: x.time)
+
+
+def _exact_of(payload: bytes, fingerprint: str) -> bool:
+    """Whether a stored statistic is an exact table (σ = 0) of this dataset."""
+    try:
+        stat = Statistic.model_validate_json(payload)
+    except ValueError:  # a selection's proposal: not a table
+        return False
+    return stat.sigma == 0 and stat.fingerprint == fingerprint
 
 
 def other_scales(
     registry: Registry, fingerprint: str, exclude: set[str]
-) -> dict[tuple[frozenset[str], str], list[dict[str, Any]]]:
+) -> dict[tuple[frozenset[str], str], list[OtherScale]]:
     """(attribute set, hash of the records counted) → every *other* noise scale it was measured at on this dataset
     (σ, when, which run): the same table at two scales is two measurements, and both count in the lifetime ρ."""
-    out: dict[tuple[frozenset[str], str], list[dict[str, Any]]] = {}
+    out: dict[tuple[frozenset[str], str], list[OtherScale]] = {}
     for e in registry.verified_events():
         if e.event != "measured":
             continue
@@ -527,7 +597,7 @@ def other_scales(
                 continue
             if stat.fingerprint == fingerprint:
                 out.setdefault((frozenset(stat.attributes), sha256_json(stat.records)), []).append(
-                    {"sigma": stat.sigma, "measured_at": e.time, "measured_in_run": e.run_id}
+                    OtherScale(sigma=stat.sigma, measured_at=e.time, measured_in_run=e.run_id)
                 )
     return out
 

@@ -134,3 +134,10 @@ def sign_framed(key: Ed25519PrivateKey, domain: str, message: bytes) -> str:
 
 def signature_ok(public: Ed25519PublicKey, domain: str, message: bytes, signature: str) -> bool:
     return keys.verifies(public, signature, _framed(domain, message))
+
+
+def registry_fingerprint(public_key: str, where: str) -> str:
+    """The published fingerprint (``sha256:…``) of a registry's public key (``ed25519:…``, as its config holds it):
+    what ``sdgov init`` prints, every card states and a stranger pins to verify its releases
+    (:mod:`sdgov.channel.pins`)."""
+    return keys.published_fingerprint(parse_registry_public_key(public_key, where))

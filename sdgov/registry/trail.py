@@ -18,6 +18,7 @@ from sdgov.registry.log import Event, Registry
 WHAT = {
     "registry_created": "created the registry (its id and signing key)",
     "policy_changed": "adopted a new version of a controller file",
+    "approvers_changed": "adopted a new version of the approvers registry (who may propose and decide)",
     "agreement_signed": "signed the Φ agreement (standing approval)",
     "agreement_proposed": "proposed the Φ agreement",
     "agreement_approved": "approved the Φ agreement",
@@ -108,16 +109,57 @@ ARTIFACT_LABELS = {"spec": "spec file", "candidate": "release candidate hash", "
 """One name per hash (see :func:`artifact_label`)."""
 
 
+AGREEMENT_FILE_EVENTS = {"agreement_proposed", "agreement_signed"}
+"""The agree stages' events: their ``agreement`` artifact is the run's agreement.json file, hashed as bytes."""
+
+
 def artifact_label(r: dict[str, Any], name: str, value: object) -> str:
-    """What a logged artifact is: an agreement or budget decision names the agreement hash (the sha256 of the
-    agreement's canonical JSON); the agree stages name the run's agreement.json file, whose bytes hash otherwise."""
-    if name in ("agreement", "budget") and value == r["agreement_sha256"]:
-        return "agreement hash"
-    if name == "agreement":
+    """What a logged artifact is: the agree stages name the run's agreement.json file (its bytes' sha256); every
+    other event naming ``agreement`` or ``budget`` — a decision, a pause, a refusal by the flow or by ``sdgov
+    approve`` — names the agreement hash (the sha256 of the agreement's canonical JSON)."""
+    if name == "agreement" and r["event"] in AGREEMENT_FILE_EVENTS and value != r["agreement_sha256"]:
         return "agreement.json (file sha256)"
+    if name in ("agreement", "budget"):
+        return "agreement hash"
     if name == SIGNED_AT:
         return "standing approval signed"
     return ARTIFACT_LABELS.get(name, name)
+
+
+OUTCOMES = {
+    "released": "released",
+    "agreement_rejected": "rejected (the Φ agreement)",
+    "release_rejected": "rejected (the release)",
+    "budget_rejected": "rejected (the budget retry)",
+    "approval_timeout": "timed out awaiting a decision",
+    "release_blocked": "blocked (an audit failed)",
+    "budget_refused": "refused by the privacy budget",
+    "run_failed": "failed",
+    "run_refused": "refused before it started",
+}
+"""The events that end a run, and its outcome in words (``sdgov runs``)."""
+
+
+def finished_runs(events: list[Event]) -> list[dict[str, str]]:
+    """Every run the log saw end, newest last: its run id, when, how (:data:`OUTCOMES`), who decided it when a
+    person did, the release id when released, and the event's comment (why it failed or was refused)."""
+    last: dict[str, Event] = {}
+    for e in events:
+        if e.event in OUTCOMES and e.run_id:
+            last.pop(e.run_id, None)
+            last[e.run_id] = e  # a budget refusal the controller retried is followed by the run's real end
+    return [
+        {
+            "run_id": run_id,
+            "time": e.time,
+            "outcome": OUTCOMES[e.event],
+            "event": e.event,
+            "who": e.actor if e.role not in ("system", "unverified") else "",
+            "release_id": e.release_id,
+            "comment": e.comment,
+        }
+        for run_id, e in last.items()
+    ]
 
 
 def decision_of(r: dict[str, Any]) -> str:

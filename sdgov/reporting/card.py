@@ -26,19 +26,20 @@ from jinja2 import Environment
 from pydantic import BaseModel, Field
 
 from sdgov import __version__
-from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld, part_plan
 from sdgov.agreement.spec import AgreedSplit, Agreement, ModelCardSpec
 from sdgov.audits.protocol import AuditReport, Check
 from sdgov.base.model import Frozen, Strict
 from sdgov.base.svg import pyplot, to_svg
+from sdgov.budget.accounting import PrivacyPlan
+from sdgov.budget.statement import PrivacyStatement, guarantee, headline, ledger_words, plain, rows
 from sdgov.cards import environment as template_environment
 from sdgov.contracts import ArtifactRef, StageRecord
+from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import Clique, Column, Schema
 from sdgov.engines.base import RowFilter
 from sdgov.engines.recordset import RecordSet
 from sdgov.generators.graph import SynthesisGraph, graph_svg, synthesis_graph
 from sdgov.governance.signoff import SignOff
-from sdgov.measurement.marginals import MeasurementSet
 from sdgov.registry import commitment
 from sdgov.reporting.selection import CardSelection, selection_svg
 from sdgov.reporting.verdict import Verdict, overall_verdict, section_title
@@ -58,79 +59,6 @@ class PhiEntry(BaseModel):
     part: str | None = Field(default=None, exclude_if=lambda v: v is None)  # a split synthesis: whose records
 
 
-class EpsilonSummary(Frozen):
-    """The privacy figures the card headlines, and the release's pause form and release-candidate artifact repeat
-    (:func:`privacy_headline`, :func:`epsilon_rows`): this release's ε and the dataset's cumulative ε over every
-    release, each by the zCDP bound and by privacy-loss-distribution accounting (an upper bound too), at one δ."""
-
-    delta: float
-    delta_source: str | None
-    release_rho: float  # every table of this release, drawn now or reused: what its guarantee covers
-    release_epsilon: float
-    release_epsilon_pld: float | None  # None: not only discrete Gaussians (private selection)
-    spent_rho: float | None = None  # charged to the ledger by this release (new draws; reused tables were paid before)
-    dataset_rho: float | None = None  # the dataset's ledger after this release
-    dataset_epsilon: float | None = None
-    dataset_epsilon_pld: float | None = None
-
-
-def epsilon_summary(plan: PrivacyPlan, eps_pld: float | None, ledger: dict[str, Any] | None) -> EpsilonSummary | None:
-    """The card's headline figures from the plan and the measure stage's ledger record (None without noise)."""
-    if plan.noise == "none" or plan.rho is None or plan.epsilon is None or plan.delta is None:
-        return None
-    led = ledger or {}
-    return EpsilonSummary(
-        delta=plan.delta,
-        delta_source=plan.delta_source,
-        release_rho=plan.rho,
-        release_epsilon=plan.epsilon,
-        release_epsilon_pld=eps_pld,
-        spent_rho=led.get("this_release_rho"),
-        dataset_rho=led.get("spent_after_rho"),
-        dataset_epsilon=led.get("dataset_epsilon"),
-        dataset_epsilon_pld=led.get("dataset_epsilon_pld"),
-    )
-
-
-def privacy_headline(e: EpsilonSummary) -> str:
-    """The card's headline privacy sentence (also the release pause form's): the same figures, formatted once."""
-    s = f"This release: (ε = {e.release_epsilon:.4g}, δ = {e.delta:.3g})-DP by the zCDP bound (ρ = {e.release_rho:.6g})"
-    if e.release_epsilon_pld is not None:
-        s += f"; ε ≤ {e.release_epsilon_pld:.4g} by privacy-loss-distribution accounting (an upper bound)"
-    s += "."
-    if e.dataset_epsilon is not None and e.dataset_rho is not None:
-        s += (
-            " The dataset over every release so far, in every registry of this controller (its account with the "
-            f"controller's budget authority): ε = {e.dataset_epsilon:.4g} by the zCDP "
-            f"bound (ρ = {e.dataset_rho:.6g})"
-        )
-        if e.dataset_epsilon_pld is not None:
-            s += f"; ε ≤ {e.dataset_epsilon_pld:.4g} by privacy-loss-distribution accounting"
-        s += ", at the same δ."
-    return s
-
-
-def epsilon_rows(e: EpsilonSummary) -> list[tuple[str, str]]:
-    """The headline figures as (label, value) rows, formatted as :func:`privacy_headline` formats them."""
-
-    def g(x: float | None, digits: int = 4) -> str:
-        return "—" if x is None else f"{x:.{digits}g}"
-
-    return [
-        ("ε of this release (zCDP bound)", g(e.release_epsilon)),
-        ("ε of this release (privacy-loss-distribution accounting, an upper bound)", g(e.release_epsilon_pld)),
-        ("δ", f"{e.delta:.3g}"),
-        ("ε of the dataset over every release (zCDP bound)", g(e.dataset_epsilon)),
-        (
-            "ε of the dataset over every release (privacy-loss-distribution accounting, an upper bound)",
-            g(e.dataset_epsilon_pld),
-        ),
-        ("ρ of this release (zCDP, all its tables)", g(e.release_rho, 6)),
-        ("ρ spent by this release (new draws; reused tables were paid before)", g(e.spent_rho, 6)),
-        ("ρ of the dataset over every release (zCDP)", g(e.dataset_rho, 6)),
-    ]
-
-
 class Card(Strict):
     card_version: str = "1"
     title: str
@@ -144,10 +72,8 @@ class Card(Strict):
     attributes: list[dict[str, Any]]
     phi: list[PhiEntry]
     not_preserved: list[str]
-    privacy: PrivacyPlan
-    epsilon_pld: float | None  # an upper bound by PLD accounting of the discrete Gaussians (accounting.epsilon_pld)
-    epsilon: EpsilonSummary | None = None  # the headline: this release's and the dataset's ε (None without noise)
-    privacy_statement: str
+    privacy: PrivacyPlan  # σ and ρ per table (every ε and δ the card states is the statement's)
+    statement: PrivacyStatement  # what this release and its dataset spent, made at measure time (sdgov.budget)
     generator: dict[str, Any]
     synthetic: dict[str, Any]
     utility_note: str
@@ -157,7 +83,7 @@ class Card(Strict):
     audit_sections: dict[str, dict[str, Any]] = {}  # audit check name → its title and verdict
     signoffs: list[SignOff]
     provenance: dict[str, Any]
-    ledger: dict[str, Any] | None = None  # the dataset's lifetime ledger and where each statistic came from
+    registry_key_fingerprint: str  # the registry key that signs the release, as its controller publishes it
     synthesis_graphs: list[SynthesisGraph] = []  # each model's tables and sampling order (sdgov.generators.graph)
     split: dict[str, Any] | None = None  # a split synthesis: the attribute and each part's codes, rows, Φ and ρ
     selection: CardSelection | None = None  # how Φ's pairs were selected and reviewed (sdgov.reporting.selection)
@@ -166,70 +92,10 @@ class Card(Strict):
     )
 
 
-def ledger_statement(ledger: dict[str, Any] | None) -> str:
-    """The lifetime ledger in words: what this release spent, what was reused, and from which releases."""
-    if ledger is None:
-        return ""
-    reused = [s for s in ledger["statistics"] if s["how"] == "reused"]
-    s = (
-        f"Dataset {ledger['dataset']!r} (content commitment {ledger['fingerprint_hmac'][:12]}…) had spent "
-        f"ρ = {ledger['spent_before_rho']:.6g} of its lifetime ρ = {ledger['lifetime_rho']:.6g} before this release, "
-        "over every registry of this controller; "
-        f"this release spent ρ = {ledger['this_release_rho']:.6g}, leaving {ledger['remaining_rho']:.6g}."
-    )
-    if ledger.get("dataset_epsilon") is not None:
-        s += (
-            f" Over every release so far the dataset's ρ = {ledger['spent_after_rho']:.6g} gives "
-            f"ε = {ledger['dataset_epsilon']:.4g} (zCDP bound)"
-            + (
-                f", ε ≤ {ledger['dataset_epsilon_pld']:.4g} by privacy-loss-distribution accounting"
-                if ledger.get("dataset_epsilon_pld") is not None
-                else ""
-            )
-            + f" at δ = {ledger['delta']:.3g}; a table measured once and reused counts once."
-        )
-    if ledger["reused"]:
-        s += " The guarantee above covers all of this release's tables; those reused from earlier draws were paid then."
-    if reused:
-        s += (
-            f" {len(reused)} of its {len(ledger['statistics'])} tables were measured before at the same σ and are "
-            "reused as they were drawn (post-processing: no new noise, no new spend): "
-            + "; ".join(
-                " × ".join(r["attributes"])
-                + f" (drawn {r['measured_at']} in run {(r['measured_in_run'] or '')[:8]}"
-                + (f" of registry {r['measured_in_registry'][:8]}" if r.get("measured_in_registry") else "")
-                + (f", released in {', '.join(r['earlier_releases'])}" if r["earlier_releases"] else "")
-                + ")"
-                for r in reused
-            )
-            + "."
-        )
-    rescaled = [s for s in ledger["statistics"] if s.get("other_sigmas")]
-    if rescaled:
-        s += (
-            " Measured before on this dataset at another noise scale, so two measurements that both count in the "
-            "lifetime ρ: "
-            + "; ".join(
-                " × ".join(r["attributes"])
-                + f" (σ = {r['sigma']:.4g} now; before: "
-                + ", ".join(f"σ = {o['sigma']:.4g} on {o['measured_at']}" for o in r["other_sigmas"])
-                + ")"
-                for r in rescaled
-            )
-            + "."
-        )
-    if ledger["earlier_releases_sharing"]:
-        s += (
-            " Earlier releases sharing measurements with this one: "
-            + ", ".join(ledger["earlier_releases_sharing"])
-            + "."
-        )
-    return s
-
-
 def environment() -> dict[str, Any]:
-    """The software that made the release, for the card: Python, platform, the ``PACKAGES`` versions ("not installed"
-    for one absent), sdgov's version and the git commit."""
+    """The software that made the release, for the card: the ``PACKAGES`` versions ("not installed" for one absent),
+    Python's version, sdgov's and the git commit — package versions, never the machine (no kernel, libc or build of
+    the controller's worker: a public card names nothing about where the confidential data lives)."""
     pkgs = {}
     for p in PACKAGES:
         try:
@@ -238,7 +104,6 @@ def environment() -> dict[str, Any]:
             pkgs[p] = "not installed"
     return {
         "python": platform.python_version(),
-        "platform": platform.platform(),
         "packages": pkgs,
         "sdgov": __version__,
         "git_commit": git_commit(),
@@ -317,63 +182,6 @@ def not_preserved(agreement: Agreement, schema: Schema, exact: bool = False) -> 
     return out
 
 
-def privacy_statement(plan: PrivacyPlan, eps_pld: float | None = None) -> str:
-    """The card's privacy guarantee in words, from the plan alone: ρ-zCDP, the (ε, δ) it implies and where δ comes from,
-    selection's share, the tighter ``eps_pld`` when given, the noise floor; with noise ``none``, that there is none."""
-    if plan.noise == "none":
-        return (
-            "NO NOISE WAS ADDED. The agreed statistics were declared already public and were measured exactly; "
-            "this release carries no differential-privacy guarantee."
-        )
-    s = (
-        f"The agreed statistics were measured with {plan.mechanism}, at ρ = {plan.rho:.6g} in total "
-        f"(zero-concentrated DP), which implies (ε = {plan.epsilon:.4g}, δ = {plan.delta:.3g})-DP for "
-        f"neighbouring datasets that differ by {plan.neighbours} (the zCDP bound: it holds for any ρ-zCDP "
-        "mechanism)."
-    )
-    if plan.delta_source:
-        s += f" Where δ comes from: {plan.delta_source} — never from the confidential data or its record count."
-    if plan.selection_rho and plan.selection_method == "aim":
-        s += (
-            f" Φ itself was chosen by private selection (AIM): ρ = {plan.selection_rho:.6g} of that total went to "
-            "AIM's rounds — the exponential mechanism and the Gaussian measurements of the marginals it chose, which "
-            "served the selection only — and the reviewers' noisy scores; the 1-way tables it measured are reused "
-            "here."
-        )
-    elif plan.selection_rho:
-        s += (
-            f" Φ itself was chosen by private selection (MST): ρ = {plan.selection_rho:.6g} of that total went to the "
-            "exponential mechanism and the reviewers' noisy scores; the 1-way tables it measured are reused here."
-        )
-    if eps_pld is not None:
-        s += (
-            f" Composing these discrete Gaussians' privacy-loss distributions gives the smaller ε ≤ {eps_pld:.4g} at "
-            "the same δ: also an upper bound (the accounting discretises pessimistically, so the exact ε of these "
-            "mechanisms is slightly lower still)."
-        )
-    s += " Everything after measurement is post-processing of the noisy statistics and spends no further budget."
-    if plan.sigma_floor is not None:
-        s += (
-            f" A noise floor σ ≥ {plan.sigma_floor:g} applies (the data controller's policy; ONS small-count rule)"
-            f"{' and was binding' if plan.floor_binding else ''}; with this many marginals it permits at most "
-            f"ε = {plan.floor_max_epsilon:.4g} (zCDP bound)."
-        )
-    return s
-
-
-def epsilon_plain(epsilon: float | None, delta: float | None) -> str:
-    """ε in plain language: how much more likely any outcome can become because one person's record is in the data."""
-    if epsilon is None or delta is None:
-        return "No guarantee: the statistics were published exactly, so nothing limits what they reveal about anyone."
-    factor = math.exp(epsilon)
-    return (
-        f"Whatever anyone concludes from this release, the chance of reaching that conclusion changes by at most a "
-        f"factor of {factor:.3g} (e^ε) whether or not any one person's record was in the data — apart from a "
-        f"probability δ = {delta:.3g} that this fails. So an attacker who gave 50% odds to a fact about someone "
-        f"before could give it at most {100 * factor / (1 + factor):.0f}% after seeing the release."
-    )
-
-
 def noisy_tvd(
     mset: MeasurementSet, synthetic: RecordSet, split: AgreedSplit | None = None
 ) -> dict[tuple[str | None, Clique], float]:
@@ -397,7 +205,9 @@ def noisy_tvd(
     return out
 
 
-def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str, Any]) -> dict[str, Any] | None:
+def split_summary(
+    agreement: Agreement, plan: PrivacyPlan, statement: PrivacyStatement, model_info: dict[str, Any]
+) -> dict[str, Any] | None:
     """A split synthesis on the card: each part's codes, synthetic rows, Φ, ρ (the parts' ρ add up) and the ε of
     that ρ alone (the claim each part's pre-registered audits test)."""
     split = agreement.split
@@ -418,7 +228,7 @@ def split_summary(agreement: Agreement, plan: PrivacyPlan, model_info: dict[str,
                 # with private selection: the part's selection's ρ, inside its ρ
                 **({"selection_rho": sel} if (sel := privacy["parts"][p.name].get("selection_rho")) else {}),
                 # the ε of the part's own ρ: what its model claims, and what its pre-registered audits tested
-                "epsilon": part_plan(plan, p.name).epsilon,
+                "epsilon": statement.parts[p.name].zcdp if p.name in statement.parts else None,
             }
             for p in split.parts
         ],
@@ -463,7 +273,7 @@ PUBLIC_HASHES = frozenset(
         "agreement",
         "measurements",
         "privacy_plan",
-        "budget",
+        "privacy_statement",
         "synthetic",
         "model_info",
         "draft_card_html",
@@ -557,12 +367,13 @@ class CardInputs:
         commitment.Committer
     )  # the registry's keyed commitment (sdgov.registry.commitment): how the card names the data
     run_dir: Path  # the run's folder: artifacts are named relative to it, never by a machine path
+    registry_key_fingerprint: str  # sha256:… of the registry's public key (sdgov.identity.keys.published_fingerprint)
     audit: AuditReport
     audit_sections: dict[str, JSONObject] = field(default_factory=dict)  # audit check name → its section
     utility_report: JSONObject | None = None
     signoffs: list[SignOff] = field(default_factory=list)
     records: list[StageRecord]
-    ledger: JSONObject | None = None
+    statement: PrivacyStatement  # made at measure time: every ε and δ the card states
     model_card: ModelCardSpec | None = None
     selections: list[CardSelection] = field(default_factory=list)  # one model's, or each split part's
 
@@ -624,7 +435,6 @@ def build_card(inputs: CardInputs) -> Card:
     """The public card from its inputs (:class:`CardInputs`)."""
     i, agreement, plan, model_info = inputs, inputs.agreement, inputs.plan, inputs.model_info
     sections = i.audit_sections
-    eps_pld = epsilon_pld(plan)
     return Card(
         title=f"Generator card — {agreement.spec_name}",
         release_id=i.release_id,
@@ -637,10 +447,9 @@ def build_card(inputs: CardInputs) -> Card:
         attributes=_attributes(agreement, i.schema),
         phi=_phi(i),
         not_preserved=not_preserved(agreement, i.schema, exact=plan.noise == "none"),
-        privacy=plan,
-        epsilon_pld=eps_pld,
-        epsilon=epsilon_summary(plan, eps_pld, i.ledger),
-        privacy_statement=privacy_statement(plan, eps_pld),
+        # σ and ρ per table; a spent dataset's card claims no finite ε anywhere, its plan's included
+        privacy=plan.model_copy(update={"epsilon": None, "floor_max_epsilon": None}) if i.statement.spent else plan,
+        statement=i.statement,
         generator=model_info,
         synthetic=i.synthetic.model_dump(),
         utility_note=(
@@ -663,17 +472,17 @@ def build_card(inputs: CardInputs) -> Card:
             for name, sec in sections.items()
         },
         signoffs=i.signoffs,
+        registry_key_fingerprint=i.registry_key_fingerprint,
         provenance={
             "stages": public_stages(i.records, i.run_dir, i.commit),
             "environment": environment(),
         },
-        ledger=i.ledger,
         synthesis_graphs=split_graphs(agreement.split, model_info["split"]["parts"])
         if agreement.split is not None
         else [g]
         if (g := synthesis_graph(model_info, "the model"))
         else [],
-        split=split_summary(agreement, plan, model_info),
+        split=split_summary(agreement, plan, i.statement, model_info),
         selection=next((s for s in i.selections if s.part is None), None),
         part_selections=[s for s in i.selections if s.part is not None],
     )
@@ -758,9 +567,12 @@ def render(card: Card, *, draft: bool = False, figures: bool = True) -> dict[str
         "c": card,
         "draft": draft,
         "plot_svg": tvd_plot_svg(card.phi) if figures else "",
-        "ledger_statement": ledger_statement(card.ledger),
-        "privacy_headline": privacy_headline(card.epsilon) if card.epsilon else "",
-        "epsilon_plain": epsilon_plain(card.privacy.epsilon, card.privacy.delta),
+        "st": card.statement,  # every ε and δ on the card: the release's privacy statement, in its own words
+        "privacy_rows": rows(card.statement),
+        "headline": headline(card.statement),
+        "guarantee": guarantee(card.statement),
+        "ledger_words": ledger_words(card.statement),
+        "plain": plain(card.statement),
         "graph_svgs": [graph_svg(g) if figures else "" for g in card.synthesis_graphs],
         "selection_svgs": [selection_svg(s) if figures else "" for s in _card_selections(card)],
     }

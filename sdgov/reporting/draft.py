@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.agreement.spec import ReleaseSpec
 from sdgov.artifacts import load_agreement, read_measurements, read_schema, read_spec, synthetic_records
 from sdgov.audits.protocol import AuditReport
@@ -26,10 +25,13 @@ from sdgov.base.atomic import atomic_write_text
 from sdgov.base.clock import utcnow
 from sdgov.base.hashing import md5_file, sha256_bytes
 from sdgov.base.model import Frozen
+from sdgov.budget.accounting import PrivacyPlan
+from sdgov.budget.statement import PrivacyStatement
 from sdgov.contracts import Agreed, ArtifactRef, Audited, Generated, Measured, StageRecord, UtilityReported
 from sdgov.governance.policy import rows_warning
 from sdgov.measurement.selection.review import load_selection_records
 from sdgov.registry import commitment
+from sdgov.registry import key as registry_key
 from sdgov.registry.log import Registry
 from sdgov.reporting.card import Card, CardInputs, DataHashes, SyntheticFile, build_card, render
 from sdgov.reporting.evidence import build_evidence, render_evidence
@@ -104,7 +106,7 @@ def card_inputs(
             audit_sections=audit_sections(audited),
             audit=AuditReport.model_validate_json(audited.report.verified().read_bytes()),
             records=[agreed.record, measured.record, generated.record, audited.record, utility.record],
-            ledger=json.loads(measured.budget.verified().read_text()) if measured.budget else None,
+            statement=PrivacyStatement.model_validate_json(measured.statement.verified().read_bytes()),
             data=DataHashes(
                 fingerprint=agreed.data.fingerprint,
                 sha256=agreed.data.sha256,
@@ -113,6 +115,9 @@ def card_inputs(
             ),
             commit=run_committer(run_dir),
             run_dir=run_dir,
+            registry_key_fingerprint=registry_key.registry_fingerprint(
+                Registry(run_dir.parents[1]).config()["public_key"], str(run_dir.parents[1])
+            ),
             model_card=spec.model_card,
             selections=_selections(spec, Path(agreed.spec.path), plan),
         )

@@ -13,6 +13,7 @@ from sdgov.base.atomic import atomic_write_text
 from sdgov.base.errors import SdgovError
 from sdgov.base.hashing import sha256_json, write_json
 from sdgov.base.model import Frozen
+from sdgov.budget.statement import key_facts
 from sdgov.contracts import Agreed, Audited, Generated, Measured, ReleaseResult, UtilityReported
 from sdgov.governance.signoff import SignOff
 from sdgov.registry.log import Registry, log_head
@@ -148,7 +149,7 @@ def _publish_locked(
         "artifacts/agreement.json": agreed.agreement.verified(),
         "artifacts/measurements.json": measured.measurements.verified(),
         "artifacts/privacy_plan.json": measured.privacy_plan.verified(),
-        **({"artifacts/budget.json": measured.budget.verified()} if measured.budget else {}),
+        "artifacts/privacy_statement.json": measured.statement.verified(),
         "artifacts/model_info.json": generated.model_info.verified(),
         # not the audit and utility artifacts: computed on the confidential data, they are the controller's
         # evidence (run dir), bound into the candidate hash the approver signs but never published
@@ -169,7 +170,8 @@ def _publish_locked(
         agreement_sha256=agreed.agreement_sha256,
         run_id=run_dir.name,
         decision="approve",
-        comment=f"released after sign-off of candidate {candidate.sha256}",
+        # the trail's privacy line: the card's statement, in the words every surface uses
+        comment=f"released after sign-off of candidate {candidate.sha256}; privacy: {key_facts(card.statement)}",
     )
     return ReleaseResult(
         release_id=release_id,

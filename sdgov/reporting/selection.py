@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sdgov.agreement.accounting import PrivacyPlan
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.svg import circle_figure, circle_nodes, finish_circle, to_svg
+from sdgov.budget.accounting import PrivacyPlan
 from sdgov.measurement.selection.review import EdgeChange, SelectionRecord
 
 STYLE = {  # status → (line style, width, colour, legend)

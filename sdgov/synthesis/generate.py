@@ -14,11 +14,11 @@ from sdgov.artifacts import read_measurements, read_schema
 from sdgov.base.executor import Executor
 from sdgov.base.hashing import write_json
 from sdgov.contracts import ArtifactRef, GenerateInput
+from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import Schema
 from sdgov.data.structures import zeros_within
 from sdgov.generators.registry import generator
 from sdgov.generators.sampler import CHUNK_ROWS, PART_CHUNKS, sample_to_parquet
-from sdgov.measurement.marginals import MeasurementSet
 from sdgov.synthesis.split import sample_split
 
 

@@ -20,7 +20,7 @@ many rows as its share of the noisy record totals (so the parts appear in the da
 the parts' records are concatenated, the split attribute written from the part (:func:`sample_split`). Every
 part models the same attributes, so the released file has one set of columns.
 
-**Privacy.** The parts' ρ are *added* (sequential composition, :func:`sdgov.agreement.accounting.plan_agreement`) —
+**Privacy.** The parts' ρ are *added* (sequential composition, :func:`sdgov.budget.accounting.plan_agreement`) —
 conservative: since a record is in exactly one part (the split attribute is a value of the record), parallel
 composition would allow the maximum instead, but the sum is what the budget ledger composes everywhere else.
 
@@ -42,7 +42,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sdgov.agreement.accounting import PrivacyPlan, part_plan, plan_agreement
 from sdgov.agreement.load import resolved
 from sdgov.agreement.resolve import resolve
 from sdgov.agreement.spec import AgreedPart, AgreedSplit, ReleaseSpec
@@ -50,13 +49,15 @@ from sdgov.base.errors import SpecError
 from sdgov.base.executor import Executor
 from sdgov.base.hashing import write_json
 from sdgov.base.loading import load_model_file
+from sdgov.budget.accounting import PrivacyPlan, part_plan, plan_agreement
+from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import Schema, load_schema
 from sdgov.data.structures import zeros_within
 from sdgov.engines import load_encoded
 from sdgov.generators.graph import SynthesisGraph, synthesis_graph
 from sdgov.generators.registry import generator
 from sdgov.generators.sampler import arrow_schema_of, sample_to_parquet
-from sdgov.measurement.marginals import MeasurementSet, measure_agreement
+from sdgov.measurement.marginals import measure_agreement
 
 
 def load_split_spec(path: str | Path) -> tuple[ReleaseSpec, Schema, Path]:
@@ -77,7 +78,7 @@ def resolve_parts(spec: ReleaseSpec, schema: Schema, where: str = "spec") -> lis
 
 
 def privacy_summary(plan: PrivacyPlan) -> dict[str, Any]:
-    """A split plan (:func:`sdgov.agreement.accounting.plan_agreement`) in brief: the composed ρ and ε, each part's ρ
+    """A split plan (:func:`sdgov.budget.accounting.plan_agreement`) in brief: the composed ρ and ε, each part's ρ
     (its tables', and with private selection its selection's: the parts' ρ add up to the composed ρ) and σs."""
     parts: dict[str, dict[str, Any]] = {}
     for m in plan.marginals:

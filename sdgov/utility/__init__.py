@@ -15,7 +15,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "FAST": "report",
-    "ReportSettings": "report",
+    "ReportSettings": "metric",
     "UtilitySummary": "summary",
     "build_report": "report",
     "radar": "plots",

@@ -14,16 +14,31 @@ line in ``METRICS`` (docs/extending.md shows a worked example).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
 
 from sdgov.data.schema import Schema
-from sdgov.engines.recordset import RecordSet
+from sdgov.engines.recordset import SAMPLE_ROWS, RecordSet
 
-if TYPE_CHECKING:
-    from sdgov.utility.report import ReportSettings
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """How thoroughly the utility report measures (seeds, rows, replicates): carried to every metric in its
+    :class:`MetricContext`."""
+
+    specks_seeds: int = 20
+    baseline_specks_seeds: int = 10  # the baselines are reference points: their median, not their spread, is read
+    specks_rows: int = 3000  # records per side in each SPECKS fit
+    specks_trees: int = 30
+    wasserstein_replicates: int = 100
+    pmse_rows: int = 20000  # records per side for the CART propensity model
+    pmse_permutations: int = 5
+    holdout: float = 0.2  # share of the real records held out for task models
+    baselines: bool = True
+    seed: int = 0
+    sample_rows: int = SAMPLE_ROWS  # records the models see at most per record set (sdgov.engines.recordset)
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ import pandas as pd
 from sdgov.base.hashing import sha256_json
 from sdgov.base.model import Frozen
 from sdgov.data.schema import Schema
-from sdgov.engines.recordset import SAMPLE_ROWS, FrameRecords, RecordSet, records_of
+from sdgov.engines.recordset import FrameRecords, RecordSet, records_of
 from sdgov.utility import baselines, bivariate, fitness
 from sdgov.utility import tasks as tasks_mod
-from sdgov.utility.metric import Metric, MetricContext
+from sdgov.utility.metric import Metric, MetricContext, ReportSettings
 from sdgov.utility.registry import METRICS
 from sdgov.utility.summary import UtilitySummary, part_summaries, summary_tables
 
@@ -38,21 +38,7 @@ if TYPE_CHECKING:
 REPORT_VERSION = "1"
 
 
-@dataclass(frozen=True)
-class ReportSettings:
-    specks_seeds: int = 20
-    baseline_specks_seeds: int = 10  # the baselines are reference points: their median, not their spread, is read
-    specks_rows: int = 3000  # records per side in each SPECKS fit
-    specks_trees: int = 30
-    wasserstein_replicates: int = 100
-    pmse_rows: int = 20000  # records per side for the CART propensity model
-    pmse_permutations: int = 5
-    holdout: float = 0.2  # share of the real records held out for task models
-    baselines: bool = True
-    seed: int = 0
-    sample_rows: int = SAMPLE_ROWS  # records the models see at most per record set (sdgov.engines.recordset)
-
-
+THOROUGH = ReportSettings()  # the CLI's 'sdgov report' default
 FAST = ReportSettings(
     specks_seeds=20,
     baseline_specks_seeds=10,
@@ -146,7 +132,7 @@ def build_report(
     task_specs: list | None = None,
     *,
     meta: dict | None = None,
-    settings: ReportSettings = ReportSettings(),
+    settings: ReportSettings = THOROUGH,
     metrics: tuple[Metric[Any], ...] = METRICS,
     by_part: AgreedSplit | None = None,
 ) -> UtilityReport:

@@ -2,9 +2,11 @@
 
 Runs the documented deployment for real: ``sdgov server start --auth`` (own server: the session test server does
 not serve the UI), ``sdgov propose`` as the analyst in a second process; the controller works in the browser.
-At the release he opens the run's Artifacts tab and reads the draft card, sees the full candidate hash in the form
-and approves by typing its first 8 characters; the published card must be that draft, byte for byte, plus the
-sign-off section.
+At the release he opens the run's Artifacts tab and reads the draft card and the release-candidate summary (every
+table fits the window), finds in the form what he signs — Φ, the rows released, the verdict and each audit row,
+ε/δ, the deadline, the full hash, and after a refused attempt its reason — at 1280×800 and at 1366×768 (issue 39:
+Prefect collapses the text above the fields, so they are in the fields' titles and help), and approves by typing
+the hash's first 8 characters; the published card must be that draft, byte for byte, plus the sign-off section.
 Skipped where Chromium or Playwright is missing (scripts/setup.sh installs both when it can).
 """
 
@@ -21,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.system.test_governed import cli, setup_registry
 
@@ -122,10 +125,11 @@ def _sign(env: dict[str, str], run_id: str, name: str, key: Path) -> str:
     return out.strip()
 
 
-# Is this text in the resume form, inside the window and inside every box that scrolls or clips it (the form's
-# description is a short scroll box with no visible scrollbar at 1280×800)?
-IN_VIEW = """(needle) => {
-  const inView = (node, at) => {
+# Can this text in the resume form be brought into view by scrolling inside the form, and is it then inside the
+# window and inside every box that scrolls or clips it? (Prefect's description box is 0 px high at 1280×800: text in
+# it can be neither seen nor scrolled to.)
+REACHABLE = """(needle) => {
+  const visible = (node, at) => {
     const range = document.createRange();
     range.setStart(node, at);
     range.setEnd(node, at + needle.length);
@@ -133,18 +137,40 @@ IN_VIEW = """(needle) => {
     if (r.top < 0 || r.bottom > window.innerHeight || r.right > window.innerWidth || r.height === 0) return false;
     for (let el = node.parentElement; el; el = el.parentElement) {
       const style = getComputedStyle(el), box = el.getBoundingClientRect(), clips = /(auto|scroll|hidden|clip)/;
-      if (clips.test(style.overflowY) && (r.top < box.top || r.bottom > box.bottom)) return false;
-      if (clips.test(style.overflowX) && (r.left < box.left || r.right > box.right)) return false;
+      if (clips.test(style.overflowY) && (r.top < box.top - 1 || r.bottom > box.bottom + 1)) return false;
+      if (clips.test(style.overflowX) && (r.left < box.left - 1 || r.right > box.right + 1)) return false;
     }
     return true;
   };
   const walk = document.createTreeWalker(document.querySelector('.p-modal__card'), NodeFilter.SHOW_TEXT);
   for (let node = walk.nextNode(); node; node = walk.nextNode()) {
     const at = node.textContent.indexOf(needle);
-    if (at >= 0 && inView(node, at)) return true;
+    if (at < 0) continue;
+    node.parentElement.scrollIntoView({block: 'center', inline: 'nearest'});
+    if (visible(node, at)) return true;
   }
   return false;
 }"""
+
+# Does every table of the page fit: inside the window, and no wider than the box around it (nothing cut off on
+# the right, nothing to scroll sideways to)? Returns the tables that do not, as their first cell's text.
+TABLES_FIT = """() => [...document.querySelectorAll('table')].filter(t => {
+  const r = t.getBoundingClientRect();
+  if (r.width === 0) return false;
+  if (r.right > window.innerWidth + 1) return true;
+  let wrapper = true;  // the nearest box that scrolls the table sideways must not need to
+  for (let el = t.parentElement; el; el = el.parentElement) {
+    const style = getComputedStyle(el), box = el.getBoundingClientRect();
+    if (!/(auto|scroll|hidden|clip)/.test(style.overflowX)) continue;
+    if (r.right > box.right + 1) return true;
+    if (wrapper && el.scrollWidth > el.clientWidth + 1) return true;
+    wrapper = false;
+  }
+  return false;
+}).map(t => (t.innerText || '').slice(0, 60))"""
+
+SIZES = ((1280, 800), (1366, 768))
+"""The ordinary laptop windows the approver must see everything in."""
 
 
 def _groups(sha256: str) -> list[str]:
@@ -167,9 +193,9 @@ def _decide_in_browser(
     expect: list[str],
     signature: str = "",
     confirm_hash: str | None = None,
-    artifact_id: str | None = None,
+    artifact_ids: tuple[str, ...] = (),
     artifact_expect: tuple[str, ...] = (),
-    above_fold: tuple[str, ...] = (),
+    reachable: tuple[str, ...] = (),
 ) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
@@ -177,22 +203,34 @@ def _decide_in_browser(
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1400})
             _login(page, url)
-            if artifact_id:  # the approver reads the draft card on the run before deciding
+            if artifact_ids:  # the approver reads the draft card and the summary on the run before deciding
                 page.goto(f"{url}/runs/flow-run/{run_id}")
                 page.locator("li.p-tab", has_text="Artifacts").click()  # the run page's Artifacts tab
                 sync_api.expect(page.get_by_text("draft-card").first).to_be_visible(timeout=30_000)
-                page.goto(f"{url}/artifacts/artifact/{artifact_id}")
-                for needle in artifact_expect:  # wait for the Markdown to render, then read it
-                    sync_api.expect(page.locator("body")).to_contain_text(needle, timeout=30_000)
-            page.set_viewport_size({"width": 1280, "height": 800})  # the form, in an ordinary laptop window
+                for artifact_id in artifact_ids:
+                    page.goto(f"{url}/artifacts/artifact/{artifact_id}")
+                    for needle in artifact_expect:  # wait for the Markdown to render, then read it
+                        if artifact_id == artifact_ids[0]:
+                            sync_api.expect(page.locator("body")).to_contain_text(needle, timeout=30_000)
+                    page.wait_for_timeout(500)
+                    for width, height in SIZES:
+                        page.set_viewport_size({"width": width, "height": height})
+                        _shot(page, f"artifact-{artifact_id[:8]}-{width}")
+                        cut = page.evaluate(TABLES_FIT)
+                        assert cut == [], f"tables cut off at {width}×{height}: {cut}"
+            page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
             page.goto(f"{url}/runs/flow-run/{run_id}")
             page.get_by_role("button", name="Resume").click()
             form = page.locator(".p-modal__card")
             form.locator(".schema-form-property").first.wait_for()  # the form is built from the run's input schema
             for needle in expect:  # the description renders after the fields: wait for each text, never read early
                 sync_api.expect(form).to_contain_text(needle, timeout=30_000)
-            for needle in above_fold:  # at 1280×800, without scrolling anything
-                assert page.evaluate(IN_VIEW, needle), f"{needle!r} is not in view at 1280×800"
+            for width, height in SIZES:  # what is signed, reached by scrolling inside the form, at each size
+                page.set_viewport_size({"width": width, "height": height})
+                page.wait_for_timeout(300)
+                _shot(page, f"form-{run_id[:8]}-{width}")
+                missing = [n for n in reachable if not page.evaluate(REACHABLE, n)]
+                assert missing == [], f"not reachable in the form at {width}×{height}: {missing}"
             fields = form.locator(".schema-form-property")
             fields.nth(0).locator("textarea").fill(name)
             fields.nth(1).locator("button.p-select-button__control").click()
@@ -201,7 +239,8 @@ def _decide_in_browser(
             fields.nth(2).locator("textarea").fill(comment)
             fields.nth(3).locator("textarea").fill(signature)
             if confirm_hash is not None:
-                assert "Confirm hash" in fields.nth(4).inner_text()
+                label = fields.nth(4).inner_text()
+                assert "Confirm hash" in label and "(Optional)" in label  # rejecting needs no hash
                 fields.nth(4).locator("textarea").fill(confirm_hash)
             form.get_by_role("button", name="Submit").click()
             form.wait_for(state="detached")
@@ -209,8 +248,15 @@ def _decide_in_browser(
             browser.close()
 
 
-def _draft_artifact(env: dict[str, str], run_id: str) -> tuple[str, str]:
-    """The id and Markdown of the draft-card artifact on this flow run (through the API, as the UI reads it)."""
+def _shot(page, name: str) -> None:
+    """A screenshot where ``SDGOV_BROWSER_SHOTS`` names a folder (to look at the layout by eye), else nothing."""
+    folder = os.environ.get("SDGOV_BROWSER_SHOTS")
+    if folder:
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
+
+
+def _artifact(env: dict[str, str], run_id: str, key: str) -> tuple[str, str]:
+    """The id and Markdown of an artifact on this flow run (through the API, as the UI reads it)."""
     from uuid import UUID
 
     from prefect import get_client
@@ -223,7 +269,7 @@ def _draft_artifact(env: dict[str, str], run_id: str) -> tuple[str, str]:
     ):
         [art] = c.read_artifacts(
             artifact_filter=ArtifactFilter(
-                key=ArtifactFilterKey(any_=["draft-card"]), flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)])
+                key=ArtifactFilterKey(any_=[key]), flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(run_id)])
             )
         )
     return str(art.id), art.data
@@ -269,10 +315,11 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             ["Approve the Φ agreement", "Privacy budget of this release"]
             + [run["sha256"][i : i + 16] for i in range(0, 64, 16)],
             "sdgov1.e30.AA",  # the signature is required: the form is not sent without one
-            above_fold=("ε = ", "δ = ", *_groups(run["sha256"])),  # the agreement's hash and privacy cost
         )
-        _wait(env, root, "agreement", 2, proc)
-        # typing the controller's name without his signature (the field is required: a made-up one): refused too
+        again = _wait(env, root, "agreement", 2, proc)
+        # typing the controller's name without his signature (the field is required: a made-up one): refused too;
+        # the form shows why the last attempt was refused, Φ, the rows, ε/δ, the deadline and the full hash
+        spec_rows = yaml.safe_load(spec.read_text())["rows"]
         _decide_in_browser(
             url,
             run["run_id"],
@@ -281,7 +328,16 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "unsigned",
             ["was refused", "separation of duties"],
             "sdgov1.e30.AA",
-            above_fold=("was refused", *_groups(run["sha256"])),  # why the last attempt was refused, first
+            reachable=(
+                "was refused",
+                "separation of duties",
+                again["summary"]["phi"][-1],
+                f"{spec_rows:,} synthetic records",
+                "ε = ",
+                "δ = ",
+                again["deadline"],
+                *_groups(run["sha256"]),
+            ),
         )
         _wait(env, root, "agreement", 3, proc)
         _decide_in_browser(
@@ -296,10 +352,12 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
         rel = _wait(env, root, "release", 1, proc)
         draft_html = Path(rel["summary"]["draft_card"]).read_bytes()
         draft_md = Path(rel["summary"]["draft_card_md"]).read_bytes()
-        card_title = json.loads(Path(rel["summary"]["draft_card"]).with_name("card.json").read_text())["title"]
-        art_id, art_md = _draft_artifact(env, run["run_id"])
+        draft = json.loads(Path(rel["summary"]["draft_card"]).with_name("card.json").read_text())
+        art_id, art_md = _artifact(env, run["run_id"], "draft-card")
         assert draft_md.decode() in art_md  # the artifact is the draft card, whole
+        summary_id, _ = _artifact(env, run["run_id"], "release-candidate")
         sha = rel["sha256"]
+        rows = [f"{c['result']} — {c['name']}" for c in draft["audit"]["checks"]]  # each audit's verdict row
         _decide_in_browser(
             url,
             run["run_id"],
@@ -307,13 +365,22 @@ def test_controller_resumes_a_paused_run_in_the_prefect_ui(tmp_path, ui_server):
             "approve",
             "released from the browser",
             # the full hash, in four groups that wrap (the form's Markdown shows each as code)
-            ["Overall verdict: PASS", "Audit checks the card states", "evidence report", "draft-card"]
+            ["Overall verdict", "Audit rows", "evidence report", "draft-card"]
             + [sha[i : i + 16] for i in range(0, 64, 16)],
             _sign(env, run["run_id"], "Carl Controller", keys["Carl Controller"]),
             confirm_hash=sha[:8],
-            above_fold=("verdict PASS", "ε = ", "δ = ", *_groups(sha)),  # the verdict, privacy cost and full hash
-            artifact_id=art_id,
-            artifact_expect=("DRAFT generator card, awaiting sign-off", card_title, "What was not preserved"),
+            reachable=(  # what is signed: Φ, the rows released, the verdict and each audit row, ε/δ, deadline, hash
+                "PASS",
+                *rows,
+                " × ".join(draft["phi"][-1]["attributes"]),
+                f"{draft['synthetic']['rows']:,} synthetic records",
+                "ε = ",
+                "δ = ",
+                rel["deadline"],
+                *_groups(sha),
+            ),
+            artifact_ids=(art_id, summary_id),
+            artifact_expect=("DRAFT generator card, awaiting sign-off", draft["title"], "What was not preserved"),
         )
         out, err = proc.communicate(timeout=240)
     finally:

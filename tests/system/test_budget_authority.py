@@ -75,15 +75,16 @@ def test_three_registries_on_one_file_draw_each_marginal_once_and_a_fourth_canno
     [charge] = open_authority().charges(fp, "toyland_census")
     assert charge.rho == pytest.approx(RHO) and charge.registry_id == rid
 
-    eps = cards[0]["epsilon"]
-    assert eps["dataset_epsilon"] == pytest.approx(eps["release_epsilon"]), "one release's draws, nothing else"
+    eps = cards[0]["statement"]
+    assert eps["cumulative"]["zcdp"] == pytest.approx(eps["release"]["zcdp"]), "one release's draws, nothing else"
     for card in cards:  # every card states the dataset's cumulative ε, the same figure
-        assert card["epsilon"]["dataset_epsilon"] == pytest.approx(eps["dataset_epsilon"])
-        assert card["epsilon"]["dataset_epsilon_pld"] == pytest.approx(eps["dataset_epsilon_pld"])
-        assert card["ledger"]["spent_after_rho"] == pytest.approx(RHO)
+        assert card["statement"]["cumulative"]["zcdp"] == pytest.approx(eps["cumulative"]["zcdp"])
+        assert card["statement"]["cumulative"]["pld"] == pytest.approx(eps["cumulative"]["pld"])
+        assert card["statement"]["spent_after_rho"] == pytest.approx(RHO)
     for card in cards[1:]:
-        assert card["ledger"]["this_release_rho"] == 0 and card["ledger"]["reused"] == 11
-        assert {s["measured_in_registry"] for s in card["ledger"]["statistics"]} == {rid}
+        stats = card["statement"]["statistics"]
+        assert card["statement"]["spent_rho"] == 0 and [s["how"] for s in stats] == ["reused"] * 11
+        assert {s["measured_in_registry"] for s in stats} == {rid}
 
     # a fourth registry, nothing spent in it: a new statistic (another σ) would take the dataset past its lifetime
     fourth = init_registry(tmp_path / "registry4", datasets=policy)
@@ -99,7 +100,7 @@ def test_three_registries_on_one_file_draw_each_marginal_once_and_a_fourth_canno
     assert _events(fourth).count(ledger.REFUSED) == 1 and _events(fourth).count(ledger.SPENT) == 0
     assert len(open_authority().charges(fp, "toyland_census")) == 1
     print(
-        f"cumulative ε on the three cards: {[round(c['epsilon']['dataset_epsilon'], 4) for c in cards]} (zCDP), "
-        f"{[round(c['epsilon']['dataset_epsilon_pld'], 4) for c in cards]} (PLD); one release's ε "
-        f"{eps['release_epsilon']:.4g}; tables drawn per registry {drawn} + [0, 0]; refused: {line}"
+        f"cumulative ε on the three cards: {[round(c['statement']['cumulative']['zcdp'], 4) for c in cards]} (zCDP), "
+        f"{[round(c['statement']['cumulative']['pld'], 4) for c in cards]} (PLD); one release's ε "
+        f"{eps['release']['zcdp']:.4g}; tables drawn per registry {drawn} + [0, 0]; refused: {line}"
     )

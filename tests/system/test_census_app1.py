@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sdgov.agreement.accounting import epsilon_of_rho
+from sdgov.budget.accounting import epsilon_of_rho
 from tests.conftest import CENSUS, REPO, init_registry
 
 pytestmark = pytest.mark.skipif(not CENSUS.exists(), reason="census extract not beside the repo (../shared/data)")

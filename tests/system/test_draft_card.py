@@ -102,20 +102,17 @@ def test_the_draft_card_and_the_sampling_progress_are_shown_on_the_flow_run_as_a
     assert by_key["evidence-report"].type == "markdown"  # where it is, not its hash: it was computed on the data
     evidence = by_key["evidence-report"].data
     assert "sha256" not in evidence and "in the registry" in evidence
-    table = by_key["release-candidate"].data
-    table = json.loads(table) if isinstance(table, str) else table
-    assert card["signoffs"][-1]["subject_sha256"] in json.dumps(table)
-    from sdgov.reporting.card import EpsilonSummary, epsilon_rows
+    summary = by_key["release-candidate"]
+    assert summary.type == "markdown"  # paragraphs, not a table whose wide cells the UI clips
+    from sdgov.budget.statement import PrivacyStatement, rows
+    from sdgov.reporting.approver_summaries import hash_lines
 
-    items = {r["item"]: r["value"] for r in table}  # the card's headline figures, this release's and the dataset's
-    e = EpsilonSummary.model_validate(card["epsilon"])
-    assert all(items[label] == value for label, value in epsilon_rows(e)), items
-    assert items["ε of this release (zCDP bound)"] == f"{card['privacy']['epsilon']:.4g}"
-    assert (
-        items["ε of this release (privacy-loss-distribution accounting, an upper bound)"]
-        == f"{card['epsilon_pld']:.4g}"
-    )
-    assert items["ε of the dataset over every release (zCDP bound)"] == f"{card['ledger']['dataset_epsilon']:.4g}"
+    assert hash_lines(card["signoffs"][-1]["subject_sha256"]) in summary.data  # the full hash, in groups
+    s = PrivacyStatement.model_validate(card["statement"])  # the card's figures, this release's and the dataset's
+    assert all(f"**{label}:** {value}" in summary.data for label, value in rows(s)), summary.data
+    assert f"**ε of this release (zCDP bound):** {s.release.zcdp:.4g}" in summary.data
+    assert f"(privacy-loss-distribution accounting, an upper bound):** {s.release.pld:.4g}" in summary.data
+    assert f"**ε of the dataset over every release (zCDP bound):** {s.cumulative.zcdp:.4g}" in summary.data
     assert {"draft-card-html", "evidence-report-html"}.isdisjoint(by_key)  # no served runs folder: no links
     progress = by_key["synthetic-sampling"]  # the generate stage's progress bar, full once the sample is written
     assert progress.type == "progress" and float(progress.data) == 100.0

@@ -171,9 +171,9 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
             c.read_flow_run_input(UUID(rid), f"paused-{pause_state(rid).state_details.pause_key}-description")
         )
     for needle in (
-        "Audit checks the card states (computed without the confidential data;",
+        "**Audit rows (computed without the confidential data):**",
         "**Overall verdict:** **PASS**",
-        "Privacy budget of this release",
+        "**Privacy:**",
         hash_lines(rel["sha256"]),  # the full hash, in groups that wrap
         "draft-card",
         "evidence report",  # where it is, in the registry; not its figures
@@ -184,10 +184,12 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     # every holder of the Prefect login reads this text: nothing computed on the confidential data without noise
     for secret in ("TVD", "real vs synthetic", "fingerprint", "Fitness statement"):
         assert secret not in desc, secret
-    from sdgov.reporting.card import EpsilonSummary, privacy_headline
+    from sdgov.budget.statement import PrivacyStatement, headline, key_facts
 
     draft = json.loads(Path(rel["summary"]["draft_card"]).with_name("card.json").read_text())
-    headline = privacy_headline(EpsilonSummary.model_validate(draft["epsilon"]))
+    statement = PrivacyStatement.model_validate(draft["statement"])  # every ε and δ the form states: the card's
+    assert key_facts(statement) in desc and rel["summary"]["privacy"] == key_facts(statement)
+    headline = headline(statement)
     assert headline in desc and headline in Path(rel["summary"]["draft_card_md"]).read_text()
     assert rel["summary"]["privacy_headline"] == headline
     assert rel["summary"]["verdict"] == "pass" and Path(rel["summary"]["draft_card"]).is_file()
@@ -267,6 +269,19 @@ def test_pause_refuse_approve_release(tmp_path, prefect_server):
     nonces = [e.artifacts["nonce"] for e in refused + approved]
     assert len(set(nonces)) == len(nonces) == 5  # a fresh nonce for every pause
     assert all(e.artifacts["identity_verified"] == "true" and e.artifacts["statement"] for e in approved)
+    # the trail names who made a refused attempt when their signature held (not "unverified"), and no one else
+    roles = [(e.actor, e.role, e.artifacts["identity_verified"]) for e in everything_refused]
+    assert roles[0] == ("Mallory", "unverified", "false") and roles[3] == ("Cora Compliance", "compliance", "true")
+    assert roles[4] == ("Carl Controller", "unverified", "false")  # signed with Cora's key
+    assert roles[5] == ("Carl Controller", "unverified", "false")  # the blank signature
+    assert roles[-1] == ("Carl Controller", "controller", "true")  # signed, the confirmation typed wrong
+    trail = cli("trail", "--root", str(root))[1]
+    assert trail.count("agreement.json (file sha256)") == 1, trail  # the proposal's file; refusals name the hash
+    assert f"agreement hash: {run['sha256']}" in trail
+    code, out, _ = cli("runs", "--root", str(root))  # the run, finished, and how
+    assert code == 0 and f"released {card['release_id']} by Carl Controller" in out, out
+    code, out, _ = cli("registry", "list", "--root", str(root))  # each release names its dataset
+    assert code == 0 and f"dataset {card['dataset']['name']}" in out, out
     assert Registry(root).verify() == []
     assert pause_state(rid).is_completed()
 

@@ -123,5 +123,5 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     card = json.loads(Path(result.card_json).read_text())
     assert card["psi_sha256"] == sha256_file(Path(result.path) / "artifacts" / "measurements.json")
     this = 0 if point == "after_draw" else RHO  # after_draw: the re-run above drew it; after_persist: adopted here
-    assert card["ledger"]["this_release_rho"] == pytest.approx(this)
-    assert card["ledger"]["spent_before_rho"] + card["ledger"]["this_release_rho"] == pytest.approx(RHO)
+    assert card["statement"]["spent_rho"] == pytest.approx(this)
+    assert card["statement"]["spent_before_rho"] + card["statement"]["spent_rho"] == pytest.approx(RHO)

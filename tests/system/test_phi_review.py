@@ -143,7 +143,7 @@ def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     assert code == 0 and cora_why in out and ada_why in out
 
     # no double spend: the release reused the selection's 1-ways; the ledger holds each statistic once
-    hows = {tuple(s["attributes"]): s["how"] for s in card["ledger"]["statistics"]}
+    hows = {tuple(s["attributes"]): s["how"] for s in card["statement"]["statistics"]}
     assert {h for c, h in hows.items() if len(c) == 1} == {"reused"} and len(hows) == len(ATTRS) + 4
     assert {h for c, h in hows.items() if len(c) == 2} == {"drawn"}
     # the ledger's account is keyed by the unkeyed fingerprint, kept controller-side (the card has its commitment)
@@ -212,6 +212,6 @@ def test_a_split_drafts_parts_are_selected_reviewed_by_part_and_released(tmp_pat
     html = Path(t.result.release.card_html).read_text()
     assert html.count("How Φ was selected: split part") == 2 and why in html
     # each part's 1-ways reused, its pairs drawn; the ledger holds the spec's ρ once
-    hows = {(s["part"], tuple(s["attributes"])): s["how"] for s in card["ledger"]["statistics"]}
+    hows = {(s["part"], tuple(s["attributes"])): s["how"] for s in card["statement"]["statistics"]}
     assert {h for (_, c), h in hows.items() if len(c) == 1} == {"reused"}
     assert [e.event for e in Registry(root).events()].count("budget_spent") == 3  # 1-ways, selections, pairs

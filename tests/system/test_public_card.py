@@ -94,18 +94,18 @@ def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(relea
 
 def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> None:
     """No figure of the evidence report in the published card, except public ones; the evidence is not published."""
-    from sdgov.agreement.accounting import PrivacyPlan, epsilon_pld
+    from sdgov.budget.accounting import PrivacyPlan, epsilon_pld
     from sdgov.data.encoding import encode
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import load_schema
     from sdgov.engines.recordset import FrameRecords
-    from sdgov.measurement.marginals import MeasurementSet
     from sdgov.reporting.card import noisy_tvd
 
     evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
     # what is public: the published artifacts, the schema's table sizes, and the card's own figures recomputed
     # from ψ and the synthetic data
     public: set[str] = set()
-    for name in ("agreement", "privacy_plan", "budget", "model_info"):
+    for name in ("agreement", "privacy_plan", "privacy_statement", "model_info"):
         public |= figures(json.loads((released / "artifacts" / f"{name}.json").read_text()))
     card = json.loads((released / "card.json").read_text())
     mset = MeasurementSet.model_validate_json((released / "artifacts" / "measurements.json").read_text())
@@ -120,8 +120,8 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
     tvd = noisy_tvd(mset, FrameRecords(synthetic, schema))
     assert {(p.get("part"), tuple(p["attributes"])): p["tvd"] for p in card["phi"]} == tvd
     assert card["dataset"]["noisy_rows"] == round(mset.noisy_total())
-    assert card["epsilon_pld"] == epsilon_pld(plan)
-    for x in [*tvd.values(), card["dataset"]["noisy_rows"], card["epsilon_pld"], card["synthetic"]["rows"]]:
+    assert card["statement"]["release"]["pld"] == epsilon_pld(plan)
+    for x in [*tvd.values(), card["dataset"]["noisy_rows"], card["synthetic"]["rows"]]:
         public |= renderings(x)
 
     confidential = figures(evidence, skip=frozenset(NOT_FIGURES)) - public
@@ -204,7 +204,8 @@ def test_no_published_file_holds_a_hash_of_the_data_its_record_count_or_a_machin
     secret |= {f"sha256 of {p.relative_to(run_dir)}": sha256_file(p) for p in controller_files}
     assert len(secret) > 3 + 11 + 6
     files = published(release)
-    assert {"card.json", "card.html", "card.md", "artifacts/budget.json", "artifacts/provenance.json"} <= set(files)
+    wanted = {"card.json", "card.html", "card.md", "artifacts/privacy_statement.json", "artifacts/provenance.json"}
+    assert wanted <= set(files)
     for name, blob in files.items():
         windows = hex_windows(blob)
         leaked = [what for what, h in secret.items() if h[:PREFIX] in windows]
@@ -235,8 +236,8 @@ def test_the_known_all_but_one_attack_confirms_no_candidate(released_with_audits
 
     from sdgov.data.encoding import encode, read_csv_strict
     from sdgov.data.fingerprint import fingerprint
+    from sdgov.data.psi import MeasurementSet
     from sdgov.data.schema import load_schema
-    from sdgov.measurement.marginals import MeasurementSet
     from sdgov.measurement.store import statistic_key
 
     result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))

@@ -1,9 +1,12 @@
 """Issue 28: DVC as the release channel. Releases made on the standing (scheduled) path are tracked, committed and
 pushed by sdgov into the public release repository that the signed ``controller.yaml`` names; a push that fails is
-one warning, the release stands and ``sdgov publish`` retries; a third party clones the repository, pulls from the
-release remote only and ``sdgov verify-release`` passes, and fails naming the file when one byte is flipped;
-nothing in the repository, its history included, nor in the release remote is a hash or figure of the confidential
-data (real git, real dvc, local-directory remotes)."""
+one warning, the release stands and ``sdgov publish`` retries; nothing in the repository, its history included, nor
+in the release remote is a hash or figure of the confidential data (real git, real dvc, local-directory remotes).
+
+Issue 39: a stranger's fresh clone — ``git clone``, ``dvc pull``, plain ``dvc repro``, ``sdgov verify-release
+--public-key <the fingerprint the controller published>`` — works from the repository's README alone; the first
+verified release pins the key and later verifications use the pin; a copy re-signed with another key fails against
+the pin, and is refused where nothing is pinned and no key is given; one flipped byte fails naming the file."""
 
 from __future__ import annotations
 
@@ -50,6 +53,21 @@ def standing_release(spec: Path, root: Path, keys: dict[str, Path], rows: int) -
     return out.release.release_id
 
 
+def _resign(folder: Path, forger) -> None:
+    """A forger's copy of a release folder: its registry.json names the forger's key, and released.json carries the
+    forger's signature over the same event."""
+    from sdgov.base.hashing import canonical_json
+    from sdgov.registry import key as registry_key
+    from sdgov.registry import log
+
+    reg = json.loads((folder / "registry.json").read_text())
+    reg["public_key"] = public_line(forger.public_key())
+    (folder / "registry.json").write_text(json.dumps(reg, indent=2, sort_keys=True) + "\n")
+    event = log.Event.model_validate_json((folder / "released.json").read_bytes())
+    event = event.model_copy(update={"sig": registry_key.sign_framed(forger, log.EVENT_DOMAIN, event.hash.encode())})
+    (folder / "released.json").write_bytes(canonical_json(event.model_dump()) + b"\n")
+
+
 def blobs(repo: Path) -> dict[str, bytes]:
     """Every object git holds in ``repo`` — all files of all commits, and the commits and trees themselves."""
     ids = sh(repo, "git", "rev-list", "--all", "--objects").split()
@@ -91,20 +109,44 @@ def test_releases_are_published_through_dvc_and_verified_from_a_clone(tmp_path):
     assert code == 0, err
     assert json.loads(out)["releases"] == [{"release_id": b, "committed": False, "pushed": True, "error": ""}]
 
-    # 3. a third party: git clone, dvc pull from the release remote only, one command verifies each release
-    clone = tmp_path / "clone"
+    # 3. a stranger, with the fingerprint the controller published (`sdgov init` printed it; every card states it):
+    #    git clone, dvc pull from the release remote only, plain dvc repro, one command verifies each release
+    code, out, _ = cli("init", "--root", str(root), "--json")
+    published = json.loads(out)["key_fingerprint"]
+    clone, pins = tmp_path / "clone", tmp_path / "stranger" / "release-keys.json"
     sh(tmp_path, "git", "clone", "-q", str(project), str(clone))
+    readme = (clone / "README.md").read_text()
+    assert published in readme and "sdgov verify-release releases/<release id> --public-key" in readme
+    assert a in readme and b in readme and "Do not take that line from here" in readme
     sh(clone, "dvc", "pull", "-q", "-r", "release")
+    sh(clone, "dvc", "repro")  # plain: every release's generate stage, up to date
     released = {r: Path(Registry(root).release_dir(r)) for r in (a, b)}
-    for rid, rel in released.items():
+    code, out, err = cli("verify-release", str(clone / "releases" / a), "--pin-file", str(pins))
+    assert code == 2 and "no key is pinned for registry" in err and "--public-key sha256:" in err  # no pin, no key
+    for i, (rid, rel) in enumerate(released.items()):
         folder = clone / "releases" / rid
         assert sha256_file(folder / "synthetic.parquet") == sha256_file(rel / "synthetic.parquet")
-        code, out, err = cli("verify-release", str(folder), "--json")
+        assert json.loads((folder / "card.json").read_text())["registry_key_fingerprint"] == published
+        key = ["--public-key", published] if i == 0 else []  # the first pins the key; the second uses the pin
+        code, out, err = cli("verify-release", str(folder), *key, "--pin-file", str(pins), "--json")
         verdict = json.loads(out)
         assert code == 0 and verdict["ok"], [f for f in verdict["findings"] if not f["ok"]]
         assert any("bit for bit" in f["what"] for f in verdict["findings"] if f["file"] == "synthetic.parquet")
-    sh(clone, "dvc", "repro", "-f", "--no-run-cache", f"releases/{b}/dvc.yaml:generate")  # DVC's own route
+        assert ("--public-key" if i == 0 else "pinned in") in verdict["key_source"]
+        assert bool(verdict["pinned"]) == (i == 0) and json.loads(pins.read_text())  # pinned once, said in one line
+    sh(clone, "dvc", "repro", "-f", "--no-run-cache", f"dvc.yaml:generate@{b}")  # DVC's own route, forced
     assert sha256_file(clone / "releases" / b / "synthetic.parquet") == sha256_file(released[b] / "synthetic.parquet")
+    assert "nothing to commit" in sh(clone, "git", "status")
+
+    # a copy re-signed with another key (registry.json names it, released.json carries its signature): it passed
+    # when the folder's own registry.json was trusted; against the pin it fails, and unpinned it is refused
+    forged = tmp_path / "forged" / "releases" / a
+    shutil.copytree(clone / "releases" / a, forged)
+    _resign(forged, load_private_key(keys["Ada Analyst"]))
+    code, out, _ = cli("verify-release", str(forged), "--no-regenerate", "--pin-file", str(pins))
+    assert code == 1 and "FAIL registry.json" in out and "NOT verified" in out.splitlines()[-1]
+    code, out, err = cli("verify-release", str(forged), "--no-regenerate", "--pin-file", str(tmp_path / "none.json"))
+    assert code == 2 and "no key is pinned" in err
 
     # one flipped byte of the synthetic data, ψ or the card: exit 1, the file named
     folder = clone / "releases" / a
@@ -113,14 +155,22 @@ def test_releases_are_published_through_dvc_and_verified_from_a_clone(tmp_path):
         flipped = bytearray(original)
         flipped[len(flipped) // 2] ^= 0x01
         (folder / name).write_bytes(bytes(flipped))
-        code, out, err = cli("verify-release", str(folder), *([] if regenerate else ["--no-regenerate"]))
+        code, out, err = cli(
+            "verify-release", str(folder), "--pin-file", str(pins), *([] if regenerate else ["--no-regenerate"])
+        )
         (folder / name).write_bytes(original)
         fails = [line for line in out.splitlines() if line.startswith("FAIL")]
         assert code == 1 and any(line.startswith(f"FAIL {name}:") for line in fails), out
         assert "NOT verified" in out.splitlines()[-1] and name in out.splitlines()[-1]
     other_key = public_line(load_private_key(keys["Ada Analyst"]).public_key())
-    code, out, _ = cli("verify-release", str(folder), "--no-regenerate", "--public-key", other_key)
-    assert code == 1 and "FAIL released.json" in out  # a key the reader pinned that did not sign it
+    code, _, err = cli(
+        "verify-release", str(folder), "--no-regenerate", "--public-key", other_key, "--pin-file", str(pins)
+    )
+    assert code == 2 and "is not the one you pinned" in err  # a key that contradicts the pin: refused
+    code, out, _ = cli(
+        "verify-release", str(folder), "--no-regenerate", "--public-key", other_key, "--pin-file", str(tmp_path / "x")
+    )
+    assert code == 1 and "FAIL registry.json" in out  # a key the reader gave that did not sign it
 
     # 4. nothing in the release repository (every object of every commit) or the release remote is a hash or a
     #    figure of the confidential data; the remote holds exactly ψ and the synthetic data of the two releases

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -11,12 +12,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov.agreement.accounting import epsilon_of_rho
+from sdgov.budget.accounting import epsilon_of_rho
 from sdgov.data.encoding import encode
 from sdgov.data.schema import load_schema
 from sdgov.flows.cli import main
 from sdgov.registry.log import Registry
-from tests.conftest import init_registry
+from tests.conftest import init_registry, synthetic_rows
 
 
 def test_release_has_every_artifact_and_verifies(released):
@@ -68,7 +69,7 @@ def test_card_privacy_numbers_are_consistent(released):
     assert p["epsilon"] == pytest.approx(1.0, rel=1e-6)  # the demo asked for ε = 1
     assert p["delta"] == 1e-9  # the policy's fixed default: never 10^-ceil(log10 N), which gave N's magnitude
     html = Path(released["result"].card_html).read_text()
-    assert "Where δ comes from" in html and "policy default δ = 1e-09" in html
+    assert "Where δ comes from" in html and "fixed default δ = 1e-09" in html
     for m in p["marginals"]:
         assert " × ".join(m["clique"]) in html
     assert f"{p['epsilon']:.4g}" in html and "<svg" in html
@@ -77,9 +78,9 @@ def test_card_privacy_numbers_are_consistent(released):
 def test_synthetic_data_fits_schema_and_row_count(released):
     schema = load_schema(released["spec"].parent / "schema.yaml")
     df = pd.read_parquet(Path(released["result"].path) / "synthetic.parquet")
-    assert len(df) == 3000
+    assert len(df) == yaml.safe_load(released["spec"].read_text())["rows"] == synthetic_rows(3000)
     codes = encode(df, schema, columns=list(df.columns))
-    assert len(codes) == 3000
+    assert len(codes) == len(df)
 
 
 def _flip_one_byte(path: Path, offset: int | None = None) -> None:
@@ -178,9 +179,10 @@ def test_seed_only_change_rereleases_without_new_noise_or_spend(tmp_path, prefec
     assert _spent(root) == spent and len(spent) == 1, "the ledger is unchanged"
     assert {p.name: p.read_bytes() for p in (root / "measurements").iterdir()} == stats
     card = json.loads(Path(second.card_json).read_text())
-    ledger = card["ledger"]
-    assert ledger["this_release_rho"] == 0 and ledger["spent_before_rho"] == ledger["spent_after_rho"] > 0
-    assert ledger["reused"] == len(card["phi"]) and ledger["earlier_releases_sharing"] == [first.release_id]
+    ledger = card["statement"]
+    assert ledger["spent_rho"] == 0 and ledger["spent_before_rho"] == ledger["spent_after_rho"] > 0
+    assert {s["how"] for s in ledger["statistics"]} == {"reused"} and len(ledger["statistics"]) == len(card["phi"])
+    assert ledger["earlier_releases_sharing"] == [first.release_id]
     md = Path(second.card_md).read_text()
     assert f"this release spent ρ = 0, leaving {ledger['remaining_rho']:.6g}" in md and first.release_id in md
     assert Registry(root).verify() == []
@@ -211,27 +213,30 @@ def _pld_epsilon(sigmas: list[float], delta: float) -> float:
 def _assert_epsilons(card: dict, release: dict[frozenset[str], float], dataset: set[tuple[frozenset[str], float]]):
     """The card's ε for this release and for the dataset agree with ρ = Σ 1/(2σ²) (sensitivity 1) converted here:
     equal to the tight CKS20 conversion, within the standard ε = ρ + 2√(ρ ln(1/δ)), and PLD recomputed here."""
-    e, delta = card["epsilon"], card["privacy"]["delta"]
-    assert delta == 1e-9
-    for rho_key, eps_key, pld_key, sigmas in (
-        ("release_rho", "release_epsilon", "release_epsilon_pld", list(release.values())),
-        ("dataset_rho", "dataset_epsilon", "dataset_epsilon_pld", [s for _, s in dataset]),  # shared: counted once
+    s, delta = card["statement"], card["statement"]["delta"]
+    assert delta == card["privacy"]["delta"] == 1e-9
+    for e, sigmas in (
+        (s["release"], list(release.values())),
+        (s["cumulative"], [s for _, s in dataset]),  # shared: counted once
     ):
         rho = math.fsum(1 / (2 * s**2) for s in sigmas)
-        assert e[rho_key] == pytest.approx(rho, rel=1e-12)
-        assert e[eps_key] == pytest.approx(_cks20_epsilon(rho, delta), rel=1e-6)
-        assert e[eps_key] <= rho + 2 * math.sqrt(rho * math.log(1 / delta))
-        assert e[pld_key] == pytest.approx(_pld_epsilon(sigmas, delta), rel=1e-9) and e[pld_key] < e[eps_key]
+        assert e["rho"] == pytest.approx(rho, rel=1e-12) and not e["unbounded"]
+        assert e["zcdp"] == pytest.approx(_cks20_epsilon(rho, delta), rel=1e-6)
+        assert e["zcdp"] <= rho + 2 * math.sqrt(rho * math.log(1 / delta))
+        assert e["pld"] == pytest.approx(_pld_epsilon(sigmas, delta), rel=1e-9) and e["pld"] < e["zcdp"]
+    assert s["cumulative"]["rho"] == pytest.approx(s["spent_after_rho"], rel=1e-12)
     md = Path(card["_md"]).read_text()
+    r, c = s["release"], s["cumulative"]
     headline = (
-        f"This release: (ε = {e['release_epsilon']:.4g}, δ = 1e-09)-DP by the zCDP bound (ρ = {e['release_rho']:.6g}); "
-        f"ε ≤ {e['release_epsilon_pld']:.4g} by privacy-loss-distribution accounting (an upper bound). The dataset "
+        f"This release: (ε = {r['zcdp']:.4g}, δ = 1e-09)-DP by the zCDP bound (ρ = {r['rho']:.6g}); "
+        f"ε ≤ {r['pld']:.4g} by privacy-loss-distribution accounting (an upper bound). The dataset "
         "over every release so far, in every registry of this controller (its account with the controller's budget "
-        f"authority): ε = {e['dataset_epsilon']:.4g} by the zCDP bound "
-        f"(ρ = {e['dataset_rho']:.6g}); ε ≤ {e['dataset_epsilon_pld']:.4g} by privacy-loss-distribution accounting"
+        f"authority): ε = {c['zcdp']:.4g} by the zCDP bound "
+        f"(ρ = {c['rho']:.6g}); ε ≤ {c['pld']:.4g} by privacy-loss-distribution accounting"
     )
     assert headline in md
-    assert "spent" not in md.split("## Privacy")[1].split("### Lifetime")[0].split("spent now (new draws)")[0], (
+    privacy = md.split("## Privacy")[1].split("### Lifetime")[0]
+    assert "spent" not in re.split(r"spent (?:now|by this release) \(new draws", privacy)[0], (
         "one meaning of 'spent' (the ledger's new charge): this release's ρ is not called spent"
     )
 
@@ -257,13 +262,13 @@ def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(t
     first = release_flow(spec_path=spec("a", [["Age", "Sex"], ["Region", "Health"]]), registry_root=str(root))
     second = release_flow(spec_path=spec("b", [["Sex", "Age"], ["Education", "Health"]]), registry_root=str(root))
     assert _noisy(first)[("Sex", "Age")] == _noisy(second)[("Sex", "Age")], "the second drew nothing for it"
-    c1, c2 = (json.loads(Path(r.card_json).read_text())["ledger"] for r in (first, second))
+    c1, c2 = (json.loads(Path(r.card_json).read_text())["statement"] for r in (first, second))
     rho = 1 / (2 * 12**2)
     spends = [json.loads(c)["rho"] for c in _spent(root)]
     assert spends == pytest.approx([2 * rho, rho]), "ρ of the shared marginal charged once"
-    assert c1["this_release_rho"] == pytest.approx(2 * rho) and c1["spent_before_rho"] == 0
+    assert c1["spent_rho"] == pytest.approx(2 * rho) and c1["spent_before_rho"] == 0
     assert c2["spent_before_rho"] == pytest.approx(c1["spent_after_rho"])
-    assert c2["this_release_rho"] == pytest.approx(rho) and c2["spent_after_rho"] == pytest.approx(sum(spends))
+    assert c2["spent_rho"] == pytest.approx(rho) and c2["spent_after_rho"] == pytest.approx(sum(spends))
     reused = [s for s in c2["statistics"] if s["how"] == "reused"]
     assert [r["attributes"] for r in reused] == [["Sex", "Age"]] and reused[0]["earlier_releases"] == [first.release_id]
     assert c2["earlier_releases_sharing"] == [first.release_id]
@@ -281,8 +286,8 @@ def test_two_agreements_sharing_a_marginal_charge_it_once_and_both_cards_agree(t
     r3 = {age_sex: 15.0}
     _assert_epsilons(card_of(third), r3, set(r1.items()) | set(r2.items()) | set(r3.items()))
     assert card_of(third)["synthetic"]["rows"] == card_of(third)["dataset"]["noisy_rows"]
-    c3 = json.loads(Path(third.card_json).read_text())["ledger"]
-    assert c3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and c3["earlier_releases_sharing"] == []
+    c3 = json.loads(Path(third.card_json).read_text())["statement"]
+    assert c3["spent_rho"] == pytest.approx(1 / (2 * 15**2)) and c3["earlier_releases_sharing"] == []
     assert [o["sigma"] for o in c3["statistics"][0]["other_sigmas"]] == [12]
     md = Path(third.card_md).read_text()
     assert "Sex × Age (σ = 15 now; before: σ = 12 on" in md and "lifetime ρ" in md
@@ -294,23 +299,43 @@ def _spec(tmp_path: Path) -> Path:
     return make_demo_inputs(tmp_path / "in", rows=2000)
 
 
-def test_noise_none_releases_exact_marginals_and_every_text_says_so(tmp_path, prefect_server):
-    """Issue 25: ``privacy: {noise: none}`` crashed after measuring (ρ None); it releases, and the card, the
-    release-candidate summary and the trail say the marginals are exact, with no privacy."""
+FINITE_EPSILON = re.compile(r"ε\s*(?:=|≤|<)\s*[0-9]")
+"""A finite ε stated anywhere in a text (ε = 0.9, ε ≤ 1, ε < 2)."""
+
+
+def test_an_exact_release_and_the_next_card_of_its_data_make_no_finite_epsilon_or_dp_claim(tmp_path, prefect_server):
+    """Issue 39: ``privacy: {noise: none}`` needs the policy's allowance; its card, and the card of the next release of
+    the same data (noisy, its own tables), state ε = ∞ and make no finite-ε or DP claim — in the statement, the
+    card's JSON, HTML and Markdown — and the trail says the marginals were exact. Issue 25: it releases at all."""
     from sdgov.flows.release import release_flow
     from sdgov.registry.trail import build_trail, render_text
     from tests.conftest import make_demo_inputs
 
-    root = init_registry(tmp_path / "registry")
-    spec = make_demo_inputs(
-        tmp_path / "in", rows=300, privacy={"noise": "none"}, phi={"marginals": [["Age", "Sex"], ["Sex", "Health"]]}
-    )
-    result = release_flow(spec_path=str(spec), registry_root=str(root))
-    md = Path(result.card_md).read_text()
-    assert "NO NOISE WAS ADDED" in md and "No count carries noise" in md and "Every count carries noise" not in md
+    root = init_registry(tmp_path / "registry", datasets={"toyland_census": {"allow_exact_releases": True}})
+    said = {"description": "Toyland tables"}  # the demo's own says "at ε = 1": the analyst's words, not the card's
+    phi = {"marginals": [["Age", "Sex"], ["Sex", "Health"]]}
+    exact = make_demo_inputs(tmp_path / "in", rows=300, privacy={"noise": "none"}, phi=phi, **said)
+    first = release_flow(spec_path=str(exact), registry_root=str(root))
+    noisy = make_demo_inputs(tmp_path / "in2", rows=300, phi={"marginals": [["Region", "Health"], ["Age"]]}, **said)
+    second = release_flow(spec_path=str(noisy), registry_root=str(root))  # the same 300 records, other tables
+    for result in (first, second):
+        card = json.loads(Path(result.card_json).read_text())
+        s = card["statement"]
+        assert s["release"]["unbounded"] and s["cumulative"]["unbounded"] and s["exact_measurements"]
+        assert all(s[k][e] is None for k in ("release", "cumulative") for e in ("zcdp", "pld"))
+        assert card["privacy"]["epsilon"] is None and (s["floor"] or {}).get("max_epsilon") is None
+        for name in ("card.md", "card.html"):
+            text = (Path(result.path) / name).read_text()
+            assert "ε = ∞" in text and "no differential-privacy guarantee" in text, name
+            assert not FINITE_EPSILON.search(text), (name, FINITE_EPSILON.search(text))
+            assert "-DP" not in text and "differentially private figure" not in text, name
+    first_md, second_md = (Path(r.card_md).read_text() for r in (first, second))
+    assert "NO NOISE WAS ADDED" in first_md and "No count carries noise" in first_md
+    assert "Every count carries noise" not in first_md and "NO NOISE WAS ADDED" not in second_md
+    assert "THE DATASET'S PRIVACY IS SPENT" in second_md and "measured exactly in run" in second_md
     trail = render_text(build_trail(Registry(root)))
     assert "measured and persisted the marginals exactly (no noise, no privacy)" in trail
-    assert "noisy marginal" not in trail and Registry(root).verify() == []
+    assert Registry(root).verify() == []
 
 
 def test_a_run_that_breaks_after_its_agreement_is_recorded_as_failed(tmp_path, prefect_server, monkeypatch):
@@ -330,14 +355,3 @@ def test_a_run_that_breaks_after_its_agreement_is_recorded_as_failed(tmp_path, p
     assert (last.event, last.actor, last.role) == ("run_failed", "sdgov", "system")
     assert last.comment == "RuntimeError: disk on fire" and last.run_id and last.agreement_sha256
     assert Registry(root).verify() == []
-
-
-def test_rows_equal_to_n_is_flagged_in_the_evidence_report_not_on_the_card(released):
-    # the shared release asks for rows = 3,000 = the true record count: the controller is told, the public is not
-    [run_dir] = (released["root"] / "runs").iterdir()
-    evidence = json.loads((run_dir / "evidence" / "evidence.json").read_text())
-    assert evidence["real_rows"] == 3000
-    assert any("exactly the confidential dataset's true record count" in w for w in evidence["warnings"])
-    assert "true record count" in (run_dir / "evidence" / "evidence.html").read_text()
-    for name in ("card.html", "card.md", "card.json"):
-        assert "true record count" not in (Path(released["result"].path) / name).read_text()

@@ -21,10 +21,12 @@ from sdgov.demo import inputs
 from tests.conftest import REPO
 
 SPECS = {
-    "examples/census2011/all_pairs.yaml": "2fc7fca3f4c26bca008bee81745ed5d3d789ff16984b84e16b4f2fc1c56d2869",
-    "examples/census2011/app1.yaml": "0f36318fd3d6415b503ac347a5e6b5eebb594d26e8913015b8c7cec3c74164ea",
-    "examples/census2011/app2.yaml": "8792653edc881b67c76d9e0064ab4a45b91173ab3b14dda1256f72cae71eb72f",
-    "examples/census2011/app3.yaml": "03a348a9f6c6b72cae867cbe298ba4e1a93fa6505d37ca041e56b6eef6bd64a5",
+    # issue 39: the census examples no longer ask for rows = N (50,000); with rows: 50000 they hash as pinned
+    # before (CENSUS_AS_PINNED)
+    "examples/census2011/all_pairs.yaml": "b3952fe11d3c87f2a8dfec9eb2366edc4bbe513e98c7b8b5951612f50aba67f9",
+    "examples/census2011/app1.yaml": "9df3b6c1ae56a4633fd846f24dfb27c025414dea0753fecf5dcc9cdb759ab889",
+    "examples/census2011/app2.yaml": "00fdc9559d2a671d2bf9bf46c9bd9c30fdeee7e340e2a40a254000cd205baec4",
+    "examples/census2011/app3.yaml": "0ef12e5b9d24fc6d6a59aad7ae99e900504116744709b35a5e5da155c2c4817e",
     "examples/uci_adult/spec.yaml": "219b246d786277be88816e68c876ee08a9106c839d28ac5963d2c833e48d7be5",
     # issue 25: the demo no longer asks for rows = N (20,000); with rows: 20000 it hashes ba82d6bf… as before.
     # Issue 26: its decomposability test pre-registers K = 10 (was 4, which the pre-flight now refuses: d5419ce7…)
@@ -74,6 +76,23 @@ VARIANTS = {  # name: (keys dropped from the demo spec, keys set) → the hash
 @pytest.mark.parametrize("path", SPECS)
 def test_the_example_specs_agreement_hashes_are_unchanged(path):
     assert load_spec(REPO / path).agreement.sha256() == SPECS[path]
+
+
+CENSUS_AS_PINNED = {
+    "examples/census2011/all_pairs.yaml": "2fc7fca3f4c26bca008bee81745ed5d3d789ff16984b84e16b4f2fc1c56d2869",
+    "examples/census2011/app1.yaml": "0f36318fd3d6415b503ac347a5e6b5eebb594d26e8913015b8c7cec3c74164ea",
+    "examples/census2011/app2.yaml": "8792653edc881b67c76d9e0064ab4a45b91173ab3b14dda1256f72cae71eb72f",
+    "examples/census2011/app3.yaml": "03a348a9f6c6b72cae867cbe298ba4e1a93fa6505d37ca041e56b6eef6bd64a5",
+}
+
+
+@pytest.mark.parametrize("path", sorted(CENSUS_AS_PINNED))
+def test_the_census_examples_as_pinned_hash_as_before(path):
+    """With the ``rows: 50000`` they asked for before issue 39, the census examples hash as pinned: the hash itself
+    is unchanged by the statement's refactoring (ψ, the generator settings and the accounting moved rooms)."""
+    raw = yaml.safe_load((REPO / path).read_text()) | {"rows": 50000}
+    schema = load_schema(REPO / path.rsplit("/", 1)[0] / raw["schema"])
+    assert resolve(ReleaseSpec.model_validate(raw), schema).sha256() == CENSUS_AS_PINNED[path]
 
 
 def as_pinned() -> dict:

@@ -20,8 +20,8 @@ PENDING = {
     "proposer": "Ada Analyst",
     "summary": {
         "phi": ["age × sex", "region"],
-        "epsilon": 1.0,
-        "delta": 1e-5,
+        "privacy": "ε = 1 (zCDP bound), δ = 1e-05; the dataset's ε over every release: ε = 1.2 (zCDP bound)",
+        "rows": 2700,
         "verdict": "pass with 1 warning",
         "draft_card": "/reg/runs/r/draft/card.html",
         "draft_card_md": "/reg/runs/r/draft/card.md",
@@ -43,7 +43,8 @@ def test_at_a_terminal_it_shows_the_summary_and_asks_for_the_prefix(monkeypatch,
     monkeypatch.setattr(sys, "stdin", Terminal("0123ABCD\n"))
     assert _confirmation(args(), PENDING) == "0123abcd"
     err = capsys.readouterr().err
-    for needle in ("Φ: age × sex; region", "ε = 1, δ = 1e-05", "overall verdict: pass with 1 warning", SHA,
+    for needle in ("Φ: age × sex; region", "privacy: ε = 1 (zCDP bound), δ = 1e-05", "2,700 synthetic records",
+                   "overall verdict: pass with 1 warning", SHA,
                    "/reg/runs/r/draft/card.html", "evidence_report.html", "Type the first 8 characters"):  # fmt: skip
         assert needle in err, needle
 

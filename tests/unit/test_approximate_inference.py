@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
-from sdgov.agreement.accounting import plan_privacy
 from sdgov.agreement.load import load_spec
+from sdgov.budget.accounting import plan_privacy
 from sdgov.engines import load_encoded
 from sdgov.generators import pgm_mbi
 from sdgov.generators.registry import generator

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sdgov.agreement.accounting import epsilon_pld, plan_privacy
 from sdgov.agreement.spec import PrivacySpec
 from sdgov.audits.protocol import AuditReport, Check
+from sdgov.budget.accounting import epsilon_pld, plan_privacy
 from sdgov.reporting.verdict import overall_verdict
 from sdgov.utility.fitness import statement, task_verdicts
 
@@ -145,7 +145,22 @@ def test_the_trail_says_sdgov_published_and_tags_only_decisions():
     spent, approved, released = (next(line for line in text if line.startswith(f"#{i} ")) for i in range(3))
     assert "[approve]" not in spent and "[approve]" in approved and "[approve]" not in released
     assert "sdgov (system) published the release, approved by Carl Controller (controller)" in released
-    assert "agreement hash aaaaaaaaaaaa…" in released and "      agreement.json (file sha256): " + "b" * 64 in text
+    assert "agreement hash aaaaaaaaaaaa…" in released and "      agreement hash: " + "b" * 64 in text
+    assert "file sha256" not in "\n".join(text)  # only the agree stages name agreement.json's bytes (issue 39)
     html = render_trail_html(t)
     assert "<dt>rho</dt><dd>0.03</dd>" in html and "{&#34;dataset&#34;" not in html and '{"dataset"' not in html
     assert "table-layout:fixed" in html and "overflow-wrap:anywhere" in html
+
+
+def test_the_card_names_package_versions_not_the_machine():
+    """Issue 38 item 8: card.json carried the worker's kernel version, libc and Python build (platform.platform())."""
+    import platform
+
+    from sdgov.reporting.card import PACKAGES, environment
+
+    env = environment()
+    assert set(env) == {"python", "packages", "sdgov", "git_commit"} and set(env["packages"]) == set(PACKAGES)
+    assert env["python"] == platform.python_version()  # a version, not a build
+    text = json.dumps(env)
+    for machine in {platform.platform(), platform.release(), platform.python_build()[1]} - {""}:
+        assert machine not in text, machine

@@ -148,7 +148,7 @@ def test_propose_select_spends_its_selection_without_loading_prefect_or_a_pld_ac
     assert "prefect" not in loaded and "jax" in loaded
     # nor a PLD ε for its 1-ways (dp-accounting: ~1.2 s of imports): the selection's own spend, right after, is no
     # discrete Gaussian, so no PLD figure covers the account; the zCDP bound does
-    [budget] = (root / "runs").glob("select-*/budget.json")
+    [budget] = (root / "runs").glob("select-*/privacy_statement.json")
     record = json.loads(budget.read_text())
-    assert record["dataset_epsilon_pld"] is None and record["dataset_epsilon"] > 0
+    assert record["cumulative"]["pld"] is None and record["cumulative"]["zcdp"] > 0
     assert "dp_accounting" not in loaded

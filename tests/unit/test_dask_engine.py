@@ -200,9 +200,9 @@ def test_the_sample_written_on_the_dask_cluster_is_the_same_file(on_cluster, tmp
 
 def test_the_generate_stage_picks_the_dask_executor_for_the_dask_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """The generate stage picks the Dask executor from the release's engine, and the process pool otherwise."""
-    from sdgov.agreement.spec import GeneratorSpec
     from sdgov.contracts import ArtifactRef, GenerateInput
     from sdgov.engines import dask_executor
+    from sdgov.generators.settings import GeneratorSpec
     from sdgov.tasks import generate
 
     ref = ArtifactRef(name="m", path="x", sha256="0", bytes=0)

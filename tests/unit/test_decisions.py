@@ -119,14 +119,19 @@ def test_a_rejection_counts_is_logged_as_rejected_and_says_nothing_was_released(
     )
 
 
-def refused(registry: Registry, outcome: SignOff | Refused, match: str, attempt: int = 1) -> Event:
+def refused(
+    registry: Registry, outcome: SignOff | Refused, match: str, attempt: int = 1, role: str = "unverified"
+) -> Event:
+    """The refusal, logged as the typed name — under their role when their signature held (issue 39), else
+    unverified."""
     assert isinstance(outcome, Refused), outcome
     assert match in outcome.error.what
     assert outcome.note == (
         f"Attempt {attempt} by 'Carl Controller' was refused: {outcome.error.what}. The run is paused again."
     )
     e = last(registry)
-    assert (e.event, e.actor, e.role) == ("approval_refused", "Carl Controller", "unverified")
+    assert (e.event, e.actor, e.role) == ("approval_refused", "Carl Controller", role)
+    assert e.artifacts["identity_verified"] == str(role != "unverified").lower()
     assert e.comment == f"{outcome.error.what} | comment: looks right"
     return e
 
@@ -136,7 +141,7 @@ def test_a_decision_signed_with_another_persons_key_is_refused_and_logged(govern
     p = pause(registry)
     outcome = decisions.decide(p, submitted(p, keys["Vic Controller"]), PROPOSER)  # Vic's key, Carl's name
     e = refused(registry, outcome, "does not verify with 'Carl Controller'")
-    assert e.artifacts == {"release": HASH, "nonce": p.nonce, "flow_run_id": "flow-run-1"}
+    assert e.artifacts == {"release": HASH, "nonce": p.nonce, "flow_run_id": "flow-run-1", "identity_verified": "false"}
 
 
 def test_an_unsigned_decision_is_refused_unless_the_sandbox_switch_is_on(governed) -> None:
@@ -150,7 +155,9 @@ def test_a_replayed_nonce_is_refused(governed) -> None:
     p = pause(registry)
     form = submitted(p, keys["Carl Controller"])
     assert isinstance(decisions.decide(p, form, PROPOSER), SignOff)
-    refused(registry, decisions.decide(p, form, PROPOSER), "the nonce of this pause was already used")
+    refused(
+        registry, decisions.decide(p, form, PROPOSER), "the nonce of this pause was already used", role="controller"
+    )
     with pytest.raises(ApprovalRefused):
         decisions.check_nonce_unused(registry, p.nonce)
     decisions.check_nonce_unused(registry, pause(registry).nonce)  # a fresh pause's nonce is unused
@@ -167,7 +174,7 @@ def test_the_proposer_cannot_decide_and_is_not_eligible(governed) -> None:
     registry, keys = governed
     p = pause(registry)
     outcome = decisions.decide(p, submitted(p, keys["Carl Controller"]), "Carl Controller")
-    refused(registry, outcome, "proposed this release and cannot approve or reject it")
+    refused(registry, outcome, "proposed this release and cannot approve or reject it", role="controller")
     assert decisions.eligible(registry, exclude="Carl Controller") == (["Vic Controller"], "")
     assert decisions.eligible(registry, exclude=PROPOSER) == (["Carl Controller", "Vic Controller"], "")
     everyone = [name for name, _ in PEOPLE] + ["Vic Controller"]
@@ -187,7 +194,8 @@ def test_a_release_approval_needs_the_hash_typed_back(governed) -> None:
     registry, keys = governed
     p = pause(registry)
     wrong = submitted(p, keys["Carl Controller"], confirm_hash="00000000")
-    refused(registry, decisions.decide(p, wrong, PROPOSER), "is not the first 8 characters")
+    e = refused(registry, decisions.decide(p, wrong, PROPOSER), "is not the first 8 characters", role="controller")
+    assert e.artifacts["statement"] == wrong.signature  # Carl's own signed attempt: his, verified
     again = pause(registry, attempt=2)  # a refusal spends its pause's nonce too: the flow pauses again with a new one
     typed = submitted(again, keys["Carl Controller"], confirm_hash=f" {HASH[:8].upper()} ")  # case, spaces forgiven
     assert isinstance(decisions.decide(again, typed, PROPOSER), SignOff)

@@ -26,9 +26,9 @@ from sdgov.audits.protocol import AuditContext
 from sdgov.audits.run import run_audits
 from sdgov.base.errors import InternalError, SpecError
 from sdgov.data.encoding import decode
+from sdgov.data.psi import Measurement, MeasurementSet
 from sdgov.data.schema import load_schema
 from sdgov.governance.site import Site
-from sdgov.measurement.marginals import Measurement, MeasurementSet
 from tests.conftest import init_registry, make_demo_inputs
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"

@@ -13,16 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdgov.agreement.accounting import plan_privacy
 from sdgov.agreement.load import load_spec
 from sdgov.agreement.resolve import resolve
-from sdgov.agreement.spec import GeneratorSpec
 from sdgov.audits.generator_protocol import load_generator
 from sdgov.base.errors import SpecError
+from sdgov.budget.accounting import plan_privacy
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
 from sdgov.generators.plugin import GeneratorPlugin
 from sdgov.generators.sampler import iter_chunks
+from sdgov.generators.settings import GeneratorSpec
 from sdgov.measurement.marginals import measure_agreement
 from tests.conftest import make_demo_inputs
 

@@ -10,8 +10,8 @@ from typing import Literal
 import pytest
 from pydantic import ValidationError
 
-from sdgov.agreement.spec import GeneratorSpec
 from sdgov.contracts import ArtifactRef, GenerateInput
+from sdgov.generators.settings import GeneratorSpec
 
 _opened: list[str] | None = None
 

@@ -36,13 +36,14 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
-    """Every module name an import statement in ``tree`` names (``from a import b`` names ``a`` and ``a.b``)."""
+def _imports(tree: ast.AST, module: str, is_package: bool, type_only: bool = False) -> set[str]:
+    """Every module name an import statement in ``tree`` names (``from a import b`` names ``a`` and ``a.b``); those
+    under ``if TYPE_CHECKING:`` too when ``type_only``."""
     names: set[str] = set()
     stack = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_only:
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import):
@@ -58,11 +59,12 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     return names
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_only: bool = False) -> dict[str, set[str]]:
+    """Module → the modules it imports (at runtime; with ``type_only``, for its type hints too)."""
     files = module_files()
     graph = {}
     for module, path in files.items():
-        named = _imports(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py")
+        named = _imports(ast.parse(path.read_text(), str(path)), module, path.name == "__init__.py", type_only)
         graph[module] = {n for n in named if n in files and n != module}
     return graph
 
@@ -174,23 +176,26 @@ ROOMS: dict[str, set[str]] = {
     "engines": _below("base data"),
     "generators": _below("base data"),
     "agreement": _below("base data generators"),
+    "budget": _below("agreement base data generators"),
     "registry": _below("base identity"),
-    "governance": _below("agreement base data generators identity registry"),
-    "contracts": _below("agreement base governance"),
-    "measurement": _below("agreement base contracts data engines generators governance identity registry"),
-    "artifacts": _below("agreement base contracts data engines governance measurement registry"),
-    "synthesis": _below("agreement artifacts base contracts data engines generators measurement"),
-    "audits": _below("agreement artifacts base contracts data engines generators measurement"),
+    "governance": _below("agreement base budget data generators identity registry"),
+    "contracts": _below("agreement base budget generators governance"),
+    "measurement": _below("agreement base budget contracts data engines generators governance identity registry"),
+    "artifacts": _below("agreement base budget contracts data engines governance measurement registry"),
+    "synthesis": _below("agreement artifacts base budget contracts data engines generators measurement"),
+    "audits": _below("agreement artifacts base budget contracts data engines generators measurement"),
     "utility": _below("agreement base cards data engines"),
     "reporting": _below(
-        "agreement artifacts audits base cards contracts data engines generators governance identity measurement "
-        "registry synthesis utility"
+        "agreement artifacts audits base budget cards contracts data engines generators governance identity "
+        "measurement registry synthesis utility"
     ),
     "intake": _below(
-        "agreement audits base data engines generators governance identity measurement registry synthesis"
+        "agreement audits base budget data engines generators governance identity measurement registry synthesis"
     ),
     "demo": _below("agreement base data governance identity registry"),
-    "channel": _below("agreement artifacts base contracts data governance measurement registry synthesis"),
+    "channel": _below(
+        "agreement artifacts base budget contracts data governance identity measurement registry synthesis"
+    ),
     "cards": _below(""),
 }
 
@@ -224,3 +229,23 @@ def test_rooms_import_only_downward() -> None:
             if other not in (room, "sdgov", None) and other not in ROOMS[room]:
                 bad.append(f"{module} ({room}) → {target} ({other})")
     assert bad == [], "imports that go up or sideways between rooms:\n" + "\n".join(sorted(bad))
+
+
+def test_type_hints_import_only_downward_too() -> None:
+    """Issue 39: a type-only import is no cycle at runtime, but it is one in the design — the generator plug-ins
+    named their input types from the agreement and measurement rooms two floors up. ψ (sdgov.data.psi) and the
+    generator's settings (sdgov.generators.settings) now sit at or below the plug-ins: type hints obey the floors,
+    and no room's modules form a circle through their type hints either."""
+    graph = import_graph(type_only=True)
+    bad = []
+    for module, targets in graph.items():
+        room = room_of(module)
+        if _is_orchestration(module) or room in (None, "sdgov"):
+            continue
+        for target in targets:
+            other = room_of(target)
+            if other not in (room, "sdgov", None) and other not in ROOMS[room]:
+                bad.append(f"{module} ({room}) ⇢ {target} ({other})")
+    assert bad == [], "type hints that reach up or sideways between rooms:\n" + "\n".join(sorted(bad))
+    across = [c for c in cycles(graph) if len({room_of(m) for m in c}) > 1 or room_of(c[0]) == "utility"]
+    assert across == [], "circles through type hints:\n" + "\n".join(" → ".join(c) for c in across)

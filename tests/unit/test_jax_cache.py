@@ -20,7 +20,7 @@ import numpy as np, yaml
 from sdgov.engines import load_encoded
 from sdgov.generators.registry import generator
 from sdgov.measurement.marginals import measure_agreement
-from sdgov.agreement.accounting import plan_privacy
+from sdgov.budget.accounting import plan_privacy
 from sdgov.generators.sampler import iter_chunks
 from sdgov.agreement.load import load_spec
 from tests.conftest import make_demo_inputs

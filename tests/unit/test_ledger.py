@@ -42,6 +42,13 @@ def _events(root: Path) -> list[str]:
     return [e.event for e in Registry(root).events()]
 
 
+def _statement(measured):
+    """The release's privacy statement, as the measure stage wrote it."""
+    from sdgov.budget.statement import PrivacyStatement
+
+    return PrivacyStatement.model_validate_json(Path(measured.statement.path).read_bytes())
+
+
 def _psi(measured) -> dict[tuple[str, ...], list[int]]:
     mset = json.loads(Path(measured.measurements.path).read_text())
     return {tuple(m["clique"]): m["noisy_counts"] for m in mset["measurements"]}
@@ -84,8 +91,8 @@ def test_seed_only_change_draws_nothing_and_spends_nothing(tmp_path):
     assert {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")} == files_before
     new_events = (root / "log.jsonl").read_bytes()[len(log_before) :].decode().splitlines()
     assert [json.loads(line)["event"] for line in new_events] == ["agreement_signed", "agreement_signed"]
-    budget = json.loads(Path(second.budget.path).read_text())
-    assert budget["this_release_rho"] == 0 and budget["reused"] == len(budget["statistics"]) == 11
+    budget = _statement(second)
+    assert budget.spent_rho == 0 and budget.reused == len(budget.statistics) == 11
     assert second.reused and not first.reused
 
 
@@ -103,18 +110,18 @@ def test_two_agreements_sharing_a_marginal_draw_it_once(tmp_path):
     reg = Registry(root)
     spends = ledger.account(Site.resolve(reg.root), "toyland_census", agreed.data.fingerprint).spends
     assert [s.rho for s in spends] == pytest.approx([2 * rho12, rho12]), "the shared marginal is charged once"
-    b1, b2 = (json.loads(Path(m.budget.path).read_text()) for m in (first, second))
-    assert b2["spent_before_rho"] == pytest.approx(b1["spent_after_rho"]) == pytest.approx(2 * rho12)
-    assert b2["this_release_rho"] == pytest.approx(rho12)
-    how = {tuple(s["attributes"]): s["how"] for s in b2["statistics"]}
+    b1, b2 = (_statement(m) for m in (first, second))
+    assert b2.spent_before_rho == pytest.approx(b1.spent_after_rho) == pytest.approx(2 * rho12)
+    assert b2.spent_rho == pytest.approx(rho12)
+    how = {tuple(s.attributes): s.how for s in b2.statistics}
     assert how == {("Sex", "Age"): "reused", ("Education", "Occupation"): "drawn"}
-    shared = next(s for s in b2["statistics"] if s["how"] == "reused")
-    assert shared["measured_in_run"] == Path(agreed.run_dir).name and shared["measured_at"]
+    shared = next(s for s in b2.statistics if s.how == "reused")
+    assert shared.measured_in_run == Path(agreed.run_dir).name and shared.measured_at
     _, third = _measure_only(c, root)  # another σ: a new statistic, drawn and charged
-    b3 = json.loads(Path(third.budget.path).read_text())
-    assert b3["this_release_rho"] == pytest.approx(1 / (2 * 15**2)) and b3["statistics"][0]["how"] == "drawn"
-    [earlier] = b3["statistics"][0]["other_sigmas"]  # both measurements of Sex × Age are on the record
-    assert earlier["sigma"] == 12 and earlier["measured_in_run"] == Path(agreed.run_dir).name
+    b3 = _statement(third)
+    assert b3.spent_rho == pytest.approx(1 / (2 * 15**2)) and b3.statistics[0].how == "drawn"
+    [earlier] = b3.statistics[0].other_sigmas  # both measurements of Sex × Age are on the record
+    assert earlier.sigma == 12 and earlier.measured_in_run == Path(agreed.run_dir).name
     assert _events(root).count("measured") == 3 and reg.verify() == []
 
 
@@ -186,7 +193,7 @@ def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_p
     [
         ({"max_epsilon_per_release": 0.5}, {}, "exceeds the policy's max_epsilon_per_release of 0.5"),
         ({"generators": ["ipf"]}, {}, "generator 'pgm' is not allowed"),
-        ({"max_rows": 1000}, {}, "1,500 synthetic rows would exceed the policy's max_rows of 1,000"),
+        ({"max_rows": 1000}, {}, "1,350 synthetic rows would exceed the policy's max_rows of 1,000"),
         ({"max_delta": 1e-5}, {"privacy": {"rho": RHO, "delta": 1e-4}}, "δ = 0.0001 exceeds the policy.s δ = 1e-05"),
     ],
 )
@@ -304,13 +311,13 @@ def test_legacy_spends_keyed_by_agreement_still_count(tmp_path):
 
 
 def test_public_statistics_spend_nothing_and_are_reused(tmp_path):
-    root = init_registry(tmp_path / "registry")
+    root = init_registry(tmp_path / "registry", allow_exact_releases=True)
     spec = _spec(tmp_path, 1, privacy={"noise": "none"})
     _, first = _measure_only(spec, root)
     _, second = _measure_only(spec, root)
     assert _psi(first) == _psi(second)
     assert _events(root).count(ledger.SPENT) == 0 and _events(root).count("measured") == 1
-    assert json.loads(Path(first.budget.path).read_text())["this_release_rho"] == 0
+    assert _statement(first).spent_rho == 0
 
 
 def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
@@ -327,10 +334,10 @@ def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
     stored = {p.name: p.read_bytes() for p in (a / "measurements").glob("*.json")}
     assert {p.name: p.read_bytes() for p in (b / "measurements").glob("*.json")} == stored and len(stored) == 11
     assert _events(b).count(ledger.SPENT) == 0 and _events(b).count("measured") == 1
-    budget = json.loads(Path(second.budget.path).read_text())
-    assert budget["this_release_rho"] == 0 and budget["spent_after_rho"] == pytest.approx(RHO)
-    assert {s["how"] for s in budget["statistics"]} == {"reused"}
-    assert {s["measured_in_registry"] for s in budget["statistics"]} == {Registry(a).registry_id()}
+    budget = _statement(second)
+    assert budget.spent_rho == 0 and budget.spent_after_rho == pytest.approx(RHO)
+    assert {s.how for s in budget.statistics} == {"reused"}
+    assert {s.measured_in_registry for s in budget.statistics} == {Registry(a).registry_id()}
     assert Registry(b).verify() == []
     [summary] = ledger.ledger_summary(Site.resolve(b))  # `sdgov budget` on b: the dataset's account, a's spend in it
     assert summary["spent_rho"] == pytest.approx(RHO) and summary["registries"] == 1

@@ -16,10 +16,10 @@ import sys
 import numpy as np
 import pytest
 
-from sdgov.agreement.spec import GeneratorSpec
+from sdgov.data.psi import Measurement, MeasurementSet
 from sdgov.data.structures import ZeroCells
 from sdgov.generators import pgm_mbi
-from sdgov.measurement.marginals import Measurement, MeasurementSet
+from sdgov.generators.settings import GeneratorSpec
 from tests.conftest import REPO
 
 SIZES = {"a": 3, "b": 4, "c": 2, "d": 5}
@@ -91,7 +91,7 @@ FIT = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from tests.unit.test_pgm_tables import TREE, _mset
-from sdgov.agreement.spec import GeneratorSpec
+from sdgov.generators.settings import GeneratorSpec
 from sdgov.generators.pgm_mbi import fit_pgm
 fit_pgm(_mset(TREE), GeneratorSpec(iterations=10))
 """

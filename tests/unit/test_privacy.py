@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize_scalar
 
-from sdgov.agreement.accounting import (
+from sdgov.agreement.spec import PrivacySpec
+from sdgov.budget.accounting import (
     add_noise,
     epsilon_of_rho,
     plan_privacy,
@@ -106,7 +107,7 @@ def test_delta_comes_from_the_policy_never_from_the_record_count(tmp_path):
     plans = [plan(root, n) for n in (500, 3_000, 569_741)]
     assert [p.delta for p in plans] == [1e-9] * 3
     assert plans[0] == plans[1] == plans[2], "nothing in the plan depends on N"
-    assert "policy default" in plans[0].delta_source and "not derived from the data" in plans[0].delta_source
+    assert "fixed default" in plans[0].delta_source and "not derived from the data" in plans[0].delta_source
     bounded = plan(init_registry(tmp_path / "bound", public_max_records=60_000_000), 3_000)
     assert bounded.delta == 1e-8 and "public bound of 60,000,000 records" in bounded.delta_source
     both = plan(init_registry(tmp_path / "both", public_max_records=1_000, max_delta=1e-6), 3_000)
@@ -137,14 +138,28 @@ def test_two_draws_differ_no_seed_is_stored():
     assert (a != b).any()
 
 
-def test_rows_equal_to_n_is_flagged_for_the_controller_only(tmp_path):
-    """A spec asking for exactly N synthetic rows would publish N (App 1 did): the controller is warned, in the
-    agreement's pause form and the evidence report; rows left out default to ψ's noisy total."""
+def test_rows_equal_to_n_and_exact_releases_are_refused_unless_the_policy_allows_them(tmp_path):
+    """A spec asking for exactly N synthetic rows would publish N (App 1 did), and ``noise: none`` releases exact
+    tables: the controller's policy refuses both before anything is written, unless it declares N public
+    (``record_count_public``) or allows exact releases (``allow_exact_releases``). The refusal never states N."""
     from sdgov.agreement.load import load_spec
-    from sdgov.governance.policy import rows_warning
-    from tests.conftest import make_demo_inputs
+    from sdgov.base.errors import PolicyError
+    from sdgov.governance.policy import check_plan_allowed, rows_warning
+    from tests.conftest import init_registry, make_demo_inputs, synthetic_rows
 
-    ag = load_spec(make_demo_inputs(tmp_path, rows=50)).agreement  # the spec's rows = the data's 50 records
-    assert rows_warning(ag, 51) is None and rows_warning(ag.model_copy(update={"rows": None}), 50) is None
-    warning = rows_warning(ag, 50)
-    assert warning is not None and "exactly the confidential dataset's true record count" in warning
+    ag = load_spec(make_demo_inputs(tmp_path / "in", rows=50)).agreement
+    n = synthetic_rows(50)  # the spec's rows: said to be the data's record count below
+    root = init_registry(tmp_path / "default")
+    check_plan_allowed(root, ag, "fp", ag.dataset_name, n + 1)  # rows ≠ N: allowed
+    with pytest.raises(PolicyError, match="is the confidential dataset's true record count") as exc:
+        check_plan_allowed(root, ag, "fp", ag.dataset_name, n)
+    assert "record_count_public" in exc.value.one_line()
+    public = init_registry(tmp_path / "public", record_count_public=True)
+    check_plan_allowed(public, ag, "fp", ag.dataset_name, n)  # N declared public: allowed, the controller warned
+    assert "exactly the confidential dataset's true record count" in (rows_warning(ag, n) or "")
+
+    exact = ag.model_copy(update={"privacy": ag.privacy.model_validate({"noise": "none"}), "rows": None})
+    with pytest.raises(PolicyError, match="does not allow exact releases"):
+        check_plan_allowed(root, exact, "fp", ag.dataset_name, 50)
+    allowed = init_registry(tmp_path / "exact", datasets={ag.dataset_name: {"allow_exact_releases": True}})
+    assert check_plan_allowed(allowed, exact, "fp", ag.dataset_name, 50).noise == "none"

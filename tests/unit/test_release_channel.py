@@ -82,10 +82,17 @@ def test_verify_release_on_something_that_is_not_a_release(tmp_path):
     code, _, err = run("verify-release", str(tmp_path / "missing"))
     assert code == 2 and "not a release folder" in one_line(err)
     (tmp_path / "empty").mkdir()
-    code, out, err = run("verify-release", str(tmp_path / "empty"))
-    assert code == 1 and "Traceback" not in err
+    pins = ("--pin-file", str(tmp_path / "pins.json"))
+    code, _, err = run("verify-release", str(tmp_path / "empty"), *pins)  # no key given, none pinned
+    assert code == 2 and "no key is pinned" in one_line(err) and "--public-key sha256:" in err
+    for bad in ("nonsense", "sha256:12"):
+        code, _, err = run("verify-release", str(tmp_path / "empty"), *pins, "--public-key", bad)
+        assert code == 2 and "is neither 'sha256:<64 hex>' nor 'ed25519:<base64>'" in one_line(err)
+    code, out, err = run("verify-release", str(tmp_path / "empty"), *pins, "--public-key", "sha256:" + "0" * 64)
+    assert code == 1 and "Traceback" not in err and not (tmp_path / "pins.json").exists()  # nothing verified
     lines = out.strip().splitlines()
-    assert lines[-1].startswith("NOT verified") and all(x.startswith("FAIL") for x in lines[:-1]), out
+    assert lines[0] == f"key: sha256:{'0' * 64} — the key you gave (--public-key)"
+    assert lines[-1].startswith("NOT verified") and all(x.startswith("FAIL") for x in lines[1:-1]), out
     assert any(x.startswith("FAIL manifest.json") for x in lines) and any(
         x.startswith("FAIL released.json") for x in lines
     )

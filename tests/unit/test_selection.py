@@ -12,9 +12,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdgov.agreement.accounting import plan_privacy, rho_of_sigma
 from sdgov.agreement.spec import PrivacySpec, SelectionSpec
 from sdgov.base.errors import SpecError
+from sdgov.budget.accounting import plan_privacy, rho_of_sigma
 from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.measurement.selection.mst import (
@@ -298,7 +298,7 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     sign_standing_approval(proposed, root, keys)  # the agreed Φ's standing approval, signed by its people
     agreed = agree_phi.fn(str(proposed), Site.resolve(str(root)), "rel1")
     measured = measure.fn(agreed, Site.resolve(str(root)))
-    budget = json.loads(Path(measured.budget.path).read_text())
+    budget = json.loads(Path(measured.statement.path).read_text())
     hows = {tuple(s["attributes"]): s["how"] for s in budget["statistics"]}
     assert all(h == "reused" for c, h in hows.items() if len(c) == 1)
     assert all(h == "drawn" for c, h in hows.items() if len(c) == 2)
@@ -454,15 +454,17 @@ def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, ca
 
 
 def test_the_card_states_the_selection_budget():
-    from sdgov.reporting.card import privacy_statement
+    from sdgov.budget.statement import guarantee
+    from tests.statements import statement_of
 
     p = PrivacySpec(rho=0.03, selection=SelectionSpec(share=0.5, one_way=0.5))
     plan = plan_privacy(p, [("a",), ("b",), ("a", "b")], delta=1e-3)
-    text = privacy_statement(plan)
+    text = guarantee(statement_of(plan))
     assert f"ρ = {0.03 * 0.5 * 0.5:.6g} of that total went to the exponential mechanism" in text
-    assert "private selection" not in privacy_statement(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], delta=1e-3))
+    plain_plan = plan_privacy(PrivacySpec(rho=0.03), [("a", "b")], delta=1e-3)
+    assert "private selection" not in guarantee(statement_of(plain_plan))
     # the PLD figure composed only the marginals' Gaussians and left the selection's ρ out: no PLD ε then
-    from sdgov.agreement.accounting import epsilon_pld
+    from sdgov.budget.accounting import epsilon_pld
 
     assert epsilon_pld(plan) is None and epsilon_pld(plan_privacy(PrivacySpec(rho=0.03), [("a", "b")])) is not None
 

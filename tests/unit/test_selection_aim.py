@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sdgov.measurement.selection.aim as aim
-from sdgov.agreement.accounting import rho_of_sigma
 from sdgov.agreement.spec import SelectionSpec
+from sdgov.budget.accounting import rho_of_sigma
+from sdgov.data.psi import Measurement
 from sdgov.governance.site import Site
-from sdgov.measurement.marginals import Measurement
 from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import rho_of_gumbel
 from sdgov.registry.log import Registry
@@ -242,9 +242,13 @@ def test_aims_options_are_refused_for_mst_and_msts_for_aim():
 
 
 def test_the_card_says_aim_spent_the_selection_rho_on_its_rounds():
-    from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.spec import PrivacySpec
-    from sdgov.reporting.card import privacy_statement
+    from sdgov.budget.accounting import plan_privacy
+    from sdgov.budget.statement import guarantee
+    from tests.statements import statement_of
+
+    def privacy_statement(plan):
+        return guarantee(statement_of(plan))
 
     p = PrivacySpec(rho=0.03, selection=SelectionSpec(method="aim", share=0.5, one_way=0.5))
     text = privacy_statement(plan_privacy(p, [("a",), ("b",), ("a", "b")], delta=1e-3))

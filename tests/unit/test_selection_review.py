@@ -153,8 +153,8 @@ def test_the_reviewers_read_the_scores_the_changes_and_the_budget():
 
 
 def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share():
-    from sdgov.agreement.accounting import plan_privacy
     from sdgov.agreement.spec import PrivacySpec, SelectionSpec
+    from sdgov.budget.accounting import plan_privacy
     from sdgov.reporting.card import _env
     from sdgov.reporting.selection import STYLE, card_selection, draw_selection
 
@@ -177,7 +177,7 @@ def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share()
         .get_template("selection.md.j2")
         .render(c=type("C", (), {"selection": sel, "part_selections": []}), selection_svgs=[""])
     )
-    assert "| b × c | dropped by a reviewer |" in md and "| drop | b × c | Cora Compliance | spurious \\| odd |" in md
+    assert "| b × c | dropped by a reviewer |" in md and "- drop **b × c** by Cora Compliance: spurious | odd" in md
     assert f"**ρ = 0.1**, {100 * 0.1 / plan.rho:.1f}% of this release's ρ" in md
 
 

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdgov.agreement.accounting import part_plan
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.audits.parts import combine_parts
 from sdgov.audits.protocol import AuditContext, AuditOutcome, AuditReport, Check
 from sdgov.audits.run import run_audits
 from sdgov.base.errors import PreflightError
+from sdgov.budget.accounting import part_plan
 from sdgov.governance.site import Site
 from sdgov.reporting.verdict import overall_verdict, part_verdicts
 from tests.conftest import init_registry, make_demo_inputs
@@ -230,9 +230,10 @@ def test_the_pre_flight_checks_every_part_before_the_draw(tmp_path):
 
 def test_the_utility_summary_breaks_down_by_part():
     """A synthetic file right overall but wrong in one part: the part's own errors show it."""
-    from sdgov.agreement.spec import AgreedPart, AgreedSplit, GeneratorSpec, PrivacySpec
+    from sdgov.agreement.spec import AgreedPart, AgreedSplit, PrivacySpec
     from sdgov.data.schema import Schema
     from sdgov.engines.recordset import FrameRecords
+    from sdgov.generators.settings import GeneratorSpec
     from sdgov.utility.summary import part_summaries
 
     schema = Schema.model_validate(
@@ -324,7 +325,7 @@ def test_the_standalone_decomposability_audit_runs_once_per_part_and_fails_the_l
 def test_the_standalone_privacy_audit_runs_once_per_part_claiming_each_parts_share(split_spec, capsys, tmp_path):
     """``sdgov audit privacy`` on a split spec: each part audited on its records, claiming the ε of its own share of
     ρ (a quarter and three quarters of it, not the whole); one verdict per part and the overall (the worst)."""
-    from sdgov.agreement.accounting import epsilon_of_rho
+    from sdgov.budget.accounting import epsilon_of_rho
 
     out_file = tmp_path / "evidence.json"
     code, out, err = _cli(capsys, "audit", "privacy", "--spec", str(split_spec), *FAST_RISK, "--train-rows", "100",

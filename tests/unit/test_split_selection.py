@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sdgov.agreement.accounting import part_plan, plan_agreement
+from sdgov.budget.accounting import part_plan, plan_agreement
 from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
@@ -138,7 +138,7 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     sign_standing_approval(proposed, root, keys)
     agreed = agree_phi.fn(str(proposed), Site.resolve(str(root)), "rel1")
     measured = measure.fn(agreed, Site.resolve(str(root)))
-    budget = json.loads(Path(measured.budget.path).read_text())
+    budget = json.loads(Path(measured.statement.path).read_text())
     hows = {(s["part"], tuple(s["attributes"])): s["how"] for s in budget["statistics"]}
     assert {p for p, _ in hows} == {"men", "women"}
     assert all(h == "reused" for (_, c), h in hows.items() if len(c) == 1)

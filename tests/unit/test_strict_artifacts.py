@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from sdgov.agreement.accounting import MarginalBudget, PrivacyPlan
 from sdgov.audits.privacy.attribute import AttributeResult
 from sdgov.audits.privacy.base import Target
 from sdgov.audits.privacy.canary import CanaryResult, CanaryRun
@@ -16,7 +15,8 @@ from sdgov.audits.privacy.one_run import Guess, OneRunResult
 from sdgov.audits.privacy.policy import PolicyCheck
 from sdgov.audits.privacy.run import PrivacyAuditResult
 from sdgov.audits.protocol import AuditReport, Check
-from sdgov.measurement.marginals import Measurement, MeasurementSet
+from sdgov.budget.accounting import MarginalBudget, PrivacyPlan
+from sdgov.data.psi import Measurement, MeasurementSet
 from sdgov.utility.summary import MarginalError, UtilitySummary
 
 ARTIFACT_MODELS: list[type[BaseModel]] = [

@@ -102,3 +102,20 @@ def test_the_run_log_says_rejected() -> None:
     assert decided_message(s, "release", "ab" * 32) == f"Carl Controller rejected the release {'ab' * 6}…"
     approve = s.model_copy(update={"decision": "approve"})
     assert decided_message(approve, "release", "ab" * 32).startswith("Carl Controller approved the release")
+
+
+def test_every_event_has_words_and_a_refusal_by_sdgov_approve_names_the_agreement_hash(trail):
+    """Issue 39: ``approvers_changed`` had no label; ``sdgov approve``'s refusal of an agreement decision logged the
+    agreement hash, which the trail called a file sha256; and ``sdgov runs`` lists the runs the log saw end."""
+    from sdgov.registry.trail import WHAT, artifact_label, finished_runs
+
+    t = trail["trail"]
+    assert {r["event"] for r in t["events"]} <= set(WHAT)  # approvers_changed among them: every event in words
+    assert "approvers registry" in WHAT["approvers_changed"]
+    sha = trail["agreed"].agreement_sha256
+    cli_refusal = {"event": "approval_refused", "agreement_sha256": "", "artifacts": {"agreement": sha}}
+    assert artifact_label(cli_refusal, "agreement", sha) == "agreement hash"
+    signed = next(r for r in t["events"] if r["event"] == "agreement_signed")
+    assert artifact_label(signed, "agreement", signed["artifacts"]["agreement"]) == "agreement.json (file sha256)"
+    [ended] = finished_runs(Registry(t["root"]).verified_events())
+    assert (ended["run_id"], ended["outcome"]) == ("run", "timed out awaiting a decision") and not ended["who"]

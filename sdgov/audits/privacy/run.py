@@ -413,12 +413,12 @@ def audit_spec_privacy_parts(
     progress: Progress | None = None,
 ) -> dict[str | None, PrivacyAuditResult]:
     """The audit for a release spec file (the CLI): see :func:`agreement_audit_run` — once per part of a split
-    synthesis, each on that part's agreement, records and own plan (:func:`~sdgov.agreement.accounting.part_plan`:
+    synthesis, each on that part's agreement, records and own plan (:func:`~sdgov.budget.accounting.part_plan`:
     the ε its share of ρ claims), as the release's audit stage runs it; keyed by part (``None``: the one model). The
-    claimed (ε, δ) come from the spec's :class:`~sdgov.agreement.accounting.PrivacyPlan` (at the fixed default δ)."""
-    from sdgov.agreement.accounting import part_plan, plan_agreement
+    claimed (ε, δ) come from the spec's :class:`~sdgov.budget.accounting.PrivacyPlan` (at the fixed default δ)."""
     from sdgov.agreement.load import load_spec
     from sdgov.audits.parts import audited_units, in_part
+    from sdgov.budget.accounting import part_plan, plan_agreement
     from sdgov.engines import load_encoded
 
     loaded = load_spec(spec_path)

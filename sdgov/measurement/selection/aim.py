@@ -40,12 +40,12 @@ from itertools import combinations
 import numpy as np
 from pydantic import Field
 
-from sdgov.agreement.accounting import add_noise, rho_of_sigma
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.base.errors import InternalError
 from sdgov.base.model import Frozen
+from sdgov.budget.accounting import add_noise, rho_of_sigma
+from sdgov.data.psi import Measurement
 from sdgov.data.schema import Clique
-from sdgov.measurement.marginals import Measurement
 from sdgov.measurement.selection.mst import (
     NEAR,
     AimRound,

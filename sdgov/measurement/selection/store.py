@@ -2,7 +2,7 @@
 
 The draft agreement (Φ = the 1-way marginals, ``privacy.selection`` declared) is measured like any release
 (:func:`sdgov.measurement.store.measure_once`): its 1-ways are drawn once, at the σ the final agreement will ask for
-(:func:`sdgov.agreement.accounting.plan_privacy` fixes it from the selection share alone), so the release that follows
+(:func:`sdgov.budget.accounting.plan_privacy` fixes it from the selection share alone), so the release that follows
 reuses
 them. The selection's own ρ (exponential mechanism + noisy scores; with AIM also its rounds' Gaussian
 measurements) is one more statistic in the ledger, keyed by the draft agreement and the dataset: reserved before the
@@ -31,12 +31,13 @@ from sdgov.base.atomic import atomic_write_bytes
 from sdgov.base.errors import RegistryError, SpecError
 from sdgov.base.hashing import sha256_bytes, sha256_json
 from sdgov.contracts import Agreed
+from sdgov.data.psi import Measurement
 from sdgov.data.schema import Clique, Schema
 from sdgov.generators.registry import generator
 from sdgov.governance import authority as budget_authority
 from sdgov.governance import ledger
 from sdgov.governance.site import Site
-from sdgov.measurement.marginals import Measurement, marginal_counts, measure_cliques
+from sdgov.measurement.marginals import marginal_counts, measure_cliques
 from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import Proposal, select_mst
 from sdgov.measurement.store import Outcome, logged_statistic, measure_once
@@ -311,6 +312,6 @@ def _log(registry: Registry, agreed: Agreed, run_id: str, path: Path, payload: b
 
 def _one_ways(path: Path, part: Part) -> list[Measurement]:
     """The noisy 1-ways the selection of ``part`` starts from (a split's ψ holds every part's; its own only)."""
-    from sdgov.measurement.marginals import MeasurementSet
+    from sdgov.data.psi import MeasurementSet
 
     return [m for m in MeasurementSet.model_validate_json(path.read_bytes()).measurements if m.part == part]

@@ -4,7 +4,8 @@ Neighbouring datasets differ by adding or removing one record, so one record mov
 by 1: every marginal has L2 sensitivity 1. The Gaussian mechanism with scale σ on it is ρ = 1/(2σ²)-zCDP
 (also for the discrete Gaussian, Canonne–Kamath–Steinke 2020); zCDP composes by adding ρ. The conversion to
 (ε, δ)-DP is OpenDP's ``make_zCDP_to_approxDP`` (the tight CKS20 conversion), so every number on the card
-comes from one place: :func:`plan_privacy`.
+comes from one place: the plan (:func:`plan_agreement`) under one δ rule (:class:`PrivacyRule`), and the release's
+statement made from it at measure time (:mod:`sdgov.budget.statement`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, PositiveFloat, PositiveInt
 
 from sdgov.agreement.spec import Agreement, PrivacySpec
 from sdgov.base.errors import SpecError
@@ -30,9 +31,38 @@ MECHANISM = "discrete Gaussian (OpenDP make_gaussian on integer counts), zCDP"
 
 
 DEFAULT_DELTA = 1e-9
-"""δ when neither the spec nor the controller's policy sets one (:func:`sdgov.governance.policy.policy_delta`):
-fixed, never computed from the data — δ = 10^-ceil(log10 N) would print N's order of magnitude on the card."""
-DEFAULT_DELTA_SOURCE = f"the fixed default δ = {DEFAULT_DELTA:g} (no policy consulted)"
+"""δ when neither the spec nor the controller's policy sets one (:meth:`PrivacyRule.delta`): fixed, never computed
+from the data — δ = 10^-ceil(log10 N) would print N's order of magnitude on the card."""
+
+
+class PrivacyRule(Frozen):
+    """What the data controller's policy says about every release's privacy figures (its ``max_delta``,
+    ``public_max_records`` and ``sigma_floor``: :meth:`sdgov.governance.policy.Limits.rule`). The empty rule is the
+    one a tool without a registry plans under (the fixed default δ, no floor); every plan is made under one."""
+
+    max_delta: float | None = Field(default=None, gt=0, lt=1)
+    public_max_records: PositiveInt | None = None
+    sigma_floor: PositiveFloat | None = None
+
+    def delta(self) -> tuple[float, str]:
+        """The release's δ and where it came from (said on the card): the smallest of ``max_delta`` and the one
+        ``public_max_records`` gives, or the fixed :data:`DEFAULT_DELTA` when neither is set. Never a function of
+        the confidential data."""
+        options: list[tuple[float, str]] = []
+        if self.max_delta is not None:
+            options.append((self.max_delta, f"set by the data controller's policy (max_delta = {self.max_delta:g})"))
+        if self.public_max_records is not None:
+            bound = self.public_max_records
+            options.append(
+                (
+                    10.0 ** -(math.floor(math.log10(bound)) + 1),
+                    f"derived from the public bound of {bound:,} records that the data controller's policy "
+                    "declares (public_max_records): the largest power of ten below 1/bound",
+                )
+            )
+        if not options:
+            options.append((DEFAULT_DELTA, f"the fixed default δ = {DEFAULT_DELTA:g} (not derived from the data)"))
+        return min(options)
 
 
 @cache
@@ -121,17 +151,19 @@ def plan_privacy(
     p: PrivacySpec,
     cliques: list[Clique],
     *,
-    delta: float = DEFAULT_DELTA,
-    delta_source: str = DEFAULT_DELTA_SOURCE,
+    delta: float | None = None,
+    delta_source: str | None = None,
     sigma_floor: float | None = None,
 ) -> PrivacyPlan:
-    """Resolve a privacy spec into σ per marginal, ρ spent, and (ε, δ).
+    """Resolve a privacy spec into σ per marginal, ρ spent, and (ε, δ) — one Φ's plan (:func:`plan_agreement` is
+    the agreement's, under a :class:`PrivacyRule`).
 
-    ``delta`` is the controller's (:func:`sdgov.governance.policy.policy_delta`, said where it came from in
-    ``delta_source``), used when the spec gives none; nothing here sees the data or its record count.
-    ``sigma_floor`` is the data controller's (:mod:`sdgov.governance.policy`); a spec's own ``sigma_floor`` can
-    only raise it.
+    ``delta`` is the rule's (said where it came from in ``delta_source``; the empty rule's when omitted), used when
+    the spec gives none; nothing here sees the data or its record count. ``sigma_floor`` is the data controller's
+    (:mod:`sdgov.governance.policy`); a spec's own ``sigma_floor`` can only raise it.
     """
+    if delta is None:
+        delta, delta_source = PrivacyRule().delta()
     if p.noise == "none":
         return PrivacyPlan(
             noise="none",
@@ -191,17 +223,16 @@ def plan_privacy(
     )
 
 
-def plan_agreement(
-    agreement: Agreement,
-    *,
-    delta: float = DEFAULT_DELTA,
-    delta_source: str = DEFAULT_DELTA_SOURCE,
-    sigma_floor: float | None = None,
-) -> PrivacyPlan:
-    """The agreement's plan: :func:`plan_privacy` of its Φ — or, for a split synthesis, of every part's Φ at the
-    part's share, each marginal tagged with its part and the parts' ρ added (sequential composition:
-    conservative, as a record is in exactly one part and parallel composition would allow the maximum). With private
-    selection each part's selection ρ is its plan's, and they add up the same way (``part_selection_rho``)."""
+def plan_agreement(agreement: Agreement, rule: PrivacyRule | None = None) -> PrivacyPlan:
+    """The agreement's plan under the controller's ``rule`` (the empty rule when none: a tool outside a registry),
+    the one way every stage and tool plans a release: :func:`plan_privacy` of its Φ — or, for a split synthesis, of
+    every part's Φ at the part's share, each marginal tagged with its part and the parts' ρ added (sequential
+    composition: conservative, as a record is in exactly one part and parallel composition would allow the maximum).
+    With private selection each part's selection ρ is its plan's, and they add up the same way
+    (``part_selection_rho``)."""
+    rule = rule or PrivacyRule()
+    delta, delta_source = rule.delta()
+    sigma_floor = rule.sigma_floor
     if agreement.split is None:
         return plan_privacy(
             agreement.privacy, agreement.cliques, delta=delta, delta_source=delta_source, sigma_floor=sigma_floor
