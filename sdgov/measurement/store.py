@@ -526,9 +526,7 @@ def account_privacy(
     exact = exact_measurements(registry, auth, account.fingerprint)
     epsilon = dataset_epsilon(registry, auth, account.spends, account.spent_rho, delta, exact=bool(exact))
     try:  # the statements name the dataset by its keyed commitment
-        mine: str | None = commitment.registry_committer(registry, create=False)(
-            "fingerprint", account.fingerprint
-        )
+        mine: str | None = commitment.registry_committer(registry, create=False)("fingerprint", account.fingerprint)
     except RegistryError:  # no secret here: by its name label
         mine = None
     releases = []

@@ -18,7 +18,6 @@ from sdgov.budget.accounting import (
     rho_of_epsilon,
     rho_of_sigma,
 )
-from sdgov.agreement.spec import PrivacySpec
 from sdgov.governance.site import Site
 
 CLIQUES = [("A", "B"), ("B", "C"), ("A", "C")]
