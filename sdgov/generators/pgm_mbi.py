@@ -8,6 +8,11 @@ consistent pseudo-marginals for *every* agreed marginal from all of them at once
 so the sampled model is then the maximum-entropy model, fitted exactly, of the strongest of those denoised
 marginals (by mutual information) whose junction tree stays within ``SAMPLING_CELLS``; the card lists which.
 
+The estimator is mbi's mirror descent computing the model's marginals once an iteration instead of twice
+(:class:`OneOracleMirrorDescent`); on a dense Φ, whose junction tree is one large clique (Application 3), the marginals
+come from two matrix products instead of message passing (:mod:`sdgov.generators.pgm_dense`). The release, its dry
+run and every audit fit through this one function, so the audits fit the generator that is released.
+
 Importing this module loads JAX; :mod:`sdgov.generators.pgm` (the registered plugin) imports it only when a PGM
 is fitted or sized, so that reading a spec does not pay for JAX.
 """
@@ -35,6 +40,7 @@ from scipy.cluster.hierarchy import DisjointSet
 from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells, discard_zero_noise
 from sdgov.generators.model import CliqueModel
+from sdgov.generators.pgm_dense import dense_layout, dense_oracle
 from sdgov.generators.plugin import InferenceParams
 
 if TYPE_CHECKING:
@@ -85,7 +91,7 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     if params.own(InferenceParams).inference == "approximate":
         measurements, info = _approximate(domain, measurements, total, params.iterations)
     loss = _compiled_loss(marginal_loss.from_linear_measurements(measurements, domain))
-    model = OneOracleMirrorDescent().estimate(
+    model = estimator(domain, loss.cliques, cons).estimate(
         domain, loss, known_total=total, iters=params.iterations, constraints=cons
     )
 
@@ -158,6 +164,13 @@ class OneOracleMirrorDescent(MirrorDescent):
             jax.lax.select(accept, 1.01 * state.alpha, 0.5 * state.alpha),
             jax.lax.select(accept, loss_next, loss),
         )
+
+
+def estimator(domain: mbi.Domain, cliques: Sequence[tuple[str, ...]], cons: Sequence[Constraint] = ()) -> MirrorDescent:
+    """The fit's estimator: mirror descent with one oracle call per iteration; for a dense Φ (a junction tree of one
+    large clique) and no structural zeros, the clique's marginals by matrix products (:mod:`.pgm_dense`)."""
+    layout = None if cons else dense_layout(domain, cliques)
+    return OneOracleMirrorDescent(marginal_oracle=dense_oracle(layout) if layout else None)
 
 
 def marginal_estimator(
