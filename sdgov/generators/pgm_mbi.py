@@ -91,9 +91,8 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
     if params.own(InferenceParams).inference == "approximate":
         measurements, info = _approximate(domain, measurements, total, params.iterations)
     loss = _compiled_loss(marginal_loss.from_linear_measurements(measurements, domain))
-    model = estimator(domain, loss.cliques, cons).estimate(
-        domain, loss, known_total=total, iters=params.iterations, constraints=cons
-    )
+    fitting = estimator(domain, loss.cliques, cons)
+    model = fitting.estimate(domain, loss, known_total=total, iters=params.iterations, constraints=cons)
 
     fitted = [tuple(c) for c in model.cliques]
     added = [c.clique for c in cons if c.clique not in fitted]
@@ -121,6 +120,9 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             **info,
             "estimator": "mbi MirrorDescent",
             "iterations": params.iterations,
+            "marginal_oracle": "dense clique: two matrix products"
+            if fitting.marginal_oracle
+            else "mbi message passing (junction tree)",
             "fitted_marginals": [list(c) for c in model.cliques],
             "junction_tree_cliques": [list(c) for c in node_cliques],
             **({"structural_zero_cliques": [list(z.attributes) for z in zeros]} if zeros else {}),

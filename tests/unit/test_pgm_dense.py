@@ -76,6 +76,8 @@ def test_a_fit_with_the_dense_oracle_is_the_fit_with_mbis(monkeypatch):
     monkeypatch.setattr(pgm_mbi, "dense_layout", lambda d, c: None)
     plain = pgm_mbi.fit_pgm(mset, params)
     assert dense.cliques == plain.cliques
+    assert dense.fit_info["marginal_oracle"].startswith("dense clique"), "model_info states how the fit computed"
+    assert plain.fit_info["marginal_oracle"].startswith("mbi message passing")
     for x, y in zip(dense.marginals, plain.marginals, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
 
