@@ -12,6 +12,7 @@ costs nothing.
 from sdgov.base.face import lazy_face
 
 _WHERE = {
+    "AuthorityHead": "statement",
     "DEFAULT_DELTA": "accounting",
     "Epsilon": "statement",
     "ExactMeasurement": "statement",
@@ -41,6 +42,7 @@ _WHERE = {
     "selection_budget": "accounting",
 }
 __all__ = [
+    "AuthorityHead",
     "DEFAULT_DELTA",
     "Epsilon",
     "ExactMeasurement",

@@ -120,8 +120,8 @@ def test_the_worker_refuses_each_attack_name_before_writing_the_proposal_and_log
     "Refused" and ``run_refused`` logged in the worker's registry."""
     from prefect.logging import disable_run_logger
 
+    from sdgov.base.settings import WORKER_CONFIG
     from sdgov.flows.worker import controller_release_flow
-    from sdgov.governance import worker
     from sdgov.registry.log import Registry
     from tests.governance import controller_registry, signed_proposal
 
@@ -133,7 +133,7 @@ def test_the_worker_refuses_each_attack_name_before_writing_the_proposal_and_log
         "datasets": {"demo": {"data": str(spec.parent / "data.csv"), "schema": str(spec.parent / "schema.yaml")}},
     }
     (tmp_path / "worker.yaml").write_text(yaml.safe_dump(cfg))
-    monkeypatch.setenv(worker.ENV, str(tmp_path / "worker.yaml"))
+    monkeypatch.setenv(WORKER_CONFIG, str(tmp_path / "worker.yaml"))
     proposal = signed_proposal(root, spec, keys)
     before = len(Registry(root).events())
     for i, name in enumerate(ATTACKS):

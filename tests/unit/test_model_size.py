@@ -8,7 +8,7 @@ import pytest
 
 from sdgov.data.schema import load_schema
 from sdgov.generators.registry import generator
-from sdgov.measurement.selection.model_size import junction_tree_cells, model_cells
+from sdgov.measurement.selection.model_size import bitset_tree_cells, model_cells
 from tests.conftest import REPO
 
 PGM = generator("pgm").model_cells
@@ -33,7 +33,7 @@ def test_the_count_is_the_pgm_plugins_on_random_clique_sets(seed: int) -> None:
         rng.shuffle(attrs)
         sizes = {a: rng.choice([1, 2, 3, 5, 7, 10, 50, 100]) for a in attrs}
         cliques = _random_cliques(rng, attrs)
-        assert junction_tree_cells(attrs, cliques, sizes) == PGM(attrs, cliques, sizes), (attrs, sizes, cliques)
+        assert bitset_tree_cells(attrs, cliques, sizes) == PGM(attrs, cliques, sizes), (attrs, sizes, cliques)
 
 
 def test_the_count_is_the_pgm_plugins_on_the_census_selections_own_kind_of_model() -> None:
@@ -47,10 +47,10 @@ def test_the_count_is_the_pgm_plugins_on_the_census_selections_own_kind_of_model
         cliques: list[tuple[str, ...]] = [(a,) for a in attrs]
         cliques += [(order[i], order[rng.randrange(i)]) for i in range(1, len(order))]
         cliques += [tuple(rng.sample(attrs, rng.choice([2, 2, 3]))) for _ in range(rng.randint(0, 30))]
-        assert junction_tree_cells(attrs, cliques, sizes) == PGM(attrs, cliques, sizes)
+        assert bitset_tree_cells(attrs, cliques, sizes) == PGM(attrs, cliques, sizes)
 
 
 def test_pgm_selections_count_with_it_and_other_generators_with_their_own() -> None:
     ipf = generator("ipf").model_cells
-    assert model_cells("pgm", PGM) is junction_tree_cells
+    assert model_cells("pgm", PGM) is bitset_tree_cells
     assert model_cells("ipf", ipf) is ipf

@@ -148,17 +148,18 @@ def test_rows_equal_to_n_and_exact_releases_are_refused_unless_the_policy_allows
 
     ag = load_spec(make_demo_inputs(tmp_path / "in", rows=50)).agreement
     n = synthetic_rows(50)  # the spec's rows: said to be the data's record count below
-    root = init_registry(tmp_path / "default")
+    root = Site.resolve(init_registry(tmp_path / "default"))
     check_plan_allowed(root, ag, "fp", ag.dataset_name, n + 1)  # rows ≠ N: allowed
     with pytest.raises(PolicyError, match="is the confidential dataset's true record count") as exc:
         check_plan_allowed(root, ag, "fp", ag.dataset_name, n)
     assert "record_count_public" in exc.value.one_line()
-    public = init_registry(tmp_path / "public", record_count_public=True)
+    public = Site.resolve(init_registry(tmp_path / "public", record_count_public=True))
     check_plan_allowed(public, ag, "fp", ag.dataset_name, n)  # N declared public: allowed, the controller warned
     assert "exactly the confidential dataset's true record count" in (rows_warning(ag, n) or "")
 
     exact = ag.model_copy(update={"privacy": ag.privacy.model_validate({"noise": "none"}), "rows": None})
     with pytest.raises(PolicyError, match="does not allow exact releases"):
         check_plan_allowed(root, exact, "fp", ag.dataset_name, 50)
-    allowed = init_registry(tmp_path / "exact", datasets={ag.dataset_name: {"allow_exact_releases": True}})
+    exact_ok = {ag.dataset_name: {"allow_exact_releases": True}}
+    allowed = Site.resolve(init_registry(tmp_path / "exact", datasets=exact_ok))
     assert check_plan_allowed(allowed, exact, "fp", ag.dataset_name, 50).noise == "none"
