@@ -462,10 +462,3 @@ SHIPPED = {
     "camo5_ipf": "5 % blend, its Φ part with the plan's noise (camouflaged control)",
     "camo2u_ipf": "2 % camouflaged blend, noise and sampling unseeded (camouflaged control)",
 }
-
-#: the positive control paired with each shipped generator (a dishonest variant of the same family)
-CONTROL_FOR = {
-    "honest_pgm": "dishonest_pgm",
-    "honest_ipf": "dishonest_ipf",
-    "independent": "dishonest_ipf",
-}

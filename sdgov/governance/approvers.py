@@ -32,7 +32,6 @@ from sdgov.identity.names import check_name, same_person, skeleton
 from sdgov.identity.statements import SignOffStatement, decode_statement, signed_bytes
 
 FILE = "approvers.yaml"
-Subject = Literal["agreement", "release", "budget"]
 Decision = Literal["approve", "reject"]
 
 REQUIRED_ROLE: dict[str, Role] = {"agreement": "controller", "release": "controller", "budget": "controller"}
@@ -91,11 +90,6 @@ def load_approvers(path: str | Path) -> Approvers:
         seen[k] = p.name
         p.key()
     return a
-
-
-def default_path(registry_root: str | Path) -> Path:
-    """The default place of the approvers registry, ``ROOT/approvers.yaml`` (``controller.yaml`` may name another)."""
-    return Path(registry_root) / FILE
 
 
 def check_decision(

@@ -21,9 +21,6 @@ from sdgov.reporting.card import Card, _env, check_result
 from sdgov.reporting.verdict import Verdict, part_verdicts
 from sdgov.utility.summary import UtilitySummary
 
-FILES = ("evidence.html", "evidence.json")
-"""What :func:`render_evidence` writes (into ``<run dir>/evidence/``)."""
-
 
 class EvidenceReport(Strict):
     report_version: str = "1"

@@ -93,14 +93,6 @@ class ThetaSpace:
             blocks.append(sparse.csr_matrix((np.ones(self.C), (flat, np.arange(self.C))), shape=(size, self.C)))
         return sparse.vstack(blocks).tocsr()
 
-    def theta_of_sample(self, df: pd.DataFrame) -> np.ndarray:
-        """Θ of a synthetic sample at the occupied cells of D* (β is zero everywhere else)."""
-        flat = np.ravel_multi_index(tuple(df[a].to_numpy().astype(np.int64) for a in self.attributes), self.shape)
-        i = np.searchsorted(self.cells, flat)
-        i = np.minimum(i, self.C - 1)
-        hit = self.cells[i] == flat
-        return np.bincount(i[hit], minlength=self.C).astype(np.float64)
-
     def describe_cell(self, i: int, labels: dict[str, list[str]] | None) -> dict[str, Any]:
         """Cell ``i`` as attribute → value: its label where ``labels`` has one, else its cell index."""
         out = {}

@@ -109,9 +109,6 @@ class Memoriser(_Wrapped):
         return pd.DataFrame(out, columns=self.attributes)
 
 
-Copier = Memoriser  # the copier is the memoriser at copy_fraction 1
-
-
 class CategoryLeak(_Wrapped):
     def sample(self, n: int, seed: int) -> pd.DataFrame:
         """The base's ``n`` records with every value outside the observed categories redrawn from them and every
