@@ -32,7 +32,7 @@ RISK = {
         "ai_sets": 1,
         "ai_trees": 10,
         "disclosure_rows": 500,
-        "memorisation_pairs": 3,
+        "memorisation_worlds": 4,
         "memorisation_rows": 500,
         "memorisation_synth_factor": 4,
         "one_run_canaries": 40,

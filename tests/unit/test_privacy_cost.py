@@ -1,5 +1,6 @@
 """The privacy-risk audit's planned fits (:mod:`sdgov.audits.privacy.cost`) are the fits a real audit makes: its
-cost on a large Φ (one fit of Application 3's generator is ~100 CPU-seconds) is known from the settings alone."""
+cost on a large Φ (one fit of Application 3's generator is ~100 CPU-seconds) is known from the settings alone —
+part by part, and all parts together, where a fit two parts share is made once."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ INDEPENDENT = "sdgov.audits.generators:independent"
             n_shadow=3,
             n_synth=2,
             train_rows=100,
-            memorisation_pairs=2,
+            memorisation_worlds=3,
             memorisation_rows=200,
             beyond_phi_rows=300,
             beyond_phi_synth_rows=1000,
@@ -42,9 +43,9 @@ INDEPENDENT = "sdgov.audits.generators:independent"
             n_shadow=2,
             n_synth=1,
             train_rows=80,
-            memorisation_pairs=3,
-            memorisation_rows=150,
-            beyond_phi_rows=300,
+            memorisation_worlds=4,
+            memorisation_rows=300,
+            beyond_phi_rows=300,  # = memorisation_rows: the beyond-Φ check fits memorisation's first world
             beyond_phi_synth_rows=1000,
             beyond_phi_bootstrap=19,
             disclosure_rows=150,
@@ -59,20 +60,21 @@ INDEPENDENT = "sdgov.audits.generators:independent"
     ],
 )
 def test_planned_fits_are_the_fits_a_real_audit_makes(settings, monkeypatch):
-    fits: list[int] = []
+    fits: list[tuple[int, int]] = []
     real_fit_sample = base.GeneratorRef.fit_sample
 
     def counting(self, rows, fit_seed, n, sample_seeds):
-        fits.append(len(rows))
+        fits.append((len(rows), fit_seed))
         return real_fit_sample(self, rows, fit_seed, n, sample_seeds)
 
     monkeypatch.setattr(base.GeneratorRef, "fit_sample", counting)
     rng = np.random.default_rng(0)
     attrs, dom = ["A", "B", "C"], {"A": 3, "B": 4, "C": 5}
     real = np.stack([rng.integers(0, dom[a], size=2000) for a in attrs], axis=1)
-    for part in PARTS:  # one part at a time: each part's own count, not just the total
+
+    def audit(parts: tuple[str, ...]):
         fits.clear()
-        PrivacyAuditRun(
+        return PrivacyAuditRun(
             real=real,
             attributes=attrs,
             domain=dom,
@@ -83,6 +85,26 @@ def test_planned_fits_are_the_fits_a_real_audit_makes(settings, monkeypatch):
             policy=RiskPolicy(),
             claimed_epsilon=1.0,
             claimed_delta=1e-6,
-            parts=(part,),
+            parts=parts,
         ).run()
-        assert len(fits) == planned_fits(settings, (part,))[part], part
+
+    alone = {}
+    for part in PARTS:  # one part at a time: each part's own count, not just the total
+        result = audit((part,))
+        alone[part] = result
+        assert len(fits) == planned_fits(settings, (part,))[part] == result.fits[part], part
+    together = audit(PARTS)
+    planned = planned_fits(settings, PARTS)
+    assert len(fits) == sum(planned.values()) == sum(together.fits.values())
+    assert len(set(fits)) == len(fits)  # no fit made twice
+    shared = settings.memorisation_rows == settings.beyond_phi_rows
+    assert sum(planned.values()) == sum(planned_fits(settings, (p,))[p] for p in PARTS) - shared
+    # the membership game fits 2 worlds per pair whatever the number of targets: (T + 1)·n_shadow before
+    assert planned["mia"] == 2 * settings.n_shadow
+    # sharing changes no part's result: each part alone gives what it gives beside the others (the two canary bounds
+    # excepted: beside each other each takes half of β)
+    for part, result in alone.items():
+        field = {"mia": "targets"}.get(part, part)
+        if part not in ("canary", "one_run"):
+            assert getattr(result, field) == getattr(together, field), part
+    assert together.one_run.beta == together.canary.beta == settings.beta / 2 == alone["one_run"].one_run.beta / 2

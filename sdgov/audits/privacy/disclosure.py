@@ -20,10 +20,18 @@ training data T (the generator is fitted on it and samples n records), a holdout
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import numpy as np
 
-from sdgov.audits.privacy.base import record_keys
+from sdgov.audits.privacy.base import record_keys, seed_of
+from sdgov.audits.privacy.part import FitRequest, PrivacyPart
+from sdgov.audits.privacy.policy import PolicyCheck, level_of, two_proportion_p
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.privacy.part import AuditFrame, AuditShape
 
 
 class UniqueMatches(Frozen):
@@ -153,3 +161,109 @@ def disclosure_checks(
         dcr_holdout=_dcr_summary(dcr(train, holdout[h_idx]), d),
         small_cells=small_cells(synth, attributes, sizes, cliques, threshold) if cliques else None,
     )
+
+
+# ------------------------------------------------------------------------------------------------ the audit's part
+
+RECORD_CHECKS = "record-checks"  # the planner's key of the record checks' fit
+
+
+def record_check_parts(reference: np.ndarray, rows: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three disjoint parts of n reference records (training, holdout, independent sample): n = ``rows``, by
+    default a third of the reference, at most 25,000."""
+    from sdgov.audits.generator_protocol import AuditError
+
+    n = rows or min(len(reference) // 3, 25_000)
+    if 3 * n > len(reference):
+        raise AuditError(
+            f"disclosure_rows = {n}: three disjoint parts of that size do not fit in the {len(reference)} reference "
+            "records",
+            "privacy audit",
+            "lower disclosure_rows",
+        )
+    train, holdout, independent = (reference[i * n : (i + 1) * n] for i in range(3))
+    return train, holdout, independent
+
+
+class Disclosure(PrivacyPart):
+    """The record checks (``--parts disclosure``): one fit on a training part, its output against a real holdout and
+    an independent real sample."""
+
+    name: ClassVar[str] = "disclosure"
+    result_field: ClassVar[str] = "disclosure"
+
+    def fit_keys(self, settings: RiskSettings, shape: AuditShape) -> list[tuple[Any, ...]]:
+        """Its one fit, on the training part."""
+        return [(RECORD_CHECKS,)]
+
+    def requests(self, frame: AuditFrame) -> list[FitRequest]:
+        """The training part, one synthetic set of its size."""
+        st = frame.settings
+        train, _, _ = record_check_parts(frame.reference, st.disclosure_rows)
+        return [FitRequest((RECORD_CHECKS,), train, seed_of(st.seed, 4), len(train), (seed_of(st.seed, 5),))]
+
+    def run(self, frame: AuditFrame, fitted: list[Any]) -> DisclosureResult:
+        """:func:`disclosure_checks` of the output against the three parts."""
+        st = frame.settings
+        train, holdout, independent = record_check_parts(frame.reference, st.disclosure_rows)
+        return disclosure_checks(
+            train,
+            holdout,
+            independent,
+            fitted[0][0],
+            frame.attributes,
+            frame.sizes,
+            [tuple(c) for c in frame.ref.cliques],
+            frame.policy.small_cells.threshold,
+            st.dcr_sample,
+            seed_of(st.seed, 6),
+        )
+
+    def checks(self, result: DisclosureResult, frame: AuditFrame) -> list[PolicyCheck]:
+        """Exact matches under ``policy.exact_matches``, distance to closest record under ``policy.dcr``, small cells
+        under ``policy.small_cells``."""
+        policy, u = frame.policy, result.unique
+        xq = policy.exact_matches
+        big = u.synthetic >= xq.min_count
+        # calibrated against the never-seen holdout (same generator, same chance of a phantom match), not against a
+        # raw count: the independent sample is shown for context only
+        out = [
+            PolicyCheck(
+                name="exact matches of real-unique records",
+                level=level_of(
+                    big and u.p_value < xq.alpha and u.rate_ratio > xq.fail_ratio,
+                    big and u.p_value < xq.warn_alpha and u.rate_ratio > xq.warn_ratio,
+                ),
+                detail=f"{u.synthetic} of {u.real_unique_train} real-unique training records reproduced exactly vs "
+                f"{u.independent} by a same-size independent real sample; reproduced real-unique holdout records "
+                f"(never seen): {u.synthetic_holdout} of {u.real_unique_holdout} — rate ratio {u.rate_ratio:.2f}, "
+                f"p = {u.p_value:.2g}; {result.exact_matches} of {result.rows} synthetic records equal a "
+                f"training record (independent sample: {result.exact_matches_independent})",
+            )
+        ]
+        ds, dh = result.dcr_synthetic, result.dcr_holdout
+        zs, zh = ds.share_zero * ds.sample, dh.share_zero * dh.sample  # records at distance 0 in each sample
+        ratio = ((zs + 1) / ds.sample) / ((zh + 1) / dh.sample)  # +1: no division by an empty baseline
+        many = zs >= xq.min_count and two_proportion_p(zs, ds.sample, zh, dh.sample) < policy.dcr.alpha
+        out.append(
+            PolicyCheck(
+                name="distance to closest record",
+                level=level_of(
+                    many and ratio > policy.dcr.fail_zero_ratio, many and ratio > policy.dcr.warn_zero_ratio
+                ),
+                detail=f"share at distance 0: synthetic {ds.share_zero:.3f} vs real holdout {dh.share_zero:.3f}; "
+                f"median {ds.median:g} vs {dh.median:g}",
+            )
+        )
+        if result.small_cells is not None:
+            sc = result.small_cells
+            out.append(
+                PolicyCheck(
+                    name="small synthetic cells",
+                    level=level_of(
+                        False, policy.small_cells.warn_above is not None and sc.total > policy.small_cells.warn_above
+                    ),
+                    detail=f"{sc.total} cell(s) of the released tables hold 1–{sc.threshold - 1} synthetic records",
+                )
+            )
+        return out
