@@ -49,6 +49,14 @@ BOUNDS = {  # the ε lower bounds a run reports, each alone: how often each exce
 }
 
 
+def _commit() -> str | None:
+    """The checkout's commit (what code produced the figures), or None outside git."""
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
 def cp(k: int, n: int) -> list[float]:
     """Clopper–Pearson 95 % interval of k successes in n (scipy's exact binomial interval), to 3 decimals."""
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
@@ -103,6 +111,10 @@ def summarise(runs: list[dict]) -> list[dict]:
                     for c in sorted({c for x in rows for c in x["checks"]})
                 },
                 "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
+                "cpu_seconds_mean": None
+                if any("cpu_seconds" not in x for x in rows)
+                else round(sum(x["cpu_seconds"] for x in rows) / n, 1),
+                "fits": rows[0].get("fits"),
             }
         )
     return table
@@ -129,7 +141,7 @@ def main() -> None:
         return
     parts = tuple(args.parts.split(","))
     runs: list[dict] = []
-    out = {"command": "python " + shlex.join(sys.argv), "parts": parts, "runs": runs, "table": []}
+    out = {"command": "python " + shlex.join(sys.argv), "code": _commit(), "parts": parts, "runs": runs, "table": []}
 
     def save() -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -139,7 +151,7 @@ def main() -> None:
         for label in args.generators.split(","):
             rows = []
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                t = time.perf_counter()
+                t, cpu = time.perf_counter(), time.process_time()
                 r = audit_spec_privacy(
                     REPO / "examples" / "census2011" / f"{app}.yaml",
                     GENERATORS[label],
@@ -170,7 +182,9 @@ def main() -> None:
                     "min_privacy_gain": r.min_privacy_gain,
                     "beyond_phi_p_value": None if r.beyond_phi is None else r.beyond_phi.p_value,
                     "checks": {c.name: c.level for c in r.checks},
+                    "fits": getattr(r, "fits", None),  # per part (a shared fit counted once; absent before issue 37)
                     "seconds": round(time.perf_counter() - t, 1),
+                    "cpu_seconds": round(time.process_time() - cpu, 1),  # this process (all of it with --jobs 1)
                 }
                 print(json.dumps(row), flush=True)
                 runs.append(row)
