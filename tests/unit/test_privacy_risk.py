@@ -216,7 +216,7 @@ FAST = [
     "1",
     "--settings",
     '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300, "beyond_phi_rows": 300, "beyond_phi_synth_rows": 20000, '
-    '"beyond_phi_bootstrap": 19}',
+    '"beyond_phi_bootstrap": 19, "memorisation_worlds": 4, "memorisation_rows": 300, "memorisation_synth_factor": 5}',
 ]
 
 
