@@ -22,7 +22,7 @@ rows = []
 for seed in range(seeds):
     t = time.time()
     r = memorisation_audit(ref, codes[attrs].to_numpy(), MEMORISATION_WORLDS, 10_000, K, seed, 0.95, (0.99, 0.999))
-    check = memorisation_check(r, RiskPolicy().memorisation)
+    check = memorisation_check(r, RiskPolicy())
     rows.append(
         {
             "seed": seed,

@@ -43,7 +43,7 @@ def _memo_level(gen: str, seed: int, worlds: int = 9, **params) -> str:
     res = memorisation_audit(
         _ref(gen, **params), _population(), worlds=worlds, train_rows=1000, synth_factor=50, seed=seed, confidence=0.95
     )
-    return memorisation_check(res, RiskPolicy().memorisation).level
+    return memorisation_check(res, RiskPolicy()).level
 
 
 def test_memorisation_check_passes_the_honest_generator():

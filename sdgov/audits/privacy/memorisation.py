@@ -60,7 +60,7 @@ from sdgov.base.executor import Executor, SerialExecutor
 from sdgov.base.model import Frozen
 
 if TYPE_CHECKING:
-    from sdgov.agreement.sections.privacy_risk import MemorisationPolicy, RiskSettings
+    from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
     from sdgov.audits.privacy.part import AuditFrame, AuditShape
 
 RANK_RTOL = 1e-10  # pivots of XᵀX below this share of the largest: a Φ column the kept ones already span
@@ -304,13 +304,13 @@ class Memorisation(PrivacyPart):
 
     def checks(self, result: MemorisationResult, frame: AuditFrame) -> list[PolicyCheck]:
         """The copy share under ``policy.memorisation``."""
-        return [memorisation_check(result, frame.policy.memorisation)]
+        return [memorisation_check(result, frame.policy)]
 
 
-def memorisation_check(result: MemorisationResult, mq: MemorisationPolicy) -> PolicyCheck:
-    """The copy share's one-sided lower bounds against ``mq.min_share``: fail at ``1 − fail_alpha``, warn at
-    ``1 − warn_alpha``."""
-    lows = result.copy_share_lower
+def memorisation_check(result: MemorisationResult, policy: RiskPolicy) -> PolicyCheck:
+    """The copy share's one-sided lower bounds against ``policy.memorisation.min_share``: fail at ``1 − fail_alpha``,
+    warn at ``1 − warn_alpha``."""
+    mq, lows = policy.memorisation, result.copy_share_lower
     lw, lf = lows.get(f"{1 - mq.warn_alpha:g}"), lows.get(f"{1 - mq.fail_alpha:g}")
     return PolicyCheck(
         name="memorisation beyond Φ (copy share)",

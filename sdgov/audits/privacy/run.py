@@ -175,6 +175,7 @@ class PrivacyAuditRun:
             executor=self.executor or executor_for(st.n_jobs),
             progress=self.progress,
             canary_metric=self.canary_metric,
+            refuting_parts=sum(p.splits_beta for p in parts_named(self.parts)),
         )
 
     def result(
