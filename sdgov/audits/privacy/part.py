@@ -106,7 +106,6 @@ class AuditFrame:
     policy: RiskPolicy
     claimed_epsilon: float | None
     claimed_delta: float | None
-    parts: tuple[str, ...]
     executor: Executor
     progress: Progress | None = None
     canary_metric: Metric = "unit"

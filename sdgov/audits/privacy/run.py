@@ -37,6 +37,7 @@ from sdgov.audits.privacy.part import AuditFrame, PrivacyPart
 from sdgov.audits.privacy.planner import fit_all
 from sdgov.audits.privacy.policy import PolicyCheck, epsilon_check, worst
 from sdgov.audits.privacy.registry import parts_named
+from sdgov.base.errors import InternalError
 from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
@@ -122,6 +123,9 @@ class PrivacyAuditRun:
         timing = {"targets": time.perf_counter() - t0}
         asked = parts_named(self.parts)
         requests = {p.name: p.requests(frame) for p in asked}
+        for p in asked:  # what planned_fits counted is what the parts ask for: the audit's cost is known beforehand
+            if {r.key for r in requests[p.name]} != set(p.fit_keys(self.settings, frame.shape())):
+                raise InternalError(f"privacy-audit part {p.name!r} asks for other fits than it plans")
         flat = [r for p in asked for r in requests[p.name]]
         fitted = self._timed(timing, "fits", lambda: fit_all(frame.ref, flat, frame.executor, self.progress))
         results: dict[str, Any] = {}
@@ -171,7 +175,6 @@ class PrivacyAuditRun:
             policy=self.policy,
             claimed_epsilon=self.claimed_epsilon,
             claimed_delta=self.claimed_delta,
-            parts=self.parts,
             executor=self.executor or executor_for(st.n_jobs),
             progress=self.progress,
             canary_metric=self.canary_metric,
