@@ -111,7 +111,7 @@ def run_cell(args: argparse.Namespace) -> dict:
         if args.cell in (DEFAULT, ROUNDED):
             syn, secs, info = sdgov_default(args, data, "round" if args.cell == ROUNDED else None)
         elif args.cell == BEFORE:
-            syn, secs, info = sdgov_mst(*data, 2 / 3, 0.5, args.iterations, 24, 250_000)
+            syn, secs, info = sdgov_mst(*data, 2 / 3, 0.5, args.iterations, 24, 250_000, fast_count=False)
         elif args.cell.startswith("sdgov MST"):
             syn, secs, info = sdgov_mst(*data, args.share, args.one_way, args.iterations, args.extra, args.exact_cells)
         elif args.cell == "sdgov AIM":

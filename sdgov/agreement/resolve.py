@@ -25,6 +25,7 @@ from sdgov.agreement.spec import (
 from sdgov.base.errors import SpecError
 from sdgov.data.schema import Clique, Column, Schema, repeated
 from sdgov.data.structures import zeros_within
+from sdgov.generators import sampling_default
 from sdgov.generators.plugin import InferenceParams
 from sdgov.generators.registry import generator
 
@@ -266,7 +267,7 @@ def generator_within_domain_limit(r: Resolution) -> None:
             "use a generator with smaller tables (IPF holds the full joint, PGM the junction-tree cliques), "
             "fewer attributes, smaller marginals, or coarser categories",
         )
-    r.generator = gen
+    r.generator = gen.stating_sampling(sampling_default.SAMPLING)
 
 
 STEPS: tuple[Callable[[Resolution], None], ...] = (
@@ -348,7 +349,12 @@ def _resolve_split(spec: ReleaseSpec, split: SplitSpec, schema: Schema, where: s
     cliques = sorted({c for p in parts for c in p.cliques}, key=lambda c: [order[a] for a in c])
     attributes = sorted(modelled | {split.attribute}, key=order.__getitem__)
     return build_agreement(
-        spec, schema, attributes, cliques, spec.generator, AgreedSplit(attribute=split.attribute, parts=parts)
+        spec,
+        schema,
+        attributes,
+        cliques,
+        spec.generator.stating_sampling(sampling_default.SAMPLING),
+        AgreedSplit(attribute=split.attribute, parts=parts),
     )
 
 

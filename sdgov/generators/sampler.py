@@ -12,7 +12,7 @@ of :data:`PART_CHUNKS` chunks, each part a Parquet file written by one independe
 the parts are then streamed, row group by row group, into the one released file: the same bytes whatever ran
 them, in memory flat in N.
 
-Two ways to draw a column, both deterministic per seed and chunk (:data:`SAMPLING`):
+Two ways to draw a column, both deterministic per seed and chunk (the default: :mod:`.sampling_default`):
 
 * ``"iid"`` (the default): each record's uniform drawn independently — the records are i.i.d. draws from the model,
   so the sample's marginals scatter around the model's as a multinomial's do.
@@ -39,7 +39,6 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -49,7 +48,9 @@ from sdgov.base.errors import InternalError
 from sdgov.base.executor import Executor, SerialExecutor
 from sdgov.data.schema import Column, Schema
 from sdgov.data.structures import ZeroCells, zeros_within
+from sdgov.generators import sampling_default
 from sdgov.generators.model import CliqueModel
+from sdgov.generators.sampling_default import Sampling
 
 CHUNK_ROWS = 262_144
 PART_CHUNKS = 16  # chunks per part (4.2M rows): one task run each
@@ -61,8 +62,6 @@ def chunk_rng(seed: int, chunk: int, branch: tuple[int, ...] = ()) -> np.random.
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*branch, chunk)))
 
 
-Sampling = Literal["iid", "round"]
-SAMPLING: Sampling = "iid"  # the default way to draw (module docstring): i.i.d. records
 MAX_REDRAWS = 1000  # rounds of redrawing records that fell in a structural zero (a model honouring them needs 0)
 
 
@@ -175,10 +174,10 @@ def iter_chunks(
 ) -> Iterator[dict[str, np.ndarray]]:
     """The ``rows`` records as chunks of ``chunk_rows``, chunk ``i`` drawn from :func:`chunk_rng` ``(seed, i)`` with its
     structural zeros redrawn: the same inputs give the same chunks, bit for bit. ``sampling``: i.i.d. or rounded
-    (module docstring; None: :data:`SAMPLING`)."""
+    (module docstring; None: the default, :mod:`.sampling_default`)."""
     plans = plan_columns(model)
     zeros = zeros_within(zeros, model.attributes)
-    how = sampling or SAMPLING
+    how = sampling or sampling_default.SAMPLING
     for i in range(max(1, -(-rows // chunk_rows))):
         yield _chunk(plans, min(chunk_rows, rows - i * chunk_rows), chunk_rng(seed, i), zeros, how)
 
@@ -233,7 +232,7 @@ def write_part(
 ) -> int:
     """Draw chunks ``chunks`` of a ``rows``-record sample and write them (decoded to schema codes) to ``path``, one
     row group per chunk; return the records written. Depends on nothing but its arguments."""
-    how = sampling or SAMPLING
+    how = sampling or sampling_default.SAMPLING
     plans = plan_columns(model)
     zeros = zeros_within(schema.zero_cells(), model.attributes)
     attached = {lk.column: lk for lk in schema.lookup_index() if lk.source in model.attributes}
@@ -283,7 +282,7 @@ def sample_to_parquet(
     sampling: Sampling | None = None,
 ) -> int:
     """Write ``rows`` synthetic records (decoded to schema codes) to ``path`` atomically, drawn as ``sampling`` says
-    (None: :data:`SAMPLING`); return rows written.
+    (None: the default, :mod:`.sampling_default`); return rows written.
 
     The parts (:func:`write_part`) run through ``executor`` (default: here, one after the other), as many at a
     time as it has workers (:func:`parts_in_flight`) so that ``progress`` hears of each batch; then they are
@@ -294,7 +293,7 @@ def sample_to_parquet(
     n_chunks = max(1, -(-rows // chunk_rows))
     parts = [range(s, min(s + PART_CHUNKS, n_chunks)) for s in range(0, n_chunks, PART_CHUNKS)]
     run = executor or SerialExecutor()
-    how = sampling or SAMPLING
+    how = sampling or sampling_default.SAMPLING
     done = 0
     try:
         if len(parts) == 1:

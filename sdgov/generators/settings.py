@@ -8,7 +8,7 @@ It lives in the generators' room, beside the registry that validates it, so that
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import (
     Field,
@@ -22,6 +22,7 @@ from pydantic import (
 
 from sdgov.base.model import Frozen
 from sdgov.generators.registry import GENERATORS, registered_names
+from sdgov.generators.sampling_default import Sampling
 
 P = TypeVar("P", bound=Frozen)
 
@@ -34,11 +35,12 @@ class GeneratorSpec(Frozen):
 
     name: str = Field(default="pgm", description="a generator registered in sdgov.generators.registry")
     iterations: PositiveInt = Field(default=2000, le=1_000_000)
-    sampling: Literal["iid", "round"] | None = Field(
+    sampling: Sampling | None = Field(
         default=None,
         exclude_if=lambda v: v is None,  # absent: same hash as before
         description="how the records are drawn from the model: 'iid' (independent draws) or 'round' (each cell "
-        "within one record of the model's count, sdgov.generators.sampler); absent: the sampler's default",
+        "within one record of the model's count, sdgov.generators.sampler); absent from a spec: the sampler's "
+        "default, which the agreement states unless it is 'iid'; absent from an agreement: 'iid'",
     )
     params: SerializeAsAny[Frozen] = Field(default_factory=Frozen, description="the plugin's own parameters")
 
@@ -81,3 +83,16 @@ class GeneratorSpec(Frozen):
     def with_params(self, **update: object) -> GeneratorSpec:
         """A copy with some of the plugin's own parameters changed (as resolved, e.g. ``inference``)."""
         return self.model_copy(update={"params": self.params.model_copy(update=update)})
+
+    @property
+    def drawn(self) -> Sampling:
+        """How an agreement's records are drawn: as it states, else i.i.d. — an agreement made before the sampler's
+        default could be other than i.i.d. states none, and regenerates as it was released."""
+        return self.sampling or "iid"
+
+    def stating_sampling(self, default: Sampling) -> GeneratorSpec:
+        """The generator as the agreement holds it: a spec that does not say how to draw gets the sampler's
+        ``default`` stated, unless that is i.i.d. (absent: the agreement's hash as before the option existed)."""
+        if self.sampling is not None or default == "iid":
+            return self
+        return self.model_copy(update={"sampling": default})

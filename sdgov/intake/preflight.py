@@ -395,7 +395,7 @@ def _dry_run_generator(loaded: LoadedSpec) -> None:
         model = generator(spec.name).fit_model(mset, spec, zeros_within(schema.zero_cells(), ag.attributes))
         with tempfile.TemporaryDirectory(prefix="sdgov-preflight-") as tmp:
             path = Path(tmp) / "synthetic.parquet"
-            sample_to_parquet(model, schema, DRY_RUN_ROWS, ag.seed, path, sampling=spec.sampling)
+            sample_to_parquet(model, schema, DRY_RUN_ROWS, ag.seed, path, sampling=spec.drawn)
             _read_back(pd.read_parquet(path), schema, ag.attributes)
     except SdgovError as exc:
         raise SpecError(f"the generator's dry run failed: {exc.what}", "generator", exc.fix or "") from None

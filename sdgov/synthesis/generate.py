@@ -56,7 +56,7 @@ def generate_synthetic(
         out / "synthetic.parquet",
         progress=progress,
         executor=executor,
-        sampling=inp.generator.sampling,
+        sampling=inp.generator.drawn,
     )
     info = {
         "generator": inp.generator.name,

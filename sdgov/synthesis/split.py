@@ -156,7 +156,7 @@ def sample_split(
         model = plugin.fit_model(msets[p.name], p.generator, zeros_within(schema.zero_cells(), p.attributes))
         part_file = path.with_name(f".{path.name}.part-{p.name}")
         sample_to_parquet(
-            model, schema, max(counts[p.name], 1), seed + i, part_file, executor=executor, sampling=p.generator.sampling
+            model, schema, max(counts[p.name], 1), seed + i, part_file, executor=executor, sampling=p.generator.drawn
         )
         files.append((p, part_file))
         info[p.name] = {

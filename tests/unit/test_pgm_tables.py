@@ -108,3 +108,20 @@ def test_a_fit_compiles_one_message_passing_and_one_loss():
     assert compiled.count("jit(message_passing_hugin)") == 1, compiled
     assert compiled.count("jit(_l2_loss)") == 1, compiled
     assert not {"jit(vdot)", "jit(subtract)", "jit(true_divide)"} & set(compiled), compiled
+
+
+@pytest.mark.parametrize(
+    ("phi", "zeros"), [(TREE, []), (TREE, [ZERO]), (CYCLE, [])], ids=["tree", "tree with a zero", "triangulated"]
+)
+def test_one_oracle_call_per_iteration_fits_the_model_mbis_mirror_descent_fits(monkeypatch, phi, zeros):
+    """The estimator carries the line search's marginals to the next step instead of recomputing them: the same
+    iterates as mbi's own MirrorDescent, which calls the oracle twice per iteration (bit for bit where XLA fuses the
+    two programs alike, as on these trees; within a few units in the last place on the triangulated cycle)."""
+    mset, params = _mset(phi, zero=bool(zeros)), GeneratorSpec(iterations=120)
+    ours = pgm_mbi.fit_pgm(mset, params, zeros)
+    monkeypatch.setattr(pgm_mbi, "OneOracleMirrorDescent", pgm_mbi.MirrorDescent)
+    theirs = pgm_mbi.fit_pgm(mset, params, zeros)
+    assert ours.cliques == theirs.cliques
+    assert all(np.allclose(x, y, rtol=0, atol=1e-15) for x, y in zip(ours.marginals, theirs.marginals, strict=True))
+    if phi is TREE:
+        assert all(np.array_equal(x, y) for x, y in zip(ours.marginals, theirs.marginals, strict=True))

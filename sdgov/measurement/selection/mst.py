@@ -356,7 +356,7 @@ def select_mst(
 def release_sigma(spec: SelectionSpec, rho: float, cliques: int) -> float:
     """σ at which the release will measure each of ``cliques`` selected marginals (equal weights) when the selection
     has ``rho``: the plan gives the 1-ways ``share × one_way`` of the release's ρ, the selection ``share × (1 −
-    one_way)`` (= ``rho``) and Φ's other marginals the rest (:func:`sdgov.agreement.accounting.plan_privacy`)."""
+    one_way)`` (= ``rho``) and Φ's other marginals the rest (:func:`sdgov.budget.accounting.plan_privacy`)."""
     rest = rho * (1 - spec.share) / (spec.share * (1 - spec.one_way))
     return math.sqrt(max(cliques, 1) / (2 * rest))
 

@@ -39,6 +39,7 @@ from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.measurement.marginals import marginal_counts, measure_cliques
 from sdgov.measurement.selection.aim import Aim, AimJournal
+from sdgov.measurement.selection.model_size import model_cells
 from sdgov.measurement.selection.mst import Proposal, select_mst
 from sdgov.measurement.store import Outcome, logged_statistic, measure_once
 from sdgov.registry.log import Event, Registry
@@ -246,6 +247,7 @@ def _select(
     plugin, attrs = generator(agreement.generator.name), agreement.attributes
     singles: list[Clique] = [(a,) for a in attrs]
     sizes = schema.domain(attrs)
+    count = model_cells(plugin.name, plugin.model_cells)
     return select_mst(
         attrs,
         sizes,
@@ -255,8 +257,7 @@ def _select(
         rho,
         agreement.limits.max_marginal_cells,
         fits=lambda cliques: (  # the extra pairs (and triples) keep the model within the selection's bound
-            plugin.model_cells(attrs, singles + list(cliques), sizes)
-            <= min(agreement.limits.exact_cells(), sel.model_cells)
+            count(attrs, singles + list(cliques), sizes) <= min(agreement.limits.exact_cells(), sel.model_cells)
         ),
         exact=lambda clique: marginal_counts(data, schema, clique).astype(np.float64),
     )
@@ -285,6 +286,7 @@ def _aim(
     assert sel is not None
     attrs, sizes = agreement.attributes, schema.domain(agreement.attributes)
     plugin = generator(agreement.generator.name)
+    count = model_cells(plugin.name, plugin.model_cells)
     singles: list[Clique] = [(a,) for a in attrs]
     journal_file = journal_path(registry, key)
     journal = AimJournal.model_validate_json(journal_file.read_bytes()) if reserved and journal_file.exists() else None
@@ -294,7 +296,7 @@ def _aim(
         max_marginal_cells=agreement.limits.max_marginal_cells,
         max_model_cells=agreement.limits.exact_cells(),
         estimate=marginal_estimator(attrs, sizes, agreement.generator.iterations),
-        model_cells=lambda cliques: plugin.model_cells(attrs, singles + list(cliques), sizes),
+        model_cells=lambda cliques: count(attrs, singles + list(cliques), sizes),
         journal=journal,
         persist=lambda j: atomic_write_bytes(journal_file, (j.model_dump_json() + "\n").encode()),
     )

@@ -1,0 +1,16 @@
+"""The sampler's default way of drawing records (:mod:`sdgov.generators.sampler`'s docstring says what each does).
+
+A module of its own, so that resolving a spec reads it without loading the sampler (pyarrow): an agreement states the
+default whenever it is not i.i.d. (:meth:`sdgov.agreement.spec.GeneratorSpec.stating_sampling`), and an agreement that
+states none draws i.i.d. for good (:attr:`~sdgov.agreement.spec.GeneratorSpec.drawn`). So making rounding the default
+is the one line below: agreements made after it state ``sampling: round``, every release made before it regenerates
+bit for bit as it was released, and every draw that does not say how (the audits' generators) follows the new default.
+``tests/unit/test_sampling_default.py`` holds all three with the line changed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Sampling = Literal["iid", "round"]
+SAMPLING: Sampling = "iid"  # i.i.d. until the audits are measured calibrated with "round" (issue 40)
