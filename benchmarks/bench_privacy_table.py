@@ -62,6 +62,14 @@ BOUNDS = {  # the ε lower bounds a run reports, each alone: how often each exce
 }
 
 
+def _commit() -> str | None:
+    """The checkout's commit (what code produced the figures), or None outside git."""
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or None
+
+
 def cp(k: int, n: int) -> list[float]:
     """Clopper–Pearson 95 % interval of k successes in n (scipy's exact binomial interval), to 3 decimals."""
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
@@ -116,6 +124,10 @@ def summarise(runs: list[dict]) -> list[dict]:
                     for c in sorted({c for x in rows for c in x["checks"]})
                 },
                 "seconds_mean": round(sum(x["seconds"] for x in rows) / n, 1),
+                "cpu_seconds_mean": None
+                if any("cpu_seconds" not in x for x in rows)
+                else round(sum(x["cpu_seconds"] for x in rows) / n, 1),
+                "fits": rows[0].get("fits"),
             }
         )
     return table
@@ -142,7 +154,7 @@ def main() -> None:
         return
     parts = tuple(args.parts.split(","))
     runs: list[dict] = []
-    out = {"command": "python " + shlex.join(sys.argv), "parts": parts, "runs": runs, "table": []}
+    out = {"command": "python " + shlex.join(sys.argv), "code": _commit(), "parts": parts, "runs": runs, "table": []}
 
     def save() -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +164,7 @@ def main() -> None:
         for label in args.generators.split(","):
             rows = []
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                t = time.perf_counter()
+                t, cpu = time.perf_counter(), time.process_time()
                 r = audit_spec_privacy(
                     REPO / "examples" / "census2011" / f"{app}.yaml",
                     GENERATORS[label],
@@ -191,7 +203,9 @@ def main() -> None:
                         for k in ("p_value", "flagged_train", "unique_train", "flagged_holdout", "unique_holdout")
                     },
                     "checks": {c.name: c.level for c in r.checks},
+                    "fits": getattr(r, "fits", None),  # per part (a shared fit counted once; absent before issue 37)
                     "seconds": round(time.perf_counter() - t, 1),
+                    "cpu_seconds": round(time.process_time() - cpu, 1),  # this process (all of it with --jobs 1)
                 }
                 print(json.dumps(row), flush=True)
                 runs.append(row)

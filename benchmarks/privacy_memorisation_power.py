@@ -7,10 +7,9 @@ import time
 from pathlib import Path
 
 from sdgov.agreement.load import load_spec
-from sdgov.agreement.sections.privacy_risk import RiskPolicy
+from sdgov.agreement.sections.privacy_risk import MEMORISATION_WORLDS, RiskPolicy
 from sdgov.audits.privacy.base import GeneratorRef
-from sdgov.audits.privacy.memorisation import memorisation_audit
-from sdgov.audits.privacy.policy import apply_policy
+from sdgov.audits.privacy.memorisation import memorisation_audit, memorisation_check
 from sdgov.engines import load_encoded
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,16 +21,8 @@ ref = GeneratorRef(gen, tuple(tuple(c) for c in lo.agreement.cliques), lo.schema
 rows = []
 for seed in range(seeds):
     t = time.time()
-    r = memorisation_audit(ref, codes[attrs].to_numpy(), 30, 10_000, K, seed, 0.95, (0.99, 0.999))
-    (check,) = apply_policy(
-        RiskPolicy(),
-        claimed_epsilon=None,
-        epsilon_lower=None,
-        targets=[],
-        dp_bound=None,
-        disclosure=None,
-        memorisation=r,
-    )
+    r = memorisation_audit(ref, codes[attrs].to_numpy(), MEMORISATION_WORLDS, 10_000, K, seed, 0.95, (0.99, 0.999))
+    check = memorisation_check(r, RiskPolicy())
     rows.append(
         {
             "seed": seed,

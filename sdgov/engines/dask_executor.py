@@ -1,4 +1,4 @@
-"""The synthetic sample's parts on the Dask cluster, when the release's engine is Dask.
+"""The synthetic sample's parts, and the audits' trials, on the Dask cluster when the release's engine is Dask.
 
 The generate stage writes a large sample as independent parts (:func:`sdgov.generators.sampler.write_part`: each
 depends on
@@ -6,7 +6,10 @@ the model, the seed and its chunk numbers only, so where it runs cannot change a
 parts go to the same cluster the engine counts on — ``SDGOV_DASK_SCHEDULER``, or a local cluster of 2 worker
 processes for the call (:mod:`sdgov.engines.dask_engine`) — instead of the stage's own process pool. On a real
 cluster the workers write the parts into the run directory, so it must be on a filesystem they all mount; the
-generate stage then streams them into the one released file, as it does for the process pool.
+generate stage then streams them into the one released file, as it does for the process pool. The audits' trials
+(every shadow fit and attack classifier of the privacy-risk audit, every decomposability fit) go to the same cluster
+(:func:`cluster_trials`): each carries its own seed, so a trial's bits do not depend on the worker that ran it, and
+the audit's result is the serial run's (``tests/unit/test_privacy_dask.py``).
 """
 
 from __future__ import annotations
@@ -57,3 +60,15 @@ def cluster_executor() -> Iterator[DaskExecutor]:
     """A :class:`DaskExecutor` on the configured cluster (or a local one), for the length of the block."""
     with _client() as client:
         yield DaskExecutor(client)
+
+
+@contextmanager
+def cluster_trials(engine: str) -> Iterator[DaskExecutor | None]:
+    """Where a release's independent trials run: on the Dask cluster when its engine is Dask (the audits' fits and
+    attack classifiers, like the sample's parts: every trial carries its own seed, so the cluster gives the serial
+    run's bits), else None — the caller's own executor."""
+    if engine != "dask":
+        yield None
+        return
+    with cluster_executor() as executor:
+        yield executor

@@ -31,8 +31,11 @@ SPECS = {
     # issue 25: the demo no longer asks for rows = N (20,000); with rows: 20000 it hashes ba82d6bf… as before.
     # Issue 26: its decomposability test pre-registers K = 10 (was 4, which the pre-flight now refuses: d5419ce7…)
     # Issue 38: it names its positive control by its registered name, dishonest_pgm (with the old spelling, an exact
-    # alias of that name, it hashes 40e1fd70… as before: as_pinned below)
-    "sdgov/demo/spec.yaml": "2b0553a77a7716a2f789dd82f464e041f321d746f11c32ca3de0de21a1a81859",
+    # alias of that name, it hashed 40e1fd70… as before: as_pinned below; then 2b0553a7…).
+    # Issue 37 (shared fits): memorisation_pairs became memorisation_worlds, a different computation, so every
+    # privacy_risk section's settings read memorisation_worlds (default 31) and hash anew (the old field is refused
+    # in one line naming its successor: tests/unit/test_privacy_risk.py)
+    "sdgov/demo/spec.yaml": "6174c06396626a9700a5a983f6048b4f61b23c83ce0175b00dc8a7649c833c6f",
 }
 
 SPLIT = {
@@ -45,10 +48,10 @@ SPLIT = {
 NO_AUDITS = ("audit", "privacy_risk")
 VARIANTS = {  # name: (keys dropped from the demo spec, keys set) → the hash
     "no audits": (NO_AUDITS, {}, "eaf92e99f890fa4fa846b4d61f333790523747579c6eeea8b4b9c687ed8c9e4b"),
-    "privacy_risk only, switched off": (
+    "privacy_risk only, switched off": (  # d298e2ac… before issue 37's memorisation_worlds (SPECS above)
         NO_AUDITS,
         {"privacy_risk": {"enabled": False, "settings": {"sensitive": "Health"}}},
-        "d298e2acff7210c59fc789e9e9e3e41beeb2b27f1ec22300649a68b4315236ee",
+        "e37e68ec1c079c50c2764e4fe529d9b7a5dd6a6a4a6a3dd3cbdab704858243d6",
     ),
     "audit only, defaults": (
         NO_AUDITS,
@@ -105,7 +108,8 @@ def as_pinned() -> dict:
 
 def test_the_demo_spec_as_pinned_hashes_as_before():
     raw = as_pinned()
-    pinned = "ba82d6bf90269af44a8066203ed63156476333aa4b0d3405696226908d389fb0"
+    # ba82d6bf… before issue 37's memorisation_worlds (its privacy_risk settings read memorisation_pairs: SPECS above)
+    pinned = "968af401a3d7111758328458cbe85100aefbcaf106fc5c862a4aed8c13bd869a"
     assert resolve(ReleaseSpec.model_validate(raw), load_schema(inputs() / "schema.yaml")).sha256() == pinned
 
 

@@ -14,9 +14,8 @@ import pytest
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy
 from sdgov.audits.privacy.base import GeneratorRef
-from sdgov.audits.privacy.memorisation import memorisation_audit
+from sdgov.audits.privacy.memorisation import memorisation_audit, memorisation_check
 from sdgov.audits.privacy.one_run import epsilon_from_guesses, one_run_audit, p_value
-from sdgov.audits.privacy.policy import apply_policy
 from tests.blas_kernels import BLAS_OF, under_two_kernels
 
 ATTRS = ["A", "B", "C", "D"]
@@ -39,20 +38,11 @@ def _ref(path: str, **params) -> GeneratorRef:
     return GeneratorRef(path=path, cliques=PHI, domain=DOMAIN, params=params)
 
 
-def _memo_level(gen: str, seed: int, pairs: int = 8, **params) -> str:
+def _memo_level(gen: str, seed: int, worlds: int = 9, **params) -> str:
     res = memorisation_audit(
-        _ref(gen, **params), _population(), pairs=pairs, train_rows=1000, synth_factor=50, seed=seed, confidence=0.95
+        _ref(gen, **params), _population(), worlds=worlds, train_rows=1000, synth_factor=50, seed=seed, confidence=0.95
     )
-    (check,) = apply_policy(
-        RiskPolicy(),
-        claimed_epsilon=None,
-        epsilon_lower=None,
-        targets=[],
-        dp_bound=None,
-        disclosure=None,
-        memorisation=res,
-    )
-    return check.level
+    return memorisation_check(res, RiskPolicy()).level
 
 
 def test_memorisation_check_passes_the_honest_generator():
@@ -65,14 +55,14 @@ def test_memorisation_check_fails_the_memoriser_and_the_copier():
     # copying 2 % of its rows: copy share ≈ 0.02 with a standard error ≈ 0.004, fails in 3 of 3 seeds
     memo = [_memo_level("memoriser_2pct", s, base=INDEPENDENT, sigma=5.0) for s in range(3)]
     assert memo == ["fail"] * 3, memo
-    assert _memo_level("copier", 0, pairs=3, base=INDEPENDENT) == "fail"
+    assert _memo_level("copier", 0, worlds=4, base=INDEPENDENT) == "fail"
 
 
 def test_copy_share_estimates_the_copied_fraction():
     res = memorisation_audit(
         _ref("memoriser", base=INDEPENDENT, sigma=5.0, copy_fraction=0.2),
         _population(),
-        pairs=4,
+        worlds=5,
         train_rows=1000,
         synth_factor=10,
         seed=1,
@@ -210,3 +200,35 @@ def test_one_run_bound_of_an_exactly_dp_generator_stays_below_its_epsilon_at_the
     above = sum(x > eps for x in lows)
     assert above <= stats.binom.ppf(0.999, seeds, beta), lows
     assert np.median(lows) > 0.5 * eps, lows
+
+
+def test_a_pairs_share_is_the_dense_projections():
+    """The copy share of a pair, computed on the kept Φ cells with one Cholesky solve (no indicator matrix, no
+    projection formed), is the formula's: r = M(a − b)/n with M = I − DX(XᵀDX)⁺Xᵀ on the dense X, the pair's own q."""
+    from sdgov.audits.privacy.memorisation import WorldTerms, design_of
+
+    rng = np.random.default_rng(3)
+    population = _population(5000)
+    ref = _ref(INDEPENDENT)
+    design = design_of(ref, population)
+    N, n, m = len(design.support), 500, 5000
+    train = [design.counts(population[rng.choice(len(population), n, replace=False)]) for _ in range(2)]
+    synth = [rng.multinomial(m, (t + 1) / (t + 1).sum()).astype(float) for t in train]
+    terms = WorldTerms(design, train, synth, n, m)
+    cells = np.stack(np.unravel_index(design.support, list(DOMAIN.values())), axis=1)
+    X = np.hstack(  # the dense indicators of every Φ cell, and the constant
+        [
+            (
+                np.ravel_multi_index(tuple(cells[:, [ATTRS.index(a) for a in c]].T), [DOMAIN[a] for a in c])[:, None]
+                == np.arange(math.prod(DOMAIN[a] for a in c))[None, :]
+            ).astype(float)
+            for c in PHI
+        ]
+        + [np.ones((N, 1))]
+    )
+    q = (synth[0] + synth[1] + 1) / (2 * m + N)
+    diff = (train[0] - train[1]) / n
+    r = diff - (q[:, None] * X) @ (np.linalg.pinv(X.T @ (q[:, None] * X), hermitian=True) @ (X.T @ diff))
+    dense = float(np.sum(r * (synth[0] - synth[1]) / m / q) / np.sum(r * diff / q))
+    assert terms.pair_share(0, 1) == pytest.approx(dense, rel=1e-8, abs=1e-12)
+    assert design.non_phi_dimensions == N - np.linalg.matrix_rank(X)

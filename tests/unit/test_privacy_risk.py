@@ -216,7 +216,7 @@ FAST = [
     "1",
     "--settings",
     '{"folds": 2, "rf_trees": 10, "disclosure_rows": 300, "beyond_phi_rows": 300, "beyond_phi_synth_rows": 20000, '
-    '"beyond_phi_bootstrap": 19}',
+    '"beyond_phi_bootstrap": 19, "memorisation_worlds": 4, "memorisation_rows": 300, "memorisation_synth_factor": 5}',
 ]
 
 
@@ -401,3 +401,56 @@ def test_qi_copier_copies_exactly_the_records_unique_on_its_quasi_identifiers():
     assert default.quasi_identifiers == ["A", "B", "C"]  # the first three attributes of the domain
     with pytest.raises(AuditError, match="quasi_identifiers"):
         qi_copier([("A", "B")], dom, base=INDEPENDENT, quasi_identifiers=["A", "Z"])
+
+
+def test_shadow_pairs_hold_every_target_in_exactly_one_world_of_each_pair():
+    """Issue 37: the membership game's worlds are shared by every target (LiRA's online design, in antithetic
+    pairs): each world has n records, the two worlds of a pair share a base of n − T reference records, and each target
+    is in one of them — so each target has n_shadow in-worlds and n_shadow out-worlds from 2·n_shadow fits."""
+    from sdgov.audits.privacy.worlds import shadow_pairs
+
+    rng = np.random.default_rng(0)
+    reference = rng.integers(0, 1000, size=(5000, 2)) + np.array([0, 10_000])  # every record distinct from targets
+    targets = np.array([[-t, -t] for t in range(1, 8)])
+    worlds = shadow_pairs(reference, targets, n=200, pairs=6, seed=3)
+    assert len(worlds.rows) == 12 and all(len(w) == 200 for w in worlds.rows)
+    as_set = [{tuple(r) for r in w} for w in worlds.rows]
+    for p in range(6):
+        a, b = as_set[2 * p], as_set[2 * p + 1]
+        assert len(a & b) == 200 - len(targets)  # the shared base
+        assert (worlds.inside[2 * p] ^ worlds.inside[2 * p + 1]).all()
+    for t, row in enumerate(map(tuple, targets)):
+        ins, outs = worlds.in_and_out(t)
+        assert all(row in as_set[w] for w in ins) and not any(row in as_set[w] for w in outs)
+    assert 0 < worlds.inside[::2].sum() < 6 * len(targets)  # fair coins, not all on one side
+    again = shadow_pairs(reference, targets, n=200, pairs=6, seed=3)
+    assert all((x == y).all() for x, y in zip(worlds.rows, again.rows))
+
+
+def test_a_removed_setting_is_refused_with_the_way_to_its_successor():
+    """``memorisation_pairs`` (2·P fits) became ``memorisation_worlds``: an old pre-registered section is refused in
+    one line that says what to write instead, not accepted with a changed meaning."""
+    from pydantic import ValidationError
+
+    from sdgov.base.loading import validation_message
+
+    with pytest.raises(ValidationError) as err:
+        RiskSettings.model_validate({"memorisation_pairs": 30})
+    line = validation_message(err.value)
+    assert "memorisation_worlds" in line and "\n" not in line
+
+
+def test_the_part_registry_refuses_a_part_the_command_line_does_not_name():
+    from sdgov.audits.privacy.part import PrivacyPart
+    from sdgov.audits.privacy.registry import PRIVACY_PARTS, check_parts
+    from sdgov.base.errors import InternalError
+
+    class Extra(PrivacyPart):
+        name = "extra"
+        result_field = "extra"
+
+    check_parts(PRIVACY_PARTS)
+    with pytest.raises(InternalError, match="extra"):
+        check_parts((*PRIVACY_PARTS, Extra()))
+    with pytest.raises(InternalError, match="not unique"):
+        check_parts((*PRIVACY_PARTS, PRIVACY_PARTS[0]))

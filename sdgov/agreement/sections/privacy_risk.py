@@ -8,27 +8,44 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from sdgov.agreement.code_names import validated_name
 from sdgov.base.model import Frozen
 
 FEATURE_SETS = ("naive", "hist", "corr", "query")
-PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")  # sdgov.audits.privacy.run's methods
+PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")  # sdgov.audits.privacy.registry
 DEFAULT_PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure")  # "canary": on request
+MEMORISATION_WORLDS = 31
+REMOVED = {  # settings of an earlier audit design: refused with the way to the current one
+    "memorisation_pairs": "memorisation_pairs (P pairs of disjoint training sets, 2·P fits) was replaced by "
+    "memorisation_worlds (W training sets, every pair of them compared: W = P + 1 gives at least the precision of P "
+    f"disjoint pairs; default {MEMORISATION_WORLDS}) — write memorisation_worlds instead",
+}
 POPULATION_ROWS = 1_000_000  # the default pool of confidential records the audit draws from (census scale: 55M)
 
 
 class RiskSettings(Frozen):
     """Every knob of the privacy-risk audit (all have defaults; the policy file holds the thresholds)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_removed_setting(cls, data: Any) -> Any:
+        """A setting of an earlier design is refused with the way to the current one (not as an unknown key)."""
+        if isinstance(data, dict):
+            for key, why in REMOVED.items():
+                if key in data:
+                    raise ValueError(why)
+        return data
+
     n_outliers: int = Field(5, ge=0, description="targets chosen by the outlier rule (see select_targets)")
     n_random: int = Field(5, ge=0, description="targets drawn uniformly at random from the remaining records")
     n_shadow: int = Field(
         30,
         ge=2,
-        description="shadow worlds: base datasets, each with and without the target (30: a per-target "
-        "Bonferroni interval of about ±0.2 on Adv, narrow enough to decide against the DP bound; see mia)",
+        description="shadow worlds per target: pairs of datasets sharing a base, every target in one of each pair "
+        "and out of the other, 2·n_shadow fits shared by all targets (30: a per-target Bonferroni interval of about "
+        "±0.2 on Adv, narrow enough to decide against the DP bound; see sdgov.audits.privacy.worlds)",
     )
     n_synth: int = Field(5, ge=1, description="synthetic sets sampled from every shadow fit")
     train_rows: int = Field(1000, ge=10, description="records in every shadow training set (n)")
@@ -55,7 +72,12 @@ class RiskSettings(Frozen):
     one_run_synth_factor: int = Field(
         10, ge=1, description="synthetic samples of the training size drawn from the one-run fit (see one_run)"
     )
-    memorisation_pairs: int = Field(30, ge=2, description="pairs of disjoint training sets (memorisation check)")
+    memorisation_worlds: int = Field(
+        MEMORISATION_WORLDS,
+        ge=3,
+        description="training sets of the memorisation check, one fit each, every pair of them compared (31: at "
+        "least the precision of the 30 disjoint pairs, 60 fits, it replaced; see sdgov.audits.privacy.memorisation)",
+    )
     memorisation_rows: int = Field(10_000, ge=10, description="records per training set (at most half the reference)")
     memorisation_synth_factor: int = Field(
         50, ge=1, description="synthetic rows per training record (50: a 2 % memoriser caught on App 1, 70 non-Φ dims)"
@@ -66,7 +88,8 @@ class RiskSettings(Frozen):
         exclude_if=lambda v: (
             v == 10_000
         ),  # new fields at their defaults leave a pre-registered section's hash as it was
-        description="training records of the interactions-beyond-Φ check's one fit (at most the reference data)",
+        description="training records of the interactions-beyond-Φ check's one fit (at most the reference data); "
+        "equal to memorisation_rows (the default), it is memorisation's first fit",
     )
     beyond_phi_synth_rows: int = Field(
         1_000_000,

@@ -9,9 +9,13 @@ with no reference to the training records.
 Design (the joint over the audited attributes is held in memory, up to ``max_cells`` cells; Apps 1–2: 200 and 630,
 the demo 28,800, App 3 1.56M):
 
-1. Draw one training set of n reference records, fit the generator once and sample m records (m ≫ n: sampling
-   from a fitted model is post-processing, so an honest release loses nothing and every interaction it carries
-   shows m times more sharply).
+1. One fit on n reference records and m records sampled from it (m ≫ n: sampling from a fitted model is
+   post-processing, so an honest release loses nothing and every interaction it carries shows m times more
+   sharply), drawn as sets of n records. The fit is sample world 0 of :mod:`sdgov.audits.privacy.worlds`, the
+   memorisation check's first world when both train on the same number of records (the defaults): any fit on n
+   reference records answers "what does this generator release from n records?", and each check reads its own
+   sample sets of it, so neither's calibration depends on the other (each is conditional on the fit; the
+   verdict's union bound needs no independence between checks).
 2. The Φ-only model of that output: the maximum-entropy distribution p̂ with the output's own Φ marginals
    (IPF from the uniform joint on the exact counts, run to convergence once). For a generator that
    reads only noisy Φ marginals (ψ) and samples from a model whose potentials live on Φ (the PGM, IPF), the
@@ -45,11 +49,22 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sdgov.audits.privacy.base import GeneratorRef, seed_of
+from sdgov.audits.privacy.part import FitRequest, PrivacyPart
+from sdgov.audits.privacy.planner import fit_all
+from sdgov.audits.privacy.policy import PolicyCheck, level_of
+from sdgov.audits.privacy.worlds import sample_world, sample_world_fit_seed, sample_world_key, sample_world_set_rows
+from sdgov.base.executor import Executor, SerialExecutor
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.privacy.part import AuditFrame, AuditShape
 
 MAX_CELLS = 20_000_000  # the joint is held in memory (8 bytes a cell, a few copies): App 3's 1.56M cells take
 # ~12 MB each; above this the check reports "not run"
@@ -197,6 +212,50 @@ def _g2(counts: np.ndarray, p: np.ndarray, tables: list[tuple[int, ...]]) -> np.
     return out
 
 
+def not_run_reason(
+    attrs: list[str], cliques: list[tuple[str, ...]], sizes: list[int], synth_rows: int, max_cells: int = MAX_CELLS
+) -> str | None:
+    """Why the check cannot run on this Φ and domain (nothing outside Φ to test, or a joint too large to hold), or
+    None: it runs. Known before any fit."""
+    outside = non_phi_tables(attrs, cliques)
+    cells = math.prod(sizes)
+    if not tested_tables(outside, len(attrs), synth_rows, cells):
+        return (
+            f"the only table outside Φ is the joint, with fewer than {JOINT_MIN_MEAN:g} synthetic records a cell"
+            if outside
+            else "Φ holds every interaction of the audited attributes"
+        )
+    if cells > max_cells:
+        return f"the joint of the audited attributes has {cells:,} cells, above {max_cells:,}"
+    return None
+
+
+def joint_counts(sets: list[np.ndarray], *, sizes: list[int], rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``rows`` records of the sets (run where they were drawn) as the joint's occupied cells and counts."""
+    synth = np.vstack(sets)[:rows]
+    return np.unique(np.ravel_multi_index(tuple(synth.T), sizes), return_counts=True)
+
+
+def beyond_phi_request(
+    ref: GeneratorRef, reference: np.ndarray, train_rows: int, synth_rows: int, synth_factor: int, seed: int
+) -> FitRequest:
+    """The check's one fit: sample world 0 at ``train_rows`` records (:mod:`sdgov.audits.privacy.worlds` — the same fit
+    as memorisation world 0 when their training sizes agree), its first ``synth_rows`` records from sets of the
+    world's size (``synth_factor`` times the training size: memorisation's sets)."""
+    n = min(int(train_rows), len(reference))
+    sizes = [ref.domain[a] for a in ref.attributes]
+    set_rows = sample_world_set_rows(n, synth_factor)
+    seeds = tuple(seed_of(seed, 72, j) for j in range(-(-int(synth_rows) // set_rows)))
+    return FitRequest(
+        sample_world_key(0, n),
+        sample_world(reference, n, seed, 0),
+        sample_world_fit_seed(seed, 0),
+        set_rows,
+        seeds,
+        partial(joint_counts, sizes=sizes, rows=int(synth_rows)),
+    )
+
+
 def beyond_phi_audit(
     ref: GeneratorRef,
     reference: np.ndarray,
@@ -205,35 +264,39 @@ def beyond_phi_audit(
     bootstrap: int,
     seed: int,
     max_cells: int = MAX_CELLS,
+    executor: Executor | None = None,
+    synth_factor: int = 50,
 ) -> BeyondPhiResult:
-    """The test of the module docstring: one fit on ``train_rows`` reference records, ``synth_rows`` sampled."""
+    """The test of the module docstring on its own fit (the audit shares it: :class:`BeyondPhi`), sampled in sets of
+    ``synth_factor`` times the training size (the audit's ``memorisation_synth_factor``, whose default this is)."""
     attrs = ref.attributes
     sizes = [ref.domain[a] for a in attrs]
-    cells = math.prod(sizes)
-    cliques = [tuple(c) for c in ref.cliques]
-    outside = non_phi_tables(attrs, cliques)
-    tables = tested_tables(outside, len(attrs), synth_rows, cells)
-    if not tables:
-        reason = (
-            f"the only table outside Φ is the joint, with fewer than {JOINT_MIN_MEAN:g} synthetic records a cell"
-            if outside
-            else "Φ holds every interaction of the audited attributes"
-        )
-        return BeyondPhiResult(ran=False, reason=reason, cells=cells)
-    if cells > max_cells:
-        return BeyondPhiResult(
-            ran=False,
-            reason=f"the joint of the audited attributes has {cells:,} cells, above {max_cells:,}",
-            cells=cells,
-        )
+    reason = not_run_reason(attrs, [tuple(c) for c in ref.cliques], sizes, synth_rows, max_cells)
+    if reason is not None:
+        return BeyondPhiResult(ran=False, reason=reason, cells=math.prod(sizes))
     reference = np.asarray(reference, dtype=np.int64)
-    n = min(int(train_rows), len(reference))
-    rng = np.random.default_rng(seed_of(seed, 70))
-    train = reference[rng.choice(len(reference), size=n, replace=False)]
-    synth = ref.fit_sample(train, seed_of(seed, 71), int(synth_rows), [seed_of(seed, 72)])[0]
-    counts = np.bincount(np.ravel_multi_index(tuple(synth.T), sizes), minlength=cells).astype(np.float64)
-    return beyond_phi_test(counts.reshape(sizes), attrs, cliques, tables, bootstrap, seed).model_copy(
-        update={"train_rows": n}
+    request = beyond_phi_request(ref, reference, train_rows, synth_rows, synth_factor, seed)
+    (occupied,) = fit_all(ref, [request], executor or SerialExecutor())
+    return beyond_phi_of(occupied, attrs, [tuple(c) for c in ref.cliques], sizes, len(request.rows), bootstrap, seed)
+
+
+def beyond_phi_of(
+    occupied: tuple[np.ndarray, np.ndarray],
+    attrs: list[str],
+    cliques: list[tuple[str, ...]],
+    sizes: list[int],
+    train_rows: int,
+    bootstrap: int,
+    seed: int,
+) -> BeyondPhiResult:
+    """The test on the output's occupied cells and counts (:func:`joint_counts`)."""
+    cells = math.prod(sizes)
+    keys, counts = occupied
+    joint = np.zeros(cells)
+    joint[keys] = counts
+    tables = tested_tables(non_phi_tables(attrs, cliques), len(attrs), int(counts.sum()), cells)
+    return beyond_phi_test(joint.reshape(sizes), attrs, cliques, tables, bootstrap, seed).model_copy(
+        update={"train_rows": train_rows}
     )
 
 
@@ -275,3 +338,66 @@ def beyond_phi_test(
         statistic=stat,
         p_value=(1 + exceed) / (int(bootstrap) + 1),
     )
+
+
+class BeyondPhi(PrivacyPart):
+    """Interactions beyond Φ (``--parts beyond_phi``), on sample world 0."""
+
+    name: ClassVar[str] = "beyond_phi"
+    result_field: ClassVar[str] = "beyond_phi"
+
+    def fit_keys(self, settings: RiskSettings, shape: AuditShape) -> list[tuple[Any, ...]]:
+        """Sample world 0 at ``beyond_phi_rows`` records, unless Φ and the domain leave nothing to test."""
+        if shape.domain is not None and shape.cliques is not None:
+            attrs = list(shape.domain)
+            sizes = [shape.domain[a] for a in attrs]
+            if not_run_reason(attrs, list(shape.cliques), sizes, settings.beyond_phi_synth_rows) is not None:
+                return []
+        return [sample_world_key(0, shape.rows(settings.beyond_phi_rows))]
+
+    def requests(self, frame: AuditFrame) -> list[FitRequest]:
+        """Its one fit, when there is something to test."""
+        st = frame.settings
+        if self._reason(frame) is not None:
+            return []
+        return [
+            beyond_phi_request(
+                frame.ref,
+                frame.reference,
+                st.beyond_phi_rows,
+                st.beyond_phi_synth_rows,
+                st.memorisation_synth_factor,
+                st.seed,
+            )
+        ]
+
+    def run(self, frame: AuditFrame, fitted: list[Any]) -> BeyondPhiResult:
+        """The test on the fit's output (or why it does not run)."""
+        reason = self._reason(frame)
+        if reason is not None:
+            return BeyondPhiResult(ran=False, reason=reason, cells=math.prod(frame.sizes))
+        st = frame.settings
+        n = min(st.beyond_phi_rows, len(frame.reference))
+        cliques = [tuple(c) for c in frame.ref.cliques]
+        return beyond_phi_of(fitted[0], frame.attributes, cliques, frame.sizes, n, st.beyond_phi_bootstrap, st.seed)
+
+    def _reason(self, frame: AuditFrame) -> str | None:
+        cliques = [tuple(c) for c in frame.ref.cliques]
+        return not_run_reason(frame.attributes, cliques, frame.sizes, frame.settings.beyond_phi_synth_rows)
+
+    def checks(self, result: BeyondPhiResult, frame: AuditFrame) -> list[PolicyCheck]:
+        """Its p-value under ``policy.beyond_phi``."""
+        bq, b = frame.policy.beyond_phi, result
+        return [
+            PolicyCheck(
+                name="interactions beyond Φ",
+                level=level_of(b.ran and b.p_value <= bq.fail_alpha, b.ran and b.p_value <= bq.warn_alpha),
+                detail=(
+                    f"p = {b.p_value:.4g} ({b.bootstrap} samples of the Φ-only model of the output's own Φ tables); "
+                    f"largest standardised G² {b.statistic:+.1f} on {b.worst_table} "
+                    f"({b.synth_rows:,} synthetic records from one fit on {b.train_rows:,})"
+                    if b.ran
+                    else f"not run: {b.reason}"
+                ),
+            )
+        ]

@@ -63,13 +63,18 @@ NeurIPS 2023), canary-based auditing of synthetic data (Annamalai, Ganev & De Cr
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from scipy.special import gammaln
 
 from sdgov.audits.privacy.base import GeneratorRef, seed_of
+from sdgov.audits.privacy.part import EpsilonBound, PrivacyPart
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.privacy.part import AuditFrame
 
 Metric = Literal["unit", "cells"]
 
@@ -215,3 +220,52 @@ def canary_audit(
         epsilon_lower_pure=max(x.epsilon_lower_pure for x in out),
         note=f"ε_lower holds with confidence {1 - beta:g} (Bonferroni over the k grid and {runs} run(s))",
     )
+
+
+def default_canaries(train_rows: int, beta: float, delta: float | None) -> int:
+    """n/2 canaries, but at most β/(20·δ): picking the best canary multiplies δ by m in the bound."""
+    m = max(1, train_rows // 2)
+    return min(m, max(1, int(beta / (20 * delta)))) if delta else m
+
+
+class Canary(PrivacyPart):
+    """The nearest-neighbour canary audit's ε lower bound (``--parts canary``, on request), on ``canary_runs`` fits
+    of its own (base records plus made-up canaries: nothing another part could share)."""
+
+    name: ClassVar[str] = "canary"
+    result_field: ClassVar[str] = "canary"
+    splits_beta: ClassVar[bool] = True
+
+    def own_fits(self, settings: RiskSettings) -> int:
+        """One per run."""
+        return settings.canary_runs
+
+    def run(self, frame: AuditFrame, fitted: list[Any]) -> CanaryResult:
+        """Base records from the reference, the canaries, ``canary_runs`` fits, the bound at this part's β."""
+        st, reference = frame.settings, frame.reference
+        m = st.canaries or default_canaries(st.train_rows, st.beta, frame.claimed_delta)
+        n_base = st.canary_base_rows if st.canary_base_rows is not None else st.train_rows - m
+        base = reference[
+            np.random.default_rng(seed_of(st.seed, 2)).choice(
+                len(reference), size=max(0, min(n_base, len(reference))), replace=False
+            )
+        ]
+        return canary_audit(
+            frame.ref,
+            base,
+            m,
+            st.m,
+            seed_of(st.seed, 3),
+            frame.beta_share(),
+            frame.claimed_delta or 0.0,
+            frame.canary_metric,
+            st.canary_runs,
+        )
+
+    def bound(self, result: CanaryResult, frame: AuditFrame) -> EpsilonBound:
+        """ε_lower at confidence 1 − (its share of β)."""
+        return EpsilonBound(
+            epsilon_lower=result.epsilon_lower,
+            epsilon_lower_pure=result.epsilon_lower_pure,
+            confidence=1 - result.beta,
+        )

@@ -4,33 +4,38 @@ Every part of the audit fits the audited generator on shadow datasets (:meth:`Ge
 <sdgov.audits.privacy.base.GeneratorRef.fit_sample>`); sampling, features and classifiers come on top but are
 small beside a fit whose junction tree is large (Application 3: one 1.56M-cell clique, about 100 CPU-seconds a fit
 at the release's 1,000 iterations, whatever the shadow dataset's size). So the number of fits times the cost of one
-fit is what a controller pays, and it is known from the settings alone: ``benchmarks/bench_app3_fit_cost.py``
-multiplies it out, and ``tests/unit/test_privacy_cost.py`` counts the fits a real (small) audit makes against it.
+fit is what a controller pays, and it is known from the settings alone: each part names the fits it will ask for
+(:meth:`~sdgov.audits.privacy.part.PrivacyPart.fit_keys`), a fit two parts share counted once.
+``benchmarks/bench_app3_fit_cost.py`` multiplies it out, and ``tests/unit/test_privacy_cost.py`` counts the fits a
+real (small) audit makes against it, part by part and all parts together.
 """
 
 from __future__ import annotations
 
 from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, RiskSettings
+from sdgov.audits.privacy.part import AuditShape
 
 
 def planned_fits(
-    settings: RiskSettings, parts: tuple[str, ...] = DEFAULT_PARTS, targets: int | None = None
+    settings: RiskSettings, parts: tuple[str, ...] = DEFAULT_PARTS, shape: AuditShape | None = None
 ) -> dict[str, int]:
-    """Fits per part for ``settings``: membership and attribute inference (:mod:`~sdgov.audits.privacy.mia`) one
-    per shadow world and target plus the worlds' shared out-datasets, (T + 1)·``n_shadow``; the canary audit one per
-    run; the one-run audit and the beyond-Φ check one each; the record checks one, plus one per verbatim-copy round;
-    memorisation two per pair.
-    ``targets``: T when the data holds fewer records than the settings ask (default ``n_outliers + n_random``)."""
-    T = settings.n_outliers + settings.n_random if targets is None else targets
-    per_part = {
-        "mia": (T + 1) * settings.n_shadow if T else 0,
-        "canary": settings.canary_runs,
-        "one_run": 1,
-        "memorisation": 2 * settings.memorisation_pairs,
-        "beyond_phi": 1,
-        "disclosure": 1 + settings.verbatim_rounds,  # its one fit, and the verbatim-copy test's rounds
-    }
-    return {part: per_part[part] for part in parts}
+    """Fits per part for ``settings``, in the registry's order: each part's own fits plus the shared ones it is the
+    first to ask for (the sum is what the audit makes). At the defaults: membership and attribute inference
+    2·``n_shadow`` (the shadow worlds every target shares), the one-run audit 1, the beyond-Φ check 1 (memorisation's
+    first world when their training sizes agree, then counted there), memorisation ``memorisation_worlds``, the
+    record checks 1 plus one per verbatim-copy round (``verbatim_rounds``), the canary audit ``canary_runs``.
+    ``shape``: the targets, reference records, domain and Φ when known (default: ``n_outliers + n_random`` targets,
+    every part at full size)."""
+    from sdgov.audits.privacy.registry import parts_named
+
+    shape = shape or AuditShape(settings.n_outliers + settings.n_random)
+    seen: set[tuple] = set()
+    out = {}
+    for part in parts_named(parts):
+        new = [k for k in dict.fromkeys(part.fit_keys(settings, shape)) if k not in seen]
+        seen.update(new)
+        out[part.name] = len(new) + part.own_fits(settings)
+    return out
 
 
 def records_needed(settings: RiskSettings) -> int:
@@ -38,6 +43,7 @@ def records_needed(settings: RiskSettings) -> int:
     and the record checks' three disjoint sets (``3 × disclosure_rows``; by default a third of what is left, so
     they always fit). The release's pre-flight refuses data below this before any draw
     (:func:`sdgov.intake.preflight.check_audit_records`), where the audit would stop in the part that runs short
-    (:func:`~sdgov.audits.privacy.mia.run_worlds`, the record checks in :mod:`~sdgov.audits.privacy.run`)."""
+    (:func:`~sdgov.audits.privacy.worlds.shadow_pairs`, the record checks'
+    :func:`~sdgov.audits.privacy.disclosure.record_check_parts`)."""
     st = settings
     return st.n_outliers + st.n_random + max(st.train_rows, 3 * (st.disclosure_rows or 0))

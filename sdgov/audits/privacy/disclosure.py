@@ -41,13 +41,21 @@ candidates — from the rounds (fits), not from the samples.
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sdgov.audits.privacy.base import GeneratorRef, Progress, record_keys, seed_of
-from sdgov.base.executor import Executor, executor_for
+from sdgov.audits.privacy.part import FitRequest, PrivacyPart
+from sdgov.audits.privacy.planner import fit_all
+from sdgov.audits.privacy.policy import PolicyCheck, level_of, two_proportion_p
+from sdgov.base.executor import Executor, SerialExecutor
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
+    from sdgov.audits.privacy.part import AuditFrame, AuditShape
 
 
 class UniqueMatches(Frozen):
@@ -256,8 +264,73 @@ def stratified_hypergeom_sf(rounds: list[VerbatimRound]) -> float:
     return float(min(1.0, max(0.0, pmf[observed:].sum())))
 
 
-def _verbatim_job(ref: GeneratorRef, train: np.ndarray, fit_seed: int, n: int, seeds: list[int]) -> np.ndarray:
-    return np.concatenate(ref.fit_sample(train, fit_seed, n, seeds))
+VERBATIM = "verbatim"  # the planner's key of a verbatim-copy round's fit: (VERBATIM, round)
+
+
+def verbatim_rows(train_rows: int, reference: np.ndarray) -> int:
+    """n, the records of each half of a verbatim-copy round: ``train_rows``, at most half the reference."""
+    return min(int(train_rows), len(reference) // 2)
+
+
+def verbatim_round_of_sets(
+    sets: list[np.ndarray],
+    *,
+    train: np.ndarray,
+    holdout: np.ndarray,
+    sizes: list[int],
+    phi_axes: list[tuple[int, ...]],
+    flag_level: float,
+) -> VerbatimRound:
+    """:func:`verbatim_round` of one fit's sample sets (all together): the reducer of a round's request, run where
+    the fit ran, so four counts travel instead of the samples."""
+    return verbatim_round(train, holdout, np.concatenate(sets), sizes, phi_axes, flag_level)
+
+
+def verbatim_requests(
+    ref: GeneratorRef, reference: np.ndarray, rounds: int, train_rows: int, samples: int, seed: int, flag_level: float
+) -> list[FitRequest]:
+    """One fit per round, key ``(VERBATIM, r)``: 2n reference records drawn at random (n = ``train_rows``, at most
+    half of them; each round its own draw from ``seed_of(seed, 70)``, so rounds may share records), the first n the
+    training half (fit seed ``seed_of(seed, 71, r)``), the rest held out; ``samples`` sets of n rows (seeds
+    ``seed_of(seed, 72, r, j)``), reduced to the round's counts where they were drawn."""
+    reference = np.asarray(reference, dtype=np.int64)
+    attrs = ref.attributes
+    sizes = [ref.domain[a] for a in attrs]
+    phi_axes = [tuple(sorted(attrs.index(a) for a in c)) for c in ref.cliques]
+    n = verbatim_rows(train_rows, reference)
+    rng = np.random.default_rng(seed_of(seed, 70))
+    out = []
+    for r in range(rounds):
+        pick = rng.choice(len(reference), size=2 * n, replace=False)
+        train, holdout = reference[pick[:n]], reference[pick[n:]]
+        reduce = partial(
+            verbatim_round_of_sets, train=train, holdout=holdout, sizes=sizes, phi_axes=phi_axes, flag_level=flag_level
+        )
+        seeds = tuple(seed_of(seed, 72, r, j) for j in range(samples))
+        out.append(FitRequest((VERBATIM, r), train, seed_of(seed, 71, r), n, seeds, reduce))
+    return out
+
+
+def verbatim_of(
+    found: list[VerbatimRound], ref: GeneratorRef, train_rows: int, samples: int, flag_level: float
+) -> VerbatimResult:
+    """The test's result from its rounds' counts: the exact p-value of their stratified hypergeometric sum."""
+    from sdgov.audits.privacy.beyond_phi import MAX_CELLS
+
+    sizes = [ref.domain[a] for a in ref.attributes]
+    return VerbatimResult(
+        rounds=len(found),
+        train_rows=train_rows,
+        samples=samples,
+        flag_level=flag_level,
+        unique_train=sum(r.unique_train for r in found),
+        unique_holdout=sum(r.unique_holdout for r in found),
+        flagged_train=sum(r.flagged_train for r in found),
+        flagged_holdout=sum(r.flagged_holdout for r in found),
+        p_value=stratified_hypergeom_sf(found),
+        model="the output's own Φ-only model" if math.prod(sizes) <= MAX_CELLS else "none (joint too large): e = 0",
+        per_round=found,
+    )
 
 
 def verbatim_audit(
@@ -272,36 +345,153 @@ def verbatim_audit(
     executor: Executor | None = None,
 ) -> VerbatimResult:
     """The verbatim-copy test (module docstring): ``rounds`` fits, each on n = ``train_rows`` reference records
-    (at most half of them) with as many held out, ``samples`` sets of n rows from each."""
-    reference = np.asarray(reference, dtype=np.int64)
-    attrs = ref.attributes
-    sizes = [ref.domain[a] for a in attrs]
-    phi_axes = [tuple(sorted(attrs.index(a) for a in c)) for c in ref.cliques]
-    n = min(int(train_rows), len(reference) // 2)
-    rng = np.random.default_rng(seed_of(seed, 70))
-    halves: list[tuple[np.ndarray, np.ndarray]] = []
-    jobs: list[tuple[Any, ...]] = []
-    for r in range(rounds):  # each round its own random split (rounds may share records: each split is independent)
-        pick = rng.choice(len(reference), size=2 * n, replace=False)
-        halves.append((reference[pick[:n]], reference[pick[n:]]))
-        jobs.append((ref, halves[-1][0], seed_of(seed, 71, r), n, [seed_of(seed, 72, r, j) for j in range(samples)]))
-    found = []
-    for (train, holdout), synth in zip(halves, (executor or executor_for(1)).map(_verbatim_job, jobs, "verbatim-fit")):
-        found.append(verbatim_round(train, holdout, synth, sizes, phi_axes, flag_level))
-        if progress:
-            progress(len(found), rounds, "verbatim-copy fits")
-    from sdgov.audits.privacy.beyond_phi import MAX_CELLS
+    (at most half of them) with as many held out, ``samples`` sets of n rows from each — on fits of its own (the
+    audit plans them with the record checks' fit: :class:`Disclosure`)."""
+    requests = verbatim_requests(ref, reference, rounds, train_rows, samples, seed, flag_level)
+    found = fit_all(ref, requests, executor or SerialExecutor(), progress, "verbatim-fit")
+    return verbatim_of(found, ref, verbatim_rows(train_rows, reference), samples, flag_level)
 
-    return VerbatimResult(
-        rounds=rounds,
-        train_rows=n,
-        samples=samples,
-        flag_level=flag_level,
-        unique_train=sum(r.unique_train for r in found),
-        unique_holdout=sum(r.unique_holdout for r in found),
-        flagged_train=sum(r.flagged_train for r in found),
-        flagged_holdout=sum(r.flagged_holdout for r in found),
-        p_value=stratified_hypergeom_sf(found),
-        model="the output's own Φ-only model" if math.prod(sizes) <= MAX_CELLS else "none (joint too large): e = 0",
-        per_round=found,
+
+def verbatim_check(result: VerbatimResult, policy: RiskPolicy) -> PolicyCheck:
+    """The test's exact p-value under ``policy.verbatim``: fail at ``fail_alpha``, warn at ``warn_alpha``."""
+    vq, v = policy.verbatim, result
+    return PolicyCheck(
+        name="verbatim copies of training records",
+        level=level_of(v.p_value <= vq.fail_alpha, v.p_value <= vq.warn_alpha),
+        detail=f"p = {v.p_value:.2g} (exact, training vs never-seen holdout): the output over-represents "
+        f"{v.flagged_train} of {v.unique_train} training records vs {v.flagged_holdout} of {v.unique_holdout} "
+        f"holdout records, each unique in its round ({v.rounds} fits on {v.train_rows:,} records, {v.samples} "
+        f"synthetic sets each; over-represented: P[Poisson(e) ≥ count] ≤ {v.flag_level:g}, e from {v.model})",
     )
+
+
+# ------------------------------------------------------------------------------------------------ the audit's part
+
+RECORD_CHECKS = "record-checks"  # the planner's key of the record checks' fit
+
+
+def record_check_parts(reference: np.ndarray, rows: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three disjoint parts of n reference records (training, holdout, independent sample): n = ``rows``, by
+    default a third of the reference, at most 25,000."""
+    from sdgov.audits.generator_protocol import AuditError
+
+    n = rows or min(len(reference) // 3, 25_000)
+    if 3 * n > len(reference):
+        raise AuditError(
+            f"disclosure_rows = {n}: three disjoint parts of that size do not fit in the {len(reference)} reference "
+            "records",
+            "privacy audit",
+            "lower disclosure_rows",
+        )
+    train, holdout, independent = (reference[i * n : (i + 1) * n] for i in range(3))
+    return train, holdout, independent
+
+
+class Disclosure(PrivacyPart):
+    """The record checks (``--parts disclosure``): one fit on a training part, its output against a real holdout and
+    an independent real sample; and the verbatim-copy test, ``verbatim_rounds`` fits of its own (none when 0)."""
+
+    name: ClassVar[str] = "disclosure"
+    result_field: ClassVar[str] = "disclosure"
+
+    def fit_keys(self, settings: RiskSettings, shape: AuditShape) -> list[tuple[Any, ...]]:
+        """Its one fit, on the training part, then one per verbatim-copy round."""
+        return [(RECORD_CHECKS,)] + [(VERBATIM, r) for r in range(settings.verbatim_rounds)]
+
+    def requests(self, frame: AuditFrame) -> list[FitRequest]:
+        """The training part, one synthetic set of its size; each verbatim-copy round's fit
+        (:func:`verbatim_requests`, at the audit's seed ``seed_of(seed, 10)``)."""
+        st = frame.settings
+        train, _, _ = record_check_parts(frame.reference, st.disclosure_rows)
+        checks = FitRequest((RECORD_CHECKS,), train, seed_of(st.seed, 4), len(train), (seed_of(st.seed, 5),))
+        return [checks] + verbatim_requests(
+            frame.ref,
+            frame.reference,
+            st.verbatim_rounds,
+            st.train_rows,
+            st.verbatim_samples,
+            seed_of(st.seed, 10),
+            st.verbatim_flag_level,
+        )
+
+    def run(self, frame: AuditFrame, fitted: list[Any]) -> DisclosureResult:
+        """:func:`disclosure_checks` of the output against the three parts, with the verbatim-copy test's result
+        from its rounds' counts (None when ``verbatim_rounds`` is 0)."""
+        st = frame.settings
+        train, holdout, independent = record_check_parts(frame.reference, st.disclosure_rows)
+        rounds = fitted[1:]
+        verbatim = (
+            verbatim_of(
+                rounds,
+                frame.ref,
+                verbatim_rows(st.train_rows, frame.reference),
+                st.verbatim_samples,
+                st.verbatim_flag_level,
+            )
+            if rounds
+            else None
+        )
+        found = disclosure_checks(
+            train,
+            holdout,
+            independent,
+            fitted[0][0],
+            frame.attributes,
+            frame.sizes,
+            [tuple(c) for c in frame.ref.cliques],
+            frame.policy.small_cells.threshold,
+            st.dcr_sample,
+            seed_of(st.seed, 6),
+        )
+        return found.model_copy(update={"verbatim": verbatim})
+
+    def checks(self, result: DisclosureResult, frame: AuditFrame) -> list[PolicyCheck]:
+        """Exact matches under ``policy.exact_matches``, verbatim copies under ``policy.verbatim``, distance to closest
+        record under ``policy.dcr``, small cells under ``policy.small_cells``."""
+        policy, u = frame.policy, result.unique
+        xq = policy.exact_matches
+        big = u.synthetic >= xq.min_count
+        # calibrated against the never-seen holdout (same generator, same chance of a phantom match), not against a
+        # raw count: the independent sample is shown for context only
+        out = [
+            PolicyCheck(
+                name="exact matches of real-unique records",
+                level=level_of(
+                    big and u.p_value < xq.alpha and u.rate_ratio > xq.fail_ratio,
+                    big and u.p_value < xq.warn_alpha and u.rate_ratio > xq.warn_ratio,
+                ),
+                detail=f"{u.synthetic} of {u.real_unique_train} real-unique training records reproduced exactly vs "
+                f"{u.independent} by a same-size independent real sample; reproduced real-unique holdout records "
+                f"(never seen): {u.synthetic_holdout} of {u.real_unique_holdout} — rate ratio {u.rate_ratio:.2f}, "
+                f"p = {u.p_value:.2g}; {result.exact_matches} of {result.rows} synthetic records equal a "
+                f"training record (independent sample: {result.exact_matches_independent})",
+            )
+        ]
+        if result.verbatim is not None:
+            out.append(verbatim_check(result.verbatim, policy))
+        ds, dh = result.dcr_synthetic, result.dcr_holdout
+        zs, zh = ds.share_zero * ds.sample, dh.share_zero * dh.sample  # records at distance 0 in each sample
+        ratio = ((zs + 1) / ds.sample) / ((zh + 1) / dh.sample)  # +1: no division by an empty baseline
+        many = zs >= xq.min_count and two_proportion_p(zs, ds.sample, zh, dh.sample) < policy.dcr.alpha
+        out.append(
+            PolicyCheck(
+                name="distance to closest record",
+                level=level_of(
+                    many and ratio > policy.dcr.fail_zero_ratio, many and ratio > policy.dcr.warn_zero_ratio
+                ),
+                detail=f"share at distance 0: synthetic {ds.share_zero:.3f} vs real holdout {dh.share_zero:.3f}; "
+                f"median {ds.median:g} vs {dh.median:g}",
+            )
+        )
+        if result.small_cells is not None:
+            sc = result.small_cells
+            out.append(
+                PolicyCheck(
+                    name="small synthetic cells",
+                    level=level_of(
+                        False, policy.small_cells.warn_above is not None and sc.total > policy.small_cells.warn_above
+                    ),
+                    detail=f"{sc.total} cell(s) of the released tables hold 1–{sc.threshold - 1} synthetic records",
+                )
+            )
+        return out

@@ -4,9 +4,11 @@ Groundhog Day", USENIX Security 2022, Fig. 1 and §4.2.
 The attacker knows the generator and its settings, the training size n and the synthetic size m, and holds a
 reference dataset from the same population that does not contain the targets. For each target t:
 
-1. ``n_shadow`` shadow worlds: a base B_s of n − 1 reference records; the *out* dataset is B_s plus one other
-   reference record r_s, the *in* dataset is B_s plus t (both of size n). The out datasets do not depend on t,
-   so they are fitted once and shared by all targets: (T + 1)·n_shadow fits instead of 2·T·n_shadow.
+1. Shadow worlds shared by every target (:func:`sdgov.audits.privacy.worlds.shadow_pairs`: LiRA's online design,
+   Carlini et al. 2022, in antithetic pairs): ``n_shadow`` pairs of datasets of n records, each pair a base of
+   n − T reference records; in each pair every target is in exactly one of the two worlds (a fair coin), each
+   world topped up to n with other reference records. So each target has ``n_shadow`` in-worlds and ``n_shadow``
+   out-worlds, paired by their base, from 2·``n_shadow`` fits for all targets — not (T + 1)·``n_shadow``.
 2. Each dataset is fitted once and ``n_synth`` synthetic sets of m records are sampled from the fit.
 3. Every synthetic set becomes a feature vector — F_naive (per attribute: share of categories present, the most
    and the least frequent present category, mean and spread of the category index), F_hist (every category's
@@ -15,12 +17,12 @@ reference dataset from the same population that does not contain the targets. Fo
    own counts — the share of synthetic records that agree with the target on each subset of its attributes,
    i.e. the target's cells in every marginal of the synthetic data; subsets of at most 3 attributes plus the full
    record when there are more than 6 attributes) — and a random forest learns in (1) vs out (0).
-4. The game is scored on worlds the classifier did not see: grouped k-fold cross-validation over the shadow
-   worlds (a world's in and out sets are always held out together), so training and challenge datasets are
-   drawn independently from the same population, as in the game.
+4. The game is scored on worlds the classifier did not see: grouped k-fold cross-validation over the pairs (a
+   target's in-world and out-world of one pair are always held out together), so training and challenge datasets
+   are drawn independently from the same population, as in the game.
 
 Advantage Adv = TP rate − FP rate over the held-out sets, privacy gain PG = 1 − Adv, with a Student-t CI over
-the per-world advantages (sets sampled from one fit share its noise and are not independent; worlds are — so the
+the per-pair advantages (sets sampled from one fit share its noise and are not independent; pairs are — so the
 precision is set by ``n_shadow``, not by ``n_synth``). A target's reported
 Adv is the largest over the feature sets (the attacker may pick the best; this errs on the side of risk), and its
 interval is Bonferroni-adjusted over targets × feature sets: the policy acts on the worst of many intervals, so
@@ -28,23 +30,32 @@ each is drawn at level 1 − (1 − confidence)/(T·F) to keep the family-wise l
 
 DP bound shown beside it: an (ε, δ)-DP release keeps TPR ≤ e^ε·FPR + δ, hence Adv ≤ e^ε − 1 (the bound the issue
 names, vacuous for ε ≥ ln 2) and, tighter, Adv ≤ (e^ε − 1 + 2δ)/(e^ε + 1) (Kairouz, Oh, Viswanath 2015: the
-two-sided hypothesis-testing region of (ε, δ)-DP; maximise 1 − FPR − FNR over it). The game's in and out
-datasets differ by a replaced record, two add/remove steps, so the membership check applies the tight bound at
-(2ε, (1 + e^ε)δ) (:func:`membership_adv_bound`).
+two-sided hypothesis-testing region of (ε, δ)-DP; maximise 1 − FPR − FNR over it). For the target, the game's in
+and out datasets differ by a replaced record (the target for a reference record; the other targets' swaps are
+independent of it, :mod:`sdgov.audits.privacy.worlds`), two add/remove steps, so the membership check applies the
+tight bound at (2ε, (1 + e^ε)δ) (:func:`membership_adv_bound`).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sdgov.agreement.sections.privacy_risk import RiskSettings
 from sdgov.audits.privacy.attribute import AttributeResult, advantage, p_correct
 from sdgov.audits.privacy.base import GeneratorRef, Progress, Target, seed_of, world_ci
+from sdgov.audits.privacy.part import EpsilonBound, FitRequest, PrivacyPart
+from sdgov.audits.privacy.planner import fit_all
+from sdgov.audits.privacy.policy import PolicyCheck, level_of
+from sdgov.audits.privacy.worlds import MEMBERSHIP, ShadowPairs, membership_fit_seed, shadow_pairs
 from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.audits.privacy.part import AuditFrame, AuditShape
 
 CORR_MAX_CATEGORIES = 300
 
@@ -175,98 +186,66 @@ def query_features(synth: np.ndarray, targets: np.ndarray, subsets: list[tuple[i
 # ------------------------------------------------------------------------------------------------ worlds
 
 
-def _world_job(
-    ref: GeneratorRef,
-    rows: np.ndarray,
-    fit_seed: int,
-    sample_seeds: list[int],
-    m: int,
+def world_summary(
+    sets: list[np.ndarray],
+    *,
+    sizes: list[int],
     which: tuple[str, ...],
+    target_rows: np.ndarray,
     ai: dict[str, Any] | None,
-    targets: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Fit one shadow dataset, sample its synthetic sets, return their features (and attribute guesses)."""
-    sizes = [ref.domain[a] for a in ref.attributes]
-    sets = ref.fit_sample(rows, fit_seed, m, sample_seeds)
+    """What the game keeps of one shadow world's synthetic sets (run where the world was fitted): each set's feature
+    vectors — the query features for every target, sets × targets × subsets — and, for attribute inference, the
+    probability that the attacker's guess of each target's sensitive value is right (sets × targets)."""
     plain = tuple(f for f in which if f != "query")
     feats = [features(s, sizes, plain) for s in sets]
     out: dict[str, Any] = {f: np.stack([x[f] for x in feats]) for f in plain}
-    if "query" in which and targets is not None:  # sets × targets × subsets
+    if "query" in which:
         subs = query_subsets(len(sizes))
-        out["query"] = np.stack([query_features(s, targets, subs) for s in sets])
+        out["query"] = np.stack([query_features(s, target_rows, subs) for s in sets])
     if ai is not None:
-        scores = [
-            p_correct(s, ai["queries"], ai["s"], ai["numeric"], sizes, ai["trees"], fit_seed + j)
-            for j, s in enumerate(sets[: ai["sets"]])
-        ]
-        out["ai"] = np.stack(scores) if scores else None  # sets × queries: P(the attacker's guess is right)
+        out["ai"] = np.stack(
+            [
+                p_correct(s, target_rows, ai["s"], ai["numeric"], sizes, ai["trees"], ai["seed"] + j)
+                for j, s in enumerate(sets[: ai["sets"]])
+            ]
+        )
     return out
 
 
-class Worlds:
-    """Features of every shadow world: out[s] and in_[t][s] are dicts feature-set → (n_synth × F)."""
+def attribute_inference(
+    ref: GeneratorRef, sensitive: str | None, numeric_sensitive: bool, st: RiskSettings
+) -> dict[str, Any] | None:
+    """How attribute inference rides on the worlds (None: not asked — no sensitive attribute, or ``ai_sets`` = 0)."""
+    if sensitive is None or st.ai_sets <= 0:
+        return None
+    return {
+        "s": ref.attributes.index(sensitive),
+        "numeric": numeric_sensitive,
+        "trees": st.ai_trees,
+        "sets": min(st.ai_sets, st.n_synth),
+    }
 
-    def __init__(self, out: list[dict], in_: list[list[dict]]):
-        self.out, self.in_ = out, in_
 
-
-def run_worlds(
-    ref: GeneratorRef,
-    reference: np.ndarray,
-    target_rows: np.ndarray,
-    st: RiskSettings,
-    ai: dict[str, Any] | None = None,
-    progress: Progress | None = None,
-    executor: Executor | None = None,
-) -> Worlds:
-    """All shadow fits, in parallel through ``executor`` (default: ``n_jobs`` processes), out-worlds shared by the
-    targets."""
-    R = len(reference)
-    n = st.train_rows
-    if n > R:
-        from sdgov.audits.generator_protocol import AuditError
-
-        raise AuditError(
-            f"the reference data has {R} records, fewer than the {n} of a shadow training set",
-            "privacy audit",
-            "lower train_rows or use more data",
+def membership_requests(
+    ref: GeneratorRef, worlds: ShadowPairs, target_rows: np.ndarray, st: RiskSettings, ai: dict[str, Any] | None
+) -> list[FitRequest]:
+    """One fit per shadow world (:func:`sdgov.audits.privacy.worlds.shadow_pairs`), ``n_synth`` sets of ``m``
+    records from each, summarised by :func:`world_summary` where it was fitted."""
+    sizes = [ref.domain[a] for a in ref.attributes]
+    out = []
+    for w, rows in enumerate(worlds.rows):
+        fit_seed = membership_fit_seed(st.seed, w)
+        summary = partial(
+            world_summary,
+            sizes=sizes,
+            which=tuple(st.features),
+            target_rows=target_rows,
+            ai=None if ai is None else {**ai, "seed": fit_seed},
         )
-    rng = np.random.default_rng(seed_of(st.seed, 20))
-    bases, extras = [], []
-    for _ in range(st.n_shadow):
-        pick = rng.choice(R, size=n, replace=False)
-        bases.append(pick[:-1])
-        extras.append(pick[-1])
-    T = len(target_rows)
-    jobs, keys = [], []
-    for s in range(st.n_shadow):
-        for t in range(-1, T):  # -1: the out world of base s
-            rows = np.vstack([reference[bases[s]], (reference[extras[s]] if t < 0 else target_rows[t])[None, :]])
-            q = None
-            if ai is not None:
-                q = dict(ai, queries=target_rows if t < 0 else target_rows[t : t + 1])
-            jobs.append(
-                (
-                    ref,
-                    rows,
-                    seed_of(st.seed, 21, s, t + 1),
-                    [seed_of(st.seed, 22, s, t + 1, j) for j in range(st.n_synth)],
-                    st.m,
-                    tuple(st.features),
-                    q,
-                    target_rows if t < 0 else target_rows[t : t + 1],
-                )
-            )
-            keys.append((s, t))
-    results: dict[tuple[int, int], dict] = {}
-    for k, res in zip(keys, (executor or executor_for(st.n_jobs)).map(_world_job, jobs, "shadow-fit")):
-        results[k] = res
-        if progress:
-            progress(len(results), len(jobs), "shadow fits")
-    return Worlds(
-        out=[results[(s, -1)] for s in range(st.n_shadow)],
-        in_=[[results[(s, t)] for s in range(st.n_shadow)] for t in range(T)],
-    )
+        seeds = tuple(seed_of(st.seed, 22, w, j) for j in range(st.n_synth))
+        out.append(FitRequest((MEMBERSHIP, w), rows, fit_seed, st.m, seeds, summary))
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ game
@@ -346,6 +325,44 @@ def _pg(adv: float) -> float:
     return float(min(1.0, max(0.0, 1.0 - adv)))
 
 
+def score_targets(
+    targets: list[Target],
+    worlds: ShadowPairs,
+    summaries: list[dict[str, Any]],
+    st: RiskSettings,
+    sensitive: str | None,
+    executor: Executor,
+    progress: Progress | None = None,
+) -> list[TargetRisk]:
+    """Every target's game on the shared worlds: its in-world and out-world of each pair, one attack classifier per
+    target and feature set (through ``executor``); attribute inference on the same worlds when ``summaries`` carry
+    it and ``sensitive`` is named."""
+    plain = [f for f in st.features if f != "query"]
+    level = 1 - (1 - st.confidence) / (len(targets) * len(st.features))  # Bonferroni: targets × feature sets
+    jobs = []
+    for t, tg in enumerate(targets):
+        ins, outs = worlds.in_and_out(t)
+        data = {f: (np.stack([summaries[w][f] for w in ins]), np.stack([summaries[w][f] for w in outs])) for f in plain}
+        if "query" in st.features:  # the target's own queries
+            data["query"] = (
+                np.stack([summaries[w]["query"][:, t, :] for w in ins]),
+                np.stack([summaries[w]["query"][:, t, :] for w in outs]),
+            )
+        ai_t = None
+        if sensitive is not None and "ai" in summaries[0]:
+            ai_t = (
+                np.stack([summaries[w]["ai"][:, t] for w in ins]),
+                np.stack([summaries[w]["ai"][:, t] for w in outs]),
+            )
+        jobs.append((t, tg, data, ai_t, st, sensitive if ai_t is not None else None, level))
+    out = []
+    for r in executor.map(_score_target, jobs, "attack-classifier"):
+        out.append(r)
+        if progress:
+            progress(len(out), len(jobs), "attack classifiers")
+    return out
+
+
 def linkability(
     ref: GeneratorRef,
     reference: np.ndarray,
@@ -356,37 +373,99 @@ def linkability(
     progress: Progress | None = None,
     executor: Executor | None = None,
 ) -> list[TargetRisk]:
-    """Run the game for every target; attribute inference on ``sensitive`` rides on the same worlds."""
-    attrs = ref.attributes
-    target_rows = np.array([[t.record[a] for a in attrs] for t in targets], dtype=np.int64)
-    ai = None
-    if sensitive is not None and st.ai_sets > 0:
-        ai = {
-            "s": attrs.index(sensitive),
-            "numeric": numeric_sensitive,
-            "trees": st.ai_trees,
-            "sets": min(st.ai_sets, st.n_synth),
-        }
+    """The game for every target on its own shadow worlds (the audit shares them: :class:`Membership`); attribute
+    inference on ``sensitive`` rides on the same worlds."""
+    target_rows = np.array([[t.record[a] for a in ref.attributes] for t in targets], dtype=np.int64)
+    worlds = shadow_pairs(reference, target_rows, st.train_rows, st.n_shadow, st.seed)
+    ai = attribute_inference(ref, sensitive, numeric_sensitive, st)
     executor = executor or executor_for(st.n_jobs)
-    worlds = run_worlds(ref, reference, target_rows, st, ai, progress, executor)
-    plain = [f for f in st.features if f != "query"]
-    X_out = {f: np.stack([w[f] for w in worlds.out]) for f in plain}
-    level = 1 - (1 - st.confidence) / (len(targets) * len(st.features))  # Bonferroni: targets × feature sets
-    jobs = []
-    for t, tg in enumerate(targets):
-        data = {f: (np.stack([w[f] for w in worlds.in_[t]]), X_out[f]) for f in plain}
-        if "query" in st.features:  # the target's own queries, in its in-worlds (1 target) and the shared out-worlds
-            data["query"] = (
-                np.stack([w["query"][:, 0, :] for w in worlds.in_[t]]),
-                np.stack([w["query"][:, t, :] for w in worlds.out]),
+    summaries = fit_all(ref, membership_requests(ref, worlds, target_rows, st, ai), executor, progress)
+    return score_targets(targets, worlds, summaries, st, sensitive if ai else None, executor, progress)
+
+
+# ------------------------------------------------------------------------------------------------ the audit's part
+
+
+class Membership(PrivacyPart):
+    """Membership inference against every target, and attribute inference on the same worlds (``--parts mia``)."""
+
+    name: ClassVar[str] = "mia"
+    result_field: ClassVar[str] = "targets"
+
+    def fit_keys(self, settings: RiskSettings, shape: AuditShape) -> list[tuple[Any, ...]]:
+        """The 2·``n_shadow`` shadow worlds (none without targets)."""
+        return [(MEMBERSHIP, w) for w in range(2 * settings.n_shadow)] if shape.targets else []
+
+    def requests(self, frame: AuditFrame) -> list[FitRequest]:
+        """One fit per shared shadow world, summarised where it ran."""
+        if not frame.targets:
+            return []
+        ai = attribute_inference(frame.ref, frame.sensitive, frame.numeric_sensitive, frame.settings)
+        return membership_requests(frame.ref, frame.membership_worlds(), frame.target_rows, frame.settings, ai)
+
+    def run(self, frame: AuditFrame, fitted: list[Any]) -> list[TargetRisk]:
+        """Every target's risk from the worlds' summaries."""
+        if not frame.targets:
+            return []
+        st = frame.settings
+        sensitive = frame.sensitive if st.ai_sets > 0 else None
+        return score_targets(
+            frame.targets, frame.membership_worlds(), fitted, st, sensitive, frame.executor, frame.progress
+        )
+
+    def checks(self, result: list[TargetRisk], frame: AuditFrame) -> list[PolicyCheck]:
+        """Membership under ``policy.membership`` (failing a target whose advantage beats the DP bound of a replaced
+        record), attribute inference under ``policy.attribute``."""
+        if not result:
+            return []
+        mp, st = frame.policy.membership, frame.settings
+        dp_bound = membership_adv_bound(frame.claimed_epsilon, frame.claimed_delta)
+        worst_t = min(result, key=lambda r: r.privacy_gain)
+        fail = any(r.privacy_gain_ci[1] < mp.fail_below_pg for r in result)
+        above = [r for r in result if dp_bound is not None and r.advantage_ci[0] > dp_bound]
+        few = st.n_shadow < mp.min_worlds
+        bad = fail or (mp.fail_above_dp_bound and bool(above))
+        out = [
+            PolicyCheck(
+                name="membership inference (per-record privacy gain)",
+                level=level_of(
+                    bad and not few, (bad and few) or any(r.privacy_gain_ci[1] < mp.warn_below_pg for r in result)
+                ),
+                detail=f"lowest PG = {worst_t.privacy_gain:.2f} (CI {worst_t.privacy_gain_ci[0]:.2f}–"
+                f"{worst_t.privacy_gain_ci[1]:.2f}, {worst_t.target.kind} record #{worst_t.target.index}, "
+                f"{worst_t.feature} features)"
+                + (f"; {len(above)} target(s) beat the DP bound Adv ≤ {dp_bound:.3f}" if above else "")
+                + (
+                    f"; only {st.n_shadow} shadow worlds (< {mp.min_worlds}): CIs unreliable, not failing"
+                    if few
+                    else ""
+                ),
             )
-        ai_t = None
-        if ai is not None:
-            ai_t = (np.stack([w["ai"][:, 0] for w in worlds.in_[t]]), np.stack([w["ai"][:, t] for w in worlds.out]))
-        jobs.append((t, tg, data, ai_t, st, sensitive if ai else None, level))
-    out = []
-    for r in executor.map(_score_target, jobs, "attack-classifier"):
-        out.append(r)
-        if progress:
-            progress(len(out), len(jobs), "attack classifiers")
-    return out
+        ]
+        ai = [r.attribute for r in result if r.attribute is not None]
+        if ai:
+            q = frame.policy.attribute
+            top = max(ai, key=lambda a: (a.ci[0], a.advantage))  # the policy acts on lower bounds: the largest one
+            p_in, p_out = (sum(a.p_in for a in ai) / len(ai), sum(a.p_out for a in ai) / len(ai))  # a typical target
+            out.append(
+                PolicyCheck(
+                    name=f"attribute inference ({top.sensitive})",
+                    level=level_of(
+                        any(a.ci[0] > q.fail_above_adv for a in ai), any(a.ci[0] > q.warn_above_adv for a in ai)
+                    ),
+                    detail=f"advantage {top.advantage:+.2f} "
+                    f"(CI {top.ci[0]:+.2f}–{top.ci[1]:+.2f}, Bonferroni over targets); "
+                    f"P(correct | in) {top.p_in:.2f} vs P(correct | out) {top.p_out:.2f}; over all {len(ai)} "
+                    f"targets P(correct | in) {p_in:.2f} vs P(correct | out) {p_out:.2f}",
+                )
+            )
+        return out
+
+    def bound(self, result: list[TargetRisk], frame: AuditFrame) -> EpsilonBound | None:
+        """The shadow models' scores as an ε bound, reported beside ε_lower (not part of it): every target's advantage
+        interval holds jointly at the audit's confidence (Bonferroni), so the largest ε their lower ends need is a
+        lower bound on ε at that confidence (docs/privacy_risk.md, "ε_lower and its confidence")."""
+        if not result:
+            return None
+        eps = max(epsilon_from_membership_advantage(r.advantage_ci[0], frame.claimed_delta) for r in result)
+        return EpsilonBound(epsilon_lower=eps, confidence=frame.settings.confidence, refutes=False)

@@ -45,11 +45,17 @@ output is post-processing of an (ε, δ)-DP fit", the claim a release of this pi
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sdgov.audits.privacy.base import GeneratorRef, record_keys, seed_of
+from sdgov.audits.privacy.part import EpsilonBound, PrivacyPart
 from sdgov.base.model import Frozen
+
+if TYPE_CHECKING:
+    from sdgov.agreement.sections.privacy_risk import RiskSettings
+    from sdgov.audits.privacy.part import AuditFrame
 
 
 def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -281,3 +287,41 @@ def one_run_audit(
         f"the {' and '.join(SCORES)} guessers and k ∈ {grid}); {factor} samples of {len(train)} synthetic rows from "
         f"one fit on {len(train)} records (for a generator whose sampling reads its data, every sample carries it)",
     )
+
+
+# ------------------------------------------------------------------------------------------------ the audit's part
+
+
+class OneRun(PrivacyPart):
+    """The one-run canary audit's ε lower bound (``--parts one_run``), on one fit of its own (base records plus
+    planted canaries: nothing another part could share)."""
+
+    name: ClassVar[str] = "one_run"
+    result_field: ClassVar[str] = "one_run"
+    splits_beta: ClassVar[bool] = True
+
+    def own_fits(self, settings: RiskSettings) -> int:
+        """Its one fit."""
+        return 1
+
+    def run(self, frame: AuditFrame, fitted: list[Any]) -> OneRunResult:
+        """:func:`one_run_audit` on the reference records at this part's share of β."""
+        st = frame.settings
+        return one_run_audit(
+            frame.ref,
+            frame.reference,
+            st.one_run_canaries,
+            st.one_run_base_rows if st.one_run_base_rows is not None else st.train_rows,
+            st.one_run_synth_factor,
+            seed_of(st.seed, 7),
+            frame.beta_share(),
+            frame.claimed_delta or 0.0,
+        )
+
+    def bound(self, result: OneRunResult, frame: AuditFrame) -> EpsilonBound:
+        """ε_lower at confidence 1 − (its share of β)."""
+        return EpsilonBound(
+            epsilon_lower=result.epsilon_lower,
+            epsilon_lower_pure=result.epsilon_lower_pure,
+            confidence=1 - result.beta,
+        )

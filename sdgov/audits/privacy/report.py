@@ -94,7 +94,8 @@ def privacy_section(result: PrivacyAuditResult, plots: bool = True) -> dict[str,
         mm = result.memorisation
         lines.append(
             f"Copy share beyond Φ {mm.copy_share:+.4f} (CI {mm.copy_share_ci[0]:+.4f} to {mm.copy_share_ci[1]:+.4f}, "
-            f"{mm.pairs} pairs): 0 = nothing outside the agreed statistics reproduced, 1 = the training rows copied."
+            f"every pair of {mm.worlds} training sets): 0 = nothing outside the agreed statistics reproduced, 1 = the "
+            "training rows copied."
         )
     if result.beyond_phi is not None and result.beyond_phi.ran:
         b = result.beyond_phi

@@ -16,28 +16,29 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import Field
 
 from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS, RiskPolicy, RiskSettings
 from sdgov.audits.generator_protocol import AuditError, load_generator
-from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, Target, seed_of, select_targets
-from sdgov.audits.privacy.beyond_phi import BeyondPhiResult, beyond_phi_audit
-from sdgov.audits.privacy.canary import CanaryResult, Metric, canary_audit
-from sdgov.audits.privacy.disclosure import DisclosureResult, disclosure_checks, verbatim_audit
-from sdgov.audits.privacy.memorisation import MemorisationResult, memorisation_audit
-from sdgov.audits.privacy.mia import (
-    TargetRisk,
-    dp_adv_bound,
-    epsilon_from_membership_advantage,
-    linkability,
-    membership_adv_bound,
-)
-from sdgov.audits.privacy.one_run import OneRunResult, one_run_audit
-from sdgov.audits.privacy.policy import PolicyCheck, apply_policy, worst
-from sdgov.base.executor import Executor
+from sdgov.audits.privacy.base import OUTLIER_RULE, GeneratorRef, Progress, seed_of, select_targets
+from sdgov.audits.privacy.beyond_phi import BeyondPhiResult
+from sdgov.audits.privacy.canary import CanaryResult, Metric
+from sdgov.audits.privacy.cost import planned_fits
+from sdgov.audits.privacy.disclosure import DisclosureResult
+from sdgov.audits.privacy.memorisation import MemorisationResult
+from sdgov.audits.privacy.mia import TargetRisk, dp_adv_bound, membership_adv_bound
+from sdgov.audits.privacy.one_run import OneRunResult
+from sdgov.audits.privacy.part import AuditFrame, PrivacyPart
+from sdgov.audits.privacy.planner import fit_all
+from sdgov.audits.privacy.policy import PolicyCheck, epsilon_check, worst
+from sdgov.audits.privacy.registry import parts_named
+from sdgov.base.errors import InternalError
+from sdgov.base.executor import Executor, executor_for
 from sdgov.base.model import Frozen
 from sdgov.engines.recordset import sample_frame
 
@@ -71,11 +72,13 @@ class PrivacyAuditResult(Frozen):
     memorisation: MemorisationResult | None = None
     beyond_phi: BeyondPhiResult | None = None
     disclosure: DisclosureResult | None
+    other_parts: dict[str, Any] = Field({}, exclude_if=lambda v: not v)  # parts without a field of their own
+    fits: dict[str, int] = {}  # the generator fits each part made (a shared fit counted once, for its first part)
     checks: list[PolicyCheck]
     verdict: str
     epsilon_lower: float | None
     epsilon_lower_pure: float | None
-    epsilon_lower_confidence: float | None = None  # 1 − β of the canary bounds
+    epsilon_lower_confidence: float | None = None  # 1 − β: every refuting bound at its share of β
     epsilon_lower_membership: float | None = None  # from the shadow models' scores (see result())
     min_privacy_gain: float | None
     exact_matches: int | None
@@ -83,31 +86,11 @@ class PrivacyAuditResult(Frozen):
     timing: dict[str, float]
 
 
-@dataclass(frozen=True)
-class _Pool:
-    """What every phase draws from: the generator, the targets and the reference records (all but the targets)."""
-
-    ref: GeneratorRef
-    targets: list[Target]
-    reference: np.ndarray
-    sensitive: str
-    sizes: list[int]
-
-
-@dataclass(frozen=True)
-class _Findings:
-    risks: list[TargetRisk]
-    canary: CanaryResult | None
-    one_run: OneRunResult | None
-    memorisation: MemorisationResult | None
-    disclosure: DisclosureResult | None
-    beyond_phi: BeyondPhiResult | None = None
-
-
 @dataclass(frozen=True, kw_only=True)
 class PrivacyAuditRun:
     """The privacy-risk audit of ``generator`` on ``real`` (codes, one column per attribute): its inputs as fields,
-    :meth:`run` runs the :data:`PARTS` asked in ``parts`` — one method each — and judges them by ``policy``.
+    :meth:`run` runs the parts asked in ``parts`` (:data:`~sdgov.audits.privacy.registry.PRIVACY_PARTS`) — their
+    fits planned together, each shared fit made once — and judges each under its own section of ``policy``.
 
     The claimed (ε, δ) are the release's; ``labels`` name the codes for the targets' report, ``numeric`` the numeric
     attributes (an attribute-inference target among them is scored as a number)."""
@@ -131,32 +114,24 @@ class PrivacyAuditRun:
     executor: Executor | None = None
 
     def run(self) -> PrivacyAuditResult:
-        """The asked parts in a fixed order (the canary audit before the one-run audit, which halves its β when both
-        bounds are reported), each timed, then the policy's checks."""
+        """Every asked part's fits in one plan (:func:`~sdgov.audits.privacy.planner.fit_all`: a fit two parts share is
+        made once), then each part in the registry's order, timed, then the checks: the DP lower bound first, then
+        each part's own."""
         t0 = time.perf_counter()
-        pool = self.pool()
+        frame = self.frame()
         timing = {"targets": time.perf_counter() - t0}
-        asked = self.parts
-        mia = "mia" in asked and bool(pool.targets)
-        risks = self._timed(timing, "membership_and_attribute", lambda: self.mia(pool)) if mia else []
-        canary = self._timed(timing, "canary", lambda: self.canary(pool), "canary audit") if "canary" in asked else None
-        one_run = (
-            self._timed(timing, "one_run", lambda: self.one_run(pool, canary), "one-run canary audit")
-            if "one_run" in asked
-            else None
-        )
-        memo = self._timed(timing, "memorisation", lambda: self.memorisation(pool)) if "memorisation" in asked else None
-        beyond = (
-            self._timed(timing, "beyond_phi", lambda: self.beyond_phi(pool), "interactions beyond Φ")
-            if "beyond_phi" in asked
-            else None
-        )
-        disclosure = (
-            self._timed(timing, "disclosure", lambda: self.disclosure(pool), "record checks")
-            if "disclosure" in asked
-            else None
-        )
-        return self.result(pool, _Findings(risks, canary, one_run, memo, disclosure, beyond), t0, timing)
+        asked = parts_named(self.parts)
+        requests = {p.name: p.requests(frame) for p in asked}
+        for p in asked:  # what planned_fits counted is what the parts ask for: the audit's cost is known beforehand
+            if {r.key for r in requests[p.name]} != set(p.fit_keys(self.settings, frame.shape())):
+                raise InternalError(f"privacy-audit part {p.name!r} asks for other fits than it plans")
+        flat = [r for p in asked for r in requests[p.name]]
+        fitted = self._timed(timing, "fits", lambda: fit_all(frame.ref, flat, frame.executor, self.progress))
+        results: dict[str, Any] = {}
+        for p in asked:
+            mine, fitted = fitted[: len(requests[p.name])], fitted[len(requests[p.name]) :]
+            results[p.name] = self._timed(timing, p.name, partial(p.run, frame, mine), p.name)
+        return self.result(frame, asked, results, t0, timing)
 
     def _timed(self, timing: dict[str, float], key: str, phase: Callable[[], _T], done: str | None = None) -> _T:
         t, cpu = time.perf_counter(), time.process_time()
@@ -167,9 +142,9 @@ class PrivacyAuditRun:
             self.progress(1, 1, done)
         return out
 
-    def pool(self) -> _Pool:
+    def frame(self) -> AuditFrame:
         """Fail fast on a bad generator path or part; pick the targets (outliers and random records) and shuffle the
-        rest into the reference records."""
+        rest into the reference records: what every part is handed."""
         load_generator(self.generator)  # fail fast on a name that is not registered
         check_privacy_parts(self.parts)
         st, attributes = self.settings, self.attributes
@@ -188,158 +163,43 @@ class PrivacyAuditRun:
         sensitive = st.sensitive if st.sensitive is not None else attributes[-1]
         if sensitive not in attributes:
             raise AuditError(f"sensitive attribute {sensitive!r} is not audited", "--sensitive", f"one of {attributes}")
-        return _Pool(ref, targets, reference, sensitive, sizes)
-
-    def mia(self, pool: _Pool) -> list[TargetRisk]:
-        """Membership and attribute inference against each target (linkability)."""
-        st = self.settings
-        return linkability(
-            pool.ref,
-            pool.reference,
-            pool.targets,
-            st,
-            pool.sensitive if st.ai_sets > 0 else None,
-            pool.sensitive in (self.numeric or set()),
-            self.progress,
-            self.executor,
-        )
-
-    def canary(self, pool: _Pool) -> CanaryResult:
-        """The nearest-neighbour canary audit's ε lower bound."""
-        st, reference = self.settings, pool.reference
-        m = st.canaries or default_canaries(st.train_rows, st.beta, self.claimed_delta)
-        n_base = st.canary_base_rows if st.canary_base_rows is not None else st.train_rows - m
-        base = reference[
-            np.random.default_rng(seed_of(st.seed, 2)).choice(
-                len(reference), size=max(0, min(n_base, len(reference))), replace=False
-            )
-        ]
-        return canary_audit(
-            pool.ref,
-            base,
-            m,
-            st.m,
-            seed_of(st.seed, 3),
-            st.beta,
-            self.claimed_delta or 0.0,
-            self.canary_metric,
-            st.canary_runs,
-        )
-
-    def one_run(self, pool: _Pool, canary: CanaryResult | None) -> OneRunResult:
-        """The one-run canary audit's ε lower bound (β halved when the canary bound is reported too)."""
-        st = self.settings
-        return one_run_audit(
-            pool.ref,
-            pool.reference,
-            st.one_run_canaries,
-            st.one_run_base_rows if st.one_run_base_rows is not None else st.train_rows,
-            st.one_run_synth_factor,
-            seed_of(st.seed, 7),
-            st.beta / (2 if canary is not None else 1),  # both bounds reported: Bonferroni over the two
-            self.claimed_delta or 0.0,
-        )
-
-    def memorisation(self, pool: _Pool) -> MemorisationResult:
-        """How often the generator copies a training record rather than generalising."""
-        st, mp = self.settings, self.policy.memorisation
-        return memorisation_audit(
-            pool.ref,
-            pool.reference,
-            st.memorisation_pairs,
-            st.memorisation_rows,
-            st.memorisation_synth_factor,
-            seed_of(st.seed, 8),
-            st.confidence,
-            (1 - mp.warn_alpha, 1 - mp.fail_alpha),
-            self.progress,
-            self.executor,
-        )
-
-    def beyond_phi(self, pool: _Pool) -> BeyondPhiResult:
-        """Whether the output carries interactions its own Φ tables do not imply (no record is looked at)."""
-        st = self.settings
-        return beyond_phi_audit(
-            pool.ref,
-            pool.reference,
-            st.beyond_phi_rows,
-            st.beyond_phi_synth_rows,
-            st.beyond_phi_bootstrap,
-            seed_of(st.seed, 9),
-        )
-
-    def disclosure(self, pool: _Pool) -> DisclosureResult:
-        """The record checks: one fit on a training part, its synthetic output against a holdout and an independent
-        real sample."""
-        st, reference = self.settings, pool.reference
-        n_train = st.disclosure_rows or min(len(reference) // 3, 25_000)
-        if 3 * n_train > len(reference):
-            raise AuditError(
-                f"disclosure_rows = {n_train}: three disjoint parts of that size do not fit in the "
-                f"{len(reference)} reference records",
-                "privacy audit",
-                "lower disclosure_rows",
-            )
-        train, holdout, independent = (reference[i * n_train : (i + 1) * n_train] for i in range(3))
-        synth = pool.ref.fit_sample(train, seed_of(st.seed, 4), n_train, [seed_of(st.seed, 5)])[0]
-        verbatim = (
-            verbatim_audit(
-                pool.ref,
-                reference,
-                st.verbatim_rounds,
-                st.train_rows,
-                st.verbatim_samples,
-                seed_of(st.seed, 10),
-                st.verbatim_flag_level,
-                self.progress,
-                self.executor,
-            )
-            if st.verbatim_rounds > 0
-            else None
-        )
-        found = disclosure_checks(
-            train,
-            holdout,
-            independent,
-            synth,
-            self.attributes,
-            pool.sizes,
-            [tuple(c) for c in self.cliques],
-            self.policy.small_cells.threshold,
-            st.dcr_sample,
-            seed_of(st.seed, 6),
-        )
-        return found.model_copy(update={"verbatim": verbatim})
-
-    def result(self, pool: _Pool, found: _Findings, t0: float, timing: dict[str, float]) -> PrivacyAuditResult:
-        """The policy's checks on the findings, and the verdict."""
-        st, risks, disclosure = self.settings, found.risks, found.disclosure
-        # the game replaces a record (two add/remove steps): the advantage the claim allows is at (2ε, (1 + e^ε)δ)
-        tight = membership_adv_bound(self.claimed_epsilon, self.claimed_delta)
-        bounds = [b for b in (found.canary, found.one_run) if b is not None]
-        eps_lower = max((b.epsilon_lower for b in bounds), default=None)
-        eps_pure = max((b.epsilon_lower_pure for b in bounds), default=None)
-        # the shadow models' scores as a bound too: every target's advantage interval holds jointly at the audit's
-        # confidence (Bonferroni), so the largest ε their lower ends need is a lower bound on ε at that confidence —
-        # reported beside ε_lower, not part of it (docs/privacy_risk.md, "ε_lower and its confidence")
-        eps_mia = max(
-            (epsilon_from_membership_advantage(r.advantage_ci[0], self.claimed_delta) for r in risks), default=None
-        )
-        checks = apply_policy(
-            self.policy,
+        return AuditFrame(
+            ref=ref,
+            targets=targets,
+            reference=reference,
+            sizes=sizes,
+            sensitive=sensitive,
+            numeric_sensitive=sensitive in (self.numeric or set()),
+            settings=st,
+            policy=self.policy,
             claimed_epsilon=self.claimed_epsilon,
-            epsilon_lower=eps_lower,
-            targets=risks,
-            dp_bound=tight,
-            disclosure=disclosure,
-            epsilon_lower_pure=eps_pure,
-            epsilon_confidence=1 - st.beta,  # both bounds at β/2 when both ran: their maximum holds at 1 − β
-            epsilon_lower_membership=eps_mia,
-            membership_confidence=st.confidence,
-            n_worlds=st.n_shadow,
-            memorisation=found.memorisation,
-            beyond_phi=found.beyond_phi,
+            claimed_delta=self.claimed_delta,
+            executor=self.executor or executor_for(st.n_jobs),
+            progress=self.progress,
+            canary_metric=self.canary_metric,
+            refuting_parts=sum(p.splits_beta for p in parts_named(self.parts)),
         )
+
+    def result(
+        self,
+        frame: AuditFrame,
+        asked: list[PrivacyPart],
+        results: dict[str, Any],
+        t0: float,
+        timing: dict[str, float],
+    ) -> PrivacyAuditResult:
+        """The checks — the DP lower bound from the parts' bounds, then each part's own — and the verdict."""
+        st = self.settings
+        bounds = [p.bound(results[p.name], frame) for p in asked]
+        refuting = [b for b in bounds if b is not None and b.refutes]
+        reported = [b for b in bounds if b is not None and not b.refutes]
+        first = epsilon_check(self.policy, self.claimed_epsilon, refuting, reported)
+        checks = ([first] if first else []) + [c for p in asked for c in p.checks(results[p.name], frame)]
+        known = PrivacyAuditResult.model_fields
+        fields = {p.result_field: results[p.name] for p in asked if p.result_field in known}
+        other = {p.name: results[p.name] for p in asked if p.result_field not in known}
+        risks: list[TargetRisk] = fields.get("targets", [])
+        disclosure: DisclosureResult | None = fields.get("disclosure")
         seconds = time.perf_counter() - t0
         timing["total"] = seconds
         return PrivacyAuditResult(
@@ -351,34 +211,33 @@ class PrivacyAuditRun:
             claimed_epsilon=self.claimed_epsilon,
             claimed_delta=self.claimed_delta,
             dp_adv_bound=dp_adv_bound(self.claimed_epsilon),
-            dp_adv_bound_tight=tight,
+            dp_adv_bound_tight=membership_adv_bound(self.claimed_epsilon, self.claimed_delta),
             settings={**st.model_dump(mode="json"), "canary_metric": self.canary_metric, "parts": list(self.parts)},
             policy=self.policy.name,
             outlier_rule=OUTLIER_RULE,
-            sensitive=pool.sensitive if st.ai_sets > 0 else None,
+            sensitive=frame.sensitive if st.ai_sets > 0 else None,
             targets=risks,
-            canary=found.canary,
-            one_run=found.one_run,
-            memorisation=found.memorisation,
-            beyond_phi=found.beyond_phi,
+            canary=fields.get("canary"),
+            one_run=fields.get("one_run"),
+            memorisation=fields.get("memorisation"),
+            beyond_phi=fields.get("beyond_phi"),
             disclosure=disclosure,
+            other_parts=other,
+            fits=planned_fits(st, self.parts, frame.shape()),
             checks=checks,
             verdict=worst([c.level for c in checks]) if checks else "pass",
-            epsilon_lower=eps_lower,
-            epsilon_lower_pure=eps_pure,
-            epsilon_lower_confidence=1 - st.beta if bounds else None,
-            epsilon_lower_membership=eps_mia,
+            epsilon_lower=max((b.epsilon_lower for b in refuting), default=None),
+            epsilon_lower_pure=max(
+                (b.epsilon_lower if b.epsilon_lower_pure is None else b.epsilon_lower_pure for b in refuting),
+                default=None,
+            ),
+            epsilon_lower_confidence=1 - st.beta if refuting else None,
+            epsilon_lower_membership=max((b.epsilon_lower for b in reported), default=None),
             min_privacy_gain=min((r.privacy_gain for r in risks), default=None),
             exact_matches=disclosure.exact_matches if disclosure else None,
             seconds=seconds,
             timing=timing,
         )
-
-
-def default_canaries(train_rows: int, beta: float, delta: float | None) -> int:
-    """n/2 canaries, but at most β/(20·δ): picking the best canary multiplies δ by m in the bound."""
-    m = max(1, train_rows // 2)
-    return min(m, max(1, int(beta / (20 * delta)))) if delta else m
 
 
 def audit_spec_privacy(
@@ -415,33 +274,37 @@ def audit_spec_privacy_parts(
     """The audit for a release spec file (the CLI): see :func:`agreement_audit_run` — once per part of a split
     synthesis, each on that part's agreement, records and own plan (:func:`~sdgov.budget.accounting.part_plan`:
     the ε its share of ρ claims), as the release's audit stage runs it; keyed by part (``None``: the one model). The
-    claimed (ε, δ) come from the spec's :class:`~sdgov.budget.accounting.PrivacyPlan` (at the fixed default δ)."""
+    claimed (ε, δ) come from the spec's :class:`~sdgov.budget.accounting.PrivacyPlan` (at the fixed default δ). The
+    trials run on the Dask cluster when the spec's engine is Dask (``SDGOV_DASK_SCHEDULER``, else a local cluster;
+    the same result), else in ``settings.n_jobs`` worker processes."""
     from sdgov.agreement.load import load_spec
     from sdgov.audits.parts import audited_units, in_part
     from sdgov.budget.accounting import part_plan, plan_agreement
-    from sdgov.engines import load_encoded
+    from sdgov.engines import cluster_trials, load_encoded
 
     loaded = load_spec(spec_path)
     records = load_encoded(Path(data_path) if data_path else loaded.data_path, loaded.schema_)
     plan = plan_agreement(loaded.agreement)  # the fixed default δ, never N
     results: dict[str | None, PrivacyAuditResult] = {}
-    for part, ag in audited_units(loaded.agreement):
-        codes = loaded.agreement.records_of(part, records).reset_index(drop=True)
-        unit_plan = plan if part is None else part_plan(plan, part)
-        with in_part(part):
-            results[part] = agreement_audit_run(
-                ag,
-                loaded.schema_,
-                codes,
-                unit_plan,
-                generator,
-                settings,
-                policy,
-                params,
-                parts,
-                canary_metric,
-                progress,
-            ).run()
+    with cluster_trials(loaded.spec.engine) as cluster:  # engine: dask → the trials on the Dask cluster
+        for part, ag in audited_units(loaded.agreement):
+            codes = loaded.agreement.records_of(part, records).reset_index(drop=True)
+            unit_plan = plan if part is None else part_plan(plan, part)
+            with in_part(part):
+                results[part] = agreement_audit_run(
+                    ag,
+                    loaded.schema_,
+                    codes,
+                    unit_plan,
+                    generator,
+                    settings,
+                    policy,
+                    params,
+                    parts,
+                    canary_metric,
+                    progress,
+                    cluster,
+                ).run()
     return results
 
 
