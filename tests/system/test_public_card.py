@@ -226,6 +226,17 @@ def test_no_published_file_holds_a_hash_of_the_data_its_record_count_or_a_machin
         found = sorted(str(p) for p in paths if f"{p}{os.sep}" in text or f'{p}"' in text)
         assert not found, f"{name} publishes machine paths {found}"
 
+    # nor the machine itself (issue 38 item 8): its kernel, libc and Python build, its host name
+    import platform
+    import socket
+
+    machine = {platform.platform(), platform.release(), platform.version(), platform.python_build()[1]}
+    machine |= {socket.gethostname(), "-".join(platform.libc_ver())}
+    for name, blob in files.items():
+        text = blob.decode("utf-8", errors="replace")
+        shown = sorted(m for m in machine - {"", "-"} if len(m) > 3 and m in text)
+        assert not shown, f"{name} publishes the machine: {shown}"
+
 
 def test_the_known_all_but_one_attack_confirms_no_candidate(released_with_audits):
     """An adversary who knows every record but the target's three attributes recomputes, for each of the 150
