@@ -58,19 +58,13 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
     """Run the decomposability test of ``--generator`` against the spec: exit 0 pass, 1 fail.
 
     A bad option is an ``AuditError`` and a generator crash is re-raised after ``--out`` records it (both exit 2)."""
+    from sdgov.agreement.code_names import check_code_name
     from sdgov.agreement.sections.decomposability import MAX_K, MAX_ROWS
+    from sdgov.audits.decomposability.procedure import audit_spec_parts
     from sdgov.audits.generator_protocol import AuditError, GeneratorCrash
 
-    if not args.generator:
-        raise AuditError(
-            "audit decomposability needs --generator",
-            "--generator",
-            "name a registered generator, e.g. 'honest_pgm' (a plug-in's: its entry-point name)",
-        )
-    from sdgov.agreement.code_names import check_code_name
-    from sdgov.audits.decomposability.procedure import audit_spec_parts
-
-    check_code_name(args.generator, "--generator")  # exact lookup, before anything is imported
+    if args.generator:
+        check_code_name(args.generator, "--generator")  # exact lookup, before anything is imported
     if args.control and args.control.lower() != "none":
         check_code_name(args.control, "--control")
     overrides: dict = {}
@@ -356,7 +350,9 @@ def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None
         takes,
     )
     d.add_argument(
-        "--generator", help="registered name of the generator, e.g. honest_pgm (a plug-in's: its entry-point name)"
+        "--generator",
+        help="registered name of the generator (default: the spec's audit.generator, else the honest audit variant "
+        "of the spec's generator, e.g. honest_pgm; a plug-in's: its entry-point name)",
     )
     d.add_argument(
         "--K", type=int, help=f"fits per extremal dataset (default: the spec's audit.K, else {_default(D, 'K')})"

@@ -77,6 +77,17 @@ def test_a_split_part_with_nothing_to_test_is_not_testable_and_the_others_get_th
     assert payload["parts"]["men"]["verdict"] == "not testable" and payload["parts"]["women"]["verdict"] == "fail"
 
 
+def test_without_generator_it_runs_what_the_release_runs(tmp_path, capsys):
+    """No ``--generator``: the honest audit variant of the spec's generator, as the release's audit stage and ``audit
+    privacy`` take it — not a refusal (issue 37 item 6: the audit commands answer like the rest)."""
+    ipf = make_demo_inputs(tmp_path, rows=1500, generator={"name": "ipf", "iterations": 50})
+    code, out, err = _run(capsys, "audit", "decomposability", "--spec", str(ipf), *SMALL, "--json")
+    assert code == 0 and json.loads(out)["generator"] == "honest_ipf", err
+    with pytest.raises(SystemExit):
+        main(["audit", "decomposability", "--help"])
+    assert "the honest audit variant of the spec's generator" in _stated(capsys.readouterr().out, "--generator")
+
+
 def test_one_model_with_nothing_to_test_is_one_line_and_exit_2(tmp_path, capsys):
     whole = make_demo_inputs(tmp_path, rows=1500, phi={"marginals": [["Region", "Age", "Health"]]})
     code, _, err = _run(capsys, "audit", "decomposability", "--spec", str(whole), "--generator", "honest_ipf", *SMALL)

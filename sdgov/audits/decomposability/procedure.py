@@ -532,7 +532,7 @@ def audit_spec(
 
 def audit_spec_parts(
     spec_path: str,
-    generator: str,
+    generator: str | None = None,
     K: int | None = None,
     seed: int | None = None,
     data_path: str | None = None,
@@ -544,8 +544,10 @@ def audit_spec_parts(
     that part's Φ and records only, as the release's audit stage runs it (:func:`sdgov.audits.parts.audited_units`);
     keyed by part (``None``: the one model). A part the data and Φ leave nothing to test in is "not testable"
     (:class:`NotTestableResult`) and the others get their verdicts; one model with nothing to test, or a split
-    with no part to test, is the :class:`NotTestable` line."""
+    with no part to test, is the :class:`NotTestable` line. ``generator`` (None): the section's ``generator``, else
+    the honest audit variant of the spec's generator — what the release's audit stage runs."""
     from sdgov.agreement.load import load_spec
+    from sdgov.audits.generators import honest_variant
     from sdgov.audits.parts import audited_units, in_part
     from sdgov.engines import load_encoded
 
@@ -556,6 +558,7 @@ def audit_spec_parts(
         upd["seed"] = seed
     if upd:
         settings = overridden(settings, upd)
+    generator = generator or settings.generator or honest_variant(loaded.agreement.generator.name)
     schema = loaded.schema_
     records = load_encoded(data_path or loaded.data_path, schema)
     results: dict[str | None, DecomposabilityResult | NotTestableResult] = {}
