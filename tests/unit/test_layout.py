@@ -13,7 +13,7 @@ import subprocess
 from collections import defaultdict
 
 from tests.conftest import REPO
-from tests.unit.test_import_graph import module_files
+from tests.fixtures.house import module_files
 
 # Names that are a protocol every module of a kind implements, not a homonym: each stage module has a VERSION,
 # each CLI command module an ``add_parser``, each audit package the ``audit_checks`` it registers.
