@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 _home = tempfile.mkdtemp(prefix="sdgov-prefect-")
 os.environ["PREFECT_HOME"] = _home
@@ -46,6 +47,10 @@ import yaml  # noqa: E402
 # JAX (via mbi) binds its log handler to sys.stderr at import; import it now, not inside a test whose
 # captured stream is closed afterwards.
 import sdgov.generators.pgm  # noqa: E402,F401
+
+if TYPE_CHECKING:
+    from sdgov.data.schema import Schema
+    from tests.fixtures.inputs import Inputs
 
 REPO = Path(__file__).resolve().parents[1]
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
@@ -142,3 +147,75 @@ def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
     site = Site.resolve(root)
     agreed = agree_phi.fn(str(spec), site, run_id)
     return Path(measure.fn(agreed, site).measurements.path)
+
+
+# ----------------------------------------------------------------------------------------- shared by unit and system
+# (a test module never imports another: the fixtures both suites use live here, their helpers in tests/fixtures/)
+
+
+@pytest.fixture(scope="module")
+def demo_csv(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The demo's generated data (~300 rows), as text, generated once for the module."""
+    from sdgov.data.schema import load_schema
+    from sdgov.demo.data import write_demo_data
+    from tests.fixtures.inputs import DEMO, ROWS
+
+    path = tmp_path_factory.mktemp("demo-data") / "data.csv"
+    write_demo_data(load_schema(DEMO / "schema.yaml"), path, rows=ROWS)
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def inputs(tmp_path: Path, demo_csv: str) -> Inputs:
+    """A valid copy of the demo inputs in ``tmp_path`` (:class:`tests.fixtures.inputs.Inputs`), for a case to break."""
+    from tests.fixtures.inputs import DEMO, ROWS, Inputs
+
+    d = tmp_path / "inputs"
+    d.mkdir()
+    (d / "schema.yaml").write_text((DEMO / "schema.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (d / "approvals.yaml").write_text((DEMO / "approvals.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    spec = yaml.safe_load((DEMO / "spec.yaml").read_text(encoding="utf-8"))
+    spec["dataset"]["path"] = "data.csv"
+    spec["schema"] = "schema.yaml"
+    spec["approvals"] = "approvals.yaml"
+    spec["generator"]["iterations"] = 50
+    spec["rows"] = ROWS - 30  # never the data's true count N = ROWS, which the controller's policy refuses
+    # the privacy-risk audit draws on more records than these ROWS (the pre-flight would refuse every case for it)
+    spec.pop("privacy_risk", None)
+    (d / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    (d / "data.csv").write_text(demo_csv, encoding="utf-8")
+    return Inputs(dir=d, root=tmp_path / "registry")
+
+
+@pytest.fixture
+def no_flow(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Fail loudly (instead of starting a Prefect server) if a bad input gets past pre-flight validation."""
+    import types
+    from typing import Any
+
+    def release_flow(**kwargs: Any) -> None:
+        raise AssertionError(f"malformed input reached the release flow (validation let it through): {kwargs}")
+
+    fake = types.ModuleType("sdgov.flows.release")
+    fake.release_flow = release_flow  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sdgov.flows.release", fake)
+    monkeypatch.chdir(tmp_path)  # anything written relative to the cwd would show up in the tree snapshot
+    monkeypatch.delenv("SDGOV_REGISTRY", raising=False)
+
+
+@pytest.fixture
+def adult(tmp_path: Path) -> tuple[Path, Schema, list[list[str]]]:
+    """A copy of examples/uci_adult with 3,000 records in adult.data's form (tests/fixtures/adult.py)."""
+    from sdgov.data.schema import load_schema
+    from tests.fixtures.adult import EXAMPLE, adult_like, write_adult
+
+    inputs = tmp_path / "inputs"
+    shutil.copytree(EXAMPLE, inputs)
+    schema = load_schema(inputs / "schema.yaml")
+    records = adult_like(schema, 3000)
+    write_adult(inputs / "adult.data", records)
+    spec = yaml.safe_load((inputs / "spec.yaml").read_text())
+    spec["generator"]["iterations"] = 200
+    spec["rows"] = 3000
+    (inputs / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    return inputs, schema, records

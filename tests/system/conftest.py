@@ -15,7 +15,6 @@ import pytest
 from tests.conftest import init_registry, make_demo_inputs, own_authority
 from tests.system.postgres import PostgresCluster, TeamServer, postgres
 from tests.system.postgres import team_server as start_team_server
-from tests.unit.test_malformed_inputs import demo_csv, inputs  # noqa: F401  (fixtures for test_entry_point_exit_codes)
 
 HERE = Path(__file__).resolve().parent
 
@@ -72,7 +71,7 @@ def released_with_audits(tmp_path_factory, prefect_server):
     import yaml
 
     from sdgov.flows.release import release_flow
-    from tests.system.test_release_audits import AUDIT, RISK
+    from tests.fixtures.audit_settings import AUDIT, RISK
 
     base = tmp_path_factory.mktemp("released_with_audits")
     spec = make_demo_inputs(base / "in", rows=3000, audit=AUDIT, privacy_risk=RISK)

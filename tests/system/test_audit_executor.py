@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
     from prefect import flow
     from sdgov.flows.temporary_server import install, serving
     from sdgov.tasks.executor import prefect_executors
-    from tests.system.test_audit_executor import sample_sha256, servers_started_here
+    from tests.fixtures.pool_probes import sample_sha256, servers_started_here
 
     server = install()  # as `sdgov release` does with no PREFECT_API_URL
 
@@ -54,27 +54,3 @@ def test_process_pool_workers_use_the_runs_temporary_server(tmp_path):
     assert out["servers"] == [0] * 4  # after running task runs, no worker had started a server of its own
     two_workers, one_worker = out["sample"]
     assert two_workers == one_worker  # parts drawn concurrently, finishing in any order: the same bytes
-
-
-def servers_started_here() -> int:
-    """Temporary Prefect servers this process started (run in the workers)."""
-    from prefect.server.api.server import SubprocessASGIServer
-
-    return sum(1 for s in SubprocessASGIServer._instances.values() if s.server_process is not None)
-
-
-def sample_sha256(executor) -> str:
-    """sha256 of a three-part sample whose parts run through ``executor`` (run in the child's flow)."""
-    import tempfile
-    from pathlib import Path
-
-    from sdgov.base.hashing import sha256_file
-    from sdgov.generators.sampler import PART_CHUNKS, sample_to_parquet
-    from tests.unit.test_sampler import chain_model, chain_schema
-
-    model, *_ = chain_model()
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "synthetic.parquet"
-        rows = sample_to_parquet(model, chain_schema(model), 50 * PART_CHUNKS * 2 + 7, 5, path, 50, executor=executor)
-        assert rows == 50 * PART_CHUNKS * 2 + 7
-        return sha256_file(path)

@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from sdgov.governance.authority import Charge, LifetimeAbove, Overspend, open_authority
 from sdgov.registry.key import Signer
+from tests.fixtures.authority_rules import check_rules, check_tampering
 from tests.system.postgres import PostgresCluster
-from tests.unit.test_authority_chain import check_rules, check_tampering
 
 SIGNER = Signer("reg-a", Ed25519PrivateKey.generate())
 
@@ -123,6 +123,6 @@ def test_two_processes_charging_at_once_never_overspend(pg_authority):
 
 def test_a_second_registry_copies_psi_and_charges_the_same_account_on_postgres(pg_authority, tmp_path):
     """The ledger's own cross-registry test (tests/unit/test_ledger.py), with the authority in PostgreSQL."""
-    from tests.unit.test_ledger import test_a_second_registry_copies_psi_and_charges_the_same_account as same_rules
+    from tests.fixtures.ledger import check_a_second_registry_copies_psi
 
-    same_rules(tmp_path)
+    check_a_second_registry_copies_psi(tmp_path)

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.system.test_governed import cli, setup_registry
+from tests.fixtures.cli import cli
+from tests.fixtures.governed import setup_registry
 
 CHROMIUM = os.environ.get("SDGOV_CHROMIUM", "/usr/bin/chromium")
 ARGS = [

@@ -64,10 +64,10 @@ def test_p_value_is_the_same_under_two_blas_kernels(app, generator, params):
 
 SMALL = """
 import json
-from tests.unit.test_decomposability import DOMAIN, PHI, _data, _settings
+from tests.fixtures.three_way import DOMAIN, PHI, three_way_data, decomposability_settings
 from sdgov.audits.decomposability.procedure import run_decomposability
-r = run_decomposability(_data(), PHI, DOMAIN, "blend10_ipf",
-                        _settings(explicit_max_cells=1, candidate_basis=24, generator_params={"memo": True}))
+settings = decomposability_settings(explicit_max_cells=1, candidate_basis=24, generator_params={"memo": True})
+r = run_decomposability(three_way_data(), PHI, DOMAIN, "blend10_ipf", settings)
 print(json.dumps({"p": r.p_value, "mode": r.basis["mode"], "blas": r.environment["blas"][0]["architecture"]}))
 """
 

@@ -17,7 +17,7 @@ import pytest
 from sdgov.base.errors import DiskFull
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs
-from tests.system.test_governed import cli
+from tests.fixtures.cli import cli
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system needs root")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_malformed_inputs import BY_ID, Inputs, assert_refused, tree  # fixtures: system/conftest.py
+from tests.fixtures.inputs import Inputs, assert_refused, tree  # the fixture `inputs`: tests/conftest.py
+from tests.fixtures.malformed import BY_ID
 
 SUBPROCESS_CASES = [
     ("schema-not-yaml", [sys.executable, "-m", "sdgov.flows.cli"]),

@@ -8,10 +8,8 @@ posts).
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import io
 import json
-import threading
 import time
 from pathlib import Path
 from uuid import UUID
@@ -25,40 +23,9 @@ from sdgov.flows.cli import main
 from sdgov.identity.keys import keygen
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import hash_lines
-from tests.conftest import make_demo_inputs
-from tests.governance import controller_registry, signed_proposal, write_approvers
-
-CONTROLLER_EVENTS = {"registry_created", "approvers_changed", "policy_changed", "decision_pending", "commitment_secret"}
-# + pause records, and the commitment secret's id committed at its first use
-
-
-def setup_registry(tmp: Path, rows: int = 1500) -> tuple[Path, Path, dict[str, Path]]:
-    """Demo inputs, and a registry whose approvers (Ada analyst, Carl controller, Cora compliance) Carl adopted."""
-    spec = make_demo_inputs(tmp / "in", rows=rows)
-    root = tmp / "registry"
-    keys = controller_registry(root, tmp / "keys")
-    return spec, root, keys
-
-
-def decisions(root: Path) -> list[tuple[str, str]]:
-    """The log's events after the controller's setup, as (event, actor)."""
-    return [(e.event, e.actor) for e in Registry(root).events() if e.event not in CONTROLLER_EVENTS]
-
-
-class FlowThread(threading.Thread):
-    """The governed flow, run in a thread that sees the test's Prefect settings (contextvars copied)."""
-
-    def __init__(self, **kw) -> None:
-        super().__init__(daemon=True)
-        self.kw, self.ctx, self.result, self.error = kw, contextvars.copy_context(), None, None
-
-    def run(self) -> None:
-        from sdgov.flows.governed import governed_release_flow
-
-        try:
-            self.result = self.ctx.run(governed_release_flow, **self.kw)
-        except BaseException as exc:
-            self.error = exc
+from tests.fixtures.cli import cli
+from tests.fixtures.governed import CONTROLLER_EVENTS, FlowThread, decisions, raw_resume, setup_registry, wait_paused
+from tests.governance import signed_proposal, write_approvers
 
 
 def proposed(spec: Path, root: Path, keys: dict[str, Path], **kw) -> FlowThread:
@@ -76,42 +43,11 @@ def proposed(spec: Path, root: Path, keys: dict[str, Path], **kw) -> FlowThread:
     )
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def wait_paused(
-    root: Path, subject: str, attempt: int = 1, timeout: float = 240, thread: FlowThread | None = None
-) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        code, out, _ = cli("runs", "--json")
-        assert code == 0
-        mine = [r for r in json.loads(out)["paused"] if r["registry"] == str(root)]
-        if mine and mine[0]["subject"] == subject and mine[0]["attempt"] == attempt:
-            return mine[0]
-        if thread is not None and not thread.is_alive():
-            raise AssertionError(f"flow ended before pausing: {thread.error or thread.result}")
-        time.sleep(0.5)
-    raise AssertionError(f"no run paused for {subject} (attempt {attempt})")
-
-
 def pause_state(run_id: str):
     from prefect import get_client
 
     with get_client(sync_client=True) as c:
         return c.read_flow_run(UUID(run_id)).state
-
-
-def raw_resume(run_id: str, **run_input: str) -> str:
-    """What the Prefect UI form (or anyone holding the server's credential) posts: POST /flow_runs/{id}/resume."""
-    from prefect import get_client
-
-    with get_client(sync_client=True) as c:
-        return str(c.resume_flow_run(UUID(run_id), run_input=run_input).status.value).upper()
 
 
 def test_pause_refuse_approve_release(tmp_path, prefect_server):

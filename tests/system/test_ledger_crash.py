@@ -20,15 +20,15 @@ from sdgov.governance.site import Site
 from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from tests.conftest import REPO
+from tests.fixtures.ledger import RHO, measure_only, registry_with_lifetime, spec_at
 from tests.governance import controller_registry, sign_standing_approval
-from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
 
 def test_concurrent_runs_cannot_overspend(tmp_path):
     """Two processes race for the last ρ: exactly one gets it (the registry lock serialises check-and-spend)."""
     root = tmp_path / "registry"
-    _policy(root, 1.5 * RHO)
-    specs = [_spec(tmp_path, 1, rho=RHO), _spec(tmp_path, 2, rho=0.9 * RHO)]  # different σ: no statistic shared
+    registry_with_lifetime(root, 1.5 * RHO)
+    specs = [spec_at(tmp_path, 1, rho=RHO), spec_at(tmp_path, 2, rho=0.9 * RHO)]  # different σ: no statistic shared
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(s), str(root)],
@@ -72,9 +72,9 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     from sdgov.flows.release import release_flow
 
     root = tmp_path / "registry"
-    _policy(root, 1.5 * RHO)  # room for ONE spend only: a second spend would fail the re-run
+    registry_with_lifetime(root, 1.5 * RHO)  # room for ONE spend only: a second spend would fail the re-run
     keys = controller_registry(root, tmp_path / "keys")  # the controller signs the budget in: the flow checks it
-    spec = _spec(tmp_path, 7, rows=1200)
+    spec = spec_at(tmp_path, 7, rows=1200)
     sign_standing_approval(spec, root, keys)  # with an approvers registry in force, typed names no longer count
     marker = tmp_path / "fault"
     child = subprocess.Popen(
@@ -95,7 +95,7 @@ def test_kill_9_during_and_after_measurement_then_rerun(tmp_path, point, prefect
     assert len(persisted) == (11 if point == "after_persist" else 0)  # the demo's 11 marginals, one file each
 
     if point == "after_draw":  # nothing persisted: the re-run draws once, under the spend already reserved
-        _measure_only(spec, root)
+        measure_only(spec, root)
         reg = Registry(root)
         events = [e.event for e in reg.events()]
         assert events.count(ledger.SPENT) == 1 and events.count("measured") == 1, events

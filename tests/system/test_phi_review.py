@@ -16,9 +16,10 @@ from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
+from tests.fixtures.cli import cli
+from tests.fixtures.governed import FlowThread as _FlowThread
+from tests.fixtures.governed import raw_resume, wait_paused
 from tests.governance import controller_registry, signed_proposal
-from tests.system.test_governed import FlowThread as _FlowThread
-from tests.system.test_governed import cli, raw_resume, wait_paused
 
 ATTRS = ["Region", "Sex", "Age", "Education", "Health"]
 
@@ -33,7 +34,7 @@ class FlowThread(_FlowThread):
             self.error = exc
 
 
-def _draft(tmp: Path) -> Path:
+def selection_draft(tmp: Path) -> Path:
     spec = make_demo_inputs(tmp / "in", rows=1500)
     raw = yaml.safe_load(spec.read_text())
     raw.pop("approvals", None)
@@ -60,7 +61,7 @@ def _artifact(run_id: str, key: str) -> str:
 def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     t = FlowThread(
         draft_path=str(draft),
         registry_root=str(root),
@@ -157,11 +158,11 @@ def test_a_split_drafts_parts_are_selected_reviewed_by_part_and_released(tmp_pat
     """Issue 26 item 3: a split draft through the same flow — each part selects its Φ on its own records at its share
     of ρ; the reviewers see both parts by name; a drop that names no part is refused before anything is sent; a
     review edits the part it names; the card shows each part's selection, its changes and its ρ."""
-    from tests.unit.test_split_selection import _split_draft
+    from tests.fixtures.drafts import split_draft
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _split_draft(tmp_path, shares={"men": 1.0, "women": 1.0}, rows=1500)
+    draft = split_draft(tmp_path, shares={"men": 1.0, "women": 1.0}, rows=1500)
     t = FlowThread(
         draft_path=str(draft),
         registry_root=str(root),

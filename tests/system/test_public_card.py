@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,10 @@ import pandas as pd
 import yaml
 
 from sdgov.registry.log import Registry
+from tests.fixtures.figures import NUMBER, PREFIX, hex_windows, printed
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 NOT_FIGURES = {"seconds", "seed", "seeds", "settings", "generator", "policy", "K", "rows", "alpha", "canaries"} | {
     "name",
     "title",
@@ -33,8 +32,6 @@ NOT_FIGURES = {"seconds", "seed", "seeds", "settings", "generator", "policy", "K
 }
 """Keys of the evidence that hold timings, pre-registered settings (public in the agreement) or labels (a check's
 name, a section's title, the date, the names of the rows computed on the confidential data), not figures."""
-SVG = re.compile(r"<svg.*?</svg>", re.S)
-"""Figures are drawn as paths (``svg.fonttype = path``): an SVG's numbers are coordinates, not printed figures."""
 
 
 def significant(token: str) -> int:
@@ -69,16 +66,10 @@ def figures(obj: Any, key: str = "", skip: frozenset[str] = frozenset()) -> set[
     return set()
 
 
-DATES = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
-"""Dates and times (when the card was signed, until when an approval holds) are not figures."""
 CHANCE_DIGITS = 4
 """The leak check reads figures of at least this many significant digits. Shorter ones recur by chance: a public,
 noise-dependent figure of the card and a figure of the evidence were both 0.333 in one run and both 0.999 in
 another, so a check on 3 digits fails a few runs in a hundred on a card that leaks nothing."""
-
-
-def printed(text: str) -> set[str]:
-    return set(NUMBER.findall(DATES.sub("", SVG.sub("", text))))
 
 
 def test_the_public_card_holds_no_figure_computed_on_the_confidential_data(released_with_audits):
@@ -146,10 +137,6 @@ def assert_card_is_public(released: Path, run_dir: Path, schema_file: Path) -> N
 
 # ------------------------------------------------------------------ issue 25: hashes, the count and paths
 
-HEX = re.compile(rb"[0-9a-fA-F]{12,}")
-PREFIX = 12
-"""A hash counts as published when any 12 consecutive hex digits of it appear in a published file (cards print
-``hash[:12]``); two unrelated hashes share a given 12 digits with probability 16⁻¹², so this never fires by chance."""
 UNKNOWN = ("Economic Activity", "Occupation", "Health")
 """The target's attributes the adversary does not know (5 × 6 × 5 = 150 candidate completions); they know every
 other record, the target's other attributes and how the file is laid out."""
@@ -158,16 +145,6 @@ other record, the target's other attributes and how the file is laid out."""
 def published(release: Path) -> dict[str, bytes]:
     """Every file of the release, by its name in the release: what anyone may read."""
     return {p.relative_to(release).as_posix(): p.read_bytes() for p in sorted(release.rglob("*")) if p.is_file()}
-
-
-def hex_windows(blob: bytes) -> set[str]:
-    """Every run of 12 consecutive hex digits in ``blob``, lower-cased: a hash is in the file, whole or cut to a
-    prefix, iff its first 12 digits are one of these."""
-    out: set[str] = set()
-    for run in HEX.findall(blob):
-        run = run.lower().decode()
-        out.update(run[i : i + PREFIX] for i in range(len(run) - PREFIX + 1))
-    return out
 
 
 def ledger_fingerprint(root: Path) -> str:

@@ -14,34 +14,7 @@ from sdgov.base.errors import SdgovError
 from sdgov.flows.cli import main
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs, tree_bytes
-
-# Small but real: every fit, attack and canary run really happens, on 3,000 Toyland records.
-FAST_PGM = {"iterations": 200}
-# K = 7: the smallest the pre-flight accepts (sdgov.audits.decomposability.calibration)
-AUDIT = {"K": 7, "rows": 20_000, "seed": 1, "generator_params": FAST_PGM}
-RISK = {
-    "generator_params": FAST_PGM,
-    "settings": {
-        "n_outliers": 2,
-        "n_random": 1,
-        "n_shadow": 3,
-        "n_synth": 2,
-        "train_rows": 300,
-        "folds": 3,
-        "rf_trees": 20,
-        "ai_sets": 1,
-        "ai_trees": 10,
-        "disclosure_rows": 500,
-        "memorisation_worlds": 4,
-        "memorisation_rows": 500,
-        "memorisation_synth_factor": 4,
-        "one_run_canaries": 40,
-        "beyond_phi_rows": 500,
-        "beyond_phi_synth_rows": 20_000,
-        "beyond_phi_bootstrap": 199,  # the fewest whose p-value reaches the fail level 0.005 (the pre-flight)
-        "n_jobs": 1,
-    },
-}
+from tests.fixtures.audit_settings import AUDIT
 
 
 def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(released_with_audits):

@@ -26,9 +26,9 @@ from sdgov.data.schema import load_schema
 from sdgov.identity.keys import load_private_key, public_line
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
+from tests.fixtures.cli import cli
+from tests.fixtures.figures import PREFIX, hex_windows, printed
 from tests.governance import controller_registry, sign_standing_approval
-from tests.system.test_governed import cli
-from tests.system.test_public_card import PREFIX, hex_windows, printed
 
 ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 REAL_ROWS = 1213  # the confidential record count: never a synthetic row count, so it must stay unpublished

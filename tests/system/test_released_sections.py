@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.privacy.run import PrivacyAuditRun
-from tests.unit.test_privacy_risk import INDEPENDENT, _rare_category_data
+from tests.fixtures.rare_category import INDEPENDENT, rare_category_data
 
 
 def _evidence(released) -> tuple[Path, dict]:
@@ -23,7 +23,7 @@ def test_evidence_report_renders_the_privacy_risk_section(released):
     from sdgov.reporting.card import Card, render
     from sdgov.reporting.evidence import EvidenceReport, render_evidence
 
-    real, attrs, dom = _rare_category_data()
+    real, attrs, dom = rare_category_data()
     st = RiskSettings(
         n_outliers=1,
         n_random=1,

@@ -24,8 +24,9 @@ from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
+from tests.fixtures.cli import cli
+from tests.fixtures.governed import CONTROLLER_EVENTS, FlowThread, decisions, setup_registry, wait_paused
 from tests.governance import sign_standing_approval
-from tests.system.test_governed import CONTROLLER_EVENTS, FlowThread, cli, decisions, setup_registry, wait_paused
 
 
 def test_deployment_has_the_cron_schedule_and_standing_policy(demo_spec, tmp_path):

@@ -15,7 +15,7 @@ from sdgov.base.errors import SdgovError
 from sdgov.registry.log import Registry
 from sdgov.reporting.verdict import part_verdicts
 from tests.conftest import init_registry, make_demo_inputs, own_authority
-from tests.system.test_release_audits import AUDIT, RISK
+from tests.fixtures.audit_settings import AUDIT, RISK
 
 SPLIT = {
     "attribute": "Sex",

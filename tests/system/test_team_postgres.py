@@ -34,10 +34,10 @@ import yaml
 from sdgov.governance.standing import load_approvals
 from sdgov.registry.log import Registry
 from tests.conftest import make_demo_inputs
+from tests.fixtures.governed import setup_registry
 from tests.governance import PEOPLE, sign_standing_approval, signed_proposal
 from tests.system.postgres import PostgresCluster, TeamServer
 from tests.system.team import OSUser, os_users, os_users_unavailable, run_party, start_party
-from tests.system.test_governed import setup_registry
 
 
 def flow_runs_in_postgres(cluster: PostgresCluster, run_id: str) -> int:
@@ -91,7 +91,7 @@ class Office:
         imports: the refusals that need no separate person are checked here)."""
         from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL, temporary_settings
 
-        from tests.system.test_governed import cli
+        from tests.fixtures.cli import cli
 
         with temporary_settings(
             updates={PREFECT_API_URL: self.server.env["PREFECT_API_URL"], PREFECT_API_AUTH_STRING: self.server.auth}

@@ -9,10 +9,10 @@ import pandas as pd
 import yaml
 
 from tests.conftest import init_registry
-from tests.unit.test_ingest import _cli, adult  # noqa: F401  (fixture)
+from tests.fixtures.cli import cli  # the fixture `adult`: tests/conftest.py
 
 
-def test_uci_adult_like_input_releases(adult, tmp_path: Path) -> None:  # noqa: F811
+def test_uci_adult_like_input_releases(adult, tmp_path: Path) -> None:
     inputs, schema, records = adult
     # what is asserted holds for any fit (3,000 rows of a 9-category column always show its 6 % 'Unknown'): a
     # small tree of pairs through income and 20 mirror-descent iterations, not the example's all pairs of 8
@@ -23,7 +23,7 @@ def test_uci_adult_like_input_releases(adult, tmp_path: Path) -> None:  # noqa: 
     spec["rows"] = 2700  # not the 3,000 records' true count, which the controller's policy will not publish
     (inputs / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     root = init_registry(tmp_path / "registry")
-    rc, out, err = _cli("release", "--spec", str(inputs / "spec.yaml"), "--root", str(root), "--json")
+    rc, out, err = cli("release", "--spec", str(inputs / "spec.yaml"), "--root", str(root), "--json")
     assert rc == 0, err
     [synthetic] = (root / "releases").rglob("synthetic.parquet")
     released = pd.read_parquet(synthetic)

@@ -6,7 +6,13 @@ is switched off, so a unit test that reaches for one fails at once instead of be
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pytest
+
+if TYPE_CHECKING:
+    from sdgov.registry.log import Registry
 
 
 @pytest.fixture(scope="package", autouse=True)
@@ -17,3 +23,15 @@ def no_prefect_server():
 
     with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_ENABLED: False}, restore_defaults={PREFECT_API_URL}):
         yield
+
+
+@pytest.fixture
+def governed(tmp_path: Path) -> tuple[Registry, dict[str, Path]]:
+    """A registry whose approvers (and a second controller, Vic) Carl adopted, and their keys (test_decisions,
+    test_worker_survival)."""
+    from sdgov.registry.log import Registry
+    from tests.governance import PEOPLE, controller_registry
+
+    root = tmp_path / "registry"
+    keys = controller_registry(root, tmp_path / "keys", people=[*PEOPLE, ("Vic Controller", "controller")])
+    return Registry(root), keys

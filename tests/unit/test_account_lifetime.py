@@ -26,7 +26,7 @@ from sdgov.governance.lifetime import LIFETIME
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, tree_bytes
-from tests.unit.test_ledger import RHO, _events, _measure_only, _spec
+from tests.fixtures.ledger import RHO, event_names, measure_only, spec_at
 
 NAME = "toyland_census"
 
@@ -49,14 +49,14 @@ def _one_line(err: str) -> str:
 def _a_spent_then_c(tmp_path: Path) -> tuple[Path, Path, str]:
     """Registry A (lifetime 1.5·ρ₀) spends ρ₀ on the demo data; registry C is made with lifetime 5·ρ₀."""
     a = init_registry(tmp_path / "a", datasets={NAME: {"lifetime_rho": 1.5 * RHO}})
-    agreed, _ = _measure_only(_spec(tmp_path, 1), a)
+    agreed, _ = measure_only(spec_at(tmp_path, 1), a)
     c = init_registry(tmp_path / "c", lifetime_rho=5 * RHO)
     return a, c, agreed.data.fingerprint
 
 
 def test_a_new_registry_with_a_bigger_policy_is_refused_before_anything_is_written(tmp_path, capsys):
     a, c, fp = _a_spent_then_c(tmp_path)
-    spec = _spec(tmp_path, 2, rho=0.9 * RHO)  # new statistics: 1.9·ρ₀ in all, within C's 5·ρ₀, over the account's
+    spec = spec_at(tmp_path, 2, rho=0.9 * RHO)  # new statistics: 1.9·ρ₀ in all, within C's 5·ρ₀, over the account's
     before, charges = tree_bytes(c), open_authority().charges(fp, NAME)
     code, _, err = _cli(capsys, "release", "--spec", str(spec), "--root", str(c))
     line = _one_line(err)
@@ -67,8 +67,8 @@ def test_a_new_registry_with_a_bigger_policy_is_refused_before_anything_is_writt
     assert tree_bytes(c) == before and open_authority().charges(fp, NAME) == charges, "nothing written"
     # the measurement path itself (under the locks, in the charge's transaction) refuses it too: nothing drawn
     with pytest.raises(BudgetError, match="a new registry is no new budget"):
-        _measure_only(spec, c)
-    assert not (c / "measurements").exists() and _events(c).count(ledger.SPENT) == 0
+        measure_only(spec, c)
+    assert not (c / "measurements").exists() and event_names(c).count(ledger.SPENT) == 0
     assert open_authority().charges(fp, NAME) == charges
 
 
@@ -82,18 +82,18 @@ def test_a_sandbox_never_sets_a_lifetime(tmp_path, capsys):
     assert code == 2 and "a sandbox" in _one_line(err) and "nothing set" in _one_line(err), err
     assert tree_bytes(c) == before and open_authority().lifetime(fp, NAME).lifetime_rho == pytest.approx(1.5 * RHO)
     with pytest.raises(BudgetError, match="a new registry is no new budget"):
-        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), c)
+        measure_only(spec_at(tmp_path, 2, rho=0.9 * RHO), c)
 
 
 def test_a_lower_policy_is_stricter_and_the_account_keeps_its_lifetime(tmp_path):
     a = init_registry(tmp_path / "a", datasets={NAME: {"lifetime_rho": 2.5 * RHO}})
     b = init_registry(tmp_path / "b", datasets={NAME: {"lifetime_rho": 1.5 * RHO}})
-    agreed, _ = _measure_only(_spec(tmp_path, 1), a)
+    agreed, _ = measure_only(spec_at(tmp_path, 1), a)
     fp = agreed.data.fingerprint
     with pytest.raises(BudgetError, match=rf"ρ={RHO:.6g} of its lifetime ρ={1.5 * RHO:.6g} spent"):
-        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), b)  # 1.9·ρ₀ > B's 1.5·ρ₀
+        measure_only(spec_at(tmp_path, 2, rho=0.9 * RHO), b)  # 1.9·ρ₀ > B's 1.5·ρ₀
     assert open_authority().lifetime(fp, NAME).lifetime_rho == pytest.approx(2.5 * RHO), "the account's stays"
-    _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)  # within the account's 2.5·ρ₀: A spends it
+    measure_only(spec_at(tmp_path, 2, rho=0.9 * RHO), a)  # within the account's 2.5·ρ₀: A spends it
     assert ledger.account(Site.resolve(a), NAME, fp).spent_rho == pytest.approx(1.9 * RHO)
 
 
@@ -106,9 +106,9 @@ def test_the_registry_that_set_the_account_raises_it_by_its_signed_policy_change
     carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]), "--root", str(a))
 
     def release(seed: int, rho: float):
-        spec = _spec(tmp_path, seed, rho=rho)
+        spec = spec_at(tmp_path, seed, rho=rho)
         sign_standing_approval(spec, a, keys)
-        return _measure_only(spec, a)
+        return measure_only(spec, a)
 
     def policy(lifetime: float) -> None:
         p = yaml.safe_load((a / "policy.yaml").read_text())

@@ -135,12 +135,12 @@ def test_propose_select_spends_its_selection_without_loading_prefect_or_a_pld_ac
     """``sdgov propose --select mst`` selects in its own process (:func:`sdgov.tasks.select_phi.propose_selection`;
     the Prefect task is built on first use): it runs the selection to the end — a proposed spec written, the
     selection logged — without importing Prefect (~3 CPU s of imports a proposal paid for nothing, issue 27)."""
+    from tests.fixtures.drafts import selection_draft
     from tests.governance import controller_registry
-    from tests.unit.test_selection import _draft
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft, out = _draft(tmp_path), tmp_path / "proposed.yaml"
+    draft, out = selection_draft(tmp_path), tmp_path / "proposed.yaml"
     argv = ["propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst"]
     argv += ["--key", str(keys["Ada Analyst"]), "--root", str(root), "--out", str(out)]
     loaded = loaded_after(tmp_path, [argv])

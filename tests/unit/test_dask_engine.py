@@ -182,7 +182,7 @@ def test_the_sample_written_on_the_dask_cluster_is_the_same_file(on_cluster, tmp
     released file is the same bytes as the one written in one pass here, with the progress reported per batch."""
     from sdgov.engines.dask_executor import DaskExecutor, cluster_executor
     from sdgov.generators.sampler import PART_CHUNKS, sample_to_parquet
-    from tests.unit.test_sampler import chain_model, chain_schema
+    from tests.fixtures.sampling import chain_model, chain_schema
 
     model, *_ = chain_model()
     schema = chain_schema(model)

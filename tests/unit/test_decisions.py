@@ -15,33 +15,10 @@ from sdgov.governance.signoff import SignOff
 from sdgov.identity.statements import SignOffStatement, encode_statement
 from sdgov.measurement.selection.review import EdgeReview, ReviewLimits, accept_review, review_sha256
 from sdgov.registry.log import Event, Registry
-from tests.governance import PEOPLE, controller_registry
+from tests.fixtures.pauses import AGREEMENT, HASH, pause
+from tests.governance import PEOPLE
 
-HASH = "ab" * 32
-AGREEMENT = "cd" * 32
 PROPOSER = "Ada Analyst"
-
-
-@pytest.fixture
-def governed(tmp_path: Path) -> tuple[Registry, dict[str, Path]]:
-    root = tmp_path / "registry"
-    keys = controller_registry(root, tmp_path / "keys", people=[*PEOPLE, ("Vic Controller", "controller")])
-    return Registry(root), keys
-
-
-def pause(registry: Registry, subject: str = "release", attempt: int = 1, sha256: str = HASH) -> Pause:
-    from sdgov.governance.controller import registry_id
-
-    return Pause.new(
-        registry,
-        registry_id=registry_id(registry),
-        flow_run_id="flow-run-1",
-        run_id="run-1",
-        agreement_sha256=AGREEMENT,
-        subject=subject,
-        sha256=sha256,
-        attempt=attempt,
-    )
 
 
 def statement(p: Pause, key: Path, approver: str, decision: str = "approve", **change: str) -> str:

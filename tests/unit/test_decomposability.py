@@ -19,30 +19,13 @@ from sdgov.audits.decomposability.procedure import run_decomposability
 from sdgov.audits.decomposability.report import decomposability_section
 from sdgov.audits.decomposability.theta import ThetaSpace
 from sdgov.audits.generator_protocol import AuditError, load_generator
+from tests.fixtures.three_way import DOMAIN, PHI, decomposability_settings, three_way_data
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-DOMAIN = {"a": 2, "b": 3, "c": 4}
-PHI = [("a", "b"), ("a", "c"), ("b", "c")]
-
-
-def _data(n: int = 4000, seed: int = 0) -> pd.DataFrame:
-    """Three attributes with a genuine 3-way interaction, so the full joint is not determined by Φ."""
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, 2, n)
-    b = (rng.integers(0, 3, n) + a) % 3
-    c = np.where(rng.random(n) < 0.5, (a + b) % 4, rng.integers(0, 4, n))
-    c = np.where((a == 1) & (b == 2) & (rng.random(n) < 0.5), 3, c)
-    return pd.DataFrame({"a": a, "b": b, "c": c}).astype(np.int32)
-
-
-def _settings(**kw) -> DecomposabilitySettings:
-    return DecomposabilitySettings(**{"K": 4, "rows": 10_000, "seed": 3, **kw})
-
-
 def test_extremal_datasets_keep_phi_exactly_and_stay_valid():
-    theta = ThetaSpace(_data(), PHI, DOMAIN)
+    theta = ThetaSpace(three_way_data(), PHI, DOMAIN)
     rng = np.random.default_rng(1)
     pool = move_pool(theta, 10**5, rng)
     assert len(pool) > 0
@@ -74,7 +57,7 @@ def test_directions_are_the_projection_onto_phi_perp_whatever_the_basis():
     assert np.allclose(beta, basis.perp(g) / np.sqrt(6), atol=1e-12)  # one interaction set (a×b×c), 6 dimensions
     assert basis.info["phi_perp_dim"] == basis.d - np.linalg.matrix_rank(A) == 6
     # integer moves are exactly in the kernel
-    theta = ThetaSpace(_data(), PHI, DOMAIN)
+    theta = ThetaSpace(three_way_data(), PHI, DOMAIN)
     pool = move_pool(theta, 10**5, np.random.default_rng(0))
     U = pool.matrix().toarray()
     At = theta.indicator_matrix().toarray()
@@ -97,7 +80,9 @@ def test_seeded_honest_generators_give_identical_pairs(gen):
     A wrong pairing (different seeds) or an extremal pair that changed φ would leave differences and a p below 1."""
     params = {"iterations": 200, "memo": True} if gen == "honest_pgm" else {"memo": True} if gen == "honest_ipf" else {}
     for seed in range(3):
-        r = run_decomposability(_data(), PHI, DOMAIN, gen, _settings(seed=seed, generator_params=params))
+        r = run_decomposability(
+            three_way_data(), PHI, DOMAIN, gen, decomposability_settings(seed=seed, generator_params=params)
+        )
         assert r.p_value == 1.0 and r.g_plus == r.g_minus, (seed, r.p_value)
         assert r.seeds["phase2_plus"] == r.seeds["phase2_minus"] != r.seeds["phase1_plus"]
 
@@ -110,9 +95,11 @@ def test_honest_generator_with_unseeded_noise_is_rejected_at_a_calibrated_rate()
 
     seeds, alpha = 40, 0.05
     params = {"sigma": 10, "unseeded_noise": True}
-    data = _data()
+    data = three_way_data()
     results = [
-        run_decomposability(data, PHI, DOMAIN, "honest_ipf", _settings(seed=seed, generator_params=params))
+        run_decomposability(
+            data, PHI, DOMAIN, "honest_ipf", decomposability_settings(seed=seed, generator_params=params)
+        )
         for seed in range(seeds)
     ]
     bound = int(stats.binom.isf(0.001, seeds, alpha))  # P(rejections > bound) ≤ 0.001 for a calibrated test
@@ -126,7 +113,9 @@ def test_camouflaged_blend_is_caught():
     """A 10 % blend whose Φ part carries unseeded noise (σ = 10, the census plans' σ) as a noisy honest generator's
     would — the camouflaged control — is still caught at most seeds."""
     results = [
-        run_decomposability(_data(), PHI, DOMAIN, "camo_ipf", _settings(seed=s, generator_params={"share": 0.1}))
+        run_decomposability(
+            three_way_data(), PHI, DOMAIN, "camo_ipf", decomposability_settings(seed=s, generator_params={"share": 0.1})
+        )
         for s in range(5)
     ]
     assert sum(r.verdict == "fail" for r in results) >= 4, [r.p_value for r in results]
@@ -136,11 +125,11 @@ def test_weak_blend_is_caught_and_the_leaked_set_chosen():
     """The 10 % blend of the a×b×c leak (the only non-Φ set here) is rejected at most seeds."""
     results = [
         run_decomposability(
-            _data(),
+            three_way_data(),
             PHI,
             DOMAIN,
             "blend10_ipf",
-            _settings(seed=s, generator_params={"memo": True}),
+            decomposability_settings(seed=s, generator_params={"memo": True}),
         )
         for s in range(10)
     ]
@@ -150,11 +139,11 @@ def test_weak_blend_is_caught_and_the_leaked_set_chosen():
 
 def test_dishonest_generator_fails_and_control_is_reported():
     res = run_decomposability(
-        _data(),
+        three_way_data(),
         PHI,
         DOMAIN,
         "dishonest_ipf",
-        _settings(positive_control="dishonest_ipf"),
+        decomposability_settings(positive_control="dishonest_ipf"),
     )
     assert res.verdict == "fail" and res.p_value < 1e-3  # a paired t-test of K = 4 pairs has 3 degrees of freedom
     assert res.control is not None and res.control.caught
@@ -185,7 +174,7 @@ def test_names_that_are_not_registered_give_one_line_errors():
 
 
 def test_half_moves_on_sparse_data_keep_phi_exactly():
-    data = _data(300, seed=5)  # sparse: some cells empty, so moves may need empty corners filled
+    data = three_way_data(300, seed=5)  # sparse: some cells empty, so moves may need empty corners filled
     theta = ThetaSpace(data, PHI, DOMAIN)
     occupied = theta.C
     rng = np.random.default_rng(0)
@@ -204,9 +193,9 @@ def test_half_moves_on_sparse_data_keep_phi_exactly():
 
 def test_random_subspace_mode_catches_dishonest_and_passes_honest():
     forced = {"explicit_max_cells": 1, "candidate_basis": 24}
-    bad = run_decomposability(_data(), PHI, DOMAIN, "dishonest_ipf", _settings(**forced))
+    bad = run_decomposability(three_way_data(), PHI, DOMAIN, "dishonest_ipf", decomposability_settings(**forced))
     assert bad.basis["mode"] == "minimal non-Φ marginals" and bad.verdict == "fail", bad.p_value
-    good = run_decomposability(_data(), PHI, DOMAIN, "honest_ipf", _settings(**forced))
+    good = run_decomposability(three_way_data(), PHI, DOMAIN, "honest_ipf", decomposability_settings(**forced))
     assert good.verdict == "pass", good.p_value
 
 
@@ -236,7 +225,7 @@ def test_memoised_fits_sample_exactly_like_refits():
     never across different marginals — so a leaked marginal that differs still gets its own fit."""
     import sdgov.audits.generators as ag
 
-    d = _data()
+    d = three_way_data()
     out = {}
     for memo in (False, True):
         for run in range(2):
@@ -262,7 +251,7 @@ def test_generator_crash_is_its_own_error_and_survives_a_worker():
     for name, call in [("in_factory", "the factory"), ("in_fit", "fit()"), ("in_sample", "sample()")]:
         path = f"test_crash_{name}"  # tests/plugins: an installed plug-in's entry points
         with pytest.raises(GeneratorCrash) as err:
-            run_decomposability(_data(), PHI, DOMAIN, path, _settings(K=2))
+            run_decomposability(three_way_data(), PHI, DOMAIN, path, decomposability_settings(K=2))
         assert path in err.value.one_line() and call in err.value.one_line() and "\n" not in err.value.one_line()
         assert err.value.partial["generator"] == path and err.value.partial["basis"]["mode"] == "projection"
         back = pickle.loads(pickle.dumps(err.value))

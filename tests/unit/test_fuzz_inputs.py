@@ -1,6 +1,6 @@
 """Hostile inputs (issue 12, "fuzz suite"): ≥ 120 cases across data, schema, spec, approvals, policy and CLI flags.
 
-Each case starts from the valid demo inputs of :mod:`tests.unit.test_malformed_inputs` (same fixtures), breaks
+Each case starts from the valid demo inputs of :mod:`tests.fixtures.inputs` (same fixtures), breaks
 one thing in a hostile way — alias bombs, 100k-deep nesting, NaN/inf/1e300 numbers, 10^4-column headers,
 control characters, look-alike Unicode, unreadable files, out-of-range flags — and runs the real CLI in-process.
 Every case must give: exit 2, exactly one ``sdgov: error:`` line of at most 300 characters, no traceback, and
@@ -24,7 +24,7 @@ import yaml
 
 from sdgov.base.errors import MAX_LINE
 from sdgov.flows.cli import main
-from tests.unit.test_malformed_inputs import Inputs, demo_csv, inputs, no_flow, tree  # noqa: F401  (fixtures)
+from tests.fixtures.inputs import Inputs, tree
 
 LIMIT_S = 10
 ALIAS_BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
@@ -574,10 +574,10 @@ CASES = DATA + SCHEMA + SPEC + APPROVALS + POLICY + FLAGS
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory, demo_csv: str) -> None:  # noqa: F811
+def warm(tmp_path_factory: pytest.TempPathFactory, demo_csv: str) -> None:
     """Validate the untouched inputs once, outside any alarm: the first generator dry run in a process compiles
     JAX's kernels (seconds, once). It is also the control: the inputs every case breaks are valid."""
-    from tests.unit.test_malformed_inputs import DEMO, ROWS
+    from tests.fixtures.inputs import DEMO, ROWS
 
     d = tmp_path_factory.mktemp("warm")
     for name in ("schema.yaml", "approvals.yaml"):
@@ -630,8 +630,8 @@ def test_hostile_input_is_one_line(
     case_id: str,
     mutate: Callable[[Inputs], None],
     argv: Argv,
-    inputs: Inputs,  # noqa: F811  (the fixture imported above)
-    no_flow: None,  # noqa: F811
+    inputs: Inputs,
+    no_flow: None,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     alarm: None,
@@ -660,7 +660,7 @@ ENTRY_POINT = [
 
 
 @pytest.mark.parametrize("case_id", ENTRY_POINT)
-def test_hostile_input_through_the_entry_point(case_id: str, inputs: Inputs, tmp_path: Path) -> None:  # noqa: F811
+def test_hostile_input_through_the_entry_point(case_id: str, inputs: Inputs, tmp_path: Path) -> None:
     """The same refusals through the installed ``sdgov`` command, each under a 10 s subprocess timeout."""
     _, mutate, argv = next(c for c in CASES if c[0] == case_id)
     mutate(inputs)

@@ -9,24 +9,11 @@ never run.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-from tests.conftest import REPO
+from tests.fixtures.house import MAPPED, ROOMS, module_files, room_of
 
-MAPPED = {"flows": "sdgov.flows", "tasks": "sdgov.tasks", "cards": "sdgov.cards"}
 # The stages' shared toolkit (logger, provenance record), not a stage: every stage may import it.
 STAGE_TOOLKIT = {"sdgov.tasks", "sdgov.tasks.common", "sdgov.tasks.executor"}  # shared stage plumbing, not stages
-
-
-def module_files() -> dict[str, Path]:
-    roots = {"sdgov": REPO / "sdgov", **{pkg: REPO / folder for folder, pkg in MAPPED.items()}}
-    files = {}
-    for package, root in roots.items():
-        for path in sorted(root.rglob("*.py")):
-            parts = path.relative_to(root).with_suffix("").parts
-            parts = parts[:-1] if parts[-1] == "__init__" else parts
-            files[".".join((package, *parts))] = path
-    return files
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -160,52 +147,6 @@ def test_the_core_never_imports_flows_or_stages() -> None:
     graph = import_graph()
     bad = sorted(f"{m} → {t}" for m in graph if _is_core(m) for t in graph[m] if _is_orchestration(t))
     assert bad == [], "core importing flows/tasks:\n" + "\n".join(bad)
-
-
-def _below(rooms: str) -> set[str]:
-    return set(rooms.split())
-
-
-# The floors of the core, bottom to top: a room may import only the rooms it lists (and itself). Every core
-# module belongs to exactly one room; a module that fits none fails ``test_every_core_module_has_a_room``.
-# ``sdgov`` (the package face, ``__version__``) may be imported by anyone and imports nothing.
-ROOMS: dict[str, set[str]] = {
-    "base": _below(""),
-    "data": _below("base"),
-    "identity": _below("base"),
-    "engines": _below("base data"),
-    "generators": _below("base data"),
-    "agreement": _below("base data generators"),
-    "budget": _below("agreement base data generators"),
-    "registry": _below("base identity"),
-    "governance": _below("agreement base budget data generators identity registry"),
-    "contracts": _below("agreement base budget generators governance"),
-    "measurement": _below("agreement base budget contracts data engines generators governance identity registry"),
-    "artifacts": _below("agreement base budget contracts data engines governance measurement registry"),
-    "synthesis": _below("agreement artifacts base budget contracts data engines generators measurement"),
-    "audits": _below("agreement artifacts base budget contracts data engines generators measurement"),
-    "utility": _below("agreement base cards data engines"),
-    "reporting": _below(
-        "agreement artifacts audits base budget cards contracts data engines generators governance identity "
-        "measurement registry synthesis utility"
-    ),
-    "intake": _below(
-        "agreement audits base budget data engines generators governance identity measurement registry synthesis"
-    ),
-    "demo": _below("agreement base data governance identity registry"),
-    "channel": _below(
-        "agreement artifacts base budget contracts data governance identity measurement registry synthesis"
-    ),
-    "cards": _below(""),
-}
-
-
-def room_of(module: str) -> str | None:
-    """The room a core module lives in: its first name under ``sdgov`` (``sdgov.registry.log`` → ``registry``)."""
-    parts = module.split(".")
-    if len(parts) == 1:
-        return "sdgov"
-    return parts[1] if parts[1] in ROOMS else None
 
 
 def test_every_core_module_has_a_room() -> None:

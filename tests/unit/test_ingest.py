@@ -8,68 +8,16 @@ The release itself is ``tests/system/test_uci_adult.py``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from sdgov.data.schema import Schema, load_schema
 from sdgov.engines import load_encoded
-from sdgov.flows.cli import main
-from tests.conftest import REPO, tree_bytes
-
-EXAMPLE = REPO / "examples" / "uci_adult"
-MISSING = ("workclass", "occupation", "native-country")
-
-
-def adult_like(schema: Schema, rows: int, seed: int = 0) -> list[list[str]]:
-    """Records in adult.data's form: declared codes, numbers inside the bins, '?' in the three columns that have it."""
-    rng = np.random.default_rng(seed)
-    out: list[list[str]] = [[] for _ in range(rows)]
-    for col in schema.columns:
-        if col.kind == "categorical":
-            codes = [str(c.code) for c in col.categories if c.code != "Unknown"]  # type: ignore[union-attr]
-            values = np.asarray(codes, dtype=object)[rng.integers(0, len(codes), rows)]
-            if col.name in MISSING:
-                values[rng.random(rows) < 0.06] = "?"
-        else:
-            edges = [b for b in col.bins if np.isfinite(b)]  # type: ignore[union-attr]
-            values = rng.integers(int(edges[0]), int(edges[-1]), rows).astype(str)
-        for record, v in zip(out, values):
-            record.append(str(v))
-    return out
-
-
-def write_adult(path: Path, records: list[list[str]]) -> Path:
-    path.write_text("".join(", ".join(r) + "\n" for r in records) + "\n")  # adult.data ends with a blank line
-    return path
-
-
-@pytest.fixture
-def adult(tmp_path: Path) -> tuple[Path, Schema, list[list[str]]]:
-    inputs = tmp_path / "inputs"
-    shutil.copytree(EXAMPLE, inputs)
-    schema = load_schema(inputs / "schema.yaml")
-    records = adult_like(schema, 3000)
-    write_adult(inputs / "adult.data", records)
-    spec = yaml.safe_load((inputs / "spec.yaml").read_text())
-    spec["generator"]["iterations"] = 200
-    spec["rows"] = 3000
-    (inputs / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    return inputs, schema, records
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return rc, out.getvalue(), err.getvalue()
+from tests.conftest import tree_bytes
+from tests.fixtures.adult import MISSING, write_adult
+from tests.fixtures.cli import cli
 
 
 def test_headerless_file_with_question_marks_encodes_and_the_parquet_copy_agrees(adult, tmp_path: Path) -> None:
@@ -89,12 +37,12 @@ def test_headerless_file_with_question_marks_encodes_and_the_parquet_copy_agrees
 
 def test_schema_check_lists_undeclared_values_and_writes_nothing(adult) -> None:
     inputs, schema, records = adult
-    rc, out, _ = _cli("schema", "check", "--spec", str(inputs / "spec.yaml"))
+    rc, out, _ = cli("schema", "check", "--spec", str(inputs / "spec.yaml"))
     assert rc == 0 and "ok: every column and value is declared" in out
     records[5][1], records[6][1], records[7][13] = "Self-employed", "Self-employed", "Atlantis"
     write_adult(inputs / "adult.data", records)
     before = tree_bytes(inputs)
-    rc, out, _ = _cli("schema", "check", "--spec", str(inputs / "spec.yaml"), "--json")
+    rc, out, _ = cli("schema", "check", "--spec", str(inputs / "spec.yaml"), "--json")
     assert rc == 1
     found = json.loads(out)["undeclared_values"]
     assert found == {
@@ -118,5 +66,5 @@ def test_refusals_are_one_line(adult, mutate, expect) -> None:
     inputs, _, records = adult
     mutate(records)
     write_adult(inputs / "adult.data", records)
-    rc, _, err = _cli("validate", "--spec", str(inputs / "spec.yaml"))
+    rc, _, err = cli("validate", "--spec", str(inputs / "spec.yaml"))
     assert rc == 2 and len(err.strip().splitlines()) == 1 and expect in err, err

@@ -25,7 +25,7 @@ from sdgov.engines import load_encoded
 from sdgov.flows.cli import main
 from sdgov.generators.registry import GENERATORS
 from sdgov.intake.inputs import check_spec_and_data
-from tests.unit.test_malformed_inputs import Inputs, demo_csv, inputs, no_flow  # noqa: F401  (fixtures)
+from tests.fixtures.inputs import Inputs
 
 
 def _schema(tmp_path: Path, text: str) -> Schema:
@@ -139,8 +139,8 @@ def test_every_error_line_fits_300_characters() -> None:
 
 
 def test_preflight_lists_every_problem_at_once(
-    inputs: Inputs,  # noqa: F811
-    no_flow: None,  # noqa: F811
+    inputs: Inputs,
+    no_flow: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     def spoil(s: dict) -> None:
@@ -159,7 +159,7 @@ def test_preflight_lists_every_problem_at_once(
 
 
 def test_preflight_dry_runs_the_generator_before_any_draw(
-    inputs: Inputs,  # noqa: F811
+    inputs: Inputs,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A generator that fails on made-up data in the declared domain is refused by the checks every stage runs."""
@@ -172,7 +172,7 @@ def test_preflight_dry_runs_the_generator_before_any_draw(
         check_spec_and_data(inputs.spec)
 
 
-def test_preflight_reads_numeric_columns_back_as_the_utility_stage_does(inputs: Inputs) -> None:  # noqa: F811
+def test_preflight_reads_numeric_columns_back_as_the_utility_stage_does(inputs: Inputs) -> None:
     """The dry run samples to Parquet and reads it back through the schema: every release rule passes."""
     text = inputs.schema.read_text(encoding="utf-8")
     for i, rule in enumerate(["uniform", "midpoint", "label"]):
@@ -186,7 +186,7 @@ def test_preflight_reads_numeric_columns_back_as_the_utility_stage_does(inputs: 
 
 
 def test_validate_refuses_what_a_release_would(
-    inputs: Inputs,  # noqa: F811
+    inputs: Inputs,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The issue's σ = 0.1 passed `validate` with "ok … ε=230.7"."""
@@ -196,7 +196,7 @@ def test_validate_refuses_what_a_release_would(
     assert err.count("\n") == 1 and "over the sanity limit" in err
 
 
-def test_spec_file_is_yaml_12(inputs: Inputs) -> None:  # noqa: F811
+def test_spec_file_is_yaml_12(inputs: Inputs) -> None:
     """A spec is read by the same bounded loader (checked here through the whole check path)."""
     doc = yaml.safe_load(inputs.spec.read_text(encoding="utf-8"))
     doc.pop("description", None)
@@ -206,7 +206,7 @@ def test_spec_file_is_yaml_12(inputs: Inputs) -> None:  # noqa: F811
 
 
 def test_validate_with_root_applies_the_controller_policy_as_the_release_does(
-    inputs: Inputs,  # noqa: F811
+    inputs: Inputs,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -221,8 +221,8 @@ def test_validate_with_root_applies_the_controller_policy_as_the_release_does(
 
 
 def test_data_too_small_for_the_privacy_audit_is_refused_before_the_draw(
-    inputs: Inputs,  # noqa: F811
-    no_flow: None,  # noqa: F811
+    inputs: Inputs,
+    no_flow: None,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Found after measuring, it would spend budget on a release whose audit can never run; the line does not say

@@ -16,54 +16,28 @@ from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs, tree_bytes
-
-RHO = 0.03  # the demo's 11 marginals at ρ = 0.03 have σ ≈ 13.5, above the default floor of 10
-
-
-def _policy(root: Path, lifetime: float, **extra) -> None:
-    """A registry whose policy gives the demo dataset (by name label) ``lifetime`` ρ."""
-    init_registry(root, datasets={"toyland_census": {"lifetime_rho": lifetime, **extra}})
-
-
-def _spec(tmp: Path, seed: int, rows: int = 1500, rho: float = RHO, **over) -> Path:
-    return make_demo_inputs(tmp / f"in{seed}-{rho}", rows=rows, seed=seed, **{"privacy": {"rho": rho}, **over})
-
-
-def _measure_only(spec: Path, root: Path):
-    """The agree and measure stages of one release (the undecorated task code, no orchestrator)."""
-    from sdgov.tasks.agree_phi import agree_phi
-    from sdgov.tasks.measure import measure
-
-    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
-    return agreed, measure.fn(agreed, Site.resolve(str(root)))
-
-
-def _events(root: Path) -> list[str]:
-    return [e.event for e in Registry(root).events()]
-
-
-def _statement(measured):
-    """The release's privacy statement, as the measure stage wrote it."""
-    from sdgov.budget.statement import PrivacyStatement
-
-    return PrivacyStatement.model_validate_json(Path(measured.statement.path).read_bytes())
-
-
-def _psi(measured) -> dict[tuple[str, ...], list[int]]:
-    mset = json.loads(Path(measured.measurements.path).read_text())
-    return {tuple(m["clique"]): m["noisy_counts"] for m in mset["measurements"]}
+from tests.fixtures.ledger import (
+    RHO,
+    check_a_second_registry_copies_psi,
+    event_names,
+    measure_only,
+    privacy_statement,
+    psi_of,
+    registry_with_lifetime,
+    spec_at,
+)
 
 
 def test_three_releases_against_two_and_a_half_rho(tmp_path):
     root = tmp_path / "registry"
-    _policy(root, 2.5 * RHO)
+    registry_with_lifetime(root, 2.5 * RHO)
     # same data each time (make_demo_inputs is deterministic), three budgets → three noise scales
-    specs = [_spec(tmp_path, 1, rho=RHO), _spec(tmp_path, 1, rho=RHO * 0.99), _spec(tmp_path, 1, rho=RHO * 0.98)]
-    agreed, _ = _measure_only(specs[0], root)
-    _measure_only(specs[1], root)
+    specs = [spec_at(tmp_path, 1, rho=RHO), spec_at(tmp_path, 1, rho=RHO * 0.99), spec_at(tmp_path, 1, rho=RHO * 0.98)]
+    agreed, _ = measure_only(specs[0], root)
+    measure_only(specs[1], root)
     n_measured = len(list((root / "measurements").glob("*.json")))
     with pytest.raises(BudgetError, match=r"budget exceeded.*Refused before any noise was drawn"):
-        _measure_only(specs[2], root)
+        measure_only(specs[2], root)
     reg = Registry(root)
     events = reg.events()
     assert [e.event for e in events].count("measured") == 2
@@ -74,7 +48,7 @@ def test_three_releases_against_two_and_a_half_rho(tmp_path):
     assert acct.remaining_rho == pytest.approx(RHO * 0.51, rel=1e-6)
     assert reg.verify() == []
     # a reused measurement spends nothing: re-running the first agreement is still allowed
-    _measure_only(specs[0], root)
+    measure_only(specs[0], root)
     assert ledger.account(Site.resolve(reg.root), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(
         RHO * 1.99
     )
@@ -83,15 +57,15 @@ def test_three_releases_against_two_and_a_half_rho(tmp_path):
 def test_seed_only_change_draws_nothing_and_spends_nothing(tmp_path):
     """Issue 12: changing only the public sampling seed released new noise on the same tables."""
     root = init_registry(tmp_path / "registry")
-    _, first = _measure_only(_spec(tmp_path, 2011), root)
+    _, first = measure_only(spec_at(tmp_path, 2011), root)
     log_before = (root / "log.jsonl").read_bytes()
     files_before = {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")}
-    _, second = _measure_only(_spec(tmp_path, 2012), root)
-    assert _psi(first) == _psi(second), "the noisy counts are the same bytes"
+    _, second = measure_only(spec_at(tmp_path, 2012), root)
+    assert psi_of(first) == psi_of(second), "the noisy counts are the same bytes"
     assert {p.name: p.read_bytes() for p in (root / "measurements").glob("*.json")} == files_before
     new_events = (root / "log.jsonl").read_bytes()[len(log_before) :].decode().splitlines()
     assert [json.loads(line)["event"] for line in new_events] == ["agreement_signed", "agreement_signed"]
-    budget = _statement(second)
+    budget = privacy_statement(second)
     assert budget.spent_rho == 0 and budget.reused == len(budget.statistics) == 11
     assert second.reused and not first.reused
 
@@ -100,44 +74,46 @@ def test_two_agreements_sharing_a_marginal_draw_it_once(tmp_path):
     """A second agreement reuses the marginal the first drew at the same σ, draws only its new one, and the
     ledger charges the shared ρ once; the same marginal at another σ is a new, charged statistic."""
     root = init_registry(tmp_path / "registry")
-    a = _spec(tmp_path, 1, phi={"marginals": [["Age", "Sex"], ["Region", "Health"]]}, privacy={"sigma": 12})
-    b = _spec(tmp_path, 2, phi={"marginals": [["Sex", "Age"], ["Education", "Occupation"]]}, privacy={"sigma": 12})
-    c = _spec(tmp_path, 3, phi={"marginals": [["Age", "Sex"]]}, privacy={"sigma": 15})
-    agreed, first = _measure_only(a, root)
-    _, second = _measure_only(b, root)
-    assert _psi(first)[("Sex", "Age")] == _psi(second)[("Sex", "Age")], "the shared marginal is the same noisy table"
+    a = spec_at(tmp_path, 1, phi={"marginals": [["Age", "Sex"], ["Region", "Health"]]}, privacy={"sigma": 12})
+    b = spec_at(tmp_path, 2, phi={"marginals": [["Sex", "Age"], ["Education", "Occupation"]]}, privacy={"sigma": 12})
+    c = spec_at(tmp_path, 3, phi={"marginals": [["Age", "Sex"]]}, privacy={"sigma": 15})
+    agreed, first = measure_only(a, root)
+    _, second = measure_only(b, root)
+    assert psi_of(first)[("Sex", "Age")] == psi_of(second)[("Sex", "Age")], (
+        "the shared marginal is the same noisy table"
+    )
     rho12 = 1 / (2 * 12**2)
     reg = Registry(root)
     spends = ledger.account(Site.resolve(reg.root), "toyland_census", agreed.data.fingerprint).spends
     assert [s.rho for s in spends] == pytest.approx([2 * rho12, rho12]), "the shared marginal is charged once"
-    b1, b2 = (_statement(m) for m in (first, second))
+    b1, b2 = (privacy_statement(m) for m in (first, second))
     assert b2.spent_before_rho == pytest.approx(b1.spent_after_rho) == pytest.approx(2 * rho12)
     assert b2.spent_rho == pytest.approx(rho12)
     how = {tuple(s.attributes): s.how for s in b2.statistics}
     assert how == {("Sex", "Age"): "reused", ("Education", "Occupation"): "drawn"}
     shared = next(s for s in b2.statistics if s.how == "reused")
     assert shared.measured_in_run == Path(agreed.run_dir).name and shared.measured_at
-    _, third = _measure_only(c, root)  # another σ: a new statistic, drawn and charged
-    b3 = _statement(third)
+    _, third = measure_only(c, root)  # another σ: a new statistic, drawn and charged
+    b3 = privacy_statement(third)
     assert b3.spent_rho == pytest.approx(1 / (2 * 15**2)) and b3.statistics[0].how == "drawn"
     [earlier] = b3.statistics[0].other_sigmas  # both measurements of Sex × Age are on the record
     assert earlier.sigma == 12 and earlier.measured_in_run == Path(agreed.run_dir).name
-    assert _events(root).count("measured") == 3 and reg.verify() == []
+    assert event_names(root).count("measured") == 3 and reg.verify() == []
 
 
 def test_renaming_and_crlf_open_no_new_account(tmp_path):
     """Issue 11: renaming toyland_census → Toyland_Census and converting the file to CRLF reset the budget."""
     root = tmp_path / "registry"
     init_registry(root, lifetime_rho=1.5 * RHO)
-    first, _ = _measure_only(_spec(tmp_path, 1), root)
-    spec2 = _spec(tmp_path, 2, rho=RHO * 0.9)
+    first, _ = measure_only(spec_at(tmp_path, 1), root)
+    spec2 = spec_at(tmp_path, 2, rho=RHO * 0.9)
     s = yaml.safe_load(spec2.read_text())
     s["dataset"]["name"] = "Toyland_Census"
     spec2.write_text(yaml.safe_dump(s))
     data = spec2.parent / "data.csv"
     data.write_bytes(b"\xef\xbb\xbf" + data.read_bytes().replace(b"\n", b"\r\n"))
     with pytest.raises(BudgetError, match="budget exceeded for dataset 'Toyland_Census'"):
-        _measure_only(spec2, root)
+        measure_only(spec2, root)
     [refused] = [e for e in Registry(root).events() if e.event == ledger.REFUSED]
     assert refused.artifacts["dataset"] == first.data.fingerprint
 
@@ -173,7 +149,7 @@ def test_fingerprint_ignores_encoding_column_and_row_order(tmp_path):
 def test_a_registry_without_policy_refuses_every_release(tmp_path):
     root = tmp_path / "registry"
     with pytest.raises(PolicyError, match="no controller policy") as exc:
-        _measure_only(_spec(tmp_path, 1), root)
+        measure_only(spec_at(tmp_path, 1), root)
     assert "sdgov init --root" in exc.value.one_line()
     assert not root.exists(), "refused before anything was written"
 
@@ -181,7 +157,7 @@ def test_a_registry_without_policy_refuses_every_release(tmp_path):
 def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_path, capsys):
     from sdgov.flows.cli import main
 
-    spec, root = _spec(tmp_path, 1), tmp_path / "registry"
+    spec, root = spec_at(tmp_path, 1), tmp_path / "registry"
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("sdgov: error: ") and "no controller policy" in line and "sdgov init --root" in line
@@ -202,7 +178,7 @@ def test_policy_violations_are_refused_before_anything_is_written(tmp_path, defa
     spec = make_demo_inputs(tmp_path / "in", rows=1500, **{"privacy": {"rho": RHO}, **over})
     before = tree_bytes(root)
     with pytest.raises(PolicyError, match=match):
-        _measure_only(spec, root)
+        measure_only(spec, root)
     assert tree_bytes(root) == before and not (root / "measurements").exists()
 
 
@@ -214,13 +190,13 @@ def test_default_rows_over_max_rows_are_refused_without_saying_n(tmp_path):
     del s["rows"]
     spec.write_text(yaml.safe_dump(s, sort_keys=False))
     with pytest.raises(PolicyError, match=r"the noisy total \(the default rows\) would exceed") as exc:
-        _measure_only(spec, root)
+        measure_only(spec, root)
     assert "1,500" not in exc.value.one_line() and "1500" not in exc.value.one_line()
 
 
 def test_the_controllers_sigma_floor_raises_sigma(tmp_path):
     root = init_registry(tmp_path / "registry", sigma_floor=20)
-    _, measured = _measure_only(_spec(tmp_path, 1), root)
+    _, measured = measure_only(spec_at(tmp_path, 1), root)
     plan = json.loads(Path(measured.privacy_plan.path).read_text())
     assert plan["floor_binding"] and all(m["sigma"] == 20 for m in plan["marginals"])
     assert plan["rho"] == pytest.approx(11 / (2 * 20**2))
@@ -252,7 +228,7 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     from sdgov.tasks.measure import measure
 
     root = init_registry(tmp_path / "registry")
-    spec = _spec(tmp_path, 5)
+    spec = spec_at(tmp_path, 5)
     agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
     loaded = load_spec(spec)
     from sdgov.governance.policy import load_policy
@@ -273,7 +249,9 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     )
     with pytest.raises(RegistryError, match="no run ever reserved budget for it"):
         measure.fn(agreed, Site.resolve(str(root)))
-    assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0, "refused before spending"
+    assert event_names(root).count("measured") == 0 and event_names(root).count(ledger.SPENT) == 0, (
+        "refused before spending"
+    )
 
 
 def test_policy_overrides_by_fingerprint_win_over_the_name_label(tmp_path):
@@ -303,7 +281,7 @@ def test_a_policy_allowing_an_unknown_generator_is_refused(tmp_path):
 def test_legacy_spends_keyed_by_agreement_still_count(tmp_path):
     """A registry written before per-statistic keys: its spends (file hash, measurement key) stay on the ledger."""
     root = init_registry(tmp_path / "registry", lifetime_rho=1.5 * RHO)
-    agreed, _ = _measure_only(_spec(tmp_path, 1), root)
+    agreed, _ = measure_only(spec_at(tmp_path, 1), root)
     legacy = {"dataset": "toyland_census", "dataset_sha256": "f" * 64, "rho": RHO, "measurement_key": "k" * 64}
     Registry(root).append(ledger.SPENT, "sdgov", "system", comment=json.dumps(legacy))
     acct = ledger.account(Site.resolve(root), "toyland_census", agreed.data.fingerprint)
@@ -312,39 +290,19 @@ def test_legacy_spends_keyed_by_agreement_still_count(tmp_path):
 
 def test_public_statistics_spend_nothing_and_are_reused(tmp_path):
     root = init_registry(tmp_path / "registry", allow_exact_releases=True)
-    spec = _spec(tmp_path, 1, privacy={"noise": "none"})
-    _, first = _measure_only(spec, root)
-    _, second = _measure_only(spec, root)
-    assert _psi(first) == _psi(second)
-    assert _events(root).count(ledger.SPENT) == 0 and _events(root).count("measured") == 1
-    assert _statement(first).spent_rho == 0
+    spec = spec_at(tmp_path, 1, privacy={"noise": "none"})
+    _, first = measure_only(spec, root)
+    _, second = measure_only(spec, root)
+    assert psi_of(first) == psi_of(second)
+    assert event_names(root).count(ledger.SPENT) == 0 and event_names(root).count("measured") == 1
+    assert privacy_statement(first).spent_rho == 0
 
 
 def test_a_second_registry_copies_psi_and_charges_the_same_account(tmp_path):
     """Issue 24: a new registry was a new budget. A second registry on the same data copies the noisy marginals the
     first drew (same bytes, no spend, logged as copied); a new statistic there is charged to the same account and
     refused once the dataset's lifetime is spent, though that registry has spent nothing."""
-    a, b = tmp_path / "a", tmp_path / "b"
-    _policy(a, 1.5 * RHO)
-    _policy(b, 1.5 * RHO)
-    spec = _spec(tmp_path, 1)
-    agreed, first = _measure_only(spec, a)
-    _, second = _measure_only(spec, b)
-    assert _psi(first) == _psi(second)
-    stored = {p.name: p.read_bytes() for p in (a / "measurements").glob("*.json")}
-    assert {p.name: p.read_bytes() for p in (b / "measurements").glob("*.json")} == stored and len(stored) == 11
-    assert _events(b).count(ledger.SPENT) == 0 and _events(b).count("measured") == 1
-    budget = _statement(second)
-    assert budget.spent_rho == 0 and budget.spent_after_rho == pytest.approx(RHO)
-    assert {s.how for s in budget.statistics} == {"reused"}
-    assert {s.measured_in_registry for s in budget.statistics} == {Registry(a).registry_id()}
-    assert Registry(b).verify() == []
-    [summary] = ledger.ledger_summary(Site.resolve(b))  # `sdgov budget` on b: the dataset's account, a's spend in it
-    assert summary["spent_rho"] == pytest.approx(RHO) and summary["registries"] == 1
-    with pytest.raises(BudgetError, match=r"over this controller's registries.*\(1 spend\(s\) in 1 registry\)"):
-        _measure_only(_spec(tmp_path, 1, rho=0.9 * RHO), b)
-    assert not [p for p in (b / "measurements").glob("*.json") if p.name not in stored], "nothing drawn"
-    assert ledger.account(Site.resolve(b), "toyland_census", agreed.data.fingerprint).spent_rho == pytest.approx(RHO)
+    check_a_second_registry_copies_psi(tmp_path)
 
 
 def test_an_authority_swapped_or_reset_under_a_registry_refuses_every_spend(tmp_path, monkeypatch):
@@ -356,15 +314,15 @@ def test_an_authority_swapped_or_reset_under_a_registry_refuses_every_spend(tmp_
     from sdgov.governance.authority_model import AuthorityBroken
 
     a = tmp_path / "a"
-    _policy(a, 2.5 * RHO)
+    registry_with_lifetime(a, 2.5 * RHO)
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))
-    _measure_only(_spec(tmp_path, 1), a)  # charged in the old authority
+    measure_only(spec_at(tmp_path, 1), a)  # charged in the old authority
     before = sorted(p.name for p in (a / "measurements").glob("*.json"))
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "new" / "authority.sqlite"))  # a swap: a new, empty file
     with pytest.raises(AuthorityBroken, match="swapped or reset: this registry charged authority"):
-        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)
+        measure_only(spec_at(tmp_path, 2, rho=0.9 * RHO), a)
     assert sorted(p.name for p in (a / "measurements").glob("*.json")) == before, "nothing drawn"
-    assert _events(a).count(ledger.SPENT) == 1 and _events(a)[-1] == ledger.REFUSED  # logged
+    assert event_names(a).count(ledger.SPENT) == 1 and event_names(a)[-1] == ledger.REFUSED  # logged
 
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "old" / "authority.sqlite"))  # rows deleted in the right one
     con = sqlite3.connect(tmp_path / "old" / "authority.sqlite")
@@ -373,7 +331,7 @@ def test_an_authority_swapped_or_reset_under_a_registry_refuses_every_spend(tmp_
     con.commit()
     con.close()
     with pytest.raises(AuthorityBroken, match="deleted"):
-        _measure_only(_spec(tmp_path, 2, rho=0.9 * RHO), a)
+        measure_only(spec_at(tmp_path, 2, rho=0.9 * RHO), a)
     assert sorted(p.name for p in (a / "measurements").glob("*.json")) == before, "nothing drawn"
 
 
@@ -401,6 +359,6 @@ def test_an_authority_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("SDGOV_AUTHORITY", str(tmp_path / "a-file" / "authority.sqlite"))
     root = init_registry(tmp_path / "registry")
     with pytest.raises(RegistryError, match="budget authority cannot be used") as exc:
-        _measure_only(_spec(tmp_path, 1), root)
+        measure_only(spec_at(tmp_path, 1), root)
     assert "SDGOV_AUTHORITY" in exc.value.one_line()
-    assert _events(root).count("measured") == 0 and _events(root).count(ledger.SPENT) == 0
+    assert event_names(root).count("measured") == 0 and event_names(root).count(ledger.SPENT) == 0

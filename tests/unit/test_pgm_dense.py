@@ -66,10 +66,10 @@ def test_only_one_large_junction_tree_clique_uses_it():
 def test_a_fit_with_the_dense_oracle_is_the_fit_with_mbis(monkeypatch):
     """The whole mirror descent on a dense Φ, once with each oracle: the same model to rounding."""
     from sdgov.generators.settings import GeneratorSpec
-    from tests.unit.test_pgm_tables import _mset  # a made-up noisy table over a, b, c, d
+    from tests.fixtures.pgm_tables import measurement_set  # a made-up noisy table over a, b, c, d
 
     phi = list(itertools.combinations("abcd", 2))
-    mset, params = _mset(phi), GeneratorSpec(iterations=200)
+    mset, params = measurement_set(phi), GeneratorSpec(iterations=200)
     monkeypatch.setattr(pgm_mbi, "dense_layout", lambda d, c: pgm_dense.dense_layout(d, c, min_cells=1))
     assert pgm_mbi.estimator(pgm_mbi._domain(list("abcd"), dict(mset.domain)), phi).marginal_oracle is not None
     dense = pgm_mbi.fit_pgm(mset, params)
@@ -86,14 +86,14 @@ TWO_FITS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import itertools
-from tests.unit.test_pgm_tables import _mset
+from tests.fixtures.pgm_tables import measurement_set
 from sdgov.generators.settings import GeneratorSpec
 from sdgov.base.jax_compiles import compilations
 from sdgov.generators import pgm_dense, pgm_mbi
 if sys.argv[2] == "dense":
     pgm_mbi.dense_layout = lambda d, c: pgm_dense.dense_layout(d, c, min_cells=1)
 phi = list(itertools.combinations("abcd", 2))
-first, second = _mset(phi), _mset(phi)
+first, second = measurement_set(phi), measurement_set(phi)
 moved = [m.model_copy(update={"noisy_counts": [v + 3 for v in m.noisy_counts]}) for m in second.measurements]
 second = second.model_copy(update={"measurements": moved})
 counts = []

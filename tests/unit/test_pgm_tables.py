@@ -16,41 +16,14 @@ import sys
 import numpy as np
 import pytest
 
-from sdgov.data.psi import Measurement, MeasurementSet
 from sdgov.data.structures import ZeroCells
 from sdgov.generators import pgm_mbi
 from sdgov.generators.settings import GeneratorSpec
 from tests.conftest import REPO
+from tests.fixtures.pgm_tables import TREE, measurement_set
 
-SIZES = {"a": 3, "b": 4, "c": 2, "d": 5}
-TREE = [("b", "d"), ("c", "b"), ("a", "b")]  # a star around b: chordal, its junction tree's cliques are Φ's
-# (listed here in another order, and one pair in another axis order, than the junction tree lists them)
 CYCLE = [("a", "b"), ("b", "c"), ("c", "d"), ("a", "d")]  # a 4-cycle: triangulated into triples
 ZERO = ZeroCells(("a", "b"), ((0,), (1, 2)), "a=0 never has b in {1, 2}")
-
-
-def _mset(cliques: list[tuple[str, ...]], zero: bool = False) -> MeasurementSet:
-    """Noisy counts (σ = 2) of a made-up table over a, b, c, d; ``zero``: with :data:`ZERO`'s cells at zero."""
-    rng = np.random.default_rng(5)
-    joint = rng.poisson(40.0, size=tuple(SIZES.values())).astype(float)
-    if zero:
-        joint[0, 1:3] = 0.0
-    measurements = []
-    for c in [*cliques, *[(a,) for a in SIZES]]:
-        axes = tuple(i for i, a in enumerate(SIZES) if a not in c)
-        kept = [a for a in SIZES if a in c]
-        table = joint.sum(axis=axes).transpose([kept.index(a) for a in c])
-        noisy = np.rint(table + rng.normal(0.0, 2.0, size=table.shape)).astype(int)
-        measurements.append(Measurement(clique=c, shape=table.shape, sigma=2.0, noisy_counts=noisy.ravel().tolist()))
-    return MeasurementSet(
-        agreement_sha256="t",
-        dataset_fingerprint="t",
-        schema_sha256="t",
-        attributes=list(SIZES),
-        domain=SIZES,
-        noise="gaussian",
-        measurements=measurements,
-    )
 
 
 def _always_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,7 +32,7 @@ def _always_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("zeros", [[], [ZERO]], ids=["no zeros", "a structural zero"])
 def test_the_fitted_potentials_give_the_expanded_potentials_tables_bit_for_bit(monkeypatch, zeros):
-    mset, params = _mset(TREE, zero=bool(zeros)), GeneratorSpec(iterations=60)
+    mset, params = measurement_set(TREE, zero=bool(zeros)), GeneratorSpec(iterations=60)
     direct = pgm_mbi.fit_pgm(mset, params, zeros)
     _always_expanded(monkeypatch)
     expanded = pgm_mbi.fit_pgm(mset, params, zeros)
@@ -73,7 +46,7 @@ def test_the_fitted_potentials_give_the_expanded_potentials_tables_bit_for_bit(m
 
 def test_the_compiled_loss_fits_the_model_the_estimators_own_loss_fits(monkeypatch):
     zeros = [ZERO]
-    mset, params = _mset(TREE, zero=True), GeneratorSpec(iterations=80)
+    mset, params = measurement_set(TREE, zero=True), GeneratorSpec(iterations=80)
     compiled = pgm_mbi.fit_pgm(mset, params, zeros)
     monkeypatch.setattr(pgm_mbi, "_compiled_loss", lambda loss: loss)  # the loss as mbi builds it: eager in _init
     plain = pgm_mbi.fit_pgm(mset, params, zeros)
@@ -82,7 +55,7 @@ def test_the_compiled_loss_fits_the_model_the_estimators_own_loss_fits(monkeypat
 
 
 def test_a_triangulated_phi_is_expanded_over_the_junction_trees_cliques():
-    model = pgm_mbi.fit_pgm(_mset(CYCLE), GeneratorSpec(iterations=20))
+    model = pgm_mbi.fit_pgm(measurement_set(CYCLE), GeneratorSpec(iterations=20))
     assert max(len(c) for c in model.cliques) == 3, "the 4-cycle's junction tree holds triples, not Φ's pairs"
     assert all(np.isclose(t.sum(), 1.0) for t in model.marginals)
 
@@ -90,10 +63,10 @@ def test_a_triangulated_phi_is_expanded_over_the_junction_trees_cliques():
 FIT = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from tests.unit.test_pgm_tables import TREE, _mset
+from tests.fixtures.pgm_tables import TREE, measurement_set
 from sdgov.generators.settings import GeneratorSpec
 from sdgov.generators.pgm_mbi import fit_pgm
-fit_pgm(_mset(TREE), GeneratorSpec(iterations=10))
+fit_pgm(measurement_set(TREE), GeneratorSpec(iterations=10))
 """
 
 
@@ -117,7 +90,7 @@ def test_one_oracle_call_per_iteration_fits_the_model_mbis_mirror_descent_fits(m
     """The estimator carries the line search's marginals to the next step instead of recomputing them: the same
     iterates as mbi's own MirrorDescent, which calls the oracle twice per iteration (bit for bit where XLA fuses the
     two programs alike, as on these trees; within a few units in the last place on the triangulated cycle)."""
-    mset, params = _mset(phi, zero=bool(zeros)), GeneratorSpec(iterations=120)
+    mset, params = measurement_set(phi, zero=bool(zeros)), GeneratorSpec(iterations=120)
     ours = pgm_mbi.fit_pgm(mset, params, zeros)
     monkeypatch.setattr(pgm_mbi, "OneOracleMirrorDescent", pgm_mbi.MirrorDescent)
     theirs = pgm_mbi.fit_pgm(mset, params, zeros)

@@ -19,7 +19,7 @@ from sdgov.agreement.sections.privacy_risk import RiskSettings
 from sdgov.audits.privacy.run import audit_spec_privacy
 from sdgov.base.settings import DASK_SCHEDULER
 from sdgov.engines.dask_executor import DaskExecutor
-from tests.unit.test_privacy_risk import _tiny_spec
+from tests.fixtures.rare_category import tiny_spec
 
 SETTINGS = RiskSettings(
     n_outliers=1,
@@ -58,7 +58,7 @@ def _audit_json(spec: Path) -> str:
 def test_the_audit_on_a_dask_cluster_is_the_serial_audit_byte_for_byte(
     scheduler: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = _tiny_spec(tmp_path)
+    spec = tiny_spec(tmp_path)
     serial = _audit_json(spec)  # engine duckdb, n_jobs 1
 
     doc = yaml.safe_load(spec.read_text())

@@ -13,34 +13,23 @@ import numpy as np
 import pytest
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy
-from sdgov.audits.privacy.base import GeneratorRef
 from sdgov.audits.privacy.memorisation import memorisation_audit, memorisation_check
 from sdgov.audits.privacy.one_run import epsilon_from_guesses, one_run_audit, p_value
 from tests.blas_kernels import BLAS_OF, under_two_kernels
+from tests.fixtures.app2_population import ATTRS, DOMAIN, IPF, PHI, app2_records, audit_one_run, generator_ref
 
-ATTRS = ["A", "B", "C", "D"]
-DOMAIN = {"A": 6, "B": 3, "C": 7, "D": 5}
-PHI = (("A", "B", "C"), ("A", "D"), ("B", "D"), ("C", "D"))  # Application 2's shape
 INDEPENDENT = "independent"
-IPF = "honest_ipf"
-
-
-def _population(rows: int = 30_000) -> np.ndarray:
-    """A skewed joint over all 630 cells (a 4-way interaction outside Φ included)."""
-    rng = np.random.default_rng(13)
-    sizes = list(DOMAIN.values())
-    p = rng.dirichlet(np.full(int(np.prod(sizes)), 0.3))
-    cells = rng.choice(len(p), size=rows, p=p)
-    return np.stack(np.unravel_index(cells, sizes), axis=1).astype(np.int64)
-
-
-def _ref(path: str, **params) -> GeneratorRef:
-    return GeneratorRef(path=path, cliques=PHI, domain=DOMAIN, params=params)
 
 
 def _memo_level(gen: str, seed: int, worlds: int = 9, **params) -> str:
     res = memorisation_audit(
-        _ref(gen, **params), _population(), worlds=worlds, train_rows=1000, synth_factor=50, seed=seed, confidence=0.95
+        generator_ref(gen, **params),
+        app2_records(),
+        worlds=worlds,
+        train_rows=1000,
+        synth_factor=50,
+        seed=seed,
+        confidence=0.95,
     )
     return memorisation_check(res, RiskPolicy()).level
 
@@ -60,8 +49,8 @@ def test_memorisation_check_fails_the_memoriser_and_the_copier():
 
 def test_copy_share_estimates_the_copied_fraction():
     res = memorisation_audit(
-        _ref("memoriser", base=INDEPENDENT, sigma=5.0, copy_fraction=0.2),
-        _population(),
+        generator_ref("memoriser", base=INDEPENDENT, sigma=5.0, copy_fraction=0.2),
+        app2_records(),
         worlds=5,
         train_rows=1000,
         synth_factor=10,
@@ -90,33 +79,13 @@ def _zcdp_epsilon(sigma: float, delta: float) -> float:
 
 
 def test_exact_marginals_refute_the_claim_and_honest_noise_does_not():
-    real = _population()
+    real = app2_records()
     claimed = _zcdp_epsilon(10.0, 1e-5)  # the census specs' σ = 10
-    exact = one_run_audit(_ref("exact_marginal", base=IPF), real, 200, 1000, 10, 0, 0.05, 1e-5)
+    exact = one_run_audit(generator_ref("exact_marginal", base=IPF), real, 200, 1000, 10, 0, 0.05, 1e-5)
     assert exact.canaries >= 40 and exact.epsilon_lower > claimed, exact
     for seed in range(3):  # the theorem: a σ = 10 release is refuted with probability ≤ β = 0.01 per seed
-        honest = one_run_audit(_ref(IPF, sigma=10.0), real, 200, 1000, 10, seed, 0.01, 1e-5)
+        honest = one_run_audit(generator_ref(IPF, sigma=10.0), real, 200, 1000, 10, seed, 0.01, 1e-5)
         assert honest.epsilon_lower <= claimed, honest
-
-
-def _audit(gen: str, seed: int, claimed: float, **params):
-    """The real audit entry point, one-run part only, on the App-2-shaped population."""
-    from sdgov.agreement.sections.privacy_risk import RiskSettings
-    from sdgov.audits.privacy.run import PrivacyAuditRun
-
-    return PrivacyAuditRun(
-        real=_population(),
-        attributes=ATTRS,
-        domain=DOMAIN,
-        cliques=list(PHI),
-        generator=gen,
-        params=params,
-        settings=RiskSettings(n_outliers=0, n_random=0, n_jobs=1, seed=seed),
-        policy=RiskPolicy(),
-        claimed_epsilon=claimed,
-        claimed_delta=1e-5,
-        parts=("one_run",),
-    ).run()
 
 
 def test_a_copier_of_qi_unique_records_is_refuted_and_the_honest_generator_is_not():
@@ -125,12 +94,12 @@ def test_a_copier_of_qi_unique_records_is_refuted_and_the_honest_generator_is_no
     sees the copies themselves and refutes the claimed ε, the cell guesser alone did not (1 of 20 on the census)."""
     claimed = _zcdp_epsilon(10.0, 1e-5)
     for seed in (0, 1):
-        leak = _audit("qi_copier", seed, claimed, base=IPF, sigma=10.0)
+        leak = audit_one_run("qi_copier", seed, claimed, base=IPF, sigma=10.0)
         assert leak.one_run is not None and leak.epsilon_lower > claimed, leak.one_run
         assert {c.name: c.level for c in leak.checks}["DP lower bound"] == "fail"
         by = {(g.score, g.k): g.epsilon_lower for g in leak.one_run.by_k}
         assert max(v for (score, _), v in by.items() if score == "record") == leak.epsilon_lower
-        honest = _audit(IPF, seed, claimed, sigma=10.0)
+        honest = audit_one_run(IPF, seed, claimed, sigma=10.0)
         assert honest.epsilon_lower <= claimed and {c.name: c.level for c in honest.checks}["DP lower bound"] != "fail"
 
 
@@ -138,8 +107,8 @@ BLAS_RUN = (
     BLAS_OF
     + """
 import json
-from tests.unit.test_privacy_power import IPF, _audit
-r = _audit("qi_copier", 0, 0.98, base=IPF, sigma=10.0)
+from tests.fixtures.app2_population import IPF, audit_one_run
+r = audit_one_run("qi_copier", 0, 0.98, base=IPF, sigma=10.0)
 guesses = [g.model_dump(mode="json") for g in r.one_run.by_k]
 print(json.dumps({"eps": r.epsilon_lower, "guesses": guesses, "blas": blas()}))
 """
@@ -194,8 +163,8 @@ def test_one_run_bound_of_an_exactly_dp_generator_stays_below_its_epsilon_at_the
     from scipy import stats
 
     eps, beta, seeds = 2.0, 0.2, 40
-    ref = _ref("test_randomised_presence", epsilon=eps)  # tests/plugins: an installed plug-in's entry points
-    real = _population()
+    ref = generator_ref("test_randomised_presence", epsilon=eps)  # tests/plugins: an installed plug-in's entry points
+    real = app2_records()
     lows = [one_run_audit(ref, real, 200, 1000, 3, seed, beta, 0.0).epsilon_lower for seed in range(seeds)]
     above = sum(x > eps for x in lows)
     assert above <= stats.binom.ppf(0.999, seeds, beta), lows
@@ -208,8 +177,8 @@ def test_a_pairs_share_is_the_dense_projections():
     from sdgov.audits.privacy.memorisation import WorldTerms, design_of
 
     rng = np.random.default_rng(3)
-    population = _population(5000)
-    ref = _ref(INDEPENDENT)
+    population = app2_records(5000)
+    ref = generator_ref(INDEPENDENT)
     design = design_of(ref, population)
     N, n, m = len(design.support), 500, 5000
     train = [design.counts(population[rng.choice(len(population), n, replace=False)]) for _ in range(2)]

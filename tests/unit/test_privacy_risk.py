@@ -12,16 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from sdgov.agreement.sections.privacy_risk import RiskPolicy, RiskSettings
 from sdgov.audits.privacy.base import select_targets
 from sdgov.audits.privacy.canary import epsilon_lower, epsilon_lower_k, log_null_bound
 from sdgov.audits.privacy.policy import load_risk_policy
 from sdgov.audits.privacy.run import PrivacyAuditRun
+from tests.fixtures.rare_category import INDEPENDENT, rare_category_data, tiny_spec
 
 REPO = Path(__file__).resolve().parents[2]
-INDEPENDENT = "independent"
 
 
 # ----------------------------------------------------------------------------------------- ε_lower formula
@@ -128,16 +127,8 @@ def test_copier_fails_exact_match_and_epsilon_lower():
     assert hc["exact matches of real-unique records"] == "pass"
 
 
-def _rare_category_data() -> tuple[np.ndarray, list[str], dict[str, int]]:
-    rng = np.random.default_rng(0)
-    attrs, dom = ["A", "B", "C", "D"], {"A": 4, "B": 5, "C": 3, "D": 6}
-    real = np.stack([rng.integers(0, dom[a] - (a == "D"), size=3000) for a in attrs], axis=1)
-    real[17, 3] = 5  # the only record with category 5 of D
-    return real, attrs, dom
-
-
 def test_outlier_rule_picks_the_rare_category_first():
-    real, attrs, dom = _rare_category_data()
+    real, attrs, dom = rare_category_data()
     t = select_targets(real, attrs, list(dom.values()), 3, 2, seed=0)
     assert [x.kind for x in t] == ["outlier"] * 3 + ["random"] * 2
     assert t[0].index == 17 and t[0].count_single == 1
@@ -145,7 +136,7 @@ def test_outlier_rule_picks_the_rare_category_first():
 
 
 def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
-    real, attrs, dom = _rare_category_data()
+    real, attrs, dom = rare_category_data()
     cliques = [("A", "B"), ("B", "C"), ("C", "D")]
     st = RiskSettings(
         n_outliers=1, n_random=0, n_shadow=8, n_synth=4, train_rows=200, folds=4, rf_trees=50, ai_sets=1, n_jobs=1
@@ -173,32 +164,6 @@ def test_metadata_leak_gives_low_privacy_gain_for_the_outlier():
 # ----------------------------------------------------------------------------------------- CLI contract
 
 
-def _tiny_spec(tmp: Path) -> Path:
-    real, attrs, dom = _rare_category_data()
-    schema = {
-        "name": "tiny",
-        "columns": [
-            {"name": a, "kind": "categorical", "categories": [{"code": i, "label": f"{a}{i}"} for i in range(k)]}
-            for a, k in dom.items()
-        ],
-    }
-    (tmp / "schema.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
-    lines = [",".join(attrs)] + [",".join(str(v) for v in row) for row in real[:1500]]
-    (tmp / "data.csv").write_text("\n".join(lines) + "\n")
-    spec = {
-        "name": "tiny-privacy",
-        "dataset": {"name": "tiny", "path": "data.csv"},
-        "schema": "schema.yaml",
-        "phi": {"marginals": [["A", "B"], ["B", "C"], ["C", "D"]]},
-        "privacy": {"epsilon": 1.0},
-        "generator": {"name": "ipf", "iterations": 50},
-        "rows": 500,
-        "seed": 1,
-    }
-    (tmp / "spec.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    return tmp / "spec.yaml"
-
-
 FAST = [
     "--outliers",
     "1",
@@ -223,7 +188,7 @@ FAST = [
 def test_cli_privacy_json_contract(tmp_path, capsys):
     from sdgov.flows.cli import main
 
-    spec = _tiny_spec(tmp_path)
+    spec = tiny_spec(tmp_path)
     out = tmp_path / "evidence.json"
     rc = main(
         [
@@ -261,7 +226,7 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
 def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
     from sdgov.flows.cli import main
 
-    spec = _tiny_spec(tmp_path)
+    spec = tiny_spec(tmp_path)
     rc = main(
         [
             "audit",
@@ -291,7 +256,7 @@ def test_cli_refuses_an_unknown_part_before_reading_the_data(tmp_path, capsys):
     exist, so an audit that read it first would answer with the missing file instead."""
     from sdgov.flows.cli import main
 
-    spec = _tiny_spec(tmp_path)
+    spec = tiny_spec(tmp_path)
     missing = tmp_path / "no-such-data.csv"
     rc = main(["audit", "privacy", "--spec", str(spec), "--data", str(missing), "--parts", "mia,memorisatoin"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -15,7 +15,7 @@ from scipy import stats
 
 from sdgov.audits.privacy.disclosure import VerbatimRound, stratified_hypergeom_sf, verbatim_audit
 from sdgov.audits.privacy.leaky import thin_qis
-from tests.unit.test_privacy_power import DOMAIN, IPF, _population, _ref
+from tests.fixtures.app2_population import DOMAIN, IPF, app2_records, generator_ref
 
 
 def test_the_p_value_is_the_exact_tail_of_the_rounds_hypergeometric_sum():
@@ -37,9 +37,9 @@ def test_the_p_value_is_the_exact_tail_of_the_rounds_hypergeometric_sum():
 def test_honest_generators_are_rejected_no_more_often_than_the_level():
     """20 seeds of the honest IPF with the plan-like noise (unseeded and seeded): rejections at 0.05 within the
     Binomial(20, 0.05) 99.9 % quantile — the label-exchangeable null holds with the Φ residual."""
-    real = _population()
+    real = app2_records()
     ps = [
-        verbatim_audit(_ref(IPF, sigma=10.0, unseeded_noise=bool(s % 2)), real, 3, 1000, 5, s).p_value
+        verbatim_audit(generator_ref(IPF, sigma=10.0, unseeded_noise=bool(s % 2)), real, 3, 1000, 5, s).p_value
         for s in range(20)
     ]
     assert sum(p <= 0.05 for p in ps) <= stats.binom.ppf(0.999, 20, 0.05), ps
@@ -48,15 +48,15 @@ def test_honest_generators_are_rejected_no_more_often_than_the_level():
 def test_a_thin_copier_of_random_quasi_identifiers_is_caught():
     """QIs drawn at random, never the QI copier's default; where they single out records of a 1,000-record sample
     (here: 3 to 85 of them; no pair of this population's attributes does) the copies are found."""
-    real = _population()
+    real = app2_records()
     assert [thin_qis(DOMAIN, s) for s in (3, 5)] == [["B", "C", "D"], ["A", "B", "D"]]
     for seed in (0, 3, 5):
-        res = verbatim_audit(_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=seed), real, 8, 1000, 20, seed)
+        res = verbatim_audit(generator_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=seed), real, 8, 1000, 20, seed)
         assert res.p_value <= 0.001 and res.flagged_train > 5 * res.flagged_holdout, (seed, res)
 
 
 def test_the_same_inputs_and_seed_give_the_same_result():
-    real = _population()
-    a = verbatim_audit(_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=1), real, 2, 500, 5, 7)
-    b = verbatim_audit(_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=1), real, 2, 500, 5, 7)
+    real = app2_records()
+    a = verbatim_audit(generator_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=1), real, 2, 500, 5, 7)
+    b = verbatim_audit(generator_ref("thin_copier", base=IPF, sigma=10.0, qi_seed=1), real, 2, 500, 5, 7)
     assert a == b

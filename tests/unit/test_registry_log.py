@@ -18,8 +18,8 @@ from sdgov.identity import keys
 from sdgov.registry import checkpoint
 from sdgov.registry import key as registry_key
 from sdgov.registry.log import EVENT_DOMAIN, LogBroken, Registry
+from tests.fixtures.ledger import RHO, measure_only, registry_with_lifetime, spec_at
 from tests.governance import controller_registry, sign_standing_approval
-from tests.unit.test_ledger import RHO, _measure_only, _policy, _spec
 
 
 def _registry(root: Path, n: int = 3) -> Registry:
@@ -83,15 +83,15 @@ def test_an_event_signed_with_another_key_fails(tmp_path):
 def test_a_broken_log_refuses_every_spend_with_one_line(tmp_path, capsys):
     """The issue's attack: delete one budget_spent line, and a release the intact ledger refuses would go out."""
     root = tmp_path / "registry"
-    _policy(root, 2.5 * RHO)
-    _measure_only(_spec(tmp_path, 1), root)
-    _measure_only(_spec(tmp_path, 2, rho=1.01 * RHO), root)  # another σ: new statistics, a second spend
+    registry_with_lifetime(root, 2.5 * RHO)
+    measure_only(spec_at(tmp_path, 1), root)
+    measure_only(spec_at(tmp_path, 2, rho=1.01 * RHO), root)  # another σ: new statistics, a second spend
     drawn = sorted((root / "measurements").glob("*.json"))
     lines = (root / "log.jsonl").read_text().splitlines(keepends=True)
     i = next(n for n, line in enumerate(lines) if '"event":"budget_spent"' in line)
     (root / "log.jsonl").write_text("".join(lines[:i] + lines[i + 1 :]))
     with pytest.raises(LogBroken, match=rf"the registry log is broken at line {i + 1} \(chain broken"):
-        _measure_only(_spec(tmp_path, 3, rho=1.02 * RHO), root)
+        measure_only(spec_at(tmp_path, 3, rho=1.02 * RHO), root)
     assert sorted((root / "measurements").glob("*.json")) == drawn, "no noise drawn"
     code, out, err = _cli(capsys, "budget", "--root", str(root))
     assert code == 2 and out == ""
@@ -101,19 +101,19 @@ def test_a_broken_log_refuses_every_spend_with_one_line(tmp_path, capsys):
 
 def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_signs_it_in(tmp_path, capsys):
     root = tmp_path / "registry"
-    _policy(root, 1.5 * RHO)
+    registry_with_lifetime(root, 1.5 * RHO)
     keys = controller_registry(root, tmp_path / "keys")  # approvers and budgets adopted by Carl's signed commit
 
     def spec(seed: int, **kw):  # with an approvers registry in force, the standing approval must be signed
-        path = _spec(tmp_path, seed, **kw)
+        path = spec_at(tmp_path, seed, **kw)
         sign_standing_approval(path, root, keys)
         return path
 
-    _measure_only(spec(1), root)
-    _policy(root, 10 * RHO)  # edited by someone with write access to the registry
+    measure_only(spec(1), root)
+    registry_with_lifetime(root, 10 * RHO)  # edited by someone with write access to the registry
     # refused before any draw: the controller-file check (standing approval) or the ledger's policy check
     with pytest.raises(SdgovError, match="changed without a signed commit: policy.yaml|the budget policy changed"):
-        _measure_only(spec(2, rho=1.01 * RHO), root)
+        measure_only(spec(2, rho=1.01 * RHO), root)
     assert "policy.yaml: changed" in Registry(root).verify()[0]
     code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Ada Analyst", "--key",
                         str(keys["Ada Analyst"]))  # fmt: skip
@@ -121,12 +121,12 @@ def test_an_unrecorded_policy_edit_refuses_spends_until_a_controller_signs_it_in
     code, _, err = _cli(capsys, "approvers", "commit", "--root", str(root), "--as", "Carl Controller", "--key",
                         str(keys["Carl Controller"]))  # fmt: skip
     assert code == 0, err
-    _measure_only(spec(2, rho=1.01 * RHO), root)
+    measure_only(spec(2, rho=1.01 * RHO), root)
     assert Registry(root).verify() == []
     (root / "policy.yaml").unlink()  # deleting the policy is a change too
     assert "policy.yaml: deleted" in Registry(root).verify()[0]
     with pytest.raises(SdgovError, match="policy"):
-        _measure_only(spec(3, rho=1.02 * RHO), root)
+        measure_only(spec(3, rho=1.02 * RHO), root)
 
 
 @pytest.mark.parametrize("kind", ["missing", "file", "empty dir", "some other dir"])

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.unit.test_import_graph import ROOMS, module_files, room_of
+from tests.fixtures.house import ROOMS, module_files, room_of
 
 CODE_ROOMS = sorted(r for r in ROOMS if r not in ("contracts", "artifacts", "cards"))
 

@@ -6,46 +6,7 @@ import numpy as np
 import pytest
 
 from sdgov.generators.model import CliqueModel
-from sdgov.generators.sampler import iter_chunks
-
-
-def chain_model() -> CliqueModel:
-    rng = np.random.default_rng(0)
-    ab = rng.dirichlet(np.ones(12)).reshape(3, 4)
-    c_given_b = rng.dirichlet(np.ones(5), size=4)
-    bc = ab.sum(0)[:, None] * c_given_b
-    return (
-        CliqueModel(
-            attributes=("A", "B", "C"),
-            domain={"A": 3, "B": 4, "C": 5},
-            cliques=[("A", "B"), ("B", "C")],
-            marginals=[ab, bc],
-            order=["A", "B", "C"],
-            total=1.0,
-        ),
-        ab,
-        bc,
-    )
-
-
-def chain_schema(model: CliqueModel):
-    """A schema declaring the model's cells as codes 0..k-1 (what ``sample_to_parquet`` decodes to)."""
-    from sdgov.data.schema import Schema
-
-    return Schema.model_validate(
-        {
-            "name": "chain",
-            "columns": [
-                {"name": n, "categories": [{"code": i, "label": str(i)} for i in range(k)]}
-                for n, k in model.domain.items()
-            ],
-        }
-    )
-
-
-def collect(model, rows, seed, chunk):
-    parts = list(iter_chunks(model, rows, seed, chunk))
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+from tests.fixtures.sampling import chain_model, chain_schema, collect, collect_as
 
 
 def test_marginals_and_conditionals_match_the_model():
@@ -208,8 +169,3 @@ def test_the_default_sampling_is_iid_and_unchanged():
     model, *_ = chain_model()
     default, iid = collect(model, 5000, 9, 1000), collect_as(model, 5000, 9, "iid", 1000)
     assert all((default[k] == iid[k]).all() for k in default)
-
-
-def collect_as(model, rows, seed, sampling, chunk=65_536):
-    parts = list(iter_chunks(model, rows, seed, chunk, sampling=sampling))
-    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -23,7 +23,7 @@ from sdgov.generators.settings import GeneratorSpec
 from sdgov.measurement.marginals import measure_agreement
 from sdgov.synthesis.generate import generate_synthetic
 from tests.conftest import make_demo_inputs
-from tests.unit.test_sampler import chain_model, collect, collect_as
+from tests.fixtures.sampling import chain_model, collect, collect_as
 
 FAST = {"name": "ipf", "iterations": 5}  # the demo's Φ, fitted in milliseconds
 

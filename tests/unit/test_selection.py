@@ -25,7 +25,7 @@ from sdgov.measurement.selection.mst import (
     select_mst,
 )
 from sdgov.registry.log import Registry
-from tests.conftest import make_demo_inputs
+from tests.fixtures.drafts import captured_cli, selection_draft
 from tests.governance import controller_registry, sign_standing_approval, signed_proposal
 
 ATTRS = [f"a{i}" for i in range(8)]
@@ -253,20 +253,6 @@ def test_mst_extra_rounds_stop_when_no_clique_pays_for_its_noise():
     assert len(p.selected) == 6 and all(len(e.pair) == 2 for e in p.selected)  # every pair, then "stop": no triple
 
 
-def _draft(tmp_path: Path) -> Path:
-    spec = make_demo_inputs(tmp_path / "inputs", rows=3000)
-    raw = yaml.safe_load(spec.read_text())
-    raw.pop("approvals", None)
-    raw["phi"] = {"all_kway": [{"k": 1, "attributes": ["Region", "Sex", "Age", "Education", "Health"]}]}
-    # pairs only, the tree alone unless a test adds extra rounds: what these tests check is the store, not the default
-    sel = {"share": 0.5, "force": [["Age", "Health"]], "triples": False, "extra": 0}
-    raw["privacy"] = {"epsilon": 1.0, "selection": sel}
-    raw["generator"] = {"name": "pgm", "iterations": 50}
-    draft = tmp_path / "inputs" / "draft.yaml"
-    draft.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return draft
-
-
 def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path):
     """sdgov propose --select mst (task code): the 1-ways drawn by selection are *reused* by the release of the
     proposed spec, the ledger holds ρ(1-ways) + ρ(selection) + ρ(pairs) = the agreed ρ, and proposing the same
@@ -277,7 +263,7 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     proposals, summary = propose_selection(
         str(draft), Site.resolve(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
@@ -316,7 +302,7 @@ def test_a_second_registry_reads_the_selection_back_from_the_authority(tmp_path)
     first, second = tmp_path / "a", tmp_path / "b"
     keys_a = controller_registry(first, tmp_path / "keys-a")
     keys_b = controller_registry(second, tmp_path / "keys-b")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     proposals, _ = propose_selection(
         str(draft), Site.resolve(first), "sel1", "Ada Analyst", None, None, signed_proposal(first, draft, keys_a)
     )
@@ -344,7 +330,7 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     raw = yaml.safe_load(draft.read_text())
     raw["privacy"]["selection"]["extra"] = 6
     attrs = raw["phi"]["all_kway"][0]["attributes"]
@@ -370,24 +356,15 @@ def test_the_extra_pairs_stay_within_the_exact_inference_limit(tmp_path):
     assert 4 <= len(within) < 10 and cells(within) <= limit
 
 
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from sdgov.flows.cli import main
-
-    capsys.readouterr()
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, capsys):
     from sdgov.agreement.load import load_spec
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     out = tmp_path / "elsewhere" / "proposed.yaml"
     out.parent.mkdir()
-    code, stdout, err = _cli(
+    code, stdout, err = captured_cli(
         capsys,
         "propose",
         "--select",
@@ -419,8 +396,8 @@ def test_a_sandbox_registry_refuses_a_selection_naming_the_commands_that_make_it
     from tests.conftest import init_registry
 
     root = init_registry(tmp_path / "registry")
-    draft = _draft(tmp_path)
-    code, _, err = _cli(
+    draft = selection_draft(tmp_path)
+    code, _, err = captured_cli(
         capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst", "--root", str(root)
     )
     assert code == 2 and err.count("\n") == 1
@@ -431,11 +408,11 @@ def test_a_sandbox_registry_refuses_a_selection_naming_the_commands_that_make_it
 def test_a_draft_with_pairs_is_refused_in_one_line_before_any_spend(tmp_path, capsys):
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     raw = yaml.safe_load(draft.read_text())
     raw["phi"]["marginals"] = [["Age", "Sex"]]
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
-    code, _, err = _cli(
+    code, _, err = captured_cli(
         capsys,
         "propose",
         "--select",
@@ -477,7 +454,7 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
 
     def die(*args, **kwargs):
         raise SystemExit("killed after persisting the proposal")

@@ -26,8 +26,8 @@ from sdgov.governance.site import Site
 from sdgov.measurement.selection.aim import Aim, AimJournal
 from sdgov.measurement.selection.mst import rho_of_gumbel
 from sdgov.registry.log import Registry
+from tests.fixtures.drafts import captured_cli, selection_draft
 from tests.governance import controller_registry, signed_proposal
-from tests.unit.test_selection import _cli, _draft
 
 
 def _data(n_attrs: int, rows: int = 2000, seed: int = 0):
@@ -168,7 +168,7 @@ def test_a_retry_replays_the_journal_and_draws_only_the_rounds_left(monkeypatch)
 
 
 def _aim_draft(tmp_path: Path, rounds: int = 4) -> Path:
-    draft = _draft(tmp_path)
+    draft = selection_draft(tmp_path)
     raw = yaml.safe_load(draft.read_text())
     raw["privacy"]["selection"].update({"method": "aim", "rounds": rounds})
     draft.write_text(yaml.safe_dump(raw, sort_keys=False))
@@ -222,8 +222,8 @@ def test_propose_select_aim_survives_a_crash_mid_rounds_without_a_second_spend(t
 def test_select_aim_on_an_mst_draft_is_refused_in_one_line_before_any_spend(tmp_path, capsys):
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _draft(tmp_path)  # method: mst (the default)
-    code, _, err = _cli(capsys, "propose", "--select", "aim", "--spec", str(draft), "--as", "Ada Analyst",
+    draft = selection_draft(tmp_path)  # method: mst (the default)
+    code, _, err = captured_cli(capsys, "propose", "--select", "aim", "--spec", str(draft), "--as", "Ada Analyst",
                         "--key", str(keys["Ada Analyst"]), "--root",
                         str(root))  # fmt: skip
     assert code == 2 and err.count("\n") == 1 and "privacy.selection.method is mst" in err

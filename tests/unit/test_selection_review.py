@@ -8,11 +8,8 @@ from sdgov.base.clock import utcnow
 from sdgov.base.errors import SpecError
 from sdgov.governance.approvers import ApprovalRefused, Challenge, load_approvers
 from sdgov.identity.statements import SignOffStatement, encode_statement
-from sdgov.measurement.selection.mst import Candidate, Proposal, SelectedEdge, SelectionBudget
 from sdgov.measurement.selection.review import (
     EdgeReview,
-    SelectionRecord,
-    SignedReview,
     apply_review,
     check_reviewer,
     parse_pairs,
@@ -20,29 +17,8 @@ from sdgov.measurement.selection.review import (
     review_sha256,
     selection_graph,
 )
+from tests.fixtures.review_record import ATTRS, PAIRS, SIZES, mst_proposal, reviewed_record
 from tests.governance import write_approvers
-
-ATTRS = ["a", "b", "c", "d"]
-SIZES = {"a": 2, "b": 3, "c": 4, "d": 500}
-PAIRS = [["a", "b"], ["b", "c"], ["c", "d"]]
-
-
-def _proposal() -> Proposal:
-    budget = SelectionBudget(rho=0.1, rho_mechanism=0.1, rho_scores=0, rounds=2, gumbel_scale=1.0, score_sigma=None)
-    return Proposal(
-        method="mst",
-        mechanism="test",
-        attributes=ATTRS,
-        selected=[
-            SelectedEdge(pair=["a", "b"], cells=6, noisy_score=None, how="forced"),
-            SelectedEdge(pair=["b", "c"], cells=12, noisy_score=None, how="selected", round=1),
-            SelectedEdge(pair=["c", "d"], cells=2000, noisy_score=None, how="selected", round=2),
-        ],
-        near_threshold=[],
-        excluded=[],
-        over_cell_limit=[],
-        budget=budget,
-    )
 
 
 def test_a_review_drops_and_forces_pairs_and_says_who_and_why():
@@ -53,7 +29,7 @@ def test_a_review_drops_and_forces_pairs_and_says_who_and_why():
         ("drop", ["c", "b"], "Ada Analyst", "known from 2001"),
         ("force", ["a", "c"], "Ada Analyst", "known from 2001"),
     ]
-    graph = {frozenset(e.pair): e.status for e in selection_graph(_proposal(), changes)}
+    graph = {frozenset(e.pair): e.status for e in selection_graph(mst_proposal(), changes)}
     assert graph == {
         frozenset("ab"): "forced in the draft",
         frozenset("bc"): "dropped by a reviewer",
@@ -131,20 +107,8 @@ def test_a_proposed_triple_can_be_dropped_and_a_pair_inside_it_is_not_forced_aga
         apply_review([["c", "d"]], EdgeReview(reviewer="x", force=[["a", "b", "c"]], reason="r"), ATTRS, SIZES, 10**4)
 
 
-def _record() -> SelectionRecord:
-    proposal = _proposal().model_copy(
-        update={"near_threshold": [Candidate(pair=["a", "c"], cells=8, noisy_score=41.5)]}
-    )
-    review = EdgeReview(reviewer="Cora Compliance", drop=[["b", "c"]], force=[["a", "c"]], reason="spurious | odd")
-    pairs, changes = apply_review(PAIRS, review, ATTRS, SIZES, 10**4)
-    signed = SignedReview(review=review, role="compliance", review_sha256="h", identity_verified=True, time="t")
-    return SelectionRecord(
-        draft_agreement_sha256="d", proposal=proposal, reviews=[signed], changes=changes, pairs=pairs
-    )
-
-
 def test_the_reviewers_read_the_scores_the_changes_and_the_budget():
-    rec = _record()
+    rec = reviewed_record()
     text = review_md(rec.proposal, rec.pairs, rec.changes, rho_budget=0.4)
     assert "ρ = 0.1** (25.0% of the release's ρ = 0.4)" in text
     assert "| a × c | forced by a reviewer | 42 |" in text  # its noisy score, from the near-threshold list
@@ -159,7 +123,7 @@ def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share()
     from sdgov.reporting.selection import STYLE, card_selection, draw_selection
 
     plan = plan_privacy(PrivacySpec(rho=0.4, selection=SelectionSpec()), [("a",), ("b",), ("a", "b")], delta=1e-3)
-    sel = card_selection(_record(), b"{}", plan)
+    sel = card_selection(reviewed_record(), b"{}", plan)
     assert sel.share == pytest.approx(0.1 / plan.rho)
     assert {frozenset(e.pair): e.status for e in sel.edges} == {
         frozenset("ab"): "forced in the draft",
@@ -191,7 +155,7 @@ def test_a_spec_whose_phi_differs_from_its_reviewed_selection_is_refused_before_
     raw = yaml.safe_load(spec.read_text())
     raw["phi"] = {"marginals": [["Age"], ["Sex"], ["Health"], ["Age", "Sex"], ["Age", "Health"]]}
     raw["privacy"] = {"epsilon": 1.0, "selection": {}}
-    record = _record().model_copy(update={"pairs": [["Age", "Sex"]]})
+    record = reviewed_record().model_copy(update={"pairs": [["Age", "Sex"]]})
     (tmp_path / "phi_review.json").write_text(record.model_dump_json())
     raw["selection_review"] = "phi_review.json"
     spec.write_text(yaml.safe_dump(raw, sort_keys=False))

@@ -15,35 +15,8 @@ from sdgov.budget.accounting import part_plan, plan_agreement
 from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
-from tests.conftest import make_demo_inputs
+from tests.fixtures.drafts import ATTRS, RHO, SHARES, captured_cli, split_draft
 from tests.governance import controller_registry, sign_standing_approval, signed_proposal
-
-ATTRS = ["Region", "Age", "Education", "Health"]
-RHO = 0.04  # ε ≈ 1.9 at the default policy δ: within its per-release limit of 2
-SHARES = {"men": 1.0, "women": 3.0}
-
-
-def _split_draft(tmp_path: Path, shares: dict[str, float] = SHARES, rows: int = 3000, rho: float = RHO) -> Path:
-    """The demo data split by Sex, each part's Φ its 1-ways, a selection share of ρ."""
-    spec = make_demo_inputs(tmp_path / "inputs", rows=rows)
-    raw = yaml.safe_load(spec.read_text())
-    raw.pop("approvals", None)
-    raw.pop("phi")
-    raw["split"] = {
-        "attribute": "Sex",
-        "parts": [
-            {"name": name, "codes": [code], "share": share, "phi": {"all_kway": [{"k": 1, "attributes": ATTRS}]}}
-            for (name, share), code in zip(shares.items(), (1, 2))
-        ],
-    }
-    raw["privacy"] = {
-        "rho": rho,
-        "selection": {"share": 0.5, "force": [["Age", "Health"]], "triples": False, "extra": 0},
-    }
-    raw["generator"] = {"name": "ipf", "iterations": 50}  # a small joint: fast
-    draft = tmp_path / "inputs" / "draft.yaml"
-    draft.write_text(yaml.safe_dump(raw, sort_keys=False))
-    return draft
 
 
 def test_each_parts_selection_takes_its_share_and_the_parts_add_up_to_the_specs_budget():
@@ -107,7 +80,7 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     monkeypatch.setattr(store, "marginal_counts", spy)
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _split_draft(tmp_path)
+    draft = split_draft(tmp_path)
     proposals, summary = propose_selection(
         str(draft), Site.resolve(root), "sel1", "Ada Analyst", None, None, signed_proposal(root, draft, keys)
     )
@@ -149,28 +122,19 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     assert acct.spent_rho == pytest.approx(plan["rho"], rel=1e-9) and plan["rho"] == pytest.approx(RHO, rel=1e-9)
 
 
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from sdgov.flows.cli import main
-
-    capsys.readouterr()
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_a_part_too_small_for_its_selection_is_refused_in_one_line_before_any_draw(tmp_path, capsys):
     """A part whose share of ρ leaves its selection's noise above anything its records could show is refused by the
     pre-flight, in one line naming the part, with nothing spent or written; the same draft with fair shares passes."""
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
-    draft = _split_draft(tmp_path, shares={"men": 1e-6, "women": 1.0})
-    code, _, err = _cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
+    draft = split_draft(tmp_path, shares={"men": 1e-6, "women": 1.0})
+    code, _, err = captured_cli(capsys, "propose", "--select", "mst", "--spec", str(draft), "--as", "Ada Analyst",
                         "--key", str(keys["Ada Analyst"]), "--root", str(root))  # fmt: skip
     assert code == 2 and err.count("\n") == 1, err
     assert "privacy.selection (split part(s) 'men')" in err and "private selection" in err and "'women'" not in err
     assert ledger.SPENT not in [e.event for e in Registry(root).events()] and not (root / "measurements").exists()
-    fair = _split_draft(tmp_path / "fair")
-    assert _cli(capsys, "validate", "--spec", str(fair))[0] == 0
+    fair = split_draft(tmp_path / "fair")
+    assert captured_cli(capsys, "validate", "--spec", str(fair))[0] == 0
 
 
 def test_a_review_of_a_split_names_the_part_it_edits_and_the_reviewers_see_every_part(tmp_path):
@@ -184,9 +148,9 @@ def test_a_review_of_a_split_names_the_part_it_edits_and_the_reviewers_see_every
         review_target,
         selection_records,
     )
-    from tests.unit.test_selection_review import _record
+    from tests.fixtures.review_record import reviewed_record
 
-    proposal = _record().proposal
+    proposal = reviewed_record().proposal
     proposals = {"men": proposal, "women": proposal}
     pairs = {k: p.pairs for k, p in proposals.items()}
     md = proposals_md(proposals, pairs, [], rho_budget=0.4)
@@ -212,16 +176,16 @@ def test_a_split_spec_whose_part_differs_from_its_reviewed_selection_is_refused_
     after the review (women's pair added) is one line naming that part, exit 2."""
     from sdgov.measurement.selection.review import selection_records
     from sdgov.tasks.select_phi import write_proposed_spec
-    from tests.unit.test_selection_review import _record
+    from tests.fixtures.review_record import reviewed_record
 
-    draft = _split_draft(tmp_path)
-    proposal = _record().proposal
+    draft = split_draft(tmp_path)
+    proposal = reviewed_record().proposal
     record = tmp_path / "phi_review.json"
     reviewed = {"men": [["Age", "Health"]], "women": [["Age", "Health"]]}
     record.write_text(selection_records("d" * 64, {"men": proposal, "women": proposal}, reviewed).model_dump_json())
     edited = {"men": [["Age", "Health"]], "women": [["Age", "Health"], ["Region", "Education"]]}
     spec = write_proposed_spec(draft, edited, draft.with_name("proposed.yaml"), record)
-    code, _, err = _cli(capsys, "validate", "--spec", str(spec))
+    code, _, err = captured_cli(capsys, "validate", "--spec", str(spec))
     assert code == 2 and err.count("\n") == 1, err
     assert "selection_review (split part 'women')" in err and "Education × Region" in err and "'men'" not in err
-    assert _cli(capsys, "validate", "--spec", str(write_proposed_spec(draft, reviewed, spec, record)))[0] == 0
+    assert captured_cli(capsys, "validate", "--spec", str(write_proposed_spec(draft, reviewed, spec, record)))[0] == 0

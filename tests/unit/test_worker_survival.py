@@ -17,10 +17,10 @@ from sdgov.base.errors import DiskFull, SdgovError, disk_full
 from sdgov.base.hashing import sha256_file
 from sdgov.governance import decisions
 from sdgov.registry.log import Registry
-from tests.unit.test_decisions import governed, pause  # noqa: F401  (the fixture)
+from tests.fixtures.pauses import pause
 
 
-def test_a_run_that_ended_is_logged_once_with_what_it_had_spent(governed) -> None:  # noqa: F811
+def test_a_run_that_ended_is_logged_once_with_what_it_had_spent(governed) -> None:
     registry, _ = governed
     decisions.record_run_ended(registry, "fr-1", "forced to COMPLETED")
     decisions.record_run_ended(registry, "fr-1", "the worker restarted")  # once per run: the first says why
@@ -38,7 +38,7 @@ def test_a_run_that_ended_is_logged_once_with_what_it_had_spent(governed) -> Non
     assert decisions.run_ended(registry.events(), "fr-2") is None
 
 
-def test_a_shown_file_changed_after_the_pause_is_flagged(governed) -> None:  # noqa: F811
+def test_a_shown_file_changed_after_the_pause_is_flagged(governed) -> None:
     registry, _ = governed
     card = registry.run_dir("run-1") / "draft" / "card.html"
     card.parent.mkdir(parents=True)
@@ -57,7 +57,7 @@ def test_a_shown_file_changed_after_the_pause_is_flagged(governed) -> None:  # n
         decisions.pending_record(registry, p.flow_run_id, "release-1")
 
 
-def test_a_shown_file_this_account_cannot_read_is_left_to_the_flow(governed, monkeypatch) -> None:  # noqa: F811
+def test_a_shown_file_this_account_cannot_read_is_left_to_the_flow(governed, monkeypatch) -> None:
     """An approver's account may not read the controller's evidence report (owner-only): the CLI's check skips it
     rather than refusing every approval; an account that can read it (the flow's) still refuses a changed one."""
     registry, _ = governed
@@ -76,7 +76,7 @@ def test_a_shown_file_this_account_cannot_read_is_left_to_the_flow(governed, mon
     decisions.check_shown_files(registry, record)  # not readable here: skipped, not refused
 
 
-def test_approve_reports_only_a_decision_the_run_logged(governed) -> None:  # noqa: F811
+def test_approve_reports_only_a_decision_the_run_logged(governed) -> None:
     from sdgov.flows.cli.govern import _not_ended, _taken
 
     registry, _ = governed
