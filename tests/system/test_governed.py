@@ -418,3 +418,33 @@ def test_timeout_ends_the_run_cleanly_and_says_so(tmp_path, prefect_server):
         else st.name == ("Timed out")
     )
     assert not (root / "releases").exists()
+
+
+def test_evidence_changed_after_the_pause_ends_the_run_when_the_decision_arrives(tmp_path, prefect_server):
+    """An approver's own account may not read the controller-only evidence report, so its ``sdgov approve`` cannot
+    hash-check it: the flow, which can, checks every shown file again when a decision arrives. Evidence rewritten
+    after the pause (here after Carl signed) ends the run Blocked, logged ``run_tampered``, nothing released."""
+    spec, root, keys = setup_registry(tmp_path, rows=800)
+    carl = ("--as", "Carl Controller", "--key", str(keys["Carl Controller"]))
+    t = proposed(spec, root, keys)
+    t.start()
+    agreement = wait_paused(root, "agreement", thread=t)
+    rid = agreement["run_id"]
+    code, _, err = cli("approve", rid, *carl, "--yes", "--hash", agreement["sha256"][:8])
+    assert code == 0, err
+    rel = wait_paused(root, "release", thread=t)
+    code, token, err = cli("sign", rid, *carl)  # signed while the evidence is the one shown
+    assert code == 0, err
+    evidence = Path(rel["summary"]["evidence_report"])
+    evidence.write_text(evidence.read_text().replace("</body>", "<p>every check passed</p></body>"))
+    sent = raw_resume(
+        rid, approver="Carl Controller", decision="approve", signature=token.strip(), confirm_hash=rel["sha256"][:8]
+    )
+    assert sent == "ACCEPT"
+    t.join(240)
+    assert not t.is_alive() and t.error is None, t.error
+    assert t.result.status == "blocked" and "was changed after the flow showed it" in t.result.message, t.result
+    assert not (root / "releases").exists()
+    tampered = [e for e in Registry(root).events() if e.event == "run_tampered"]
+    assert tampered and "evidence.html was changed" in tampered[-1].comment
+    assert "release_approved" not in [e for e, _ in decisions(root)]
