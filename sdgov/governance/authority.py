@@ -76,6 +76,7 @@ from sdgov.governance.authority_model import (
     Overspend,
     Row,
     chain_problems,
+    check_chain,
     check_governor,
     decide_charge,
     governed_lifetime,
@@ -251,13 +252,7 @@ class SqliteAuthority:
                 self._chain(con, rows, c, signer)
             for lt in lifetimes:
                 self._chain(con, rows, lt, signer)
-        problems = chain_problems(rows, charges, lifetimes)
-        if problems:
-            raise AuthorityBroken(
-                f"the budget authority's chain fails ({problems[0]}); nothing is charged or set",
-                str(self.path),
-                "restore the authority from its backup (and 'sdgov budget' shows what each registry's log records)",
-            )
+        check_chain(rows, charges, lifetimes, str(self.path))
         return rows
 
     @staticmethod

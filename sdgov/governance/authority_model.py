@@ -230,6 +230,18 @@ class AuthorityBroken(RegistryError):
     """The authority cannot prove its figures: its chain fails, or it lacks what a registry's log mirrors."""
 
 
+def check_chain(rows: list[Row], charges: list[Charge], lifetimes: list[Lifetime], where: str) -> None:
+    """Refuse (one line naming the authority at ``where``) a write to an authority whose chain fails
+    (:func:`chain_problems`): the SQLite and PostgreSQL authorities check before every charge or setting."""
+    problems = chain_problems(rows, charges, lifetimes)
+    if problems:
+        raise AuthorityBroken(
+            f"the budget authority's chain fails ({problems[0]}); nothing is charged or set",
+            where,
+            "restore the authority from its backup (and 'sdgov budget' shows what each registry's log records)",
+        )
+
+
 class Drawn(Frozen):
     """A statistic drawn under the authority: its bytes' hash and where it was first drawn."""
 

@@ -34,7 +34,6 @@ from sdgov.base.errors import RegistryError
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.settings import AUTHORITY
 from sdgov.governance.authority_model import (
-    AuthorityBroken,
     Charge,
     Drawn,
     Governor,
@@ -42,6 +41,7 @@ from sdgov.governance.authority_model import (
     Lifetime,
     Row,
     chain_problems,
+    check_chain,
     check_governor,
     decide_charge,
     governed_lifetime,
@@ -228,13 +228,7 @@ class PostgresAuthority:
                 await self._chain(con, rows, c, signer)
             for lt in lifetimes:
                 await self._chain(con, rows, lt, signer)
-        problems = chain_problems(rows, charges, lifetimes)
-        if problems:
-            raise AuthorityBroken(
-                f"the budget authority's chain fails ({problems[0]}); nothing is charged or set",
-                masked(self.url),
-                "restore the authority from its backup (and 'sdgov budget' shows what each registry's log records)",
-            )
+        check_chain(rows, charges, lifetimes, masked(self.url))
         return rows
 
     @staticmethod
