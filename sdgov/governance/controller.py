@@ -53,7 +53,6 @@ from sdgov.identity.statements import (
     encode_statement,
     signed_bytes,
 )
-from sdgov.registry.access import share
 from sdgov.registry.commitment import SECRET_EVENT
 from sdgov.registry.log import Event, LogBroken, Registry
 
@@ -441,8 +440,7 @@ def commit(registry: Registry, signer: str, private_key_file: str | Path) -> lis
         if proposed is not None:
             snap = _snapshot(registry, now[label])
             snap.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(paths[label], snap)
-            share(snap)  # public keys and names: every signer checks them from their own account
+            shutil.copyfile(paths[label], snap)  # readable by the readers' group once logged (access.protect)
         events.append(
             registry.append(
                 COMMIT_EVENTS[label],
