@@ -14,6 +14,7 @@ the same (ε, δ) and makes as many synthetic rows as the data has. The arms:
   then the release, drawn by the sampler's default (rounded since issue 40); ``..., i.i.d. sampler`` / ``...,
   rounded sampler``: the same with ``generator.sampling`` stated; ``sdgov AIM default``: ``propose --select aim`` at
   the draft's defaults (triples among its candidates); ``sdgov before``: issue 16's ``extra: 24``, share 2/3, i.i.d.;
+  ``sdgov default, share S``: the default selection with ``privacy.selection.share: S`` (the budget split's choice);
 * ``sdgov MST + N pairs``: sdgov's default selection share with ``privacy.selection.extra: N`` and
   ``limits.max_exact_cells`` (:func:`bench_selection.sdgov_mst`: what ``propose --select mst`` then ``release`` do);
 * ``sdgov AIM``: ``propose --select aim`` at the product's settings (16 × attributes rounds planned, the
@@ -99,12 +100,15 @@ AIM_DEFAULT = "sdgov AIM default"  # propose --select aim at the draft's default
 BEFORE = "sdgov before (MST + 24 pairs, share 2/3)"  # issue 16's recommended setting, i.i.d. sampler
 
 
-def sdgov_default(args: argparse.Namespace, data: tuple, sampling: str | None) -> tuple:
-    """The default selection (``SelectionSpec()``'s share, triples and extra rounds, its model bound as the exact
-    cells) then the release, sampled as ``sampling`` says."""
+SHARE = "sdgov default, share "  # + S: the default selection with privacy.selection.share S (the budget split)
+
+
+def sdgov_default(args: argparse.Namespace, data: tuple, sampling: str | None, share: float | None = None) -> tuple:
+    """The default selection (``SelectionSpec()``'s share unless ``share``, triples and extra rounds, its model bound
+    as the exact cells) then the release, sampled as ``sampling`` says."""
     from sdgov.agreement.spec import SelectionSpec
 
-    d = SelectionSpec()
+    d = SelectionSpec() if share is None else SelectionSpec(share=share)
     return sdgov_mst(*data, d.share, d.one_way, args.iterations, d.extra_rounds, d.model_cells, d.triples, sampling)
 
 
@@ -118,6 +122,8 @@ def run_cell(args: argparse.Namespace) -> dict:
         work = Path(tmp)
         if args.cell in (DEFAULT, ROUNDED, IID):
             syn, secs, info = sdgov_default(args, data, {DEFAULT: None, ROUNDED: "round", IID: "iid"}[args.cell])
+        elif args.cell.startswith(SHARE):
+            syn, secs, info = sdgov_default(args, data, None, float(args.cell.removeprefix(SHARE)))
         elif args.cell == AIM_DEFAULT:
             from sdgov.agreement.spec import SelectionSpec
 
