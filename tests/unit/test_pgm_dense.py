@@ -1,5 +1,6 @@
 """The dense-clique marginal oracle (sdgov/generators/pgm_dense.py): the marginals mbi's message passing gives, by
-two matrix products, for any mix of cliques inside one junction-tree clique; everything else goes to mbi."""
+two matrix products or, where two attributes only meet the rest in cliques of one of them, three small ones, for any
+mix of cliques inside one junction-tree clique; everything else goes to mbi."""
 
 from __future__ import annotations
 
@@ -24,31 +25,48 @@ DOMAIN = mbi.Domain(tuple(SIZES), tuple(SIZES.values()))
 ALL_PAIRS = list(itertools.combinations(SIZES, 2))
 
 
-def _potentials(cliques: list[tuple[str, ...]], seed: int = 0) -> mbi.CliqueVector:
+def _potentials(cliques: list[tuple[str, ...]], seed: int = 0, scale: float = 1.5) -> mbi.CliqueVector:
     rng = np.random.default_rng(seed)
     tables = {
-        c: mbi.Factor(DOMAIN.project(c), jnp.asarray(rng.normal(0, 1.5, DOMAIN.project(c).shape))) for c in cliques
+        c: mbi.Factor(DOMAIN.project(c), jnp.asarray(rng.normal(0, scale, DOMAIN.project(c).shape))) for c in cliques
     }
     return mbi.CliqueVector(DOMAIN, cliques, tables)
 
 
 @pytest.mark.parametrize(
-    "cliques",
+    ("cliques", "factored"),
     [
-        ALL_PAIRS,
-        [
-            ("a", "b", "c"),
-            ("c", "d", "e"),
-            *[p for p in ALL_PAIRS if not (set(p) <= {"a", "b", "c"} or set(p) <= {"c", "d", "e"})],
-        ],
-        [("e", "a"), ("d", "b"), ("c", "a"), *[p for p in ALL_PAIRS if p not in {("a", "e"), ("b", "d"), ("a", "c")}]],
+        (ALL_PAIRS, True),
+        (
+            [
+                ("a", "b", "c"),
+                ("c", "d", "e"),
+                *[p for p in ALL_PAIRS if not (set(p) <= {"a", "b", "c"} or set(p) <= {"c", "d", "e"})],
+            ],
+            True,
+        ),
+        (
+            [
+                ("e", "a"),
+                ("d", "b"),
+                ("c", "a"),
+                *[p for p in ALL_PAIRS if p not in {("a", "e"), ("b", "d"), ("a", "c")}],
+            ],
+            True,
+        ),
+        (list(itertools.combinations("abcd", 3)) + [(x, "e") for x in "abcd"], True),
+        (list(itertools.combinations("abcde", 3)), False),
     ],
-    ids=["all pairs", "triples and pairs", "pairs in other axis orders"],
+    ids=["all pairs", "triples and pairs", "pairs in other axis orders", "triples, pairs", "all triples"],
 )
-def test_the_dense_oracle_gives_the_message_passings_marginals(cliques):
-    pots = _potentials(cliques)
+@pytest.mark.parametrize("scale", [1.5, 40.0], ids=["mild", "steep"])
+def test_the_dense_oracle_gives_the_message_passings_marginals(cliques, factored, scale):
+    """Both ways — the two products over the table, and the factored sums where R's two attributes never meet L
+    together — give mbi's marginals, also for potentials steep enough that an unshifted exponential overflows."""
+    pots = _potentials(cliques, scale=scale)
     layout = pgm_dense.dense_layout(DOMAIN, cliques, min_cells=1)
     assert layout is not None and layout.left and layout.right
+    assert layout.factored == factored
     ours = pgm_dense._dense(pots, 360.0, layout)
     theirs = marginal_oracles.message_passing_hugin(pots, 360.0)
     for c in cliques:
