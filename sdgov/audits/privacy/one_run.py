@@ -189,7 +189,7 @@ def record_scores(
     """Per canary: how often its exact record appears in all the samples, whether it appears in every one, and
     (count − e)/√(e + 1), e the count the Φ-only model of the whole output predicts for it (e = 0 when the joint
     has more than ``beyond_phi.MAX_CELLS`` cells)."""
-    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, phi_projection
+    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, SCORE_SWEEPS, phi_projection
 
     keys = record_keys(canaries, sizes)
     set_keys = [record_keys(syn, sizes) for syn in sets]  # each synthetic record's cell, once
@@ -204,7 +204,7 @@ def record_scores(
     if cells <= MAX_CELLS and len(keys):
         all_keys = np.concatenate(set_keys)
         joint = np.bincount(all_keys, minlength=cells).reshape(sizes).astype(np.float64)
-        p = phi_projection(joint, [tuple(sorted(c)) for c in cliques_idx])
+        p = phi_projection(joint, [tuple(sorted(c)) for c in cliques_idx], SCORE_SWEEPS)
         expected = p.ravel()[keys] * len(all_keys)
     every = np.asarray((per_set > 0).all(axis=0))
     return count, every, (count - expected) / np.sqrt(expected + 1)
