@@ -16,12 +16,13 @@ from prefect.cache_policies import NO_CACHE
 
 from sdgov.artifacts import write_agreement
 from sdgov.base.clock import utcnow
+from sdgov.base.errors import SpecError
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.governance.controller import APPROVERS, controller_files
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.site import Site
-from sdgov.intake.inputs import check_proposal
+from sdgov.intake.inputs import CheckedProposal, check_proposal
 from sdgov.tasks.common import stage
 
 VERSION = "1.4.0"  # 1.4: signed proposals; 1.3: the controller's policy; 1.2: committed approvers; 1.1: codes.parquet
@@ -36,18 +37,25 @@ def propose_phi(
     data_path: str | None = None,
     proposal: str | None = None,
     selection_verified: bool | None = None,
+    checked: CheckedProposal | None = None,
 ) -> Agreed:
     """Check the proposal, its signature (:mod:`sdgov.governance.proposals`) and the proposer (role analyst), write
     the agreement and log it as proposed → ``Agreed``.
 
-    The only sign-off is the proposer's; the controller decides later, in the governed flow."""
+    The only sign-off is the proposer's; the controller decides later, in the governed flow. ``checked``: the
+    proposal as the command checked it (re-verified by hash instead of checked again)."""
     with stage("propose_phi", VERSION, f"{site.root}/runs/{run_id}") as rec:
-        checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
+        if checked is None:
+            checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
+            ag, data = checked.loaded.agreement, checked.data
+            # the controller's policy: it refuses rows = N (unless N is public) and an exact release (unless allowed)
+            check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+        else:
+            checked.inputs.reverified(site.root, spec_path, None, data_path)
+            if (checked.signed.proposer, checked.signed.token or None) != (proposer, proposal):
+                raise SpecError("the run names another proposer or proposal than the one checked", "proposer", "")
         approvers_path = controller_files(site.registry)[APPROVERS]
-        ag, data = checked.loaded.agreement, checked.data
-        # the controller's policy: it refuses rows = N (unless N is public) and an exact release (unless allowed)
-        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
-        files = write_agreement(site.registry, run_id, checked.loaded, checked.data)  # inputs valid: we write
+        files = write_agreement(site.registry, run_id, checked.inputs)  # inputs valid: we write
         who, approvers, signed = checked.proposer, ArtifactRef.of("approvers", approvers_path), checked.signed
         site.registry.append(
             "agreement_proposed",

@@ -105,7 +105,7 @@ def propose_selection(
     ag, data = checked.loaded.agreement, checked.data
     check_draft(ag, spec_path, method)
     check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
-    files = write_agreement(site.registry, run_id, checked.loaded, data)
+    files = write_agreement(site.registry, run_id, checked.inputs)
     signed = checked.signed
     registry = site.registry
     registry.append(  # the signed draft counts once: its nonce is used from here on

@@ -180,6 +180,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
+    from sdgov.flows.handover import hand_over
     from sdgov.flows.refusals import quiet_refusals
 
     quiet_refusals()
@@ -192,6 +193,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
             timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout,
             poll_interval=DEFAULT_POLL_S if args.poll is None else args.poll,
             proposal=token,
+            checked=hand_over(checked),
         )
     except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
         raise SdgovError(
