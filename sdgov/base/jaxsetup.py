@@ -8,7 +8,7 @@ later process loads them (the demo's fit: 7 s → 1 s; validate on the census tr
 ``$SDGOV_JAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/sdgov/jax`` (``~/.cache/sdgov/jax``); ``SDGOV_JAX_CACHE_DIR=``
 (empty) turns it off, and nothing is written. The cache holds compiled code only — no data, no noise; its keys
 come from the model's shapes, which the public schema and Φ fix — and a program loaded from it computes what a fresh
-compilation computes, so a release is the same with or without it (``tests/unit/test_jax_cache.py``).
+compilation computes, so a release is the same with or without it (``tests/unit/generators/test_jax_cache.py``).
 """
 
 import os

@@ -15,7 +15,7 @@ e_{c_R}(r), with e the one-hot indicator of the clique's cells. So the log-table
 and every spanning marginal is a block of E_Lᵀ P E_R; the marginals inside L or R come from P's row or column
 sums. Two dense matrix products do what 21 broadcasts and 21 reductions did, in BLAS kernels, at ~14 CPU-ms an
 iteration on Application 3. The model is the same: the same marginals of the same potentials, summed in another
-order (they agree with mbi's to rounding, ``tests/unit/test_pgm_dense.py``).
+order (they agree with mbi's to rounding, ``tests/unit/generators/test_pgm_dense.py``).
 
 Any other junction tree keeps mbi's own oracle, and so do potentials with structural zeros (``-inf``: a product with a
 one-hot matrix would turn them into NaN).

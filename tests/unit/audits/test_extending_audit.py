@@ -31,7 +31,7 @@ from sdgov.data.schema import load_schema
 from sdgov.governance.site import Site
 from tests.conftest import init_registry, make_demo_inputs
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -204,6 +204,7 @@ def test_a_split_spec_pre_registers_every_section_for_its_parts(check_module):
     base |= {"split": split, "privacy": {"rho": 1}}
     schema = load_schema(inputs() / "schema.yaml")
     assert resolve(ReleaseSpec.model_validate(base), schema).split is not None
-    for name in sections.SECTIONS:  # the documented one included: run once per part (tests/unit/test_split_audits.py)
+    # the documented one included: run once per part (tests/unit/audits/test_split_audits.py)
+    for name in sections.SECTIONS:
         agreement = resolve(ReleaseSpec.model_validate(base | {name: {}}), schema)
         assert agreement.split is not None and name in agreement.model_dump(mode="json")  # signed with the parts

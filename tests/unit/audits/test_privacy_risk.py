@@ -20,7 +20,7 @@ from sdgov.audits.privacy.policy import load_risk_policy
 from sdgov.audits.privacy.run import PrivacyAuditRun
 from tests.fixtures.rare_category import INDEPENDENT, rare_category_data, tiny_spec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 # ----------------------------------------------------------------------------------------- ε_lower formula

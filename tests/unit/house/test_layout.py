@@ -13,7 +13,7 @@ import subprocess
 from collections import defaultdict
 
 from tests.conftest import REPO
-from tests.fixtures.house import module_files
+from tests.fixtures.house import ROOMS, module_files
 
 # Names that are a protocol every module of a kind implements, not a homonym: each stage module has a VERSION,
 # each CLI command module an ``add_parser``, each audit package the ``audit_checks`` it registers.
@@ -160,3 +160,22 @@ def test_no_module_under_tests_imports_a_test_module() -> None:
     assert hits == [], "test modules imported (move the helper to tests/fixtures/, a fixture to conftest.py):\n" + (
         "\n".join(hits)
     )
+
+
+# ------------------------------------------------------------------ unit tests mirror the rooms (issue 41)
+
+FLOORS = {"flows", "tasks", "house"}  # the floors above the core, and the house's own rules
+
+
+def test_unit_tests_live_in_the_folder_of_the_room_they_test() -> None:
+    """``tests/unit/<room>/test_*.py``: a newcomer finds a room's tests beside its name, and each folder is a package
+    (two rooms may each have a ``test_x.py``)."""
+    unit = REPO / "tests" / "unit"
+    misplaced = [
+        str(p.relative_to(unit))
+        for p in sorted(unit.rglob("test_*.py"))
+        if len(p.relative_to(unit).parts) != 2 or p.parent.name not in set(ROOMS) | FLOORS
+    ]
+    assert misplaced == [], "unit tests outside a room's folder:\n" + "\n".join(misplaced)
+    folders = {p.parent for p in unit.rglob("test_*.py")}
+    assert all((f / "__init__.py").is_file() for f in folders)

@@ -86,7 +86,7 @@ def test_the_check_catches_a_read_however_it_is_spelt(tmp_path):
         "d = 'SDGOV_X' in os.environ\ne = environ.get(f'SDGOV_{1}')\nf = os.environ.get('HOME')\n"
     )
     with pytest.MonkeyPatch.context() as m:
-        m.setattr("tests.unit.test_settings.REPO", tmp_path)
+        m.setattr("tests.unit.base.test_settings.REPO", tmp_path)
         found = sdgov_reads(bad)
     assert [f.split(" ", 1)[1] for f in found] == [
         "reads SDGOV_REGISTRY",

@@ -26,7 +26,7 @@ from sdgov.generators.settings import GeneratorSpec
 from sdgov.measurement.marginals import measure_agreement
 from tests.conftest import make_demo_inputs
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
 
 
 def section_code(heading: str) -> list[str]:

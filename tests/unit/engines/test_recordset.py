@@ -25,7 +25,7 @@ from tests.conftest import make_demo_inputs
 TINY = replace(
     FAST, specks_seeds=2, specks_rows=300, specks_trees=5, wasserstein_replicates=5, pmse_rows=1000, pmse_permutations=1
 )
-ADULT = Path(__file__).resolve().parents[2] / "examples" / "uci_adult" / "schema.yaml"
+ADULT = Path(__file__).resolve().parents[3] / "examples" / "uci_adult" / "schema.yaml"
 
 
 @pytest.fixture(scope="module")

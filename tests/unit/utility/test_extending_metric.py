@@ -15,7 +15,7 @@ from sdgov.utility.registry import METRICS
 from sdgov.utility.report import ReportSettings, build_report, render_report_html
 from tests.conftest import make_demo_inputs
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
 TINY = ReportSettings(specks_seeds=2, specks_rows=300, specks_trees=5, wasserstein_replicates=5, pmse_permutations=1)
 
 

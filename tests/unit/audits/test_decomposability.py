@@ -21,7 +21,7 @@ from sdgov.audits.decomposability.theta import ThetaSpace
 from sdgov.audits.generator_protocol import AuditError, load_generator
 from tests.fixtures.three_way import DOMAIN, PHI, decomposability_settings, three_way_data
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_extremal_datasets_keep_phi_exactly_and_stay_valid():

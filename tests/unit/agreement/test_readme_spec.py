@@ -12,7 +12,7 @@ import yaml
 from sdgov.agreement.load import load_spec
 from sdgov.intake.preflight import check_model_card, check_names, check_privacy
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def readme_spec() -> dict:

@@ -255,7 +255,7 @@ def test_tasks_are_validated_and_kept_out_of_the_agreement_hash(demo, tmp_path):
 
 
 def test_census_examples_declare_the_paper_tasks():
-    repo = Path(__file__).resolve().parents[2] / "examples" / "census2011"
+    repo = Path(__file__).resolve().parents[3] / "examples" / "census2011"
     kinds = {}
     for app in ("app1", "app2", "app3"):
         raw = yaml.safe_load((repo / f"{app}.yaml").read_text())

@@ -18,7 +18,7 @@ from sdgov.audits.privacy import run as privacy_run
 from sdgov.audits.privacy.cost import planned_fits
 from sdgov.audits.privacy.run import PrivacyAuditRun
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "extending.md"
 INDEPENDENT = "independent"
 SETTINGS = RiskSettings(
     n_outliers=1, n_random=1, n_shadow=3, n_synth=2, train_rows=100, folds=2, rf_trees=5, ai_trees=5, n_jobs=1

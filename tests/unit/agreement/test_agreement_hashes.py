@@ -34,7 +34,7 @@ SPECS = {
     # alias of that name, it hashed 40e1fd70… as before: as_pinned below; then 2b0553a7…).
     # Issue 37 (shared fits): memorisation_pairs became memorisation_worlds, a different computation, so every
     # privacy_risk section's settings read memorisation_worlds (default 31) and hash anew (the old field is refused
-    # in one line naming its successor: tests/unit/test_privacy_risk.py)
+    # in one line naming its successor: tests/unit/audits/test_privacy_risk.py)
     "sdgov/demo/spec.yaml": "6174c06396626a9700a5a983f6048b4f61b23c83ce0175b00dc8a7649c833c6f",
 }
 
