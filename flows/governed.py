@@ -60,7 +60,7 @@ from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.budget.statement import headline, key_facts, release_epsilon
 from sdgov.contracts import Agreed, Measured, ReleaseResult
-from sdgov.flows.handover import taken
+from sdgov.flows.handover import proposal_inputs, release_inputs
 from sdgov.flows.pending import PENDING_PREFIX
 from sdgov.flows.prefect_api import ui_link
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
@@ -73,7 +73,6 @@ from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.site import Site
 from sdgov.governance.standing import StandingApproval, load_approvals
-from sdgov.intake.inputs import CheckedProposal
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import (
     agreement_facts,
@@ -637,8 +636,9 @@ def _agree(request: GovernedRequest) -> _Governed:
     standing: StandingApproval | None
     if r.approval == "standing":
         try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
-            deadline = time.monotonic() + r.timeout_s  # the agree stage checks the controller's files, inputs, policy
-            agreed = agree_phi(r.spec_path, site, run_id, r.approvals_path, r.data_path, r.schedule_pin)
+            deadline = time.monotonic() + r.timeout_s
+            inputs = release_inputs(site, r.spec_path, r.approvals_path, r.data_path, r.checked, r.schedule_pin)
+            agreed = agree_phi(inputs, site, run_id)
         except SdgovError as exc:
             raise _Stop(refuse_run(registry, run_id, exc)) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
@@ -651,17 +651,14 @@ def _agree(request: GovernedRequest) -> _Governed:
                 "proposer",
                 "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
             )
-        try:  # refused before anything is written: a ticket this process did not issue
-            checked = None if r.checked is None else taken(r.checked, CheckedProposal)
-        except SdgovError as exc:
-            raise _Stop(refuse_run(registry, run_id, exc)) from None
         try:  # an unsigned, replayed or wrongly signed proposal: refused (and logged) before the data is read
-            agreed = propose_phi(
-                r.spec_path, site, run_id, proposer, r.data_path, r.proposal, r.selection_verified, checked
+            checked = proposal_inputs(
+                site, r.spec_path, proposer, r.data_path, r.proposal, r.selection_verified, r.checked
             )
         except ApprovalRefused as exc:
             get_run_logger().warning("refused: %s", exc.one_line())
             raise _Stop(end_state("refused", exc.one_line())) from None
+        agreed = propose_phi(checked, site, run_id)
         standing = None
     agreement = load_agreement(agreed.agreement)
     plan = check_plan_allowed(site, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)

@@ -110,7 +110,7 @@ class Recorder:
 
 class InputsChecked(Frozen):
     """What a release's checks found, with a hash of every file they read: made once per release, by the command
-    before its orchestrator starts (:func:`sdgov.intake.inputs.check_release_inputs`), or by the first stage when nobody
+    before its orchestrator starts (:func:`sdgov.intake.inputs.check_release_inputs`), or by the flow when nobody
     checked before it (a scheduled run in the controller's worker). The first stage re-verifies it by hash
     (:meth:`reverified`) instead of checking again, and writes the run's first files from it.
 
@@ -134,11 +134,11 @@ class InputsChecked(Frozen):
         checked = [(r.name, r.path, r.sha256) for r in refs if r is not None]
         return [*checked, ("data", self.data.path, self.data.sha256)]
 
-    def reverified(
+    def for_run(
         self, registry_root: str | Path, spec_path: str, approvals_path: str | None, data_path: str | None
     ) -> InputsChecked:
-        """This record, once the run asks for what was checked (the same registry, spec, approvals and data: a
-        run's parameters never redirect what is read) and every file checked still has its hash; else one line."""
+        """This record, once the run asks for what was checked: the same registry, spec, approvals and data (a run's
+        parameters never redirect what is read; ``None``: what the spec names); else one line."""
         asked = {
             "registry": (_resolved(registry_root), self.registry_root),
             "spec": (_resolved(spec_path), self.spec.path),
@@ -152,6 +152,10 @@ class InputsChecked(Frozen):
                     str(given),
                     "start the release again: it checks what it reads",
                 )
+        return self
+
+    def reverified(self) -> InputsChecked:
+        """This record, once every file checked still has its hash (a file changed since is one line)."""
         for name, path, sha256 in self.files():
             if not Path(path).is_file() or sha256_file(path) != sha256:
                 raise SpecError(

@@ -1,10 +1,9 @@
-"""Stage 1 — agree Φ: the inputs as checked (spec, schema, data, standing approval, the controller's files and
-policy), the agreement canonicalised and hashed, its sign-offs logged.
+"""Stage 1 — agree Φ: the run's first files written from its inputs as checked (spec, schema, data, standing
+approval, the controller's files and policy), the agreement canonicalised and hashed, its sign-offs logged.
 
-The command checked the inputs before the orchestrator started (:func:`sdgov.intake.inputs.check_release_inputs`) and
-hands this stage the record of what it checked: the stage re-verifies it by hash instead of checking again. A run
-nobody checked before (a scheduled run in the controller's worker) is checked here, by the same function. Either
-way nothing is written before every check passed: a refusal ends the run with one line and an untouched registry.
+The inputs were checked once before this stage (:func:`sdgov.intake.inputs.check_release_inputs`: by the command
+before the orchestrator started, or by the flow when nobody checked before it); the stage re-verifies the record of
+that check by hash instead of checking again. A file changed since is refused in one line, with nothing written.
 """
 
 from __future__ import annotations
@@ -17,34 +16,22 @@ from sdgov.base.errors import SpecError
 from sdgov.contracts import Agreed, InputsChecked
 from sdgov.governance.site import Site
 from sdgov.governance.standing import standing_artifacts
-from sdgov.intake.inputs import check_release_inputs
 from sdgov.tasks.common import stage
 
 VERSION = "1.4.0"  # 1.4: inputs checked once; 1.3: the data pinned by the approval; 1.2: approvals signed with keys
 
 
 @task(name="agree_phi", version=VERSION, cache_policy=NO_CACHE)
-def agree_phi(
-    spec_path: str,
-    site: Site,
-    run_id: str,
-    approvals_path: str | None = None,
-    data_path: str | None = None,
-    schedule_pin: str | None = None,
-    checked: InputsChecked | None = None,
-) -> Agreed:
-    """The inputs as ``checked`` (re-verified by hash: the run's parameters must name what was checked), else
-    checked here; then write the agreement and log its sign-offs → ``Agreed``.
-
-    The data must be the file the standing approval pins (and ``schedule_pin``, the worker's schedule entry),
-    checked before it is parsed."""
+def agree_phi(checked: InputsChecked, site: Site, run_id: str) -> Agreed:
+    """The inputs as ``checked``, re-verified by hash; then write the agreement and log its sign-offs → ``Agreed``."""
     with stage("agree_phi", VERSION, f"{site.root}/runs/{run_id}") as rec:
-        if checked is None:
-            checked = check_release_inputs(site, spec_path, approvals_path, data_path, schedule_pin)
-        else:
-            checked.reverified(site.root, spec_path, approvals_path, data_path)
+        checked.reverified()
         if checked.approvals is None:  # a governed proposal's record: the governed flow's propose stage takes it
-            raise SpecError("these inputs were checked as a proposal, not under a standing approval", spec_path, "")
+            raise SpecError(
+                "these inputs were checked as a proposal, not under a standing approval",
+                checked.spec.path,
+                "a proposal is released by the governed flow (sdgov propose)",
+            )
         files = write_agreement(site.registry, run_id, checked)  # inputs valid: we write
         for s in checked.signoffs:
             site.registry.append(

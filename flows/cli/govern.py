@@ -157,8 +157,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     """Run a governed release that pauses for the controller's decisions (``--select``: write a Φ proposal instead;
     with ``--review``: the Φ review first): exit 0 released or proposed, 1 no release. A run needs ``PREFECT_API_URL``;
     a refusal, or a run that failed (a decision that never came), is one line, exit 2."""
-    from sdgov.governance.policy import check_plan_allowed
-    from sdgov.intake.inputs import check_proposal
+    from sdgov.intake.inputs import check_governed_proposal
 
     if args.review and not args.select:
         raise SdgovError("--review reviews a private selection", "--review", "add --select mst")
@@ -172,11 +171,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     site = site_of(args)
     root = site.root.resolve()
     token = _sign_local_proposal(args, site.registry)
-    checked = check_proposal(args.spec, site.registry, args.who, args.data, token)  # fail fast, before the flow
-    ag = checked.loaded.agreement
-    check_plan_allowed(
-        site, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows
-    )  # the controller's policy
+    checked = check_governed_proposal(site, args.spec, args.who, args.data, token)  # fail fast, before the flow
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow

@@ -9,6 +9,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "CheckedProposal": "inputs",
+    "check_governed_proposal": "inputs",
     "check_inputs": "inputs",
     "check_proposal": "inputs",
     "check_release_inputs": "inputs",
@@ -18,6 +19,7 @@ _WHERE = {
 }
 __all__ = [
     "CheckedProposal",
+    "check_governed_proposal",
     "check_inputs",
     "check_proposal",
     "check_release_inputs",

@@ -4,7 +4,7 @@
 with :func:`check_release_inputs`, which returns what it checked as one typed record, hashes included
 (:class:`~sdgov.contracts.InputsChecked`); the agree stage re-verifies that record by hash and writes the run's
 first files from it instead of checking again. A run nobody checked before (a scheduled one in the controller's
-worker) is checked by its first stage, with the same function. A governed proposal likewise
+worker) is checked by its flow, with the same function. A governed proposal likewise
 (:func:`check_proposal`, :class:`CheckedProposal`).
 
 The confidential file (CSV or Parquet) is read, validated and encoded here and nowhere else in a release, by the
@@ -185,6 +185,22 @@ def inputs_checked(
         agreement=loaded.agreement,
         signoffs=signoffs or [],
     )
+
+
+def check_governed_proposal(
+    site: Site,
+    spec_path: str | Path,
+    proposer: str,
+    data_path: str | Path | None = None,
+    proposal: str | None = None,
+    selection_verified: bool | None = None,
+) -> CheckedProposal:
+    """A governed proposal (:func:`check_proposal`) and the controller's policy on it (it refuses rows = N unless N
+    is public, and an exact release unless allowed): everything a governed release checks before it writes."""
+    checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
+    ag, data = checked.loaded.agreement, checked.data
+    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    return checked
 
 
 def check_proposal(

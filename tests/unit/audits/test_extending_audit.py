@@ -162,14 +162,14 @@ def test_the_documented_check_runs_inside_a_release_that_pre_registers_it(check_
     spec: the agreement carries it, and the audit report has the check's row, run with the spec's settings."""
     from sdgov.artifacts import load_agreement
     from sdgov.contracts import GenerateInput
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.audit import audit
     from sdgov.tasks.generate import generate
     from sdgov.tasks.measure import measure
+    from tests.conftest import agree
 
     spec = make_demo_inputs(tmp_path / "inputs", rows=1500, phi_fidelity={"max_tvd": 0.5})
     root = init_registry(tmp_path / "registry")
-    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), "t0")
+    agreed = agree(spec, Site.resolve(str(root)), "t0")
     agreement = load_agreement(agreed.agreement)
     assert agreement.model_dump()["phi_fidelity"] == {"enabled": True, "max_tvd": 0.5}  # signed with Φ
     measured = measure.fn(agreed, Site.resolve(str(root)))

@@ -129,9 +129,9 @@ def split_release(tmp_path_factory):
     """A split release's agree, measure and generate stages on 1,500 demo records (a tiny Φ per part)."""
     from sdgov.artifacts import load_agreement
     from sdgov.contracts import GenerateInput
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.generate import generate
     from sdgov.tasks.measure import measure
+    from tests.conftest import agree
 
     tmp = tmp_path_factory.mktemp("split")
     spec = make_demo_inputs(
@@ -140,7 +140,7 @@ def split_release(tmp_path_factory):
     raw = spec.read_text() + "audit: {K: 7}\n"  # the lightest K the pre-flight accepts (never run here)
     spec.write_text(raw)
     root = init_registry(tmp / "registry", sigma_floor=1, max_epsilon_per_release=10)  # σ by ρ's share
-    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), "t0")
+    agreed = agree(spec, Site.resolve(str(root)), "t0")
     measured = measure.fn(agreed, Site.resolve(str(root)))
     agreement = load_agreement(agreed.agreement)
     generated = generate.fn(

@@ -177,19 +177,15 @@ def test_a_symlinked_policy_is_refused_before_a_release_writes_anything(tmp_path
 
 def test_an_unsigned_controller_file_edit_after_a_release_started_stops_its_spend(tmp_path) -> None:
     """Every spend makes the start-of-release check again: nothing is drawn on a registry verify would flag."""
-    import uuid
 
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
-    from tests.conftest import make_demo_inputs
+    from tests.conftest import agree, make_demo_inputs
     from tests.governance import sign_standing_approval
 
     spec = make_demo_inputs(tmp_path / "in", rows=800)
     root = tmp_path / "registry"
     sign_standing_approval(spec, root, controller_registry(root, tmp_path / "keys"))
-    agreed = agree_phi.fn(
-        str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None
-    )  # started: the files were as signed
+    agreed = agree(spec, Site.resolve(str(root)))  # started: the files were as signed
     approvers = yaml.safe_load((root / "approvers.yaml").read_text())
     approvers["approvers"][0]["role"] = "controller"
     (root / "approvers.yaml").write_text(yaml.safe_dump(approvers))

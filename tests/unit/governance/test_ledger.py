@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -224,12 +223,12 @@ def test_a_planted_unlogged_measurement_is_never_adopted(tmp_path):
     from sdgov.base.errors import RegistryError
     from sdgov.governance.policy import planned
     from sdgov.measurement.store import Statistic, statistic_key
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
+    from tests.conftest import agree
 
     root = init_registry(tmp_path / "registry")
     spec = spec_at(tmp_path, 5)
-    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
+    agreed = agree(spec, Site.resolve(str(root)))
     loaded = load_spec(spec)
     from sdgov.governance.policy import load_policy
 

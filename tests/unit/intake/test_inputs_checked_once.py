@@ -45,9 +45,9 @@ def test_the_agree_stage_writes_the_run_from_the_record_without_checking_again(c
     def again(*args: object, **kwargs: object) -> None:
         raise AssertionError("the agree stage checked the inputs again")
 
-    monkeypatch.setattr(stage, "check_release_inputs", again)
+    monkeypatch.setattr(inputs, "check_release_inputs", again)
     monkeypatch.setattr(inputs, "validated_data", again)
-    agreed = stage.agree_phi.fn(str(spec), site, uuid.uuid4().hex, checked=record)
+    agreed = stage.agree_phi.fn(record, site, uuid.uuid4().hex)
     assert agreed.agreement_sha256 == record.agreement.sha256() and agreed.data == record.data
     assert agreed.codes.sha256 == record.codes.sha256, "the engine's encoding, copied into the run"
 
@@ -61,27 +61,29 @@ def test_a_file_changed_after_the_check_is_refused_in_one_line_with_nothing_writ
     path.write_bytes(path.read_bytes() + b"\n")
     before = tree_bytes(site.root)
     with pytest.raises(SpecError) as exc:
-        agree_phi.fn(str(spec), site, uuid.uuid4().hex, checked=record)
+        agree_phi.fn(record, site, uuid.uuid4().hex)
     line = exc.value.one_line()
     assert "changed after the release checked it" in line and str(path.resolve()) in line and "\n" not in line
     assert tree_bytes(site.root) == before, "nothing written"
 
 
 def test_run_parameters_never_redirect_what_a_record_reads(checked, tmp_path):
-    from sdgov.tasks.agree_phi import agree_phi
+    """The flow takes the command's record only for the run that asks for what was checked."""
+    from sdgov.flows.handover import hand_over, release_inputs
 
     site, spec, record = checked
     other = make_demo_inputs(tmp_path / "other", rows=300)
     for asked in (
-        {"spec_path": str(other)},
-        {"spec_path": str(spec), "data_path": str(other.parent / "data.csv")},
-        {"spec_path": str(spec), "approvals_path": str(other.parent / "approvals.yaml")},
+        (str(other), None, None),
+        (str(spec), None, str(other.parent / "data.csv")),
+        (str(spec), str(other.parent / "approvals.yaml"), None),
     ):
         with pytest.raises(SpecError, match="names another"):
-            agree_phi.fn(site=site, run_id=uuid.uuid4().hex, checked=record, **asked)
+            release_inputs(site, *asked, hand_over(record))
     elsewhere = Site.resolve(str(init_registry(tmp_path / "elsewhere")))
     with pytest.raises(SpecError, match="names another registry"):
-        agree_phi.fn(str(spec), elsewhere, uuid.uuid4().hex, checked=record)
+        release_inputs(elsewhere, str(spec), None, None, hand_over(record))
+    assert release_inputs(site, str(spec), None, None, hand_over(record)) is record
 
 
 def test_a_ticket_this_process_did_not_issue_names_nothing(checked):

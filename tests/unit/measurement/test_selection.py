@@ -257,9 +257,9 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     """sdgov propose --select mst (task code): the 1-ways drawn by selection are *reused* by the release of the
     proposed spec, the ledger holds ρ(1-ways) + ρ(selection) + ρ(pairs) = the agreed ρ, and proposing the same
     draft again reads the logged proposal back (no second selection, no second spend)."""
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
     from sdgov.tasks.select_phi import propose_selection, write_proposed_spec
+    from tests.conftest import agree
 
     root = tmp_path / "registry"
     keys = controller_registry(root, tmp_path / "keys")
@@ -282,7 +282,7 @@ def test_propose_select_spends_once_and_the_release_reuses_the_one_ways(tmp_path
     spec["approvals"] = "approvals.yaml"
     proposed.write_text(yaml.safe_dump(spec, sort_keys=False))
     sign_standing_approval(proposed, root, keys)  # the agreed Φ's standing approval, signed by its people
-    agreed = agree_phi.fn(str(proposed), Site.resolve(str(root)), "rel1")
+    agreed = agree(proposed, Site.resolve(str(root)), "rel1")
     measured = measure.fn(agreed, Site.resolve(str(root)))
     budget = json.loads(Path(measured.statement.path).read_text())
     hows = {tuple(s["attributes"]): s["how"] for s in budget["statistics"]}

@@ -66,9 +66,9 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     spends only its share; every part's selection is reserved in one spend after the parts' 1-ways; the release of
     the proposed spec reuses every part's 1-ways, draws each part's pairs, and the ledger then holds the spec's ρ."""
     import sdgov.measurement.selection.store as store
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
     from sdgov.tasks.select_phi import propose_selection, write_proposed_spec
+    from tests.conftest import agree
 
     seen: list[set[int]] = []
     counts = store.marginal_counts
@@ -109,7 +109,7 @@ def test_each_part_selects_on_its_own_records_then_the_release_reuses_its_one_wa
     raw["approvals"] = "approvals.yaml"
     proposed.write_text(yaml.safe_dump(raw, sort_keys=False))
     sign_standing_approval(proposed, root, keys)
-    agreed = agree_phi.fn(str(proposed), Site.resolve(str(root)), "rel1")
+    agreed = agree(proposed, Site.resolve(str(root)), "rel1")
     measured = measure.fn(agreed, Site.resolve(str(root)))
     budget = json.loads(Path(measured.statement.path).read_text())
     hows = {(s["part"], tuple(s["attributes"])): s["how"] for s in budget["statistics"]}

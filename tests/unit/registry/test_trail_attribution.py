@@ -21,7 +21,7 @@ def trail(tmp_path_factory) -> dict:
     """A signed standing approval applied by a run (agree, measure under the ledger, release sign-off), then a
     pause on the agreement that timed out."""
     from sdgov.flows.release import standing_release_signoff
-    from sdgov.tasks.agree_phi import agree_phi
+    from tests.conftest import agree
     from sdgov.tasks.measure import measure
 
     tmp = tmp_path_factory.mktemp("trail")
@@ -29,7 +29,7 @@ def trail(tmp_path_factory) -> dict:
     keys = controller_registry(root, tmp / "keys")
     spec = make_demo_inputs(tmp / "in", rows=200, phi={"marginals": [["Age", "Sex"]]}, privacy={"rho": 0.03})
     sign_standing_approval(spec, root, keys)
-    agreed = agree_phi.fn(str(spec), Site.resolve(str(root)), uuid.uuid4().hex, None, None)
+    agreed = agree(spec, Site.resolve(str(root)))
     measure.fn(agreed, Site.resolve(str(root)))
     reg = Registry(root)
     standing_release_signoff(reg, load_approvals(agreed.approvals.verified()), agreed, "cd" * 32)
