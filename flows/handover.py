@@ -67,12 +67,4 @@ def proposal_inputs(
     here (``selection_verified``: the Φ review flow's reviewed Φ of a checked, signed draft)."""
     if ticket is None:
         return check_governed_proposal(site, spec, proposer, data, proposal, selection_verified)
-    checked = taken(ticket, CheckedProposal)
-    checked.inputs.for_run(site.root, spec, None, data)
-    if (checked.signed.proposer, checked.signed.token or None) != (proposer, proposal):
-        raise SpecError(
-            "the run names another proposer or proposal than the one checked",
-            "proposer",
-            "start the release again: it checks what it reads",
-        )
-    return checked
+    return taken(ticket, CheckedProposal).for_run(site.root, spec, data, proposer, proposal)

@@ -302,6 +302,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
     of the reviewed Φ), checked before the orchestrator starts."""
     from prefect.exceptions import FailedRun
 
+    from sdgov.flows.handover import hand_over
     from sdgov.flows.phi_review import phi_review_flow
     from sdgov.flows.refusals import quiet_refusals
     from sdgov.governance.policy import check_plan_allowed
@@ -327,6 +328,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
             timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout,
             poll_interval=DEFAULT_POLL_S if args.poll is None else args.poll,
             proposal=token,
+            checked=hand_over(checked),
         )
     except FailedRun as exc:
         raise SdgovError(

@@ -81,6 +81,20 @@ class CheckedProposal:
     signed: ProposalCheck
     inputs: InputsChecked
 
+    def for_run(
+        self, registry_root: str | Path, spec_path: str, data_path: str | None, proposer: str, proposal: str | None
+    ) -> CheckedProposal:
+        """This proposal as checked, once the run asks for what was checked (the inputs, the proposer and their
+        signed statement: :meth:`InputsChecked.for_run`); else one line."""
+        self.inputs.for_run(registry_root, spec_path, None, data_path)
+        if (self.signed.proposer, self.signed.token or None) != (proposer, proposal):
+            raise SpecError(
+                "the run names another proposer or proposal than the one checked",
+                "proposer",
+                "start the release again: it checks what it reads",
+            )
+        return self
+
 
 def check_spec_and_data(
     spec_path: str | Path,
