@@ -54,6 +54,28 @@ def test_the_confidential_csv_is_parsed_once_per_release(tmp_path, monkeypatch):
     assert not list((root / "releases").rglob("synthetic_codes.parquet")), "the cells are the run's, not published"
 
 
+def test_data_changed_after_the_command_checked_it_is_refused_by_the_flow_in_one_line(tmp_path, monkeypatch, capsys):
+    """The record of the check is re-verified by hash in the flow: data rewritten between the command's check and
+    the agree stage (here: as the record is handed over) ends the release with one line, exit 2, nothing drawn."""
+    from sdgov.flows import handover
+
+    spec = make_demo_inputs(tmp_path / "inputs", rows=600)
+    data = spec.parent / "data.csv"
+    root = init_registry(tmp_path / "registry")
+    real = handover.hand_over
+
+    def then_rewritten(checked):
+        data.write_bytes(data.read_bytes().replace(b"\n", b"\r\n", 1))  # the same records, other bytes
+        return real(checked)
+
+    monkeypatch.setattr(handover, "hand_over", then_rewritten)
+    assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the data file changed after the release checked it" in err and str(data.resolve()) in err, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert not list((root / "runs").glob("*/codes.parquet")) and not list(root.glob("measurements/*.json"))
+
+
 CHECKS = (  # each check a release makes before the first draw, by where it is defined
     "sdgov.governance.controller.check_controller_files",  # the controller's files as last signed
     "sdgov.agreement.load.load_spec",  # the spec, its schema and its agreement
