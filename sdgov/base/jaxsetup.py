@@ -8,7 +8,7 @@ later process loads them (the demo's fit: 7 s → 1 s; validate on the census tr
 ``$SDGOV_JAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/sdgov/jax`` (``~/.cache/sdgov/jax``); ``SDGOV_JAX_CACHE_DIR=``
 (empty) turns it off, and nothing is written. The cache holds compiled code only — no data, no noise; its keys
 come from the model's shapes, which the public schema and Φ fix — and a program loaded from it computes what a fresh
-compilation computes, so a release is the same with or without it (``tests/unit/test_jax_cache.py``).
+compilation computes, so a release is the same with or without it (``tests/unit/generators/test_jax_cache.py``).
 
 And one computing thread per process. XLA's CPU client sizes its thread pool by the cores it may run on when it starts,
 and splits a program's work over them — in other places, so a fit's last bits depend on the machine's core count
@@ -17,7 +17,7 @@ get our figures bit for bit. It would also cost: an audit runs one worker proces
 of one thread per core spun against the others' (a fit 11 CPU-s alone, 19 in the audit, issue 37). So the client is
 started here while this process may run on one core only, and the process's cores are given back at once: every
 sdgov process computes on one thread, and parallel work is the audits' worker processes
-(``tests/unit/test_jax_threads.py``).
+(``tests/unit/base/test_jax_threads.py``).
 """
 
 import os
