@@ -1,7 +1,8 @@
 """Every sdgov process computes on one thread (sdgov/base/jaxsetup.py), so a result does not depend on how many cores
-the machine has: the dense oracle's marginals of App 3's shape, in a process that may use every core and in one
-restricted to a single core (a one-core machine), are the same bits. Without the one-thread start the first process
-splits the oracle's work over its cores and its last bits differ (measured on a 2-core machine)."""
+the machine has, and no library's threads spin against another process's: the dense oracle's marginals of App 3's
+shape, in a process that may use every core and in one restricted to a single core (a one-core machine), are the
+same bits. Without the one-thread start the first process splits the oracle's work over its cores and its last bits
+differ (measured on a 2-core machine)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,13 @@ def test_a_result_is_the_same_bits_on_one_core_and_on_all():
         for how in ("all cores", "one core")
     }
     assert digests["all cores"] == digests["one core"], digests
+
+
+def test_blas_runs_on_one_thread():
+    """OpenBLAS's threads spin while another process holds a core: one thread, whatever the machine."""
+    child = (
+        "import sdgov.base.jaxsetup\nimport numpy\nfrom threadpoolctl import threadpool_info\n"
+        "print(sorted({p['num_threads'] for p in threadpool_info()}))"
+    )
+    out = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[1]", out.stdout
