@@ -441,7 +441,7 @@ def main() -> None:
     codes = load_encoded(Path(args.data), loaded.schema_)
     settings = RiskSettings()
     run = agreement_audit_run(ag, loaded.schema_, codes, plan_privacy(ag.privacy, ag.cliques), settings=settings)
-    ref = run.pool().ref
+    ref = run.frame().ref
     attrs = list(ag.attributes)
     domain = loaded.schema_.domain(attrs)
     cells = junction_tree_cells(attrs, [tuple(c) for c in ag.cliques], domain)

@@ -26,7 +26,8 @@ from sdgov.base.executor import executor_for  # noqa: E402
 # Application 3's joint table has 1.56M cells: cap the fits (an honest fit is honest however long it runs). PGM
 # needs 300 mirror-descent iterations before the dishonest variant's leaked 3-way marginal shows (at 100 it is
 # not yet fitted, p = 0.63); honest and dishonest PGM get the same setting. ``memo``: K fits on one dataset reuse
-# one deterministic fit (bit-identical samples, tests/unit/test_decomposability.py) — the timing run refits every time.
+# one deterministic fit (bit-identical samples, tests/unit/audits/test_decomposability.py) — the timing run refits
+# every time.
 APP3_PARAMS = {
     "honest_pgm": {"iterations": 300, "memo": True},
     "dishonest_pgm": {"iterations": 300, "memo": True},

@@ -321,11 +321,11 @@ def mbi_peer(python: str, codes: Path, domain: Path, rows: int, work: Path) -> d
 
 
 def adult_like(work: Path) -> Path:
-    """Without adult.data: the Adult-like file of the tests (tests/unit/test_ingest.py), written to scratch."""
+    """Without adult.data: the Adult-like file of the tests (tests/unit/engines/test_ingest.py), written to scratch."""
     sys.path.insert(0, str(REPO))
     from sdgov.data.schema import load_schema
-    from tests.unit.test_ingest import adult_like as records
-    from tests.unit.test_ingest import write_adult
+    from tests.fixtures.adult import adult_like as records
+    from tests.fixtures.adult import write_adult
 
     return write_adult(work / "adult.data", records(load_schema(SCHEMAS["adult"]), 32561))
 

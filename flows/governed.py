@@ -60,13 +60,14 @@ from sdgov.audits.protocol import AuditReport
 from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.budget.statement import headline, key_facts, release_epsilon
 from sdgov.contracts import Agreed, Measured, ReleaseResult
+from sdgov.flows.handover import proposal_inputs, release_inputs
 from sdgov.flows.pending import PENDING_PREFIX
 from sdgov.flows.prefect_api import ui_link
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
 from sdgov.flows.worker_runs import die_with_worker, end_run
 from sdgov.governance import decisions, ledger, worker
 from sdgov.governance.approvers import ApprovalRefused
-from sdgov.governance.controller import check_controller_files, load_config, registry_id
+from sdgov.governance.controller import load_config, registry_id
 from sdgov.governance.decisions import DecisionSubject, Pause, Submitted
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
@@ -446,13 +447,24 @@ def governed_release_flow(
     poll_interval: int = 10,
     dvc_pull: bool = False,
     proposal: str | None = None,
+    checked: str | None = None,
 ) -> GovernedOutcome | State[GovernedOutcome]:
     """The governed release as a Prefect flow: the run's parameters become one :class:`GovernedRequest` (a scheduled
     run first brings DVC-tracked data to its latest version). In the controller's worker the parameters must be
     the worker configuration's (:func:`sdgov.governance.worker.check_request`), else the run is refused and logged
-    before anything is read."""
+    before anything is read. ``checked``: the ticket of the proposal as ``sdgov propose`` checked it in this
+    process (:mod:`sdgov.flows.handover`; the first stage re-verifies it by hash)."""
     request = GovernedRequest(
-        spec_path, registry_root, proposer, approval, approvals_path, data_path, timeout_s, poll_interval, proposal
+        spec_path,
+        registry_root,
+        proposer,
+        approval,
+        approvals_path,
+        data_path,
+        timeout_s,
+        poll_interval,
+        proposal,
+        checked=checked,
     )
     asked = {**request.parameters(), "dvc_pull": dvc_pull}
     refused, pin = _refused_by_worker(asked)
@@ -509,6 +521,7 @@ class GovernedRequest:
     proposal: str | None = None  # the analyst's signed proposal token (sdgov.governance.proposals)
     selection_verified: bool | None = None  # the Φ review flow only: the reviewed Φ of a checked, signed draft
     schedule_pin: str | None = None  # the worker's schedule entry's data commitment (never a run parameter)
+    checked: str | None = None  # the ticket of the proposal as the command checked it (sdgov.flows.handover)
 
     def parameters(self) -> dict[str, Any]:
         """The flow parameters this request came from (what the worker compares with its configuration)."""
@@ -623,15 +636,14 @@ def _agree(request: GovernedRequest) -> _Governed:
     standing: StandingApproval | None
     if r.approval == "standing":
         try:  # nobody watches a scheduled run: a refusal is logged, and the run ends as Refused
-            check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them
             deadline = time.monotonic() + r.timeout_s
-            agreed = agree_phi(r.spec_path, site, run_id, r.approvals_path, r.data_path, r.schedule_pin)
+            inputs = release_inputs(site, r.spec_path, r.approvals_path, r.data_path, r.checked, r.schedule_pin)
+            agreed = agree_phi(inputs, site, run_id)
         except SdgovError as exc:
             raise _Stop(refuse_run(registry, run_id, exc)) from None
         proposer = next(s.name for s in agreed.signoffs if s.comment == "proposed")
         standing = load_approvals(agreed.approvals.verified())
     else:
-        check_controller_files(registry)  # approvers, budgets, policy: as the controller last signed them, or no run
         deadline = time.monotonic() + r.timeout_s
         if not proposer:
             raise SdgovError(
@@ -640,10 +652,13 @@ def _agree(request: GovernedRequest) -> _Governed:
                 "pass proposer='Ada Analyst' (an analyst in the approvers registry)",
             )
         try:  # an unsigned, replayed or wrongly signed proposal: refused (and logged) before the data is read
-            agreed = propose_phi(r.spec_path, site, run_id, proposer, r.data_path, r.proposal, r.selection_verified)
+            checked = proposal_inputs(
+                site, r.spec_path, proposer, r.data_path, r.proposal, r.selection_verified, r.checked
+            )
         except ApprovalRefused as exc:
             get_run_logger().warning("refused: %s", exc.one_line())
             raise _Stop(end_state("refused", exc.one_line())) from None
+        agreed = propose_phi(checked, site, run_id)
         standing = None
     agreement = load_agreement(agreed.agreement)
     plan = check_plan_allowed(site, agreement, agreed.data.fingerprint, agreed.data.name, agreed.data.rows)

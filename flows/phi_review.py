@@ -42,12 +42,14 @@ from sdgov.flows.governed import (
     wait_for_input,
     with_note,
 )
+from sdgov.flows.handover import taken
 from sdgov.flows.release import new_run_id
 from sdgov.generators.registry import generator
 from sdgov.governance import decisions
-from sdgov.governance.controller import check_controller_files, registry_id
+from sdgov.governance.controller import registry_id
 from sdgov.governance.decisions import Pause
 from sdgov.governance.site import Site
+from sdgov.intake.inputs import CheckedProposal
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import (
     SUBJECT,
@@ -217,16 +219,21 @@ def phi_review_flow(
     timeout_s: int = 3600,
     poll_interval: int = 10,
     proposal: str | None = None,
+    checked: str | None = None,
 ) -> GovernedOutcome | State[GovernedOutcome]:
     """Select (the analyst's signed ``proposal`` of the draft), pause for the stakeholders' review, write the proposed
-    spec, then run the governed release of it in this same run (its agreement and release pauses)."""
+    spec, then run the governed release of it in this same run (its agreement and release pauses). ``checked``: the
+    ticket of the draft as the command checked it (:mod:`sdgov.flows.handover`); without one the select stage
+    checks it."""
     site = Site.resolve(registry_root)  # this process's registry, keys and authority, once
     registry = site.registry
-    check_controller_files(registry)
     deadline = time.monotonic() + timeout_s
     draft = Path(draft_path).resolve()
+    drafted = None if checked is None else taken(checked, CheckedProposal)
+    if drafted is not None:
+        drafted.for_run(site.root, str(draft), data_path, proposer, proposal)
     run_id = "select-" + new_run_id()
-    proposals, summary = select_phi_task()(str(draft), site, run_id, proposer, data_path, None, proposal)
+    proposals, summary = select_phi_task()(str(draft), site, run_id, proposer, data_path, None, proposal, drafted)
     state = _Review(proposals, summary["rho_budget"])
     state.publish()
     loaded = load_spec(draft)

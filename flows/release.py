@@ -15,7 +15,7 @@ from prefect.runtime import flow_run
 from sdgov import __version__
 from sdgov.artifacts import load_agreement, read_spec
 from sdgov.contracts import Agreed, GenerateInput, Measured, ReleaseResult
-from sdgov.governance.controller import check_controller_files
+from sdgov.flows.handover import release_inputs
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.site import Site
 from sdgov.governance.standing import StandingApproval, load_approvals, release_signoff, standing_artifacts
@@ -91,16 +91,22 @@ def publish(agreed: Agreed, candidate: ReleaseCandidate, signoffs: list[SignOff]
 
 @flow(name="sdgov-release", version=__version__, log_prints=False)
 def release_flow(
-    spec_path: str, registry_root: str, approvals_path: str | None = None, data_path: str | None = None
+    spec_path: str,
+    registry_root: str,
+    approvals_path: str | None = None,
+    data_path: str | None = None,
+    checked: str | None = None,
 ) -> ReleaseResult:
     """The release on standing approvals: agree Φ, measure, evaluate, publish; no human decision during the run.
 
-    The standing release sign-off is added only on a passing audit (publication refuses a candidate without one);
-    controller files must be as last signed; a failure after agreement is logged as a failed run, then re-raised.
-    The site (registry, keys, secret, budget authority) is resolved here, once, from this process's settings."""
+    ``checked``: the ticket of the inputs as the command checked them (:mod:`sdgov.flows.handover`), which the agree
+    stage re-verifies by hash; without one the flow checks them itself (controller files as last signed, inputs,
+    standing approval, policy). The standing release sign-off is added only on a passing audit (publication refuses a
+    candidate without one); a failure after agreement is logged as a failed run, then re-raised. The site (registry,
+    keys, secret, budget authority) is resolved here, once, from this process's settings."""
     site = Site.resolve(registry_root)
-    check_controller_files(site.registry)  # approvers, budgets, policy as last signed, or no release
-    agreed = agree_phi(spec_path, site, new_run_id(), approvals_path, data_path)
+    inputs = release_inputs(site, spec_path, approvals_path, data_path, checked)  # checked once, by whoever starts
+    agreed = agree_phi(inputs, site, new_run_id())
     get_run_logger().info(
         "agreement %s signed by %s", agreed.agreement_sha256[:12], ", ".join(s.name for s in agreed.signoffs)
     )

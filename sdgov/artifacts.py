@@ -18,26 +18,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from sdgov.agreement.load import LoadedSpec
 from sdgov.agreement.spec import Agreement, ReleaseSpec
 from sdgov.base.atomic import writing
 from sdgov.base.errors import SpecError
-from sdgov.base.hashing import md5_file, write_json
+from sdgov.base.hashing import write_json
 from sdgov.base.loading import load_model_file
-from sdgov.contracts import Agreed, ArtifactRef, DataRef, StageRecord
+from sdgov.contracts import Agreed, ArtifactRef, DataRef, InputsChecked, StageRecord
 from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import Schema, load_schema
 from sdgov.engines.recordset import SAMPLE_ROWS, ParquetRecords
 from sdgov.governance.signoff import SignOff
 from sdgov.registry import access
 from sdgov.registry.log import Registry
-
-if TYPE_CHECKING:
-    from sdgov.engines.validated import ValidatedData
 
 CODES_FILE = "codes.parquet"
 SYNTHETIC_CODES_FILE = "synthetic_codes.parquet"  # the synthetic file's cells, encoded once by the audit stage
@@ -95,12 +90,12 @@ def confidential_records(
     return ParquetRecords(ref.verified(), schema, attributes, sample_rows, seed)
 
 
-def write_codes(data: ValidatedData, run_dir: Path) -> ArtifactRef:
+def write_codes(codes: ArtifactRef, run_dir: Path) -> ArtifactRef:
     """Persist the validated, encoded confidential data for the controller-side stages of this run (a copy of
-    the engine's encoding: the data is not read again)."""
+    the engine's encoding, hash-verified: the data is not read again)."""
     path = run_dir / CODES_FILE
     with writing(path):
-        shutil.copyfile(data.codes_path, path)
+        shutil.copyfile(codes.verified(), path)
     return ArtifactRef.of("codes", path)
 
 
@@ -138,26 +133,19 @@ class AgreementFiles:
         )
 
 
-def write_agreement(registry: Registry, run_id: str, loaded: LoadedSpec, data: ValidatedData) -> AgreementFiles:
-    """Open the run directory and write the canonical agreement and the encoded data: the first writes of any
-    release."""
-    sha = loaded.agreement.sha256()
+def write_agreement(registry: Registry, run_id: str, checked: InputsChecked) -> AgreementFiles:
+    """Open the run directory and write the canonical agreement and the encoded data, from the record of the inputs
+    as checked: the first writes of any release."""
+    sha = checked.agreement.sha256()
     run_dir = registry.run_dir(run_id)
     access.open_run(run_dir)  # passable by name, never listable; what is written in it is owner-only
-    write_json(run_dir / "agreement.json", {"agreement": loaded.agreement.model_dump(mode="json"), "sha256": sha})
+    write_json(run_dir / "agreement.json", {"agreement": checked.agreement.model_dump(mode="json"), "sha256": sha})
     return AgreementFiles(
         run_dir=run_dir,
         sha256=sha,
         agreement=ArtifactRef.of("agreement", run_dir / "agreement.json"),
-        spec=ArtifactRef.of("spec", loaded.spec_path),
-        schema=ArtifactRef.of("schema", loaded.schema_file),
-        data=DataRef(
-            name=loaded.spec.dataset.name,
-            path=str(data.path),
-            sha256=data.sha256,
-            fingerprint=data.fingerprint,
-            dvc_md5=md5_file(data.path),
-            rows=data.rows,
-        ),
-        codes=write_codes(data, run_dir),
+        spec=checked.spec,
+        schema=checked.schema_file,
+        data=checked.data,
+        codes=write_codes(checked.codes, run_dir),
     )

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sdgov.agreement.spec import AgreedSplit
+from sdgov.agreement.spec import AgreedSplit, Agreement
 from sdgov.base.clock import utcnow
-from sdgov.base.errors import RegistryError
+from sdgov.base.errors import RegistryError, SpecError
 from sdgov.base.hashing import sha256_file
 from sdgov.base.model import Frozen
 from sdgov.generators.settings import GeneratorSpec
@@ -106,6 +106,68 @@ class Recorder:
             outputs=self.outputs,
             params=self.params,
         )
+
+
+class InputsChecked(Frozen):
+    """What a release's checks found, with a hash of every file they read: made once per release, by the command
+    before its orchestrator starts (:func:`sdgov.intake.inputs.check_release_inputs`), or by the flow when nobody
+    checked before it (a scheduled run in the controller's worker). The first stage re-verifies it by hash
+    (:meth:`reverified`) instead of checking again, and writes the run's first files from it.
+
+    Held in the controller's process only, never a run parameter: it carries the data's hash, count and fingerprint.
+    """
+
+    registry_root: str
+    spec: ArtifactRef
+    schema_file: ArtifactRef
+    selection_review: ArtifactRef | None = None  # the reviewed selection the spec names, if any
+    approvals: ArtifactRef | None = None  # the standing approval (None: a governed proposal, decided later)
+    controller: list[ArtifactRef]  # the controller's files, as last signed when checked
+    data: DataRef
+    codes: ArtifactRef  # the data as the engine validated and encoded it (a private scratch copy)
+    agreement: Agreement
+    signoffs: list[SignOff] = []  # the standing approval's sign-offs on the agreement, verified
+
+    def files(self) -> list[tuple[str, str, str]]:
+        """Every file the checks read, as it was then: (what, path, sha256)."""
+        refs = [self.spec, self.schema_file, self.selection_review, self.approvals, *self.controller, self.codes]
+        checked = [(r.name, r.path, r.sha256) for r in refs if r is not None]
+        return [*checked, ("data", self.data.path, self.data.sha256)]
+
+    def for_run(
+        self, registry_root: str | Path, spec_path: str, approvals_path: str | None, data_path: str | None
+    ) -> InputsChecked:
+        """This record, once the run asks for what was checked: the same registry, spec, approvals and data (a run's
+        parameters never redirect what is read; ``None``: what the spec names); else one line."""
+        asked = {
+            "registry": (_resolved(registry_root), self.registry_root),
+            "spec": (_resolved(spec_path), self.spec.path),
+            "approvals": (_resolved(approvals_path), self.approvals.path if self.approvals else None),
+            "data": (_resolved(data_path), self.data.path),
+        }
+        for what, (given, checked) in asked.items():
+            if given is not None and given != checked:
+                raise SpecError(
+                    f"the run names another {what} than the one its inputs were checked with ({checked})",
+                    str(given),
+                    "start the release again: it checks what it reads",
+                )
+        return self
+
+    def reverified(self) -> InputsChecked:
+        """This record, once every file checked still has its hash (a file changed since is one line)."""
+        for name, path, sha256 in self.files():
+            if not Path(path).is_file() or sha256_file(path) != sha256:
+                raise SpecError(
+                    f"the {name} file changed after the release checked it",
+                    path,
+                    "leave the inputs as they are while a release runs, then start it again",
+                )
+        return self
+
+
+def _resolved(path: str | Path | None) -> str | None:
+    return None if path is None else str(Path(path).resolve())
 
 
 class Agreed(Frozen):

@@ -1,11 +1,9 @@
 """Stage 1, governed variant — the analyst proposes Φ; the data controller decides later (in the UI or CLI).
 
-Same checks and the same ``agreement.json`` as :mod:`sdgov.tasks.agree_phi`, but no standing approval is read: the
-only sign-off recorded here is the proposer's (``agreement_proposed``), checked against the approvers
-registry in force (role analyst) by :func:`sdgov.intake.inputs.check_proposal` — the controller's committed file, fixed
-by
-the registry's configuration (:mod:`sdgov.governance.controller`), never one the proposer names. The controller's
-decision is
+The same ``agreement.json`` as :mod:`sdgov.tasks.agree_phi`, but no standing approval is read: the only sign-off
+recorded here is the proposer's (``agreement_proposed``), checked against the approvers registry in force (role
+analyst) by :func:`sdgov.intake.inputs.check_proposal` — the controller's committed file, fixed by the registry's
+configuration (:mod:`sdgov.governance.controller`), never one the proposer names. The controller's decision is
 taken by the governed flow (flows/governed.py).
 """
 
@@ -18,36 +16,25 @@ from sdgov.artifacts import write_agreement
 from sdgov.base.clock import utcnow
 from sdgov.contracts import Agreed, ArtifactRef
 from sdgov.governance.controller import APPROVERS, controller_files
-from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.signoff import SignOff
 from sdgov.governance.site import Site
-from sdgov.intake.inputs import check_proposal
+from sdgov.intake.inputs import CheckedProposal
 from sdgov.tasks.common import stage
 
 VERSION = "1.4.0"  # 1.4: signed proposals; 1.3: the controller's policy; 1.2: committed approvers; 1.1: codes.parquet
 
 
 @task(name="propose_phi", version=VERSION, cache_policy=NO_CACHE)
-def propose_phi(
-    spec_path: str,
-    site: Site,
-    run_id: str,
-    proposer: str,
-    data_path: str | None = None,
-    proposal: str | None = None,
-    selection_verified: bool | None = None,
-) -> Agreed:
-    """Check the proposal, its signature (:mod:`sdgov.governance.proposals`) and the proposer (role analyst), write
-    the agreement and log it as proposed → ``Agreed``.
+def propose_phi(checked: CheckedProposal, site: Site, run_id: str) -> Agreed:
+    """The proposal as ``checked`` (its signature, the proposer's role analyst, the inputs and the controller's
+    policy: :func:`sdgov.intake.inputs.check_proposal`), re-verified by hash; write the agreement and log it as
+    proposed → ``Agreed``.
 
     The only sign-off is the proposer's; the controller decides later, in the governed flow."""
     with stage("propose_phi", VERSION, f"{site.root}/runs/{run_id}") as rec:
-        checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
+        checked.inputs.reverified()
         approvers_path = controller_files(site.registry)[APPROVERS]
-        ag, data = checked.loaded.agreement, checked.data
-        # the controller's policy: it refuses rows = N (unless N is public) and an exact release (unless allowed)
-        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
-        files = write_agreement(site.registry, run_id, checked.loaded, checked.data)  # inputs valid: we write
+        files = write_agreement(site.registry, run_id, checked.inputs)  # inputs valid: we write
         who, approvers, signed = checked.proposer, ArtifactRef.of("approvers", approvers_path), checked.signed
         site.registry.append(
             "agreement_proposed",

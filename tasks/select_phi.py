@@ -24,7 +24,7 @@ from sdgov.contracts import ArtifactRef, Recorder
 from sdgov.governance.controller import APPROVERS, controller_files
 from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.site import Site
-from sdgov.intake.inputs import check_proposal
+from sdgov.intake.inputs import CheckedProposal, check_proposal
 from sdgov.measurement.selection.mst import Proposal
 from sdgov.measurement.selection.review import SelectionRecord, SplitSelectionRecord
 from sdgov.measurement.selection.store import check_draft, select_once
@@ -93,19 +93,26 @@ def propose_selection(
     method: str | None = None,
     proposal: str | None = None,
     rec: Recorder | None = None,
+    checked: CheckedProposal | None = None,
 ) -> tuple[dict[str | None, Proposal], dict[str, Any]]:
     """Select, log the proposals as the analyst's, and return them by part (``None``: one model's; a split
     synthesis's each part's, made on its own records at its own share of ρ) with a summary for the card and the
     reviewers. ``method`` (``--select``), when given, must be the draft's ``privacy.selection.method``;
     ``proposal`` is the analyst's signed statement over the draft (:mod:`sdgov.governance.proposals`: selection
     spends budget, so an unsigned draft runs only in a sandbox registry). ``rec``: the stage's recorder (the Prefect
-    task's, which logs the stage); ``None``: one made here (``sdgov propose --select``, which loads no Prefect)."""
+    task's, which logs the stage); ``None``: one made here (``sdgov propose --select``, which loads no Prefect).
+    ``checked``: the draft as the command checked it (the proposal, the draft and the policy), re-verified by hash
+    instead of checked again."""
     rec = rec or Recorder(SELECT_STAGE, SELECT_VERSION)
-    checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal)
-    ag, data = checked.loaded.agreement, checked.data
-    check_draft(ag, spec_path, method)
-    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
-    files = write_agreement(site.registry, run_id, checked.loaded, data)
+    if checked is None:
+        checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal)
+        ag, data = checked.loaded.agreement, checked.data
+        check_draft(ag, spec_path, method)
+        check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    else:
+        checked.inputs.reverified()
+        ag = checked.loaded.agreement
+    files = write_agreement(site.registry, run_id, checked.inputs)
     signed = checked.signed
     registry = site.registry
     registry.append(  # the signed draft counts once: its nonce is used from here on
@@ -184,9 +191,10 @@ def select_phi_task() -> Task[..., tuple[dict[str | None, Proposal], dict[str, A
         data_path: str | None = None,
         method: str | None = None,
         proposal: str | None = None,
+        checked: CheckedProposal | None = None,
     ) -> tuple[dict[str | None, Proposal], dict[str, Any]]:
         """Select and log the proposals as the analyst's (:func:`propose_selection`)."""
         with stage(SELECT_STAGE, SELECT_VERSION, f"{site.root}/runs/{run_id}") as rec:
-            return propose_selection(spec_path, site, run_id, proposer, data_path, method, proposal, rec)
+            return propose_selection(spec_path, site, run_id, proposer, data_path, method, proposal, rec, checked)
 
     return select_phi

@@ -49,7 +49,9 @@ import yaml  # noqa: E402
 import sdgov.generators.pgm  # noqa: E402,F401
 
 if TYPE_CHECKING:
+    from sdgov.contracts import Agreed
     from sdgov.data.schema import Schema
+    from sdgov.governance.site import Site
     from tests.fixtures.inputs import Inputs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,16 +139,24 @@ def demo_spec(tmp_path: Path) -> Path:
     return make_demo_inputs(tmp_path / "inputs")
 
 
+def agree(spec: Path | str, site: Site, run_id: str | None = None) -> Agreed:
+    """The agree stage's task code on ``spec``'s inputs, checked first as a release checks them (no flow run)."""
+    import uuid
+
+    from sdgov.intake.inputs import check_release_inputs
+    from sdgov.tasks.agree_phi import agree_phi
+
+    return agree_phi.fn(check_release_inputs(site, spec), site, run_id or uuid.uuid4().hex)
+
+
 def draw_measurement(spec: Path, root: Path, run_id: str = "t0") -> Path:
     """The governed draw (agree + measure task code, under the ledger) without a flow run; returns ψ's path."""
     from sdgov.governance.site import Site
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
     init_registry(root)
     site = Site.resolve(root)
-    agreed = agree_phi.fn(str(spec), site, run_id)
-    return Path(measure.fn(agreed, site).measurements.path)
+    return Path(measure.fn(agree(spec, site, run_id), site).measurements.path)
 
 
 # ----------------------------------------------------------------------------------------- shared by unit and system

@@ -30,11 +30,12 @@ def stop_at(point: str, marker: Path, sleep: float = 120.0) -> None:
 def main(argv: list[str]) -> None:
     point, marker, spec, root = argv
     stop_at(point, Path(marker))
+    from sdgov.intake.inputs import check_release_inputs
     from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
 
     site = Site.resolve(root)
-    agreed = agree_phi.fn(spec, site, uuid.uuid4().hex, None, None)
+    agreed = agree_phi.fn(check_release_inputs(site, spec), site, uuid.uuid4().hex)
     measure.fn(agreed, site)
 
 

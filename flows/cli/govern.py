@@ -157,8 +157,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     """Run a governed release that pauses for the controller's decisions (``--select``: write a Φ proposal instead;
     with ``--review``: the Φ review first): exit 0 released or proposed, 1 no release. A run needs ``PREFECT_API_URL``;
     a refusal, or a run that failed (a decision that never came), is one line, exit 2."""
-    from sdgov.governance.policy import check_plan_allowed
-    from sdgov.intake.inputs import check_proposal
+    from sdgov.intake.inputs import check_governed_proposal
 
     if args.review and not args.select:
         raise SdgovError("--review reviews a private selection", "--review", "add --select mst")
@@ -172,14 +171,11 @@ def cmd_propose(args: argparse.Namespace) -> int:
     site = site_of(args)
     root = site.root.resolve()
     token = _sign_local_proposal(args, site.registry)
-    checked = check_proposal(args.spec, site.registry, args.who, args.data, token)  # fail fast, before the flow
-    ag = checked.loaded.agreement
-    check_plan_allowed(
-        site, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows
-    )  # the controller's policy
+    checked = check_governed_proposal(site, args.spec, args.who, args.data, token)  # fail fast, before the flow
     from prefect.exceptions import FailedRun
 
     from sdgov.flows.governed import governed_release_flow
+    from sdgov.flows.handover import hand_over
     from sdgov.flows.refusals import quiet_refusals
 
     quiet_refusals()
@@ -192,6 +188,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
             timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout,
             poll_interval=DEFAULT_POLL_S if args.poll is None else args.poll,
             proposal=token,
+            checked=hand_over(checked),
         )
     except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
         raise SdgovError(
@@ -305,6 +302,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
     of the reviewed Φ), checked before the orchestrator starts."""
     from prefect.exceptions import FailedRun
 
+    from sdgov.flows.handover import hand_over
     from sdgov.flows.phi_review import phi_review_flow
     from sdgov.flows.refusals import quiet_refusals
     from sdgov.governance.policy import check_plan_allowed
@@ -330,6 +328,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
             timeout_s=DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout,
             poll_interval=DEFAULT_POLL_S if args.poll is None else args.poll,
             proposal=token,
+            checked=hand_over(checked),
         )
     except FailedRun as exc:
         raise SdgovError(

@@ -17,20 +17,14 @@ if TYPE_CHECKING:
 
 def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = None) -> int:
     """Run the release flow for ``--spec`` and print where the card is; exit 0. The controller's files as last
-    signed, the inputs, the standing approval and the policy are checked before the flow starts: a refusal is one
-    line, exit 2."""
-    from sdgov.governance.controller import check_controller_files
-    from sdgov.governance.policy import check_plan_allowed
-    from sdgov.governance.standing import agreement_signoffs
-    from sdgov.intake.inputs import check_inputs
+    signed, the inputs, the standing approval and the policy are checked once, before the flow starts (a refusal is
+    one line, exit 2); the flow's first stage re-verifies what was checked by hash."""
+    from sdgov.intake.inputs import check_release_inputs
 
     site = site_of(args)
     root = site.root.resolve()
-    check_controller_files(site.registry)  # the controller's files as last signed, or no release
-    checked = check_inputs(args.spec, args.approvals, args.data, root=root)  # fail fast, before the orchestrator
-    ag, data = checked.loaded.agreement, checked.data
-    agreement_signoffs(checked.approvals, ag.sha256(), str(checked.approvals_path), site.registry)
-    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)  # the controller's policy allows it
+    checked = check_release_inputs(site, args.spec, args.approvals, args.data)  # fail fast, before the orchestrator
+    from sdgov.flows.handover import hand_over
     from sdgov.flows.temporary_server import install, serving
 
     server: GuardedServer | None
@@ -50,6 +44,7 @@ def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = No
             registry_root=str(root),
             approvals_path=str(Path(args.approvals).resolve()) if args.approvals else None,
             data_path=str(Path(args.data).resolve()) if args.data else None,
+            checked=hand_over(checked),
         )
     payload = {
         "release_id": result.release_id,

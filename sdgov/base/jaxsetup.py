@@ -8,7 +8,18 @@ later process loads them (the demo's fit: 7 s → 1 s; validate on the census tr
 ``$SDGOV_JAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/sdgov/jax`` (``~/.cache/sdgov/jax``); ``SDGOV_JAX_CACHE_DIR=``
 (empty) turns it off, and nothing is written. The cache holds compiled code only — no data, no noise; its keys
 come from the model's shapes, which the public schema and Φ fix — and a program loaded from it computes what a fresh
-compilation computes, so a release is the same with or without it (``tests/unit/test_jax_cache.py``).
+compilation computes, so a release is the same with or without it (``tests/unit/generators/test_jax_cache.py``).
+
+And one computing thread per process. XLA's CPU client sizes its thread pool by the cores it may run on when it starts,
+and splits a program's work over them — in other places, so a fit's last bits depend on the machine's core count
+(an App 3 fit differs between one and two threads): a third party re-running an audit on another machine would not
+get our figures bit for bit. It also costs: an audit runs one worker process per core, and a pool of one thread per
+core in each spins against the others (a fit 11 CPU-s alone, 19 in the audit); OpenBLAS's threads spin the same way
+whenever another process holds a core (the memorisation check's 465 Cholesky factorisations: 3 CPU-s on an idle
+machine, 207 beside one busy process — issue 37). So JAX's client is started here while this process may run on one
+core only (the process's cores given back at once), and the BLAS and OpenMP libraries are limited to one thread
+(threadpoolctl): every sdgov process computes on one thread, and parallel work is the audits' worker processes
+(``tests/unit/base/test_jax_threads.py``).
 """
 
 import os
@@ -16,6 +27,8 @@ import warnings
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax
+from jax._src import xla_bridge
+from threadpoolctl import threadpool_limits
 
 from sdgov.base.cachedir import cache_dir
 
@@ -29,3 +42,20 @@ if CACHE_DIR:
 else:
     jax.config.update("jax_enable_compilation_cache", False)
 warnings.filterwarnings("ignore", message=".*persistent compilation cache.*")
+
+
+def _start_on_one_thread() -> None:
+    """Start JAX's backend while this process may use one core, so its CPU client makes a one-thread pool; BLAS and
+    OpenMP on one thread."""
+    threadpool_limits(1)
+    if xla_bridge.backends_are_initialized() or not hasattr(os, "sched_setaffinity"):
+        return
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    try:
+        jax.devices()
+    finally:
+        os.sched_setaffinity(0, cores)
+
+
+_start_on_one_thread()

@@ -3,7 +3,7 @@
 A process reads its settings once, where it starts (the CLI's ``main``, the worker, a flow run the worker
 starts), and builds the controller's site from them (:class:`sdgov.governance.site.Site`: the registry, the budget
 authority, the keys, the commitment secret, the policy and the readers' group), which it passes down typed. No
-other module reads an ``SDGOV_*`` variable (``tests/unit/test_settings.py`` checks the source).
+other module reads an ``SDGOV_*`` variable (``tests/unit/base/test_settings.py`` checks the source).
 
 The locations are read from the environment (or the person's flags), never from the registry's own files: a
 registry that could name its own key, secret or budget authority could name an attacker's.

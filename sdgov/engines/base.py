@@ -4,8 +4,8 @@ An engine turns the confidential file (CSV or Parquet) into the run's encoded co
 indices, one int32 column per schema column, hashed like every other artifact — and computes the dataset's
 content fingerprint (:mod:`sdgov.data.fingerprint`) from it. Every later count (the Φ marginals, all at once) reads
 that copy, never the original file. Whatever the engine, the exact counts and the fingerprint are the same bits:
-``tests/unit/test_engines.py`` checks the embedded engine against the in-memory reference, and
-``tests/unit/test_dask_engine.py`` the distributed engine against the embedded one.
+``tests/unit/engines/test_engines.py`` checks the embedded engine against the in-memory reference, and
+``tests/unit/engines/test_dask_engine.py`` the distributed engine against the embedded one.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ cluster the workers write the parts into the run directory, so it must be on a f
 generate stage then streams them into the one released file, as it does for the process pool. The audits' trials
 (every shadow fit and attack classifier of the privacy-risk audit, every decomposability fit) go to the same cluster
 (:func:`cluster_trials`): each carries its own seed, so a trial's bits do not depend on the worker that ran it, and
-the audit's result is the serial run's (``tests/unit/test_privacy_dask.py``).
+the audit's result is the serial run's (``tests/unit/audits/test_privacy_dask.py``).
 """
 
 from __future__ import annotations

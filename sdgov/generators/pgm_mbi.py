@@ -139,8 +139,8 @@ class OneOracleMirrorDescent(MirrorDescent):
     line search (a second call); the next step then computes μ' again from scratch, as the marginals of the
     potentials it accepted. Here the step carries the marginals of the potentials it keeps (μ' if the step was
     accepted, else μ) to the next step. The iterates are the same — the same operations on the same numbers
-    (``tests/unit/test_pgm_tables.py``: bit for bit on a tree of cliques, a few units in the last place where XLA
-    fuses the two programs differently) — at half the cost, the oracle being almost all of an iteration: on
+    (``tests/unit/generators/test_pgm_tables.py``: bit for bit on a tree of cliques, a few units in the last place
+    where XLA fuses the two programs differently) — at half the cost, the oracle being almost all of an iteration: on
     Application 3's 1.56M-cell clique, 65–90 CPU-ms an iteration with mbi's step, 34–43 with this one.
 
     The state's ``mu`` is therefore the marginals of the state's own potentials (mbi's holds those of the previous
@@ -243,9 +243,10 @@ def _compiled_loss(loss: marginal_loss.MarginalLossFn) -> marginal_loss.Marginal
     ``MirrorDescent`` evaluates the loss once eagerly (its initial loss): one small XLA program per array operation per
     measured marginal — ~50 on the Adult MST tree, ~3 CPU-s to compile in the process that first sees a model and
     ~1 s to trace and load in every later one. Jitted with ``inline=True`` it is one program there, and inside the
-    estimator's compiled steps it is inlined: they compute what they computed and the fitted model is bit-identical
-    (``tests/unit/test_pgm_tables.py``), though the scan's program now lowers with its arguments in another order, so
-    a cache written before compiles it once more. The initial loss is only reported, never used by a step."""
+    estimator's compiled steps it is inlined: they compute what they computed and the fitted model is
+    bit-identical (``tests/unit/generators/test_pgm_tables.py``), though the scan's program now lowers with its
+    arguments in another order, so a cache written before compiles it once more. The initial loss is only reported,
+    never used by a step."""
     return dataclasses.replace(loss, loss_fn=_inlined(loss.loss_fn))
 
 
@@ -263,9 +264,10 @@ def _over_nodes(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> m
     1-ways), the potentials go in as they are: the message passing is then the very program mbi's estimator compiled
     for its own marginals (its oracle, with the same constraints; the total is an argument, not a constant), so a fit
     traces, lowers and loads no second message passing (the expanded one lowered to the same program, so JAX's cache
-    served it: ~0.3 CPU-s a fitting process; without the cache, ``SDGOV_JAX_CACHE_DIR=``, a second compile of 4-5
-    CPU-s on the Adult MST tree), and the tables are bit-identical to those of the expanded potentials
-    (``tests/unit/test_pgm_tables.py``). Otherwise (a triangulated Φ) they are expanded over the tree's cliques."""
+    served it: ~0.3 CPU-s a fitting process; without the cache, ``SDGOV_JAX_CACHE_DIR=``, a second compile of
+    4-5 CPU-s on the Adult MST tree), and the tables are bit-identical to those of the expanded potentials
+    (``tests/unit/generators/test_pgm_tables.py``). Otherwise (a triangulated Φ) they are expanded over the tree's
+    cliques."""
     if {frozenset(n) for n in nodes} == {frozenset(c) for c in potentials.cliques}:
         return potentials
     return _expand(potentials, tuple(nodes))

@@ -5,7 +5,7 @@ default whenever it is not i.i.d. (:meth:`sdgov.agreement.spec.GeneratorSpec.sta
 states none draws i.i.d. for good (:attr:`~sdgov.agreement.spec.GeneratorSpec.drawn`). Rounding became the default
 (issue 40) by the one line below: agreements made after it state ``sampling: round``, every release made before it
 regenerates bit for bit as it was released, and every draw that does not say how (the audits' generators) follows the
-new default. ``tests/unit/test_sampling_default.py`` holds all three.
+new default. ``tests/unit/synthesis/test_sampling_default.py`` holds all three.
 """
 
 from __future__ import annotations

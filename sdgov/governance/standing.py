@@ -41,6 +41,8 @@ import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import Field
@@ -59,6 +61,9 @@ from sdgov.identity.statements import StandingStatement, decode_statement, encod
 from sdgov.registry import commitment
 from sdgov.registry.log import Registry
 from sdgov.registry.trail import SIGNED_AT
+
+if TYPE_CHECKING:
+    from sdgov.governance.approvers import Approvers
 
 
 class Person(Frozen):
@@ -138,8 +143,15 @@ def _sign_cmd(path: str, name: str) -> str:
     return f"'sdgov approvals sign {path} --as \"{name}\" --key KEY' (with the key registered for them)"
 
 
-def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, registry: Registry) -> Verified:
-    """Refuse (one line) a standing approval that does not cover this agreement today in this registry."""
+def verify_standing(
+    a: StandingApproval,
+    agreement_sha256: str,
+    where: str,
+    registry: Registry,
+    in_force: Approvers | None | EllipsisType = ...,
+) -> Verified:
+    """Refuse (one line) a standing approval that does not cover this agreement today in this registry.
+    ``in_force``: the approvers as the caller just checked the controller's files (``...``: checked here)."""
     if a.agreement_sha256 and a.agreement_sha256 != agreement_sha256:
         raise SpecError(
             f"the standing approval covers agreement {a.agreement_sha256[:12]}…, but the spec now hashes to "
@@ -153,7 +165,7 @@ def verify_standing(a: StandingApproval, agreement_sha256: str, where: str, regi
             where,
             "the data controller renews it (a new 'valid_until', signed again)",
         )
-    approvers = check_controller_files(registry)
+    approvers = check_controller_files(registry) if isinstance(in_force, EllipsisType) else in_force
     if approvers is None:
         if a.signatures:
             raise SpecError(
@@ -218,17 +230,25 @@ def data_commitment(registry: Registry, data_file: str | Path, create: bool = Fa
 
 
 def check_pinned_data(
-    a: StandingApproval, data_file: str | Path, where: str, registry: Registry, schedule_pin: str | None = None
+    a: StandingApproval,
+    data_file: str | Path,
+    where: str,
+    registry: Registry,
+    schedule_pin: str | None = None,
+    in_force: Approvers | None | EllipsisType = ...,
 ) -> str | None:
     """Refuse (one line) data other than what the standing approval pins — and, for a run of the controller's
     worker, what the schedule's entry in ``worker.yaml`` pins (``schedule_pin``) — before the file is parsed:
     the file's sha256, or None when nothing pins the data (a sandbox registry's approval may leave it out; in a
     registry with an approvers registry :func:`verify_standing` requires it). The caller compares the sha256 with
-    the one of the records it then reads, so a file swapped between the two is refused too."""
+    the one of the records it then reads, so a file swapped between the two is refused too. ``in_force``: as for
+    :func:`verify_standing`."""
     pins = [p for p in (a.data_sha256_hmac, schedule_pin) if p]
     if not pins:
         try:
-            governed = check_controller_files(registry) is not None
+            governed = (
+                check_controller_files(registry) if isinstance(in_force, EllipsisType) else in_force
+            ) is not None
         except SdgovError:  # the registry's own problem: the checks that follow report it, in their order
             governed = False
         if governed:
@@ -354,10 +374,16 @@ def _via(a: StandingApproval, v: Verified, name: str) -> str:
     return f"standing approval signed {v.signed_at[name]}, valid until {a.valid_until}"
 
 
-def agreement_signoffs(a: StandingApproval, agreement_sha256: str, where: str, registry: Registry) -> list[SignOff]:
+def agreement_signoffs(
+    a: StandingApproval,
+    agreement_sha256: str,
+    where: str,
+    registry: Registry,
+    in_force: Approvers | None | EllipsisType = ...,
+) -> list[SignOff]:
     """The proposer's and the agreement approver's sign-offs on this agreement, once :func:`verify_standing` accepts
     the approval (else its one-line refusal); each dated when signed, or now when unsigned."""
-    v = verify_standing(a, agreement_sha256, where, registry)
+    v = verify_standing(a, agreement_sha256, where, registry, in_force)
     now = utcnow()
     return [
         SignOff(

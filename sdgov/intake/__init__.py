@@ -8,15 +8,21 @@ costs nothing.
 from sdgov.base.face import lazy_face
 
 _WHERE = {
+    "CheckedProposal": "inputs",
+    "check_governed_proposal": "inputs",
     "check_inputs": "inputs",
     "check_proposal": "inputs",
+    "check_release_inputs": "inputs",
     "check_spec_and_data": "inputs",
     "run_preflight": "preflight",
     "validated_data": "inputs",
 }
 __all__ = [
+    "CheckedProposal",
+    "check_governed_proposal",
     "check_inputs",
     "check_proposal",
+    "check_release_inputs",
     "check_spec_and_data",
     "run_preflight",
     "validated_data",

@@ -1,15 +1,16 @@
 """Pre-flight: every user-supplied input of a release checked in one place, before anything is written.
 
-Used by the agree and propose stages and by the CLI (which calls it before starting the orchestrator, so a bad
-file costs a second, not a server start).
+``sdgov release`` checks the inputs before it starts the orchestrator (a bad file costs a second, not a server start)
+with :func:`check_release_inputs`, which returns what it checked as one typed record, hashes included
+(:class:`~sdgov.contracts.InputsChecked`); the agree stage re-verifies that record by hash and writes the run's
+first files from it instead of checking again. A run nobody checked before (a scheduled one in the controller's
+worker) is checked by its flow, with the same function. A governed proposal likewise
+(:func:`check_proposal`, :class:`CheckedProposal`).
 
 The confidential file (CSV or Parquet) is read, validated and encoded here and nowhere else in a release, by the
 embedded engine (:mod:`sdgov.engines`, out of core: memory does not grow with the number of records) into a
 private scratch copy of cell indices; the agree stage copies it into the run as ``codes.parquet``
-(:mod:`sdgov.artifacts`), which later stages read. When the CLI has already checked the file in this process,
-the stage's check finds the same content hash and reuses that encoding (:func:`validated_data`); likewise the
-pre-flight (its generator dry run is a model fit) runs once per release: the stage's check finds that the same
-spec, schema, data and registry passed it in this process (:func:`check_spec_and_data`).
+(:mod:`sdgov.artifacts`), which later stages read.
 """
 
 from __future__ import annotations
@@ -19,54 +20,47 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from sdgov.agreement.load import LoadedSpec, load_spec
 from sdgov.base.errors import SpecError
-from sdgov.base.hashing import sha256_bytes, sha256_file
+from sdgov.base.hashing import md5_file, sha256_file
+from sdgov.contracts import ArtifactRef, DataRef, InputsChecked
 from sdgov.data.schema import Schema
 from sdgov.engines import engine
 from sdgov.engines.validated import ValidatedData
-from sdgov.governance.approvers import ApprovalRefused, Approver
+from sdgov.governance.approvers import ApprovalRefused, Approver, Approvers
 from sdgov.governance.controller import APPROVERS, check_controller_files, controller_files
+from sdgov.governance.policy import check_plan_allowed
 from sdgov.governance.proposals import ProposalCheck, check_proposal_statement, record_proposal_refused
-from sdgov.governance.standing import StandingApproval, check_pinned_data, load_approvals
+from sdgov.governance.signoff import SignOff
+from sdgov.governance.standing import StandingApproval, agreement_signoffs, check_pinned_data, load_approvals
 from sdgov.identity.names import check_name
 from sdgov.intake.preflight import check_root_is_usable, part_records, run_preflight
 from sdgov.registry.log import Registry
 
 if TYPE_CHECKING:
     from sdgov.budget.accounting import PrivacyPlan
-
-
-_last_validated: ValidatedData | None = None  # the latest parse in this process (one file: the release's)
+    from sdgov.governance.site import Site
 
 
 def validated_data(path: Path, schema: Schema, engine_name: str = "duckdb") -> ValidatedData:
-    """Read, validate and encode the confidential file — once per process for one file content and schema.
+    """Read, validate and encode the confidential file into a private scratch copy (removed at exit).
 
-    The CLI checks the inputs before the orchestrator starts and the agree stage checks them again in the same
-    process; hashing the file (no parse) tells the second check that the first one's result still holds.
-    ``engine_name`` is the spec's ``engine:`` (:func:`sdgov.engines.engine`): every engine encodes alike.
-    """
-    global _last_validated
-    last, schema_sha = _last_validated, schema.sha256()
-    same_file = last is not None and (last.path, last.schema_sha256) == (path, schema_sha) and path.is_file()
-    if last is not None and same_file and sha256_file(path) == last.sha256:
-        return last
+    ``engine_name`` is the spec's ``engine:`` (:func:`sdgov.engines.engine`): every engine encodes alike."""
     scratch = Path(tempfile.mkdtemp(prefix="sdgov-codes-"))  # private (0700), removed at exit
     atexit.register(shutil.rmtree, scratch, True)
     # a missing or malformed file ends here, with one clear line
     encoded = engine(engine_name).encode(path, schema, scratch / "codes.parquet")
-    _last_validated = ValidatedData(
+    return ValidatedData(
         path=path,
         sha256=sha256_file(path),
-        schema_sha256=schema_sha,
+        schema_sha256=schema.sha256(),
         codes_path=encoded.path,
         rows=encoded.rows,
         fingerprint=encoded.fingerprint,
     )
-    return _last_validated
 
 
 @dataclass(frozen=True)
@@ -79,29 +73,27 @@ class CheckedInputs:
 
 @dataclass(frozen=True)
 class CheckedProposal:
+    """A governed proposal as checked: the record of its inputs, the proposer and their signed statement."""
+
     loaded: LoadedSpec
     data: ValidatedData
     proposer: Approver
     signed: ProposalCheck
+    inputs: InputsChecked
 
-
-_last_passed: tuple[str, PrivacyPlan] | None = None  # the latest pre-flight passed in this process, by its key
-
-
-def _preflight_key(loaded: LoadedSpec, data: ValidatedData, root: str | Path | None) -> str:
-    """What the pre-flight's verdict depends on, hashed: the spec file's bytes and place, the schema, the selection
-    review it names, the data's content and count, and the registry root."""
-    review = loaded.selection_review_path
-    parts = [
-        str(loaded.spec_path),
-        sha256_file(loaded.spec_path),
-        loaded.schema_.sha256(),
-        sha256_file(review) if review is not None and review.is_file() else "",
-        data.sha256,
-        str(data.rows),
-        str(Path(root).resolve()) if root is not None else "",
-    ]
-    return sha256_bytes("\0".join(parts).encode())
+    def for_run(
+        self, registry_root: str | Path, spec_path: str, data_path: str | None, proposer: str, proposal: str | None
+    ) -> CheckedProposal:
+        """This proposal as checked, once the run asks for what was checked (the inputs, the proposer and their
+        signed statement: :meth:`InputsChecked.for_run`); else one line."""
+        self.inputs.for_run(registry_root, spec_path, None, data_path)
+        if (self.signed.proposer, self.signed.token or None) != (proposer, proposal):
+            raise SpecError(
+                "the run names another proposer or proposal than the one checked",
+                "proposer",
+                "start the release again: it checks what it reads",
+            )
+        return self
 
 
 def check_spec_and_data(
@@ -112,25 +104,16 @@ def check_spec_and_data(
 ) -> tuple[LoadedSpec, ValidatedData, PrivacyPlan]:
     """Spec, schema, data, and the pre-flight (names, paths, privacy plan, generator and audit dry runs, disk
     space under ``root``): the checks every way into a release shares, all before the first draw → the loaded spec,
-    the data as checked and the privacy plan.
-
-    Once per release: the CLI checks before the orchestrator starts and the first stage checks again in the same
-    process; when the spec, schema, data and root have the hashes that last passed here, the pre-flight's verdict
-    (a generator fit among its checks) still holds and is not recomputed. Nothing a caller passes can claim it.
-    ``loaded``: the spec as the caller just loaded it from ``spec_path`` (loading resolves the generator: not twice)."""
-    global _last_passed
+    the data as checked and the privacy plan. ``loaded``: the spec as the caller just loaded it from ``spec_path``
+    (loading resolves the generator: not twice)."""
     if root is not None:
         check_root_is_usable(Path(root))
     loaded = loaded if loaded is not None and loaded.spec_path == Path(spec_path).resolve() else load_spec(spec_path)
     data = validated_data(
         Path(data_path).resolve() if data_path else loaded.data_path, loaded.schema_, loaded.spec.engine
     )
-    key = _preflight_key(loaded, data, root)
-    if _last_passed is not None and _last_passed[0] == key:
-        return loaded, data, _last_passed[1]
     split = loaded.agreement.split
     plan = run_preflight(loaded, data.rows, root, None if split is None else part_records(data.codes_path, split))
-    _last_passed = (key, plan)
     return loaded, data, plan
 
 
@@ -140,6 +123,7 @@ def check_inputs(
     data_path: str | Path | None = None,
     root: str | Path | None = None,
     schedule_pin: str | None = None,
+    in_force: Approvers | None | EllipsisType = ...,
 ) -> CheckedInputs:
     """A release under a standing approval: the approval file, then — before the data is parsed — that the data
     file is the one the approval pins (and the one ``schedule_pin``, the worker's schedule entry, pins), then spec,
@@ -156,7 +140,7 @@ def check_inputs(
     pinned = None
     if root is not None:
         data_file = Path(data_path).resolve() if data_path else loaded.data_path
-        pinned = check_pinned_data(approvals, data_file, str(approvals_file), Registry(root), schedule_pin)
+        pinned = check_pinned_data(approvals, data_file, str(approvals_file), Registry(root), schedule_pin, in_force)
     loaded, data, _ = check_spec_and_data(spec_path, data_path, root, loaded)
     if pinned is not None and data.sha256 != pinned:
         raise SpecError(
@@ -165,6 +149,72 @@ def check_inputs(
             "leave the approved file in place while a release reads it",
         )
     return CheckedInputs(loaded=loaded, data=data, approvals_path=approvals_file, approvals=approvals)
+
+
+def check_release_inputs(
+    site: Site,
+    spec_path: str | Path,
+    approvals_path: str | Path | None = None,
+    data_path: str | Path | None = None,
+    schedule_pin: str | None = None,
+) -> InputsChecked:
+    """Everything a release under a standing approval checks before anything is written, once: the controller's
+    files as last signed, the inputs (:func:`check_inputs`), the standing approval's sign-offs on the agreement and
+    the controller's policy (it refuses rows = N unless N is public, and an exact release unless allowed) → the
+    record of what was checked, which the agree stage re-verifies by hash."""
+    in_force = check_controller_files(site.registry)  # the controller's files as last signed, or no release
+    checked = check_inputs(spec_path, approvals_path, data_path, site.root, schedule_pin, in_force)
+    ag, data, where = checked.loaded.agreement, checked.data, str(checked.approvals_path)
+    signoffs = agreement_signoffs(checked.approvals, ag.sha256(), where, site.registry, in_force)
+    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    return inputs_checked(site.registry, checked.loaded, data, checked.approvals_path, signoffs)
+
+
+def inputs_checked(
+    registry: Registry,
+    loaded: LoadedSpec,
+    data: ValidatedData,
+    approvals: Path | None = None,
+    signoffs: list[SignOff] | None = None,
+) -> InputsChecked:
+    """The record of checks that passed on ``loaded`` and ``data`` in ``registry``: every file they read, hashed as
+    it is now (the controller's files as the check just found them signed)."""
+    review = loaded.selection_review_path
+    return InputsChecked(
+        registry_root=str(registry.root.resolve()),
+        spec=ArtifactRef.of("spec", loaded.spec_path),
+        schema_file=ArtifactRef.of("schema", loaded.schema_file),
+        selection_review=ArtifactRef.of("selection review", review) if review and review.is_file() else None,
+        approvals=ArtifactRef.of("approvals", approvals) if approvals is not None else None,
+        controller=[ArtifactRef.of(name, p) for name, p in controller_files(registry).items() if p.is_file()],
+        data=DataRef(
+            name=loaded.spec.dataset.name,
+            path=str(data.path),
+            sha256=data.sha256,
+            fingerprint=data.fingerprint,
+            dvc_md5=md5_file(data.path),
+            rows=data.rows,
+        ),
+        codes=ArtifactRef.of("codes", data.codes_path),
+        agreement=loaded.agreement,
+        signoffs=signoffs or [],
+    )
+
+
+def check_governed_proposal(
+    site: Site,
+    spec_path: str | Path,
+    proposer: str,
+    data_path: str | Path | None = None,
+    proposal: str | None = None,
+    selection_verified: bool | None = None,
+) -> CheckedProposal:
+    """A governed proposal (:func:`check_proposal`) and the controller's policy on it (it refuses rows = N unless N
+    is public, and an exact release unless allowed): everything a governed release checks before it writes."""
+    checked = check_proposal(spec_path, site.registry, proposer, data_path, proposal, selection_verified)
+    ag, data = checked.loaded.agreement, checked.data
+    check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    return checked
 
 
 def check_proposal(
@@ -207,4 +257,5 @@ def check_proposal(
             "add them with role 'analyst' or name the analyst who proposes Φ",
         )
     loaded, data, _ = check_spec_and_data(spec_path, data_path, registry.root, loaded)
-    return CheckedProposal(loaded=loaded, data=data, proposer=who, signed=signed)
+    inputs = inputs_checked(registry, loaded, data)
+    return CheckedProposal(loaded=loaded, data=data, proposer=who, signed=signed, inputs=inputs)

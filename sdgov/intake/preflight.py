@@ -3,7 +3,8 @@
 A release that spends budget and then fails (a 240-character name that the file system refuses at publish, an
 audit generator that does not import, a numeric column that the utility stage cannot read back) has paid for
 nothing and cannot be re-run for free. So before the first draw, every way into a release
-(:func:`sdgov.intake.inputs.check_spec_and_data`: the CLI, the agree and propose stages of both flows) runs
+(:func:`sdgov.intake.inputs.check_spec_and_data`: once per release, by the command or, when nobody checked before
+it, by the first stage) runs
 :func:`run_preflight`, which checks:
 
 - the model card: a release must state its contact, data controller, licence, intended users, out-of-scope

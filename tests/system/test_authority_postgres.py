@@ -122,7 +122,7 @@ def test_two_processes_charging_at_once_never_overspend(pg_authority):
 
 
 def test_a_second_registry_copies_psi_and_charges_the_same_account_on_postgres(pg_authority, tmp_path):
-    """The ledger's own cross-registry test (tests/unit/test_ledger.py), with the authority in PostgreSQL."""
+    """The ledger's own cross-registry test (tests/unit/governance/test_ledger.py), with the authority in PostgreSQL."""
     from tests.fixtures.ledger import check_a_second_registry_copies_psi
 
     check_a_second_registry_copies_psi(tmp_path)

@@ -261,14 +261,13 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
 
     # a re-run of the same split release draws nothing and spends nothing: its measure stage (where noise is
     # drawn, under the ledger) reuses every part's statistics
-    from uuid import uuid4
 
     from sdgov.governance.site import Site
-    from sdgov.tasks.agree_phi import agree_phi
     from sdgov.tasks.measure import measure
+    from tests.conftest import agree
 
     site = Site.resolve(root)
-    measured = measure.fn(agree_phi.fn(str(spec), site, uuid4().hex, None, None), site)
+    measured = measure.fn(agree(spec, site), site)
     budget2 = json.loads(measured.statement.verified().read_text())
     assert measured.reused and budget2["spent_rho"] == 0
     assert [s["how"] for s in budget2["statistics"]] == ["reused"] * 14

@@ -1,6 +1,6 @@
 """Malformed input through the real entry points (``python -m sdgov.flows.cli`` and the installed ``sdgov``
 script, each a fresh interpreter): exit 2, one line on stderr, nothing written. The same cases run in-process in
-tests/unit/test_malformed_inputs.py."""
+tests/unit/intake/test_malformed_inputs.py."""
 
 from __future__ import annotations
 

@@ -49,11 +49,12 @@ def test_concurrent_runs_cannot_overspend(tmp_path):
 _CHILD = """
 import sys, uuid
 from sdgov.base.errors import BudgetError
+from sdgov.intake.inputs import check_release_inputs
 from sdgov.tasks.agree_phi import agree_phi
 from sdgov.tasks.measure import measure
 from sdgov.governance.site import Site
 site = Site.resolve(sys.argv[2])
-agreed = agree_phi.fn(sys.argv[1], site, uuid.uuid4().hex, None, None)
+agreed = agree_phi.fn(check_release_inputs(site, sys.argv[1]), site, uuid.uuid4().hex)
 try:
     measure.fn(agreed, site)
 except BudgetError:

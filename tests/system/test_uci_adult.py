@@ -1,5 +1,5 @@
 """UCI-Adult-style input (no header row, '?' for a missing value) releases end to end under the schema written
-from its public description (``examples/uci_adult``); the file is generated (``tests/unit/test_ingest.py``)."""
+from its public description (``examples/uci_adult``); the file is generated (``tests/unit/engines/test_ingest.py``)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ small beside a fit whose junction tree is large (Application 3: one 1.56M-cell c
 at the release's 1,000 iterations, whatever the shadow dataset's size). So the number of fits times the cost of one
 fit is what a controller pays, and it is known from the settings alone: each part names the fits it will ask for
 (:meth:`~sdgov.audits.privacy.part.PrivacyPart.fit_keys`), a fit two parts share counted once.
-``benchmarks/bench_app3_fit_cost.py`` multiplies it out, and ``tests/unit/test_privacy_cost.py`` counts the fits a
-real (small) audit makes against it, part by part and all parts together.
+``benchmarks/bench_app3_fit_cost.py`` multiplies it out, and ``tests/unit/audits/test_privacy_cost.py`` counts the fits
+a real (small) audit makes against it, part by part and all parts together.
 """
 
 from __future__ import annotations

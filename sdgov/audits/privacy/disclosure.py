@@ -226,7 +226,7 @@ def verbatim_round(
     of each half, and how many of each the output ``synth`` (all its samples together) over-represents."""
     from scipy import stats  # here: see sdgov.audits.privacy.attribute.p_correct
 
-    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, phi_projection
+    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, SCORE_SWEEPS, phi_projection
 
     tk, hk = record_keys(train, sizes), record_keys(holdout, sizes)
     keys, cnt = np.unique(np.concatenate([tk, hk]), return_counts=True)
@@ -237,7 +237,7 @@ def verbatim_round(
     observed = np.searchsorted(sk, cand, side="right") - np.searchsorted(sk, cand, side="left")
     if math.prod(sizes) <= MAX_CELLS:
         joint = np.bincount(sk, minlength=math.prod(sizes)).astype(np.float64).reshape(sizes)
-        expected = phi_projection(joint, phi_axes).ravel()[cand] * len(synth)
+        expected = phi_projection(joint, phi_axes, SCORE_SWEEPS).ravel()[cand] * len(synth)
     else:  # a record of a joint this large is reproduced by chance about never: e = 0, any copy stands out
         expected = np.zeros(len(cand))
     flagged = (observed > 0) & (stats.poisson.sf(observed - 1, expected) <= flag_level)

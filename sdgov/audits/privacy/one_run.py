@@ -45,17 +45,22 @@ output is post-processing of an (ε, δ)-DP fit", the claim a release of this pi
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from sdgov.audits.privacy.base import GeneratorRef, record_keys, seed_of
-from sdgov.audits.privacy.part import EpsilonBound, PrivacyPart
+from sdgov.audits.privacy.part import EpsilonBound, FitRequest, PrivacyPart
+from sdgov.audits.privacy.planner import fit_all
+from sdgov.base.executor import Executor, SerialExecutor
 from sdgov.base.model import Frozen
 
 if TYPE_CHECKING:
     from sdgov.agreement.sections.privacy_risk import RiskSettings
-    from sdgov.audits.privacy.part import AuditFrame
+    from sdgov.audits.privacy.part import AuditFrame, AuditShape
 
 
 def p_value(m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -184,7 +189,7 @@ def record_scores(
     """Per canary: how often its exact record appears in all the samples, whether it appears in every one, and
     (count − e)/√(e + 1), e the count the Φ-only model of the whole output predicts for it (e = 0 when the joint
     has more than ``beyond_phi.MAX_CELLS`` cells)."""
-    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, phi_projection
+    from sdgov.audits.privacy.beyond_phi import MAX_CELLS, SCORE_SWEEPS, phi_projection
 
     keys = record_keys(canaries, sizes)
     set_keys = [record_keys(syn, sizes) for syn in sets]  # each synthetic record's cell, once
@@ -199,7 +204,7 @@ def record_scores(
     if cells <= MAX_CELLS and len(keys):
         all_keys = np.concatenate(set_keys)
         joint = np.bincount(all_keys, minlength=cells).reshape(sizes).astype(np.float64)
-        p = phi_projection(joint, [tuple(sorted(c)) for c in cliques_idx])
+        p = phi_projection(joint, [tuple(sorted(c)) for c in cliques_idx], SCORE_SWEEPS)
         expected = p.ravel()[keys] * len(all_keys)
     every = np.asarray((per_set > 0).all(axis=0))
     return count, every, (count - expected) / np.sqrt(expected + 1)
@@ -216,20 +221,25 @@ def record_guesses(
     return said_out, said_in
 
 
-def one_run_audit(
-    ref: GeneratorRef,
-    reference: np.ndarray,
-    m: int,
-    base_rows: int,
-    synth_factor: int,
-    seed: int,
-    beta: float,
-    delta: float,
-) -> OneRunResult:
-    """Plant up to m canaries (each in with probability 1/2), fit once, score, bound ε (module docstring)."""
+@dataclass(frozen=True)
+class OneRunDesign:
+    """The game before the fit: the canaries, their private Φ cells, who is in (S_i), the training records and the
+    tie-breaking order — drawn from the audit's seed alone."""
+
+    canaries: np.ndarray
+    owned: list[tuple[int, int]]
+    included: np.ndarray  # S_i = +1
+    train: np.ndarray
+    base_rows: int
+    tie: np.ndarray
+
+
+def one_run_design(ref: GeneratorRef, reference: np.ndarray, m: int, base_rows: int, seed: int) -> OneRunDesign:
+    """Up to m canaries with private cells, a base of reference records touching none of them, each canary in with
+    probability 1/2 (module docstring)."""
     reference = np.asarray(reference, dtype=np.int64)
     sizes = [ref.domain[a] for a in ref.attributes]
-    cliques_idx = [[ref.attributes.index(a) for a in c] for c in ref.cliques] or [list(range(len(sizes)))]
+    cliques_idx = _cliques_idx(ref)
     canaries, owned = pick_canaries(reference, sizes, cliques_idx, m, seed)
     m = len(canaries)
     private = set(owned)
@@ -243,14 +253,58 @@ def one_run_audit(
     pool = np.flatnonzero(clean)
     base = reference[rng.choice(pool, size=min(base_rows, len(pool)), replace=False)]
     s = rng.random(m) < 0.5
-    train = np.vstack([base, canaries[s]])
+    return OneRunDesign(canaries, owned, s, np.vstack([base, canaries[s]]), len(base), rng.random(m))
+
+
+def _cliques_idx(ref: GeneratorRef) -> list[list[int]]:
+    return [[ref.attributes.index(a) for a in c] for c in ref.cliques] or [list(range(len(ref.attributes)))]
+
+
+ONE_RUN = "one_run"  # the planner's key of the game's fit
+
+
+def one_run_request(ref: GeneratorRef, design: OneRunDesign, synth_factor: int, seed: int) -> FitRequest:
+    """The game's one fit, on base + included canaries, ``synth_factor`` samples of the training size, scored where
+    they were drawn (:func:`one_run_scores`: the Φ-only projection of the output is the costly part)."""
+    sizes = [ref.domain[a] for a in ref.attributes]
     factor = max(1, int(synth_factor))
-    sets = ref.fit_sample(train, seed_of(seed, 52), max(1, len(train)), [seed_of(seed, 53, j) for j in range(factor)])
+    score = partial(
+        one_run_scores, canaries=design.canaries, owned=design.owned, sizes=sizes, cliques_idx=_cliques_idx(ref)
+    )
+    return FitRequest(
+        (ONE_RUN,),
+        design.train,
+        seed_of(seed, 52),
+        max(1, len(design.train)),
+        tuple(seed_of(seed, 53, j) for j in range(factor)),
+        score,
+    )
+
+
+def one_run_scores(
+    sets: list[np.ndarray],
+    *,
+    canaries: np.ndarray,
+    owned: list[tuple[int, int]],
+    sizes: list[int],
+    cliques_idx: list[list[int]],
+) -> tuple[int, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The synthetic rows, each canary's cell score, and its record scores (:func:`record_scores`)."""
     synth = np.vstack(sets)
-    n_syn = len(synth)
-    tie = rng.random(m)  # ties in random order
-    by_cell = np.lexsort((tie, cell_scores(synth, owned, sizes, cliques_idx)))  # ascending
-    count, every, surprise = record_scores(sets, canaries, sizes, cliques_idx)
+    return len(synth), cell_scores(synth, owned, sizes, cliques_idx), record_scores(sets, canaries, sizes, cliques_idx)
+
+
+def one_run_result(
+    design: OneRunDesign,
+    scores: tuple[int, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    synth_factor: int,
+    beta: float,
+    delta: float,
+) -> OneRunResult:
+    """The guesses of both guessers over the k grid, and the bound they give (module docstring)."""
+    n_syn, cells, (count, every, surprise) = scores
+    m, s, tie = len(design.canaries), design.included, design.tie
+    by_cell = np.lexsort((tie, cells))  # ascending
     grid = one_run_k_grid(m) if m >= 2 else []
     level = beta / max(len(SCORES) * len(grid), 1)  # Bonferroni over both guessers and the k grid
     by_k: list[Guess] = []
@@ -273,10 +327,12 @@ def one_run_audit(
                 )
             )
             pure = max(pure, epsilon_from_guesses(m, 2 * k, correct, 0.0, level))
+    train = len(design.train)
+    factor = max(1, int(synth_factor))
     return OneRunResult(
         canaries=m,
         included=int(s.sum()),
-        base_rows=len(base),
+        base_rows=design.base_rows,
         synth_rows=n_syn,
         beta=beta,
         delta=delta,
@@ -284,9 +340,26 @@ def one_run_audit(
         epsilon_lower=max((g.epsilon_lower for g in by_k), default=0.0),
         epsilon_lower_pure=pure,
         note=f"ε_lower holds with confidence {1 - beta:g} (Steinke et al. 2023, Thm 5.2; Bonferroni over "
-        f"the {' and '.join(SCORES)} guessers and k ∈ {grid}); {factor} samples of {len(train)} synthetic rows from "
-        f"one fit on {len(train)} records (for a generator whose sampling reads its data, every sample carries it)",
+        f"the {' and '.join(SCORES)} guessers and k ∈ {grid}); {factor} samples of {train} synthetic rows from "
+        f"one fit on {train} records (for a generator whose sampling reads its data, every sample carries it)",
     )
+
+
+def one_run_audit(
+    ref: GeneratorRef,
+    reference: np.ndarray,
+    m: int,
+    base_rows: int,
+    synth_factor: int,
+    seed: int,
+    beta: float,
+    delta: float,
+    executor: Executor | None = None,
+) -> OneRunResult:
+    """Plant up to m canaries (each in with probability 1/2), fit once, score, bound ε (module docstring)."""
+    design = one_run_design(ref, reference, m, base_rows, seed)
+    (scores,) = fit_all(ref, [one_run_request(ref, design, synth_factor, seed)], executor or SerialExecutor())
+    return one_run_result(design, scores, synth_factor, beta, delta)
 
 
 # ------------------------------------------------------------------------------------------------ the audit's part
@@ -294,28 +367,34 @@ def one_run_audit(
 
 class OneRun(PrivacyPart):
     """The one-run canary audit's ε lower bound (``--parts one_run``), on one fit of its own (base records plus
-    planted canaries: nothing another part could share)."""
+    planted canaries: nothing another part could share), made and scored by the planner beside the other parts' fits."""
 
     name: ClassVar[str] = "one_run"
     result_field: ClassVar[str] = "one_run"
     splits_beta: ClassVar[bool] = True
 
-    def own_fits(self, settings: RiskSettings) -> int:
+    def fit_keys(self, settings: RiskSettings, shape: AuditShape) -> list[tuple[Hashable, ...]]:
         """Its one fit."""
-        return 1
+        return [(ONE_RUN,)]
+
+    def requests(self, frame: AuditFrame) -> list[FitRequest]:
+        """The game's fit, scored in the worker that makes it."""
+        st = frame.settings
+        return [one_run_request(frame.ref, self._design(frame), st.one_run_synth_factor, seed_of(st.seed, 7))]
 
     def run(self, frame: AuditFrame, fitted: list[Any]) -> OneRunResult:
-        """:func:`one_run_audit` on the reference records at this part's share of β."""
+        """The guesses and ε_lower from the fit's scores, at this part's share of β."""
         st = frame.settings
-        return one_run_audit(
-            frame.ref,
-            frame.reference,
-            st.one_run_canaries,
-            st.one_run_base_rows if st.one_run_base_rows is not None else st.train_rows,
-            st.one_run_synth_factor,
-            seed_of(st.seed, 7),
-            frame.beta_share(),
-            frame.claimed_delta or 0.0,
+        return one_run_result(
+            self._design(frame), fitted[0], st.one_run_synth_factor, frame.beta_share(), frame.claimed_delta or 0.0
+        )
+
+    def _design(self, frame: AuditFrame) -> OneRunDesign:
+        st = frame.settings
+        base = st.one_run_base_rows if st.one_run_base_rows is not None else st.train_rows
+        return frame.cached(
+            "one-run-design",
+            lambda: one_run_design(frame.ref, frame.reference, st.one_run_canaries, base, seed_of(st.seed, 7)),
         )
 
     def bound(self, result: OneRunResult, frame: AuditFrame) -> EpsilonBound:

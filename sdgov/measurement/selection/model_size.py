@@ -14,8 +14,8 @@ attributes on an idle core — 2,500–3,900 calls on the full census, 3–6 CPU
 * the junction tree's nodes are the maximal cliques of the graph that elimination fills in, each an attribute with
   its neighbours at its elimination; the count is the sum of their cells.
 
-``tests/unit/test_model_size.py`` holds it equal to the plugin's count on random clique sets and on the census's own
-selections; :func:`model_cells` picks it for the pgm generator and the plugin's own count for any other.
+``tests/unit/measurement/test_model_size.py`` holds it equal to the plugin's count on random clique sets and on the
+census's own selections; :func:`model_cells` picks it for the pgm generator and the plugin's own count for any other.
 """
 
 from __future__ import annotations

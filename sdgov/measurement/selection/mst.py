@@ -141,7 +141,7 @@ TRIPLE_SENSITIVITY = 4.0
 """How far one added or removed record moves a triple's :func:`interaction_scores`: 1 through the triple's own table,
 and at most 3 through the estimate from its pairs — in the slice b₀ of the record, m·p·qᵀ becomes (m + 1)·p′·q′ᵀ, an
 L1 change of (m + 1)‖p′ − p‖₁ + ‖(m + 1)q′ − m·q‖₁ = ‖e_a − p‖₁ + 1 ≤ 3 (the minimum over the three middles keeps
-the bound). Checked on random tables by ``tests/unit/test_selection.py``."""
+the bound). Checked on random tables by ``tests/unit/measurement/test_selection.py``."""
 
 
 def interaction_scores(exact: Callable[[Clique], np.ndarray], triples: Sequence[Clique]) -> np.ndarray:

@@ -1,0 +1,54 @@
+"""Every sdgov process computes on one thread (sdgov/base/jaxsetup.py), so a result does not depend on how many cores
+the machine has, and no library's threads spin against another process's: the dense oracle's marginals of App 3's
+shape, in a process that may use every core and in one restricted to a single core (a one-core machine), are the
+same bits. Without the one-thread start the first process splits the oracle's work over its cores and its last bits
+differ (measured on a 2-core machine)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+CHILD = r"""
+import hashlib, itertools, os, sys
+if sys.argv[1] == "one core":
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+import sdgov.base.jaxsetup
+import jax.numpy as jnp, mbi, numpy as np
+from sdgov.generators.pgm_dense import dense_layout, dense_oracle
+attrs, shape = tuple("abcdefg"), (10, 6, 5, 8, 5, 10, 13)
+domain = mbi.Domain(attrs, shape)
+cliques = list(itertools.combinations(attrs, 2))
+rng = np.random.default_rng(0)
+zeros = mbi.CliqueVector.zeros(domain, cliques)
+tables = {c: mbi.Factor(zeros[c].domain, jnp.asarray(rng.normal(size=zeros[c].values.shape))) for c in cliques}
+out = dense_oracle(dense_layout(domain, cliques))(mbi.CliqueVector(domain, cliques, tables), 5e4)
+print(hashlib.sha256(b"".join(np.asarray(out[c].values).tobytes() for c in cliques)).hexdigest())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_a_result_is_the_same_bits_on_one_core_and_on_all():
+    env = {**os.environ, "SDGOV_JAX_CACHE_DIR": ""}
+    digests = {
+        how: subprocess.run(
+            [sys.executable, "-c", CHILD, how], cwd=REPO, env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for how in ("all cores", "one core")
+    }
+    assert digests["all cores"] == digests["one core"], digests
+
+
+def test_blas_runs_on_one_thread():
+    """OpenBLAS's threads spin while another process holds a core: one thread, whatever the machine."""
+    child = (
+        "import sdgov.base.jaxsetup\nimport numpy\nfrom threadpoolctl import threadpool_info\n"
+        "print(sorted({p['num_threads'] for p in threadpool_info()}))"
+    )
+    out = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[1]", out.stdout
