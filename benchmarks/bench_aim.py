@@ -10,6 +10,11 @@ polars==1.36.1``; see ``benchmarks/peers/opendp_mbi.py``). The data: the census 
 ``examples/uci_adult/schema.yaml``, read as :mod:`bench_adult` reads them). Every arm gets the same integer codes,
 the same (ε, δ) and makes as many synthetic rows as the data has. The arms:
 
+* ``sdgov default``: ``propose --select mst`` at the draft's defaults (share, triples, extra rounds, model bound),
+  then the release, drawn by the sampler's default (rounded since issue 40); ``..., i.i.d. sampler`` / ``...,
+  rounded sampler``: the same with ``generator.sampling`` stated; ``sdgov AIM default``: ``propose --select aim`` at
+  the draft's defaults (triples among its candidates); ``sdgov before``: issue 16's ``extra: 24``, share 2/3, i.i.d.;
+  ``sdgov default, share S``: the default selection with ``privacy.selection.share: S`` (the budget split's choice);
 * ``sdgov MST + N pairs``: sdgov's default selection share with ``privacy.selection.extra: N`` and
   ``limits.max_exact_cells`` (:func:`bench_selection.sdgov_mst`: what ``propose --select mst`` then ``release`` do);
 * ``sdgov AIM``: ``propose --select aim`` at the product's settings (16 × attributes rounds planned, the
@@ -86,17 +91,24 @@ def mst_name(extra: int) -> str:
     return "sdgov MST" + (f" + {extra} pairs" if extra else "")
 
 
-DEFAULT = "sdgov default"  # propose --select mst at the draft's defaults: share, triples, extra rounds, model bound
-ROUNDED = "sdgov default, rounded sampler"  # the same with generator.sampling: round
+# propose --select mst at the draft's defaults (share, triples, extra rounds, model bound), the sampler's default way
+# of drawing (rounded since issue 40; results before 2026-11-29's flip name i.i.d. draws "sdgov default")
+DEFAULT = "sdgov default"
+ROUNDED = "sdgov default, rounded sampler"  # the same with generator.sampling: round stated
+IID = "sdgov default, i.i.d. sampler"  # the same with generator.sampling: iid (the default before issue 40)
+AIM_DEFAULT = "sdgov AIM default"  # propose --select aim at the draft's defaults (share, triples, rounds)
 BEFORE = "sdgov before (MST + 24 pairs, share 2/3)"  # issue 16's recommended setting, i.i.d. sampler
 
 
-def sdgov_default(args: argparse.Namespace, data: tuple, sampling: str | None) -> tuple:
-    """The default selection (``SelectionSpec()``'s share, triples and extra rounds, its model bound as the exact
-    cells) then the release, sampled as ``sampling`` says."""
+SHARE = "sdgov default, share "  # + S: the default selection with privacy.selection.share S (the budget split)
+
+
+def sdgov_default(args: argparse.Namespace, data: tuple, sampling: str | None, share: float | None = None) -> tuple:
+    """The default selection (``SelectionSpec()``'s share unless ``share``, triples and extra rounds, its model bound
+    as the exact cells) then the release, sampled as ``sampling`` says."""
     from sdgov.agreement.spec import SelectionSpec
 
-    d = SelectionSpec()
+    d = SelectionSpec() if share is None else SelectionSpec(share=share)
     return sdgov_mst(*data, d.share, d.one_way, args.iterations, d.extra_rounds, d.model_cells, d.triples, sampling)
 
 
@@ -108,10 +120,19 @@ def run_cell(args: argparse.Namespace) -> dict:
     data = (real, schema, attrs, eps, args.delta, rows, seed)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if args.cell in (DEFAULT, ROUNDED):
-            syn, secs, info = sdgov_default(args, data, "round" if args.cell == ROUNDED else None)
+        if args.cell in (DEFAULT, ROUNDED, IID):
+            syn, secs, info = sdgov_default(args, data, {DEFAULT: None, ROUNDED: "round", IID: "iid"}[args.cell])
+        elif args.cell.startswith(SHARE):
+            syn, secs, info = sdgov_default(args, data, None, float(args.cell.removeprefix(SHARE)))
+        elif args.cell == AIM_DEFAULT:
+            from sdgov.agreement.spec import SelectionSpec
+
+            d = SelectionSpec(method="aim")
+            syn, secs, info = sdgov_aim(*data, d.share, d.one_way, args.iterations, None, None)
         elif args.cell == BEFORE:
-            syn, secs, info = sdgov_mst(*data, 2 / 3, 0.5, args.iterations, 24, 250_000, fast_count=False)
+            syn, secs, info = sdgov_mst(
+                *data, 2 / 3, 0.5, args.iterations, 24, 250_000, sampling="iid", fast_count=False
+            )
         elif args.cell.startswith("sdgov MST"):
             syn, secs, info = sdgov_mst(*data, args.share, args.one_way, args.iterations, args.extra, args.exact_cells)
         elif args.cell == "sdgov AIM":
@@ -219,7 +240,7 @@ def main() -> None:
         return
     if args.merge:
         return merge(args.merge, args.out)
-    arms = args.arms or [DEFAULT, ROUNDED, BEFORE, "OpenDP AIM"]
+    arms = args.arms or [DEFAULT, IID, BEFORE, "OpenDP AIM"]
     if any(a.startswith("OpenDP") for a in arms) and args.opendp is None:
         ap.error("the OpenDP arms need --opendp DIR (mbi==1.1.0 and polars==1.36.1)")
     cells: dict[str, dict[str, list[dict]]] = {}

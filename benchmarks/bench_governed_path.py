@@ -11,7 +11,8 @@ Each command is a fresh ``sdgov`` process, as typed by the people involved, in t
 3. ``propose --select mst`` of a draft whose Φ is every attribute's 1-way (MST's default share), which prints the
    proposed spec's agreement hash;
 4. ``validate --spec PROPOSED --root R``;
-5. ``approvals sign`` of the standing approval pinned to that hash, by the analyst and by the controller;
+5. ``approvals pin`` of the standing approval to that hash, the data and a lapse date (the controller), then
+   ``approvals sign`` by the analyst and by the controller;
 6. ``release --spec PROPOSED --approvals FILE --root R``: no ``PREFECT_API_URL``, so the release runs against
    Prefect's temporary server (a child of the command), on a ``PREFECT_HOME`` made fresh for the dataset (its
    database migrations are paid in the release; ``--warm-home`` migrates it first, untimed, as a user's second
@@ -140,9 +141,10 @@ class Draft:
     generator: dict | None = None
 
 
-def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed: int, draft: Draft = Draft()) -> Path:
+def draft_spec(work: Path, name: str, data: Path, schema: Path, seed: int, draft: Draft = Draft()) -> Path:
     """The analyst's draft: the columns as 1-ways, MST selection (at its defaults unless ``draft`` says otherwise),
-    ε = 1, δ = 1e-5 unless ``draft`` says otherwise."""
+    ε = 1, δ = 1e-5 unless ``draft`` says otherwise. No ``rows``: the release makes as many as the measured tables'
+    noisy total (since issue 39 the policy refuses rows = the true record count, which the file would publish)."""
     attributes = [c["name"] for c in yaml.safe_load(schema.read_text())["columns"]]
     ids = set(yaml.safe_load(schema.read_text()).get("identifiers") or [])
     spec = {
@@ -156,7 +158,6 @@ def draft_spec(work: Path, name: str, data: Path, schema: Path, rows: int, seed:
             "delta": draft.delta,
             "selection": draft.selection or {"method": "mst"},
         },
-        "rows": rows,
         "seed": seed,
         "approvals": "approvals.yaml",
         "model_card": MODEL_CARD,
@@ -172,7 +173,6 @@ def governed_path(
     sdgov: str,
     name: str,
     data: Path,
-    rows: int,
     seed: int,
     warm_home: bool,
     profile: Path | None = None,
@@ -224,7 +224,7 @@ def governed_path(
         (root / "approvers.yaml").write_text(yaml.safe_dump({"approvers": approvers}, sort_keys=False))
         ctl = ["--as", "Carl Controller", "--key", str(keys / "controller.pem"), "--root", str(root)]
         run("approvers commit", "approvers", "commit", *ctl)
-        draft_file = draft_spec(work, name, data, SCHEMAS[name], rows, seed, draft)
+        draft_file = draft_spec(work, name, data, SCHEMAS[name], seed, draft)
         proposed = work / "proposed.yaml"
         ada = ["--as", "Ada Analyst", "--key", str(keys / "analyst.pem")]
         out = run("propose --select mst", "propose", "--select", "mst", "--spec", str(draft_file), *ada, "--root",
@@ -239,12 +239,14 @@ def governed_path(
                     "proposer": {"name": "Ada Analyst", "role": "analyst"},
                     "agreement_approver": {"name": "Carl Controller", "role": "controller"},
                     "release_approver": {"name": "Carl Controller", "role": "controller"},
-                    "agreement_sha256": agreement,
-                    "valid_until": (dt.date.today() + dt.timedelta(days=30)).isoformat(),
                 },
                 sort_keys=False,
             )
         )
+        lapse = (dt.date.today() + dt.timedelta(days=30)).isoformat()  # the controller pins agreement, data, lapse
+        run("approvals pin", "approvals", "pin", str(approvals), "--spec", str(proposed), "--valid-until", lapse,
+            "--root", str(root))  # fmt: skip
+        assert yaml.safe_load(approvals.read_text())["agreement_sha256"] == agreement, "pinned another agreement"
         run("approvals sign (analyst)", "approvals", "sign", str(approvals), *ada, "--root", str(root))
         run("approvals sign (controller)", "approvals", "sign", str(approvals), *ctl)
         out = run("release", "release", "--spec", str(proposed), "--approvals", str(approvals), "--root", str(root),
@@ -374,7 +376,6 @@ def main() -> None:
                         args.sdgov,
                         name,
                         data.resolve(),
-                        rows,
                         seed,
                         args.warm_home,
                         Path(args.profile) if args.profile else None,

@@ -1,5 +1,5 @@
 """Run a benchmark with the sampler's default way of drawing set (issue 40): the audits' calibration with the
-rounded sampler, measured before it becomes the default.
+rounded sampler was measured this way before it became the default; ``iid`` runs a benchmark as before it.
 
     python benchmarks/with_sampling.py round bench_decomposability_power --grid "app1:honest_ipf+noise:10:20" ...
     python benchmarks/with_sampling.py round bench_privacy_table --apps app1 --generators honest --seeds 20 ...

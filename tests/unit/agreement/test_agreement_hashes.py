@@ -4,7 +4,13 @@ it was before the sections and the generators' parameters became plug-ins (issue
 is what every approver signed and every ledger entry names: a change here re-opens every agreement.
 
 The values are the hashes computed on main at d008fec, before the change (the demo spec with its former
-``rows: 20000``)."""
+``rows: 20000``).
+
+Issue 40 made the rounded sampler the default, and an agreement states a default other than i.i.d.
+(``generator.sampling: round``), so every spec that does not say how to sample hashes anew (:data:`SPECS`). The pins
+from before stay, computed with the sampler's default set back to i.i.d. (the ``iid_default`` fixture): under the
+new default each of those agreements differs from its pinned one by its generator's ``sampling: round`` and by
+nothing else (``test_rounding_the_default_changes_each_agreement_by_its_stated_sampling_only``)."""
 
 from __future__ import annotations
 
@@ -13,14 +19,24 @@ from pathlib import Path
 import pytest
 import yaml
 
+import sdgov.generators.sampling_default as defaults
 from sdgov.agreement.load import load_spec
 from sdgov.agreement.resolve import resolve
-from sdgov.agreement.spec import ReleaseSpec
+from sdgov.agreement.spec import Agreement, ReleaseSpec
 from sdgov.data.schema import load_schema
 from sdgov.demo import inputs
 from tests.conftest import REPO
 
-SPECS = {
+SPECS = {  # issue 40: each states the rounded sampler, the default (as it hashed while i.i.d. was: SPECS_IID)
+    "examples/census2011/all_pairs.yaml": "b552cee61557174bd21dfa20069e6a16b01cdd082829cda457e394bd7ba5b533",
+    "examples/census2011/app1.yaml": "dd99275642274e9cf1422f66b946e2a827065fba7622891461927281de50b854",
+    "examples/census2011/app2.yaml": "03c56255b512ca3b6830b00ce2fc6e8a64f3450ed0f4cd30a421baff9a3a6562",
+    "examples/census2011/app3.yaml": "a7938a7f53d9d6ff5fe4563ede999cec0d21d5cf5b0f4505733cbb3760e2ea42",
+    "examples/uci_adult/spec.yaml": "d2ff81780030cc19d7fce6005fa13e96232569f854ad0dd6b8c3b615959cdd3e",
+    "sdgov/demo/spec.yaml": "36f16045356768380cac03ff59ad8269a79da9713bfc0b250ffb39ca49c2c553",
+}
+
+SPECS_IID = {  # the same specs with the sampler's default i.i.d. (before issue 40): no sampling stated
     # issue 39: the census examples no longer ask for rows = N (50,000); with rows: 50000 they hash as pinned
     # before (CENSUS_AS_PINNED)
     "examples/census2011/all_pairs.yaml": "b3952fe11d3c87f2a8dfec9eb2366edc4bbe513e98c7b8b5951612f50aba67f9",
@@ -76,9 +92,20 @@ VARIANTS = {  # name: (keys dropped from the demo spec, keys set) → the hash
 }
 
 
+@pytest.fixture
+def iid_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampler's default as it was when the pins below were computed (before issue 40)."""
+    monkeypatch.setattr(defaults, "SAMPLING", "iid")
+
+
 @pytest.mark.parametrize("path", SPECS)
 def test_the_example_specs_agreement_hashes_are_unchanged(path):
     assert load_spec(REPO / path).agreement.sha256() == SPECS[path]
+
+
+@pytest.mark.parametrize("path", SPECS_IID)
+def test_the_example_specs_hash_as_before_with_the_iid_default(path, iid_default):
+    assert load_spec(REPO / path).agreement.sha256() == SPECS_IID[path]
 
 
 CENSUS_AS_PINNED = {
@@ -90,7 +117,7 @@ CENSUS_AS_PINNED = {
 
 
 @pytest.mark.parametrize("path", sorted(CENSUS_AS_PINNED))
-def test_the_census_examples_as_pinned_hash_as_before(path):
+def test_the_census_examples_as_pinned_hash_as_before(path, iid_default):
     """With the ``rows: 50000`` they asked for before issue 39, the census examples hash as pinned: the hash itself
     is unchanged by the statement's refactoring (ψ, the generator settings and the accounting moved rooms)."""
     raw = yaml.safe_load((REPO / path).read_text()) | {"rows": 50000}
@@ -106,19 +133,65 @@ def as_pinned() -> dict:
     return raw | {"rows": 20000, "audit": {**raw["audit"], **old}}
 
 
-def test_the_demo_spec_as_pinned_hashes_as_before():
+def test_the_demo_spec_as_pinned_hashes_as_before(iid_default):
     raw = as_pinned()
     # ba82d6bf… before issue 37's memorisation_worlds (its privacy_risk settings read memorisation_pairs: SPECS above)
     pinned = "968af401a3d7111758328458cbe85100aefbcaf106fc5c862a4aed8c13bd869a"
     assert resolve(ReleaseSpec.model_validate(raw), load_schema(inputs() / "schema.yaml")).sha256() == pinned
 
 
-@pytest.mark.parametrize("name", VARIANTS)
-def test_each_part_of_the_agreement_hashes_as_before(name):
-    dropped, given, sha256 = VARIANTS[name]
+def variant(name: str) -> Agreement:
+    dropped, given, _sha256 = VARIANTS[name]
     raw = as_pinned()
     spec = ReleaseSpec.model_validate({k: v for k, v in raw.items() if k not in dropped} | given)
-    assert resolve(spec, load_schema(inputs() / "schema.yaml")).sha256() == sha256
+    return resolve(spec, load_schema(inputs() / "schema.yaml"))
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_each_part_of_the_agreement_hashes_as_before(name, iid_default):
+    assert variant(name).sha256() == VARIANTS[name][2]
+
+
+def _census_as_pinned(path: str) -> Agreement:
+    raw = yaml.safe_load((REPO / path).read_text()) | {"rows": 50000}
+    return resolve(ReleaseSpec.model_validate(raw), load_schema(REPO / path.rsplit("/", 1)[0] / raw["schema"]))
+
+
+AGREEMENTS = {
+    **{path: lambda path=path: load_spec(REPO / path).agreement for path in SPECS},
+    **{f"{path} as pinned": lambda path=path: _census_as_pinned(path) for path in CENSUS_AS_PINNED},
+    "demo as pinned": lambda: resolve(ReleaseSpec.model_validate(as_pinned()), load_schema(inputs() / "schema.yaml")),
+    **{f"variant {name}": lambda name=name: variant(name) for name in VARIANTS},
+}
+
+
+def _without_sampling(dump: object) -> tuple[object, int]:
+    """``dump`` with every generator's ``sampling: round`` taken out, and how many were."""
+    if isinstance(dump, list):
+        items = [_without_sampling(v) for v in dump]
+        return [v for v, _ in items], sum(n for _, n in items)
+    if not isinstance(dump, dict):
+        return dump, 0
+    taken = 0
+    out = {}
+    for key, value in dump.items():
+        if key == "generator" and isinstance(value, dict) and value.get("sampling") == "round":
+            value, taken = {k: v for k, v in value.items() if k != "sampling"}, taken + 1
+        out[key], n = _without_sampling(value)
+        taken += n
+    return out, taken
+
+
+@pytest.mark.parametrize("name", AGREEMENTS)
+def test_rounding_the_default_changes_each_agreement_by_its_stated_sampling_only(name, monkeypatch):
+    """Every pin that changed with issue 40 changed for that reason alone: the agreement under the rounded default,
+    with its generators' ``sampling: round`` taken out, is the i.i.d. default's agreement, key for key (a split
+    states it on the whole agreement's generator and on each part's)."""
+    rounded = AGREEMENTS[name]().model_dump(mode="json")
+    monkeypatch.setattr(defaults, "SAMPLING", "iid")
+    iid = AGREEMENTS[name]().model_dump(mode="json")
+    stripped, taken = _without_sampling(rounded)
+    assert taken >= 1 and stripped == iid and rounded != iid
 
 
 def test_a_section_is_written_where_the_field_stood():
@@ -126,4 +199,5 @@ def test_a_section_is_written_where_the_field_stood():
     agreement = load_spec(Path(inputs() / "spec.yaml")).agreement
     keys = list(agreement.model_dump())
     assert keys[keys.index("limits") + 1 : keys.index("limits") + 3] == ["audit", "privacy_risk"]
-    assert list(agreement.model_dump()["generator"]) == ["name", "iterations"]  # 'inference: auto' left out
+    # 'inference: auto' left out; the sampler's default stated (issue 40)
+    assert list(agreement.model_dump()["generator"]) == ["name", "iterations", "sampling"]

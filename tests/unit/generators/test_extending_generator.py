@@ -110,8 +110,9 @@ def test_the_documented_parameter_is_validated_by_the_plugins_own_model(plugin, 
 
 def test_the_documented_parameter_is_hashed_when_given_and_reaches_the_fit(plugin, tmp_path):
     plain, smooth = _loaded(tmp_path, "plain"), _loaded(tmp_path, "smooth", smoothing=1e9)
-    assert plain.agreement.model_dump()["generator"] == {"name": "independent", "iterations": 2000, "smoothing": 0.0}
-    assert smooth.agreement.model_dump()["generator"] == {"name": "independent", "iterations": 2000, "smoothing": 1e9}
+    stated = {"name": "independent", "iterations": 2000, "sampling": "round"}  # the sampler's default (issue 40)
+    assert plain.agreement.model_dump()["generator"] == {**stated, "smoothing": 0.0}
+    assert smooth.agreement.model_dump()["generator"] == {**stated, "smoothing": 1e9}
     assert smooth.agreement.sha256() != plain.agreement.sha256()
 
     codes = load_encoded(plain.data_path, plain.schema_)

@@ -1,8 +1,7 @@
-"""Making rounding the sampler's default is one line (``sdgov/generators/sampling_default.py``, issue 40). These tests
-change that line and hold what must follow: a new agreement states it; an agreement that states nothing still draws
-i.i.d. (a release made before the change regenerates bit for bit), in one model, in a split's parts and in the
-pre-flight's dry run; every draw that does not say how (the audits' generators) follows it. And today: i.i.d., and
-no agreement states it (agreement hashes as before)."""
+"""Rounding became the sampler's default (issue 40) by one line (``sdgov/generators/sampling_default.py``). These
+tests hold what must follow: a new agreement states it; an agreement that states nothing (made while i.i.d. was the
+default) still draws i.i.d. — a release made before the change regenerates bit for bit — in one model, in a split's
+parts and in the pre-flight's dry run; every draw that does not say how (the audits' generators) follows it."""
 
 from __future__ import annotations
 
@@ -29,17 +28,19 @@ FAST = {"name": "ipf", "iterations": 5}  # the demo's Φ, fitted in milliseconds
 
 
 @pytest.fixture
-def rounding_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one-line change: ``SAMPLING = "round"``."""
-    monkeypatch.setattr(defaults, "SAMPLING", "round")
+def rounding_default() -> None:
+    """The default these tests hold the consequences of (the module's one line)."""
+    assert defaults.SAMPLING == "round"
 
 
 def _spec(dest: Path, **generator: object) -> Path:
     return make_demo_inputs(dest, rows=300, generator={**FAST, **generator})
 
 
-def test_today_the_default_is_iid_and_an_agreement_states_no_sampling(tmp_path: Path) -> None:
-    assert defaults.SAMPLING == "iid"
+def test_while_iid_was_the_default_an_agreement_stated_no_sampling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(defaults, "SAMPLING", "iid")
     agreement = load_spec(_spec(tmp_path)).agreement
     assert agreement.generator.sampling is None and agreement.generator.drawn == "iid"
     assert "sampling" not in agreement.model_dump()["generator"]  # the hash of an agreement as before the option
@@ -48,8 +49,8 @@ def test_today_the_default_is_iid_and_an_agreement_states_no_sampling(tmp_path: 
 def test_with_rounding_the_default_a_new_agreement_states_it_and_a_stated_iid_stays(
     tmp_path: Path, rounding_default: None
 ) -> None:
-    before = load_spec(_spec(tmp_path / "a")).agreement
-    assert before.generator.sampling == "round" and before.generator.drawn == "round"
+    new = load_spec(_spec(tmp_path / "a")).agreement
+    assert new.generator.sampling == "round" and new.generator.drawn == "round"
     stated = load_spec(_spec(tmp_path / "b", sampling="iid")).agreement
     assert stated.generator.sampling == "iid"
 
@@ -58,9 +59,11 @@ def test_an_agreement_stating_no_sampling_regenerates_bit_for_bit_whatever_the_d
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The generate stage's output (what ``verify-release`` regenerates) for an agreement made while i.i.d. was the
-    default: the same bytes after rounding becomes the default; an agreement stating ``round`` draws otherwise."""
+    default: the same bytes after rounding became the default; an agreement stating ``round`` draws otherwise."""
+    monkeypatch.setattr(defaults, "SAMPLING", "iid")  # the agreement is made, and released, before the change
     loaded = load_spec(_spec(tmp_path / "in"))
     agreement = loaded.agreement
+    assert agreement.generator.sampling is None
     psi = tmp_path / "psi.json"
     psi.write_text(_measured(loaded).model_dump_json())
 
