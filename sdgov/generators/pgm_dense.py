@@ -25,8 +25,8 @@ and every spanning marginal is a block of E_Lᵀ P E_R; the marginals inside L o
 
 Either way the marginals are normalised after the reduction, on their few hundred cells. The model is the same: the
 same marginals of the same potentials, summed in another order (they agree with mbi's to rounding,
-``tests/unit/generators/test_pgm_dense.py``; a whole App 3 fit with the factored oracle is 6.4 × 10⁻⁵ in total variation from
-the one by products, where a redraw of the noise moves it by 0.78).
+``tests/unit/generators/test_pgm_dense.py``; a whole App 3 fit with the factored oracle is 6.4 × 10⁻⁵ in total
+variation from the one by products, where a redraw of the noise moves it by 0.78).
 
 Any other junction tree keeps mbi's own oracle, and so do potentials with structural zeros (``-inf``: a product with a
 one-hot matrix would turn them into NaN).

@@ -60,9 +60,9 @@ def test_release_runs_both_preregistered_audits_and_publishes_their_evidence(rel
     fits, classifiers = task_runs("shadow-fit-", *window), task_runs("attack-classifier-", *window)
     decomposability = {phase: task_runs(f"decomposability-{phase}-", *window) for phase in PHASES}
     # every fit the audit's parts share, each exactly once: 2 membership worlds per pair (every target shares them),
-    # 4 memorisation worlds (the beyond-Φ check fits the first: both train on 500 records), the record checks' one
-    # and the verbatim-copy test's 16 rounds (its default), one fit each
-    assert trials(fits) == list(range(2 * 3 + 4 + 1 + 16))
+    # the one-run game's fit, 4 memorisation worlds (the beyond-Φ check fits the first: both train on 500 records),
+    # the record checks' one and the verbatim-copy test's 16 rounds (its default), one fit each
+    assert trials(fits) == list(range(2 * 3 + 1 + 4 + 1 + 16))
     assert trials(classifiers) == list(range(3))  # one attack classifier per target
     assert all(r.state.is_completed() for r in fits + classifiers)
     # and so did every decomposability fit (process pool: no memo): K = 7 per extremal dataset, each exactly once
