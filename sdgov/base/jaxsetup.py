@@ -22,6 +22,7 @@ core only (the process's cores given back at once), and the BLAS and OpenMP libr
 (``tests/unit/base/test_jax_threads.py``).
 """
 
+import contextlib
 import os
 import warnings
 
@@ -54,8 +55,10 @@ def _start_on_one_thread() -> None:
     os.sched_setaffinity(0, {min(cores)})
     try:
         jax.devices()
-    finally:
-        os.sched_setaffinity(0, cores)
+    finally:  # every thread, not only this one: the threads XLA just started inherited the one core
+        for thread in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(int(thread), cores)
 
 
 _start_on_one_thread()

@@ -52,3 +52,15 @@ def test_blas_runs_on_one_thread():
     )
     out = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[1]", out.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+def test_every_thread_may_still_run_on_every_core():
+    """The one-core start gives the cores back to every thread — the ones XLA started inside it too — or two worker
+    processes would compute on the same core (an audit's fits serialised: 175 CPU-s in 157 s on 2 cores)."""
+    child = (
+        "import os\nimport sdgov.base.jaxsetup\nimport jax.numpy as jnp\njnp.ones(9).sum().block_until_ready()\n"
+        "print(sorted({tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir('/proc/self/task')}))"
+    )
+    out = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str([tuple(sorted(os.sched_getaffinity(0)))]), out.stdout
