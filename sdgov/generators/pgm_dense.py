@@ -164,6 +164,11 @@ def dense_layout(
     return _layout(tuple(domain.attributes), tuple(domain.shape), tuple(tuple(c) for c in cliques), int(min_cells))
 
 
+def oracle_name(layout: _Layout) -> str:
+    """How a model fitted with this layout's oracle computed its marginals (its ``model_info.json`` says so)."""
+    return "dense clique: factored, three small products" if layout.factored else "dense clique: two matrix products"
+
+
 def _block_sum(values: jax.Array, clique: tuple[str, ...], block: tuple[str, ...], lay: _Layout) -> jax.Array:
     """A potential inside one block, broadcast over the block's cells (row-major, flattened)."""
     order = [clique.index(a) for a in block if a in clique]

@@ -10,7 +10,7 @@ marginals (by mutual information) whose junction tree stays within ``SAMPLING_CE
 
 The estimator is mbi's mirror descent computing the model's marginals once an iteration instead of twice
 (:class:`OneOracleMirrorDescent`); on a dense Φ, whose junction tree is one large clique (Application 3), the marginals
-come from two matrix products instead of message passing (:mod:`sdgov.generators.pgm_dense`). The release, its dry
+come from small matrix products instead of message passing (:mod:`sdgov.generators.pgm_dense`). The release, its dry
 run and every audit fit through this one function, so the audits fit the generator that is released.
 
 Importing this module loads JAX; :mod:`sdgov.generators.pgm` (the registered plugin) imports it only when a PGM
@@ -40,7 +40,7 @@ from scipy.cluster.hierarchy import DisjointSet
 from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells, discard_zero_noise
 from sdgov.generators.model import CliqueModel
-from sdgov.generators.pgm_dense import dense_layout, dense_oracle
+from sdgov.generators.pgm_dense import dense_layout, dense_oracle, oracle_name
 from sdgov.generators.plugin import InferenceParams
 
 if TYPE_CHECKING:
@@ -120,8 +120,8 @@ def fit_pgm(mset: MeasurementSet, params: GeneratorSpec, zeros: Sequence[ZeroCel
             **info,
             "estimator": "mbi MirrorDescent",
             "iterations": params.iterations,
-            "marginal_oracle": "dense clique: two matrix products"
-            if fitting.marginal_oracle
+            "marginal_oracle": oracle_name(layout)
+            if fitting.marginal_oracle and (layout := dense_layout(domain, loss.cliques))
             else "mbi message passing (junction tree)",
             "fitted_marginals": [list(c) for c in model.cliques],
             "junction_tree_cliques": [list(c) for c in node_cliques],
