@@ -14,6 +14,20 @@ import pytest
 
 from tests.conftest import REPO
 
+TWO_CORES = pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores"
+)
+
+
+def _child(code: str, *args: str) -> str:
+    """What a fresh Python process running ``code`` prints (no JAX cache: every program compiled in it)."""
+    env = {**os.environ, "SDGOV_JAX_CACHE_DIR": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
 CHILD = r"""
 import hashlib, itertools, os, sys
 if sys.argv[1] == "one core":
@@ -32,15 +46,9 @@ print(hashlib.sha256(b"".join(np.asarray(out[c].values).tobytes() for c in cliqu
 """
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+@TWO_CORES
 def test_a_result_is_the_same_bits_on_one_core_and_on_all():
-    env = {**os.environ, "SDGOV_JAX_CACHE_DIR": ""}
-    digests = {
-        how: subprocess.run(
-            [sys.executable, "-c", CHILD, how], cwd=REPO, env=env, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        for how in ("all cores", "one core")
-    }
+    digests = {how: _child(CHILD, how) for how in ("all cores", "one core")}
     assert digests["all cores"] == digests["one core"], digests
 
 
@@ -50,11 +58,10 @@ def test_blas_runs_on_one_thread():
         "import sdgov.base.jaxsetup\nimport numpy\nfrom threadpoolctl import threadpool_info\n"
         "print(sorted({p['num_threads'] for p in threadpool_info()}))"
     )
-    out = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[1]", out.stdout
+    assert _child(child) == "[1]"
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
+@TWO_CORES
 def test_every_thread_may_still_run_on_every_core():
     """The one-core start gives the cores back to every thread — the ones XLA started inside it too — or two worker
     processes would compute on the same core (an audit's fits serialised: 175 CPU-s in 157 s on 2 cores)."""
@@ -62,5 +69,4 @@ def test_every_thread_may_still_run_on_every_core():
         "import os\nimport sdgov.base.jaxsetup\nimport jax.numpy as jnp\njnp.ones(9).sum().block_until_ready()\n"
         "print(sorted({tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir('/proc/self/task')}))"
     )
-    out = subprocess.run([sys.executable, "-c", child], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str([tuple(sorted(os.sched_getaffinity(0)))]), out.stdout
+    assert _child(child) == str([tuple(sorted(os.sched_getaffinity(0)))])
