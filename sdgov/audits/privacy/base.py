@@ -11,7 +11,7 @@ loader and protocol of the decomposability audit, so a plug-in's generator can b
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,14 +49,18 @@ class GeneratorRef:
         """Resolve the registered name now, so that an unusable one is an AuditError before any trial runs."""
         load_generator(self.path)
 
-    def fit_sample(self, rows: np.ndarray, fit_seed: int, n: int, sample_seeds: list[int]) -> list[np.ndarray]:
-        """Fit on ``rows`` (records × attributes, cell indices) and return one int array per sample seed."""
+    def fit_sample(
+        self, rows: np.ndarray, fit_seed: int, n: int | Sequence[int], sample_seeds: list[int]
+    ) -> list[np.ndarray]:
+        """Fit on ``rows`` (records × attributes, cell indices) and return one int array per sample seed, of ``n``
+        records (one size for every set, or one per seed)."""
         gen = make_generator(load_generator(self.path), list(self.cliques), self.domain, self.params, self.path)
         records, weights = weighted_unique(rows, self.attributes)
         fit_generator(gen, records, weights, fit_seed, self.path)
+        sizes = [int(n)] * len(sample_seeds) if isinstance(n, int) else [int(k) for k in n]
         out = []
-        for s in sample_seeds:
-            df = sample_generator(gen, int(n), int(s), self.domain, self.path)
+        for s, k in zip(sample_seeds, sizes, strict=True):
+            df = sample_generator(gen, k, int(s), self.domain, self.path)
             out.append(df[self.attributes].to_numpy(dtype=np.int64))
         return out
 

@@ -11,34 +11,40 @@ the demo 28,800, App 3 1.56M):
 
 1. One fit on n reference records and m records sampled from it (m ≫ n: sampling from a fitted model is
    post-processing, so an honest release loses nothing and every interaction it carries shows m times more
-   sharply), drawn as sets of n records. The fit is sample world 0 of :mod:`sdgov.audits.privacy.worlds`, the
-   memorisation check's first world when both train on the same number of records (the defaults): any fit on n
-   reference records answers "what does this generator release from n records?", and each check reads its own
-   sample sets of it, so neither's calibration depends on the other (each is conditional on the fit; the
-   verdict's union bound needs no independence between checks).
-2. The Φ-only model of that output: the maximum-entropy distribution p̂ with the output's own Φ marginals
-   (IPF from the uniform joint on the exact counts, run to convergence once). For a generator that
-   reads only noisy Φ marginals (ψ) and samples from a model whose potentials live on Φ (the PGM, IPF), the
-   output *is* a sample of a distribution in that family, so p̂ is its maximum-likelihood estimate: the same
-   noisy ψ, seen through the sample.
-3. For every table t outside Φ (each set of 2 or 3 attributes not inside a Φ marginal, and the full joint when it
-   has more than 3 attributes and m ≥ 5 records a cell on average — App 3's joint, 1.56M cells for 1M records,
-   is left out: a G² over mostly empty cells measures nothing), G²_t = 2 Σ c log(c / (m p̂_t)) between the
-   output's table and p̂'s.
-4. Calibration by parametric bootstrap: B samples of m records from p̂ (multinomial counts), each projected and
-   scored the same way — data sampled from the Φ-only model fitted to the same ψ. Each table's G² is
-   standardised by its bootstrap mean and spread, the statistic is the largest standardised G² (the leak may sit
-   in any one table), and p = (1 + #{bootstrap max ≥ observed max}) / (B + 1): an exact-level Monte-Carlo test.
-   A bootstrap sample's projection is one Newton step from p̂ on the Φ family's natural parameters, with the
-   Fisher information at p̂ (computed once, from tables of at most two Φ marginals' attributes): the sample lies
-   O(1/√m) from p̂, so the step leaves an O(1/m) error, below the sampling noise by a factor √m. Running IPF to
-   convergence instead (the first version) cost 1.7 CPU-s a sample on the demo's joint and about 10 on App 3's;
-   the step costs 0.01 and 0.1, and on Apps 1–2 and the unit test's domain it gives the same p-values
-   (docs/privacy_risk.md).
+   sharply), drawn as S independent sets of m/S records (S = 20: each set one sampler call with its own seed). The
+   fit is sample world 0 of :mod:`sdgov.audits.privacy.worlds`, the memorisation check's first world when both
+   train on the same number of records (the defaults): any fit on n reference records answers "what does this
+   generator release from n records?", and each check reads its own sample sets of it, so neither's calibration
+   depends on the other (each is conditional on the fit; the verdict's union bound needs no independence between
+   checks).
+2. The Φ-only model of the pooled output: the maximum-entropy distribution p̂ with its own Φ marginals (IPF from
+   the uniform joint on the exact counts, run to convergence once). For a generator that reads only noisy Φ
+   marginals (ψ) and samples from a model whose potentials live on Φ (the PGM, IPF), the output *is* a sample of a
+   distribution in that family, so p̂ is its maximum-likelihood estimate: the same noisy ψ, seen through the sample.
+3. Every set's non-Φ residual (:func:`non_phi_residual`: the set less its Φ-only model, linearised at p̂) on every
+   table t outside Φ (each set of 2 or 3 attributes not inside a Φ marginal, and the full joint when it has more
+   than 3 attributes and m ≥ 5 records a cell on average — App 3's joint, 1.56M cells for 1M records, is left out:
+   a statistic over mostly empty cells measures nothing). The residuals add up to the pooled output's. For an
+   honest generator each has mean zero — its model is in the Φ family — and the sets are independent given the fit;
+   a non-Φ interaction in the model puts the same shift in every set.
+4. Calibration by sign flips (the decomposability audit's phase-1 test, :mod:`sdgov.audits.decomposability`): per
+   table, Pearson's statistic of the summed residuals Q_t = Σ_c (Σ_s r_sc)² / (m p̂_c), standardised by its exact
+   mean and spread over the 2^S sign patterns ε (Q_t(ε) = ε'G_tε, G_t the sets' Gram matrix); the statistic is the
+   largest standardised Q_t (the leak may sit in any one table), and p = (1 + #{flips' max ≥ observed max}) /
+   (B + 1) over B random flips: a Monte-Carlo randomisation test, exact to the symmetry of the residuals. A shift
+   common to the sets adds up under the identity and cancels under a random flip; noise does neither.
 
-Everything is seeded (training draw, fit, sample, bootstrap) and returns the same p-value for the same inputs and
+   Why flips and not a parametric bootstrap (the first design, 2026-11-26 to issue 37's third pass): B multinomial
+   samples of m records from p̂ draw the output as an i.i.d. sampler would. Since issue 40 the default sampler rounds
+   (each cell of a chunk within one record of the model's count), so an honest output lies far closer to p̂ than a
+   multinomial sample does and the bootstrap's p-value was 1.0 on every honest seed of Apps 1–3 — and on 9 of 10
+   seeds of App 2's 2 % unseeded blend: a blind spot. The flips read the null spread from the output's own sets, so
+   the test holds for any sampler whose sets are independent draws of one model (i.i.d., rounded, or a plug-in's),
+   and needs no B projections: App 3's check costs its one IPF fit and S residuals.
+
+Everything is seeded (training draw, fit, sample sets, flips) and returns the same p-value for the same inputs and
 seed. Tables are plain numpy sums; the only BLAS call is the Fisher information's eigendecomposition (and its
-product with each sample's margins), whose rounding differs between kernels far below any bootstrap gap.
+product with each set's margins), whose rounding differs between kernels far below any gap between statistics.
 
 Like the memorisation check it tests the
 agreement — only Φ leaves the data — not DP: a DP generator that measures other statistics, with noise, is caught
@@ -58,7 +64,7 @@ from sdgov.audits.privacy.base import GeneratorRef, seed_of
 from sdgov.audits.privacy.part import FitRequest, PrivacyPart
 from sdgov.audits.privacy.planner import fit_all
 from sdgov.audits.privacy.policy import PolicyCheck, level_of
-from sdgov.audits.privacy.worlds import sample_world, sample_world_fit_seed, sample_world_key, sample_world_set_rows
+from sdgov.audits.privacy.worlds import sample_world, sample_world_fit_seed, sample_world_key
 from sdgov.base.executor import Executor, SerialExecutor
 from sdgov.base.model import Frozen
 
@@ -74,6 +80,7 @@ TOL = 1e-8  # IPF stops when no Φ margin is further than this from its target (
 # in a million, far below the sampling noise the test measures) …
 MAX_SWEEPS = 1000  # … or after this many sweeps (a margin with empty cells can pull the fit to the boundary slowly)
 SCORE_SWEEPS = 50  # the record scorers' projection (verbatim copies, the one-run record guesser): see phi_projection
+SETS = 20  # independent sample sets the output is drawn as (the settings' default): the sign-flip test's units
 PINV_RTOL = 1e-10  # eigenvalues of the Fisher information below this share of the largest: Φ's redundant directions
 # (two Φ tables sharing an attribute share its margin), not information
 
@@ -84,7 +91,8 @@ class BeyondPhiResult(Frozen):
     train_rows: int = 0  # n
     synth_rows: int = 0  # m
     cells: int = 0  # of the joint
-    bootstrap: int = 0  # B
+    sets: int = 0  # S: independent sample sets of the fit
+    bootstrap: int = 0  # B: random sign flips drawn
     tables: dict[str, float] = {}  # table (attributes joined by " × ") → standardised G²
     worst_table: str = ""
     statistic: float = 0.0  # the largest standardised G²
@@ -189,35 +197,24 @@ def _stack(have: Margins, phi_axes: list[tuple[int, ...]]) -> np.ndarray:
     return np.concatenate([have(ax).ravel() for ax in phi_axes])
 
 
-def newton_projection(
-    counts: np.ndarray, p_hat: np.ndarray, phi_axes: list[tuple[int, ...]], pinv: np.ndarray
-) -> np.ndarray:
-    """The Φ-only model of ``counts``, reached from ``p_hat`` by one Newton step on the Φ family's natural parameters
-    with the Fisher information at ``p_hat`` (``pinv``: :func:`fisher_pinv`): θ = I⁺(X'q − X'p̂), p ∝ p̂·exp(Xθ).
-    A bootstrap sample drawn from p̂ lies O(1/√m) from it, where one step leaves an O(1/m) error
-    in the fitted probabilities — far below the sampling noise the test measures — for the cost of one IPF sweep
-    instead of the hundreds IPF needs on a large joint with near-empty cells."""
-    step = pinv @ (_stack(Margins(counts / float(counts.sum())), phi_axes) - _stack(Margins(p_hat), phi_axes))
-    theta = np.zeros(counts.shape)
+def non_phi_residual(counts: np.ndarray, p_hat: np.ndarray, phi_axes: list[tuple[int, ...]], pinv: np.ndarray):
+    """What of ``counts`` (a joint over the audited attributes) its Φ marginals do not explain: ``counts`` less m·(its
+    Φ-only model), the model linearised at ``p_hat`` — one Newton step on the Φ family's natural parameters with the
+    Fisher information there (``pinv``: :func:`fisher_pinv`), θ = I⁺X'(c − m p̂), residual = c − m p̂ − p̂·(Xθ − p̂'Xθ).
+
+    Linear in ``counts``, so the residuals of the sample sets add up to the pooled output's; zero on every Φ margin;
+    and zero for any difference from p̂ along the Φ family (the honest model lies in it, so an honest set's residual
+    has mean zero whatever its sampler — and a non-Φ interaction's does not). One pass of Φ-margin sums and broadcasts
+    over the joint: App 3's 1.56M cells, ≈ 0.1 CPU-s."""
+    d = counts - float(counts.sum()) * p_hat
+    theta = pinv @ _stack(Margins(d), phi_axes)
+    x_theta = np.zeros(counts.shape)
     at = 0
     for ax in phi_axes:
         shape = tuple(counts.shape[a] for a in ax)
-        theta += _expand(step[at : at + math.prod(shape)].reshape(shape), ax, counts.ndim)
+        x_theta += _expand(theta[at : at + math.prod(shape)].reshape(shape), ax, counts.ndim)
         at += math.prod(shape)
-    p = p_hat * np.exp(theta - theta.max())
-    return p / p.sum()
-
-
-def _g2(counts: np.ndarray, p: np.ndarray, tables: list[tuple[int, ...]]) -> np.ndarray:
-    """G² of each table of ``counts`` against the same table of m·p (both joints over the audited attributes)."""
-    m = float(counts.sum())
-    have, expect = Margins(counts), Margins(p)
-    out = np.empty(len(tables))
-    for i, ax in enumerate(tables):
-        c, e = have(ax).ravel(), m * expect(ax).ravel()
-        pos = c > 0
-        out[i] = 2.0 * float(np.sum(c[pos] * np.log(c[pos] / np.maximum(e[pos], 1e-300))))
-    return out
+    return d - p_hat * (x_theta - float(np.sum(p_hat * x_theta)))
 
 
 def not_run_reason(
@@ -238,27 +235,23 @@ def not_run_reason(
     return None
 
 
-def joint_counts(sets: list[np.ndarray], *, sizes: list[int], rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``rows`` records of the sets (run where they were drawn) as the joint's occupied cells and counts."""
-    synth = np.vstack(sets)[:rows]
-    return np.unique(np.ravel_multi_index(tuple(synth.T), sizes), return_counts=True)
-
-
 def _check_of_sets(
     sets: list[np.ndarray],
     *,
     attrs: list[str],
     cliques: list[tuple[str, ...]],
     sizes: list[int],
-    rows: int,
     train_rows: int,
     bootstrap: int,
     seed: int,
 ) -> BeyondPhiResult:
     """The whole check on the fit's sets — the request's reducer, so it runs in the worker that drew them, beside the
     audit's other fits rather than after them (App 3: ≈ 40 CPU-s, issue 37)."""
-    occupied = joint_counts(sets, sizes=sizes, rows=rows)
-    return beyond_phi_of(occupied, attrs, cliques, sizes, train_rows, bootstrap, seed)
+    keys = [np.ravel_multi_index(tuple(np.asarray(x, dtype=np.int64).T), sizes) for x in sets]
+    tables = tested_tables(non_phi_tables(attrs, cliques), len(attrs), sum(len(k) for k in keys), math.prod(sizes))
+    return beyond_phi_test(keys, sizes, attrs, cliques, tables, bootstrap, seed).model_copy(
+        update={"train_rows": train_rows}
+    )
 
 
 def beyond_phi_request(
@@ -266,24 +259,20 @@ def beyond_phi_request(
     reference: np.ndarray,
     train_rows: int,
     synth_rows: int,
-    synth_factor: int,
+    sets: int,
     seed: int,
     bootstrap: int,
 ) -> FitRequest:
     """The check's one fit: sample world 0 at ``train_rows`` records (:mod:`sdgov.audits.privacy.worlds` — the same fit
-    as memorisation world 0 when their training sizes agree), its first ``synth_rows`` records from sets of the
-    world's size (``synth_factor`` times the training size: memorisation's sets), and the check itself as its
-    reducer."""
+    as memorisation world 0 when their training sizes agree), ``sets`` independent sample sets of
+    ``synth_rows``/``sets`` records each, and the check itself as its reducer."""
     n = min(int(train_rows), len(reference))
     sizes = [ref.domain[a] for a in ref.attributes]
-    set_rows = sample_world_set_rows(n, synth_factor)
-    seeds = tuple(seed_of(seed, 72, j) for j in range(-(-int(synth_rows) // set_rows)))
     check = partial(
         _check_of_sets,
         attrs=list(ref.attributes),
         cliques=[tuple(c) for c in ref.cliques],
         sizes=sizes,
-        rows=int(synth_rows),
         train_rows=n,
         bootstrap=int(bootstrap),
         seed=int(seed),
@@ -292,8 +281,8 @@ def beyond_phi_request(
         sample_world_key(0, n),
         sample_world(reference, n, seed, 0),
         sample_world_fit_seed(seed, 0),
-        set_rows,
-        seeds,
+        max(1, int(synth_rows) // int(sets)),
+        tuple(seed_of(seed, 72, j) for j in range(int(sets))),
         check,
     )
 
@@ -307,73 +296,66 @@ def beyond_phi_audit(
     seed: int,
     max_cells: int = MAX_CELLS,
     executor: Executor | None = None,
-    synth_factor: int = 50,
+    sets: int = SETS,
 ) -> BeyondPhiResult:
-    """The test of the module docstring on its own fit (the audit shares it: :class:`BeyondPhi`), sampled in sets of
-    ``synth_factor`` times the training size (the audit's ``memorisation_synth_factor``, whose default this is)."""
+    """The test of the module docstring on its own fit (the audit shares it: :class:`BeyondPhi`)."""
     attrs = ref.attributes
     sizes = [ref.domain[a] for a in attrs]
     reason = not_run_reason(attrs, [tuple(c) for c in ref.cliques], sizes, synth_rows, max_cells)
     if reason is not None:
         return BeyondPhiResult(ran=False, reason=reason, cells=math.prod(sizes))
     reference = np.asarray(reference, dtype=np.int64)
-    request = beyond_phi_request(ref, reference, train_rows, synth_rows, synth_factor, seed, bootstrap)
+    request = beyond_phi_request(ref, reference, train_rows, synth_rows, sets, seed, bootstrap)
     (result,) = fit_all(ref, [request], executor or SerialExecutor())
     return result
 
 
-def beyond_phi_of(
-    occupied: tuple[np.ndarray, np.ndarray],
-    attrs: list[str],
-    cliques: list[tuple[str, ...]],
-    sizes: list[int],
-    train_rows: int,
-    bootstrap: int,
-    seed: int,
-) -> BeyondPhiResult:
-    """The test on the output's occupied cells and counts (:func:`joint_counts`)."""
-    cells = math.prod(sizes)
-    keys, counts = occupied
-    joint = np.zeros(cells)
-    joint[keys] = counts
-    tables = tested_tables(non_phi_tables(attrs, cliques), len(attrs), int(counts.sum()), cells)
-    return beyond_phi_test(joint.reshape(sizes), attrs, cliques, tables, bootstrap, seed).model_copy(
-        update={"train_rows": train_rows}
-    )
-
-
 def beyond_phi_test(
-    counts: np.ndarray,
+    set_cells: list[np.ndarray],
+    sizes: list[int],
     attrs: list[str],
     cliques: list[tuple[str, ...]],
     tables: list[tuple[int, ...]],
     bootstrap: int,
     seed: int,
 ) -> BeyondPhiResult:
-    """Steps 2–4 of the module docstring on the output's joint table ``counts`` (one axis per attribute of
-    ``attrs``): its Φ-only model, the G² of ``tables`` and their bootstrap calibration."""
-    shape = counts.shape
+    """Steps 2–4 of the module docstring on the output's sample sets (``set_cells``: each set's records as cells of
+    the joint over ``attrs``, of ``sizes``): the pooled output's Φ-only model, every set's non-Φ residual on each of
+    ``tables``, and the sign-flip test of their sum."""
+    shape, cells = tuple(sizes), math.prod(sizes)
     phi_axes = [tuple(sorted(attrs.index(a) for a in c)) for c in cliques]
-    m = int(round(float(counts.sum())))
-    p_hat = phi_projection(counts, phi_axes)
-    observed = _g2(counts, p_hat, tables)
+    pooled = np.zeros(cells)
+    for k in set_cells:
+        pooled += np.bincount(k, minlength=cells)
+    pooled = pooled.reshape(shape)
+    m = float(pooled.sum())
+    p_hat = phi_projection(pooled, phi_axes)
     pinv = fisher_pinv(p_hat, phi_axes)
-    boot = np.empty((int(bootstrap), len(tables)))
-    brng = np.random.default_rng(seed_of(seed, 73))
-    for b in range(int(bootstrap)):
-        c = brng.multinomial(m, p_hat.ravel()).astype(np.float64).reshape(shape)
-        boot[b] = _g2(c, newton_projection(c, p_hat, phi_axes, pinv), tables)
-    mean, sd = boot.mean(axis=0), boot.std(axis=0, ddof=1) if bootstrap > 1 else np.ones(len(tables))
+    expect = Margins(p_hat)
+    weights = [1.0 / np.maximum(m * expect(t).ravel(), 1.0) for t in tables]  # Pearson's, a cell's weight ≤ 1
+    res = [np.empty((len(set_cells), expect(t).size)) for t in tables]
+    for s, k in enumerate(set_cells):
+        have = Margins(
+            non_phi_residual(np.bincount(k, minlength=cells).reshape(shape).astype(np.float64), p_hat, phi_axes, pinv)
+        )
+        for r, t in zip(res, tables):
+            r[s] = have(t).ravel()
+    # Q_t(ε) = Σ_c w_c (Σ_s ε_s r_sc)² = ε'G_tε: each table's Gram matrix over the sets, then any flip for free
+    gram = np.stack([np.einsum("sc,c,uc->su", r, w, r) for r, w in zip(res, weights)])
+    mean = np.einsum("tss->t", gram)  # E Q_t over uniform flips, and its variance 2 Σ_{s≠u} G_su², both exact
+    sd = np.sqrt(2.0 * (np.einsum("tsu,tsu->t", gram, gram) - np.einsum("tss,tss->t", gram, gram)))
     sd = np.where(sd > 0, sd, np.inf)  # a table that cannot vary says nothing
-    z_obs = (observed - mean) / sd
-    z_boot = (boot - mean) / sd
+    z_obs = (gram.sum(axis=(1, 2)) - mean) / sd
+    flips = np.random.default_rng(seed_of(seed, 73)).choice([-1.0, 1.0], size=(int(bootstrap), len(set_cells)))
+    z_flip = (np.einsum("bs,tsu,bu->bt", flips, gram, flips) - mean) / sd
     stat = float(z_obs.max())
-    exceed = int(np.sum(z_boot.max(axis=1) >= stat))
+    exceed = int(np.sum(z_flip.max(axis=1) >= stat))
     names = [" × ".join(attrs[j] for j in t) for t in tables]
     return BeyondPhiResult(
         ran=True,
-        synth_rows=m,
-        cells=counts.size,
+        synth_rows=int(round(m)),
+        sets=len(set_cells),
+        cells=cells,
         bootstrap=int(bootstrap),
         tables={k: float(v) for k, v in zip(names, z_obs)},
         worst_table=names[int(np.argmax(z_obs))],
@@ -408,7 +390,7 @@ class BeyondPhi(PrivacyPart):
                 frame.reference,
                 st.beyond_phi_rows,
                 st.beyond_phi_synth_rows,
-                st.memorisation_synth_factor,
+                st.beyond_phi_sets,
                 st.seed,
                 st.beyond_phi_bootstrap,
             )
@@ -434,9 +416,10 @@ class BeyondPhi(PrivacyPart):
                 name="interactions beyond Φ",
                 level=level_of(b.ran and b.p_value <= bq.fail_alpha, b.ran and b.p_value <= bq.warn_alpha),
                 detail=(
-                    f"p = {b.p_value:.4g} ({b.bootstrap} samples of the Φ-only model of the output's own Φ tables); "
-                    f"largest standardised G² {b.statistic:+.1f} on {b.worst_table} "
-                    f"({b.synth_rows:,} synthetic records from one fit on {b.train_rows:,})"
+                    f"p = {b.p_value:.4g} ({b.bootstrap} random sign flips of {b.sets} independent sample sets' "
+                    f"residuals from the Φ-only model of the output's own Φ tables); largest standardised statistic "
+                    f"{b.statistic:+.1f} on {b.worst_table} ({b.synth_rows:,} synthetic records from one fit on "
+                    f"{b.train_rows:,})"
                     if b.ran
                     else f"not run: {b.reason}"
                 ),

@@ -53,8 +53,8 @@ class FitRequest:
     """One fit a part needs and what it takes from it: ``sample_seeds`` sets of ``set_rows`` records each, reduced by
     ``reduce`` (a picklable function of the list of sets, run where the fit ran; None: the sets themselves).
 
-    ``key`` is the fit's identity: requests with the same key must carry the same ``rows`` and ``fit_seed`` (and set
-    size), and are one fit."""
+    ``key`` is the fit's identity: requests with the same key must carry the same ``rows`` and ``fit_seed``, and are
+    one fit (each request's sets drawn at its own ``set_rows``)."""
 
     key: tuple[Hashable, ...]
     rows: np.ndarray

@@ -3,9 +3,10 @@
 Every part asks for the fits it needs (:class:`~sdgov.audits.privacy.part.FitRequest`); requests with the same key are
 the same fit (same training records, same fit seed), so the planner fits it once — one trial through the audit's
 executor (:mod:`sdgov.base.executor`: serial, worker processes, Prefect task runs or a Dask cluster, all the same
-bits) — draws the union of the sample sets the parts asked for, and runs each part's reducer on its own sets in
-that worker. Every set has its own seed, so what a part gets does not depend on which other parts asked for the
-same fit: a part's result is the same whether it runs alone or beside the others.
+bits) — draws the union of the sample sets the parts asked for (each at its part's own size: memorisation's sets of
+50·n records and the beyond-Φ check's 20 smaller ones come from one fit), and runs each part's reducer on its own
+sets in that worker. Every set has its own seed, so what a part gets does not depend on which other parts asked for
+the same fit: a part's result is the same whether it runs alone or beside the others.
 """
 
 from __future__ import annotations
@@ -20,14 +21,13 @@ from sdgov.audits.privacy.part import FitRequest, Reducer
 from sdgov.base.errors import InternalError
 from sdgov.base.executor import Executor
 
-Use = tuple[tuple[int, ...], Reducer | None]  # positions of its sets among the fit's sample seeds, its reducer
+Use = tuple[tuple[int, ...], Reducer | None]  # positions of its sets among the fit's draws, its reducer
+Draw = tuple[int, int]  # one sample set: (records, seed)
 
 
-def _fit_job(
-    ref: GeneratorRef, rows: np.ndarray, fit_seed: int, set_rows: int, seeds: list[int], uses: list[Use]
-) -> list[Any]:
+def _fit_job(ref: GeneratorRef, rows: np.ndarray, fit_seed: int, draws: list[Draw], uses: list[Use]) -> list[Any]:
     """Fit once, draw every asked set, hand each use its sets (reduced where they were drawn)."""
-    sets = ref.fit_sample(rows, fit_seed, set_rows, seeds)
+    sets = ref.fit_sample(rows, fit_seed, [n for n, _ in draws], [s for _, s in draws])
     out = []
     for positions, reduce in uses:
         mine = [sets[i] for i in positions]
@@ -45,29 +45,24 @@ def fit_all(
     """Each request's share of its fit, in the order of ``requests``; every distinct key fitted once, in the order
     of first request."""
     keys: dict[Hashable, int] = {}
-    fits: list[tuple[FitRequest, list[int], list[Use]]] = []  # (first request, seeds, uses)
+    fits: list[tuple[FitRequest, list[Draw], list[Use]]] = []  # (first request, draws, uses)
     where: list[tuple[int, int]] = []  # request → (fit, use)
     for r in requests:
         if r.key not in keys:
             keys[r.key] = len(fits)
             fits.append((r, [], []))
-        first, seeds, uses = fits[keys[r.key]]
-        same = (
-            first.fit_seed == r.fit_seed
-            and first.set_rows == r.set_rows
-            and first.rows.shape == r.rows.shape
-            and np.array_equal(first.rows, r.rows)
-        )
+        first, draws, uses = fits[keys[r.key]]
+        same = first.fit_seed == r.fit_seed and first.rows.shape == r.rows.shape and np.array_equal(first.rows, r.rows)
         if not same:
             raise InternalError(f"two privacy-audit parts ask for fit {r.key} on different data or seeds")
         positions = []
         for s in r.sample_seeds:
-            if s not in seeds:
-                seeds.append(s)
-            positions.append(seeds.index(s))
+            if (r.set_rows, s) not in draws:
+                draws.append((r.set_rows, s))
+            positions.append(draws.index((r.set_rows, s)))
         where.append((keys[r.key], len(uses)))
         uses.append((tuple(positions), r.reduce))
-    calls = [(ref, first.rows, first.fit_seed, first.set_rows, seeds, uses) for first, seeds, uses in fits]
+    calls = [(ref, first.rows, first.fit_seed, draws, uses) for first, draws, uses in fits]
     done: list[list[Any]] = []
     for res in executor.map(_fit_job, calls, label):
         done.append(res)

@@ -116,7 +116,6 @@ def sample_world_key(world: int, n: int) -> tuple[str, int, int]:
 
 
 def sample_world_set_rows(n: int, synth_factor: int) -> int:
-    """Records per sample set drawn from a sample world of n records: ``synth_factor``·n (the memorisation check's
-    K·n; the beyond-Φ check draws as many such sets as its ``beyond_phi_synth_rows`` need), so that parts sharing a
-    world share its sets' size — one sampler call per set, not per n records."""
+    """Records per memorisation sample set drawn from a sample world of n records: ``synth_factor``·n (K·n) — one
+    sampler call per set, not per n records. (The beyond-Φ check draws its own sets of the same fit, at its size.)"""
     return int(synth_factor) * int(n)
