@@ -235,6 +235,11 @@ def not_run_reason(
     return None
 
 
+def set_cells(records: np.ndarray, *, sizes: list[int]) -> np.ndarray:
+    """A sample set's records as cells of the joint (int32: App 3's 1.56M cells), kept as the set is drawn."""
+    return np.ravel_multi_index(tuple(records.T), sizes).astype(np.int32 if math.prod(sizes) < 2**31 else np.int64)
+
+
 def _check_of_sets(
     sets: list[np.ndarray],
     *,
@@ -245,11 +250,10 @@ def _check_of_sets(
     bootstrap: int,
     seed: int,
 ) -> BeyondPhiResult:
-    """The whole check on the fit's sets — the request's reducer, so it runs in the worker that drew them, beside the
-    audit's other fits rather than after them (App 3: ≈ 40 CPU-s, issue 37)."""
-    keys = [np.ravel_multi_index(tuple(np.asarray(x, dtype=np.int64).T), sizes) for x in sets]
-    tables = tested_tables(non_phi_tables(attrs, cliques), len(attrs), sum(len(k) for k in keys), math.prod(sizes))
-    return beyond_phi_test(keys, sizes, attrs, cliques, tables, bootstrap, seed).model_copy(
+    """The whole check on the fit's sets (as :func:`set_cells`) — the request's reducer, so it runs in the worker that
+    drew them, beside the audit's other fits rather than after them (App 3: ≈ 40 CPU-s, issue 37)."""
+    tables = tested_tables(non_phi_tables(attrs, cliques), len(attrs), sum(len(k) for k in sets), math.prod(sizes))
+    return beyond_phi_test(sets, sizes, attrs, cliques, tables, bootstrap, seed).model_copy(
         update={"train_rows": train_rows}
     )
 
@@ -284,6 +288,7 @@ def beyond_phi_request(
         max(1, int(synth_rows) // int(sets)),
         tuple(seed_of(seed, 72, j) for j in range(int(sets))),
         check,
+        partial(set_cells, sizes=sizes),
     )
 
 

@@ -50,8 +50,10 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class FitRequest:
-    """One fit a part needs and what it takes from it: ``sample_seeds`` sets of ``set_rows`` records each, reduced by
-    ``reduce`` (a picklable function of the list of sets, run where the fit ran; None: the sets themselves).
+    """One fit a part needs and what it takes from it: ``sample_seeds`` sets of ``set_rows`` records each, each set as
+    ``keep`` makes it when it is drawn (a picklable function of its records — a lean form, so that many sets need not
+    be held as records at once; None: the records), reduced by ``reduce`` (a picklable function of the list of sets,
+    run where the fit ran; None: the sets themselves).
 
     ``key`` is the fit's identity: requests with the same key must carry the same ``rows`` and ``fit_seed``, and are
     one fit (each request's sets drawn at its own ``set_rows``)."""
@@ -62,6 +64,7 @@ class FitRequest:
     set_rows: int
     sample_seeds: tuple[int, ...]
     reduce: Reducer | None = None
+    keep: Callable[[np.ndarray], Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ the same fit: a part's result is the same whether it runs alone or beside the ot
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,12 +22,12 @@ from sdgov.base.errors import InternalError
 from sdgov.base.executor import Executor
 
 Use = tuple[tuple[int, ...], Reducer | None]  # positions of its sets among the fit's draws, its reducer
-Draw = tuple[int, int]  # one sample set: (records, seed)
+Draw = tuple[int, int, Callable[[np.ndarray], Any] | None]  # one sample set: (records, seed, what is kept of it)
 
 
 def _fit_job(ref: GeneratorRef, rows: np.ndarray, fit_seed: int, draws: list[Draw], uses: list[Use]) -> list[Any]:
     """Fit once, draw every asked set, hand each use its sets (reduced where they were drawn)."""
-    sets = ref.fit_sample(rows, fit_seed, [n for n, _ in draws], [s for _, s in draws])
+    sets = ref.fit_sample(rows, fit_seed, [n for n, _, _ in draws], [s for _, s, _ in draws], [k for *_, k in draws])
     out = []
     for positions, reduce in uses:
         mine = [sets[i] for i in positions]
@@ -57,9 +57,9 @@ def fit_all(
             raise InternalError(f"two privacy-audit parts ask for fit {r.key} on different data or seeds")
         positions = []
         for s in r.sample_seeds:
-            if (r.set_rows, s) not in draws:
-                draws.append((r.set_rows, s))
-            positions.append(draws.index((r.set_rows, s)))
+            if (r.set_rows, s, r.keep) not in draws:
+                draws.append((r.set_rows, s, r.keep))
+            positions.append(draws.index((r.set_rows, s, r.keep)))
         where.append((keys[r.key], len(uses)))
         uses.append((tuple(positions), r.reduce))
     calls = [(ref, first.rows, first.fit_seed, draws, uses) for first, draws, uses in fits]

@@ -54,9 +54,9 @@ def test_the_documented_part_rides_on_the_membership_worlds_at_no_extra_fit(
     fits: list[int] = []
     real_fit_sample = base.GeneratorRef.fit_sample
 
-    def counting(self, rows, fit_seed, n, sample_seeds):  # type: ignore[no-untyped-def]
+    def counting(self, rows, fit_seed, *args):  # type: ignore[no-untyped-def]
         fits.append(fit_seed)
-        return real_fit_sample(self, rows, fit_seed, n, sample_seeds)
+        return real_fit_sample(self, rows, fit_seed, *args)
 
     monkeypatch.setattr(base.GeneratorRef, "fit_sample", counting)
     rng = np.random.default_rng(0)

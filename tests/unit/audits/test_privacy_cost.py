@@ -65,9 +65,9 @@ def test_planned_fits_are_the_fits_a_real_audit_makes(settings, monkeypatch):
     fits: list[tuple[int, int]] = []
     real_fit_sample = base.GeneratorRef.fit_sample
 
-    def counting(self, rows, fit_seed, n, sample_seeds):
+    def counting(self, rows, fit_seed, *args):
         fits.append((len(rows), fit_seed))
-        return real_fit_sample(self, rows, fit_seed, n, sample_seeds)
+        return real_fit_sample(self, rows, fit_seed, *args)
 
     monkeypatch.setattr(base.GeneratorRef, "fit_sample", counting)
     rng = np.random.default_rng(0)
