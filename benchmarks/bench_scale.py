@@ -274,12 +274,13 @@ def kill_tree(pid: int) -> None:
 
 
 def run_release(spec: Path, root: Path, workdir: Path, timeout: float | None) -> dict[str, object]:
-    """``sdgov release --spec … --root … --json`` in a subprocess, as an operator runs it: its own PREFECT_HOME,
-    analytics off. Each stderr line is stamped with the time it arrived: the stage log lines give every stage's
+    """``sdgov release --spec … --root … --json`` in a subprocess, as an operator runs it: its own PREFECT_HOME and
+    budget authority, analytics off. Each stderr line is stamped with the time it arrived: the stage log lines give every stage's
     window even when the run fails before the card (whose stage records are used when it succeeds)."""
     env = {
         **os.environ,
         "PREFECT_HOME": str(workdir / "prefect"),
+        "SDGOV_AUTHORITY": str(workdir / "authority.sqlite"),  # its own budget: runs on one machine share nothing
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "DO_NOT_TRACK": "1",
         "DVC_NO_ANALYTICS": "1",

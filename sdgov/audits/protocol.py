@@ -110,20 +110,23 @@ class AuditContext:
             self._confidential = self.read_confidential()
         return self._confidential
 
-    def confidential_sample(self, rows: int, seed: int) -> pd.DataFrame:
-        """At most ``rows`` encoded confidential records: all of them, or the fixed uniform sample of
-        :func:`sdgov.engines.recordset.sample_frame` — read from the encoded file without loading the rest, when the
-        records are not in memory yet (a 55M-record release: the privacy-risk audit's pool)."""
+    def confidential_sample(self, rows: int, seed: int, columns: list[str] | None = None) -> pd.DataFrame:
+        """At most ``rows`` encoded confidential records (of ``columns``, else every attribute): all of them, or the
+        fixed uniform sample of :func:`sdgov.engines.recordset.sample_frame` — read from the encoded file without
+        loading the rest, when the records are not in memory yet (a 55M-record release: the audits' pools). The same
+        records whichever columns are asked for; reading only the agreement's (App 3: 7 of 17) halves what a 55M
+        scan decompresses."""
         from sdgov.engines.recordset import read_sample, sample_frame
 
         if self._confidential is None and self.confidential_file is not None:
             import pyarrow.parquet as pq
 
             if pq.ParquetFile(self.confidential_file).metadata.num_rows > rows:
-                columns = list(pq.read_schema(self.confidential_file).names)
                 self._sampled = True
-                return read_sample(self.confidential_file, columns, rows, seed)
-        return sample_frame(self.confidential(), rows, seed)
+                names = columns or list(pq.read_schema(self.confidential_file).names)
+                return read_sample(self.confidential_file, names, rows, seed)
+        frame = sample_frame(self.confidential(), rows, seed)
+        return frame if columns is None else frame[columns]
 
     def confidential_where(self, attribute: str, cells: list[int]) -> pd.DataFrame:
         """The encoded confidential records whose ``attribute`` holds one of ``cells`` (a part of a split synthesis),

@@ -126,7 +126,10 @@ def sample_frame(frame: pd.DataFrame, rows: int, seed: int) -> pd.DataFrame:
 
 def read_sample(path: Path, columns: list[str], rows: int, seed: int) -> pd.DataFrame:
     """``columns`` of every record of ``path`` when it holds at most ``rows``; else of ``rows`` records drawn
-    uniformly without replacement (from the public ``seed``), in file order, reading one row group at a time."""
+    uniformly without replacement (from the public ``seed``), in file order, reading one row group at a time.
+
+    Arrow's allocator keeps the pages of the row groups it decoded; they are handed back to the system afterwards
+    (a 1M-record sample of a 55M-record file left ~400 MB resident that nothing used)."""
     pf = pq.ParquetFile(path)
     total = pf.metadata.num_rows
     if total <= rows:
@@ -139,7 +142,10 @@ def read_sample(path: Path, columns: list[str], rows: int, seed: int) -> pd.Data
         if hi > lo:
             pieces.append(pf.read_row_group(g, columns=columns).take(pa.array(wanted[lo:hi] - start)))
         start += size
-    return pa.concat_tables(pieces).to_pandas()
+    frame = pa.concat_tables(pieces).to_pandas()
+    del pieces
+    pa.default_memory_pool().release_unused()
+    return frame
 
 
 def records_of(data: pd.DataFrame | RecordSet, schema: Schema) -> RecordSet:

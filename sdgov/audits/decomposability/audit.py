@@ -48,7 +48,7 @@ class DecomposabilityAudit:
         context.log(f"decomposability test: {fits} fits of {generator}…")
         domain = schema.domain(agreement.attributes)
         labels = {c: schema.by_name[c].labels() for c in agreement.attributes}
-        codes = context.confidential_sample(settings.population_rows, settings.seed)[agreement.attributes]
+        codes = context.confidential_sample(settings.population_rows, settings.seed, list(agreement.attributes))
         cliques = [tuple(c) for c in agreement.cliques]
         # the fits are independent: every core; memoised fits in this process (one task run per batch either way)
         executor, in_process = context.executor_for(0), context.executor_for(1)

@@ -44,7 +44,9 @@ class PrivacyRiskAudit:
         risk = agreement_audit_run(
             context.agreement,
             context.schema,
-            context.confidential_sample(settings.settings.population_rows, settings.settings.seed),
+            context.confidential_sample(
+                settings.settings.population_rows, settings.settings.seed, list(context.agreement.attributes)
+            ),
             context.plan,
             settings.generator,
             settings.settings,
