@@ -32,7 +32,9 @@ the demo 28,800, App 3 1.56M):
    mean and spread over the 2^S sign patterns ε (Q_t(ε) = ε'G_tε, G_t the sets' Gram matrix); the statistic is the
    largest standardised Q_t (the leak may sit in any one table), and p = (1 + #{flips' max ≥ observed max}) /
    (B + 1) over B random flips: a Monte-Carlo randomisation test, exact to the symmetry of the residuals. A shift
-   common to the sets adds up under the identity and cancels under a random flip; noise does neither.
+   common to the sets adds up under the identity and cancels under a random flip; noise does neither. (A generator
+   whose ``sample`` ignores its seed returns one set S times: its own sampling noise then looks like a common shift
+   and fails — the protocol asks every seed for a fresh draw, as a release's reader would get.)
 
    Why flips and not a parametric bootstrap (the first design, 2026-11-26 to issue 37's third pass): B multinomial
    samples of m records from p̂ draw the output as an i.i.d. sampler would. Since issue 40 the default sampler rounds
