@@ -29,7 +29,7 @@ from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.loading import parse_yaml
 from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, refuse_run
-from sdgov.flows.worker_runs import die_with_worker
+from sdgov.flows.plumbing.worker_runs import die_with_worker
 from sdgov.governance import worker
 from sdgov.governance.site import Site
 from sdgov.identity.statements import ProposalStatement, decode_statement

@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a Prefect client call that found no server: one line, not httpx's traceback
         if not _server_unreachable(exc):
             raise
-        from sdgov.flows.prefect_api import api_settings
+        from sdgov.flows.plumbing.prefect_api import api_settings
 
         err = SdgovError(
             f"the Prefect server did not answer ({type(exc).__name__})",

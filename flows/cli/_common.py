@@ -17,7 +17,7 @@ from uuid import UUID
 from sdgov.base.errors import SdgovError
 
 if TYPE_CHECKING:
-    from sdgov.flows.prefect_api import ApiSettings, FlowRun, PrefectApi
+    from sdgov.flows.plumbing.prefect_api import ApiSettings, FlowRun, PrefectApi
     from sdgov.governance.site import Site
 
 Command = Callable[[argparse.Namespace], int]
@@ -108,8 +108,8 @@ def json_object_arg(text: str, flag: str, example: str) -> dict:
 
 def require_server() -> ApiSettings:
     """Paused runs live on the server the flow runs against: where it is
-    (:func:`~sdgov.flows.prefect_api.api_settings`), or without ``PREFECT_API_URL``, one line."""
-    from sdgov.flows.prefect_api import api_settings
+    (:func:`~sdgov.flows.plumbing.prefect_api.api_settings`), or without ``PREFECT_API_URL``, one line."""
+    from sdgov.flows.plumbing.prefect_api import api_settings
 
     settings = api_settings()
     if not settings.url:
@@ -123,7 +123,7 @@ def require_server() -> ApiSettings:
 
 def pending(api: PrefectApi, fr: FlowRun) -> dict[str, Any] | None:
     """What a paused run's pause awaits (the flow's pending-decision input), or None."""
-    from sdgov.flows.pending import PENDING_PREFIX
+    from sdgov.flows.plumbing.pending import PENDING_PREFIX
 
     if not (fr.state and fr.state.is_paused() and fr.state.pause_key):
         return None
@@ -137,7 +137,7 @@ def paused_decision(api: PrefectApi, run_id_text: str, root: str | None = None) 
     """The paused flow run and what its pause awaits (subject, hash, the nonce to sign) — from the registry's record
     of the pause (:func:`verified_pending`), never from what Prefect holds, with ``warnings`` (a registry taken from
     the run, fields rewritten on the server) — or a one-line error."""
-    from sdgov.flows.prefect_api import NotFound
+    from sdgov.flows.plumbing.prefect_api import NotFound
 
     try:
         run_id = UUID(run_id_text)

@@ -48,7 +48,7 @@ from sdgov.flows.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from sdgov.flows.prefect_api import FlowRun
+    from sdgov.flows.plumbing.prefect_api import FlowRun
     from sdgov.registry.log import Registry
 
 # ------------------------------------------------------------------------------------------------ server
@@ -56,9 +56,9 @@ if TYPE_CHECKING:
 
 def server_env(home: Path, port: int, auth: str | None, database: str | None = None) -> dict[str, str]:
     """The environment of a local Prefect server on 127.0.0.1:``port`` with its SQLite database in ``home`` (or the
-    PostgreSQL ``database``, a URL checked by :func:`sdgov.flows.server_database.parse`) and the client settings;
-    ``auth`` (``USER:PASSWORD``, else an ``SdgovError``) turns on basic auth for both."""
-    from sdgov.flows.server_database import parse
+    PostgreSQL ``database``, a URL checked by :func:`sdgov.flows.plumbing.server_database.parse`) and the client
+    settings; ``auth`` (``USER:PASSWORD``, else an ``SdgovError``) turns on basic auth for both."""
+    from sdgov.flows.plumbing.server_database import parse
 
     env = {
         "PREFECT_HOME": str(home),
@@ -93,7 +93,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         return 0
     store = f"SQLite {home / 'prefect.db'}"
     if database:
-        from sdgov.flows.server_database import check_reachable, parse
+        from sdgov.flows.plumbing.server_database import check_reachable, parse
 
         db = parse(database)
         check_reachable(db)  # one line, exit 2, before the server (Prefect's would be a traceback at startup)
@@ -176,7 +176,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
 
     from sdgov.flows.governed import governed_release_flow
     from sdgov.flows.handover import hand_over
-    from sdgov.flows.refusals import quiet_refusals
+    from sdgov.flows.plumbing.refusals import quiet_refusals
 
     quiet_refusals()
     try:
@@ -304,7 +304,7 @@ def _propose_reviewed(args: argparse.Namespace) -> int:
 
     from sdgov.flows.handover import hand_over
     from sdgov.flows.phi_review import phi_review_flow
-    from sdgov.flows.refusals import quiet_refusals
+    from sdgov.flows.plumbing.refusals import quiet_refusals
     from sdgov.governance.policy import check_plan_allowed
     from sdgov.intake.inputs import check_proposal
     from sdgov.measurement.selection.store import check_draft
@@ -351,7 +351,7 @@ def paused_runs(root: str | None = None) -> list[dict[str, Any]]:
     the registry recorded it (:func:`~sdgov.flows.cli._common.verified_pending`): the subject and its hash, the role
     awaited and who is eligible, the proposer, the deadline and the UI link. A run whose copy on the server was
     rewritten says which fields; one the registry has no record of is shown as unverified, without its summary."""
-    from sdgov.flows.prefect_api import PrefectApi, ui_link
+    from sdgov.flows.plumbing.prefect_api import PrefectApi, ui_link
 
     settings = require_server()
     out = []
@@ -492,7 +492,7 @@ def _signed_statement(args: argparse.Namespace, p: dict[str, Any], decision: str
 def _sign_paused(args: argparse.Namespace) -> tuple[UUID, FlowRun, dict[str, Any], str, str]:
     """The paused run, its pending decision, the decision and the statement signed for it (``sign`` and
     ``approve``); a missing or unreadable key is one line before the server is contacted."""
-    from sdgov.flows.prefect_api import PrefectApi
+    from sdgov.flows.plumbing.prefect_api import PrefectApi
     from sdgov.identity.keys import load_private_key
 
     load_private_key(args.key)
@@ -625,7 +625,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     prefix, a run the registry logged as ended, a decision no process logged within ``--wait`` seconds (default
     :data:`TAKEN_WAIT_S`), or (``--wait``) the flow asking again is one line, exit 2; (``--wait``) a run that then
     ends Failed, exit 1."""
-    from sdgov.flows.prefect_api import PrefectApi
+    from sdgov.flows.plumbing.prefect_api import PrefectApi
     from sdgov.registry.log import Registry
 
     run_id, fr, p, decision, sig = _sign_paused(args)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sdgov.flows.cli._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
-    from sdgov.flows.temporary_server import GuardedServer
+    from sdgov.flows.plumbing.temporary_server import GuardedServer
 
 
 def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = None) -> int:
@@ -25,7 +25,7 @@ def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = No
     root = site.root.resolve()
     checked = check_release_inputs(site, args.spec, args.approvals, args.data)  # fail fast, before the orchestrator
     from sdgov.flows.handover import hand_over
-    from sdgov.flows.temporary_server import install, serving
+    from sdgov.flows.plumbing.temporary_server import install, serving
 
     server: GuardedServer | None
     if api_starting is not None:
@@ -33,7 +33,7 @@ def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = No
         server = api_starting.server
     else:
         server = install()  # no PREFECT_API_URL: a temporary server that dies with this process, even on kill -9
-    from sdgov.flows.refusals import quiet_refusals
+    from sdgov.flows.plumbing.refusals import quiet_refusals
     from sdgov.flows.release import release_flow
 
     quiet_refusals()
@@ -115,9 +115,9 @@ def _start_temporary_api() -> _ServerStart | None:
     PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
     while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
     them). ``cmd_release`` joins the thread before the flow starts, so the flow finds the server running."""
-    from sdgov.flows.temporary_server import install
+    from sdgov.flows.plumbing.temporary_server import install
 
-    server = install()  # stopped when this process dies, however it dies (flows/temporary_server.py)
+    server = install()  # stopped when this process dies, however it dies (flows/plumbing/temporary_server.py)
     if server is None:
         return None
     thread = _ServerStart(server)

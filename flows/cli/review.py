@@ -21,7 +21,7 @@ from sdgov.base.errors import SdgovError
 from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume, site_of
 
 if TYPE_CHECKING:
-    from sdgov.flows.prefect_api import PrefectApi
+    from sdgov.flows.plumbing.prefect_api import PrefectApi
 
 
 def _review(args: argparse.Namespace) -> Any:
@@ -90,7 +90,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     ``--print`` prints the signed statement instead of sending it; a review the check or the flow refuses is an
     ``SdgovError`` (exit 2)."""
-    from sdgov.flows.prefect_api import PrefectApi
+    from sdgov.flows.plumbing.prefect_api import PrefectApi
     from sdgov.identity.keys import load_private_key
     from sdgov.measurement.selection.review import format_pairs
 

@@ -4,10 +4,10 @@
 
 Checks the configuration (:mod:`sdgov.governance.worker`), the registry, its key and the controller's files, takes
 the registry's worker lock (one worker per registry), logs ``worker_started`` with the configuration's sha256, ends
-(and logs) every run a previous worker left held (:mod:`sdgov.flows.worker_runs`), then serves the deployments of
-:mod:`sdgov.flows.worker` — proposals and the configured schedules — up to ``max_concurrent_runs`` runs at once,
-until Ctrl-C. Analysts submit proposals to it with ``sdgov propose --submit``; the Prefect server's scheduler creates
-the scheduled runs.
+(and logs) every run a previous worker left held (:mod:`sdgov.flows.plumbing.worker_runs`), then serves the
+deployments of :mod:`sdgov.flows.worker` — proposals and the configured schedules — up to ``max_concurrent_runs`` runs
+at once, until Ctrl-C. Analysts submit proposals to it with ``sdgov propose --submit``; the Prefect server's scheduler
+creates the scheduled runs.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Serve the controller's deployments until Ctrl-C (exit 0); ``--dry-run`` prints them instead. A bad
     configuration, registry or key is one line, exit 2."""
     from sdgov.base.settings import export_worker_config
+    from sdgov.flows.plumbing.worker_runs import end_orphans, hold_registry
     from sdgov.flows.worker import deployments
-    from sdgov.flows.worker_runs import end_orphans, hold_registry
     from sdgov.governance.site import Site
 
     cfg, sha, rid = check_worker(args.config)

@@ -18,7 +18,7 @@ CHILD = textwrap.dedent(
     """
     import json, os
     from prefect import flow
-    from sdgov.flows.temporary_server import install, serving
+    from sdgov.flows.plumbing.temporary_server import install, serving
     from sdgov.tasks.executor import prefect_executors
     from tests.fixtures.pool_probes import sample_sha256, servers_started_here
 

@@ -81,7 +81,7 @@ def test_the_commands_that_talk_to_a_paused_run_load_neither_prefect_nor_the_num
     more than a second of imports): run as far as the server (none is listening), then the modules they use to
     check and sign a decision are imported too — and still no Prefect."""
     signing = (
-        "sdgov.flows.pending",
+        "sdgov.flows.plumbing.pending",
         "sdgov.governance.approvers",
         "sdgov.governance.controller",
         "sdgov.governance.decisions",
@@ -119,10 +119,10 @@ def test_reading_a_selection_review_does_not_load_scipys_clustering() -> None:
 
 def test_a_release_with_its_temporary_server_does_not_load_prefects_server_package() -> None:
     """``sdgov release`` starts the temporary server itself and points the flow at it
-    (:mod:`sdgov.flows.temporary_server`): the run's process does not import Prefect's server package (FastAPI app,
-    ORM, migrations: ~2.5 CPU s), which only the server's own process needs."""
+    (:mod:`sdgov.flows.plumbing.temporary_server`): the run's process does not import Prefect's server package
+    (FastAPI app, ORM, migrations: ~2.5 CPU s), which only the server's own process needs."""
     probe = (
-        "import json, sys, sdgov.flows.temporary_server, sdgov.flows.release, sdgov.flows.cli.release; "
+        "import json, sys, sdgov.flows.plumbing.temporary_server, sdgov.flows.release, sdgov.flows.cli.release; "
         "print(json.dumps(sorted(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)

@@ -147,7 +147,7 @@ time.sleep(600)
 """
 CHILD = """
 import sys, time
-from sdgov.flows.worker_runs import die_with_worker
+from sdgov.flows.plumbing.worker_runs import die_with_worker
 die_with_worker(sys.argv[1], "fr-orphan")
 print("watching", flush=True)
 time.sleep(600)

@@ -164,7 +164,7 @@ def test_no_module_under_tests_imports_a_test_module() -> None:
 
 # ------------------------------------------------------------------ unit tests mirror the rooms (issue 41)
 
-FLOORS = {"flows", "tasks", "house"}  # the floors above the core, and the house's own rules
+FLOORS = {"flows", "plumbing", "tasks", "house"}  # the floors above the core, and the house's own rules
 
 
 def test_unit_tests_live_in_the_folder_of_the_room_they_test() -> None:

@@ -1,5 +1,5 @@
-"""The REST client of ``sdgov runs/sign/approve/review`` (:mod:`sdgov.flows.prefect_api`) waits out a busy server
-as Prefect's own client does, instead of failing a person's decision on a 503."""
+"""The REST client of ``sdgov runs/sign/approve/review`` (:mod:`sdgov.flows.plumbing.prefect_api`) waits out a busy
+server as Prefect's own client does, instead of failing a person's decision on a 503."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import uuid
 import httpx
 import pytest
 
-from sdgov.flows import prefect_api
-from sdgov.flows.prefect_api import ApiSettings, PrefectApi
+from sdgov.flows.plumbing import prefect_api
+from sdgov.flows.plumbing.prefect_api import ApiSettings, PrefectApi
 
 RUN = uuid.uuid4()
 BODY = {"id": str(RUN), "name": "r", "state": {"type": "PAUSED", "name": "Paused", "timestamp": None}}

@@ -6,7 +6,7 @@ import logging
 import sys
 
 from sdgov.base.errors import BudgetError
-from sdgov.flows.refusals import QuietRefusals, quiet_refusals
+from sdgov.flows.plumbing.refusals import QuietRefusals, quiet_refusals
 
 
 def _record(msg: str, exc: BaseException | None = None) -> logging.LogRecord:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import make_url
 from sdgov.base.errors import SdgovError
 from sdgov.flows.cli import main
 from sdgov.flows.cli.govern import server_env
-from sdgov.flows.server_database import parse
+from sdgov.flows.plumbing.server_database import parse
 
 SECRET = "s3cr:t/@pw"  # characters a URL must escape
 ESCAPED = "s3cr%3At%2F%40pw"
