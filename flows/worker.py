@@ -1,6 +1,6 @@
 """The controller's release service: the deployments only the controller's worker runs.
 
-``sdgov worker start --config worker.yaml`` (:mod:`sdgov.flows.cli.worker`) serves, from the controller's machine:
+``sdgov worker start --config worker.yaml`` (:mod:`sdgov.commands.worker`) serves, from the controller's machine:
 
 * ``sdgov-controller-release/<name>`` — a proposal from an analyst, who submits it with ``sdgov propose --submit``
   (a signed statement and the spec's text, nothing else: the analyst's process never reads the data or holds the

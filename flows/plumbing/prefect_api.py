@@ -2,7 +2,7 @@
 with httpx, without importing Prefect.
 
 Prefect is transport here: these commands check what they read against the registry's own record of the pause
-(:func:`sdgov.flows.cli._common.verified_pending`), so they need only the run's id, name, state, pause key and run
+(:func:`sdgov.commands._common.verified_pending`), so they need only the run's id, name, state, pause key and run
 inputs — and resume a run with a signed form. Prefect's client package costs more than a second of imports (its
 settings alone), which a person typing ``sdgov sign`` pays every time; httpx is the library that client uses
 underneath, so the requests on the wire are the same ones (the same paths, JSON bodies and auth header).

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 
-from sdgov.flows.cli import ENV_DEFAULTS
+from sdgov.commands import ENV_DEFAULTS
 from tests.conftest import REPO
 
 CHILD = textwrap.dedent(

@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from sdgov.flows.cli import ENV_DEFAULTS
+from sdgov.commands import ENV_DEFAULTS
 
 CHILD = textwrap.dedent(
     """

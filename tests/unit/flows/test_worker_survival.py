@@ -77,7 +77,7 @@ def test_a_shown_file_this_account_cannot_read_is_left_to_the_flow(governed, mon
 
 
 def test_approve_reports_only_a_decision_the_run_logged(governed) -> None:
-    from sdgov.flows.cli.govern import _not_ended, _taken
+    from sdgov.commands.govern import _not_ended, _taken
 
     registry, _ = governed
     p = pause(registry)

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from sdgov.base.errors import SdgovError
-from sdgov.flows.cli import main
-from sdgov.flows.cli.govern import server_env
+from sdgov.commands import main
+from sdgov.commands.govern import server_env
 from sdgov.flows.plumbing.server_database import parse
 
 SECRET = "s3cr:t/@pw"  # characters a URL must escape

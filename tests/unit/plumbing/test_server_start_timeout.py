@@ -19,7 +19,7 @@ def test_a_temporary_server_that_never_answers_is_one_line_and_exit_2(tmp_path, 
         temporary_settings,
     )
 
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.flows.plumbing import temporary_server
     from sdgov.intake import preflight
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdgov.flows.cli._common import Parents, command, emit, site_of
+from sdgov.commands._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
     from sdgov.governance.policy import Policy

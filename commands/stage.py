@@ -7,7 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from sdgov.flows.cli._common import Parents, command, emit, site_of
+from sdgov.commands._common import Parents, command, emit, site_of
 
 
 def cmd_stage(args: argparse.Namespace) -> int:

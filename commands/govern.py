@@ -34,7 +34,7 @@ from uuid import UUID
 
 from sdgov.base.errors import InternalError, SdgovError
 from sdgov.base.settings import load_settings
-from sdgov.flows.cli._common import (
+from sdgov.commands._common import (
     Parents,
     command,
     emit,
@@ -348,7 +348,7 @@ def _score(s: float | None) -> str:
 
 def paused_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every paused run on the configured server (one line without ``PREFECT_API_URL``) with its pending decision as
-    the registry recorded it (:func:`~sdgov.flows.cli._common.verified_pending`): the subject and its hash, the role
+    the registry recorded it (:func:`~sdgov.commands._common.verified_pending`): the subject and its hash, the role
     awaited and who is eligible, the proposer, the deadline and the UI link. A run whose copy on the server was
     rewritten says which fields; one the registry has no record of is shown as unverified, without its summary."""
     from sdgov.flows.plumbing.prefect_api import PrefectApi, ui_link

@@ -10,7 +10,7 @@ import argparse
 import functools
 from pathlib import Path
 
-from sdgov.flows.cli._common import Parents, command, emit, site_of
+from sdgov.commands._common import Parents, command, emit, site_of
 
 
 def cmd_publish(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sdgov.base.errors import SpecError
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.commands._common import Parents, command, emit
 
 SHOWN = 50  # values listed per column in the human output (all of them with --json)
 

@@ -14,7 +14,7 @@ import argparse
 import functools
 from pathlib import Path
 
-from sdgov.flows.cli._common import Parents, command, emit
+from sdgov.commands._common import Parents, command, emit
 
 
 def cmd_report(args: argparse.Namespace) -> int:

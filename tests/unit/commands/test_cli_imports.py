@@ -20,7 +20,7 @@ HEAVY = ("jax", "mbi", "opendp", "sklearn", "pandas")
 
 RUN = """
 import contextlib, io, json, sys
-from sdgov.flows.cli import main
+from sdgov.commands import main
 for argv in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
@@ -122,7 +122,7 @@ def test_a_release_with_its_temporary_server_does_not_load_prefects_server_packa
     (:mod:`sdgov.flows.plumbing.temporary_server`): the run's process does not import Prefect's server package
     (FastAPI app, ORM, migrations: ~2.5 CPU s), which only the server's own process needs."""
     probe = (
-        "import json, sys, sdgov.flows.plumbing.temporary_server, sdgov.flows.release, sdgov.flows.cli.release; "
+        "import json, sys, sdgov.flows.plumbing.temporary_server, sdgov.flows.release, sdgov.commands.release; "
         "print(json.dumps(sorted(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)

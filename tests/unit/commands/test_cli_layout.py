@@ -36,18 +36,18 @@ def _option(parser: argparse.ArgumentParser, flag: str) -> argparse.Action | Non
 
 
 def test_every_command_module_has_the_one_signature() -> None:
-    from sdgov.flows import cli
+    from sdgov import commands as cli
 
     assert cli.COMMANDS, "no command modules"
     for module in cli.COMMANDS:
-        assert module.__name__.startswith("sdgov.flows.cli."), module
+        assert module.__name__.startswith("sdgov.commands."), module
         sig = inspect.signature(module.add_parser)
         assert list(sig.parameters) == ["subparsers", "parents"], (module.__name__, sig)
         assert sig.return_annotation in (None, "None"), (module.__name__, sig)
 
 
 def test_every_module_of_the_package_is_a_listed_command_or_private() -> None:
-    from sdgov.flows import cli
+    from sdgov import commands as cli
 
     listed = {m.__name__.rsplit(".", 1)[1] for m in cli.COMMANDS}
     found = {m.name for m in pkgutil.iter_modules(cli.__path__)}
@@ -56,7 +56,7 @@ def test_every_module_of_the_package_is_a_listed_command_or_private() -> None:
 
 def test_importing_the_cli_sets_no_environment_variable() -> None:
     code = (
-        "import os, json; before = dict(os.environ); import sdgov.flows.cli; from sdgov.flows.cli import parser; "
+        "import os, json; before = dict(os.environ); import sdgov.commands; from sdgov.commands import parser; "
         "parser(); print(json.dumps(dict(os.environ) == before))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "DVC_"))}
@@ -65,7 +65,7 @@ def test_importing_the_cli_sets_no_environment_variable() -> None:
 
 
 def test_main_sets_the_defaults_without_overriding_the_user(monkeypatch, tmp_path, capsys) -> None:
-    from sdgov.flows.cli import ENV_DEFAULTS, main
+    from sdgov.commands import ENV_DEFAULTS, main
 
     for name in ENV_DEFAULTS:
         monkeypatch.delenv(name, raising=False)
@@ -78,8 +78,8 @@ def test_main_sets_the_defaults_without_overriding_the_user(monkeypatch, tmp_pat
 def test_shared_flags_are_declared_once_in_their_parent_parser() -> None:
     """Every command taking ``--root`` (``--spec`` and ``--data`` where they mean the same) holds the very action of
     the parent parser, so its help and default cannot drift; every command takes ``--json``."""
-    from sdgov.flows.cli import parser
-    from sdgov.flows.cli._common import parent_parsers
+    from sdgov.commands import parser
+    from sdgov.commands._common import parent_parsers
 
     parents = parent_parsers()
     p = parser(parents)
@@ -117,7 +117,7 @@ def test_shared_flags_are_declared_once_in_their_parent_parser() -> None:
 
 @pytest.mark.parametrize("argv", [["registry", "list"], ["budget"], ["trail"], ["init"]])
 def test_root_flag_behaves_alike_everywhere(argv, tmp_path) -> None:
-    from sdgov.flows.cli import parser
+    from sdgov.commands import parser
 
     p = parser()
     assert p.parse_args(argv).root is None  # the default: $SDGOV_REGISTRY or ./registry, resolved by Registry
@@ -126,7 +126,7 @@ def test_root_flag_behaves_alike_everywhere(argv, tmp_path) -> None:
 
 def test_audit_options_belong_to_their_audit(capsys) -> None:
     """``audit privacy`` and ``audit decomposability`` are sub-commands: an option of the other one is refused."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     for argv in (
         ["audit", "privacy", "--spec", "s.yaml", "--K", "3"],
@@ -141,7 +141,7 @@ def test_audit_options_belong_to_their_audit(capsys) -> None:
 
 def test_keygen_loads_neither_prefect_nor_jax(tmp_path) -> None:
     code = (
-        "import sys, json; from sdgov.flows.cli import main; rc = main(['keygen', '--out', sys.argv[1]]); "
+        "import sys, json; from sdgov.commands import main; rc = main(['keygen', '--out', sys.argv[1]]); "
         "print(json.dumps([rc, sorted(m for m in ('prefect', 'jax') if m in sys.modules)]))"
     )
     out = subprocess.run(

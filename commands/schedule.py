@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 
-from sdgov.flows.cli._common import Parents, command, emit, site_of
+from sdgov.commands._common import Parents, command, emit, site_of
 from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
 
 

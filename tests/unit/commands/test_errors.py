@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
+from sdgov import commands as cli
 from sdgov.base.errors import InternalError, SpecError
-from sdgov.flows import cli
-from sdgov.flows.cli import release
+from sdgov.commands import release
 
 
 @pytest.mark.parametrize(

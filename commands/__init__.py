@@ -18,7 +18,7 @@ import sys
 from types import ModuleType
 from typing import NoReturn
 
-from sdgov.flows.cli import (
+from sdgov.commands import (
     audit,
     channel,
     govern,
@@ -31,7 +31,7 @@ from sdgov.flows.cli import (
     stage,
     worker,
 )
-from sdgov.flows.cli._common import Parents, parent_parsers
+from sdgov.commands._common import Parents, parent_parsers
 
 COMMANDS: list[ModuleType] = [
     release,

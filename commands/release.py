@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sdgov.flows.cli._common import Parents, command, emit, site_of
+from sdgov.commands._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
     from sdgov.flows.plumbing.temporary_server import GuardedServer

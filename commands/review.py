@@ -18,7 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sdgov.base.errors import SdgovError
-from sdgov.flows.cli._common import Parents, command, emit, paused_decision, pending, require_server, resume, site_of
+from sdgov.commands._common import Parents, command, emit, paused_decision, pending, require_server, resume, site_of
 
 if TYPE_CHECKING:
     from sdgov.flows.plumbing.prefect_api import PrefectApi

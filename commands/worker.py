@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdgov.base.errors import SpecError
-from sdgov.flows.cli._common import Parents, command, emit, require_server
+from sdgov.commands._common import Parents, command, emit, require_server
 
 if TYPE_CHECKING:
     from sdgov.governance.worker import WorkerConfig

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.agreement.sections.privacy_risk import DEFAULT_PARTS, PARTS, RiskSettings
-from sdgov.flows.cli._common import Parents, command, emit, json_object_arg
+from sdgov.commands._common import Parents, command, emit, json_object_arg
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -97,7 +97,7 @@ def cmd_decomposability(args: argparse.Namespace) -> int:
             overrides=overrides,
             executor=executor,
         )
-    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), what is done in --out
+    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.commands.main), what is done in --out
         crash_written(args, exc, "decomposability")
         raise
     verdict = _by_part(args, "decomposability", results, _decomposability_payload, _decomposability_line)
@@ -273,7 +273,7 @@ def cmd_privacy(args: argparse.Namespace) -> int:
             args.canary_metric or "unit",
             progress,
         )
-    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.flows.cli.main), the request in --out
+    except GeneratorCrash as exc:  # no verdict: exit 2 with one line (sdgov.commands.main), the request in --out
         exc.partial = {
             "generator": args.generator,
             "params": params,
