@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdgov.base.errors import SpecError
-from sdgov.commands._common import Parents, command, emit, require_server
+from sdgov.commands._common import Parents, command, emit
 
 if TYPE_CHECKING:
     from sdgov.governance.worker import WorkerConfig
@@ -68,6 +68,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Serve the controller's deployments until Ctrl-C (exit 0); ``--dry-run`` prints them instead. A bad
     configuration, registry or key is one line, exit 2."""
     from sdgov.base.settings import export_worker_config
+    from sdgov.flows.plumbing.prefect_api import require_server
     from sdgov.flows.plumbing.worker_runs import end_orphans, hold_registry
     from sdgov.flows.worker import deployments
     from sdgov.governance.site import Site

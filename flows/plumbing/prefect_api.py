@@ -2,7 +2,7 @@
 with httpx, without importing Prefect.
 
 Prefect is transport here: these commands check what they read against the registry's own record of the pause
-(:func:`sdgov.commands._common.verified_pending`), so they need only the run's id, name, state, pause key and run
+(:func:`sdgov.flows.pauses.verified_pending`), so they need only the run's id, name, state, pause key and run
 inputs — and resume a run with a signed form. Prefect's client package costs more than a second of imports (its
 settings alone), which a person typing ``sdgov sign`` pays every time; httpx is the library that client uses
 underneath, so the requests on the wire are the same ones (the same paths, JSON bodies and auth header).
@@ -72,6 +72,21 @@ def api_settings() -> ApiSettings:
         insecure=bool(PREFECT_API_TLS_INSECURE_SKIP_VERIFY.value()),
         cert_file=PREFECT_API_SSL_CERT_FILE.value() or None,
     )
+
+
+def require_server() -> ApiSettings:
+    """Where the configured server is (:func:`api_settings`): paused runs, deployments and a worker's runs live on
+    the server the flows run against; without ``PREFECT_API_URL``, one line."""
+    from sdgov.base.errors import SdgovError
+
+    settings = api_settings()
+    if not settings.url:
+        raise SdgovError(
+            "no Prefect server configured: paused runs live on the server the flow runs against",
+            "PREFECT_API_URL",
+            'eval "$(sdgov server start --print-env)" (add --auth USER:PASS if the server has basic auth)',
+        )
+    return settings
 
 
 def ui_link(flow_run_id: object, settings: ApiSettings | None = None) -> str:

@@ -18,7 +18,7 @@ nobody to act on it. So:
   process logged that already.
 
 ``sdgov approve`` does its part: it reports a decision as taken only once the run's process logged it
-(:mod:`sdgov.commands.govern`).
+(:func:`sdgov.flows.pauses.decision_taken`).
 """
 
 from __future__ import annotations

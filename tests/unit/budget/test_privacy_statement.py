@@ -130,7 +130,7 @@ def _card(s: PrivacyStatement) -> Card:
 
 def surfaces(s: PrivacyStatement) -> dict[str, str]:
     """The statement as every surface prints it."""
-    from sdgov.commands.govern import approval_summary
+    from sdgov.commands.decide import approval_summary
     from sdgov.commands.registry import _privacy_lines
     from sdgov.registry.trail import render_text
 

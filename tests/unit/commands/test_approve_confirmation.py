@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from sdgov.base.errors import SdgovError
-from sdgov.commands.govern import _confirmation
+from sdgov.commands.decide import _confirmation
 
 SHA = "0123abcd" + "e" * 56
 PENDING = {

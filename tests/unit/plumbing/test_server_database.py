@@ -13,7 +13,7 @@ from sqlalchemy.engine import make_url
 
 from sdgov.base.errors import SdgovError
 from sdgov.commands import main
-from sdgov.commands.govern import server_env
+from sdgov.flows.plumbing.local_server import server_env
 from sdgov.flows.plumbing.server_database import parse
 
 SECRET = "s3cr:t/@pw"  # characters a URL must escape
