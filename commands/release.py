@@ -5,47 +5,37 @@ from __future__ import annotations
 
 import argparse
 import functools
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sdgov.commands._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
-    from sdgov.flows.plumbing.temporary_server import GuardedServer
+    from sdgov.contracts import ReleaseResult
 
 
-def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = None) -> int:
-    """Run the release flow for ``--spec`` and print where the card is; exit 0. The controller's files as last
-    signed, the inputs, the standing approval and the policy are checked once, before the flow starts (a refusal is
-    one line, exit 2); the flow's first stage re-verifies what was checked by hash."""
-    from sdgov.intake.inputs import check_release_inputs
+def cmd_release(args: argparse.Namespace) -> int:
+    """Run the release flow for ``--spec`` (:func:`sdgov.flows.release_run.release_now`) and print where the card is;
+    exit 0. Everything the release can get wrong is checked once, before the flow starts (a refusal is one line,
+    exit 2); the flow's first stage re-verifies what was checked by hash."""
+    from sdgov.flows.release_run import release_now
 
     site = site_of(args)
-    root = site.root.resolve()
-    checked = check_release_inputs(site, args.spec, args.approvals, args.data)  # fail fast, before the orchestrator
-    from sdgov.flows.handover import hand_over
-    from sdgov.flows.plumbing.temporary_server import install, serving
+    return _released(args, release_now(site, args.spec, args.approvals, args.data), site.root.resolve())
 
-    server: GuardedServer | None
-    if api_starting is not None:
-        api_starting.wait()  # the flow must find the server up, not half-started (or one line: it did not come up)
-        server = api_starting.server
-    else:
-        server = install()  # no PREFECT_API_URL: a temporary server that dies with this process, even on kill -9
-    from sdgov.flows.plumbing.refusals import quiet_refusals
-    from sdgov.flows.release import release_flow
 
-    quiet_refusals()
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run a whole release on the built-in demo (:func:`sdgov.flows.release_run.release_demo`: default policy adopted,
+    made-up data written beside the registry, a standing approval signed by the demo people); exit codes as
+    ``release``."""
+    from sdgov.flows.release_run import release_demo
 
-    with serving(server):  # started here (unless the demo started it already); the flow runs against it
-        result = release_flow(
-            spec_path=str(Path(args.spec).resolve()),
-            registry_root=str(root),
-            approvals_path=str(Path(args.approvals).resolve()) if args.approvals else None,
-            data_path=str(Path(args.data).resolve()) if args.data else None,
-            checked=hand_over(checked),
-        )
+    site = site_of(args)
+    return _released(args, release_demo(site), site.root.resolve())
+
+
+def _released(args: argparse.Namespace, result: ReleaseResult, root: Path) -> int:
+    """Where the release's card is (``--json``: the release's paths and hashes); exit 0."""
     payload = {
         "release_id": result.release_id,
         "path": result.path,
@@ -63,66 +53,6 @@ def cmd_release(args: argparse.Namespace, api_starting: _ServerStart | None = No
         f"  verify: sdgov registry verify --root {root}",
     )
     return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    """Run a whole release on the built-in demo (default policy adopted, made-up data written beside the registry, a
-    standing approval signed by the demo people); exit codes as ``release``."""
-    from sdgov.agreement.load import load_spec
-    from sdgov.data.schema import load_schema
-    from sdgov.demo import inputs
-    from sdgov.demo.data import write_demo_data
-    from sdgov.demo.people import signed_demo_approval
-    from sdgov.governance.controller import init
-
-    api_starting = _start_temporary_api()
-    registry = site_of(args).registry
-    init(registry, controller="Carl Controller")  # the demo's registry: the default policy, adopted
-    # the made-up confidential file lives beside the registry (never inside the installed package or a clone)
-    data = registry.root.resolve().parent / "build" / "demo" / "data.csv"
-    if not data.exists():
-        write_demo_data(load_schema(inputs() / "schema.yaml"), data)
-    spec = inputs() / "spec.yaml"
-    # the demo people sign a standing approval with their (demo) keys, as a real registry's people do
-    approvals = signed_demo_approval(registry, inputs() / "approvals.yaml", load_spec(spec).agreement.sha256(), data)
-    args.spec, args.approvals, args.data = str(spec), str(approvals), str(data)
-    return cmd_release(args, api_starting=api_starting)
-
-
-class _ServerStart(threading.Thread):
-    """The temporary server starting in the background; :meth:`wait` re-raises, in the caller's thread, a start
-    that failed (one line, not a traceback printed by the thread)."""
-
-    def __init__(self, server: GuardedServer) -> None:
-        super().__init__(name="prefect-temporary-api", daemon=True)
-        self.server = server
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.server.start()
-        except Exception as exc:
-            self.error = exc
-
-    def wait(self) -> None:
-        self.join()
-        if self.error is not None:
-            raise self.error
-
-
-def _start_temporary_api() -> _ServerStart | None:
-    """With no Prefect API configured, a release starts a temporary server before its flow (~10 s on a fresh
-    PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
-    while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
-    them). ``cmd_release`` joins the thread before the flow starts, so the flow finds the server running."""
-    from sdgov.flows.plumbing.temporary_server import install
-
-    server = install()  # stopped when this process dies, however it dies (flows/plumbing/temporary_server.py)
-    if server is None:
-        return None
-    thread = _ServerStart(server)
-    thread.start()
-    return thread
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -176,20 +106,12 @@ def cmd_demo_data(args: argparse.Namespace) -> int:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Check a spec, its schema, its data and every pre-flight check a release makes — and, with a registry (``--root``,
     or the default one when it exists), the controller's files as last signed and its policy, as ``sdgov release``
-    does; print the agreement hash, rows and budget, exit 0. A problem is one line each, exit 2."""
-    from sdgov.intake.inputs import check_spec_and_data
+    does (:func:`sdgov.intake.inputs.validate_spec`); print the agreement hash, rows and budget, exit 0. A problem is
+    one line each, exit 2."""
+    from sdgov.intake.inputs import validate_spec
 
-    site = site_of(args)
-    registry = site.registry
-    root = registry.root.resolve() if args.root is not None or registry.is_registry() else None
-    loaded, data, plan = check_spec_and_data(args.spec, args.data, root)
-    if root is not None:  # what the release applies before its flow starts: the controller's files, then the policy
-        from sdgov.governance.controller import check_controller_files
-        from sdgov.governance.policy import check_plan_allowed
-
-        ag = loaded.agreement
-        check_controller_files(registry)
-        plan = check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    checked = validate_spec(site_of(args), args.spec, args.data, args.root is not None)
+    loaded, data, plan, root = checked.loaded, checked.data, checked.plan, checked.root
     payload = {
         "ok": True,
         "agreement_sha256": loaded.agreement.sha256(),

@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -192,3 +193,41 @@ def serving(server: GuardedServer | None) -> Iterator[None]:
         temporary_settings(updates={PREFECT_API_URL: server.api_url}),
     ):
         yield
+
+
+class BackgroundStart(threading.Thread):
+    """The temporary server starting in the background (:func:`start_in_background`); :meth:`wait` re-raises, in the
+    caller's thread, a start that failed (one line, not a traceback printed by the thread)."""
+
+    def __init__(self, server: GuardedServer) -> None:
+        super().__init__(name="prefect-temporary-api", daemon=True)
+        self.server = server
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        """Start the server; a failure is kept for :meth:`wait`."""
+        try:
+            self.server.start()
+        except Exception as exc:
+            self.error = exc
+
+    def wait(self) -> GuardedServer:
+        """The server once it is up (the flow must find it up, not half-started), or the start's error raised."""
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.server
+
+
+def start_in_background() -> BackgroundStart | None:
+    """With no Prefect API configured, a release starts a temporary server before its flow (~10 s on a fresh
+    PREFECT_HOME, mostly database migrations). The demo starts it in the background instead, so that it comes up
+    while the demo data is written and the pre-flight checks run (the demo's inputs ship with the package and pass
+    them); the release joins the thread (:meth:`BackgroundStart.wait`) before the flow starts. ``None``: no
+    temporary server is needed (:func:`install`)."""
+    server = install()  # stopped when this process dies, however it dies
+    if server is None:
+        return None
+    thread = BackgroundStart(server)
+    thread.start()
+    return thread
