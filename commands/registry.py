@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,61 +77,29 @@ def cmd_registry(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace, reg: Registry) -> int:
-    """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok')."""
-    from sdgov.registry import checkpoint
+    """Exit 0 intact, 1 tampering found, 2 not a registry / unreadable checkpoint (one line, never 'ok';
+    :func:`sdgov.governance.verification.verify_registry`)."""
+    from sdgov.governance.verification import verify_registry
 
-    cp = checkpoint.load_checkpoint(args.checkpoint) if args.checkpoint else None
-    anchored = checkpoint.problems(reg, cp, _person_ok(reg)) if cp is not None else []
-    if cp is not None and not reg.is_registry():
-        problems = anchored  # wiped: the checkpoint says what was there
-    else:
-        from sdgov.governance.controller import controller_problems
-
-        problems = anchored + reg.verify()
-        problems += controller_problems(reg)  # what a release refuses to start on, verify reports too
-    stale = reg.stale_staging() if reg.is_registry() else []
-    n_events = len(reg.events()) if not problems else None
+    v = verify_registry(reg, args.checkpoint)
+    cp = v.anchored_to
     human = (
-        f"ok: {len(reg.releases())} release(s), {n_events} log event(s), every hash and signature matches"
+        f"ok: {v.releases} release(s), {v.events} log event(s), every hash and signature matches"
         + (f"; the log extends checkpoint event {cp.sequence} ({cp.head[:12]}…)" if cp is not None else "")
         + (
-            f"; {reg.unchecked} persisted measurement(s) are the controller's, not readable here (its verify checks "
-            "them)"
-            if reg.unchecked
+            f"; {v.unchecked} persisted measurement(s) are the controller's, not readable here (its verify checks them)"
+            if v.unchecked
             else ""
         )
-        if not problems
-        else "FAILED:\n" + "\n".join(f"  {p}" for p in problems)
+        if not v.problems
+        else "FAILED:\n" + "\n".join(f"  {p}" for p in v.problems)
     )
     human += "".join(
         f"\nstale: {s} (a crashed publication; nothing was released from it) — 'sdgov registry recover' removes it"
-        for s in stale
+        for s in v.stale
     )
-    emit(args, {"ok": not problems, "problems": problems, "stale": stale, "root": str(reg.root)}, human)
-    return 0 if not problems else 1
-
-
-def _person_ok(reg: Registry) -> Callable[[str, str], str | None]:
-    """Who may vouch for a checkpoint with their own key: a compliance officer or controller of the approvers
-    registry in force, with the key it lists for them."""
-
-    def check(name: str, public_key: str) -> str | None:
-        from sdgov.base.errors import SdgovError
-        from sdgov.governance.controller import controller_approvers
-        from sdgov.identity.keys import decode_public_key
-
-        try:
-            who = controller_approvers(reg).find(name)
-        except SdgovError as exc:
-            return exc.what
-        if who is None or who.role not in ("compliance", "controller"):
-            return "not a compliance officer or controller of the approvers registry in force"
-        key = decode_public_key(public_key, ssh=False)
-        if key is None or key.public_bytes_raw() != who.key().public_bytes_raw():
-            return f"not the key the approvers registry lists for {who.name!r}"
-        return None
-
-    return check
+    emit(args, {"ok": not v.problems, "problems": v.problems, "stale": v.stale, "root": str(reg.root)}, human)
+    return 0 if not v.problems else 1
 
 
 def _prove(args: argparse.Namespace, reg: Registry) -> int:
