@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 from sdgov.commands._common import Parents, command, emit, site_of
 
 if TYPE_CHECKING:
-    from sdgov.governance.policy import Policy
-    from sdgov.governance.site import Site
     from sdgov.registry.log import Registry
 
 
@@ -159,23 +157,21 @@ def _rotate_secret(args: argparse.Namespace, reg: Registry) -> int:
 
 
 def cmd_budget(args: argparse.Namespace) -> int:
-    """Print the privacy budget per dataset under the controller's policy: its ε over every release by the zCDP bound
-    and by PLD (∞ once it was measured exactly) at the policy's δ, spent and remaining ρ, the account's lifetime in
-    the controller's budget authority with where it was set, and this registry's releases of it with each one's ε
-    (its privacy statement's); exit 0. ``lifetime``: the controller sets a dataset's lifetime
+    """Print the privacy budget per dataset under the controller's policy
+    (:func:`sdgov.measurement.accounts.budget_overview`): its ε over every release by the zCDP bound and by
+    PLD (∞ once it was measured exactly) at the policy's δ, spent and remaining ρ, the account's lifetime in the
+    controller's budget authority with where it was set, and this registry's releases of it with each one's ε (its
+    privacy statement's); exit 0. ``lifetime``: the controller sets a dataset's lifetime
     (:func:`~sdgov.governance.ledger.set_lifetime`). A registry without a policy, or a setting refused, is one line,
     exit 2."""
     if args.action == "lifetime":
         return _set_lifetime(args)
-    from sdgov.governance.ledger import ledger_summary, log_summary, whose_authority
+    from sdgov.measurement.accounts import budget_overview
 
-    site = site_of(args)
-    policy, sha = site.policy()
-    events = site.registry.verified_events()
-    readable, source = whose_authority(site, events)  # never an empty authority read as the controller's
-    accts = ledger_summary(site, events) if readable else log_summary(events)
+    overview = budget_overview(site_of(args))
+    readable, policy = overview.from_authority, overview.policy
     lines = []
-    for a in accts:
+    for a in overview.datasets:
         lines.append(
             f"{a['dataset']} (fingerprint {a['fingerprint']}): spent ρ={a['spent_rho']:.6g}"
             + (
@@ -186,32 +182,17 @@ def cmd_budget(args: argparse.Namespace) -> int:
             )
             + f"; {len(a.get('spends', []))} spend(s)"
         )
-        if readable and "error" not in a:  # the ε figures need the controller's authority
-            a["privacy"] = _privacy(site, policy, a)
+        if readable and "error" not in a:  # its ε figures (the controller's authority was readable)
             lines += _privacy_lines(a["privacy"])
     human = "\n".join(lines) or f"no privacy budget spent yet (lifetime ρ {policy.defaults.lifetime_rho:g} by default)"
-    payload = {"policy": policy.model_dump(), "policy_sha256": sha, "source": source, "from_authority": readable}
-    emit(args, {**payload, "datasets": accts}, f"{source}\n{human}")
-    return 0
-
-
-def _privacy(site: Site, policy: Policy, a: dict) -> dict:
-    """A dataset's ε now and its releases', as ``sdgov budget --json`` gives them (the statements' figures)."""
-    from sdgov.governance.ledger import Account
-    from sdgov.measurement.store import account_privacy
-
-    account = Account.model_validate(a)
-    delta, source = policy.limits(account.fingerprint, account.dataset)[0].rule().delta()
-    epsilon, exact, releases = account_privacy(site, account, delta)
-    return {
-        "delta": delta,
-        "delta_source": source,
-        "epsilon": epsilon.model_dump(),
-        "exact_measurements": [e.model_dump() for e in exact],
-        "releases": [
-            {"release_id": rid, "time": time, "statement": s.model_dump(mode="json")} for rid, time, s in releases
-        ],
+    payload = {
+        "policy": policy.model_dump(),
+        "policy_sha256": overview.policy_sha256,
+        "source": overview.source,
+        "from_authority": readable,
     }
+    emit(args, {**payload, "datasets": overview.datasets}, f"{overview.source}\n{human}")
+    return 0
 
 
 def _privacy_lines(p: dict) -> list[str]:
