@@ -39,19 +39,17 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 def cmd_verify_release(args: argparse.Namespace) -> int:
-    """Exit 0 every finding holds, 1 one does not, 2 not a release folder, or no key given nor pinned (one line).
-    The first release verified with ``--public-key`` pins that key for its registry (one line says so)."""
-    from sdgov.channel.pins import default_pin_file, pin, trust
-    from sdgov.channel.verify import registry_of, verify_release
+    """Exit 0 every finding holds, 1 one does not, 2 not a release folder, or no key given nor pinned (one line;
+    :func:`sdgov.channel.verify.verify_with_pins`). The first release verified with ``--public-key`` pins that key
+    for its registry (one line says so)."""
+    from sdgov.channel.verify import verify_with_pins
 
-    folder, pin_file = Path(args.folder), Path(args.pin_file) if args.pin_file else default_pin_file()
-    registry_id = registry_of(folder)
-    trusted = trust(registry_id, args.public_key, pin_file)
-    findings = verify_release(folder, trusted, regenerate=not args.no_regenerate)
-    failed = [f for f in findings if not f.ok]
+    folder = Path(args.folder)
+    pin_file = Path(args.pin_file) if args.pin_file else None
+    v = verify_with_pins(folder, args.public_key, pin_file, regenerate=not args.no_regenerate)
+    findings, failed, trusted, pinned = v.findings, v.failed, v.trusted, v.pinned
     names = ", ".join(sorted({f.file for f in failed}))
     key_line = f"key: {trusted.key} — {trusted.source}"
-    pinned = pin(pin_file, registry_id, _public_key(folder)) if trusted.pinned_now and not failed else ""
     summary = (
         f"verified: release {folder.name}, {len(findings)} checks hold"
         if not failed
@@ -70,13 +68,6 @@ def cmd_verify_release(args: argparse.Namespace) -> int:
         "\n".join([key_line, *(f.line() for f in findings), *([pinned] if pinned else []), summary]),
     )
     return 1 if failed else 0
-
-
-def _public_key(folder: Path) -> str:
-    """The registry public key the folder names (once it verified against the key the reader gave)."""
-    import json
-
-    return str(json.loads((folder / "registry.json").read_text())["public_key"])
 
 
 def cmd_regenerate(args: argparse.Namespace) -> int:

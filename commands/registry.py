@@ -101,41 +101,18 @@ def _verify(args: argparse.Namespace, reg: Registry) -> int:
 
 
 def _prove(args: argparse.Namespace, reg: Registry) -> int:
-    """Show an auditor which data a release came from: hash ``--data`` as sdgov did, open the card's keyed
-    commitments with the controller's secret. Exit 0 every commitment opens to this file, 1 one does not,
-    2 bad input (one line)."""
-    from sdgov.base.errors import SdgovError
-    from sdgov.base.hashing import md5_file, sha256_file
-    from sdgov.registry import commitment
+    """Show an auditor which data a release came from (:func:`sdgov.intake.prove.prove_release`). Exit 0 every
+    commitment opens to this file, 1 one does not (or the secret in force was replaced since), 2 bad input (one
+    line)."""
+    from sdgov.intake.prove import prove_release
 
-    if not args.release_id or not args.data:
-        raise SdgovError(
-            "prove needs a release and the data", "sdgov registry prove", "give a RELEASE_ID and --data FILE"
-        )
-    card_path = reg.release_dir(args.release_id) / "card.json"
-    if args.release_id not in {r["release_id"] for r in reg.releases()} or not card_path.is_file():
-        raise SdgovError("no such release", args.release_id, "see 'sdgov registry list'")
-    data = Path(args.data)
-    if not data.is_file():
-        raise SdgovError("the data file is not there", str(data), "give the confidential file with --data")
-    values = {"sha256": sha256_file(data), "dvc_md5": md5_file(data)}
-    if args.schema:  # the content fingerprint: the same records in any file layout (CRLF, column order, BOM)
-        from sdgov.data.schema import load_schema
-        from sdgov.intake.inputs import validated_data
-
-        values["fingerprint"] = validated_data(data, load_schema(args.schema)).fingerprint
-    try:
-        dataset = json.loads(card_path.read_text())["dataset"]
-    except (ValueError, KeyError, TypeError):
-        raise SdgovError("the release's card.json is not a card", str(card_path), "sdgov registry verify") from None
-    released_at = next(e.seq for e in reg.events() if e.event == "released" and e.release_id == args.release_id)
-    try:
-        opened = commitment.prove(reg, dataset, values, released_at)
-    except commitment.SecretReplaced as exc:  # says nothing about the data: not 'does not commit to this data'
+    proof = prove_release(reg, args.release_id, args.data, args.schema)
+    if proof.secret_replaced is not None:
+        exc = proof.secret_replaced
         emit(args, {"release_id": args.release_id, "proved": False, "secret_replaced": True, "why": exc.what},
              f"NOT proved: {exc.what} ({exc.fix})")  # fmt: skip
         return 1
-    proved = all(opened.values())
+    proved, opened = proof.proved, proof.matches
     human = (
         f"{'proved' if proved else 'NOT proved'}: release {args.release_id} "
         + ("commits to this data (" if proved else "does not commit to this data (")

@@ -13,6 +13,7 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "Published": "publish",
+    "ReleaseVerified": "verify",
     "Trust": "pins",
     "default_pin_file": "pins",
     "pin": "pins",
@@ -22,9 +23,11 @@ _WHERE = {
     "registry_of": "verify",
     "trust": "pins",
     "verify_release": "verify",
+    "verify_with_pins": "verify",
 }
 __all__ = [
     "Published",
+    "ReleaseVerified",
     "Trust",
     "default_pin_file",
     "pin",
@@ -34,5 +37,6 @@ __all__ = [
     "registry_of",
     "trust",
     "verify_release",
+    "verify_with_pins",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)
