@@ -13,11 +13,14 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sdgov.base.errors import SdgovError
 from sdgov.commands._common import Parents, command, emit, site_of
 from sdgov.flows.pauses import TAKEN_WAIT_S
+
+if TYPE_CHECKING:
+    from sdgov.flows.pauses import DecisionAsked
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
@@ -25,7 +28,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
     would refuse (unknown name, wrong role, own proposal, wrong key) is logged and refused here, exit 2."""
     from sdgov.flows.pauses import sign_decision
 
-    signed = sign_decision(site_of(args), args.run_id, args.who, args.key, args.reject, args.root)
+    signed = sign_decision(site_of(args), _asked(args))
     run_id, decision, token = signed.run_id, signed.decision, signed.signature
     payload = {"run_id": str(run_id), "subject": signed.pending["subject"], "decision": decision, "signature": token}
     emit(args, payload, token)
@@ -47,17 +50,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
     flow asking again is one line, exit 2; (``--wait``) a run that then ends Failed, exit 1."""
     from sdgov.flows.pauses import approve_decision
 
-    payload = approve_decision(
-        site_of(args),
-        args.run_id,
-        args.who,
-        args.key,
-        reject=args.reject,
-        root=args.root,
-        comment=args.comment,
-        wait=args.wait,
-        confirm=functools.partial(_confirmation, args),
-    )
+    confirm = functools.partial(_confirmation, args)
+    payload = approve_decision(site_of(args), _asked(args), args.comment, args.wait, confirm)
     done = "approved" if payload["decision"] == "approve" else "rejected"
     emit(
         args,
@@ -66,6 +60,13 @@ def cmd_approve(args: argparse.Namespace) -> int:
         f"({payload['state']})",
     )
     return 0 if payload["ok"] else 1
+
+
+def _asked(args: argparse.Namespace) -> DecisionAsked:
+    """The decision the flags ask for: the run, ``--as``, ``--key``, ``--reject`` and the pinned ``--root``."""
+    from sdgov.flows.pauses import DecisionAsked
+
+    return DecisionAsked(args.run_id, args.who, args.key, args.reject, args.root)
 
 
 def approval_summary(p: dict[str, Any]) -> str:

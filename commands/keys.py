@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 from pathlib import Path
 
 from sdgov.commands._common import Parents, command, emit
@@ -23,8 +22,10 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "make an Ed25519 key pair: writes the private key, prints the public_key line"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``keygen``."""
-    add = functools.partial(command, subparsers, parents)
-    k = add("keygen", cmd_keygen, "make an Ed25519 key pair: writes the private key, prints the public_key line")
+    k = command(subparsers, parents, "keygen", cmd_keygen, HELP)
     k.add_argument("--out", required=True, help="where to write the private key (PEM, mode 600)")

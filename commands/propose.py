@@ -10,7 +10,6 @@ controller's worker. Each mode is one use case of :mod:`sdgov.flows.proposals`.
 from __future__ import annotations
 
 import argparse
-import functools
 from typing import TYPE_CHECKING
 
 from sdgov.base.errors import SdgovError
@@ -91,15 +90,12 @@ def _score(s: float | None) -> str:
     return "–" if s is None else f"{s:,.0f}"
 
 
+HELP = "run a governed release: propose Φ, then pause for the controller's decisions"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``propose``."""
-    add = functools.partial(command, subparsers, parents)
-    p = add(
-        "propose",
-        cmd_propose,
-        "run a governed release: propose Φ, then pause for the controller's decisions",
-        [parents.spec, parents.data, parents.root],
-    )
+    p = command(subparsers, parents, "propose", cmd_propose, HELP, [parents.spec, parents.data, parents.root])
     p.add_argument("--as", dest="who", required=True, help="the proposing analyst (in the approvers registry)")
     p.add_argument("--key", help="your Ed25519 private key: signs the proposal (a governed registry requires it)")
     p.add_argument(

@@ -11,7 +11,6 @@ the spec's dataset (or ``--data``). ``--json`` prints every measure as JSON on s
 from __future__ import annotations
 
 import argparse
-import functools
 from pathlib import Path
 
 from sdgov.commands._common import Parents, command, emit
@@ -76,15 +75,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "utility report of a synthetic file against the real data (all measures)"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``report utility``."""
-    add = functools.partial(command, subparsers, parents)
-    r = add(
-        "report",
-        cmd_report,
-        "utility report of a synthetic file against the real data (all measures)",
-        [parents.spec, parents.data],
-    )
+    r = command(subparsers, parents, "report", cmd_report, HELP, [parents.spec, parents.data])
     r.add_argument("kind", choices=["utility"])
     r.add_argument("--synthetic", required=True, help="synthetic.parquet (or CSV) with the agreed attributes")
     r.add_argument("--out", help="directory for utility_report.json and utility_report.html")

@@ -12,7 +12,6 @@ form's *Signature* field in the UI (with the same fields typed there).
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 from typing import TYPE_CHECKING
 
@@ -65,15 +64,12 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``review``."""
-    add = functools.partial(command, subparsers, parents)
-    r = add(
-        "review",
-        cmd_review,
-        "review a Φ proposal on a paused run: drop or force pairs, say why, sign, resume",
-        [parents.root],
-    )
+    r = command(subparsers, parents, "review", cmd_review, HELP, [parents.root])
     r.add_argument("run_id")
     r.add_argument("--as", dest="who", required=True, help="your name, as in the approvers registry")
     r.add_argument("--key", required=True, help="your Ed25519 private key (PEM or OpenSSH)")

@@ -4,7 +4,6 @@ logged as finished, and what it logged as tampered with on the server (:func:`sd
 from __future__ import annotations
 
 import argparse
-import functools
 from typing import Any
 
 from sdgov.commands._common import Parents, command, emit
@@ -52,13 +51,12 @@ def _paused_line(r: dict[str, Any]) -> str:
     )
 
 
+HELP = (
+    "list paused runs and whom they await (as the registry recorded each pause), and the runs the registry logged "
+    "as finished, with their outcome"
+)
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``runs``."""
-    add = functools.partial(command, subparsers, parents)
-    add(
-        "runs",
-        cmd_runs,
-        "list paused runs and whom they await (as the registry recorded each pause), and the runs the registry logged "
-        "as finished, with their outcome",
-        [parents.root],
-    )
+    command(subparsers, parents, "runs", cmd_runs, HELP, [parents.root])

@@ -8,7 +8,6 @@ is built by :mod:`sdgov.flows.schedule`).
 from __future__ import annotations
 
 import argparse
-import functools
 
 from sdgov.commands._common import Parents, command, emit, site_of
 from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
@@ -43,15 +42,12 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "serve a scheduled deployment (cron or interval) re-running a standing agreement"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``schedule``."""
-    add = functools.partial(command, subparsers, parents)
-    s = add(
-        "schedule",
-        cmd_schedule,
-        "serve a scheduled deployment (cron or interval) re-running a standing agreement",
-        [parents.spec, parents.root],
-    )
+    s = command(subparsers, parents, "schedule", cmd_schedule, HELP, [parents.spec, parents.root])
     s.add_argument("--cron", help="cron expression, e.g. '0 6 1 * *' (or --every)")
     s.add_argument("--every", type=int, metavar="SECONDS", help="a fixed interval instead of a cron expression")
     s.add_argument("--name", help="deployment name (default: scheduled-<spec name>)")

@@ -17,7 +17,6 @@ is listed, 2 (one error line) when the files cannot be read.
 from __future__ import annotations
 
 import argparse
-import functools
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +76,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0 if clean else 1
 
 
+HELP = "list the values in a data file that the schema does not declare (controller only)"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``schema check``."""
-    add = functools.partial(command, subparsers, parents)
-    s = add("schema", cmd_schema, "list the values in a data file that the schema does not declare (controller only)")
+    s = command(subparsers, parents, "schema", cmd_schema, HELP)
     s.add_argument("action", choices=["check"])
     s.add_argument("--schema", help="the schema file (with --data)")
     s.add_argument("--data", help="the data file (CSV or Parquet); with --spec, overrides its dataset path")

@@ -9,7 +9,6 @@ has basic auth); ``--print-env`` prints both.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 
 from sdgov.commands._common import Parents, command, emit
@@ -41,14 +40,12 @@ def cmd_server(args: argparse.Namespace) -> int:
     return server.run()
 
 
+HELP = "run a local Prefect server (127.0.0.1, SQLite or PostgreSQL, no analytics, optional basic auth)"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``server``."""
-    add = functools.partial(command, subparsers, parents)
-    s = add(
-        "server",
-        cmd_server,
-        "run a local Prefect server (127.0.0.1, SQLite or PostgreSQL, no analytics, optional basic auth)",
-    )
+    s = command(subparsers, parents, "server", cmd_server, HELP)
     s.add_argument("action", choices=["start"])
     s.add_argument("--port", type=int, default=4200)
     s.add_argument("--auth", help="USER:PASSWORD: enable the server's basic auth (PREFECT_SERVER_API_AUTH_STRING)")

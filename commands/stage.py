@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 
 from sdgov.commands._common import Parents, command, emit, site_of
 
@@ -34,16 +33,15 @@ def cmd_stage(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = (
+    "run one stage outside the flow (used by dvc.yaml); 'measure' exports the noisy "
+    "marginals the release flow drew — it never draws noise"
+)
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``stage measure|generate|utility`` (the commands dvc.yaml runs)."""
-    add = functools.partial(command, subparsers, parents)
-    s = add(
-        "stage",
-        cmd_stage,
-        "run one stage outside the flow (used by dvc.yaml); 'measure' exports the noisy "
-        "marginals the release flow drew — it never draws noise",
-        [parents.spec, parents.root],
-    )
+    s = command(subparsers, parents, "stage", cmd_stage, HELP, [parents.spec, parents.root])
     s.add_argument("which", choices=["measure", "generate", "utility"])
     s.add_argument("--measurements", help="generate: the noisy-marginal file")
     s.add_argument("--synthetic", help="utility: the synthetic Parquet file")

@@ -13,7 +13,6 @@ creates the scheduled runs.
 from __future__ import annotations
 
 import argparse
-import functools
 
 from sdgov.commands._common import Parents, command, emit
 
@@ -32,10 +31,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+HELP = "the controller's release service: serve proposals and schedules from worker.yaml"
+
+
 def add_parser(subparsers: argparse._SubParsersAction, parents: Parents) -> None:
     """Register ``worker``."""
-    add = functools.partial(command, subparsers, parents)
-    w = add("worker", cmd_worker, "the controller's release service: serve proposals and schedules from worker.yaml")
+    w = command(subparsers, parents, "worker", cmd_worker, HELP)
     w.add_argument("action", choices=["start"])
     w.add_argument("--config", required=True, help="the worker configuration (registry, datasets, schedules)")
     w.add_argument("--dry-run", action="store_true", help="check and print the deployments, do not serve them")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from uuid import UUID
 from sdgov.base.errors import SdgovError
 
 if TYPE_CHECKING:
-    from sdgov.flows.plumbing.prefect_api import FlowRun, PrefectApi
+    from sdgov.flows.plumbing.prefect_api import FlowRun, PrefectApi, RunState
     from sdgov.governance.site import Site
     from sdgov.measurement.selection.review import EdgeReview
     from sdgov.registry.log import Registry
@@ -210,6 +210,23 @@ def finished_runs_of(root: str | None) -> list[dict[str, str]]:
 
 
 @dataclass(frozen=True)
+class DecisionAsked:
+    """A person's decision on one paused run, as they ask for it: the run, who decides with which key, approve or
+    reject, and the registry they pinned (``--root``; else ``$SDGOV_REGISTRY``, else the one the run names)."""
+
+    run_id: str
+    who: str
+    key: str
+    reject: bool
+    root: str | None
+
+    @property
+    def decision(self) -> str:
+        """``approve`` or ``reject``."""
+        return "reject" if self.reject else "approve"
+
+
+@dataclass(frozen=True)
 class SignedDecision:
     """A decision signed for one pause: the run, what its pause awaits (the registry's record, with ``warnings``),
     ``approve`` or ``reject``, and the signed statement."""
@@ -221,24 +238,21 @@ class SignedDecision:
     signature: str
 
 
-def sign_decision(site: Site, run_id: str, who: str, key: str, reject: bool, root: str | None) -> SignedDecision:
-    """``sdgov sign``: the decision on the run's pause, signed with ``key`` after the checks the flow will make (a
-    decision the flow would refuse — unknown name, wrong role, own proposal, wrong key — is logged and refused
-    here); a missing or unreadable key is one line before the server is contacted."""
+def sign_decision(site: Site, asked: DecisionAsked) -> SignedDecision:
+    """``sdgov sign``: the decision on the run's pause, signed with the person's key after the checks the flow will
+    make (a decision the flow would refuse — unknown name, wrong role, own proposal, wrong key — is logged and
+    refused here); a missing or unreadable key is one line before the server is contacted."""
     from sdgov.flows.plumbing.prefect_api import PrefectApi, require_server
     from sdgov.identity.keys import load_private_key
 
-    load_private_key(key)
+    load_private_key(asked.key)
     settings = require_server()
-    decision = "reject" if reject else "approve"
     with PrefectApi(settings) as api:
-        rid, fr, p = paused_decision(api, run_id, root)
-        return SignedDecision(rid, fr, p, decision, _signed_statement(site, run_id, who, key, root, p, decision))
+        rid, fr, p = paused_decision(api, asked.run_id, asked.root)
+        return SignedDecision(rid, fr, p, asked.decision, _signed_statement(site, asked, p))
 
 
-def _signed_statement(
-    site: Site, run_id: str, who: str, key: str, root: str | None, p: dict[str, Any], decision: str
-) -> str:
+def _signed_statement(site: Site, asked: DecisionAsked, p: dict[str, Any]) -> str:
     """Sign (registry id, run, nonce, subject, hash, decision, name, time), after the checks the flow will make."""
     from sdgov.base.clock import utcnow
     from sdgov.governance.approvers import REQUIRED_ROLE, ApprovalRefused, Challenge, check_decision
@@ -249,14 +263,15 @@ def _signed_statement(
     if p["subject"] not in REQUIRED_ROLE:
         raise SdgovError(
             f"run {p['run_id']} awaits a {p['subject']}, not a decision",
-            run_id,
+            asked.run_id,
             "review a Φ proposal with 'sdgov review RUN_ID --drop A,B --force C,D --why TEXT --as NAME --key KEY'",
         )
     challenge = Challenge(**{k: p[k] for k in ("registry_id", "run_id", "nonce", "subject", "sha256")})
+    decision, who = asked.decision, asked.who
     stmt = SignOffStatement(**challenge.model_dump(), decision=decision, approver=who, time=utcnow())
-    token = encode_statement(stmt, key)
+    token = encode_statement(stmt, asked.key)
     # the same check the flow makes after resuming: refused here (and logged), the run is never resumed
-    registry = site.at(pinned_root(root) or p["registry"]).registry  # whose record was signed
+    registry = site.at(pinned_root(asked.root) or p["registry"]).registry  # whose record was signed
     try:
         check_decision(
             controller_approvers(registry),
@@ -273,16 +288,7 @@ def _signed_statement(
 
 
 def approve_decision(
-    site: Site,
-    run_id: str,
-    who: str,
-    key: str,
-    *,
-    reject: bool,
-    root: str | None,
-    comment: str,
-    wait: float,
-    confirm: Callable[[dict[str, Any]], str],
+    site: Site, asked: DecisionAsked, comment: str, wait: float, confirm: Callable[[dict[str, Any]], str]
 ) -> dict[str, Any]:
     """``sdgov approve``: sign the decision (:func:`sign_decision`), resume the run with it and return once the run's
     process logged it in the registry; an approval first takes ``confirm(pending)``, the hash's first 8 characters
@@ -292,9 +298,9 @@ def approve_decision(
     from sdgov.flows.plumbing.prefect_api import PrefectApi
     from sdgov.registry.log import Registry
 
-    signed = sign_decision(site, run_id, who, key, reject, root)
-    rid, fr, p, decision = signed.run_id, signed.run, signed.pending, signed.decision
-    registry = Registry(pinned_root(root) or p["registry"])  # the registry whose record of the pause was shown
+    signed = sign_decision(site, asked)
+    rid, fr, p, decision, who = signed.run_id, signed.run, signed.pending, signed.decision, asked.who
+    registry = Registry(pinned_root(asked.root) or p["registry"])  # the registry whose record of the pause was shown
     not_ended(registry, str(rid))
     confirmed = confirm(p) if decision == "approve" else ""
     run_input = {"approver": who, "decision": decision, "comment": comment or "", "signature": signed.signature}
@@ -305,13 +311,7 @@ def approve_decision(
         event = decision_taken(registry, str(rid), p["nonce"], wait or TAKEN_WAIT_S)
         outcome = f"taken by the run: {event.event}, event {event.seq} of the registry's log"
         asked_key = fr.state.pause_key if fr.state else None
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:  # optionally watch what the flow made of the decision
-            time.sleep(0.5)
-            now = api.flow_run(rid)
-            st = now.state
-            if st is None:
-                continue
+        for now, st in _watched(api, rid, wait):  # optionally watch what the flow made of the decision
             if st.is_paused() and st.pause_key != asked_key:
                 nxt = pending(api, now) or {}
                 if nxt.get("subject") == p["subject"]:  # the same decision asked again: the flow refused it
@@ -336,6 +336,17 @@ def approve_decision(
         "signed": True,
         "state": outcome,
     }
+
+
+def _watched(api: PrefectApi, run_id: UUID, wait: float) -> Iterator[tuple[FlowRun, RunState]]:
+    """The run and its state every half second, for up to ``wait`` seconds after a resume (a poll the server answers
+    without a state is skipped): the caller stops once it has seen what the flow made of what it sent."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        fr = api.flow_run(run_id)
+        if fr.state is not None:
+            yield fr, fr.state
 
 
 def not_ended(registry: Registry, flow_run_id: str) -> None:
@@ -464,15 +475,9 @@ def _signed_review(site: Site, run_id: str, key: str, review: EdgeReview, p: dic
     return token
 
 
-def _watch_review(api: PrefectApi, run_id: Any, pause_key: str | None, wait: float) -> str:
+def _watch_review(api: PrefectApi, run_id: UUID, pause_key: str | None, wait: float) -> str:
     """What the flow made of the review, watched for up to ``wait`` seconds: a refusal is one error line."""
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        fr = api.flow_run(run_id)
-        st = fr.state
-        if st is None:
-            continue
+    for fr, st in _watched(api, run_id, wait):
         if st.is_paused() and st.pause_key != pause_key:
             nxt = pending(api, fr) or {}
             if nxt.get("note"):  # the flow refused the review and paused again

@@ -16,6 +16,7 @@ Prefect is imported only by the use cases that start a run (a selection alone lo
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from sdgov.base.errors import InternalError, SdgovError
 if TYPE_CHECKING:
     from sdgov.flows.governed import GovernedOutcome
     from sdgov.governance.site import Site
+    from sdgov.intake.inputs import CheckedProposal
     from sdgov.measurement.selection.mst import Proposal
     from sdgov.registry.log import Registry
 
@@ -58,31 +60,10 @@ def propose_release(
     root = site.root.resolve()
     token = sign_local_proposal(site.registry, spec, who, key)
     checked = check_governed_proposal(site, spec, who, data, token)  # fail fast, before the flow
-    from prefect.exceptions import FailedRun
-
     from sdgov.flows.governed import governed_release_flow
-    from sdgov.flows.handover import hand_over
-    from sdgov.flows.plumbing.refusals import quiet_refusals
 
-    quiet_refusals()
-    try:
-        out = governed_release_flow(
-            spec_path=str(Path(spec).resolve()),
-            registry_root=str(root),
-            proposer=who,
-            data_path=str(Path(data).resolve()) if data else None,
-            timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
-            poll_interval=DEFAULT_POLL_S if poll_s is None else poll_s,
-            proposal=token,
-            checked=hand_over(checked),
-        )
-    except FailedRun as exc:  # e.g. a decision that never came: Prefect fails a timed-out pause
-        raise SdgovError(
-            f"the governed release ended without a release: {exc}",
-            str(root),
-            "see 'sdgov trail --root ROOT' for the decisions recorded",
-        ) from None
-    return _outcome(out)
+    run = _Run(root, who, data, timeout_s, poll_s, token, checked)
+    return run.here(governed_release_flow, "the governed release", "the decisions", spec_path=str(Path(spec).resolve()))
 
 
 def propose_reviewed(
@@ -109,41 +90,63 @@ def propose_reviewed(
     ag = checked.loaded.agreement
     check_draft(ag, draft)
     check_plan_allowed(site, ag, checked.data.fingerprint, ag.dataset_name, checked.data.rows)
-    from prefect.exceptions import FailedRun
-
-    from sdgov.flows.handover import hand_over
     from sdgov.flows.phi_review import phi_review_flow
-    from sdgov.flows.plumbing.refusals import quiet_refusals
 
-    quiet_refusals()
-    try:
-        out = phi_review_flow(
-            draft_path=str(Path(draft).resolve()),
-            registry_root=str(root),
-            proposer=who,
-            out_path=str(Path(out_path).resolve()) if out_path else None,
-            data_path=str(Path(data).resolve()) if data else None,
-            timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
-            poll_interval=DEFAULT_POLL_S if poll_s is None else poll_s,
-            proposal=token,
-            checked=hand_over(checked),
-        )
-    except FailedRun as exc:
-        raise SdgovError(
-            f"the reviewed release ended without a release: {exc}",
-            str(root),
-            "see 'sdgov trail --root ROOT' for the reviews and decisions recorded",
-        ) from None
-    return _outcome(out)
+    run = _Run(root, who, data, timeout_s, poll_s, token, checked)
+    return run.here(
+        phi_review_flow,
+        "the reviewed release",
+        "the reviews and decisions",
+        draft_path=str(Path(draft).resolve()),
+        out_path=str(Path(out_path).resolve()) if out_path else None,
+    )
 
 
-def _outcome(out: object) -> GovernedOutcome:
-    """A governed or reviewed run's outcome (a flow called in-process returns its value; Prefect types a State too)."""
-    from sdgov.flows.governed import GovernedOutcome
+@dataclass(frozen=True)
+class _Run:
+    """What every proposal run in this process is given: the registry, the proposer, the data (None: the spec's),
+    how long it waits for decisions and how often it looks (None: the defaults), the signed proposal and the
+    proposal as checked (handed to the flow by ticket)."""
 
-    if not isinstance(out, GovernedOutcome):
-        raise InternalError("the flow returned no outcome", str(type(out)), "report this as a bug")
-    return out
+    root: Path
+    proposer: str
+    data: str | None
+    timeout_s: int | None
+    poll_s: int | None
+    token: str | None
+    checked: CheckedProposal
+
+    def here(self, flow: Callable[..., object], run: str, recorded: str, **params: Any) -> GovernedOutcome:
+        """Run ``flow`` in this process (Prefect's tracebacks for an sdgov refusal quieted) and return its outcome; a
+        run that failed — e.g. a decision that never came: Prefect fails a timed-out pause — is one line naming the
+        ``run`` and pointing at what the trail ``recorded``."""
+        from prefect.exceptions import FailedRun
+
+        from sdgov.flows.governed import GovernedOutcome
+        from sdgov.flows.handover import hand_over
+        from sdgov.flows.plumbing.refusals import quiet_refusals
+
+        quiet_refusals()
+        try:
+            out = flow(
+                registry_root=str(self.root),
+                proposer=self.proposer,
+                data_path=str(Path(self.data).resolve()) if self.data else None,
+                timeout_s=DEFAULT_TIMEOUT_S if self.timeout_s is None else self.timeout_s,
+                poll_interval=DEFAULT_POLL_S if self.poll_s is None else self.poll_s,
+                proposal=self.token,
+                checked=hand_over(self.checked),
+                **params,
+            )
+        except FailedRun as exc:
+            raise SdgovError(
+                f"{run} ended without a release: {exc}",
+                str(self.root),
+                f"see 'sdgov trail --root ROOT' for {recorded} recorded",
+            ) from None
+        if not isinstance(out, GovernedOutcome):  # in-process a flow returns its value; Prefect types a State too
+            raise InternalError("the flow returned no outcome", str(type(out)), "report this as a bug")
+        return out
 
 
 @dataclass(frozen=True)
