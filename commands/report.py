@@ -17,57 +17,16 @@ from sdgov.commands._common import Parents, command, emit
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Print (``--json``: every measure) and with ``--out`` write the utility report of ``--synthetic``; exit 0.
-
-    Both record sets are read as the utility stage reads them, at any size: the real data's encoded cells and the
-    synthetic file validated and encoded out of core by the embedded engine (exact tables counted in one scan of
-    each, models on a bounded sample), never whole in memory. A synthetic file with other attributes or undeclared
+    """Print (``--json``: every measure) and with ``--out`` write the utility report of ``--synthetic``
+    (:func:`sdgov.utility.file_report.report_of_file`); exit 0. A synthetic file with other attributes or undeclared
     categories is refused (exit 2)."""
-    import tempfile
-
     from sdgov.agreement.load import load_spec
-    from sdgov.base.errors import DataError
-    from sdgov.base.hashing import sha256_file
-    from sdgov.engines.duckdb_engine import DuckDBEngine
-    from sdgov.engines.recordset import ParquetRecords
-    from sdgov.intake.inputs import validated_data
-    from sdgov.utility.report import FAST, ReportSettings, build_report, write_report
+    from sdgov.utility.file_report import report_of_file
+    from sdgov.utility.report import write_report
 
     loaded = load_spec(args.spec)
-    agreement, schema = loaded.agreement, loaded.schema_
-    attrs = agreement.attributes
-    synthetic = Path(args.synthetic)
-    if not synthetic.is_file():
-        raise DataError("synthetic file not found", str(synthetic), "give the path of a released synthetic.parquet")
-    if synthetic.suffix.lower() not in (".parquet", ".pq", ".csv"):
-        raise DataError(f"unknown file type {synthetic.suffix or '(none)'}", str(synthetic), "give a .parquet or .csv")
-    data = Path(args.data).resolve() if args.data else loaded.data_path
-    real = validated_data(data, schema, loaded.spec.engine)
-    settings = FAST if args.fast else ReportSettings()
-    if args.no_baselines:
-        from dataclasses import replace
-
-        settings = replace(settings, baselines=False)
-    meta = {
-        "spec_name": agreement.spec_name,
-        "agreement_sha256": agreement.sha256(),
-        "synthetic_sha256": sha256_file(synthetic),
-        "synthetic_file": str(synthetic.resolve()),
-    }
-    rows, seed = settings.sample_rows, settings.seed
-    with tempfile.TemporaryDirectory(prefix="sdgov-report-") as scratch:  # private, not beside a released file
-        cells = Path(scratch) / "synthetic_codes.parquet"
-        DuckDBEngine().encode_columns(synthetic, schema, attrs, cells)
-        report = build_report(
-            ParquetRecords(real.codes_path, schema, attrs, rows, seed),
-            ParquetRecords(cells, schema, attrs, rows, seed),
-            schema,
-            attrs,
-            agreement.cliques,
-            loaded.spec.tasks,
-            meta=meta,
-            settings=settings,
-        )
+    data = Path(args.data).resolve() if args.data else None
+    report = report_of_file(loaded, Path(args.synthetic), data, fast=args.fast, baselines=not args.no_baselines)
     written = write_report(report, args.out) if args.out else None
     files = {"files": [str(written.json), str(written.html)]} if written else {}
     human = report.fitness["statement"] + (f"\n  report: {written.html}\n  json:   {written.json}" if written else "")

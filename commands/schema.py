@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from sdgov.base.errors import SpecError
 from sdgov.commands._common import Parents, command, emit
@@ -27,12 +26,12 @@ SHOWN = 50  # values listed per column in the human output (all of them with --j
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    """List on this terminal what the data file holds that the schema does not declare: exit 0 nothing, 1 something.
+    """List on this terminal what the data file holds that the schema does not declare
+    (:func:`sdgov.engines.mismatches.schema_mismatches`): exit 0 nothing, 1 something.
 
     Nothing is written anywhere. Neither ``--spec`` nor ``--schema`` with ``--data`` is a ``SpecError`` (exit 2)."""
     from sdgov.data.schema import load_schema
-    from sdgov.engines import engine
-    from sdgov.engines.duckdb_engine import source_columns
+    from sdgov.engines.mismatches import schema_mismatches
 
     if args.spec:
         from sdgov.agreement.load import load_spec
@@ -44,17 +43,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         schema, data, engine_name = load_schema(args.schema), Path(args.data), "duckdb"
     else:
         raise SpecError("nothing to check", "sdgov schema check", "give --spec FILE, or --schema FILE and --data FILE")
-    names = source_columns(data, schema)
-    expected = schema.file_columns
-    found: dict[str, Any] = {
-        "data": str(data),
-        "columns_not_in_schema": [n for n in names if n not in expected],
-        "schema_columns_not_in_data": [n for n in expected if n not in names],
-        "undeclared_values": {
-            col: [{"value": v, "rows": n} for v, n in values]
-            for col, values in engine(engine_name).undeclared(data, schema).items()
-        },
-    }
+    found = schema_mismatches(data, schema, engine_name)
     clean = not (found["columns_not_in_schema"] or found["schema_columns_not_in_data"] or found["undeclared_values"])
     lines = [f"{data} against schema {schema.name!r} — for the data controller only: do not copy these values anywhere"]
     if clean:
