@@ -14,22 +14,12 @@ from sdgov.commands._common import Parents, command, emit, site_of
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    """Exit 0 every release named is committed and pushed, 1 one is not (one line each), 2 bad input."""
-    from sdgov.base.errors import SdgovError
-    from sdgov.channel.publish import publish_releases
-    from sdgov.governance.controller import check_controller_files
+    """Exit 0 every release named is committed and pushed, 1 one is not (one line each), 2 bad input
+    (:func:`sdgov.channel.publish.publish_named`)."""
+    from sdgov.channel.publish import publish_named
 
     reg = site_of(args).registry
-    reg.require_existing()
-    check_controller_files(reg)  # the channel's configuration as the controller signed it, or nothing is published
-    known = [r["release_id"] for r in reg.releases()]
-    if args.all == bool(args.release_ids):
-        raise SdgovError("name the releases to publish, or --all", "sdgov publish", "sdgov publish --all")
-    wanted = known if args.all else args.release_ids
-    unknown = [r for r in wanted if r not in known]
-    if unknown:
-        raise SdgovError(f"no release {unknown[0]!r} in this registry", str(reg.root), "see 'sdgov registry list'")
-    outcomes = publish_releases(reg, wanted, [Path(s) for s in args.schema or []])
+    outcomes = publish_named(reg, args.release_ids, args.all, [Path(s) for s in args.schema or []])
     emit(
         args,
         {"ok": not any(o.error for o in outcomes), "releases": [o.__dict__ for o in outcomes]},
