@@ -56,13 +56,12 @@ def _released(args: argparse.Namespace, result: ReleaseResult, root: Path) -> in
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    """Write the controller's default policy into a registry (kept as it is when there is one already)."""
+    """Write the controller's default policy into a registry (kept as it is when there is one already) and name its
+    readers' group (:func:`sdgov.governance.controller.init`); exit 0."""
     from sdgov.governance.controller import init
 
     reg = site_of(args).registry
-    path, written, adopted = init(reg, controller=args.controller)
-    if args.readers:  # who may read the public parts (the log, releases, the public key): a group, named here
-        reg.set_readers_group(args.readers)
+    path, written, adopted = init(reg, controller=args.controller, readers=args.readers)
     human = (
         f"wrote the default controller policy: {path}\n  review it (lifetime ρ, max ε per release, σ floor, "
         "generators, rows) before the first release"
