@@ -14,9 +14,10 @@ from sdgov.flows.schedule import DEFAULT_DECISION_TIMEOUT
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    """Serve the scheduled deployment of the standing agreement, one run at a time, until Ctrl-C (exit 0);
-    ``--dry-run`` prints it instead. A bad schedule or spec is one line, exit 2."""
-    from sdgov.flows.schedule import deployment
+    """Serve the scheduled deployment of the standing agreement (:func:`sdgov.flows.schedule.deployment`), one run at a
+    time, until Ctrl-C (exit 0; :func:`sdgov.flows.schedule.serve_schedule`); ``--dry-run`` prints it instead. A bad
+    schedule or spec is one line, exit 2."""
+    from sdgov.flows.schedule import deployment, serve_schedule
 
     root = str(site_of(args).root.resolve())
     dep = deployment(
@@ -35,10 +36,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     if args.dry_run:
         emit(args, info, f"would serve {dep.name} {when}")
         return 0
-    from prefect import serve
-
     print(f"serving {dep.name} {when}, one run at a time (Ctrl-C stops the schedule)")
-    serve(dep, limit=1)  # the server's scheduler creates the runs; this process runs them, never two at once
+    serve_schedule(dep)
     return 0
 
 

@@ -86,3 +86,11 @@ def deployment(
             "otherwise pause for a data controller."
         ),
     )
+
+
+def serve_schedule(dep: RunnerDeployment) -> None:
+    """Serve the scheduled deployment from this process until Ctrl-C, one run at a time: the server's scheduler
+    creates the runs; this process runs them, never two at once."""
+    from prefect import serve
+
+    serve(dep, limit=1)
