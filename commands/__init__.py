@@ -3,10 +3,12 @@
 Every command prints one line of error (what, where, fix) and exits 2 on bad input; ``--json`` prints a
 machine-readable result on stdout (logs go to stderr).
 
-One module per command group, each exposing ``add_parser(subparsers, parents) -> None`` and listed once in
-:data:`COMMANDS`; the shared flags are parent parsers in :mod:`._common`. This module holds only ``main``, the
-parser, and the one mapping of exceptions to exit codes. Importing it changes nothing: the environment defaults
-are set by :func:`main`.
+One module per command (or group of commands sharing their flags), each exposing ``add_parser(subparsers, parents)
+-> None`` and listed once in :data:`COMMANDS`; the shared flags are parent parsers in :mod:`._common`. A command
+parses its flags, calls one use case — in the core, or in :mod:`sdgov.flows` where it starts or answers a Prefect run
+— and prints what it returned (docs/architecture.md lists them). This module holds only ``main``, the parser, and
+the one mapping of exceptions to exit codes. Importing it changes nothing: the environment defaults are set by
+:func:`main`.
 """
 
 from __future__ import annotations
