@@ -66,7 +66,7 @@ def timed(cmd: list[str], workdir: Path) -> tuple[dict, str]:
 
 
 def sdgov(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sdgov.flows.cli", *args]
+    return [sys.executable, "-m", "sdgov.commands", *args]
 
 
 def privacy(jobs: int, workdir: Path) -> dict:

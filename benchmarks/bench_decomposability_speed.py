@@ -27,7 +27,7 @@ def command(checkout: Path) -> list[str]:
     return [
         str(checkout / ".venv" / "bin" / "python"),
         "-m",
-        "sdgov.flows.cli",
+        "sdgov.commands",
         "audit",
         "decomposability",
         "--spec",

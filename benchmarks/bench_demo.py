@@ -34,7 +34,7 @@ def run_demo(workdir: Path) -> dict:
     env = {**os.environ, "PREFECT_HOME": str(workdir / "prefect"), "PREFECT_LOGGING_LEVEL": "WARNING"}
     t0, cpu0 = time.perf_counter(), _children_cpu()
     proc = subprocess.run(
-        [sys.executable, "-m", "sdgov.flows.cli", "demo", "--root", str(workdir / "registry"), "--json"],
+        [sys.executable, "-m", "sdgov.commands", "demo", "--root", str(workdir / "registry"), "--json"],
         cwd=workdir,
         env=env,
         capture_output=True,

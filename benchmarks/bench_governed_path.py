@@ -205,7 +205,7 @@ def governed_path(
             cmd, stem = [sdgov, *argv], f"{name}-{seed}-{label.replace(' ', '_')}"
             if profile is not None:
                 prof = str(profile / f"{stem}.prof")
-                cmd = [str(Path(sdgov).with_name("python")), "-m", "cProfile", "-o", prof, "-m", "sdgov.flows.cli"]
+                cmd = [str(Path(sdgov).with_name("python")), "-m", "cProfile", "-o", prof, "-m", "sdgov.commands"]
                 cmd += argv
             out = timed(cmd, env, work, logs / f"{stem}.log" if logs is not None else None)
             steps.append((label, out))

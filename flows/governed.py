@@ -61,10 +61,10 @@ from sdgov.base.errors import BudgetError, SdgovError
 from sdgov.budget.statement import headline, key_facts, release_epsilon
 from sdgov.contracts import Agreed, Measured, ReleaseResult
 from sdgov.flows.handover import proposal_inputs, release_inputs
-from sdgov.flows.pending import PENDING_PREFIX
-from sdgov.flows.prefect_api import ui_link
+from sdgov.flows.plumbing.pending import PENDING_PREFIX
+from sdgov.flows.plumbing.prefect_api import ui_link
+from sdgov.flows.plumbing.worker_runs import die_with_worker, end_run
 from sdgov.flows.release import evaluate, new_run_id, publish, standing_release_signoff
-from sdgov.flows.worker_runs import die_with_worker, end_run
 from sdgov.governance import decisions, ledger, worker
 from sdgov.governance.approvers import ApprovalRefused
 from sdgov.governance.controller import load_config, registry_id

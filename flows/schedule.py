@@ -11,7 +11,7 @@ otherwise the run pauses for a data controller** (``sdgov runs`` / ``sdgov appro
 serves the deployment from this process (``flow.serve``, one run at a time): keep it running (systemd, tmux) next to
 ``sdgov server start``, whose scheduler creates the runs that this process then executes. ``--every SECONDS``
 instead of ``--cron`` schedules at a fixed interval. ``--dry-run --json`` prints the deployment instead. The command
-is in :mod:`sdgov.flows.cli.schedule`; this module builds the deployment.
+is in :mod:`sdgov.commands.schedule`; this module builds the deployment.
 """
 
 from __future__ import annotations
@@ -86,3 +86,11 @@ def deployment(
             "otherwise pause for a data controller."
         ),
     )
+
+
+def serve_schedule(dep: RunnerDeployment) -> None:
+    """Serve the scheduled deployment from this process until Ctrl-C, one run at a time: the server's scheduler
+    creates the runs; this process runs them, never two at once."""
+    from prefect import serve
+
+    serve(dep, limit=1)

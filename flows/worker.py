@@ -1,6 +1,6 @@
 """The controller's release service: the deployments only the controller's worker runs.
 
-``sdgov worker start --config worker.yaml`` (:mod:`sdgov.flows.cli.worker`) serves, from the controller's machine:
+``sdgov worker start --config worker.yaml`` (:mod:`sdgov.commands.worker`) serves, from the controller's machine:
 
 * ``sdgov-controller-release/<name>`` — a proposal from an analyst, who submits it with ``sdgov propose --submit``
   (a signed statement and the spec's text, nothing else: the analyst's process never reads the data or holds the
@@ -18,6 +18,8 @@ the schedule's (:func:`sdgov.governance.worker.check_request`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +31,7 @@ from sdgov.base.errors import SdgovError, SpecError
 from sdgov.base.hashing import sha256_bytes
 from sdgov.base.loading import parse_yaml
 from sdgov.flows.governed import GovernedOutcome, GovernedRequest, governed_release, refuse_run
-from sdgov.flows.worker_runs import die_with_worker
+from sdgov.flows.plumbing.worker_runs import die_with_worker
 from sdgov.governance import worker
 from sdgov.governance.site import Site
 from sdgov.identity.statements import ProposalStatement, decode_statement
@@ -168,3 +170,58 @@ def deployments(cfg: worker.WorkerConfig, registry_id: str) -> list[RunnerDeploy
         params = worker.schedule_parameters(cfg, s)
         out.append(deployment(s.spec, cfg.registry, s.cron, s.name, every=s.every, tags=tags, parameters=params))
     return out
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """What ``sdgov worker start`` serves: the configuration file as checked (its sha256, the registry's id) and the
+    deployments it makes (:func:`deployments`)."""
+
+    config: Path
+    cfg: worker.WorkerConfig
+    config_sha256: str
+    registry_id: str
+    deployments: list[RunnerDeployment]
+
+    @property
+    def names(self) -> list[str]:
+        """Each deployment as ``flow/name``."""
+        return [f"{d.flow_name}/{d.name}" for d in self.deployments]
+
+
+def plan_worker(config: str | Path) -> WorkerPlan:
+    """The worker of ``config`` after every check a run would make first
+    (:func:`sdgov.governance.worker.check_worker_config`), with its deployments; one line on the first problem."""
+    cfg, sha, rid = worker.check_worker_config(config)
+    return WorkerPlan(Path(config).resolve(), cfg, sha, rid, deployments(cfg, rid))
+
+
+def serve_worker(plan: WorkerPlan, say: Callable[[str], None]) -> None:
+    """Serve the worker's deployments until Ctrl-C, up to ``max_concurrent_runs`` runs at once: against the configured
+    server only (one line without ``PREFECT_API_URL``), holding the registry's worker lock (one worker per registry),
+    its configuration exported to the runs it executes; ``worker_started`` is logged, and every run a previous worker
+    left held is ended and logged first (:mod:`sdgov.flows.plumbing.worker_runs`). ``say``: where progress goes."""
+    from prefect import serve
+
+    from sdgov.base.settings import export_worker_config
+    from sdgov.flows.plumbing.prefect_api import require_server
+    from sdgov.flows.plumbing.worker_runs import end_orphans, hold_registry
+
+    require_server()
+    registry = Site.resolve(plan.cfg.registry).registry
+    hold_registry(registry)  # one worker per registry: the runs left held below were nobody's
+    export_worker_config(plan.config)  # the runs this process executes inherit it and our pid
+    names = plan.names
+    registry.append(
+        "worker_started",
+        "sdgov",
+        "system",
+        comment="the controller's worker serves " + ", ".join(names),
+        artifacts={"worker_config": plan.config_sha256},
+    )
+    ended = end_orphans(registry, names, plan.config_sha256)
+    if ended:
+        say(f"ended {len(ended)} run(s) a previous worker held (logged as run_ended): {', '.join(ended)}")
+    limit = plan.cfg.max_concurrent_runs
+    say("serving " + ", ".join(names) + f" (up to {limit} runs at once; Ctrl-C stops the worker)")
+    serve(*plan.deployments, limit=limit)

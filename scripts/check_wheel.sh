@@ -18,7 +18,7 @@ import sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
 assert tops == {"sdgov"}, f"wheel installs top-level names other than sdgov: {sorted(tops)}"
-for need in ("sdgov/flows/cli/__init__.py", "sdgov/tasks/measure.py", "sdgov/cards/card.html.j2", "sdgov/demo/spec.yaml"):
+for need in ("sdgov/commands/__init__.py", "sdgov/tasks/measure.py", "sdgov/cards/card.html.j2", "sdgov/demo/spec.yaml"):
     assert need in names, f"wheel lacks {need}"
 print(f"wheel contents ok: {len(names)} files, one top-level package")
 PY

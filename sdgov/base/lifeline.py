@@ -4,7 +4,8 @@
 holds. When the parent dies, however it dies, the kernel closes its descriptors, the read returns end-of-file,
 and this process terminates itself (SIGTERM for a graceful stop, then a hard exit). A parent-death signal
 (``prctl(PR_SET_PDEATHSIG)``) would fire when the *thread* that forked exits, which is wrong for a server started
-from a helper thread; a pipe is per process. Used for Prefect's temporary API server (sdgov/flows/temporary_server.py).
+from a helper thread; a pipe is per process. Used for Prefect's temporary API server
+(sdgov/flows/plumbing/temporary_server.py).
 """
 
 from __future__ import annotations

@@ -13,26 +13,32 @@ from sdgov.base.face import lazy_face
 
 _WHERE = {
     "Published": "publish",
+    "ReleaseVerified": "verify",
     "Trust": "pins",
     "default_pin_file": "pins",
     "pin": "pins",
     "publish_after_release": "publish",
+    "publish_named": "publish",
     "publish_releases": "publish",
     "regenerate": "regenerate",
     "registry_of": "verify",
     "trust": "pins",
     "verify_release": "verify",
+    "verify_with_pins": "verify",
 }
 __all__ = [
     "Published",
+    "ReleaseVerified",
     "Trust",
     "default_pin_file",
     "pin",
     "publish_after_release",
+    "publish_named",
     "publish_releases",
     "regenerate",
     "registry_of",
     "trust",
     "verify_release",
+    "verify_with_pins",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

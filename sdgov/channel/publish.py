@@ -59,6 +59,25 @@ def schema_for(registry: Registry, release_id: str, schemas: Iterable[Path]) -> 
     return next((s for s in schemas if load_schema(s).sha256() == want), None)
 
 
+def publish_named(
+    registry: Registry, release_ids: list[str], every: bool, schemas: Iterable[Path] = ()
+) -> list[Published]:
+    """``sdgov publish``: the releases named (``every``: all of the registry's) published into the release channel
+    (:func:`publish_releases`), once the registry and the controller's files as last signed (the channel's
+    configuration among them) check; naming none and ``every`` both, or neither, or a release the registry does not
+    hold, is one line."""
+    registry.require_existing()
+    controller.check_controller_files(registry)  # the channel's configuration as the controller signed it
+    known = [r["release_id"] for r in registry.releases()]
+    if every == bool(release_ids):
+        raise SdgovError("name the releases to publish, or --all", "sdgov publish", "sdgov publish --all")
+    wanted = known if every else release_ids
+    unknown = [r for r in wanted if r not in known]
+    if unknown:
+        raise SdgovError(f"no release {unknown[0]!r} in this registry", str(registry.root), "see 'sdgov registry list'")
+    return publish_releases(registry, wanted, schemas)
+
+
 def publish_releases(registry: Registry, release_ids: list[str], schemas: Iterable[Path] = ()) -> list[Published]:
     """Track, commit and push each release (see the module's docstring); one :class:`Published` each. The channel
     must be configured (else one ``SdgovError`` line)."""

@@ -90,6 +90,40 @@ def registry_of(folder: Path) -> str:
     return str(reg.get("registry_id", "")) if isinstance(reg, dict) else ""
 
 
+@dataclass(frozen=True)
+class ReleaseVerified:
+    """``sdgov verify-release``'s answer: every finding, the key they were checked against (and where it came from),
+    and the line saying the key was pinned now (empty: it was not)."""
+
+    findings: list[Finding]
+    trusted: Trust
+    pinned: str
+
+    @property
+    def failed(self) -> list[Finding]:
+        """The findings that do not hold."""
+        return [f for f in self.findings if not f.ok]
+
+
+def verify_with_pins(
+    folder: Path, public_key: str | None, pin_file: Path | None = None, regenerate: bool = True
+) -> ReleaseVerified:
+    """``sdgov verify-release``: every finding about ``folder`` against the key the reader gives (``public_key``, a
+    fingerprint or the key) or the one pinned in ``pin_file`` (default :func:`~sdgov.channel.pins.default_pin_file`)
+    for its registry — never the folder's own; the first release that verifies with a given key pins it. No key given
+    nor pinned, or not a release folder, is one line."""
+    from sdgov.channel.pins import default_pin_file, pin, trust
+
+    pins = pin_file or default_pin_file()
+    registry_id = registry_of(folder)
+    trusted = trust(registry_id, public_key, pins)
+    findings = verify_release(folder, trusted, regenerate=regenerate)
+    ok = all(f.ok for f in findings)
+    named = str(_json(folder / REGISTRY)["public_key"]) if trusted.pinned_now and ok else ""
+    pinned = pin(pins, registry_id, named) if named else ""
+    return ReleaseVerified(findings, trusted, pinned)
+
+
 def verify_release(folder: Path, trusted: Trust, regenerate: bool = True) -> list[Finding]:
     """Every finding about ``folder`` (see the module's docstring) against the ``trusted`` registry key; a bad folder
     is one ``SdgovError``."""

@@ -64,6 +64,7 @@ _WHERE = {
     "read_sample": "recordset",
     "records_of": "recordset",
     "sample_frame": "recordset",
+    "schema_mismatches": "mismatches",
     "source_columns": "duckdb_engine",
 }
 __all__ += [
@@ -79,6 +80,7 @@ __all__ += [
     "read_sample",
     "records_of",
     "sample_frame",
+    "schema_mismatches",
     "source_columns",
 ]
 __getattr__, _ = lazy_face(__name__, _WHERE)

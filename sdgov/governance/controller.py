@@ -464,22 +464,33 @@ def commit(registry: Registry, signer: str, private_key_file: str | Path) -> lis
     return events
 
 
-def init(registry: Registry, controller: str = "Data Controller") -> tuple[Path, bool, bool]:
+def init(
+    registry: Registry, controller: str = "Data Controller", readers: str | None = None
+) -> tuple[Path, bool, bool]:
     """``sdgov init``: write the default policy (an existing file is kept) and, in a registry that has no committed
     policy and no approvers registry yet, adopt it in the log — the bootstrap a standing-approval registry (the
-    demo, scheduled runs) needs. Returns (path, written now, adopted now). Once an approvers registry is in force,
-    a policy counts only through a controller's signed :func:`commit`."""
+    demo, scheduled runs) needs; ``readers``: the group whose members may read the registry's public parts (the log,
+    releases, the public key). Returns (path, written now, adopted now). Once an approvers registry is in force, a
+    policy counts only through a controller's signed :func:`commit`."""
     path, written = init_policy(registry.root, controller=controller)
     with registry.lock():
         state, in_force = committed(registry)
         sha = sha256_file(path)
-        if state[POLICY_FILE] or in_force is not None:
-            return path, written, False
-        registry.append_locked(
-            COMMIT_EVENTS[POLICY_FILE],
-            "sdgov",
-            "system",
-            comment=f"{POLICY_FILE} adopted by sdgov init ({path})",
-            artifacts={"file": POLICY_FILE, "sha256": sha, "previous_sha256": "", "adopted": INIT, POLICY_FILE: sha},
-        )
-    return path, written, True
+        adopted = not (state[POLICY_FILE] or in_force is not None)
+        if adopted:
+            registry.append_locked(
+                COMMIT_EVENTS[POLICY_FILE],
+                "sdgov",
+                "system",
+                comment=f"{POLICY_FILE} adopted by sdgov init ({path})",
+                artifacts={
+                    "file": POLICY_FILE,
+                    "sha256": sha,
+                    "previous_sha256": "",
+                    "adopted": INIT,
+                    POLICY_FILE: sha,
+                },
+            )
+    if readers:
+        registry.set_readers_group(readers)
+    return path, written, adopted

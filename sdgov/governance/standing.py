@@ -296,6 +296,51 @@ def write_pinned(
     return out
 
 
+@dataclass(frozen=True)
+class PinnedApproval:
+    """What ``sdgov approvals pin`` wrote into a standing approval (:meth:`shown`: as ``--json`` prints it), and
+    the data file it commits to."""
+
+    file: str
+    agreement_sha256: str
+    data_sha256_hmac: str
+    valid_until: dt.date
+    data_file: Path
+
+    def shown(self) -> dict[str, str]:
+        """The pin as ``--json`` prints it: the file, the agreement's hash, the data's commitment, the lapse date."""
+        return {
+            "file": self.file,
+            "agreement_sha256": self.agreement_sha256,
+            "data_sha256_hmac": self.data_sha256_hmac,
+            "valid_until": str(self.valid_until),
+        }
+
+
+def pin_standing(
+    registry: Registry, path: str | Path, spec: str | None, data: str | None, valid_until: str | None
+) -> PinnedApproval:
+    """``sdgov approvals pin``: write the agreement hash of ``spec``, the keyed commitment to its data (``data``, else
+    the spec's; the file is hashed, not parsed) and the lapse date ``valid_until`` (YYYY-MM-DD) into the standing
+    approval ``path``, its signatures cleared — each person then signs it again."""
+    from sdgov.agreement.load import load_spec
+
+    if not (spec and valid_until):
+        raise SdgovError(
+            "pinning needs the spec and a lapse date", "--spec/--valid-until", "e.g. --valid-until 2027-05-31"
+        )
+    try:
+        lapse = dt.date.fromisoformat(valid_until)
+    except ValueError:
+        raise SdgovError(f"{valid_until!r} is not a date", "--valid-until", "write it as YYYY-MM-DD") from None
+    loaded = load_spec(spec)
+    data_file = Path(data).resolve() if data else loaded.data_path
+    pin = data_commitment(registry, data_file, create=True)
+    sha = loaded.agreement.sha256()
+    write_pinned(path, path, sha, lapse, pin)
+    return PinnedApproval(str(path), sha, pin, lapse, data_file)
+
+
 def sign_standing(path: str | Path, registry: Registry, signer: str, private_key_file: str | Path) -> str:
     """``sdgov approvals sign``: append the signer's statement to the file's ``signatures`` (text appended, so
     comments and layout stay as the controller wrote them); return the token."""

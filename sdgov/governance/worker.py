@@ -205,3 +205,43 @@ def check_request(cfg: WorkerConfig, requested: dict[str, Any]) -> list[str]:
 
 def _norm(value: Any) -> str | None:
     return None if value in (None, "") else str(Path(str(value)).expanduser().resolve())
+
+
+def check_worker_config(config: str | Path) -> tuple[WorkerConfig, str, str]:
+    """The configuration, its sha256 and the registry id — after every check a run would make first: the registry
+    exists with its key, the controller files are as signed, each dataset's file and schema and each schedule's
+    spec are there, each schedule pins the data its standing approval pins. One line on the first problem
+    (``sdgov worker start``)."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.governance.controller import check_controller_files
+    from sdgov.governance.site import Site
+    from sdgov.governance.standing import load_approvals
+    from sdgov.registry import key
+
+    cfg, sha = load_worker_config(config)
+    registry = Site.resolve(cfg.registry).registry
+    registry.require_existing()
+    rid = registry.registry_id()
+    key.require(registry.keys, rid)
+    check_controller_files(registry)
+    for name, source in cfg.datasets.items():
+        for what, path in (("data", source.data), ("schema", source.schema_file)):
+            if not Path(path).is_file():
+                raise SpecError(f"dataset {name!r}: its {what} file is not there", path, "fix worker.yaml's datasets")
+    for s in cfg.schedules:
+        loaded = load_spec(s.spec)
+        if s.dataset not in cfg.datasets:
+            raise SpecError(
+                f"the schedule of {Path(s.spec).name} releases dataset {s.dataset!r}, which worker.yaml does not hold",
+                "worker.yaml: schedules",
+                "add it under datasets, or name one of them as the schedule's 'dataset'",
+            )
+        approvals = s.approvals or loaded.approvals_path
+        pinned = load_approvals(approvals).data_sha256_hmac if approvals else None
+        if s.data_sha256_hmac and pinned != s.data_sha256_hmac:
+            raise SpecError(
+                f"the schedule of {Path(s.spec).name} pins other data than its standing approval does",
+                "worker.yaml: schedules: data_sha256_hmac",
+                "pin the data the approval pins ('sdgov approvals pin' prints it)",
+            )
+    return cfg, sha, rid

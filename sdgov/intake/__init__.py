@@ -14,17 +14,25 @@ _WHERE = {
     "check_proposal": "inputs",
     "check_release_inputs": "inputs",
     "check_spec_and_data": "inputs",
+    "ReleaseProof": "prove",
+    "SpecValidated": "inputs",
+    "prove_release": "prove",
     "run_preflight": "preflight",
+    "validate_spec": "inputs",
     "validated_data": "inputs",
 }
 __all__ = [
     "CheckedProposal",
+    "ReleaseProof",
+    "SpecValidated",
     "check_governed_proposal",
     "check_inputs",
     "check_proposal",
     "check_release_inputs",
     "check_spec_and_data",
+    "prove_release",
     "run_preflight",
+    "validate_spec",
     "validated_data",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

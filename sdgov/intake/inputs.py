@@ -117,6 +117,31 @@ def check_spec_and_data(
     return loaded, data, plan
 
 
+@dataclass(frozen=True)
+class SpecValidated:
+    """What ``sdgov validate`` checked: the loaded spec, the data as checked, the privacy plan (the policy's, with a
+    registry) and the registry checked against (None: no controller's policy was applied)."""
+
+    loaded: LoadedSpec
+    data: ValidatedData
+    plan: PrivacyPlan
+    root: Path | None
+
+
+def validate_spec(site: Site, spec_path: str | Path, data_path: str | Path | None, root_given: bool) -> SpecValidated:
+    """``sdgov validate``: the checks a release makes before it starts, but for the standing approval — spec, schema,
+    data and every pre-flight check (:func:`check_spec_and_data`) — and, with a registry (``root_given``, or the
+    site's registry where it exists), the controller's files as last signed and its policy, as a release does."""
+    registry = site.registry
+    root = registry.root.resolve() if root_given or registry.is_registry() else None
+    loaded, data, plan = check_spec_and_data(spec_path, data_path, root)
+    if root is not None:  # what the release applies before its flow starts: the controller's files, then the policy
+        ag = loaded.agreement
+        check_controller_files(registry)
+        plan = check_plan_allowed(site, ag, data.fingerprint, ag.dataset_name, data.rows)
+    return SpecValidated(loaded, data, plan, root)
+
+
 def check_inputs(
     spec_path: str | Path,
     approvals_path: str | Path | None = None,

@@ -19,6 +19,7 @@ _WHERE = {
     "UtilitySummary": "summary",
     "build_report": "report",
     "radar": "plots",
+    "report_of_file": "file_report",
     "utility_summary": "summary",
     "write_report": "report",
 }
@@ -28,6 +29,7 @@ __all__ = [
     "UtilitySummary",
     "build_report",
     "radar",
+    "report_of_file",
     "utility_summary",
     "write_report",
 ]

@@ -17,7 +17,7 @@ CRASH = "test_crash_"  # tests/plugins: an installed plug-in's entry points
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "sdgov.flows.cli", "audit", *args, "--json"]
+    cmd = [sys.executable, "-m", "sdgov.commands", "audit", *args, "--json"]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 

@@ -11,14 +11,14 @@ import subprocess
 import sys
 import textwrap
 
-from sdgov.flows.cli import ENV_DEFAULTS
+from sdgov.commands import ENV_DEFAULTS
 from tests.conftest import REPO
 
 CHILD = textwrap.dedent(
     """
     import json, os
     from prefect import flow
-    from sdgov.flows.temporary_server import install, serving
+    from sdgov.flows.plumbing.temporary_server import install, serving
     from sdgov.tasks.executor import prefect_executors
     from tests.fixtures.pool_probes import sample_sha256, servers_started_here
 

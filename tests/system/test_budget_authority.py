@@ -45,7 +45,7 @@ def test_three_registries_on_one_file_draw_each_marginal_once_and_a_fourth_canno
     tmp_path, prefect_server, monkeypatch, capsys
 ):
     import sdgov.tasks.measure as measure_stage
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.flows.release import release_flow
 
     drawn: list[int] = []  # tables given fresh noise, per draw

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not CENSUS.exists(), reason="census extract not 
 
 
 def test_app1_release_meets_tvd_and_states_privacy_consistently(tmp_path, prefect_server):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     init_registry(tmp_path)
     buf = io.StringIO()

@@ -82,7 +82,7 @@ def write_inputs(dest: Path, generator: str = "pgm") -> Path:
 
 
 def release(spec: Path, root: Path) -> dict:
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
@@ -147,7 +147,7 @@ def test_the_card_draws_the_synthesis_graph_in_sampling_order(released):
 
 
 def test_a_release_whose_data_disagrees_with_a_lookup_is_refused_in_one_line(tmp_path, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     spec = write_inputs(tmp_path / "inputs")
     data = pd.read_csv(CENSUS, dtype=str, nrows=2000)
@@ -277,7 +277,7 @@ def test_a_split_release_measures_each_part_once_under_the_ledger_and_shows_both
     assert events2.count("measured") == [e.event for e in events].count("measured")
 
     # the standalone decomposability audit runs once per part, each on its own Φ and records: one verdict each
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     capsys.readouterr()
     gen = ["--generator", "independent", "--K", "7", "--rows", "5000", "--control", "none"]

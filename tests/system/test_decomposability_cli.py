@@ -13,7 +13,7 @@ def test_cli_json_contract_and_error_exit():
     cmd = [
         sys.executable,
         "-m",
-        "sdgov.flows.cli",
+        "sdgov.commands",
         "audit",
         "decomposability",
         "--spec",

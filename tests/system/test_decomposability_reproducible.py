@@ -21,7 +21,7 @@ def _audit(app: str, generator: str, params: str, coretype: str) -> dict:
     cmd = [
         sys.executable,
         "-m",
-        "sdgov.flows.cli",
+        "sdgov.commands",
         "audit",
         "decomposability",
         "--spec",

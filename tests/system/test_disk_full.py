@@ -53,7 +53,7 @@ def _fill(where: Path) -> Path:
 
 
 def test_a_full_disk_is_one_line_naming_the_file(small_disk, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     with small_disk("256k") as disk:
         root = init_registry(disk / "registry")

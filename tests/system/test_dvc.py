@@ -110,7 +110,7 @@ def test_dvc_repro_matches_the_flow_bit_for_bit(tmp_path, prefect_server):
 
 def test_stage_measure_exports_the_governed_draw_and_never_draws(tmp_path, capsys):
     """`sdgov stage measure` (what dvc.yaml calls) only exports ψ drawn by the flow under the ledger."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.registry.log import Registry
     from tests.conftest import draw_measurement, make_demo_inputs
 

@@ -1,4 +1,4 @@
-"""Malformed input through the real entry points (``python -m sdgov.flows.cli`` and the installed ``sdgov``
+"""Malformed input through the real entry points (``python -m sdgov.commands`` and the installed ``sdgov``
 script, each a fresh interpreter): exit 2, one line on stderr, nothing written. The same cases run in-process in
 tests/unit/intake/test_malformed_inputs.py."""
 
@@ -15,9 +15,9 @@ from tests.fixtures.inputs import Inputs, assert_refused, tree  # the fixture `i
 from tests.fixtures.malformed import BY_ID
 
 SUBPROCESS_CASES = [
-    ("schema-not-yaml", [sys.executable, "-m", "sdgov.flows.cli"]),
+    ("schema-not-yaml", [sys.executable, "-m", "sdgov.commands"]),
     ("data-wrong-type-text-for-integer-codes", [str(Path(sys.executable).with_name("sdgov"))]),
-    ("approvals-self-approval", [sys.executable, "-m", "sdgov.flows.cli"]),
+    ("approvals-self-approval", [sys.executable, "-m", "sdgov.commands"]),
 ]
 
 

@@ -19,7 +19,7 @@ import yaml
 
 import sdgov.flows.governed
 import sdgov.flows.schedule  # noqa: F401
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.identity.keys import keygen
 from sdgov.registry.log import Registry
 from sdgov.reporting.approver_summaries import hash_lines

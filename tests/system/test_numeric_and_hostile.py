@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry
 

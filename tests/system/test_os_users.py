@@ -44,7 +44,7 @@ NAME = "toyland_census"
 @pytest.fixture
 def cli(capsys):
     """``sdgov *argv`` in this process: the controller's account (root, the registry's owner)."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     def run(*argv: str) -> tuple[int, str, str]:
         capsys.readouterr()
@@ -75,7 +75,7 @@ def office(tmp_path_factory, prefect_server):
             os.chown(keys[name], users[name].uid, users[name].gid)
         spec = make_demo_inputs(base / "in", rows=400, generator={"name": "pgm", "iterations": 20})
         sign_standing_approval(spec, root, keys)
-        from sdgov.flows.cli import main
+        from sdgov.commands import main
         from sdgov.flows.release import release_flow
 
         old = os.umask(0o022)  # the controller's lax umask: the store must not depend on it

@@ -262,7 +262,7 @@ def test_the_known_all_but_one_attack_confirms_no_candidate(released_with_audits
 def test_the_controller_proves_which_data_a_release_came_from(released_with_audits, tmp_path, monkeypatch, capsys):
     """``sdgov registry prove``: the data file and the controller's secret open the card's commitments; a file that
     differs in one record does not; without the secret, one line and exit 2."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     result, root, spec = (released_with_audits[k] for k in ("result", "root", "spec"))
     data, schema = spec.parent / "data.csv", spec.parent / "schema.yaml"

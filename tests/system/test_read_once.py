@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from sdgov.agreement.load import load_spec
+from sdgov.commands import main
 from sdgov.data import encoding
-from sdgov.flows.cli import main
 from tests.conftest import init_registry, make_demo_inputs
 from tests.system.conftest import counting_encodes
 

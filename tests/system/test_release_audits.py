@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sdgov.base.errors import SdgovError
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs, tree_bytes
 from tests.fixtures.audit_settings import AUDIT

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from sdgov.budget.accounting import epsilon_of_rho
+from sdgov.commands import main
 from sdgov.data.encoding import encode
 from sdgov.data.schema import load_schema
-from sdgov.flows.cli import main
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, synthetic_rows
 

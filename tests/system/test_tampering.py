@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from sdgov.base.hashing import canonical_json, sha256_bytes, sha256_file
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry, make_demo_inputs

@@ -1,7 +1,7 @@
 """The temporary Prefect server an ``sdgov`` run starts dies with it: normal exit, SIGINT, SIGTERM and kill -9.
 
 Each case runs a real ``sdgov`` process that starts the temporary server the way ``sdgov demo``/``release`` do
-(:func:`sdgov.flows.temporary_server.install`), then ends it; the server process must be gone afterwards."""
+(:func:`sdgov.flows.plumbing.temporary_server.install`), then ends it; the server process must be gone afterwards."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from sdgov.flows.cli import ENV_DEFAULTS
+from sdgov.commands import ENV_DEFAULTS
 
 CHILD = textwrap.dedent(
     """
@@ -22,7 +22,7 @@ CHILD = textwrap.dedent(
     # Ctrl-C as at a terminal: a job started in the background (nohup, `&`, some CI runners) inherits SIGINT
     # ignored, and Python then never raises KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from sdgov.flows.temporary_server import install
+    from sdgov.flows.plumbing.temporary_server import install
     server = install()  # the four runs start side by side: each server's port is the kernel's choice of a free one
     server.start()
     print(server.server_process.pid, server.api_url, flush=True)

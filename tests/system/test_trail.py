@@ -7,7 +7,7 @@ import io
 import json
 import shutil
 
-from sdgov.flows.cli import main
+from sdgov.commands import main
 
 
 def _cli(*argv: str) -> tuple[int, str]:

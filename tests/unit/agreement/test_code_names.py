@@ -1,7 +1,7 @@
 """Code is named, not imported by path (issue 38 item 4), attacked through the real interfaces.
 
 A signed proposal once named ``sdgov.reporting.card:subprocess.getoutput``,
-``sdgov.audits.generator_protocol:importlib.import_module`` and ``sdgov.flows.cli.__main__:main`` as audit generators:
+``sdgov.audits.generator_protocol:importlib.import_module`` and ``sdgov.commands.__main__:main`` as audit generators:
 the worker imported and *called* them, and ``sdgov validate`` did too. Now a spec names generators and controls by
 registered name, looked up exactly: each of those strings is refused in one line (exit 2) before anything is
 imported or called — by ``sdgov validate`` and ``sdgov release`` (run as programs, watched by an audit hook and a
@@ -23,7 +23,7 @@ from tests.conftest import REPO, init_registry, make_demo_inputs
 ATTACKS = (
     "sdgov.reporting.card:subprocess.getoutput",
     "sdgov.audits.generator_protocol:importlib.import_module",
-    "sdgov.flows.cli.__main__:main",
+    "sdgov.commands.__main__:main",
 )
 WHERE = ("audit.generator", "audit.positive_control", "privacy_risk.generator")
 
@@ -35,7 +35,7 @@ import json, sys
 argvs = json.loads(sys.argv[1])
 seen = {"imports": [], "popen": 0, "calls": []}
 def hook(event, args):
-    if event == "import" and args[0] in ("sdgov.flows.cli.__main__",):
+    if event == "import" and args[0] in ("sdgov.commands.__main__",):
         seen["imports"].append(args[0])
     if event == "subprocess.Popen":
         seen["popen"] += 1
@@ -47,7 +47,7 @@ def profile(frame, what, arg):
             seen["calls"].append("getoutput")
         if code.co_name == "import_module" and not isinstance(frame.f_locals.get("name"), str):
             seen["calls"].append("import_module")
-from sdgov.flows.cli import main
+from sdgov.commands import main
 for argv in argvs:
     before = dict(seen, imports=list(seen["imports"]), calls=list(seen["calls"]))
     sys.setprofile(profile)
@@ -100,7 +100,7 @@ def test_each_attack_name_is_refused_before_anything_is_imported_or_called(tmp_p
 
 def test_a_wrapped_controls_base_is_code_too(tmp_path, capsys):
     """A leaky control's ``base`` generator (its params) is looked up like the generator itself."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     spec = make_demo_inputs(
         tmp_path, rows=600, privacy_risk={"generator": "copier", "generator_params": {"base": ATTACKS[0]}}

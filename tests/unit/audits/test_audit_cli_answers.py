@@ -13,7 +13,7 @@ import pytest
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
 from sdgov.agreement.sections.privacy_risk import RiskSettings
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from tests.conftest import make_demo_inputs
 
 # the men's Φ is their whole Region × Age × Health table: no dataset with those marginals differs from their records

@@ -186,7 +186,7 @@ FAST = [
 
 
 def test_cli_privacy_json_contract(tmp_path, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     spec = tiny_spec(tmp_path)
     out = tmp_path / "evidence.json"
@@ -224,7 +224,7 @@ def test_cli_privacy_json_contract(tmp_path, capsys):
 
 
 def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     spec = tiny_spec(tmp_path)
     rc = main(
@@ -254,7 +254,7 @@ def test_cli_privacy_third_party_generator_and_bad_path(tmp_path, capsys):
 def test_cli_refuses_an_unknown_part_before_reading_the_data(tmp_path, capsys):
     """A misspelt ``--parts`` is one line and exit 2 before the spec's data is read: the data path here does not
     exist, so an audit that read it first would answer with the missing file instead."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     spec = tiny_spec(tmp_path)
     missing = tmp_path / "no-such-data.csv"

@@ -295,7 +295,7 @@ def split_spec(tmp_path_factory) -> Path:
 
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     capsys.readouterr()
     code = main(list(argv))

@@ -130,8 +130,8 @@ def _card(s: PrivacyStatement) -> Card:
 
 def surfaces(s: PrivacyStatement) -> dict[str, str]:
     """The statement as every surface prints it."""
-    from sdgov.flows.cli.govern import approval_summary
-    from sdgov.flows.cli.registry import _privacy_lines
+    from sdgov.commands.decide import approval_summary
+    from sdgov.commands.registry import _privacy_lines
     from sdgov.registry.trail import render_text
 
     card = _card(s)

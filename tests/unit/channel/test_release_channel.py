@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from sdgov.channel.publish import publish_after_release
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.registry.log import Registry
 from tests.conftest import init_registry
 

@@ -22,8 +22,8 @@ from distributed import LocalCluster
 
 from sdgov.agreement.load import load_spec
 from sdgov.base.settings import DASK_SCHEDULER
+from sdgov.commands import main
 from sdgov.engines import dask_engine, engine
-from sdgov.flows.cli import main
 from tests.conftest import CENSUS, REPO
 
 APP3 = REPO / "examples" / "census2011" / "app3.yaml"

@@ -77,23 +77,23 @@ def test_a_shown_file_this_account_cannot_read_is_left_to_the_flow(governed, mon
 
 
 def test_approve_reports_only_a_decision_the_run_logged(governed) -> None:
-    from sdgov.flows.cli.govern import _not_ended, _taken
+    from sdgov.flows.pauses import decision_taken, not_ended
 
     registry, _ = governed
     p = pause(registry)
     with pytest.raises(SdgovError, match="no process took the decision within 1 s"):
-        _taken(registry, p.flow_run_id, p.nonce, 1)
+        decision_taken(registry, p.flow_run_id, p.nonce, 1)
     registry.append(
         "approval_refused", "Carl Controller", "unverified", comment="the nonce …", artifacts={"nonce": p.nonce}
     )
     with pytest.raises(SdgovError, match="the run refused the decision: the nonce"):
-        _taken(registry, p.flow_run_id, p.nonce, 1)
+        decision_taken(registry, p.flow_run_id, p.nonce, 1)
     q = pause(registry, attempt=2)
-    taken = registry.append("release_approved", "Carl Controller", "controller", artifacts={"nonce": q.nonce})
-    assert _taken(registry, q.flow_run_id, q.nonce, 1) == taken
+    event = registry.append("release_approved", "Carl Controller", "controller", artifacts={"nonce": q.nonce})
+    assert decision_taken(registry, q.flow_run_id, q.nonce, 1) == event
     decisions.record_run_ended(registry, "fr-9", "the worker restarted")
     with pytest.raises(SdgovError, match="logged this run as ended"):
-        _not_ended(registry, "fr-9")
+        not_ended(registry, "fr-9")
 
 
 def test_a_full_disk_is_one_error_naming_the_file(tmp_path: Path, monkeypatch) -> None:
@@ -147,7 +147,7 @@ time.sleep(600)
 """
 CHILD = """
 import sys, time
-from sdgov.flows.worker_runs import die_with_worker
+from sdgov.flows.plumbing.worker_runs import die_with_worker
 die_with_worker(sys.argv[1], "fr-orphan")
 print("watching", flush=True)
 time.sleep(600)

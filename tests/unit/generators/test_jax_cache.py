@@ -77,7 +77,7 @@ def test_the_cache_is_on_by_default_in_the_users_cache_dir_and_off_when_set_empt
 def test_a_model_compiled_by_one_sdgov_process_is_loaded_by_the_next(tmp_path):
     """``sdgov validate`` compiles the spec's model in its dry run; the next command (here validate again, as
     ``release`` would) loads it instead of compiling it again. Without one hash seed for every ``sdgov`` process
-    (:func:`sdgov.flows.cli.fixed_hash_seed`) mbi traces a star-shaped Φ into a different program in each process
+    (:func:`sdgov.commands.fixed_hash_seed`) mbi traces a star-shaped Φ into a different program in each process
     and the cache never serves it."""
     from tests.conftest import make_demo_inputs
 

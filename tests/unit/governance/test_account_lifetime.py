@@ -32,7 +32,7 @@ NAME = "toyland_census"
 
 
 def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     capsys.readouterr()
     code = main(list(argv))

@@ -116,7 +116,7 @@ def test_the_approvers_file_location_is_the_configurations_and_its_own_commit(tm
 
 
 def test_sdgov_release_refuses_in_one_line_while_a_controller_file_is_unsigned(tmp_path, capsys) -> None:
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from tests.conftest import make_demo_inputs
 
     spec = make_demo_inputs(tmp_path / "in", rows=200)
@@ -135,7 +135,7 @@ def _tree(root) -> dict[str, bytes]:
 
 def test_registry_verify_flags_an_unsigned_edit_of_the_approvers_that_release_refuses(tmp_path, capsys) -> None:
     """One verification (issue 24): what stops a release, verify reports — it said ok before."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     root = tmp_path / "registry"
     controller_registry(root, tmp_path / "keys")
@@ -154,7 +154,7 @@ def test_registry_verify_flags_an_unsigned_edit_of_the_approvers_that_release_re
 def test_a_symlinked_policy_is_refused_before_a_release_writes_anything(tmp_path, capsys) -> None:
     """The link points at the very bytes the controller signed: the hashes match, but a link can be re-pointed at
     will; before, the release wrote codes.parquet and two agreement_signed events, then its spend crashed."""
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from tests.conftest import make_demo_inputs
     from tests.governance import sign_standing_approval
 

@@ -235,7 +235,7 @@ def test_a_decision_rewritten_by_the_registry_key_holder_fails_verify_and_stops_
 
     from sdgov.base.errors import SdgovError
     from sdgov.base.hashing import canonical_json, sha256_bytes
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.governance.controller import check_controller_files
     from sdgov.registry import key as registry_key
     from sdgov.registry.log import EVENT_DOMAIN

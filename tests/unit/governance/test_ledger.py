@@ -154,7 +154,7 @@ def test_a_registry_without_policy_refuses_every_release(tmp_path):
 
 
 def test_release_command_without_policy_prints_one_line_and_writes_nothing(tmp_path, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     spec, root = spec_at(tmp_path, 1), tmp_path / "registry"
     assert main(["release", "--spec", str(spec), "--root", str(root)]) == 2
@@ -202,7 +202,7 @@ def test_the_controllers_sigma_floor_raises_sigma(tmp_path):
 
 
 def test_init_writes_a_loadable_default_policy_once(tmp_path, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.governance.policy import load_policy
 
     root = tmp_path / "reg"

@@ -137,7 +137,7 @@ def test_the_data_pin_refuses_other_data_before_it_is_parsed(governed, tmp_path:
     changed by one byte, is refused; the pin is no unkeyed hash of the data; the approval is signed over it."""
     import hashlib
 
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.registry import commitment
 
     reg, keys = governed
@@ -173,7 +173,7 @@ def test_a_sandbox_registry_records_typed_names_as_unverified(tmp_path: Path) ->
 
 
 def test_the_sign_command_signs_and_refuses_a_stranger_in_one_line(governed, tmp_path: Path, capsys) -> None:
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     reg, keys = governed
     path = _approval(tmp_path / "approvals.yaml")
@@ -209,7 +209,7 @@ def test_every_signature_leaves_yaml_the_next_signer_reads(governed, tmp_path: P
 
 
 def test_signing_a_lapsed_approval_is_refused_in_one_line(governed, tmp_path: Path, capsys) -> None:
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     reg, keys = governed
     path = _approval(tmp_path / "approvals.yaml", valid_until="2020-01-31")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.governance.worker import check_request, load_worker_config, schedule_parameters
 
 
@@ -73,7 +73,7 @@ def test_a_proposal_naming_code_by_anything_but_a_registered_name_is_refused():
         ("privacy_risk.generator", {"privacy_risk": {"generator": "x"}}),
         ("audit.generator", {"audit": {"generator": "sdgov.reporting.card:subprocess.getoutput"}}),
         ("privacy_risk.generator_params.base", {"privacy_risk": {"generator_params": {"base": "os:system"}}}),
-        ("audit.generator", {"sections": {"audit": {"generator": "sdgov.flows.cli.__main__:main"}}}),
+        ("audit.generator", {"sections": {"audit": {"generator": "sdgov.commands.__main__:main"}}}),
     ]:
         with pytest.raises(SpecError) as err:
             check_named_code(spec)

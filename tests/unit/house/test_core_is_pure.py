@@ -1,4 +1,4 @@
-"""The core (``sdgov/`` outside the mapped flows/tasks/cards) never imports Prefect.
+"""The core (``sdgov/`` outside the mapped commands/flows/tasks/cards) never imports Prefect.
 
 Each core module is imported in a fresh interpreter where ``prefect`` cannot be imported at all, so an indirect
 import through a third module fails just as a direct one does. The module list is walked from the files, so a new
@@ -13,7 +13,7 @@ import sys
 
 from tests.conftest import REPO
 
-MAPPED = ("sdgov.flows", "sdgov.tasks", "sdgov.cards")  # installed into the namespace from flows/, tasks/, cards/
+MAPPED = ("sdgov.commands", "sdgov.flows", "sdgov.tasks", "sdgov.cards")  # installed from commands/, flows/, …
 
 _CHILD = """
 import importlib, importlib.abc, json, sys, traceback

@@ -1,7 +1,8 @@
-"""The import graph of the house: no cycles, stages independent of each other, the core never reaching up.
+"""The import graph of the house: no cycles, stages independent of each other, the core never reaching up, each floor
+above it importing only the floors below (nothing imports a command).
 
-Built from the source with ``ast`` (nothing is imported), over ``sdgov/`` plus ``flows/``, ``tasks/``, ``cards/``
-under the names they install as (``flows/cli/__init__.py`` is ``sdgov.flows.cli``). Imports inside functions
+Built from the source with ``ast`` (nothing is imported), over ``sdgov/`` plus ``commands/``, ``flows/``, ``tasks/``,
+``cards/`` under the names they install as (``commands/__init__.py`` is ``sdgov.commands``). Imports inside functions
 count: they run too, and a lazy import is how a cycle hides. Imports under ``if TYPE_CHECKING:`` do not, as they
 never run.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.fixtures.house import MAPPED, ROOMS, module_files, room_of
+from tests.fixtures.house import FLOORS, ROOMS, floor_of, module_files, room_of
 
 # The stages' shared toolkit (logger, provenance record), not a stage: every stage may import it.
 STAGE_TOOLKIT = {"sdgov.tasks", "sdgov.tasks.common", "sdgov.tasks.executor"}  # shared stage plumbing, not stages
@@ -117,17 +118,18 @@ def _is_stage(module: str) -> bool:
 
 
 def _is_core(module: str) -> bool:
-    return not module.startswith(tuple(MAPPED.values()))
+    """A module of the core's rooms (``sdgov.cards`` among them: templates the core reads as package data)."""
+    return floor_of(module) is None
 
 
 def _is_orchestration(module: str) -> bool:
-    """Flows and stages; ``sdgov.cards`` holds only templates, which the core reads as package data."""
-    return module.startswith(("sdgov.flows", "sdgov.tasks"))
+    """A module on a floor above the core: a command, a flow, the plumbing or a stage."""
+    return floor_of(module) is not None
 
 
 def test_the_graph_sees_the_house() -> None:
     graph = import_graph()
-    assert "sdgov.flows.cli" in graph and "sdgov.tasks.generate" in graph and "sdgov.registry.log" in graph
+    assert "sdgov.commands" in graph and "sdgov.tasks.generate" in graph and "sdgov.registry.log" in graph
     assert "sdgov.governance.site" in graph["sdgov.tasks.agree_phi"]  # absolute imports resolve to modules
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
 
@@ -143,10 +145,53 @@ def test_no_stage_imports_another_stage() -> None:
     assert bad == [], "stages importing stages:\n" + "\n".join(bad)
 
 
-def test_the_core_never_imports_flows_or_stages() -> None:
+def test_the_core_never_imports_commands_flows_or_stages() -> None:
     graph = import_graph()
     bad = sorted(f"{m} → {t}" for m in graph if _is_core(m) for t in graph[m] if _is_orchestration(t))
-    assert bad == [], "core importing flows/tasks:\n" + "\n".join(bad)
+    assert bad == [], "core importing commands/flows/plumbing/tasks:\n" + "\n".join(bad)
+
+
+def _off_the_floors(graph: dict[str, set[str]]) -> list[str]:
+    """Each edge from a module to a floor the table (``FLOORS``) does not place below the module's own (the core:
+    none), as a line — a command imported by anything but a command among them."""
+    bad = []
+    for module, targets in graph.items():
+        floor = floor_of(module)
+        for target in targets:
+            other = floor_of(target)
+            if other is not None and other != floor and (floor is None or other not in FLOORS[floor]):
+                bad.append(f"{module} ({floor or 'core'}) → {target} ({other})")
+    return sorted(bad)
+
+
+def test_the_floor_check_catches_a_command_imported_below_it() -> None:
+    """The positive control: the core, a flow or the plumbing importing a command is caught, and so are the plumbing
+    importing a flow and a command importing a stage; a command importing a flow, the plumbing or the core is not."""
+    graph = {
+        "sdgov.governance.site": {"sdgov.commands.approve"},
+        "sdgov.flows.governed": {"sdgov.commands._common", "sdgov.flows.plumbing.pending"},
+        "sdgov.flows.plumbing.prefect_api": {"sdgov.commands", "sdgov.flows.release"},
+        "sdgov.commands.approve": {"sdgov.flows.plumbing.prefect_api", "sdgov.governance.site", "sdgov.flows.governed"},
+        "sdgov.commands.stage": {"sdgov.tasks.generate", "sdgov.flows.dvc_stages"},
+    }
+    assert _off_the_floors(graph) == [
+        "sdgov.commands.stage (commands) → sdgov.tasks.generate (tasks)",
+        "sdgov.flows.governed (flows) → sdgov.commands._common (commands)",
+        "sdgov.flows.plumbing.prefect_api (plumbing) → sdgov.commands (commands)",
+        "sdgov.flows.plumbing.prefect_api (plumbing) → sdgov.flows.release (flows)",
+        "sdgov.governance.site (core) → sdgov.commands.approve (commands)",
+    ]
+
+
+def test_each_floor_imports_only_the_floors_below_it() -> None:
+    """The floors' table (``FLOORS`` in tests/fixtures/house.py): the commands may import the flows, the plumbing and
+    the core (a stage only through a flow's use case), and no module outside the commands imports one; a flow
+    imports the plumbing, the stages and the core; the plumbing and the stages import only the core. Type hints obey
+    it too."""
+    graph = import_graph()
+    assert {"sdgov.commands", "sdgov.flows.plumbing.prefect_api", "sdgov.flows.release"} <= set(graph)
+    bad = _off_the_floors(graph) + _off_the_floors(import_graph(type_only=True))
+    assert bad == [], "imports that reach up or sideways between floors:\n" + "\n".join(sorted(set(bad)))
 
 
 def test_every_core_module_has_a_room() -> None:

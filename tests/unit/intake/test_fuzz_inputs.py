@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from sdgov.base.errors import MAX_LINE
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from tests.fixtures.inputs import Inputs, tree
 
 LIMIT_S = 10

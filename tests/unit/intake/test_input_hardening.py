@@ -19,10 +19,10 @@ import yaml
 
 from sdgov.base.errors import MAX_LINE, DataError, PreflightError, SchemaError, SpecError
 from sdgov.base.loading import parse_yaml
+from sdgov.commands import main
 from sdgov.data.encoding import encode
 from sdgov.data.schema import Schema, load_schema
 from sdgov.engines import load_encoded
-from sdgov.flows.cli import main
 from sdgov.generators.registry import GENERATORS
 from sdgov.intake.inputs import check_spec_and_data
 from tests.fixtures.inputs import Inputs

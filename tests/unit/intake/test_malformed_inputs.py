@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from tests.fixtures.inputs import ROWS, Inputs, assert_refused, tree
 from tests.fixtures.malformed import (
     APPROVAL_CASES,

@@ -148,7 +148,7 @@ def test_the_card_draws_selected_forced_and_dropped_edges_and_the_budget_share()
 def test_a_spec_whose_phi_differs_from_its_reviewed_selection_is_refused_before_any_draw(tmp_path, capsys):
     import yaml
 
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from tests.conftest import make_demo_inputs
 
     spec = make_demo_inputs(tmp_path, rows=300)
@@ -166,7 +166,7 @@ def test_a_spec_whose_phi_differs_from_its_reviewed_selection_is_refused_before_
 
 
 def test_review_without_select_is_one_line(capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     assert main(["propose", "--review", "--spec", "draft.yaml", "--as", "Ada Analyst"]) == 2
     err = capsys.readouterr().err

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sdgov.base.errors import RegistryError, SdgovError
-from sdgov.flows.cli import main
+from sdgov.commands import main
 from sdgov.identity import keys
 from sdgov.registry import checkpoint
 from sdgov.registry import key as registry_key
@@ -223,7 +223,7 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_the_log_whole(tmp_pa
 
     from sdgov.base.atomic import atomic_write_bytes
     from sdgov.base.errors import DiskFull
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     root = tmp_path / "registry"
     reg = _registry(root)

@@ -54,7 +54,7 @@ def test_generate_input_has_no_way_to_name_the_data():
 
 def test_generate_stage_never_opens_the_raw_data(tmp_path, capsys):
     from sdgov.agreement.load import load_spec
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
     from sdgov.tasks.generate import generate
     from tests.conftest import draw_measurement, make_demo_inputs
 

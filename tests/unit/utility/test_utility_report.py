@@ -267,7 +267,7 @@ def test_census_examples_declare_the_paper_tasks():
 
 
 def _cli(argv, capsys):
-    from sdgov.flows.cli import main
+    from sdgov.commands import main
 
     rc = main(argv)
     out = capsys.readouterr()
