@@ -275,8 +275,8 @@ def kill_tree(pid: int) -> None:
 
 def run_release(spec: Path, root: Path, workdir: Path, timeout: float | None) -> dict[str, object]:
     """``sdgov release --spec … --root … --json`` in a subprocess, as an operator runs it: its own PREFECT_HOME and
-    budget authority, analytics off. Each stderr line is stamped with the time it arrived: the stage log lines give every stage's
-    window even when the run fails before the card (whose stage records are used when it succeeds)."""
+    budget authority, analytics off. Each stderr line is stamped with the time it arrived: the stage log lines give
+    every stage's window even when the run fails before the card (whose stage records are used when it succeeds)."""
     env = {
         **os.environ,
         "PREFECT_HOME": str(workdir / "prefect"),
