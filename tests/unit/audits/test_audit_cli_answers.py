@@ -142,7 +142,7 @@ def test_in_a_release_a_test_with_nothing_to_test_is_a_warning_row_not_a_crash(t
     context = SimpleNamespace(
         agreement=loaded.agreement,
         schema=loaded.schema_,
-        confidential_sample=lambda rows, seed: codes,
+        confidential_sample=lambda rows, seed, columns=None: codes if columns is None else codes[columns],
         executor_for=executor_for,
         log=lines.append,
     )

@@ -174,6 +174,9 @@ def test_the_privacy_audit_pool_is_the_same_sample_from_the_file_or_from_memory(
     assert len(pool) == 1000 and pool.equals(sample_frame(real, 1000, seed=0))
     assert from_file._confidential is None, "the other records were never loaded"
     assert context().confidential_sample(5000, seed=0).equals(real), "up to the limit: every record"
+    two = list(real.columns[:2])  # an audit reads only its agreement's columns: the same records
+    assert context().confidential_sample(1000, seed=0, columns=two).equals(pool[two])
+    assert context().confidential_sample(5000, seed=0, columns=two).equals(real[two])
 
 
 def test_the_decomposability_test_builds_its_extremal_datasets_from_a_bounded_pool():
