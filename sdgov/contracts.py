@@ -16,7 +16,7 @@ from sdgov.agreement.spec import AgreedSplit, Agreement
 from sdgov.base.clock import utcnow
 from sdgov.base.errors import RegistryError, SpecError
 from sdgov.base.hashing import sha256_file
-from sdgov.base.model import Frozen
+from sdgov.base.model import Frozen, unstated_at_default
 from sdgov.generators.settings import GeneratorSpec
 from sdgov.governance.signoff import SignOff
 
@@ -201,9 +201,7 @@ class GenerateInput(Frozen):
     seed: int
     out_dir: str
     split: AgreedSplit | None = Field(default=None, exclude_if=lambda v: v is None)  # one model per part
-    engine: Literal["duckdb", "dask"] = Field(  # dask: the sample's parts run on its cluster
-        default="duckdb", exclude_if=lambda v: v == "duckdb"
-    )
+    engine: Literal["duckdb", "dask"] = unstated_at_default("duckdb")  # dask: the sample's parts run on its cluster
 
 
 class Generated(Frozen):

@@ -6,7 +6,9 @@ cannot change after validation. ``Strict`` for the few models that are built up 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 
@@ -16,6 +18,13 @@ class Strict(BaseModel):
 
 class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def unstated_at_default(default: Any, **field: Any) -> Any:
+    """A field added to a model that is written and hashed after some of it already was: left out of the dump while
+    it holds ``default``, so every earlier pre-registered section keeps its hash, and written (and hashed) once set
+    to anything else. The default is named once, so the two cannot drift apart."""
+    return Field(default, exclude_if=lambda v: v == default, **field)
 
 
 def line_errors(exc: ValidationError, *prefix: str | int) -> list[InitErrorDetails]:

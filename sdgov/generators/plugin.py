@@ -11,9 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
-
-from sdgov.base.model import Frozen
+from sdgov.base.model import Frozen, unstated_at_default
 from sdgov.data.schema import Clique
 from sdgov.data.structures import ZeroCells
 from sdgov.generators.model import CliqueModel
@@ -30,9 +28,8 @@ FitWithZeros = Callable[["MeasurementSet", "GeneratorSpec", Sequence[ZeroCells]]
 class InferenceParams(Frozen):
     """The own parameters of a generator that can fit approximately (``approximate=True``): how it infers."""
 
-    inference: Literal["auto", "exact", "approximate"] = Field(
-        default="auto",
-        exclude_if=lambda v: v == "auto",  # absent: same hash as before
+    inference: Literal["auto", "exact", "approximate"] = unstated_at_default(  # absent: same hash as before
+        "auto",
         description="'auto' resolves to approximate when the junction tree exceeds the domain limit "
         "(limits.max_model_cells) or the exact-inference limit (limits.max_exact_cells)",
     )

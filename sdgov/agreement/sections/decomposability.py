@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, PositiveInt, field_validator
 
 from sdgov.agreement.code_names import validated_name
-from sdgov.base.model import Frozen
+from sdgov.base.model import Frozen, unstated_at_default
 
 MAX_K = 1_000  # 4·K generator fits (plus as many for the positive control): 2^40 would never end
 MAX_ROWS = 1_000_000_000
@@ -42,9 +42,8 @@ class DecomposabilitySettings(Frozen):
         None, le=MAX_ROWS, description="synthetic rows per fit; default 10 × the records of D*"
     )
     seed: int = Field(0, ge=0, lt=2**63)
-    population_rows: PositiveInt = Field(
+    population_rows: PositiveInt = unstated_at_default(  # unset, it leaves the pre-registered settings' hash unchanged
         POPULATION_ROWS,
-        exclude_if=lambda v: v == POPULATION_ROWS,  # unset, it leaves the pre-registered settings' hash unchanged
         description="confidential records the extremal datasets are built from: all of them up to this many, a "
         "fixed uniform sample beyond (the test is of the generator: at census scale, 10 × 55M rows per fit would "
         "never end, and the sample's Φ marginals serve as well)",

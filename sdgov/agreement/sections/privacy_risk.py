@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from sdgov.agreement.code_names import validated_name
-from sdgov.base.model import Frozen
+from sdgov.base.model import Frozen, unstated_at_default
 
 FEATURE_SETS = ("naive", "hist", "corr", "query")
 PARTS = ("mia", "one_run", "memorisation", "beyond_phi", "disclosure", "canary")  # sdgov.audits.privacy.registry
@@ -82,35 +82,29 @@ class RiskSettings(Frozen):
     memorisation_synth_factor: int = Field(
         50, ge=1, description="synthetic rows per training record (50: a 2 % memoriser caught on App 1, 70 non-Φ dims)"
     )
-    beyond_phi_rows: int = Field(
+    beyond_phi_rows: int = unstated_at_default(  # new fields at their defaults leave a section's hash as it was
         10_000,
         ge=10,
-        exclude_if=lambda v: (
-            v == 10_000
-        ),  # new fields at their defaults leave a pre-registered section's hash as it was
         description="training records of the interactions-beyond-Φ check's one fit (at most the reference data); "
         "equal to memorisation_rows (the default), it is memorisation's first fit",
     )
-    beyond_phi_synth_rows: int = Field(
+    beyond_phi_synth_rows: int = unstated_at_default(
         4_000_000,
         ge=100,
-        exclude_if=lambda v: v == 4_000_000,
         description="synthetic records sampled from that fit (post-processing: more rows, sharper interactions; 4M "
         "since issue 37's third pass: App 2's 2 % unseeded blend caught 10/10 against 3/10 at 1M, App 3's check "
         "+4 CPU-s)",
     )
-    beyond_phi_sets: int = Field(
+    beyond_phi_sets: int = unstated_at_default(
         20,
         ge=10,
-        exclude_if=lambda v: v == 20,
         description="independent sample sets the beyond-Φ check draws those records as (its sign-flip test's units: "
         "the null is read from the output's own spread, whatever the generator's sampler; ≥ 10, so that 2^(S−1) "
         "flips resolve the fail level)",
     )
-    beyond_phi_bootstrap: int = Field(
+    beyond_phi_bootstrap: int = unstated_at_default(
         199,
         ge=19,
-        exclude_if=lambda v: v == 199,
         description="random sign flips of the sets' residuals drawn for the beyond-Φ p-value (it resolves to "
         "1/(B + 1): 199 lets the policy fail at 0.005, beyond every flip)",
     )
@@ -122,24 +116,21 @@ class RiskSettings(Frozen):
         "checks (training, holdout, independent sample); default a third of the "
         "reference data, at most 25,000",
     )
-    verbatim_rounds: int = Field(
+    verbatim_rounds: int = unstated_at_default(
         16,
         ge=0,
-        exclude_if=lambda v: v == 16,
         description="fits of the verbatim-copy test, each on train_rows records with as many held out (0: off; its "
         "power grows with the distinct copied records, i.e. with the rounds; see sdgov.audits.privacy.disclosure)",
     )
-    verbatim_samples: int = Field(
+    verbatim_samples: int = unstated_at_default(
         25,
         ge=1,
-        exclude_if=lambda v: v == 25,
         description="synthetic sets of train_rows rows sampled from each verbatim-copy fit (a copy recurs in each)",
     )
-    verbatim_flag_level: float = Field(
+    verbatim_flag_level: float = unstated_at_default(
         0.01,
         gt=0,
         lt=1,
-        exclude_if=lambda v: v == 0.01,
         description="a record is over-represented when P[Poisson(e) ≥ its count] is at most this, e the count the "
         "output's own Φ tables predict (calibration does not depend on it: the holdout baseline does that)",
     )
@@ -147,10 +138,9 @@ class RiskSettings(Frozen):
     dcr_sample: int = Field(5000, ge=10)
     n_jobs: int = Field(2, description="parallel workers for attack trials (joblib; -1: all cores)")
     seed: int = Field(0, ge=0)
-    population_rows: int = Field(
+    population_rows: int = unstated_at_default(
         POPULATION_ROWS,
         ge=100,
-        exclude_if=lambda v: v == POPULATION_ROWS,  # unset, it leaves the pre-registered settings' hash unchanged
         description="confidential records the audit draws its shadow datasets, targets and canaries from: all of "
         "them up to this many, a fixed uniform sample beyond (it simulates the mechanism on datasets of train_rows "
         "records: a larger pool changes nothing but the memory, 4 bytes per cell)",
@@ -260,10 +250,10 @@ class RiskPolicy(Frozen):
     attribute: AttributePolicy = AttributePolicy()
     exact_matches: ExactMatchPolicy = ExactMatchPolicy()
     memorisation: MemorisationPolicy = MemorisationPolicy()
-    beyond_phi: BeyondPhiPolicy = Field(BeyondPhiPolicy(), exclude_if=lambda v: v == BeyondPhiPolicy())
+    beyond_phi: BeyondPhiPolicy = unstated_at_default(BeyondPhiPolicy())
     dcr: DCRPolicy = DCRPolicy()
     small_cells: SmallCellPolicy = SmallCellPolicy()
-    verbatim: VerbatimPolicy = Field(VerbatimPolicy(), exclude_if=lambda v: v == VerbatimPolicy())
+    verbatim: VerbatimPolicy = unstated_at_default(VerbatimPolicy())
 
 
 class PrivacyRiskSettings(Frozen):

@@ -40,7 +40,7 @@ from pydantic import Field
 import sdgov.base.opendp_lite as dp
 from sdgov.agreement.spec import SelectionSpec
 from sdgov.base.errors import SpecError
-from sdgov.base.model import Frozen
+from sdgov.base.model import Frozen, unstated_at_default
 from sdgov.data.schema import Clique
 
 if TYPE_CHECKING:  # scipy.cluster costs 0.4-0.6 s to import: only a selection's rounds load it
@@ -100,7 +100,7 @@ class Proposal(Frozen):
     excluded: list[list[str]]
     over_cell_limit: list[list[str]]
     budget: SelectionBudget
-    score: str = Field(default=MST_SCORE, exclude_if=lambda v: v == MST_SCORE)  # what ``noisy_score`` measures
+    score: str = unstated_at_default(MST_SCORE)  # what ``noisy_score`` measures
     aim_rounds: list[AimRound] = Field(default_factory=list, exclude_if=lambda v: not v)
 
     @property
