@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from sdgov.audits.privacy.base import GeneratorRef, seed_of
+from sdgov.audits.privacy.base import GeneratorRef, record_keys, seed_of
 from sdgov.audits.privacy.part import FitRequest, PrivacyPart
 from sdgov.audits.privacy.planner import fit_all
 from sdgov.audits.privacy.policy import PolicyCheck, level_of
@@ -239,7 +239,7 @@ def not_run_reason(
 
 def set_cells(records: np.ndarray, *, sizes: list[int]) -> np.ndarray:
     """A sample set's records as cells of the joint (int32: App 3's 1.56M cells), kept as the set is drawn."""
-    return np.ravel_multi_index(tuple(records.T), sizes).astype(np.int32 if math.prod(sizes) < 2**31 else np.int64)
+    return record_keys(records, sizes).astype(np.int32 if math.prod(sizes) < 2**31 else np.int64)
 
 
 def _check_of_sets(
