@@ -188,11 +188,26 @@ def serving(server: GuardedServer | None) -> Iterator[None]:
         yield
         return
     server.start()
-    with (
-        environment_variable("PREFECT_API_URL", server.api_url),
-        temporary_settings(updates={PREFECT_API_URL: server.api_url}),
-    ):
+    with _process_wide_api_url(server.api_url), temporary_settings(updates={PREFECT_API_URL: server.api_url}):
         yield
+
+
+@contextlib.contextmanager
+def _process_wide_api_url(url: str) -> Iterator[None]:
+    """``PREFECT_API_URL`` in the environment and in Prefect's process-global settings, both restored afterwards.
+
+    ``temporary_settings`` reaches only the threads that copy the caller's context. Prefect's own background
+    threads (the task-run waiter of a process-pool task runner, the events worker) start with an empty context and
+    read the global settings, built when Prefect was imported: with no URL there, each started a second temporary
+    server of its own (~200 MB resident for the rest of the run, and the events it carried went there)."""
+    from prefect.context import refresh_global_settings_context
+
+    try:
+        with environment_variable("PREFECT_API_URL", url):
+            refresh_global_settings_context()
+            yield
+    finally:
+        refresh_global_settings_context()
 
 
 class BackgroundStart(threading.Thread):

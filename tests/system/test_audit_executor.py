@@ -37,7 +37,9 @@ CHILD = textwrap.dedent(
 
     with serving(server):  # as `sdgov release` runs its flow
         out = audit_like()
-    print(json.dumps({**out, "server": server.api_url, "pid": os.getpid(), "env": os.getenv("PREFECT_API_URL")}))
+    here = servers_started_here()  # Prefect's own threads (the task-run waiter's) found the run's server too
+    print(json.dumps({**out, "server": server.api_url, "pid": os.getpid(), "env": os.getenv("PREFECT_API_URL"),
+                      "servers_here": here}))
     """
 )
 
@@ -52,5 +54,6 @@ def test_process_pool_workers_use_the_runs_temporary_server(tmp_path):
     assert out["api"] == [out["server"]] * 4  # every worker was pointed at the run's own server
     assert out["env"] is None  # and the run's environment is restored afterwards
     assert out["servers"] == [0] * 4  # after running task runs, no worker had started a server of its own
+    assert out["servers_here"] == 0  # nor the run's own process, from a thread outside the flow's context
     two_workers, one_worker = out["sample"]
     assert two_workers == one_worker  # parts drawn concurrently, finishing in any order: the same bytes
