@@ -59,7 +59,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis
+from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis, marginal_counts
 from sdgov.audits.decomposability.beta_star import SetSelection, select_sets
 from sdgov.audits.decomposability.moves import (
     MovePool,
@@ -136,7 +136,7 @@ def _seeds(seed: int, label: str, k: int) -> list[int]:
     return [int(s.generate_state(1, np.uint32)[0]) for s in ss.spawn(k)]
 
 
-def _sample(
+def _fit_counts(
     factory: Factory,
     gen_name: str,
     theta: ThetaSpace,
@@ -144,19 +144,23 @@ def _sample(
     recs: pd.DataFrame,
     w: np.ndarray,
     n: int,
+    marginals: list[tuple[str, ...]],
     seed: int,
-) -> pd.DataFrame:
-    """One fit on weighted records and one seeded sample of ``n`` rows, as compact cell indices (the basis features
-    are computed where the basis is: an explicit basis of Φ⊥ is far larger than a sample to send)."""
+) -> list[np.ndarray]:
+    """One fit on weighted records and one seeded sample of ``n`` rows, returned as the sample's counts on the
+    basis's ``marginals`` (:func:`~sdgov.audits.decomposability.basis.marginal_counts`): all the features read of it,
+    and what a worker sends back instead of the sample (at census scale a batch of 1M-record samples, held together
+    in the audit's process, was its memory peak: issue 37)."""
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
     fit_generator(gen, recs, w, seed, where=gen_name)
     df = sample_generator(gen, n, seed ^ 0x5EED, theta.domain, where=gen_name)
-    return df[theta.attributes].astype(np.int16 if max(theta.shape) <= 2**15 else np.int32)
+    counts = marginal_counts(df, marginals, theta.domain)
+    return [c.astype(np.int32) if n < 2**31 else c for c in counts]
 
 
-def _sample_by_path(gen_name: str, *args: Any) -> pd.DataFrame:
+def _fit_counts_by_path(gen_name: str, *args: Any) -> list[np.ndarray]:
     """Executor entry point: the generator is looked up by its registered name wherever the fit runs."""
-    return _sample(load_generator(gen_name), gen_name, *args)
+    return _fit_counts(load_generator(gen_name), gen_name, *args)
 
 
 class _Space:
@@ -239,13 +243,13 @@ class _Run:
         label = f"decomposability-{label}"
         keep = weights > 0
         recs = self.theta.records[keep].reset_index(drop=True)
-        args = (self.theta, self.params, recs, weights[keep], self.n)
+        args = (self.theta, self.params, recs, weights[keep], self.n, self.basis.marginals)
         if self.factory is not None:
-            samples = [_sample(self.factory, self.generator, *args, s) for s in seeds]
+            counts = [_fit_counts(self.factory, self.generator, *args, s) for s in seeds]
         else:
-            samples = self.executor.map(_sample_by_path, [(self.generator, *args, s) for s in seeds], label)
+            counts = self.executor.map(_fit_counts_by_path, [(self.generator, *args, s) for s in seeds], label)
         features = self.basis.residual_features if self.residual else self.basis.features
-        return np.asarray([np.asarray(features(df), dtype=np.float64) for df in samples])
+        return np.asarray([np.asarray(features(c), dtype=np.float64) for c in counts])
 
 
 def _paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
