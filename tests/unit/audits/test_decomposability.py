@@ -271,3 +271,55 @@ def test_the_preflight_floor_is_the_screens_own(K):
     floor = smallest_screen_p(K, 1999)
     assert sel.p_set[0] == pytest.approx(floor, rel=0.5 if K > 10 else 1e-12)  # sampled: the expected floor
     assert (floor <= 0.05) == (K >= 7)
+
+
+class _RecordingExecutor:
+    """Runs every trial here and keeps what each one sent back (what would cross a process boundary)."""
+
+    def __init__(self) -> None:
+        self.returned: list = []
+
+    def map(self, fn, calls, label):
+        out = [fn(*args) for args in calls]
+        self.returned.extend(out)
+        return out
+
+
+@pytest.mark.parametrize("forced", [{}, {"explicit_max_cells": 1, "candidate_basis": 24}])
+def test_fits_send_back_their_samples_counts_on_the_basis_marginals_only(forced):
+    """A fit's worker returns its sample's count tables on the marginals the basis reads (the joint on small tables,
+    the minimal non-Φ sets on large ones), never the sample: at census scale a batch of 1M-record samples held in the
+    audit's process was the 55M release's memory peak (issue 37). The test's verdict is the same either way."""
+    rec = _RecordingExecutor()
+    st = decomposability_settings(seed=3, **forced)
+    r = run_decomposability(three_way_data(), PHI, DOMAIN, "dishonest_ipf", st, executor=rec)
+    assert r.verdict == "fail" and len(rec.returned) == 4 * st.K
+    theta = ThetaSpace(three_way_data(), PHI, DOMAIN)
+    sets = theta.minimal_non_phi_sets() if forced else [tuple(DOMAIN)]
+    sizes = [int(np.prod([DOMAIN[a] for a in s])) for s in sets]
+    for counts in rec.returned:  # int32 tables of the basis's marginals, each summing to the sample's rows
+        assert [c.size for c in counts] == sizes and all(c.dtype == np.int32 and c.sum() == r.rows for c in counts)
+
+
+def test_features_from_counts_are_the_samples_own():
+    """Features read from a sample's count tables equal those computed from its records directly (the centred
+    T-marginal at each tested cell, normalised; on small tables the joint table itself)."""
+    from sdgov.audits.decomposability.basis import marginal_counts
+
+    theta = ThetaSpace(three_way_data(), PHI, DOMAIN)
+    df = three_way_data(n=3000, seed=7)
+    big = MarginalSetBasis(theta, 5, np.random.default_rng(0))
+    got = big.features(marginal_counts(df, big.marginals, DOMAIN))
+    T = big.sets[0]
+    table = pd.crosstab([df[a] for a in T[:-1]], df[T[-1]]).reindex(
+        index=pd.MultiIndex.from_product([range(DOMAIN[a]) for a in T[:-1]]), columns=range(DOMAIN[T[-1]]), fill_value=0
+    )
+    m = table.to_numpy(dtype=float).reshape([DOMAIN[a] for a in T])
+    for ax in range(m.ndim):
+        m = m - m.mean(axis=ax, keepdims=True)
+    sel = big.t_of == 0
+    np.testing.assert_allclose(got[sel], m.ravel()[big.v_of[sel]] / big.norm[sel], rtol=1e-12, atol=1e-12)
+    small = ProjectionBasis(theta)
+    joint = np.zeros(theta.shape)
+    np.add.at(joint, tuple(df[a].to_numpy() for a in theta.attributes), 1)
+    assert np.array_equal(small.features(marginal_counts(df, small.marginals, DOMAIN)), joint.ravel())
