@@ -16,15 +16,17 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from sdgov.base import environment_variable
+from sdgov.base.executor import run_trials
 
 T = TypeVar("T")
-VERSION = "1.2.0"
+VERSION = "1.3.0"  # 1.3: the freed heap handed back after each batch
 
 
 @task(name="audit-trials", version=VERSION, cache_policy=NO_CACHE)
 def audit_trials(fn: Callable[..., Any], calls: list[tuple]) -> list[Any]:
-    """A batch of audit trials (decomposability fits, privacy shadow fits or attack classifiers)."""
-    return [fn(*args) for args in calls]
+    """A batch of audit trials (decomposability fits, privacy shadow fits or attack classifiers), the heap they
+    freed handed back afterwards (:func:`~sdgov.base.executor.run_trials`)."""
+    return run_trials(fn, calls)
 
 
 class PrefectExecutor:
