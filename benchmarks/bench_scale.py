@@ -225,6 +225,7 @@ class RssSampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
         self.samples: list[tuple[float, int]] = []  # (epoch seconds, bytes)
+        self.at_peak: dict[str, int] = {}  # the highest sample, by process role (where the memory sits)
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -235,12 +236,26 @@ class RssSampler(threading.Thread):
         except psutil.NoSuchProcess:
             return
         while not self.done.is_set():
-            total = 0
+            roles: dict[str, int] = {}
             for p in [proc, *self._children(proc)]:
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):  # a child that just ended
-                    total += p.memory_info().rss
+                    role = "release" if p.pid == self.pid else self._role(p.cmdline())
+                    roles[role] = roles.get(role, 0) + p.memory_info().rss
+            total = sum(roles.values())
+            if total > max((r for _, r in self.samples), default=0):
+                self.at_peak = roles
             self.samples.append((time.time(), total))
             self.done.wait(self.interval)
+
+    @staticmethod
+    def _role(cmdline: list[str]) -> str:
+        """What a descendant of the release is: the temporary Prefect server, a pool worker, or something else."""
+        line = " ".join(cmdline)
+        if "uvicorn" in line:
+            return "prefect server"
+        if "spawn_main" in line or "loky" in line:
+            return "workers"
+        return "other"
 
     @staticmethod
     def _children(proc):  # type: ignore[no-untyped-def]
@@ -402,6 +417,7 @@ def bench_release(
             "wall_s": round(float(run["ended"]) - float(run["started"]), 3),  # type: ignore[arg-type]
             "to_release_s": round(published[1] - float(run["started"]), 3) if len(published) > 1 else None,  # type: ignore[arg-type]
             "peak_rss_bytes": max((r for _, r in sampler.samples), default=None),
+            "peak_rss_by_process": sampler.at_peak,
             "stages": stages,
         }
         result.update(release_outcome(run, root))
@@ -452,6 +468,9 @@ def print_release(result: dict[str, object]) -> None:
         gb = f"{peak / 1e9:.2f} GB" if peak else "n/a"
         mark = "" if row.get("finished", True) else "  (did not finish)"
         print(f"  {row['stage']:<24.24} {row['seconds']:>9.1f} s   peak {gb}{mark}")
+    where = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in (result.get("peak_rss_by_process") or {}).items())  # type: ignore[union-attr]
+    if where:
+        print(f"  at the peak (GB): {where}")
     print(
         f"  total wall {result['wall_s']:.1f} s, exit {result['exit_code']}: {result['verdict']}"
         f" {result.get('release_id', '')}",
