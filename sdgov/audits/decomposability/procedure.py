@@ -154,8 +154,7 @@ def _fit_counts(
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
     fit_generator(gen, recs, w, seed, where=gen_name)
     df = sample_generator(gen, n, seed ^ 0x5EED, theta.domain, where=gen_name)
-    counts = marginal_counts(df, marginals, theta.domain)
-    return [c.astype(np.int32) if n < 2**31 else c for c in counts]
+    return [c.astype(np.int32) for c in marginal_counts(df, marginals, theta.domain)]  # n ≤ MAX_ROWS < 2³¹
 
 
 def _fit_counts_by_path(gen_name: str, *args: Any) -> list[np.ndarray]:
