@@ -15,8 +15,7 @@ from typing import Any, TypeVar
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from sdgov.base import environment_variable
-from sdgov.base.executor import run_trials
+from sdgov.base import environment_variable, run_trials
 
 T = TypeVar("T")
 VERSION = "1.3.0"  # 1.3: the freed heap handed back after each batch

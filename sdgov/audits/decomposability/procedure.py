@@ -59,7 +59,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from sdgov.agreement.sections.decomposability import DecomposabilitySettings
-from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis, marginal_counts
+from sdgov.audits.decomposability.basis import MarginalSetBasis, ProjectionBasis, count_tables
 from sdgov.audits.decomposability.beta_star import SetSelection, select_sets
 from sdgov.audits.decomposability.moves import (
     MovePool,
@@ -148,13 +148,13 @@ def _fit_counts(
     seed: int,
 ) -> list[np.ndarray]:
     """One fit on weighted records and one seeded sample of ``n`` rows, returned as the sample's counts on the
-    basis's ``marginals`` (:func:`~sdgov.audits.decomposability.basis.marginal_counts`): all the features read of it,
+    basis's ``marginals`` (:func:`~sdgov.audits.decomposability.basis.count_tables`): all the features read of it,
     and what a worker sends back instead of the sample (at census scale a batch of 1M-record samples, held together
     in the audit's process, was its memory peak: issue 37)."""
     gen = make_generator(factory, theta.cliques, theta.domain, params, where=gen_name)
     fit_generator(gen, recs, w, seed, where=gen_name)
     df = sample_generator(gen, n, seed ^ 0x5EED, theta.domain, where=gen_name)
-    return [c.astype(np.int32) for c in marginal_counts(df, marginals, theta.domain)]  # n ≤ MAX_ROWS < 2³¹
+    return [c.astype(np.int32) for c in count_tables(df, marginals, theta.domain)]  # n ≤ MAX_ROWS < 2³¹
 
 
 def _fit_counts_by_path(gen_name: str, *args: Any) -> list[np.ndarray]:

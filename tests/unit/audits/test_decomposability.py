@@ -304,12 +304,12 @@ def test_fits_send_back_their_samples_counts_on_the_basis_marginals_only(forced)
 def test_features_from_counts_are_the_samples_own():
     """Features read from a sample's count tables equal those computed from its records directly (the centred
     T-marginal at each tested cell, normalised; on small tables the joint table itself)."""
-    from sdgov.audits.decomposability.basis import marginal_counts
+    from sdgov.audits.decomposability.basis import count_tables
 
     theta = ThetaSpace(three_way_data(), PHI, DOMAIN)
     df = three_way_data(n=3000, seed=7)
     big = MarginalSetBasis(theta, 5, np.random.default_rng(0))
-    got = big.features(marginal_counts(df, big.marginals, DOMAIN))
+    got = big.features(count_tables(df, big.marginals, DOMAIN))
     T = big.sets[0]
     table = pd.crosstab([df[a] for a in T[:-1]], df[T[-1]]).reindex(
         index=pd.MultiIndex.from_product([range(DOMAIN[a]) for a in T[:-1]]), columns=range(DOMAIN[T[-1]]), fill_value=0
@@ -322,4 +322,4 @@ def test_features_from_counts_are_the_samples_own():
     small = ProjectionBasis(theta)
     joint = np.zeros(theta.shape)
     np.add.at(joint, tuple(df[a].to_numpy() for a in theta.attributes), 1)
-    assert np.array_equal(small.features(marginal_counts(df, small.marginals, DOMAIN)), joint.ravel())
+    assert np.array_equal(small.features(count_tables(df, small.marginals, DOMAIN)), joint.ravel())
