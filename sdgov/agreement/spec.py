@@ -23,7 +23,7 @@ from pydantic import (
 from sdgov.agreement.sections import Sectioned
 from sdgov.agreement.sections.tasks import TaskSpec
 from sdgov.base.hashing import sha256_json
-from sdgov.base.model import Frozen
+from sdgov.base.model import Frozen, unstated_at_default
 from sdgov.data.schema import Clique, nfc
 from sdgov.generators.settings import GeneratorSpec
 
@@ -114,6 +114,12 @@ class SelectionSpec(Frozen):
         default=True,
         description="triples are candidates too (AIM: in every round; MST: in the rounds after the tree), within the "
         "cell limit and none holding an excluded pair",
+    )
+    pair_score: Literal["noisy_one_ways", "exact_margins"] = unstated_at_default(
+        "noisy_one_ways",
+        description="MST: a pair's score, the L1 distance of its exact table from independence — the product of the "
+        "noisy 1-ways (sensitivity 1; their noise inflates the score of a pair with many sparse cells) or of the "
+        "table's own exact margins (sensitivity 4, paid in the mechanism)",
     )
     model_cells: PositiveInt = Field(
         default=DEFAULT_SELECTION_MODEL_CELLS,
