@@ -534,3 +534,25 @@ def test_a_selection_persisted_by_a_run_that_died_is_adopted_not_selected_again(
     proposal = proposals[None]  # one model: no split parts
     assert summary["how"] == "adopted" and proposal.model_dump(mode="json") == before[0]
     assert [e.event for e in Registry(root).events()].count("budget_spent") == 2  # 1-ways once, selection once
+
+
+def test_the_records_a_selection_needs_count_the_margin_scores_sensitivity(tmp_path):
+    """The pre-flight's bound on the records a selection needs (its round's Gumbel noise on the score) is four times
+    as large with ``pair_score: exact_margins``: the score is divided by its sensitivity 4 before the mechanism."""
+    from sdgov.agreement.load import load_spec
+    from sdgov.measurement.selection.feasibility import min_selection_records, round_noise
+
+    loaded = load_spec(selection_draft(tmp_path))
+    agreement = loaded.agreement
+    sizes = loaded.schema_.domain(agreement.attributes)
+    sel = agreement.privacy.selection
+    margins = agreement.model_copy(
+        update={
+            "privacy": agreement.privacy.model_copy(
+                update={"selection": sel.model_copy(update={"pair_score": "exact_margins"})}
+            )
+        }
+    )
+    (noisy, m), (exact, m2) = round_noise(agreement, sizes, 0.01), round_noise(margins, sizes, 0.01)
+    assert m == m2 and exact == pytest.approx(4 * noisy)
+    assert min_selection_records(margins, sizes, 0.01) >= 4 * min_selection_records(agreement, sizes, 0.01) - 4
