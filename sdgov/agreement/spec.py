@@ -147,6 +147,8 @@ class SelectionSpec(Frozen):
             raise ValueError("'rounds' is AIM's option: give method: aim, or drop it")
         if self.method == "aim" and self.extra:
             raise ValueError("'extra' is MST's option (pairs beyond the tree): AIM picks rounds until its budget ends")
+        if self.method == "aim" and self.pair_score != "noisy_one_ways":
+            raise ValueError("'pair_score' is MST's option: AIM scores candidates by its model's error")
         return self
 
     @property

@@ -255,6 +255,8 @@ def test_the_margin_score_is_free_of_the_noisy_one_ways_bias():
     assert set(first["exact_margins"]) == {"x", "y"}
     assert SelectionSpec().model_dump() == SelectionSpec(pair_score="noisy_one_ways").model_dump()
     assert "pair_score" not in SelectionSpec().model_dump()  # at its default it leaves every agreement's hash as it was
+    with pytest.raises(ValueError, match="MST's option"):
+        SelectionSpec(method="aim", pair_score="exact_margins")
 
 
 def test_the_interaction_score_is_zero_for_a_chain_and_large_for_xor():
