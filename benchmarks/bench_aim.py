@@ -101,7 +101,7 @@ DEFAULT = "sdgov default"
 ROUNDED = "sdgov default, rounded sampler"  # the same with generator.sampling: round stated
 IID = "sdgov default, i.i.d. sampler"  # the same with generator.sampling: iid (the default before issue 40)
 AIM_DEFAULT = "sdgov AIM default"  # propose --select aim at the draft's defaults (share, triples, rounds)
-BEFORE = "sdgov before (MST + 24 pairs, share 2/3)"  # issue 16's recommended setting, i.i.d. sampler
+BEFORE = "sdgov before (MST + 24 pairs, share 2/3)"  # issue 16's setting, i.i.d. sampler, the noisy 1-ways' score
 
 
 SHARE = "sdgov default, share "  # + S: the default selection with privacy.selection.share S (the budget split)
@@ -135,7 +135,15 @@ def run_cell(args: argparse.Namespace) -> dict:
             syn, secs, info = sdgov_aim(*data, d.share, d.one_way, args.iterations, None, None)
         elif args.cell == BEFORE:
             syn, secs, info = sdgov_mst(
-                *data, 2 / 3, 0.5, args.iterations, 24, 250_000, sampling="iid", fast_count=False
+                *data,
+                2 / 3,
+                0.5,
+                args.iterations,
+                24,
+                250_000,
+                sampling="iid",
+                fast_count=False,
+                pair_score="noisy_one_ways",
             )
         elif args.cell.startswith("sdgov MST"):
             syn, secs, info = sdgov_mst(*data, args.share, args.one_way, args.iterations, args.extra, args.exact_cells)

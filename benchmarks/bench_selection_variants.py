@@ -57,7 +57,8 @@ def main() -> None:
     ap.add_argument("--share", type=float, default=SelectionSpec().share)
     ap.add_argument("--cells", type=int, default=SelectionSpec().model_cells, help="privacy.selection.model_cells")
     ap.add_argument("--weights-exponent", type=float, default=0.0)
-    ap.add_argument("--pair-score", choices=["noisy_one_ways", "exact_margins"], default=SelectionSpec().pair_score)
+    scores = ["noisy_one_ways", "exact_margins", "debiased_one_ways"]
+    ap.add_argument("--pair-score", choices=scores, default=SelectionSpec().pair_scoring)
     ap.add_argument("--before", action="store_true", help="issue 16's setting: extra 24, share 2/3, i.i.d. draws")
     ap.add_argument("--iterations", type=int, nargs="+", default=[GeneratorSpec().iterations])
     ap.add_argument("--out", type=Path)
@@ -76,7 +77,8 @@ def main() -> None:
     plugin = registry.generator("pgm")
     count = model_size.model_cells(plugin.name, plugin.model_cells)
     if a.before:
-        sel, sampling, cells, arm = SelectionSpec(share=2 / 3, extra=24, triples=False), "iid", 250_000, "before"
+        sel = SelectionSpec(share=2 / 3, extra=24, triples=False, pair_score="noisy_one_ways")
+        sampling, cells, arm = "iid", 250_000, "before"
     else:
         sel = SelectionSpec(share=a.share, model_cells=a.cells, pair_score=a.pair_score)
         sampling, cells = "round", a.cells

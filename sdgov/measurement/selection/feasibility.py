@@ -45,7 +45,7 @@ def round_noise(agreement: Agreement, sizes: dict[str, int], rho: float) -> tupl
             return None
         per_round = rho_rounds / rounds
     # a score of sensitivity s is divided by s before the mechanism: its noise is s times the scale on the score
-    sensitivity = MARGIN_SENSITIVITY if sel.method == "mst" and sel.pair_score == "exact_margins" else 1.0
+    sensitivity = MARGIN_SENSITIVITY if sel.method == "mst" and sel.pair_scoring == "exact_margins" else 1.0
     return sensitivity * gumbel_scale(per_round), len(edges.candidates)
 
 

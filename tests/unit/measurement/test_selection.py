@@ -247,14 +247,15 @@ def test_the_margin_score_is_free_of_the_noisy_one_ways_bias():
     first = {
         how: select_mst(
             list(cols), sizes, noisy, lambda a, b: exact((a, b)), spec.model_copy(update={"pair_score": how}), 10.0,
-            10**6, exact=exact,
+            10**6, exact=exact, one_way_sigma=160.0,
         ).selected[0].pair
-        for how in ("noisy_one_ways", "exact_margins")
+        for how in ("noisy_one_ways", "exact_margins", "debiased_one_ways")
     }  # fmt: skip
     assert set(first["noisy_one_ways"]) == {"w", "v"}
     assert set(first["exact_margins"]) == {"x", "y"}
-    assert SelectionSpec().model_dump() == SelectionSpec(pair_score="noisy_one_ways").model_dump()
-    assert "pair_score" not in SelectionSpec().model_dump()  # at its default it leaves every agreement's hash as it was
+    assert set(first["debiased_one_ways"]) == {"x", "y"}  # the 1-ways' expected noise (σ from the plan) taken off
+    assert SelectionSpec().pair_scoring == "debiased_one_ways"  # the default since issue 40's third pass
+    assert "pair_score" not in SelectionSpec().model_dump()  # unstated, every agreement hashes as it did before
     with pytest.raises(ValueError, match="MST's option"):
         SelectionSpec(method="aim", pair_score="exact_margins")
 
