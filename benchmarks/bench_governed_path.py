@@ -6,7 +6,9 @@
 
 Each command is a fresh ``sdgov`` process, as typed by the people involved, in this order:
 
-1. ``init --root R`` (the controller's default policy); the controller raises ``max_delta`` to the spec's 1e-5;
+1. ``init --root R`` (the controller's default policy); the controller raises ``max_delta`` to the spec's 1e-5,
+   ``max_epsilon_per_release`` to the draft's ε where it is above the default 2, and sets ``sigma_floor`` where
+   ``--sigma-floor`` gives one;
 2. ``keygen`` for the analyst and the controller; ``approvers commit`` of the approvers registry (and the policy);
 3. ``propose --select mst`` of a draft whose Φ is every attribute's 1-way (MST's default share), which prints the
    proposed spec's agreement hash;
@@ -180,11 +182,13 @@ def governed_path(
     keep: Path | None = None,
     draft: Draft = Draft(),
     score: Callable[[Path], dict[str, float]] | None = None,
+    sigma_floor: float | None = None,
 ) -> dict[str, object]:
     """Every command of the path in a fresh process; per-command wall and CPU seconds (``profile``: each command
     under cProfile, written there as ``NAME-SEED-COMMAND.prof``; ``logs``: each command's stderr there, ``.log``;
     ``keep``: the path's folder — registry, keys, specs, Prefect home, cache — copied there as ``NAME-SEED``;
-    ``draft``: what the draft declares; ``score``: figures of the released synthetic file, untimed)."""
+    ``draft``: what the draft declares; ``score``: figures of the released synthetic file, untimed; ``sigma_floor``:
+    the controller's policy floor instead of its default)."""
     with tempfile.TemporaryDirectory(prefix=f"sdgov-path-{name}-") as tmp:
         work = Path(tmp)
         root, keys = work / "registry", work / "keys"
@@ -215,6 +219,10 @@ def governed_path(
         policy = root / "policy.yaml"
         raw = yaml.safe_load(policy.read_text())
         raw["defaults"]["max_delta"] = 1e-5  # the controller allows the peers' δ
+        limits = raw["defaults"]  # and the benchmark's ε (the default policy allows 2 a release)
+        limits["max_epsilon_per_release"] = max(float(limits["max_epsilon_per_release"]), draft.epsilon)
+        if sigma_floor is not None:  # the controller's σ floor (default 10) set for a comparison without one
+            limits["sigma_floor"] = sigma_floor
         policy.write_text(yaml.safe_dump(raw, sort_keys=False))
         approvers = []
         for person, role in PEOPLE.items():
@@ -355,6 +363,11 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--score", action="store_true", help="TVD over all pairs and triples of the released file")
     ap.add_argument("--adult-test", help="UCI adult.test: with --score, the income accuracy of the released file")
+    ap.add_argument(
+        "--sigma-floor",
+        type=float,
+        help="the controller's policy sigma_floor (default: sdgov init's, 10, which binds at ε = 4 on five columns)",
+    )
     args = ap.parse_args()
     subsets = dict(c.split("=", 1) for c in args.columns)
     become_subreaper()
@@ -383,6 +396,7 @@ def main() -> None:
                         Path(args.keep) if args.keep else None,
                         draft,
                         score,
+                        args.sigma_floor,
                     )
                 )
                 figures = "".join(f", {k} {paths[-1][k]:.4f}" for k in ("tvd_pairs", "tvd_triples", "accuracy")

@@ -118,17 +118,18 @@ def sdgov_mst(
     triples=False,
     sampling=None,
     fast_count=True,
+    pair_score=None,
 ):
     """``sdgov propose --select mst`` with ``privacy.selection.extra`` (and ``triples``) and
     ``limits.max_exact_cells``: the extra cliques stay within the exact-inference limit, by the same rule as the
     product (``LimitsSpec.exact_cells``); ``sampling``: the sampler's (None: its default). ``fast_count``: the model
     sized as the product's selection sizes it (:func:`model_size.model_cells`); False: by mbi's junction tree, as
-    before issue 40 (the same numbers, ~15× the CPU)."""
+    before issue 40 (the same numbers, ~15× the CPU); ``pair_score``: MST's pair score (None: the default's)."""
     t0, c0 = time.perf_counter(), time.process_time()
     sizes = schema.domain(attrs)
     plugin = registry.generator("pgm")
     count = model_size.model_cells(plugin.name, plugin.model_cells) if fast_count else plugin.model_cells
-    sel = SelectionSpec(share=share, one_way=one_way, extra=extra, triples=triples)
+    sel = SelectionSpec(share=share, one_way=one_way, extra=extra, triples=triples, pair_score=pair_score)
     p = PrivacySpec(epsilon=eps, delta=delta, selection=sel)
     ones = [(a,) for a in attrs]
     limit = LimitsSpec(max_exact_cells=exact_cells).exact_cells()

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 DEFAULT_CELL_LIMIT = 1_000_000  # ONS: no agreed table above a million cells
 DEFAULT_SELECTION_SHARE = 0.2  # of ρ, 1-ways + selection (issue 40: measured against 2/3, 0.1 and 0.3)
 DEFAULT_EXTRA = 48  # MST's extra rounds, at most: on the census the model bound ends them first (issue 40)
+DEFAULT_PAIR_SCORE = "debiased_one_ways"  # MST's pair score when a draft states none (issue 40: Adult's accuracy)
 DEFAULT_SELECTION_MODEL_CELLS = 250_000  # the extras' model bound: an exact fit of seconds (issue 16)
 DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
 MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
@@ -115,6 +116,14 @@ class SelectionSpec(Frozen):
         description="triples are candidates too (AIM: in every round; MST: in the rounds after the tree), within the "
         "cell limit and none holding an excluded pair",
     )
+    pair_score: Literal["noisy_one_ways", "exact_margins", "debiased_one_ways"] | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,  # absent: same hash as before; the selection then scores as DEFAULT_PAIR_SCORE
+        description="MST: a pair's score, the L1 distance of its exact table from independence — the product of the "
+        "noisy 1-ways (sensitivity 1; their noise inflates the score of a pair with many sparse cells), that less "
+        "the noise the 1-ways' σ is expected to add (debiased_one_ways, the default: released figures only), or "
+        "the product of the table's own exact margins (sensitivity 4, paid in the mechanism)",
+    )
     model_cells: PositiveInt = Field(
         default=DEFAULT_SELECTION_MODEL_CELLS,
         description="MST: the extra cliques keep the model within this many cells (and within limits), so the fit "
@@ -141,7 +150,14 @@ class SelectionSpec(Frozen):
             raise ValueError("'rounds' is AIM's option: give method: aim, or drop it")
         if self.method == "aim" and self.extra:
             raise ValueError("'extra' is MST's option (pairs beyond the tree): AIM picks rounds until its budget ends")
+        if self.method == "aim" and self.pair_score is not None:
+            raise ValueError("'pair_score' is MST's option: AIM scores candidates by its model's error")
         return self
+
+    @property
+    def pair_scoring(self) -> str:
+        """MST's pair score: ``pair_score``, or :data:`DEFAULT_PAIR_SCORE` when not given."""
+        return self.pair_score or DEFAULT_PAIR_SCORE
 
     @property
     def extra_rounds(self) -> int:

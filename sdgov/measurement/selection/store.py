@@ -260,6 +260,7 @@ def _select(
             count(attrs, singles + list(cliques), sizes) <= min(agreement.limits.exact_cells(), sel.model_cells)
         ),
         exact=lambda clique: marginal_counts(data, schema, clique).astype(np.float64),
+        one_way_sigma=max((m.sigma or 0.0) for m in ones) or None,  # as drawn (a policy's floor may have raised it)
     )
 
 
