@@ -87,9 +87,15 @@ def rho_of_sigma(sigma: float) -> float:
 
 
 def epsilon_of_rho(rho: float, delta: float) -> float:
-    """Tight (ε, δ) of a ρ-zCDP release (OpenDP's zCDP → approximate-DP conversion)."""
+    """Tight (ε, δ) of a ρ-zCDP release (OpenDP's zCDP → approximate-DP conversion).
+
+    Above the ρ any budget is planned in (:data:`RHO_SEARCH`'s top, 10⁴: e.g. the most a policy's σ floor of 0.001
+    would let a release spend) OpenDP's tight conversion overflows; there the classic bound ρ + 2√(ρ ln(1/δ)) (Bun &
+    Steinke 2016, Prop. 1.3), which the tight ε never exceeds, is stated instead of a traceback."""
     if rho == 0:
         return 0.0
+    if rho > RHO_SEARCH[1]:
+        return rho + 2 * math.sqrt(rho * math.log(1 / delta))
     sigma = math.sqrt(SENSITIVITY**2 / (2 * rho))
     profile = _opendp().c.make_zCDP_to_approxDP(_gaussian(sigma)).map(SENSITIVITY)
     return float(profile.epsilon(delta))

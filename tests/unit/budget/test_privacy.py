@@ -163,3 +163,15 @@ def test_rows_equal_to_n_and_exact_releases_are_refused_unless_the_policy_allows
     exact_ok = {ag.dataset_name: {"allow_exact_releases": True}}
     allowed = Site.resolve(init_registry(tmp_path / "exact", datasets=exact_ok))
     assert check_plan_allowed(allowed, exact, "fp", ag.dataset_name, 50).noise == "none"
+
+
+def test_a_tiny_sigma_floor_states_a_finite_epsilon_instead_of_a_traceback():
+    """A controller's σ floor of 0.001 lets a release spend ρ = 5·10⁵ a marginal, where OpenDP's tight conversion
+    overflows (``sdgov propose`` ended in a traceback): the floor's largest ε is then the classic zCDP bound
+    ρ + 2√(ρ ln 1/δ), which the tight conversion never exceeds where both exist."""
+    plan = plan_privacy(PrivacySpec(epsilon=1.0), CLIQUES, delta=1e-9, sigma_floor=0.001)
+    rho = len(CLIQUES) * 1 / (2 * 0.001**2)
+    assert plan.floor_max_epsilon == pytest.approx(rho + 2 * math.sqrt(rho * math.log(1e9)))
+    assert math.isfinite(plan.epsilon) and not plan.floor_binding
+    for r in (1.0, 100.0, 1e4):  # below the switch the tight ε is used, and it is under the classic bound
+        assert epsilon_of_rho(r, 1e-9) < r + 2 * math.sqrt(r * math.log(1e9))
