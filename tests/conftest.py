@@ -41,6 +41,11 @@ if str(PLUGINS) not in sys.path:
     sys.path.append(str(PLUGINS))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(PLUGINS)) if p)
 
+# Prefect configures logging on first import (``logging.config.dictConfig``), which closes every existing handler.
+# absl's handler (imported with optax by mbi's estimators on a first fit) closes its stream unless that stream is
+# sys.stderr at that moment: a first Prefect import inside a test that redirects sys.stderr (``tests.fixtures.cli``)
+# closed pytest's own capture file, and a single-process run (``-n 0``) of such a file crashed. Configure it now.
+import prefect.main  # noqa: E402,F401
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
