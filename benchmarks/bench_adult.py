@@ -40,11 +40,19 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_selection import REPO, combine, peer_arms, sdgov_mst, shared_options, summarize, tvd_pairs
+from bench_selection import (
+    REPO,
+    bench_measurements,
+    combine,
+    peer_arms,
+    sdgov_mst,
+    shared_options,
+    summarize,
+    tvd_pairs,
+)
 
 from sdgov.agreement.load import load_spec
 from sdgov.budget.accounting import plan_privacy
-from sdgov.data.psi import MeasurementSet
 from sdgov.engines import load_encoded
 from sdgov.generators import registry
 from sdgov.generators.plugin import InferenceParams
@@ -77,15 +85,7 @@ def sdgov_spec_phi(real, schema, agreement, eps, delta, rows, seed, inference=No
     attrs, cliques = agreement.attributes, list(agreement.cliques)
     p = agreement.privacy.model_copy(update={"epsilon": eps, "delta": delta})
     plan = plan_privacy(p, cliques)
-    mset = MeasurementSet(
-        agreement_sha256="bench",
-        dataset_fingerprint="bench",
-        schema_sha256="bench",
-        attributes=attrs,
-        domain=schema.domain(attrs),
-        noise="gaussian",
-        measurements=measure_cliques(real, schema, cliques, plan.sigmas),
-    )
+    mset = bench_measurements(schema, attrs, measure_cliques(real, schema, cliques, plan.sigmas))
     gen = agreement.generator.with_params(inference=inference or agreement.generator.own(InferenceParams).inference)
     model = registry.generator(gen.name).fit(mset, gen)
     syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)

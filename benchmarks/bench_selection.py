@@ -82,21 +82,26 @@ def tvd_triples(real: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) ->
     return tvd_kway(real, syn, sizes, 3)
 
 
-def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed, sampling=None):
-    """The release of a proposed Φ: its cliques measured with what the selection leaves (the 1-ways ``m1`` reused),
-    the pgm fit, sdgov's sampler. Returns the synthetic frame, the plan and the fitted model."""
-    ones = [(a,) for a in attrs]
-    plan = plan_privacy(p, ones + list(cliques))
-    m2 = measure_cliques(real, schema, list(cliques), plan.sigmas)
-    mset = MeasurementSet(
+def bench_measurements(schema, attrs, measurements) -> MeasurementSet:
+    """A benchmark's measurements as the generator takes them (no agreement, data or schema hash behind them)."""
+    return MeasurementSet(
         agreement_sha256="bench",
         dataset_fingerprint="bench",
         schema_sha256="bench",
         attributes=attrs,
         domain=schema.domain(attrs),
         noise="gaussian",
-        measurements=m1 + m2,
+        measurements=measurements,
     )
+
+
+def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed, sampling=None):
+    """The release of a proposed Φ: its cliques measured with what the selection leaves (the 1-ways ``m1`` reused),
+    the pgm fit, sdgov's sampler. Returns the synthetic frame, the plan and the fitted model."""
+    ones = [(a,) for a in attrs]
+    plan = plan_privacy(p, ones + list(cliques))
+    m2 = measure_cliques(real, schema, list(cliques), plan.sigmas)
+    mset = bench_measurements(schema, attrs, m1 + m2)
     model = registry.generator("pgm").fit(mset, GeneratorSpec(iterations=iterations))
     syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed, sampling=sampling)], ignore_index=True)
     return syn, plan, model
@@ -197,20 +202,11 @@ def sdgov_aim(
 
 def sdgov_all_pairs(real, schema, attrs, eps, delta, rows, seed, iterations):
     t0, c0 = time.perf_counter(), time.process_time()
-    sizes = schema.domain(attrs)
     p = PrivacySpec(epsilon=eps, delta=delta)
     cliques = list(itertools.combinations(attrs, 2))
     plan = plan_privacy(p, cliques)
     m = measure_cliques(real, schema, cliques, plan.sigmas)
-    mset = MeasurementSet(
-        agreement_sha256="bench",
-        dataset_fingerprint="bench",
-        schema_sha256="bench",
-        attributes=attrs,
-        domain=sizes,
-        noise="gaussian",
-        measurements=m,
-    )
+    mset = bench_measurements(schema, attrs, m)
     # what resolve() makes of this Φ under the default domain limit: the junction tree has 2.4·10^12 cells
     model = registry.generator("pgm").fit(mset, GeneratorSpec(iterations=iterations, inference="approximate"))
     syn = pd.concat([pd.DataFrame(c) for c in iter_chunks(model, rows, seed)], ignore_index=True)

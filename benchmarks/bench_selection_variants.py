@@ -30,11 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_adult import accuracy, read_adult
 from bench_aim import ADULT_SCHEMA, TARGET
-from bench_selection import CENSUS, SCHEMA, tvd_pairs, tvd_triples
+from bench_selection import CENSUS, SCHEMA, bench_measurements, tvd_pairs, tvd_triples
 
 from sdgov.agreement.spec import PrivacySpec, SelectionSpec
 from sdgov.budget.accounting import plan_privacy
-from sdgov.data.psi import MeasurementSet
 from sdgov.data.schema import load_schema
 from sdgov.data.tables import contingency_table
 from sdgov.engines import load_encoded
@@ -106,15 +105,7 @@ def main() -> None:
         p = p.model_copy(update={"weights": weights})
     plan = plan_privacy(p, ones + cliques)
     m2 = measure_cliques(real, schema, cliques, plan.sigmas)
-    mset = MeasurementSet(
-        agreement_sha256="bench",
-        dataset_fingerprint="bench",
-        schema_sha256="bench",
-        attributes=attrs,
-        domain=sizes,
-        noise="gaussian",
-        measurements=m1 + m2,
-    )
+    mset = bench_measurements(schema, attrs, m1 + m2)
     head = {
         "data": a.data,
         "arm": arm,

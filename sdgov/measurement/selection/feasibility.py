@@ -15,7 +15,7 @@ import math
 
 from sdgov.agreement.spec import Agreement
 from sdgov.measurement.selection.aim import SELECT_PART
-from sdgov.measurement.selection.mst import MARGIN_SENSITIVITY, check_edges, gumbel_scale, rounds_needed
+from sdgov.measurement.selection.mst import check_edges, gumbel_scale, pair_sensitivity, rounds_needed
 
 MIN_DEPENDENCE = 0.1
 """The weakest dependence a selection must be able to see: a pair whose table is a tenth of the records away from
@@ -45,7 +45,7 @@ def round_noise(agreement: Agreement, sizes: dict[str, int], rho: float) -> tupl
             return None
         per_round = rho_rounds / rounds
     # a score of sensitivity s is divided by s before the mechanism: its noise is s times the scale on the score
-    sensitivity = MARGIN_SENSITIVITY if sel.method == "mst" and sel.pair_scoring == "exact_margins" else 1.0
+    sensitivity = pair_sensitivity(sel) if sel.method == "mst" else 1.0
     return sensitivity * gumbel_scale(per_round), len(edges.candidates)
 
 

@@ -146,10 +146,16 @@ def _gaussian_floats(sigma: float) -> dp.Measurement:
     return dp.m.make_gaussian(*space, scale=sigma)
 
 
-def score_sigma(rho: float, candidates: int, triples: int = 0, pair_sensitivity: float = SCORE_SENSITIVITY) -> float:
-    """Smallest σ for which releasing all scores — ``candidates`` of ``pair_sensitivity`` and ``triples`` of
-    sensitivity :data:`TRIPLE_SENSITIVITY` (L2 sensitivity √(m·s² + 16·t)) — costs at most ρ."""
-    d_in = math.sqrt(candidates * pair_sensitivity**2 + triples * TRIPLE_SENSITIVITY**2)
+def pair_sensitivity(spec: SelectionSpec) -> float:
+    """How far one record moves a pair's score under ``spec``'s pair score: :data:`MARGIN_SENSITIVITY` for
+    ``exact_margins``, else :data:`SCORE_SENSITIVITY` (the mechanism divides a score by it before choosing)."""
+    return MARGIN_SENSITIVITY if spec.pair_scoring == "exact_margins" else SCORE_SENSITIVITY
+
+
+def score_sigma(rho: float, candidates: int, triples: int = 0, per_pair: float = SCORE_SENSITIVITY) -> float:
+    """Smallest σ for which releasing all scores — ``candidates`` of sensitivity ``per_pair`` (:func:`pair_sensitivity`)
+    and ``triples`` of sensitivity :data:`TRIPLE_SENSITIVITY` (L2 sensitivity √(m·s² + 16·t)) — costs at most ρ."""
+    d_in = math.sqrt(candidates * per_pair**2 + triples * TRIPLE_SENSITIVITY**2)
     return float(dp.binary_search_param(_gaussian_floats, d_in=d_in, d_out=rho, T=float))
 
 
@@ -330,8 +336,7 @@ def select_mst(
     rho_scores = rho * share_scores
     rho_mech = rho - rho_scores
     # pairs: distance from independence; triples: the interaction their pairs do not explain
-    exact_margins = spec.pair_scoring == "exact_margins"
-    if exact_margins:
+    if spec.pair_scoring == "exact_margins":
         pair_scores = margin_scores(table, candidates)
     else:
         pair_scores = independence_scores(table, one_ways, candidates)
@@ -340,7 +345,7 @@ def select_mst(
         rho_ones = rho * spec.one_way / (1 - spec.one_way) / len(attributes)
         bias = one_way_bias(one_ways, one_way_sigma or math.sqrt(1 / (2 * rho_ones)))
         pair_scores = pair_scores - np.array([bias[a] + bias[b] for a, b in candidates])
-    pair_sensitivity = MARGIN_SENSITIVITY if exact_margins else SCORE_SENSITIVITY
+    sensitivity = pair_sensitivity(spec)
     scores = np.concatenate([pair_scores, interaction_scores(table, triples)])
     for t in triples:
         cells[t] = math.prod(sizes[a] for a in t)
@@ -348,7 +353,7 @@ def select_mst(
     noisy: dict[Clique, float | None] = dict.fromkeys(scored)
     sigma = None
     if rho_scores > 0:
-        sigma = score_sigma(rho_scores, len(candidates), len(triples), pair_sensitivity)
+        sigma = score_sigma(rho_scores, len(candidates), len(triples), sensitivity)
         released = _gaussian_floats(sigma)(scores.tolist())
         noisy = {p: float(s) for p, s in zip(scored, released)}
 
@@ -364,11 +369,11 @@ def select_mst(
         joining: list[Clique]
         if r < tree_rounds:  # Kruskal: a pair joining two components
             joining = [p for p in candidates if not components.connected(*p)]
-            values = [float(scores[index[p]]) / pair_sensitivity for p in joining]
+            values = [float(scores[index[p]]) / sensitivity for p in joining]
         else:  # extra cliques, pairs first: any not inside a taken clique whose model stays within the bound (one
             # that did not fit never will: the model only grows); once no pair is left, triples (below)
             joining = _fitting([p for p in candidates if not _covered(p, taken)], taken, fits, misfit)
-            values = [float(scores[index[p]]) / pair_sensitivity for p in joining]
+            values = [float(scores[index[p]]) / sensitivity for p in joining]
             if not joining and triples:
                 joining, values = _triple_round(triples, taken, fits, misfit, scores, index, cells, spec, rho)
             if not joining:
