@@ -9,6 +9,7 @@ ships :class:`SerialExecutor` and :class:`ProcessExecutor`; the release's audit 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
@@ -34,17 +35,20 @@ def run_trials(fn: Callable[..., T], calls: Sequence[tuple]) -> list[T]:
 
 
 def _trim_heap() -> None:
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-    except OSError:
-        trim = None
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` among the process's own symbols, looked up once; None without glibc."""
+    import ctypes
+
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except OSError:
+        return None
 
 
 class SerialExecutor:
