@@ -109,6 +109,19 @@ def init_registry(root: Path, datasets: dict | None = None, **defaults: object) 
     return root
 
 
+@pytest.fixture(scope="session", autouse=True)
+def empty_cwd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test runs in the directory pytest started in: the README's demo leaves its registry at ./registry there,
+    where a command given neither ``--root`` nor ``$SDGOV_REGISTRY`` would find that registry's log and look for its
+    commitment secret in the run's key directory. An empty directory stands for a clean checkout's (tests name the
+    repository's files by ``REPO``, never relative to the working directory). A session fixture, not an import-time
+    ``chdir``: pytest reads ``testpaths`` relative to the working directory after importing this file."""
+    start = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("cwd"))
+    yield
+    os.chdir(start)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def module_authority(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh budget authority for a module's shared fixtures (a release built once for many tests)."""
