@@ -25,7 +25,8 @@ the same (ε, δ) and makes as many synthetic rows as the data has. The arms:
 Every sdgov arm fits with the product's iterations (``generator.iterations``' default, 2000; ``--iterations`` sets
 another): results before 2026-11-29d fitted 1000, which left the full census's model short of convergence (its
 triples' TVD 4 % above the fit at 2000, which 3000 and 5000 do not lower further: ``benchmarks/README.md``, issue 40).
-Each (arm, ε, seed) runs in a fresh process (``--cell``), so no arm inherits another's compiled JAX functions, and is
+Each (arm, ε, seed) runs in a fresh process (``--cell``) with an empty JAX cache of its own, so no arm inherits
+another's compiled programs (each pays its model's compilation, as a release's first fit does), and is
 timed from the data in memory to the synthetic rows in memory: wall and CPU seconds of its process (all threads;
 the peer script counts its children too). Scores: the average 2-way TVD over all attribute pairs; on the census
 the same over the App 3 workload (``examples/census2011/app3.yaml``'s Φ: all 21 pairs of its 7 attributes); on
@@ -303,7 +304,11 @@ def one_cell(args: argparse.Namespace, arm: str, eps: float, seed: int) -> dict 
             cmd += [f"--{flag}", str(getattr(args, flag))]
     for flag in ("delta", "share", "one_way", "iterations", "extra", "exact_cells"):
         cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # a fresh, empty JAX cache per cell: each arm compiles its model as a release's first fit does, and loads nothing
+    # an earlier cell or run compiled (the user's cache would serve the shapes another run already met)
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "SDGOV_JAX_CACHE_DIR": cache}
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if res.returncode != 0:
         print(f"ε {eps}  seed {seed}  {arm}: FAILED\n{res.stderr[-3000:]}", flush=True)
         return None

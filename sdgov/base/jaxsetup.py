@@ -1,4 +1,5 @@
-"""Import this before ``mbi``: 64-bit floats for JAX (mbi stalls in float32 on large N), and the compilation cache.
+"""Import this before ``mbi``: 64-bit floats for JAX (mbi stalls in float32 on large N), the compilation cache, one
+computing thread, and XLA's classic CPU emitters (they compile mbi's programs faster: ``FLAGS``).
 
 Every fit compiles mbi's inference for its model's shapes (about 7 s for the demo's model, 12 CPU s for the census
 extract's MST tree), and every command of a release runs in a fresh process: ``sdgov validate``'s dry run compiles
@@ -45,6 +46,20 @@ else:
 warnings.filterwarnings("ignore", message=".*persistent compilation cache.*")
 
 
+# XLA:CPU's MLIR fusion emitters (its default) compile mbi's programs — hundreds of small fusions of the message passing
+# and the loss — more slowly than its classic emitters (openxla/xla#41173 tracks a worse case), and run them no faster:
+# on Adult's default model a first fit took 14.6 CPU-s with the classic emitters against 17.2 (the 2,000 iterations
+# after it 8.2 against 8.5 s; benchmarks/README.md, issue 40)
+FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
+
+
+def _xla_flags() -> None:
+    """``FLAGS`` added to ``XLA_FLAGS``, which XLA reads when its backend starts (below): a person's own flags are kept,
+    and their own value of one of ours wins."""
+    own = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = " ".join([own, *(f for f in FLAGS if f.split("=")[0] not in own)]).strip()
+
+
 def _start_on_one_thread() -> None:
     """Start JAX's backend while this process may use one core, so its CPU client makes a one-thread pool; BLAS and
     OpenMP on one thread."""
@@ -61,4 +76,5 @@ def _start_on_one_thread() -> None:
                 os.sched_setaffinity(int(thread), cores)
 
 
+_xla_flags()
 _start_on_one_thread()

@@ -146,6 +146,50 @@ class OneOracleMirrorDescent(MirrorDescent):
     The state's ``mu`` is therefore the marginals of the state's own potentials (mbi's holds those of the previous
     potentials); the loss it carries is the same in both."""
 
+    def _init(
+        self,
+        domain: mbi.Domain,
+        loss_fn: marginal_loss.MarginalLossFn,
+        known_total: float,
+        *,
+        warm_start: mbi.MarkovRandomField | mbi.CliqueVector | None = None,
+        constraints: Sequence[Constraint] = (),
+    ) -> MirrorDescentState:
+        """A cold start without structural zeros in closed form: zero potentials, whose model is uniform, so every
+        clique's marginal is ``known_total`` spread evenly over its cells.
+
+        mbi's start computes those marginals by message passing and evaluates the loss on them, each a program of
+        its own that XLA compiles once per model — the message passing over the whole junction tree, ~1 CPU-s on
+        Adult's default model — and builds each zero table by an eager ``jnp.zeros`` (a small compile per shape).
+        None of it is needed: the marginals of zero potentials are known, and the start's loss is never read (a step
+        computes the loss of the marginals it is given; :meth:`_step`). Here the tables are NumPy arrays handed to
+        JAX, and the start's loss is +inf (what a line search starting anywhere improves on). A warm start or
+        structural zeros (whose model is not uniform) start as mbi's does."""
+        if warm_start is not None or constraints:
+            return super()._init(domain, loss_fn, known_total, warm_start=warm_start, constraints=constraints)
+        zeros, uniform = {}, {}
+        for clique in loss_fn.cliques:
+            sub = domain.project(clique)
+            zeros[clique] = mbi.Factor(sub, jax.device_put(np.zeros(sub.shape)))
+            uniform[clique] = mbi.Factor(sub, jax.device_put(np.full(sub.shape, known_total / sub.size())))
+        alpha = 2.0 / (loss_fn.lipschitz * known_total)  # mbi's first step size
+        return MirrorDescentState(
+            mbi.CliqueVector(domain, loss_fn.cliques, uniform),
+            mbi.CliqueVector(domain, loss_fn.cliques, zeros),
+            alpha,
+            jax.device_put(np.float64(np.inf)),
+        )
+
+    def _finalize(
+        self, state: MirrorDescentState, known_total: float, constraints: Sequence[Constraint] = ()
+    ) -> mbi.MarkovRandomField:
+        """The model of the last potentials with the marginals the state already holds (those of its potentials,
+        :meth:`_step`), where mbi's computes them again by a message passing of its own (a compile, at a cold
+        start)."""
+        return mbi.MarkovRandomField(
+            potentials=state.potentials, marginals=state.mu, total=known_total, constraints=tuple(constraints)
+        )
+
     def _step(
         self,
         state: MirrorDescentState,

@@ -70,3 +70,27 @@ def test_every_thread_may_still_run_on_every_core():
         "print(sorted({tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir('/proc/self/task')}))"
     )
     assert _child(child) == str([tuple(sorted(os.sched_getaffinity(0)))])
+
+
+FLAGS = r"""
+import os
+import sdgov.base.jaxsetup
+import jax
+jax.devices()  # the backend started with the flags (an unknown one would end the process here)
+print(os.environ["XLA_FLAGS"])
+"""
+
+
+@pytest.mark.parametrize(
+    ("own", "expect"),
+    [
+        (None, "--xla_cpu_use_fusion_emitters=false"),
+        ("--xla_cpu_use_fusion_emitters=true", "--xla_cpu_use_fusion_emitters=true"),
+        ("--xla_cpu_enable_fast_math=false", "--xla_cpu_enable_fast_math=false --xla_cpu_use_fusion_emitters=false"),
+    ],
+    ids=["none of their own", "their own value wins", "theirs kept beside ours"],
+)
+def test_xla_starts_with_the_classic_cpu_emitters_and_keeps_a_persons_own_flags(own: str | None, expect: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | ({"XLA_FLAGS": own} if own else {})
+    done = subprocess.run([sys.executable, "-c", FLAGS], cwd=REPO, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == expect
