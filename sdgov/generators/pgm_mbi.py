@@ -284,13 +284,14 @@ def _ordered(factor: mbi.Factor, clique: tuple[str, ...]) -> np.ndarray:
 def _compiled_loss(loss: marginal_loss.MarginalLossFn) -> marginal_loss.MarginalLossFn:
     """The fit's loss, compiled as one program where mbi's estimator evaluates it outside its compiled steps.
 
-    ``MirrorDescent`` evaluates the loss once eagerly (its initial loss): one small XLA program per array operation per
-    measured marginal — ~50 on the Adult MST tree, ~3 CPU-s to compile in the process that first sees a model and
-    ~1 s to trace and load in every later one. Jitted with ``inline=True`` it is one program there, and inside the
-    estimator's compiled steps it is inlined: they compute what they computed and the fitted model is
-    bit-identical (``tests/unit/generators/test_pgm_tables.py``), though the scan's program now lowers with its
-    arguments in another order, so a cache written before compiles it once more. The initial loss is only reported,
-    never used by a step."""
+    mbi's start (``MirrorDescent._init``, which :meth:`OneOracleMirrorDescent._init` keeps for a warm start or
+    structural zeros; a cold start without them evaluates no loss) evaluates the loss once eagerly: one small XLA
+    program per array operation per measured marginal — ~50 on the Adult MST tree, ~3 CPU-s to compile in the
+    process that first sees a model and ~1 s to trace and load in every later one. Jitted with ``inline=True`` it is
+    one program there, and inside the estimator's compiled steps it is inlined: they compute what they computed and
+    the fitted model is bit-identical (``tests/unit/generators/test_pgm_tables.py``), though the scan's program now
+    lowers with its arguments in another order, so a cache written before compiles it once more. The initial loss
+    is only reported, never used by a step."""
     return dataclasses.replace(loss, loss_fn=_inlined(loss.loss_fn))
 
 
@@ -305,13 +306,12 @@ def _over_nodes(potentials: mbi.CliqueVector, nodes: list[tuple[str, ...]]) -> m
     """The fitted potentials as the junction tree's message passing takes them, for the sampled model's tables.
 
     Where the junction tree's cliques are the fitted cliques themselves (a chordal Φ: MST's tree, a draft's
-    1-ways), the potentials go in as they are: the message passing is then the very program mbi's estimator compiled
-    for its own marginals (its oracle, with the same constraints; the total is an argument, not a constant), so a fit
-    traces, lowers and loads no second message passing (the expanded one lowered to the same program, so JAX's cache
-    served it: ~0.3 CPU-s a fitting process; without the cache, ``SDGOV_JAX_CACHE_DIR=``, a second compile of
-    4-5 CPU-s on the Adult MST tree), and the tables are bit-identical to those of the expanded potentials
-    (``tests/unit/generators/test_pgm_tables.py``). Otherwise (a triangulated Φ) they are expanded over the tree's
-    cliques."""
+    1-ways), the potentials go in as they are: no expansion is traced or compiled, and the tables are bit-identical to
+    those of the expanded potentials (``tests/unit/generators/test_pgm_tables.py``). The message passing is then also
+    the program mbi's own start and finish compile for a fit with structural zeros (its oracle, with the same
+    constraints; the total is an argument, not a constant), so such a fit compiles it once; a cold start without them
+    runs no message passing outside the estimator's steps, and this one is the fit's only. Otherwise (a triangulated
+    Φ) the potentials are expanded over the tree's cliques."""
     if {frozenset(n) for n in nodes} == {frozenset(c) for c in potentials.cliques}:
         return potentials
     return _expand(potentials, tuple(nodes))
