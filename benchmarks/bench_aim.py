@@ -106,15 +106,32 @@ BEFORE = "sdgov before (MST + 24 pairs, share 2/3)"  # issue 16's setting, i.i.d
 
 
 SHARE = "sdgov default, share "  # + S: the default selection with privacy.selection.share S (the budget split)
+EQUAL = "sdgov default, equal weights"  # weigh_by_cells 0: every marginal at one σ (the default before the 5th pass)
 
 
-def sdgov_default(args: argparse.Namespace, data: tuple, sampling: str | None, share: float | None = None) -> tuple:
+def sdgov_default(
+    args: argparse.Namespace,
+    data: tuple,
+    sampling: str | None,
+    share: float | None = None,
+    weigh_by_cells: float | None = None,
+) -> tuple:
     """The default selection (``SelectionSpec()``'s share unless ``share``, triples and extra rounds, its model bound
-    as the exact cells) then the release, sampled as ``sampling`` says."""
+    as the exact cells, its weights unless ``weigh_by_cells``) then the release, sampled as ``sampling`` says."""
     from sdgov.agreement.spec import SelectionSpec
 
     d = SelectionSpec() if share is None else SelectionSpec(share=share)
-    return sdgov_mst(*data, d.share, d.one_way, args.iterations, d.extra_rounds, d.model_cells, d.triples, sampling)
+    return sdgov_mst(
+        *data,
+        d.share,
+        d.one_way,
+        args.iterations,
+        d.extra_rounds,
+        d.model_cells,
+        d.triples,
+        sampling,
+        weigh_by_cells=weigh_by_cells,
+    )
 
 
 def run_cell(args: argparse.Namespace) -> dict:
@@ -127,6 +144,8 @@ def run_cell(args: argparse.Namespace) -> dict:
         work = Path(tmp)
         if args.cell in (DEFAULT, ROUNDED, IID):
             syn, secs, info = sdgov_default(args, data, {DEFAULT: None, ROUNDED: "round", IID: "iid"}[args.cell])
+        elif args.cell == EQUAL:
+            syn, secs, info = sdgov_default(args, data, None, weigh_by_cells=0.0)
         elif args.cell.startswith(SHARE):
             syn, secs, info = sdgov_default(args, data, None, float(args.cell.removeprefix(SHARE)))
         elif args.cell == AIM_DEFAULT:
@@ -145,6 +164,7 @@ def run_cell(args: argparse.Namespace) -> dict:
                 sampling="iid",
                 fast_count=False,
                 pair_score="noisy_one_ways",
+                weigh_by_cells=0.0,
             )
         elif args.cell.startswith("sdgov MST"):
             syn, secs, info = sdgov_mst(*data, args.share, args.one_way, args.iterations, args.extra, args.exact_cells)

@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sdgov.agreement.spec import LimitsSpec, PrivacySpec, SelectionSpec  # noqa: E402
+from sdgov.agreement.weights import with_cell_weights  # noqa: E402
 from sdgov.budget.accounting import plan_privacy  # noqa: E402
 from sdgov.data.psi import MeasurementSet  # noqa: E402
 from sdgov.data.schema import load_schema  # noqa: E402
@@ -51,7 +52,7 @@ from sdgov.generators.sampler import iter_chunks  # noqa: E402
 from sdgov.generators.settings import GeneratorSpec  # noqa: E402
 from sdgov.measurement.marginals import measure_cliques  # noqa: E402
 from sdgov.measurement.selection import model_size  # noqa: E402
-from sdgov.measurement.selection.mst import select_mst  # noqa: E402
+from sdgov.measurement.selection.mst import Proposal, select_mst  # noqa: E402
 
 CENSUS = REPO.parent / "shared" / "data" / "census2011_teaching_50k.csv"
 SCHEMA = REPO / "examples" / "census2011" / "schema.yaml"
@@ -99,6 +100,7 @@ def release_proposed(real, schema, attrs, p, m1, cliques, iterations, rows, seed
     """The release of a proposed Φ: its cliques measured with what the selection leaves (the 1-ways ``m1`` reused),
     the pgm fit, sdgov's sampler. Returns the synthetic frame, the plan and the fitted model."""
     ones = [(a,) for a in attrs]
+    p = with_cell_weights(p, list(cliques), schema.domain(attrs))  # as resolving the proposed spec weighs Φ
     plan = plan_privacy(p, ones + list(cliques))
     m2 = measure_cliques(real, schema, list(cliques), plan.sigmas)
     mset = bench_measurements(schema, attrs, m1 + m2)
@@ -124,38 +126,50 @@ def sdgov_mst(
     sampling=None,
     fast_count=True,
     pair_score=None,
+    weigh_by_cells=None,
 ):
     """``sdgov propose --select mst`` with ``privacy.selection.extra`` (and ``triples``) and
     ``limits.max_exact_cells``: the extra cliques stay within the exact-inference limit, by the same rule as the
     product (``LimitsSpec.exact_cells``); ``sampling``: the sampler's (None: its default). ``fast_count``: the model
     sized as the product's selection sizes it (:func:`model_size.model_cells`); False: by mbi's junction tree, as
-    before issue 40 (the same numbers, ~15× the CPU); ``pair_score``: MST's pair score (None: the default's)."""
+    before issue 40 (the same numbers, ~15× the CPU); ``pair_score``: MST's pair score (None: the default's);
+    ``weigh_by_cells``: the power of its cells that weighs each selected marginal (None: the default's; 0: equal σ)."""
     t0, c0 = time.perf_counter(), time.process_time()
+    sel = SelectionSpec(
+        share=share, one_way=one_way, extra=extra, triples=triples, pair_score=pair_score, weigh_by_cells=weigh_by_cells
+    )
+    p = PrivacySpec(epsilon=eps, delta=delta, selection=sel)
+    limit = LimitsSpec(max_exact_cells=exact_cells).exact_cells()
+    m1, proposal = propose_mst(real, schema, attrs, p, limit, fast_count)
+    pairs = [tuple(e.pair) for e in proposal.selected]
+    syn, plan, model = release_proposed(real, schema, attrs, p, m1, pairs, iterations, rows, seed, sampling)
+    info = {"pairs": [list(x) for x in pairs], "rho": plan.rho, "fit": model.fit_info}
+    return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
+
+
+def propose_mst(real, schema, attrs, p: PrivacySpec, limit: int, fast_count: bool = True) -> tuple[list, Proposal]:
+    """What ``sdgov propose --select mst`` does with ``p`` (its ``selection`` MST's): the draft's 1-ways measured, then
+    MST's rounds, the extras keeping the model within ``limit`` cells (``fast_count``: sized as the product's
+    selection sizes it; False: by mbi's junction tree). Returns the 1-ways' measurements and the proposal."""
     sizes = schema.domain(attrs)
     plugin = registry.generator("pgm")
     count = model_size.model_cells(plugin.name, plugin.model_cells) if fast_count else plugin.model_cells
-    sel = SelectionSpec(share=share, one_way=one_way, extra=extra, triples=triples, pair_score=pair_score)
-    p = PrivacySpec(epsilon=eps, delta=delta, selection=sel)
     ones = [(a,) for a in attrs]
-    limit = LimitsSpec(max_exact_cells=exact_cells).exact_cells()
     plan1 = plan_privacy(p, ones)
     m1 = measure_cliques(real, schema, ones, plan1.sigmas)
-    assert plan1.selection_rho is not None
+    assert plan1.selection_rho is not None and p.selection is not None
     proposal = select_mst(
         attrs,
         sizes,
         {m.clique[0]: m.array().astype(float) for m in m1},
         lambda a, b: contingency_table(real, (a, b), (sizes[a], sizes[b])).astype(float),
-        p.selection,  # type: ignore[arg-type]
+        p.selection,
         plan1.selection_rho,
         10**6,
         fits=lambda cliques: count(attrs, ones + list(cliques), sizes) <= limit,
         exact=lambda c: contingency_table(real, c, tuple(sizes[a] for a in c)).astype(float),
     )
-    pairs = [tuple(e.pair) for e in proposal.selected]
-    syn, plan, model = release_proposed(real, schema, attrs, p, m1, pairs, iterations, rows, seed, sampling)
-    info = {"pairs": [list(x) for x in pairs], "rho": plan.rho, "fit": model.fit_info}
-    return syn, time.perf_counter() - t0, {**info, "cpu_seconds": time.process_time() - c0}
+    return m1, proposal
 
 
 def sdgov_aim(

@@ -22,6 +22,7 @@ from sdgov.agreement.spec import (
     ReleaseSpec,
     SplitSpec,
 )
+from sdgov.agreement.weights import with_cell_weights
 from sdgov.base.errors import SpecError
 from sdgov.data.schema import Clique, Column, Schema, repeated
 from sdgov.data.structures import zeros_within
@@ -101,7 +102,7 @@ def build_agreement(
         schema_sha256=schema.sha256(),
         attributes=attributes,
         cliques=cliques,
-        privacy=spec.privacy,
+        privacy=with_cell_weights(spec.privacy, cliques, schema.domain(attributes)),
         generator=generator,
         rows=spec.rows,
         seed=spec.seed,

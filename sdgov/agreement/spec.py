@@ -35,6 +35,7 @@ DEFAULT_SELECTION_SHARE = 0.2  # of ρ, 1-ways + selection (issue 40: measured a
 DEFAULT_EXTRA = 48  # MST's extra rounds, at most: on the census the model bound ends them first (issue 40)
 DEFAULT_PAIR_SCORE = "debiased_one_ways"  # MST's pair score when a draft states none (issue 40: Adult's accuracy)
 DEFAULT_SELECTION_MODEL_CELLS = 250_000  # the extras' model bound: an exact fit of seconds (issue 16)
+DEFAULT_CELLS_EXPONENT = 1 / 3  # MST's Φ: a marginal's weight is its cells^(1/3) (issue 40: against 0, 1/4, 1/2, 2/3)
 DEFAULT_DOMAIN_LIMIT = 2_000_000_000  # ONS: cells of every table the model holds (PGM cliques / IPF joint)
 MAX_ROWS = 1_000_000_000  # synthetic rows a spec may ask for (10^12 would run for days after the spend)
 MAX_MARGINALS = 10_000  # agreed marginals (the nesting check is quadratic in them)
@@ -129,6 +130,15 @@ class SelectionSpec(Frozen):
         description="MST: the extra cliques keep the model within this many cells (and within limits), so the fit "
         "stays exact and cheap",
     )
+    weigh_by_cells: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        exclude_if=lambda v: v is None,  # absent: the method's default (:attr:`cells_exponent`)
+        description="each selected marginal's weight (its share of the measurement budget) is its cells to this "
+        f"power: 0 gives every marginal the same σ; absent: {DEFAULT_CELLS_EXPONENT:.3g} for MST, 0 for AIM; the "
+        "agreement states the weights in privacy.weights",
+    )
     rounds: int | None = Field(
         default=None,
         ge=1,
@@ -158,6 +168,14 @@ class SelectionSpec(Frozen):
     def pair_scoring(self) -> str:
         """MST's pair score: ``pair_score``, or :data:`DEFAULT_PAIR_SCORE` when not given."""
         return self.pair_score or DEFAULT_PAIR_SCORE
+
+    @property
+    def cells_exponent(self) -> float:
+        """The power of its cells that weighs each selected marginal: ``weigh_by_cells``, or by method when not
+        given — :data:`DEFAULT_CELLS_EXPONENT` for MST, 0 (equal σ) for AIM, whose rounds measured at their own σ."""
+        if self.weigh_by_cells is not None:
+            return self.weigh_by_cells
+        return DEFAULT_CELLS_EXPONENT if self.method == "mst" else 0.0
 
     @property
     def extra_rounds(self) -> int:

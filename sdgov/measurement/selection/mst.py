@@ -19,9 +19,10 @@ choose among triples (none holding an excluded pair, none over the cell limit, n
 each holding a pair a chosen clique holds). A triple scores the interaction its pairs do not explain — its L1 distance
 from the best of its three conditional-independence estimates T_ab·T_bc/T_b (:func:`interaction_scores`; one
 record moves it by at most 4, so every value of a triple round is divided by 4 before the mechanism) — net of what
-measuring it would cost in noise: the release's Gaussian at the σ Φ would have with it, √(2/π)·σ per cell, as AIM's
-quality score counts it (McKenna et al. 2022, §4). A "stop" candidate scoring 0 competes in every triple round: once
-no triple is expected to pay for its noise, the mechanism most likely picks it and the rounds end. So on a small
+measuring it would cost in noise: the release's Gaussian at the σ Φ would have with it (each marginal weighed by its
+cells, :mod:`sdgov.agreement.weights`), √(2/π)·σ per cell, as AIM's quality score counts it (McKenna et al. 2022,
+§4). A "stop" candidate scoring 0 competes in every triple round: once no triple is expected to pay for its noise,
+the mechanism most likely picks it and the rounds end. So on a small
 domain (five census attributes: all ten pairs fit) the rounds go on to the triples that pay, and on a large one (all
 17: the model bound stops the pairs first) they are pairs, as measured (issue 40, ``benchmarks/README.md``).
 
@@ -45,6 +46,7 @@ from pydantic import Field
 
 import sdgov.base.opendp_lite as dp
 from sdgov.agreement.spec import SelectionSpec
+from sdgov.agreement.weights import cells_weight
 from sdgov.base.errors import SpecError
 from sdgov.base.model import Frozen, unstated_at_default
 from sdgov.data.schema import Clique
@@ -417,12 +419,14 @@ def select_mst(
     )
 
 
-def release_sigma(spec: SelectionSpec, rho: float, cliques: int) -> float:
-    """σ at which the release will measure each of ``cliques`` selected marginals (equal weights) when the selection
-    has ``rho``: the plan gives the 1-ways ``share × one_way`` of the release's ρ, the selection ``share × (1 −
-    one_way)`` (= ``rho``) and Φ's other marginals the rest (:func:`sdgov.budget.accounting.plan_privacy`)."""
+def release_sigma(spec: SelectionSpec, rho: float, weights: Sequence[float], weight: float) -> float:
+    """σ at which the release will measure a selected marginal of ``weight`` beside Φ's others of ``weights`` when the
+    selection has ``rho``: the plan gives the 1-ways ``share × one_way`` of the release's ρ, the selection ``share ×
+    (1 − one_way)`` (= ``rho``) and Φ's other marginals the rest, by weight
+    (:func:`sdgov.budget.accounting.plan_privacy`; the weights :func:`sdgov.agreement.weights.cells_weight` of their
+    cells)."""
     rest = rho * (1 - spec.share) / (spec.share * (1 - spec.one_way))
-    return math.sqrt(max(cliques, 1) / (2 * rest))
+    return math.sqrt(math.fsum([*weights, weight]) / (2 * rest * weight))
 
 
 def outermost(selected: list[SelectedEdge]) -> list[SelectedEdge]:
@@ -455,9 +459,17 @@ def _triple_round(
     valued by its interaction score net of its measurement's noise at the σ Φ would have with it, every value
     divided by :data:`TRIPLE_SENSITIVITY` so that the vector moves by at most 1 (the mechanism's sensitivity)."""
     joining = _fitting([t for t in triples if not _covered(t, taken) and _extends(t, taken)], taken, fits, misfit)
-    noise = BIAS * release_sigma(spec, rho, len(outermost_cliques(taken)) + 1)
-    values = [(float(scores[index[t]]) - noise * cells[t]) / TRIPLE_SENSITIVITY for t in joining]
+    weights = [cells_weight(cells[c], spec.cells_exponent) for c in outermost_cliques(taken)]
+    values = [
+        (float(scores[index[t]]) - _noise(spec, rho, weights, cells[t]) * cells[t]) / TRIPLE_SENSITIVITY
+        for t in joining
+    ]
     return [*joining, ()], [*values, 0.0]
+
+
+def _noise(spec: SelectionSpec, rho: float, weights: list[float], cells: int) -> float:
+    """The L1 error per cell that measuring a marginal of ``cells`` beside Φ's others (``weights``) would leave."""
+    return BIAS * release_sigma(spec, rho, weights, cells_weight(cells, spec.cells_exponent))
 
 
 def outermost_cliques(cliques: list[Clique]) -> list[Clique]:

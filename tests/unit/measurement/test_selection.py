@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdgov.agreement.spec import PrivacySpec, SelectionSpec
+from sdgov.agreement.weights import cells_weight
 from sdgov.base.errors import SpecError
 from sdgov.budget.accounting import plan_privacy, rho_of_sigma
 from sdgov.governance import ledger
@@ -445,10 +446,16 @@ def test_the_cli_writes_a_proposal_and_a_proposed_spec_that_resolves(tmp_path, c
     )
     assert code == 0, err
     assert "forced   Age × Health" in stdout and "proposed spec:" in stdout
-    ag = load_spec(out).agreement  # paths made absolute: it resolves from another directory
+    loaded = load_spec(out)  # paths made absolute: it resolves from another directory
+    ag = loaded.agreement
     assert f"proposed agreement: {ag.sha256()}" in stdout  # what will be signed, without a validate run to learn it
     assert sum(len(c) == 1 for c in ag.cliques) == 5 and sum(len(c) == 2 for c in ag.cliques) == 4
     assert ("Age", "Health") in ag.cliques
+    # the agreement states each selected pair's weight, its cells^(1/3): the hash binds how Φ's budget is split
+    sizes = loaded.schema_.domain(ag.attributes)
+    assert ag.privacy.weights == {
+        ",".join(c): cells_weight(sizes[c[0]] * sizes[c[1]], 1 / 3) for c in ag.cliques if len(c) == 2
+    }
     events = [e.event for e in Registry(root).events()]
     assert events.count("budget_spent") == 2 and events[-1] == "phi_selected"  # 1-ways, then the selection
 
