@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from sdgov.agreement.load import load_spec
+from sdgov.agreement.weights import cells_weight
 from sdgov.governance import ledger
 from sdgov.governance.site import Site
 from sdgov.registry.log import Registry
@@ -152,6 +154,16 @@ def test_review_drop_and_force_then_agree_and_release(tmp_path, prefect_server):
     acct = ledger.account(Site.resolve(root), card["dataset"]["name"], fp)
     assert abs(acct.spent_rho - card["privacy"]["rho"]) <= 1e-9 * card["privacy"]["rho"]
     assert [e.event for e in events].count("budget_spent") == 3  # 1-ways, selection, the agreed pairs
+
+    # the card's σ of each reviewed pair, the reviewer's forced one included, follows its weight, its cells^(1/3): the
+    # selected marginals split what the selection leaves by weight (sdgov/agreement/weights.py)
+    sizes = load_spec(draft).schema_.domain(ATTRS)
+    pairs = [m for m in card["privacy"]["marginals"] if len(m["clique"]) == 2]
+    assert frozenset(force) in {frozenset(m["clique"]) for m in pairs}
+    for m in pairs:
+        assert m["weight"] == cells_weight(sizes[m["clique"][0]] * sizes[m["clique"][1]], 1 / 3)
+    scaled = [m["sigma"] * m["weight"] ** 0.5 for m in pairs]  # σ ∝ 1/√weight
+    assert max(scaled) - min(scaled) <= 1e-9 * max(scaled) and len({m["sigma"] for m in pairs}) > 1
 
 
 def test_a_split_drafts_parts_are_selected_reviewed_by_part_and_released(tmp_path, prefect_server):
