@@ -38,6 +38,7 @@ _WHERE = {
     "is_shipped": "code_names",
     "load_spec": "load",
     "resolved": "load",
+    "weighed_attributes": "weights",
 }
 __all__ = [
     "AgreedPart",
@@ -70,5 +71,6 @@ __all__ = [
     "is_shipped",
     "load_spec",
     "resolved",
+    "weighed_attributes",
 ]
 __getattr__, __dir__ = lazy_face(__name__, _WHERE)

@@ -40,6 +40,11 @@ def weight_key(clique: Clique) -> str:
     return ",".join(clique)
 
 
+def weighed_attributes(key: str) -> frozenset[str]:
+    """The attributes a key of ``privacy.weights`` names (``'A, B'`` or ``'A,B'``), in any order."""
+    return frozenset(s.strip() for s in key.split(","))
+
+
 def with_cell_weights(privacy: PrivacySpec, cliques: Sequence[Clique], sizes: dict[str, int]) -> PrivacySpec:
     """``privacy`` with a weight for each of Φ's marginals beyond the 1-ways that it does not weigh itself, by the
     selection's rule (:attr:`~sdgov.agreement.spec.SelectionSpec.cells_exponent`); unchanged without private
@@ -50,7 +55,7 @@ def with_cell_weights(privacy: PrivacySpec, cliques: Sequence[Clique], sizes: di
         return privacy
     if any("," in a for c in cliques if len(c) > 1 for a in c):  # 'A,B' could not name such a marginal
         return privacy
-    stated = {frozenset(s.strip() for s in k.split(",")) for k in privacy.weights}
+    stated = {weighed_attributes(k) for k in privacy.weights}
     added = {
         weight_key(c): cells_weight(math.prod(sizes[a] for a in c), selection.cells_exponent)
         for c in cliques

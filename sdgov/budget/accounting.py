@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import Field, PositiveFloat, PositiveInt
 
 from sdgov.agreement.spec import Agreement, PrivacySpec
+from sdgov.agreement.weights import weighed_attributes
 from sdgov.base.errors import SpecError
 from sdgov.base.model import Frozen
 from sdgov.data.schema import Clique
@@ -319,7 +320,7 @@ def _epsilon(p: PrivacySpec) -> float:
 
 
 def _weights(p: PrivacySpec, cliques: list[Clique]) -> list[float]:
-    by_key = {frozenset(s.strip() for s in k.split(",")): w for k, w in p.weights.items()}
+    by_key = {weighed_attributes(k): w for k, w in p.weights.items()}
     return [float(by_key.get(frozenset(c), 1.0)) for c in cliques]
 
 
